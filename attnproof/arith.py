@@ -1,0 +1,304 @@
+"""One small interface over three arithmetics: float64, mpmath at a chosen precision, sympy.
+
+The learners are written once against :class:`Arith`.  Arrays are numpy arrays throughout:
+``float64`` for :data:`FLOAT64`, and ``object`` arrays holding ``mpmath.mpf`` or sympy
+expressions for the other two, so ``@``, slicing and broadcasting work unchanged; only the
+transcendental functions, the linear solve and the notion of "negligible" are per backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .errors import InvalidInputError, NonFiniteError
+
+
+class Arith(ABC):
+    """An arithmetic in which models are evaluated and learners compute.
+
+    Attributes
+    ----------
+    name : str
+        ``"float64"``, ``"mp:<digits>"`` or ``"sympy"`` (the CLI spelling).
+    exact : bool
+        True when every operation is exact (sympy); no rounding-based checks apply.
+    eps : float
+        Unit roundoff (0 for exact arithmetic).
+    """
+
+    name: str
+    exact: bool = False
+    eps: float
+
+    @contextlib.contextmanager
+    def context(self) -> Iterator[None]:
+        """Context inside which this arithmetic's global settings are in force."""
+        yield
+
+    @abstractmethod
+    def scalar(self, x: Any) -> Any:
+        """Convert one number to this arithmetic."""
+
+    def asarray(self, a: Any, copy: bool = True) -> np.ndarray:
+        """Convert an array-like to this arithmetic's array type (a copy unless ``copy=False``
+        and ``a`` already has the right type)."""
+        arr = np.asarray(a, dtype=object)
+        out = np.empty(arr.shape, dtype=object)
+        flat = out.reshape(-1)
+        for k, x in enumerate(arr.reshape(-1)):
+            flat[k] = self.scalar(x)
+        return out
+
+    def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
+        """An array of zeros of the given shape."""
+        out = np.empty(shape, dtype=object)
+        out.fill(self.scalar(0))
+        return out
+
+    def eye(self, d: int) -> np.ndarray:
+        """The d x d identity."""
+        out = self.zeros((d, d))
+        for i in range(d):
+            out[i, i] = self.scalar(1)
+        return out
+
+    @abstractmethod
+    def exp(self, a: np.ndarray) -> np.ndarray:
+        """Elementwise exponential."""
+
+    @abstractmethod
+    def logit(self, p: np.ndarray) -> np.ndarray:
+        """Elementwise sigma^{-1}(p) = log(p / (1 - p)) (Thm 4.1, inverting Eq. (1))."""
+
+    @abstractmethod
+    def solve(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Solve A X = B for square A."""
+
+    @abstractmethod
+    def abs_max(self, a: np.ndarray) -> float:
+        """max |a_i| as a Python float (0.0 for an empty array); numeric arithmetics only."""
+
+    def softmax(self, scores: np.ndarray) -> np.ndarray:
+        """Softmax over the last axis.  Exact arithmetics need no max shift."""
+        e = self.exp(scores)
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def sigmoid(self, t: np.ndarray) -> np.ndarray:
+        """Elementwise sigma(t) = 1 / (1 + e^{-t})."""
+        return 1 / (1 + self.exp(-np.asarray(t)))
+
+    def is_zero(self, x: Any) -> bool:
+        """True iff x is exactly zero (sympy: provably zero)."""
+        return bool(x == 0)
+
+    def check_finite(self, a: np.ndarray, what: str) -> None:
+        """Raise :class:`NonFiniteError` if a numeric array holds NaN or infinity."""
+        return None
+
+    def to_float(self, a: Any) -> np.ndarray:
+        """Round to a float64 array (for reporting only)."""
+        return np.asarray(np.vectorize(float, otypes=[float])(np.asarray(a, dtype=object)))
+
+    def __repr__(self) -> str:
+        return f"<Arith {self.name}>"
+
+
+class Float64(Arith):
+    """IEEE double precision through numpy (fast, batched, rounding unit 2^-53)."""
+
+    name = "float64"
+    eps = float(np.finfo(np.float64).eps) / 2
+
+    def scalar(self, x: Any) -> float:
+        return float(x)
+
+    def asarray(self, a: Any, copy: bool = True) -> np.ndarray:
+        try:
+            return np.array(a, dtype=np.float64, copy=copy or None)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"cannot convert to float64: {exc}") from exc
+
+    def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
+        return np.zeros(shape)
+
+    def eye(self, d: int) -> np.ndarray:
+        return np.eye(d)
+
+    def exp(self, a: np.ndarray) -> np.ndarray:
+        return np.exp(a)
+
+    def softmax(self, scores: np.ndarray) -> np.ndarray:
+        shifted = scores - scores.max(axis=-1, keepdims=True)
+        e = np.exp(shifted)
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def sigmoid(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        z = np.exp(-np.abs(t))
+        return np.where(t >= 0, 1 / (1 + z), z / (1 + z))
+
+    def logit(self, p: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(p) - np.log1p(-p)
+
+    def solve(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        return np.linalg.solve(A, B)
+
+    def abs_max(self, a: np.ndarray) -> float:
+        a = np.asarray(a)
+        return float(np.max(np.abs(a))) if a.size else 0.0
+
+    def check_finite(self, a: np.ndarray, what: str) -> None:
+        if not np.all(np.isfinite(a)):
+            raise NonFiniteError(f"{what} holds NaN or infinite entries")
+
+    def to_float(self, a: Any) -> np.ndarray:
+        return np.asarray(a, dtype=np.float64)
+
+
+class MP(Arith):
+    """mpmath at ``dps`` significant decimal digits (object arrays of ``mpf``).
+
+    mpmath's precision is global state; everything here runs inside :meth:`context`, which
+    sets it with ``mpmath.workdps`` and restores it afterwards.
+    """
+
+    def __init__(self, dps: int) -> None:
+        if not isinstance(dps, int) or dps < 5:
+            raise InvalidInputError(f"mpmath precision must be an integer >= 5 digits, got {dps!r}")
+        self.dps = dps
+        self.name = f"mp:{dps}"
+        self.eps = 10.0 ** (-dps)
+
+    @contextlib.contextmanager
+    def context(self) -> Iterator[None]:
+        with mpmath.workdps(self.dps):
+            yield
+
+    def scalar(self, x: Any) -> mpmath.mpf:
+        with self.context():
+            if isinstance(x, sp.Basic):
+                x = sp.N(x, self.dps + 5)
+                return mpmath.mpf(str(x))
+            return mpmath.mpf(x)
+
+    def exp(self, a: np.ndarray) -> np.ndarray:
+        with self.context():
+            return _elementwise(mpmath.exp, a)
+
+    def logit(self, p: np.ndarray) -> np.ndarray:
+        def one(x: mpmath.mpf) -> mpmath.mpf:
+            if not 0 < x < 1:
+                return mpmath.mpf("nan")
+            return mpmath.log(x) - mpmath.log1p(-x)
+
+        with self.context():
+            return _elementwise(one, p)
+
+    def solve(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        with self.context():
+            M = mpmath.matrix(A.tolist())
+            rhs = np.asarray(B, dtype=object)
+            cols = rhs.reshape(rhs.shape[0], -1)
+            out = np.empty(cols.shape, dtype=object)
+            for k in range(cols.shape[1]):
+                x = mpmath.lu_solve(M, mpmath.matrix(cols[:, k].tolist()))
+                out[:, k] = [x[i] for i in range(x.rows)]
+            return out.reshape(rhs.shape)
+
+    def abs_max(self, a: np.ndarray) -> float:
+        a = np.asarray(a, dtype=object)
+        with self.context():
+            return float(max((abs(x) for x in a.reshape(-1)), default=0))
+
+    def check_finite(self, a: np.ndarray, what: str) -> None:
+        if not all(mpmath.isfinite(x) for x in np.asarray(a, dtype=object).reshape(-1)):
+            raise NonFiniteError(f"{what} holds NaN or infinite entries")
+
+
+class Sympy(Arith):
+    """Exact symbolic arithmetic (object arrays of sympy expressions).
+
+    Used to *prove* that the learner is exact: run on a symbolic target, its output
+    simplifies to the target itself (identity ``thm4.1/end-to-end-d2``).
+    """
+
+    name = "sympy"
+    exact = True
+    eps = 0.0
+
+    def scalar(self, x: Any) -> sp.Expr:
+        if isinstance(x, (float, np.floating)):
+            if not math.isfinite(float(x)):
+                raise NonFiniteError("sympy arithmetic needs finite numbers")
+            return sp.Rational(float(x))  # the exact value of the binary float
+        return sp.sympify(x)
+
+    def exp(self, a: np.ndarray) -> np.ndarray:
+        return _elementwise(sp.exp, a)
+
+    def logit(self, p: np.ndarray) -> np.ndarray:
+        def one(x: sp.Expr) -> sp.Expr:
+            ratio = sp.powsimp(sp.cancel(sp.together(x / (1 - x))))
+            return sp.simplify(sp.log(ratio))
+
+        return _elementwise(one, p)
+
+    def solve(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        rhs = np.asarray(B, dtype=object)
+        cols = rhs.reshape(rhs.shape[0], -1)
+        X = sp.Matrix(A.tolist()).LUsolve(sp.Matrix(cols.tolist()))
+        out = np.array(X.applyfunc(sp.simplify).tolist(), dtype=object)
+        return out.reshape(rhs.shape)
+
+    def abs_max(self, a: np.ndarray) -> float:
+        vals = [abs(complex(sp.N(x))) for x in np.asarray(a, dtype=object).reshape(-1)]
+        return max(vals, default=0.0)
+
+    def is_zero(self, x: Any) -> bool:
+        return sp.sympify(x).is_zero is True
+
+    def to_float(self, a: Any) -> np.ndarray:
+        return np.vectorize(lambda x: float(sp.N(x)), otypes=[float])(np.asarray(a, dtype=object))
+
+
+def _elementwise(fn: Any, a: Any) -> np.ndarray:
+    """Apply a scalar function to every entry of an object array (keeps the shape)."""
+    arr = np.asarray(a, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    flat = out.reshape(-1)
+    for k, x in enumerate(arr.reshape(-1)):
+        flat[k] = fn(x)
+    return out
+
+
+FLOAT64 = Float64()
+SYMPY = Sympy()
+
+_MP_SPEC = re.compile(r"^mp:(\d+)$")
+
+
+def parse(spec: str | Arith) -> Arith:
+    """Parse ``"float64"``, ``"mp:DIGITS"`` or ``"sympy"`` into an :class:`Arith`."""
+    if isinstance(spec, Arith):
+        return spec
+    if spec == "float64":
+        return FLOAT64
+    if spec == "sympy":
+        return SYMPY
+    m = _MP_SPEC.match(spec)
+    if m:
+        return MP(int(m.group(1)))
+    raise InvalidInputError(f"unknown arithmetic {spec!r}: use float64, mp:DIGITS or sympy")
+
+
+__all__ = ["Arith", "Float64", "MP", "Sympy", "FLOAT64", "SYMPY", "parse"]

@@ -1,0 +1,209 @@
+"""The models of the paper, evaluated in any arithmetic of :mod:`attnproof.arith`.
+
+Sec. 3: single-head attention ``f_{W,v}(X) = softmax(x_1^T W x_N, ..., x_N^T W x_N)^T (X v)``.
+Sec. 4.1: the one-layer Transformer ``TF(X) = w_o^T ReLU(alpha(X, W)^T X A)``.
+Sec. 7: multi-head attention ``f^H(X) = sum_h alpha(X, W^(h))^T (X v^(h))``.
+
+Every model takes one sequence ``X`` of shape (N, d) or a batch of shape (B, N, d) and returns
+a scalar or an array of shape (B,).  Evaluation is vectorised over the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from .arith import FLOAT64, Arith
+from .errors import ShapeError
+
+
+def as_batch(X: Any, d: int, arith: Arith) -> tuple[np.ndarray, bool]:
+    """Validate a query and return it as a (B, N, d) array plus whether it was batched.
+
+    Raises
+    ------
+    ShapeError
+        If X is not (N, d) or (B, N, d) with N >= 1 and the model's width d.
+    NonFiniteError
+        If a numeric X holds NaN or infinity.
+    """
+    arr = arith.asarray(X, copy=False)
+    if arr.ndim not in (2, 3):
+        raise ShapeError(f"a query must have shape (N, d) or (B, N, d); got shape {arr.shape}")
+    batched = arr.ndim == 3
+    if not batched:
+        arr = arr[None]
+    if arr.shape[1] < 1:
+        raise ShapeError("a query needs at least one token (N >= 1)")
+    if arr.shape[2] != d:
+        raise ShapeError(f"tokens must have width d = {d}; got {arr.shape[2]}")
+    arith.check_finite(arr, "query X")
+    return arr, batched
+
+
+def scores(X: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """s_i(X, W) = x_i^T W x_N (Sec. 3) for X of shape (B, N, d); returns (B, N)."""
+    q = X[:, -1, :] @ W.T  # (B, d): W x_N for every sequence
+    return (X @ q[:, :, None])[..., 0]
+
+
+def attention_weights(X: np.ndarray, W: np.ndarray, arith: Arith) -> np.ndarray:
+    """alpha(X, W) = softmax(s_1, ..., s_N) (Sec. 3) for X of shape (B, N, d); returns (B, N)."""
+    return arith.softmax(scores(X, W))
+
+
+def _check_matrix(M: np.ndarray, shape: tuple[int, ...], what: str) -> None:
+    if M.shape != shape:
+        raise ShapeError(f"{what} must have shape {shape}; got {M.shape}")
+
+
+class Attention:
+    """Single-head attention regressor f_{W,v} (Sec. 3).
+
+    Parameters
+    ----------
+    W : array-like, shape (d, d)
+        Merged query-key matrix (``W = K^T Q``).
+    v : array-like, shape (d,)
+        Merged value-readout vector (``v = V^T w_o``).
+    arith : Arith
+        Arithmetic in which the model is evaluated.
+    """
+
+    def __init__(self, W: Any, v: Any, arith: Arith = FLOAT64) -> None:
+        self.arith = arith
+        self.W = arith.asarray(W)
+        self.v = arith.asarray(v)
+        if self.W.ndim != 2 or self.W.shape[0] != self.W.shape[1]:
+            raise ShapeError(f"W must be a square (d, d) matrix; got shape {self.W.shape}")
+        _check_matrix(self.v, (self.W.shape[0],), "v")
+        arith.check_finite(self.W, "W")
+        arith.check_finite(self.v, "v")
+
+    @property
+    def d(self) -> int:
+        """Token width d."""
+        return self.W.shape[0]
+
+    @classmethod
+    def from_qkv(cls, Q: Any, K: Any, V: Any, w_o: Any, arith: Arith = FLOAT64) -> Attention:
+        """Merge projections as in Sec. 3: ``W = K^T Q`` and ``v = V^T w_o``.
+
+        Parameters
+        ----------
+        Q, K, V : array-like, shape (r, d)
+            Query, key and value projections.
+        w_o : array-like, shape (r,)
+            Output projection.
+        """
+        Q, K, V, w_o = (arith.asarray(a) for a in (Q, K, V, w_o))
+        if Q.ndim != 2:
+            raise ShapeError(f"Q must have shape (r, d); got {Q.shape}")
+        r, d = Q.shape
+        _check_matrix(K, (r, d), "K")
+        _check_matrix(V, (r, d), "V")
+        _check_matrix(w_o, (r,), "w_o")
+        return cls(K.T @ Q, V.T @ w_o, arith)
+
+    def __call__(self, X: Any) -> Any:
+        """f_{W,v}(X) for one sequence (N, d) -> scalar, or a batch (B, N, d) -> (B,)."""
+        with self.arith.context():
+            Xb, batched = as_batch(X, self.d, self.arith)
+            alpha = attention_weights(Xb, self.W, self.arith)
+            out = (alpha * (Xb @ self.v)).sum(axis=-1)
+        return out if batched else out[0]
+
+    def __repr__(self) -> str:
+        return f"Attention(d={self.d}, arith={self.arith.name})"
+
+
+def relu(z: np.ndarray) -> np.ndarray:
+    """Elementwise ReLU(z) = max(z, 0), symbolic (``sympy.Max``) for object arrays."""
+    z = np.asarray(z)
+    if z.dtype == object:
+        out = np.empty(z.shape, dtype=object)
+        flat = out.reshape(-1)
+        for k, x in enumerate(z.reshape(-1)):
+            flat[k] = sp.Max(x, 0) if isinstance(x, sp.Basic) else max(x, 0 * x)
+        return out
+    return np.maximum(z, 0.0)
+
+
+class OneLayerTransformer:
+    """TF(X) = w_o^T ReLU(alpha(X, W)^T X A) (Sec. 4.1, with A = V^T W_1^T).
+
+    Parameters
+    ----------
+    W : array-like, shape (d, d)
+    A : array-like, shape (d, m)
+    w_o : array-like, shape (m,)
+    """
+
+    def __init__(self, W: Any, A: Any, w_o: Any, arith: Arith = FLOAT64) -> None:
+        self.arith = arith
+        self.W = arith.asarray(W)
+        self.A = arith.asarray(A)
+        self.w_o = arith.asarray(w_o)
+        d = self.W.shape[0]
+        _check_matrix(self.W, (d, d), "W")
+        if self.A.ndim != 2 or self.A.shape[0] != d:
+            raise ShapeError(f"A must have shape (d, m) with d = {d}; got {self.A.shape}")
+        _check_matrix(self.w_o, (self.A.shape[1],), "w_o")
+        for M, what in ((self.W, "W"), (self.A, "A"), (self.w_o, "w_o")):
+            arith.check_finite(M, what)
+
+    @property
+    def d(self) -> int:
+        return self.W.shape[0]
+
+    def __call__(self, X: Any) -> Any:
+        with self.arith.context():
+            Xb, batched = as_batch(X, self.d, self.arith)
+            alpha = attention_weights(Xb, self.W, self.arith)
+            z = (alpha[:, :, None] * (Xb @ self.A)).sum(axis=1)  # (B, m)
+            out = relu(z) @ self.w_o
+        return out if batched else out[0]
+
+
+class MultiHeadAttention:
+    """f^H(X) = sum_h alpha(X, W^(h))^T (X v^(h)) (Sec. 7, Prop. 7.1).
+
+    Parameters
+    ----------
+    heads : sequence of (W_h, v_h)
+        One (d, d) matrix and one (d,) vector per head.
+    """
+
+    def __init__(self, heads: Sequence[tuple[Any, Any]], arith: Arith = FLOAT64) -> None:
+        if not heads:
+            raise ShapeError("a multi-head model needs at least one head")
+        self.arith = arith
+        self.heads = [Attention(W, v, arith) for W, v in heads]
+        d = self.heads[0].d
+        if any(h.d != d for h in self.heads):
+            raise ShapeError("all heads must have the same width d")
+
+    @property
+    def d(self) -> int:
+        return self.heads[0].d
+
+    def __call__(self, X: Any) -> Any:
+        outs = [h(X) for h in self.heads]
+        total = outs[0]
+        for o in outs[1:]:
+            total = total + o
+        return total
+
+
+__all__ = [
+    "Attention",
+    "OneLayerTransformer",
+    "MultiHeadAttention",
+    "attention_weights",
+    "scores",
+    "as_batch",
+    "relu",
+]

@@ -1,0 +1,329 @@
+"""The identity registry: every identity the algorithms rely on, proven and cross-checked.
+
+An identity is registered with a stable ID (``<result>/<short-name>``, never renumbered), the
+paper reference, a LaTeX statement, the identities it ``uses`` and a builder returning sympy
+``(lhs, rhs)`` pairs under stated assumptions (carried by the symbols themselves, e.g.
+``real=True``).  Verification is two independent checks:
+
+1. **symbolic**: ``simplify(lhs - rhs)`` is exactly 0 for every pair;
+2. **numeric**: lhs and rhs are evaluated *separately* with mpmath (via ``evalf``) at random
+   rational points that respect the assumptions, at 60 significant digits, and must agree to
+   ``10^-50`` relative.
+
+An identity is *fully verified* only when it and everything it uses (transitively) verify.
+:func:`verify_all` returns a :class:`Certificate` (JSON, Markdown, LaTeX) whose entries carry a
+SHA-256 content hash of the canonical statement and expressions, so a citation pins exactly
+what was verified.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import platform
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from .errors import AttnproofError
+
+Pair = tuple[sp.Expr, sp.Expr]
+
+#: Digits used for the numeric cross-check, and the agreement required.
+NUMERIC_DPS = 60
+NUMERIC_TOL = 1e-50
+NUMERIC_POINTS = 3
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A registered identity (see the module docstring)."""
+
+    id: str
+    paper: str
+    statement: str
+    build: Callable[[], list[Pair]]
+    uses: tuple[str, ...] = ()
+    assumptions: str = ""
+    simplifier: Callable[[sp.Expr], sp.Expr] = sp.simplify
+
+
+REGISTRY: dict[str, Identity] = {}
+
+
+def identity(
+    *,
+    id: str,
+    paper: str,
+    statement: str,
+    uses: Iterable[str] = (),
+    assumptions: str = "",
+    simplifier: Callable[[sp.Expr], sp.Expr] = sp.simplify,
+) -> Callable[[Callable[[], list[Pair]]], Callable[[], list[Pair]]]:
+    """Register ``fn`` (returning (lhs, rhs) pairs) as the identity ``id``.
+
+    Raises
+    ------
+    AttnproofError
+        If the ID is already registered (IDs are stable and unique).
+    """
+
+    def deco(fn: Callable[[], list[Pair]]) -> Callable[[], list[Pair]]:
+        if id in REGISTRY:
+            raise AttnproofError(f"identity {id!r} is registered twice")
+        REGISTRY[id] = Identity(id, paper, statement, fn, tuple(uses), assumptions, simplifier)
+        return fn
+
+    return deco
+
+
+@dataclass
+class Entry:
+    """The verification record of one identity."""
+
+    id: str
+    paper: str
+    statement: str
+    assumptions: str
+    uses: list[str]
+    pairs: int
+    symbolic: bool
+    numeric_max_err: float
+    own_passed: bool
+    passed: bool
+    seconds: float
+    sha256: str
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Certificate:
+    """The outcome of :func:`verify_all`, ready to be cited."""
+
+    entries: list[Entry]
+    versions: dict[str, str]
+    created: str
+    seconds: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(e.passed for e in self.entries)
+
+    def entry(self, id: str) -> Entry:
+        for e in self.entries:
+            if e.id == id:
+                return e
+        raise KeyError(id)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "created": self.created,
+            "seconds": self.seconds,
+            "versions": self.versions,
+            "identities": [e.as_dict() for e in self.entries],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2)
+
+    def to_markdown(self) -> str:
+        lines = [
+            "# attnproof verification certificate",
+            "",
+            f"Created {self.created}; {len(self.entries)} identities; "
+            f"{'all verified' if self.passed else 'NOT all verified'} in {self.seconds:.1f} s.",
+            "",
+            "Versions: " + ", ".join(f"{k} {v}" for k, v in self.versions.items()),
+            "",
+            "| ID | paper | symbolic | numeric max err | uses | verified | s | SHA-256 |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for e in self.entries:
+            lines.append(
+                f"| `{e.id}` | {e.paper} | {'yes' if e.symbolic else 'NO'} | {e.numeric_max_err:.1e} | "
+                f"{', '.join(f'`{u}`' for u in e.uses) or '-'} | {'yes' if e.passed else 'NO'} | "
+                f"{e.seconds:.2f} | `{e.sha256[:16]}` |"
+            )
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        rows = [
+            r"\begin{tabular}{llllr}",
+            r"\hline ID & paper & verified & SHA-256 (prefix) & s \\ \hline",
+        ]
+        for e in self.entries:
+            rows.append(
+                rf"\texttt{{{e.id}}} & {e.paper} & {'yes' if e.passed else 'no'} & "
+                rf"\texttt{{{e.sha256[:16]}}} & {e.seconds:.2f} \\"
+            )
+        rows.append(r"\hline \end{tabular}")
+        return "\n".join(rows) + "\n"
+
+
+def content_hash(ident: Identity, pairs: list[Pair]) -> str:
+    """SHA-256 of the identity's canonical statement and its (lhs, rhs) expressions."""
+    h = hashlib.sha256()
+    for part in (ident.id, ident.paper, ident.statement, ident.assumptions, ",".join(ident.uses)):
+        h.update(part.encode())
+        h.update(b"\0")
+    for lhs, rhs in pairs:
+        h.update(sp.srepr(lhs).encode())
+        h.update(b"=")
+        h.update(sp.srepr(rhs).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _random_value(sym: sp.Symbol, rnd: random.Random) -> sp.Rational:
+    """A random rational point respecting the symbol's assumptions."""
+    mag = sp.Rational(rnd.randint(100, 2000), 1000)
+    if sym.is_positive or sym.is_nonnegative:
+        return mag
+    return mag if rnd.random() < 0.5 else -mag
+
+
+def numeric_check(pairs: list[Pair], seed: str, points: int = NUMERIC_POINTS) -> float:
+    """Max relative disagreement of lhs and rhs, evaluated separately in mpmath.
+
+    Both sides are compiled with ``sympy.lambdify(..., modules="mpmath")`` and evaluated at
+    ``points`` random rational points (respecting the symbols' assumptions) at
+    :data:`NUMERIC_DPS` digits; no simplification is involved.
+    """
+    rnd = random.Random(seed)
+    exprs = [sp.sympify(e) for pair in pairs for e in pair]
+    syms = sorted(set().union(*(e.free_symbols for e in exprs)), key=str)
+    worst = mpmath.mpf(0)
+    with mpmath.workdps(NUMERIC_DPS):
+        fns = [sp.lambdify(syms, e, modules="mpmath") for e in exprs]
+        for _ in range(points):
+            point = [_random_value(s, rnd) for s in syms]
+            args = [mpmath.mpf(x.p) / x.q for x in point]
+            vals = [mpmath.mpmathify(fn(*args)) for fn in fns]
+            for a, b in zip(vals[0::2], vals[1::2]):
+                worst = max(worst, abs(a - b) / (1 + abs(a)))
+    return float(worst)
+
+
+def verify(id: str) -> Entry:
+    """Verify one identity on its own (its ``uses`` are not checked here)."""
+    ident = REGISTRY[id]
+    t0 = time.perf_counter()
+    error = ""
+    symbolic, numeric_err, digest, npairs = False, float("inf"), "", 0
+    try:
+        pairs = ident.build()
+        npairs = len(pairs)
+        digest = content_hash(ident, pairs)
+        symbolic = all(ident.simplifier(sp.sympify(lhs) - sp.sympify(rhs)) == 0 for lhs, rhs in pairs)
+        numeric_err = numeric_check(pairs, seed=id)
+    except Exception as exc:  # a failing proof is reported, not raised
+        error = f"{type(exc).__name__}: {exc}"
+    own = bool(symbolic and numeric_err <= NUMERIC_TOL and npairs > 0 and not error)
+    return Entry(
+        id=ident.id,
+        paper=ident.paper,
+        statement=ident.statement,
+        assumptions=ident.assumptions,
+        uses=list(ident.uses),
+        pairs=npairs,
+        symbolic=symbolic,
+        numeric_max_err=numeric_err,
+        own_passed=own,
+        passed=own,
+        seconds=time.perf_counter() - t0,
+        sha256=digest,
+        error=error,
+    )
+
+
+def _load_all() -> None:
+    """Import every module that registers identities."""
+    from . import theorems  # noqa: F401  (registration happens at import)
+
+
+def verify_all(ids: Iterable[str] | None = None) -> Certificate:
+    """Verify the registered identities (all, or ``ids`` and what they use).
+
+    An identity passes only if its own checks pass and every identity it uses passes.
+    """
+    _load_all()
+    t0 = time.perf_counter()
+    wanted = list(REGISTRY) if ids is None else _closure(list(ids))
+    entries = {i: verify(i) for i in wanted}
+    for i in wanted:
+        entries[i].passed = _fully_verified(i, entries, set())
+    return Certificate(
+        entries=[entries[i] for i in wanted],
+        versions={
+            "attnproof": _version(),
+            "python": platform.python_version(),
+            "sympy": sp.__version__,
+            "mpmath": mpmath.__version__,
+            "numpy": np.__version__,
+        },
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def _closure(ids: list[str]) -> list[str]:
+    out: list[str] = []
+    stack = list(ids)
+    while stack:
+        i = stack.pop()
+        if i not in REGISTRY:
+            raise KeyError(f"unknown identity {i!r}")
+        if i not in out:
+            out.append(i)
+            stack.extend(REGISTRY[i].uses)
+    return [i for i in REGISTRY if i in out]
+
+
+def _fully_verified(i: str, entries: dict[str, Entry], seen: set[str]) -> bool:
+    if i in seen:  # a cycle in `uses` can never count as verified
+        return False
+    e = entries[i]
+    return e.own_passed and all(
+        u in entries and _fully_verified(u, entries, seen | {i}) for u in REGISTRY[i].uses
+    )
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def symbols(prefix: str, shape: tuple[int, ...], **assumptions: Any) -> np.ndarray:
+    """An object array of fresh sympy symbols ``prefix_i_j`` with the given assumptions."""
+    out = np.empty(shape, dtype=object)
+    for idx in np.ndindex(*shape):
+        name = prefix + "_" + "_".join(str(i + 1) for i in idx) if idx else prefix
+        out[idx] = sp.Symbol(name, **assumptions)
+    return out
+
+
+__all__ = [
+    "Identity",
+    "Entry",
+    "Certificate",
+    "REGISTRY",
+    "identity",
+    "verify",
+    "verify_all",
+    "numeric_check",
+    "content_hash",
+    "symbols",
+]
