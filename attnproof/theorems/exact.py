@@ -196,14 +196,15 @@ def probe_matrix(
     if Z.shape != (d, d):
         raise ShapeError(f"probe matrix must have shape ({d}, {d}); got {Z.shape}")
     arith.check_finite(Z, "probe matrix")
-    uv = Z @ v
-    scale = 1.0 if arith.exact else float(np.sqrt(np.sum(arith.to_float(v) ** 2)))
-    for l in range(d):
-        if _negligible(uv[l], arith, 64 * d * arith.eps * scale * _row_norm(Z[l], arith)):
-            raise DegenerateProbeError(
-                f"probe u_{l} has u^T v* = 0: its two-token query carries no information "
-                "about W (y = v_j whatever W is); choose u with u^T v* != 0"
-            )
+    row_norms = np.sqrt(np.sum(arith.to_float(Z) ** 2, axis=1)) if not arith.exact else 1.0
+    thresholds = 64 * d * arith.eps * _vnorm(v, arith) * row_norms
+    degenerate = np.flatnonzero(_negligible(Z @ v, arith, thresholds))
+    if degenerate.size:
+        l = int(degenerate[0])
+        raise DegenerateProbeError(
+            f"probe u_{l} has u^T v* = 0: its two-token query carries no information "
+            "about W (y = v_j whatever W is); choose u with u^T v* != 0"
+        )
     _check_invertible(Z, arith)
     return Z, {"probes": "custom"}
 
@@ -235,12 +236,11 @@ def _gaussian_probes(
     redrawn = 0
     for _ in range(max_draws):
         Z = arith.asarray(Zf)
-        uv = Z @ v
-        bad = [l for l in range(d) if _negligible(uv[l], arith, DEGENERACY_RATIO * _vnorm(v, arith))]
-        if not bad and np.linalg.cond(Zf) < 1e10:
+        bad = np.flatnonzero(_negligible(Z @ v, arith, DEGENERACY_RATIO * _vnorm(v, arith)))
+        if not bad.size and np.linalg.cond(Zf) < 1e10:
             return Z, {"probes": "gaussian", "redrawn_rows": redrawn}
-        if not bad:  # numerically singular draw: redraw everything
-            bad = list(range(d))
+        if not bad.size:  # numerically singular draw: redraw everything
+            bad = np.arange(d)
         Zf[bad] = rng.standard_normal((len(bad), d))
         redrawn += len(bad)
     raise DegenerateProbeError(f"no usable Gaussian probe matrix in {max_draws} draws")
@@ -250,15 +250,11 @@ def _vnorm(v: np.ndarray, arith: Arith) -> float:
     return 0.0 if arith.exact else float(np.sqrt(np.sum(arith.to_float(v) ** 2)))
 
 
-def _row_norm(u: np.ndarray, arith: Arith) -> float:
-    return 1.0 if arith.exact else float(np.sqrt(np.sum(arith.to_float(u) ** 2)))
-
-
-def _negligible(x: Any, arith: Arith, threshold: float) -> bool:
-    """Exact zero for sympy; |x| < threshold for the numeric arithmetics."""
+def _negligible(x: np.ndarray, arith: Arith, threshold: Any) -> np.ndarray:
+    """Boolean mask: exactly zero for sympy; |x| < threshold for the numeric arithmetics."""
     if arith.exact:
-        return arith.is_zero(x)
-    return abs(float(x)) < threshold
+        return np.array([arith.is_zero(t) for t in x], dtype=bool)
+    return np.abs(arith.to_float(x)) < threshold
 
 
 def _check_invertible(Z: np.ndarray, arith: Arith) -> None:
@@ -289,12 +285,31 @@ def _pow2(k: np.ndarray, arith: Arith) -> np.ndarray:
     return out
 
 
-def probe_batch(Z: np.ndarray, l: np.ndarray, j: np.ndarray, c: np.ndarray | None, arith: Arith) -> np.ndarray:
-    """The two-token probes ``c [(u_l + e_j)^T; e_j^T]`` for each (l, j), shape (B, 2, d)."""
+def probe_batch(
+    Z: np.ndarray,
+    l: np.ndarray,
+    j: np.ndarray,
+    c: np.ndarray | None,
+    arith: Arith,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """The two-token probes ``c [(u_l + e_j)^T; e_j^T]`` for each (l, j), shape (B, 2, d).
+
+    ``out`` (float64 only) is a reusable buffer of shape (>= B, 2, d): refilling it costs a
+    fraction of allocating fresh pages for every batch.
+    """
     B, d = len(l), Z.shape[1]
-    X = arith.zeros((B, 2, d))
+    if out is None:
+        X = arith.zeros((B, 2, d))
+        X[:, 0, :] = Z[l]
+    else:
+        X = out[:B]
+        if B % d == 0 and np.array_equal(l.reshape(-1, d), np.broadcast_to(np.arange(d), (B // d, d))):
+            X.reshape(B // d, d, 2, d)[:, :, 0, :] = Z  # whole columns: u_1..u_d, broadcast
+        else:
+            np.take(Z, l, axis=0, out=X[:, 0, :], mode="clip")  # l is in range: no buffering
+        X[:, 1, :] = 0
     rows = np.arange(B)
-    X[:, 0, :] = Z[l]
     X[rows, 0, j] = X[rows, 0, j] + 1
     X[rows, 1, j] = 1
     if c is not None:
@@ -322,11 +337,12 @@ def _measure(
     k = np.zeros(n, dtype=np.int64) if k is None else k
     d = Z.shape[1]
     chunk = max(1, max_batch_bytes // (2 * d * 8)) if arith is FLOAT64 else n
+    buffer = np.empty((min(chunk, n), 2, d)) if arith is FLOAT64 else None
     L = np.empty(n, dtype=np.float64 if arith is FLOAT64 else object)
     for s in range(0, n, chunk):
         sl = slice(s, s + chunk)
         c = None if not np.any(k[sl]) else _pow2(k[sl], arith)
-        y = arith.asarray(oracle(probe_batch(Z, l[sl], j[sl], c, arith)), copy=False)
+        y = arith.asarray(oracle(probe_batch(Z, l[sl], j[sl], c, arith, buffer)), copy=False)
         if c is not None:
             y = y / c
         L[sl] = arith.logit((y - v[j[sl]]) / uv[l[sl]])
