@@ -105,8 +105,9 @@ class Arith(ABC):
         return None
 
     def to_float(self, a: Any) -> np.ndarray:
-        """Round to a float64 array (for reporting only)."""
-        return np.asarray(np.vectorize(float, otypes=[float])(np.asarray(a, dtype=object)))
+        """Round to a float64 array (NaN stays NaN)."""
+        with np.errstate(invalid="ignore"):
+            return np.asarray(np.vectorize(float, otypes=[float])(np.asarray(a, dtype=object)))
 
     def __repr__(self) -> str:
         return f"<Arith {self.name}>"
@@ -137,7 +138,8 @@ class Float64(Arith):
         return np.exp(a)
 
     def softmax(self, scores: np.ndarray) -> np.ndarray:
-        shifted = scores - scores.max(axis=-1, keepdims=True)
+        with np.errstate(over="ignore"):  # s_i - max = -inf only where the weight is 0 anyway
+            shifted = scores - scores.max(axis=-1, keepdims=True)
         e = np.exp(shifted)
         return e / e.sum(axis=-1, keepdims=True)
 

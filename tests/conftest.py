@@ -1,0 +1,36 @@
+"""Shared test configuration: Hypothesis profiles and mpmath's global precision."""
+
+from __future__ import annotations
+
+import os
+
+import mpmath
+import pytest
+from hypothesis import HealthCheck, settings
+
+# "ci" (default): fast and derandomized, so CI is reproducible.
+settings.register_profile(
+    "ci",
+    max_examples=30,
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+# "thorough" (opt-in: HYPOTHESIS_PROFILE=thorough): many random examples.
+settings.register_profile(
+    "thorough",
+    max_examples=1000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _reset_mpmath_precision():
+    """mpmath's precision is global state: every test starts at the default and restores it."""
+    mpmath.mp.dps = 15
+    yield
+    mpmath.mp.dps = 15

@@ -1,0 +1,21 @@
+"""The typed errors form one hierarchy, and input errors are ValueErrors."""
+
+import pytest
+
+from attnproof import errors
+
+
+@pytest.mark.parametrize("name", errors.__all__)
+def test_every_error_is_an_attnproof_error(name):
+    assert issubclass(getattr(errors, name), errors.AttnproofError)
+
+
+@pytest.mark.parametrize("cls", [errors.ShapeError, errors.NonFiniteError, errors.InvalidInputError])
+def test_input_errors_are_value_errors(cls):
+    assert issubclass(cls, ValueError)
+
+
+def test_algorithmic_errors_are_not_input_errors():
+    for cls in (errors.NonIdentifiableError, errors.DegenerateProbeError, errors.PrecisionLossError,
+                errors.QueryBudgetExceeded, errors.ToleranceViolation, errors.AssumptionError):
+        assert not issubclass(cls, errors.InvalidInputError)

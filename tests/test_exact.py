@@ -1,0 +1,264 @@
+"""Theorem 4.1: exact recovery with d + d^2 value queries, attacked from every side."""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from attnproof import strategies as ast
+from attnproof.arith import FLOAT64, MP, SYMPY
+from attnproof.errors import (
+    DegenerateProbeError,
+    InvalidInputError,
+    NonIdentifiableError,
+    PrecisionLossError,
+    QueryBudgetExceeded,
+    ShapeError,
+)
+from attnproof.models import Attention
+from attnproof.oracles import ValueOracle
+from attnproof.recovery import score
+from attnproof.theorems.exact import ScalePolicy, learn_exact
+
+probe_families = st.sampled_from(["gaussian", "basis"])
+seeds = st.integers(0, 2**32 - 1)
+
+
+def recover(W, v, probes="gaussian", seed=0, arith=FLOAT64, **kw):
+    oracle = ValueOracle(Attention(W, v, arith), **kw)
+    rec = learn_exact(oracle, probes=probes, rng=np.random.default_rng(seed), arith=arith)
+    return rec, oracle
+
+
+# --- float64: recovery within the learner's own first-order rounding bound ----------------
+
+
+@given(
+    ast.targets(w_scale=ast.scales(*ast.SUPPORTED_LOG10_SCALE), v_scale=ast.scales(*ast.SUPPORTED_LOG10_SCALE)),
+    probe_families,
+    seeds,
+)
+@example((np.zeros((1, 1)), np.array([-0.5])), "gaussian", 0)  # W = 0: every logit is 0
+@example((np.full((3, 3), 1e100), np.array([1.0, 0.0, 0.0])), "basis", 0)  # saturated, sparse v
+@example((np.diag([1e-100, 2e-100]), np.array([1e-100, -1e100])), "gaussian", 1)  # tiny W, lopsided v
+@example((np.array([[0.0, 1e6], [-1e6, 0.0]]), np.array([1.0, 1e-20])), "basis", 0)  # near-zero v_2
+def test_float64_recovery_within_derived_bound(target, probes, seed):
+    W, v = target
+    rec, oracle = recover(W, v, probes, seed)
+    d = len(v)
+    s = score(rec, W, v, FLOAT64)
+    assert rec.queries == oracle.queries == d + d * d + rec.diagnostics["extra_queries"]
+    assert np.array_equal(rec.v, v)  # one-token queries read v exactly: f([e_i]) = v_i
+    # error_bound is derived from the conditioning of this very run (cond(Z), the
+    # attention weights, |u^T v|, the probe scales): a rounding-error model, not a fudge.
+    assert s.err_W <= rec.diagnostics["error_bound"]
+
+
+@given(ast.targets(w_scale=ast.scales(-3, 3), v_scale=ast.scales(-3, 3)), probe_families, seeds)
+def test_float64_relative_error_for_moderate_targets(target, probes, seed):
+    W, v = target
+    rec, _ = recover(W, v, probes, seed)
+    s = score(rec, W, v, FLOAT64)
+    if np.any(W):
+        assert s.rel_err_W < 1e-9
+    else:
+        assert s.err_W < 1e-30
+
+
+@given(st.integers(1, 12), st.data())
+def test_exactly_d_plus_d2_queries_when_no_probe_saturates(d, data):
+    """With the paper's basis probes and 1/2 <= max|W| <= 4, no probe needs rescaling."""
+    W = data.draw(ast.matrices(d, 4.0))
+    i, j = data.draw(st.integers(0, d - 1)), data.draw(st.integers(0, d - 1))
+    W[i, j] = data.draw(st.sampled_from([-1, 1])) * data.draw(st.floats(0.5, 4.0))
+    v = data.draw(ast.vectors(d, sparse=data.draw(st.booleans())))
+    rec, oracle = recover(W, v, "basis")
+    assert rec.queries == oracle.queries == d + d * d
+    assert rec.diagnostics["extra_queries"] == 0
+
+
+@given(ast.low_rank_targets(), probe_families, seeds)
+def test_low_rank_targets(target, probes, seed):
+    W, v, r = target
+    rec, _ = recover(W, v, probes, seed)
+    assert score(rec, W, v, FLOAT64).err_W <= rec.diagnostics["error_bound"]
+
+
+def test_sparse_v_uses_the_papers_paired_probes():
+    rng = np.random.default_rng(5)
+    W, v = rng.standard_normal((5, 5)), np.array([0.0, 2.0, 0.0, 0.0, -1.0])
+    rec, _ = recover(W, v, "basis")
+    assert rec.diagnostics["pivot"] == 1 and rec.diagnostics["paired_rows"] == 3
+    assert np.allclose(rec.W, W, rtol=0, atol=1e-13)
+
+
+# --- the failure cases the paper names --------------------------------------------------
+
+
+@given(ast.zero_v_targets(), probe_families)
+def test_v_zero_is_not_identifiable(target, probes):
+    W, v = target
+    oracle = ValueOracle(Attention(W, v))
+    with pytest.raises(NonIdentifiableError, match="not identifiable"):
+        learn_exact(oracle, probes=probes, rng=np.random.default_rng(0))
+    assert oracle.queries == len(v)  # it stops right after the d one-token queries
+
+
+@given(st.integers(2, 8).flatmap(lambda d: st.tuples(ast.vectors(d), st.just(d))), st.data())
+def test_degenerate_user_probe_is_detected(vd, data):
+    v, d = vd
+    Z, l = data.draw(ast.degenerate_probes(v))
+    oracle = ValueOracle(Attention(np.eye(d), v))
+    with pytest.raises(DegenerateProbeError, match=f"u_{l} has u\\^T v\\* = 0"):
+        learn_exact(oracle, probes=Z)
+    assert oracle.queries == d  # no probe query was wasted
+
+
+def test_singular_user_probe_matrix_is_detected():
+    v = np.array([1.0, 2.0, 3.0])
+    Z = np.array([[1.0, 0, 0], [0, 1, 0], [1, 1, 0]])
+    with pytest.raises(DegenerateProbeError, match="linearly dependent"):
+        learn_exact(ValueOracle(Attention(np.eye(3), v)), probes=Z)
+
+
+class QueuedRng:
+    """A stand-in Generator whose first standard_normal draw is chosen by the test."""
+
+    def __init__(self, first, seed=0):
+        self.first, self.rng = first, np.random.default_rng(seed)
+
+    def standard_normal(self, shape):
+        if self.first is not None:
+            out, self.first = self.first, None
+            return out
+        return self.rng.standard_normal(shape)
+
+
+def test_degenerate_gaussian_row_is_redrawn_and_reported():
+    v = np.array([1.0, -1.0, 0.5])
+    Z = np.random.default_rng(10).standard_normal((3, 3))  # not QueuedRng's seed
+    Z[1] = [2.0, 2.0, 0.0]  # u^T v = 0 exactly
+    W = np.random.default_rng(1).standard_normal((3, 3))
+    oracle = ValueOracle(Attention(W, v))
+    rec = learn_exact(oracle, probes="gaussian", rng=QueuedRng(Z))
+    assert rec.diagnostics["redrawn_rows"] == 1
+    assert rec.queries == 3 + 9
+    assert np.allclose(rec.W, W, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs,err",
+    [
+        (dict(probes="gaussian"), InvalidInputError),  # no rng
+        (dict(probes="orthogonal", rng=np.random.default_rng(0)), InvalidInputError),
+        (dict(probes=np.eye(2)), ShapeError),
+        (dict(probes=np.array([[1.0, 0, 0], [0, np.nan, 0], [0, 0, 1]])), InvalidInputError),
+    ],
+)
+def test_bad_learner_arguments(kwargs, err):
+    with pytest.raises(err):
+        learn_exact(ValueOracle(Attention(np.eye(3), np.ones(3))), **kwargs)
+
+
+# --- float64's limits: refuse, never return garbage, always terminate ---------------------
+
+
+@pytest.mark.parametrize("v_scale", [1e-300, 1e300])
+def test_v_outside_float_range_raises_precision_loss(v_scale):
+    with pytest.raises(PrecisionLossError, match="mpmath"):
+        recover(np.eye(2), np.array([1.0, 0.5]) * v_scale)
+
+
+def test_W_beyond_rescaling_range_raises_precision_loss_and_terminates():
+    d = 3
+    W = np.full((d, d), 1e200)
+    rec_oracle = ValueOracle(Attention(W, np.ones(d)))
+    with pytest.raises(PrecisionLossError):
+        learn_exact(rec_oracle, probes="basis")
+    policy = ScalePolicy()
+    assert rec_oracle.queries <= d + d * d * (policy.rounds + 1)
+
+
+class HostileModel:
+    """Answers one-token queries honestly and every longer query with nonsense."""
+
+    def __init__(self, d, answer):
+        self.d, self.arith, self.answer = d, FLOAT64, answer
+
+    def __call__(self, X):
+        X = np.asarray(X, dtype=float)
+        if X.shape[-2] == 1:
+            return X[..., 0, :] @ np.ones(self.d)
+        return np.full(X.shape[:-2], self.answer)
+
+
+@given(st.sampled_from([1e6, -1e6, 0.0, 1e-300, np.nextafter(1.0, 2.0)]), st.integers(1, 4))
+def test_learner_terminates_against_a_hostile_oracle(answer, d):
+    """Every rescaling loop has a floor and a round bound: no oracle can make it spin."""
+    oracle = ValueOracle(HostileModel(d, answer))
+    try:
+        learn_exact(oracle, probes="basis")
+    except PrecisionLossError:
+        pass
+    assert oracle.queries <= d + d * d * (ScalePolicy().rounds + 3)
+
+
+@given(st.integers(0, 4 + 4 * 4 - 1))
+def test_budget_is_respected(budget):
+    """A budget below d + d^2 stops the learner with QueryBudgetExceeded, never overdrawn."""
+    d = 4
+    oracle = ValueOracle(Attention(np.eye(d), np.ones(d)), budget=budget)
+    with pytest.raises(QueryBudgetExceeded):
+        learn_exact(oracle, probes="basis")
+    assert oracle.queries <= budget
+
+
+# --- mpmath: the recovery is exact, its error follows the working precision -------------
+
+
+@pytest.mark.parametrize("probes", ["gaussian", "basis"])
+def test_mpmath_error_shrinks_like_ten_to_minus_dps(probes):
+    rng = np.random.default_rng(7)
+    W, v = rng.standard_normal((6, 6)) / 2, rng.standard_normal(6)
+    digits = {}
+    for dps in (30, 60, 120):
+        rec, _ = recover(W, v, probes, seed=3, arith=MP(dps))
+        s = score(rec, W, v, MP(dps))
+        digits[dps] = -np.log10(s.max_entry_err / np.abs(W).max())
+        assert s.max_entry_err <= rec.diagnostics["error_bound"]
+    for dps in (30, 60, 120):  # within a few digits of the working precision, not a floor
+        assert dps - 6 <= digits[dps] <= dps + 6
+
+
+@given(ast.targets(d=st.integers(1, 4), w_scale=ast.scales(-2, 2), v_scale=ast.scales(-2, 2)), probe_families, seeds)
+def test_mpmath_recovery_is_near_exact(target, probes, seed):
+    W, v = target
+    arith = MP(50)
+    rec, oracle = recover(W, v, probes, seed, arith)
+    s = score(rec, W, v, arith)
+    assert s.err_W <= rec.diagnostics["error_bound"]
+    assert s.max_entry_err <= 1e-40 * max(np.abs(W).max(), 1e-2)
+    assert rec.queries == len(v) + len(v) ** 2 + rec.diagnostics["extra_queries"]
+
+
+# --- sympy: exact rational targets are recovered exactly --------------------------------
+
+
+@given(ast.targets(d=st.integers(1, 2), w_scale=st.just(1.0), v_scale=st.just(1.0)), probe_families, seeds)
+def test_sympy_recovery_is_exact(target, probes, seed):
+    W, v = target
+    rec, _ = recover(W, v, probes, seed, SYMPY)
+    s = score(rec, SYMPY.asarray(W), SYMPY.asarray(v), SYMPY)
+    assert s.bits is None and s.err_W == 0
+    assert rec.queries == len(v) + len(v) ** 2
+
+
+def test_mp_float_conversion_of_target_is_exact():
+    """mp and sympy targets built from float64 arrays are the same rational numbers."""
+    x = 0.1
+    with mpmath.workdps(50):
+        assert MP(50).scalar(x) == mpmath.mpf(x)
+    assert SYMPY.scalar(x) == SYMPY.scalar(x) and SYMPY.scalar(x).q == 2**55

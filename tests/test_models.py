@@ -1,0 +1,129 @@
+"""Models: shapes, batching, the merged parametrisation, and agreement with mpmath."""
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from attnproof import strategies as ast
+from attnproof.arith import FLOAT64, MP
+from attnproof.errors import NonFiniteError, ShapeError
+from attnproof.models import Attention, MultiHeadAttention, OneLayerTransformer
+
+
+def reference_f(W, v, X, dps=60):
+    """f_{W,v}(X) straight from Sec. 3, in mpmath (an independent implementation)."""
+    with mpmath.workdps(dps):
+        W = mpmath.matrix(W.tolist())
+        xs = [mpmath.matrix(x.tolist()) for x in X]
+        s = [(x.T * W * xs[-1])[0] for x in xs]
+        e = [mpmath.exp(si - max(s)) for si in s]
+        return mpmath.fsum(ei * mpmath.fdot(x, v.tolist()) for ei, x in zip(e, xs)) / mpmath.fsum(e)
+
+
+def rounding_tol(W, v, X):
+    """Float64 error bound for f(X): |f| <= max_i |x_i^T v|, and rounding of the scores
+    (relative (d + 2) eps each) moves the weights by at most that times |s|."""
+    d = X.shape[-1]
+    values = float(np.abs(X @ v).max()) + 1
+    scores = float(np.abs(X @ W @ X[..., -1, :].T).max()) + 1
+    return 64 * (d + 2) * FLOAT64.eps * values * scores
+
+
+@given(st.data())
+def test_float_model_matches_mpmath_reference(data):
+    d = data.draw(st.integers(1, 6))
+    N = data.draw(st.integers(1, 5))
+    W = data.draw(ast.matrices(d, data.draw(ast.scales(-3, 1))))
+    v = data.draw(ast.vectors(d))
+    X = data.draw(arrays(np.float64, (N, d), elements=st.floats(-3, 3)))
+    got = Attention(W, v)(X)
+    assert abs(got - float(reference_f(W, v, X))) <= rounding_tol(W, v, X)
+
+
+@given(st.data())
+def test_batch_equals_one_by_one(data):
+    d = data.draw(st.integers(1, 5))
+    model = Attention(data.draw(ast.matrices(d)), data.draw(ast.vectors(d)))
+    X = data.draw(arrays(np.float64, (data.draw(st.integers(1, 4)), 3, d), elements=st.floats(-2, 2)))
+    batch = model(X)
+    assert batch.shape == (X.shape[0],)
+    one_by_one = np.array([model(x) for x in X])
+    for b, x in enumerate(X):  # BLAS may order sums differently in a batch: rounding only
+        assert abs(batch[b] - one_by_one[b]) <= rounding_tol(model.W, model.v, x)
+
+
+def test_one_token_is_linear_and_ignores_W():
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal(4)
+    x = rng.standard_normal(4)
+    for W in (np.zeros((4, 4)), 1e6 * rng.standard_normal((4, 4))):
+        assert Attention(W, v)(x[None]) == pytest.approx(x @ v, rel=1e-15)
+
+
+def test_from_qkv_merges_as_in_sec3():
+    rng = np.random.default_rng(1)
+    r, d = 2, 5
+    Q, K, V = (rng.standard_normal((r, d)) for _ in range(3))
+    w_o = rng.standard_normal(r)
+    m = Attention.from_qkv(Q, K, V, w_o)
+    assert np.allclose(m.W, K.T @ Q) and np.allclose(m.v, V.T @ w_o)
+    X = rng.standard_normal((3, d))
+    s = (X @ K.T) @ (Q @ X[-1])
+    a = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    assert m(X) == pytest.approx(a @ (X @ V.T @ w_o), rel=1e-12)
+
+
+@given(ast.bad_queries(3))
+def test_bad_queries_raise_typed_errors(X):
+    with pytest.raises((ShapeError, NonFiniteError)):
+        Attention(np.eye(3), np.ones(3))(X)
+
+
+@pytest.mark.parametrize(
+    "W,v,err",
+    [
+        (np.eye(3), np.ones(2), ShapeError),
+        (np.ones((2, 3)), np.ones(2), ShapeError),
+        (np.ones(3), np.ones(3), ShapeError),
+        (np.array([[np.nan]]), np.ones(1), NonFiniteError),
+        (np.eye(2), np.array([1.0, np.inf]), NonFiniteError),
+    ],
+)
+def test_bad_parameters_raise_typed_errors(W, v, err):
+    with pytest.raises(err):
+        Attention(W, v)
+
+
+def test_from_qkv_shape_errors():
+    with pytest.raises(ShapeError):
+        Attention.from_qkv(np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 3)), np.ones(2))
+    with pytest.raises(ShapeError):
+        Attention.from_qkv(np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)), np.ones(3))
+
+
+def test_mp_model_agrees_with_reference_to_high_precision():
+    rng = np.random.default_rng(2)
+    W, v, X = rng.standard_normal((3, 3)), rng.standard_normal(3), rng.standard_normal((4, 3))
+    got = Attention(W, v, MP(60))(X)
+    with mpmath.workdps(60):
+        assert abs(got - reference_f(W, v, X, 80)) < mpmath.mpf(10) ** -55
+
+
+def test_transformer_and_multihead_shapes_and_values():
+    rng = np.random.default_rng(3)
+    W, A, w = rng.standard_normal((3, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
+    tf = OneLayerTransformer(W, A, w)
+    X = rng.standard_normal((2, 5, 3))
+    assert tf(X).shape == (2,)
+    # antisymmetric queries remove the ReLU (Sec. 4.1)
+    a = Attention(W, A @ w)
+    assert np.allclose(tf(X) - tf(-X), a(X), rtol=1e-12, atol=1e-12)
+    heads = [(W, 0.25 * A[:, 0]), (W, 0.75 * A[:, 0])]
+    assert np.allclose(MultiHeadAttention(heads)(X), Attention(W, A[:, 0])(X))
+    with pytest.raises(ShapeError):
+        OneLayerTransformer(W, A, np.ones(3))
+    with pytest.raises(ShapeError):
+        MultiHeadAttention([])
