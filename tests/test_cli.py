@@ -1,0 +1,76 @@
+"""The command line, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "attnproof.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_verify_json_passes_with_required_ids():
+    r = cli("verify", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["passed"] is True
+    ids = {e["id"] for e in doc["identities"]}
+    assert {"sec3/qkv-merge", "thm4.1/end-to-end-d2", "prop7.1/multihead-collapse"} <= ids
+    for e in doc["identities"]:
+        assert {"id", "paper", "symbolic", "numeric_max_err", "passed", "seconds"} <= set(e)
+
+
+def test_recover_mp60_is_exact_to_working_precision():
+    r = cli("recover", "--d", "16", "--arith", "mp:60", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["queries"] == 272 == 16 + 16**2
+    assert doc["err_W"] < 1e-45
+    for key in ("d", "arith", "queries", "err_W", "rel_err_W", "err_v", "bits", "seconds", "oracle_seconds"):
+        assert key in doc
+
+
+def test_recover_sympy_is_exact():
+    r = cli("recover", "--d", "2", "--arith", "sympy", "--json")
+    doc = json.loads(r.stdout)
+    assert doc["exact"] is True and doc["err_W"] == 0 and doc["queries"] == 6
+
+
+def test_recover_float_human_readable():
+    r = cli("recover", "--d", "8", "--probes", "basis")
+    assert r.returncode == 0 and "72 queries" in r.stdout
+
+
+def test_bench_json():
+    r = cli("bench", "exact", "--d", "4,8", "--json")
+    doc = json.loads(r.stdout)
+    assert [x["d"] for x in doc["results"]] == [4, 8]
+    assert all(x["queries"] == x["d"] + x["d"] ** 2 for x in doc["results"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("recover",),
+        ("recover", "--d", "0"),
+        ("recover", "--d", "x"),
+        ("recover", "--d", "3", "--arith", "float32"),
+        ("recover", "--d", "3", "--probes", "hadamard"),
+        ("bench", "lowrank"),
+        ("frobnicate",),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(args):
+    r = cli(*args)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("attnproof: error:")
+
+
+def test_failed_recovery_gives_typed_error_and_nonzero_exit():
+    r = cli("recover", "--d", "3", "--scale", "1e200")
+    assert r.returncode == 1
+    assert "PrecisionLossError" in r.stderr

@@ -1,0 +1,109 @@
+"""The identity registry: every required identity verifies, and false ones do not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sympy as sp
+
+from attnproof import proof
+
+REQUIRED = [
+    "sec3/qkv-merge",
+    "thm4.1/one-token",
+    "thm4.1/softmax-to-sigmoid",
+    "thm4.1/score-difference",
+    "thm4.1/label-affine",
+    "sec4.1/relu-antisymmetry",
+    "prop7.1/multihead-collapse",
+    "thm4.1/end-to-end-d2",
+    "thm4.1/end-to-end-d3",
+]
+
+
+@pytest.fixture(scope="module")
+def certificate():
+    return proof.verify_all()
+
+
+def test_every_required_identity_is_registered_and_verified(certificate):
+    ids = [e.id for e in certificate.entries]
+    for i in REQUIRED:
+        assert i in ids
+        e = certificate.entry(i)
+        assert e.symbolic and e.numeric_max_err <= proof.NUMERIC_TOL and e.passed, (i, e.error)
+    assert certificate.passed
+
+
+def test_certificate_formats(certificate):
+    doc = json.loads(certificate.to_json())
+    assert doc["passed"] is True
+    assert {"sympy", "mpmath", "numpy", "python", "attnproof"} <= set(doc["versions"])
+    for e in doc["identities"]:
+        assert len(e["sha256"]) == 64 and e["seconds"] >= 0
+    md, tex = certificate.to_markdown(), certificate.to_latex()
+    for i in REQUIRED:
+        assert f"`{i}`" in md and rf"\texttt{{{i}}}" in tex
+
+
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    """A registry holding the real identities plus whatever the test registers."""
+    proof._load_all()
+    monkeypatch.setattr(proof, "REGISTRY", dict(proof.REGISTRY))
+    return proof.REGISTRY
+
+
+x = sp.Symbol("x", real=True)
+
+
+def test_a_false_identity_fails_both_checks(scratch_registry):
+    proof.identity(id="test/false", paper="-", statement="x = x + 1/1000")(lambda: [(x, x + sp.Rational(1, 1000))])
+    e = proof.verify("test/false")
+    assert not e.symbolic and e.numeric_max_err > 1e-4 and not e.passed
+
+
+def test_numeric_check_is_independent_of_simplification(scratch_registry):
+    """A simplifier that 'proves' anything is caught by the mpmath cross-check."""
+    proof.identity(id="test/liar", paper="-", statement="x = 2x", simplifier=lambda e: sp.Integer(0))(
+        lambda: [(x, 2 * x)]
+    )
+    e = proof.verify("test/liar")
+    assert e.symbolic and not e.passed and e.numeric_max_err > 0.1
+
+
+def test_failure_propagates_through_uses(scratch_registry):
+    proof.identity(id="test/bad-lemma", paper="-", statement="x = -x")(lambda: [(x, -x)])
+    proof.identity(id="test/result", paper="-", statement="x = x", uses=["test/bad-lemma"])(lambda: [(x, x)])
+    cert = proof.verify_all(["test/result"])
+    result = cert.entry("test/result")
+    assert result.own_passed and not result.passed and not cert.passed
+
+
+def test_a_builder_that_raises_is_reported_not_raised(scratch_registry):
+    def boom():
+        raise RuntimeError("kaput")
+
+    proof.identity(id="test/boom", paper="-", statement="-")(boom)
+    e = proof.verify("test/boom")
+    assert not e.passed and "kaput" in e.error
+
+
+def test_ids_are_unique(scratch_registry):
+    with pytest.raises(proof.AttnproofError):
+        proof.identity(id="thm4.1/one-token", paper="-", statement="-")(lambda: [])
+
+
+def test_unknown_use_is_an_error(scratch_registry):
+    proof.identity(id="test/orphan", paper="-", statement="x = x", uses=["no/such"])(lambda: [(x, x)])
+    with pytest.raises(KeyError):
+        proof.verify_all(["test/orphan"])
+
+
+def test_content_hash_pins_statement_and_expressions():
+    ident = proof.Identity("a/b", "p", "s", lambda: [])
+    h = proof.content_hash(ident, [(x, x)])
+    assert h == proof.content_hash(ident, [(x, x)])
+    assert h != proof.content_hash(ident, [(x, 2 * x)])
+    assert h != proof.content_hash(proof.Identity("a/b", "p", "s'", lambda: []), [(x, x)])
