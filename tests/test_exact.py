@@ -57,23 +57,35 @@ def test_float64_recovery_within_derived_bound(target, probes, seed):
     assert s.err_W <= rec.diagnostics["error_bound"]
 
 
+#: Below this max |W_ij| every logit rounds to 0 even at the largest probe scale 2^max_k
+#: (resolution ~ 4 eps / 2^(2 max_k) ~ 1e-160); the learner then returns W ~ 0, which is
+#: right in absolute terms (the bound test above) but not in relative terms.
+RESOLVABLE = 1e-140
+
+
 @given(ast.targets(w_scale=ast.scales(-3, 3), v_scale=ast.scales(-3, 3)), probe_families, seeds)
+@example((np.array([[9.38339132e-141]]), np.array([-1.0])), "gaussian", 0)  # needed a 2nd upscale
 def test_float64_relative_error_for_moderate_targets(target, probes, seed):
     W, v = target
     rec, _ = recover(W, v, probes, seed)
     s = score(rec, W, v, FLOAT64)
-    if np.any(W):
+    if np.abs(W).max() >= RESOLVABLE:
         assert s.rel_err_W < 1e-9
     else:
-        assert s.err_W < 1e-30
+        assert s.err_W < 1e-130
 
 
 @given(st.integers(1, 12), st.data())
 def test_exactly_d_plus_d2_queries_when_no_probe_saturates(d, data):
-    """With the paper's basis probes and 1/2 <= max|W| <= 4, no probe needs rescaling."""
-    W = data.draw(ast.matrices(d, 4.0))
+    """With the paper's basis probes and 1/2 <= max|W| <= 3, no probe needs rescaling.
+
+    Basis logits are W_lj or W_lj + W_pj, so |t| <= 2 max|W| <= 6 < accept = 8, and the pivot
+    row keeps max |t| >= 1/4 = tiny.  (At max|W| = 4 a paired row can hit |t| = 8 exactly and
+    be rescaled: the Hypothesis example below, found by the thorough profile.)
+    """
+    W = data.draw(ast.matrices(d, 3.0))
     i, j = data.draw(st.integers(0, d - 1)), data.draw(st.integers(0, d - 1))
-    W[i, j] = data.draw(st.sampled_from([-1, 1])) * data.draw(st.floats(0.5, 4.0))
+    W[i, j] = data.draw(st.sampled_from([-1, 1])) * data.draw(st.floats(0.5, 3.0))
     v = data.draw(ast.vectors(d, sparse=data.draw(st.booleans())))
     rec, oracle = recover(W, v, "basis")
     assert rec.queries == oracle.queries == d + d * d

@@ -366,12 +366,15 @@ def _measure_adaptively(
     mags = _magnitudes(L, arith)
     global_rescales = 0
     # W far below unit scale: every logit sits in sigma's flat middle; scale every probe up.
-    while np.all(np.isfinite(mags)) and mags.max() < policy.tiny and global_rescales < 2:
+    # k only grows and is capped at max_k, so this loop ends (at most max_k / zero_jump + 2
+    # passes); if every logit is still 0 at c^2 = 2^(2 max_k), W* = 0 to that resolution.
+    while np.all(np.isfinite(mags)) and mags.max() < policy.tiny:
         top = float(mags.max())
         step = policy.zero_jump if top == 0 else math.ceil(math.log2(policy.goal / top) / 2)
-        if global_rescales and top == 0:
-            break  # still all zero at c^2 = 2^(2 zero_jump): W* = 0 to that resolution
-        k = k + min(step, policy.max_k - int(k.max()))
+        step = min(step, policy.max_k - int(k.max()))
+        if step <= 0:
+            break
+        k = k + step
         L, k = _measure(oracle, Z, v, uv, (l, j), k, arith, max_batch_bytes)
         mags = _magnitudes(L, arith)
         global_rescales += 1
@@ -435,8 +438,14 @@ def _error_bound(
     dT = (dalpha / (alpha * (1 - alpha)) + ds) / c2
     sv = np.linalg.svd(Zf, compute_uv=False)
     cond = float(sv[0] / sv[-1])
-    bound = float(np.linalg.norm(dT) / sv[-1] + g * cond * np.linalg.norm(Wf))
+    bound = float(_norm(dT) / sv[-1] + g * cond * _norm(Wf))
     return {"cond_Z": cond, "error_bound": bound}
+
+
+def _norm(a: np.ndarray) -> float:
+    """Frobenius norm without underflow of the squares (entries may be ~1e-200)."""
+    top = float(np.max(np.abs(a), initial=0.0))
+    return top * float(np.linalg.norm(a / top)) if top > 0 else 0.0
 
 
 __all__ = ["learn_exact", "probe_matrix", "probe_batch", "ScalePolicy", "DEGENERACY_RATIO"]
