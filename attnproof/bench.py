@@ -65,4 +65,15 @@ def run_exact(
     return result
 
 
-__all__ = ["random_target", "run_exact"]
+def precision_sweep(
+    d: int, digits: list[int], probes: str = "gaussian", seed: int = 0
+) -> list[dict[str, Any]]:
+    """:func:`run_exact` on one target at several mpmath precisions (plus float64 first).
+
+    An exact algorithm shows an error that falls like 10^-dps; an approximate one would
+    stall at a floor.
+    """
+    return [run_exact(d, arith, probes, seed) for arith in ["float64", *(f"mp:{p}" for p in digits)]]
+
+
+__all__ = ["random_target", "run_exact", "precision_sweep"]

@@ -105,6 +105,19 @@ class Entry:
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def to_markdown(self) -> str:
+        """A MyST/Markdown block: verification badge, ID, paper reference, statement, evidence."""
+        badge = "✅ verified" if self.passed else ("⚠️ own checks pass, a used identity fails" if self.own_passed else "❌ NOT verified")
+        uses = ", ".join(f"`{u}`" for u in self.uses) or "nothing"
+        return (
+            f"**{badge}** — `{self.id}` ({self.paper})\n\n"
+            f"$$\n{self.statement}\n$$\n\n"
+            f"*Assumptions:* {self.assumptions or 'none'}. *Uses:* {uses}. "
+            f"*Evidence:* sympy simplification to 0 ({'yes' if self.symbolic else 'no'}) over {self.pairs} "
+            f"expression pairs; mpmath cross-check at {NUMERIC_DPS} digits, max relative disagreement "
+            f"{self.numeric_max_err:.1e}; {self.seconds:.2f} s; SHA-256 `{self.sha256[:16]}…`\n"
+        )
+
 
 @dataclass
 class Certificate:
