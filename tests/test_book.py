@@ -39,7 +39,7 @@ def test_cells_were_executed_and_show_their_numbers(html):
     assert list((html / "_images").glob("*.png")), "the error-versus-digits figure is missing"
     assert "NonIdentifiableError" in text and "PrecisionLossError" in text
     cert = (html / "certificate.html").read_text()
-    assert "thm4.1/end-to-end-d2" in cert and "NOT verified" not in cert
+    assert "thm4.1/end-to-end-d2" in cert and "✗ NOT verified" not in cert
 
 
 @pytest.mark.book
