@@ -8,14 +8,17 @@ in a batch), so counts can never be lost in a module global.  A budget, if given
 
 from __future__ import annotations
 
+import hashlib
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from .errors import InvalidInputError, QueryBudgetExceeded
-from .models import as_batch
+from .arith import FLOAT64
+from .errors import InvalidInputError, QueryBudgetExceeded, ToleranceViolation
+from .models import as_batch, attention_weights
 
 
 class Model(Protocol):
@@ -102,4 +105,77 @@ class ValueOracle:
         return np.asarray(self.model(Xb))
 
 
-__all__ = ["ValueOracle", "QueryRecord", "Model"]
+#: Adversary policies of :class:`ApproxOracle`.
+ADVERSARIES = ("worst", "random", "bias", "round")
+
+
+@dataclass
+class ApproxOracle(ValueOracle):
+    """Approximate value queries AVQ(X; tau) in [f*(X) - tau, f*(X) + tau] (Sec. 6).
+
+    Deterministic: the same X always gets the same answer (the error is a function of X).
+    Every answer is checked against the truth before it is returned; an adversary that
+    would leave the band raises :class:`~attnproof.errors.ToleranceViolation` (a bug).
+
+    Parameters
+    ----------
+    model : Attention
+        The hidden float64 target.
+    tau : float
+        The promised tolerance (> 0).
+    adversary : {"worst", "random", "bias", "round"}
+        ``worst``: one-token answers are pulled towards 0 (so |v_hat_i| shrinks and every
+        ratio ``1 / v_hat_i`` grows); for two tokens the error moves the implied attention
+        weight alpha_1 = sigma(s_1 - s_2) *away* from 1/2, towards and past the clipping
+        bounds; longer queries are pulled towards 0.
+        ``random``: uniform in [-tau, tau], a deterministic hash of (seed, X).
+        ``bias``: always +tau.  ``round``: f rounded to the grid 2 tau Z.
+    seed : int
+        Seed of the ``random`` adversary.
+    """
+
+    tau: float = 0.0
+    adversary: str = "worst"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not (isinstance(self.tau, (int, float)) and math.isfinite(self.tau) and self.tau > 0):
+            raise InvalidInputError(f"tau must be a finite positive number; got {self.tau!r}")
+        if self.adversary not in ADVERSARIES:
+            raise InvalidInputError(f"unknown adversary {self.adversary!r}: use one of {ADVERSARIES}")
+        if self.model.arith is not FLOAT64:
+            raise InvalidInputError("ApproxOracle answers in float64; give it a float64 model")
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        f = np.asarray(self.model(Xb), dtype=np.float64)
+        y = f + self._error(Xb, f)
+        # rounding of f + eta can overshoot the band by half an ulp: step back inside
+        over = np.abs(y - f) > self.tau
+        y[over] = np.nextafter(y[over], f[over])
+        if np.any(np.abs(y - f) > self.tau):
+            raise ToleranceViolation(f"adversary {self.adversary!r} answered outside +-{self.tau}")
+        return y
+
+    def _error(self, Xb: np.ndarray, f: np.ndarray) -> np.ndarray:
+        tau = self.tau
+        if self.adversary == "bias":
+            return np.full_like(f, tau)
+        if self.adversary == "round":
+            return 2 * tau * np.round(f / (2 * tau)) - f
+        if self.adversary == "random":
+            return tau * np.array([self._uniform(x) for x in Xb])
+        eta = -tau * np.sign(f)  # worst: towards 0 (one-token and long queries)
+        if Xb.shape[1] == 2:
+            alpha1 = attention_weights(Xb, self.model.W, FLOAT64)[:, 0]
+            slope = (Xb[:, 0, :] - Xb[:, 1, :]) @ self.model.v  # dy / d alpha_1
+            away = np.where(alpha1 >= 0.5, 1.0, -1.0)
+            eta = np.where(slope != 0, tau * away * np.sign(slope), eta)
+        return eta
+
+    def _uniform(self, x: np.ndarray) -> float:
+        digest = hashlib.blake2b(np.ascontiguousarray(x).tobytes(), key=self.seed.to_bytes(8, "little", signed=True))
+        return int.from_bytes(digest.digest()[:8], "little") / 2**63 - 1.0
+
+
+__all__ = ["ValueOracle", "ApproxOracle", "ADVERSARIES", "QueryRecord", "Model"]

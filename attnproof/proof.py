@@ -53,6 +53,7 @@ class Identity:
     uses: tuple[str, ...] = ()
     assumptions: str = ""
     simplifier: Callable[[sp.Expr], sp.Expr] = sp.simplify
+    kind: str = "identity"  # or "bound"
 
 
 REGISTRY: dict[str, Identity] = {}
@@ -76,9 +77,42 @@ def identity(
     """
 
     def deco(fn: Callable[[], list[Pair]]) -> Callable[[], list[Pair]]:
-        if id in REGISTRY:
-            raise AttnproofError(f"identity {id!r} is registered twice")
-        REGISTRY[id] = Identity(id, paper, statement, fn, tuple(uses), assumptions, simplifier)
+        _register(Identity(id, paper, statement, fn, tuple(uses), assumptions, simplifier))
+        return fn
+
+    return deco
+
+
+def _register(ident: Identity) -> None:
+    if ident.id in REGISTRY:
+        raise AttnproofError(f"identity {ident.id!r} is registered twice")
+    REGISTRY[ident.id] = ident
+
+
+#: A bound claim: a description and a quantity that must be >= 0, given either as a sympy
+#: expression (proven non-negative by sympy's assumptions system) or as an mpmath interval
+#: (``mpmath.iv``), a rigorous enclosure whose lower endpoint must be >= 0.
+Claim = tuple[str, Any]
+
+
+def bound(
+    *,
+    id: str,
+    paper: str,
+    statement: str,
+    uses: Iterable[str] = (),
+    assumptions: str = "",
+) -> Callable[[Callable[[], list[Claim]]], Callable[[], list[Claim]]]:
+    """Register ``fn`` (returning ``(description, quantity)`` claims ``quantity >= 0``) as a bound.
+
+    Verification is rigorous: sympy must prove ``quantity.is_nonnegative`` from the symbols'
+    assumptions, or the interval enclosure's lower endpoint must be >= 0.  The numeric
+    cross-check evaluates sympy quantities at random points with mpmath (they must be >= 0)
+    and reports the smallest margin found.
+    """
+
+    def deco(fn: Callable[[], list[Claim]]) -> Callable[[], list[Claim]]:
+        _register(Identity(id, paper, statement, fn, tuple(uses), assumptions, kind="bound"))
         return fn
 
     return deco
@@ -89,6 +123,7 @@ class Entry:
     """The verification record of one identity."""
 
     id: str
+    kind: str
     paper: str
     statement: str
     assumptions: str
@@ -109,6 +144,15 @@ class Entry:
         """A MyST/Markdown block: verification badge, ID, paper reference, statement, evidence."""
         badge = "✓ verified" if self.passed else ("! own checks pass, a used identity fails" if self.own_passed else "✗ NOT verified")
         uses = ", ".join(f"`{u}`" for u in self.uses) or "nothing"
+        if self.kind == "bound":
+            return (
+                f"**{badge}** — `{self.id}` ({self.paper}, bound)\n\n"
+                f"$$\n{self.statement}\n$$\n\n"
+                f"*Assumptions:* {self.assumptions or 'none'}. *Uses:* {uses}. "
+                f"*Evidence:* rigorous proof of {self.pairs} claims (sympy's assumptions system or an "
+                f"mpmath interval enclosure) ({'yes' if self.symbolic else 'no'}); numeric violation at random "
+                f"points {self.numeric_max_err:.1e}; {self.seconds:.2f} s; SHA-256 `{self.sha256[:16]}…`\n"
+            )
         return (
             f"**{badge}** — `{self.id}` ({self.paper})\n\n"
             f"$$\n{self.statement}\n$$\n\n"
@@ -192,9 +236,9 @@ def content_hash(ident: Identity, pairs: list[Pair]) -> str:
         h.update(part.encode())
         h.update(b"\0")
     for lhs, rhs in pairs:
-        h.update(sp.srepr(lhs).encode())
+        h.update((lhs if isinstance(lhs, str) else sp.srepr(lhs)).encode())
         h.update(b"=")
-        h.update(sp.srepr(rhs).encode())
+        h.update((sp.srepr(rhs) if isinstance(rhs, sp.Basic) else repr(rhs)).encode())
         h.update(b"\0")
     return h.hexdigest()
 
@@ -229,6 +273,30 @@ def numeric_check(pairs: list[Pair], seed: str, points: int = NUMERIC_POINTS) ->
     return float(worst)
 
 
+def _check_bound(claims: list[Claim], seed: str) -> tuple[bool, float]:
+    """Rigorous check of ``quantity >= 0`` claims; returns (proven, numeric violation).
+
+    The numeric violation is ``max(0, -quantity)`` over random points (sympy claims) or over
+    the interval's midpoint: 0 when every evaluation is non-negative.
+    """
+    proven = True
+    violation = mpmath.mpf(0)
+    rnd = random.Random(seed)
+    for _, q in claims:
+        if isinstance(q, sp.Basic):
+            proven &= bool(q.is_nonnegative)
+            syms = sorted(q.free_symbols, key=str)
+            with mpmath.workdps(NUMERIC_DPS):
+                fn = sp.lambdify(syms, q, modules="mpmath")
+                for _ in range(NUMERIC_POINTS):
+                    args = [mpmath.mpf(x.p) / x.q for x in (_random_value(s, rnd) for s in syms)]
+                    violation = max(violation, -mpmath.mpf(fn(*args)))
+        else:
+            proven &= bool(q.a >= 0)
+            violation = max(violation, -mpmath.mpf(q.mid))
+    return proven, float(violation)
+
+
 def verify(id: str) -> Entry:
     """Verify one identity on its own (its ``uses`` are not checked here)."""
     ident = REGISTRY[id]
@@ -239,13 +307,17 @@ def verify(id: str) -> Entry:
         pairs = ident.build()
         npairs = len(pairs)
         digest = content_hash(ident, pairs)
-        symbolic = all(ident.simplifier(sp.sympify(lhs) - sp.sympify(rhs)) == 0 for lhs, rhs in pairs)
-        numeric_err = numeric_check(pairs, seed=id)
+        if ident.kind == "bound":
+            symbolic, numeric_err = _check_bound(pairs, seed=id)
+        else:
+            symbolic = all(ident.simplifier(sp.sympify(lhs) - sp.sympify(rhs)) == 0 for lhs, rhs in pairs)
+            numeric_err = numeric_check(pairs, seed=id)
     except Exception as exc:  # a failing proof is reported, not raised
         error = f"{type(exc).__name__}: {exc}"
     own = bool(symbolic and numeric_err <= NUMERIC_TOL and npairs > 0 and not error)
     return Entry(
         id=ident.id,
+        kind=ident.kind,
         paper=ident.paper,
         statement=ident.statement,
         assumptions=ident.assumptions,
@@ -334,6 +406,7 @@ __all__ = [
     "Certificate",
     "REGISTRY",
     "identity",
+    "bound",
     "verify",
     "verify_all",
     "numeric_check",

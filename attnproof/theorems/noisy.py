@@ -1,0 +1,282 @@
+"""Theorem 6.1 and Lemma A.1: recovery from approximate value queries (answers within +-tau).
+
+The probes are scaled so that every logit handed to sigma^{-1} stays in a band where sigma^{-1}
+is Lipschitz: with ``a = 1/2``, ``b = 1/W`` and ``X = [(b u + a e_j)^T; (a e_j)^T]`` the logit is
+``a b u^T W* e_j`` (identity ``thm6.1/probe-logit``); the estimated attention weight is clipped
+to ``[sigma(-1/2), 1 - sigma(-1/2)]`` and Lemma A.1 bounds the error of sigma^{-1}.
+
+**Erratum E1 (found by the property tests, see the book chapter).**  For a coordinate with
+``v*_i = 0`` the proof probes with ``u = e_i + e_p``; its logit is ``a b (W*_ij + W*_pj)``,
+which can reach ``(1/2)(1/W)(sqrt(2) W) = 0.707 > 1/2`` when ``||W*||_F <= W`` is concentrated
+on those two entries.  Then ``alpha*`` lies outside the clipping interval, Lemma A.1 does not
+apply, and clipping biases the estimate by up to ``(sqrt(2) - 1) W >= 0.83`` -- for *every*
+tolerance, even tau = 0.  The correction used by :data:`CORRECTED` and :data:`TUNED` scales
+the paired probes by ``1/sqrt(2)`` (``b_pair = b / sqrt(2)``), which restores
+``|logit| <= 1/2``; :func:`design_tolerances` re-derives the tolerance for it.
+
+**Beyond the paper.**  The logit bound beta = 1/2 is a choice.  With ``b = 2 beta / W`` the
+Lipschitz constant is ``L(beta) = 1 / (sigma(beta) sigma(-beta)) = 2 + 2 cosh(beta)``
+(identity ``lemmaA.1/lipschitz-closed-form``) while the noise amplification ``1 / (a b)`` and
+``1 / b`` fall like 1/beta, so the error per unit of tau scales like ``(1 + cosh beta) / beta^2``,
+minimised where ``beta tanh(beta / 2) = 2``, i.e. ``beta* = 2.3994``: :data:`TUNED` supports a
+tolerance several times larger than the paper's for the same guarantee.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import mpmath
+import numpy as np
+
+from ..arith import FLOAT64
+from ..errors import AssumptionError, NonIdentifiableError
+from ..oracles import ValueOracle
+from ..recovery import Recovery
+
+
+def sigmoid(t: float) -> float:
+    """sigma(t) = 1 / (1 + e^{-t})."""
+    return 1.0 / (1.0 + math.exp(-t))
+
+
+@dataclass(frozen=True)
+class ProbeDesign:
+    """How the Thm 6.1 probes are scaled.
+
+    Attributes
+    ----------
+    name : str
+    beta : float
+        Bound on |logit| of a direct probe: ``b = 2 beta / W`` (the paper: beta = 1/2, b = 1/W).
+    pair_shrink : float
+        Factor applied to b for the paired probes ``u = e_i + e_p`` (the paper: 1, which is
+        Erratum E1; the correction: 1/sqrt(2)).
+    a : float
+        Scale of e_j in both tokens (the paper: 1/2).
+    """
+
+    name: str
+    beta: float
+    pair_shrink: float
+    a: float = 0.5
+
+    @property
+    def clip(self) -> float:
+        """tau_clip = sigma(-beta): the clipping band is [tau_clip, 1 - tau_clip]."""
+        return sigmoid(-self.beta)
+
+    @property
+    def lipschitz(self) -> float:
+        """L = 1 / (tau_clip (1 - tau_clip)) = 2 + 2 cosh(beta) (Lemma A.1)."""
+        return 2 + 2 * math.cosh(self.beta)
+
+    def b(self, W: float) -> float:
+        """Scale of u in the direct probes."""
+        return 2 * self.beta / W
+
+
+#: Theorem 6.1's proof, verbatim: a = 1/2, b = 1/W, paired probes with the same b.
+PAPER = ProbeDesign("paper", beta=0.5, pair_shrink=1.0)
+#: The proof with Erratum E1 corrected: paired probes scaled by 1/sqrt(2).
+CORRECTED = ProbeDesign("corrected", beta=0.5, pair_shrink=1 / math.sqrt(2))
+#: beta* solving beta tanh(beta / 2) = 2, the minimiser of (1 + cosh beta) / beta^2.
+BETA_STAR = float(mpmath.findroot(lambda t: t * mpmath.tanh(t / 2) - 2, 2.4))
+#: The corrected design at the error-optimal logit bound beta*.
+TUNED = ProbeDesign("tuned", beta=BETA_STAR, pair_shrink=1 / math.sqrt(2))
+
+DESIGNS = {d.name: d for d in (PAPER, CORRECTED, TUNED)}
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Oracle tolerances for the one-token (tau_v) and two-token (tau_f) queries."""
+
+    tau_f: float
+    tau_v: float
+
+    @property
+    def tau(self) -> float:
+        """A single tolerance valid for every query."""
+        return min(self.tau_f, self.tau_v)
+
+
+def check_assumptions(W: float, mu: float, eps_W: float | None = None, eps_v: float | None = None) -> None:
+    """Raise :class:`AssumptionError` unless Thm 6.1's parameters make sense."""
+    if not (math.isfinite(W) and W >= 2):
+        raise AssumptionError(f"Thm 6.1 needs a known norm bound W >= 2 on ||W*||_F; got W = {W}")
+    if not (math.isfinite(mu) and mu > 0):
+        raise AssumptionError(
+            f"Thm 6.1 needs a margin mu > 0 (min |v*_i| over v*_i != 0); got mu = {mu}: "
+            "with mu = 0 no tolerance tau > 0 can guarantee anything"
+        )
+    if mu > 1:
+        raise AssumptionError(f"mu = {mu} > 1 contradicts ||v*||_2 <= 1")
+    for name, eps in (("eps_W", eps_W), ("eps_v", eps_v)):
+        if eps is not None and not 0 < eps < 1:
+            raise AssumptionError(f"Thm 6.1 is stated for {name} in (0, 1); got {eps}")
+
+
+def paper_tolerances(eps_W: float, eps_v: float, W: float, mu: float, d: int) -> Tolerances:
+    """The proof's explicit tolerances (first case halved, as its last line says).
+
+    ``tau_f = mu eps_W / (160 W^2 d)`` and
+    ``tau_v = min(mu / 2, eps_v / sqrt(d), mu eps_W / (160 W^2 d))``; the proof's displayed
+    choice of tau_v omits eps_v / sqrt(d), which its first paragraph needs for
+    ``||v_hat - v*||_2 <= eps_v``.
+    """
+    check_assumptions(W, mu, eps_W, eps_v)
+    t = mu * eps_W / (160 * W**2 * d)
+    return Tolerances(tau_f=t, tau_v=min(mu / 2, eps_v / math.sqrt(d), t))
+
+
+def entry_error_per_tau(design: ProbeDesign, W: float, mu: float) -> tuple[float, float]:
+    """Worst-case error of a direct and of a paired entry of W_hat per unit tolerance.
+
+    From the proof's chain (Eq. (6) and Lemma A.1) with tau_f = tau_v = tau, for a probe of
+    scale b: ``|alpha_hat - alpha*| <= (2 / (b mu)) (1 + a) tau + (2 / mu) tau`` and
+    ``|W_hat_ij - W*_ij| <= L / (a b) |alpha_hat - alpha*|``; a paired entry adds the error
+    of W_hat_pj.
+    """
+    a, L = design.a, design.lipschitz
+
+    def per_tau(b: float) -> float:
+        return L / (a * b) * (2 * (1 + a) / (b * mu) + 2 / mu)
+
+    direct = per_tau(design.b(W))
+    return direct, direct + per_tau(design.b(W) * design.pair_shrink)
+
+
+def design_tolerances(design: ProbeDesign, eps_W: float, eps_v: float, W: float, mu: float, d: int) -> Tolerances:
+    """The largest tau_f = tau_v for which the (corrected) analysis guarantees both bounds.
+
+    Every entry error is at most ``eps_W / d`` (so ``||W_hat - W*||_F <= eps_W``), and
+    ``sqrt(d) tau_v <= eps_v``; ``tau_v < mu / 2`` keeps the zero / non-zero split of v exact.
+
+    Raises
+    ------
+    AssumptionError
+        For the paper's own design, whose paired probes can leave the clipping band
+        (Erratum E1): no tolerance makes its analysis valid.
+    """
+    check_assumptions(W, mu, eps_W, eps_v)
+    if design.pair_shrink * math.sqrt(2) > 1 + 1e-12:
+        raise AssumptionError(
+            f"design {design.name!r}: paired probes u = e_i + e_p have logits up to "
+            f"{design.beta * design.pair_shrink * math.sqrt(2):.3f} > beta = {design.beta}, outside the clipping "
+            "band, so Lemma A.1 does not apply (Erratum E1); use CORRECTED or TUNED"
+        )
+    _, paired = entry_error_per_tau(design, W, mu)
+    t = eps_W / (d * paired)
+    return Tolerances(tau_f=t, tau_v=min(math.nextafter(mu / 2, 0), eps_v / math.sqrt(d), t))
+
+
+def learn_noisy(
+    oracle: ValueOracle,
+    *,
+    W_bound: float,
+    mu: float,
+    design: ProbeDesign = CORRECTED,
+) -> Recovery:
+    """Thm 6.1's learner: d one-token and d^2 scaled two-token queries, clipped sigma^{-1}.
+
+    Parameters
+    ----------
+    oracle : ValueOracle or ApproxOracle
+        Answers within +-tau of f* (tau is the oracle's business; see :func:`design_tolerances`).
+    W_bound : float
+        Known bound W >= 2 on ||W*||_F.
+    mu : float
+        Known margin: every non-zero |v*_i| is >= mu.
+    design : ProbeDesign
+        :data:`PAPER` (the proof verbatim, with Erratum E1), :data:`CORRECTED` or :data:`TUNED`.
+
+    Returns
+    -------
+    Recovery
+        Diagnostics: design, pivot p, the rows probed in pairs, how many estimated weights
+        were clipped.
+
+    Raises
+    ------
+    AssumptionError
+        Bad (W, mu), or answers that contradict the margin assumption.
+    NonIdentifiableError
+        Every |v_hat_i| is below mu / 2: v* = 0 (within the tolerance), W* not identifiable.
+    """
+    check_assumptions(W_bound, mu)
+    d = oracle.d
+    start = oracle.queries
+    v = np.asarray(oracle(np.eye(d)[:, None, :]), dtype=np.float64)
+    nonzero = np.abs(v) > mu / 2
+    if not nonzero.any():
+        raise NonIdentifiableError(
+            f"every |v_hat_i| <= mu/2 = {mu / 2}: v* = 0 within the tolerance, so f* = 0 and W* "
+            "is not identifiable (Thm 6.1 assumes v* != 0)"
+        )
+    tau = getattr(oracle, "tau", None)
+    if tau is not None and np.any(np.abs(np.abs(v) - mu / 2) < mu / 2 - tau):
+        raise AssumptionError(
+            "a one-token answer lies strictly between the tolerance bands of 0 and of mu: "
+            "the margin assumption min |v*_i| >= mu over v*_i != 0 does not hold"
+        )
+    p = int(np.argmax(np.abs(v)))
+    a, b = design.a, design.b(W_bound)
+    scale_u = np.where(nonzero, b, b * design.pair_shrink)  # per row i
+    U = np.eye(d) * scale_u[:, None]
+    U[~nonzero, p] += scale_u[~nonzero]  # u = e_i + e_p for v*_i = 0
+    i, j = np.divmod(np.arange(d * d), d)
+    X = np.zeros((d * d, 2, d))
+    X[:, 0, :] = U[i]
+    X[np.arange(d * d), 0, j] += a
+    X[np.arange(d * d), 1, j] = a
+    y = np.asarray(oracle(X), dtype=np.float64)
+    denom = np.where(nonzero, v, v[p])[i] * scale_u[i]  # b v_hat_i, or b_pair v_hat_p
+    alpha = (y - a * v[j]) / denom
+    lo, hi = design.clip, 1 - design.clip
+    clipped = int(np.sum((alpha < lo) | (alpha > hi)))
+    logits = FLOAT64.logit(np.clip(alpha, lo, hi)) / (a * scale_u[i])
+    T = logits.reshape(d, d)  # T[i, j] = u_i^T W e_j / |u scale|
+    W = T.copy()
+    W[~nonzero] -= T[p]  # paired rows measured W_ij + W_pj
+    return Recovery(
+        W=W,
+        v=v,
+        queries=oracle.queries - start,
+        arith="float64",
+        diagnostics={
+            "design": design.name,
+            "beta": design.beta,
+            "pivot": p,
+            "paired_rows": int((~nonzero).sum()),
+            "clipped": clipped,
+            "oracle_tau": tau,
+        },
+    )
+
+
+def guarantee(rec: Recovery, W: Any, v: Any) -> dict[str, float]:
+    """Achieved errors ||W_hat - W*||_F and ||v_hat - v*||_2 (for tests and the book)."""
+    return {
+        "err_W": float(np.linalg.norm(np.asarray(rec.W) - np.asarray(W))),
+        "err_v": float(np.linalg.norm(np.asarray(rec.v) - np.asarray(v))),
+    }
+
+
+__all__ = [
+    "ProbeDesign",
+    "PAPER",
+    "CORRECTED",
+    "TUNED",
+    "BETA_STAR",
+    "DESIGNS",
+    "Tolerances",
+    "check_assumptions",
+    "paper_tolerances",
+    "design_tolerances",
+    "entry_error_per_tau",
+    "learn_noisy",
+    "guarantee",
+]
