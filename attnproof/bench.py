@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from .arith import Arith, parse
+from .arith import FLOAT64, Arith, parse
 from .models import Attention
-from .oracles import ValueOracle
+from .oracles import ADVERSARIES, ApproxOracle, ValueOracle
 from .recovery import score
 from .theorems.exact import learn_exact
+from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 
 
 def random_target(d: int, rng: np.random.Generator, scale: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -76,4 +77,91 @@ def precision_sweep(
     return [run_exact(d, arith, probes, seed) for arith in ["float64", *(f"mp:{p}" for p in digits)]]
 
 
-__all__ = ["random_target", "run_exact", "precision_sweep"]
+def margin_target(d: int, rng: np.random.Generator, W_bound: float = 2.0) -> tuple[np.ndarray, np.ndarray, float]:
+    """A target meeting Thm 6.1's assumptions: ||W*||_F = 0.9 W, ||v*||_2 = 1, mu = min |v*_i|."""
+    W = rng.standard_normal((d, d))
+    v = rng.standard_normal(d)
+    v /= np.linalg.norm(v)
+    return W * 0.9 * W_bound / np.linalg.norm(W), v, float(np.abs(v).min())
+
+
+def theorem_tolerances(design: str, eps_W: float, eps_v: float, W_bound: float, mu: float, d: int) -> Tolerances:
+    """The tolerance each design is proven to support (the paper's own for ``paper``)."""
+    if design == PAPER.name:
+        return paper_tolerances(eps_W, eps_v, W_bound, mu, d)
+    return design_tolerances(DESIGNS[design], eps_W, eps_v, W_bound, mu, d)
+
+
+def run_noisy(
+    d: int,
+    design: str = "corrected",
+    tau: float | None = None,
+    adversary: str = "worst",
+    eps_W: float = 0.1,
+    eps_v: float = 0.1,
+    W_bound: float = 2.0,
+    seed: int = 0,
+    target: tuple[np.ndarray, np.ndarray, float] | None = None,
+) -> dict[str, Any]:
+    """Recover a margin target through an adversarial ApproxOracle (Thm 6.1) and score it.
+
+    ``tau`` defaults to the design's proven tolerance for (eps_W, eps_v).  The result has the
+    keys of :func:`run_exact` plus ``eps_W, eps_v, tau, tau_theorem, guarantee_W, guarantee_v``.
+    """
+    rng = np.random.default_rng(seed)
+    W, v, mu = target if target is not None else margin_target(d, rng, W_bound)
+    proven = theorem_tolerances(design, eps_W, eps_v, W_bound, mu, d).tau
+    tau = proven if tau is None else tau
+    oracle = ApproxOracle(Attention(W, v), tau=tau, adversary=adversary, seed=seed)
+    t0 = time.perf_counter()
+    rec = learn_noisy(oracle, W_bound=W_bound, mu=mu, design=DESIGNS[design])
+    seconds = time.perf_counter() - t0
+    result: dict[str, Any] = {"d": d, "arith": "float64", "learner": "noisy", "design": design,
+                              "adversary": adversary, "seed": seed, "queries": rec.queries,
+                              "expected_queries": d + d * d}
+    result.update(score(rec, W, v, FLOAT64).as_dict())
+    result.update(
+        eps_W=eps_W, eps_v=eps_v, tau=tau, tau_theorem=proven, mu=mu, W_bound=W_bound,
+        guarantee_W=result["err_W"] <= eps_W, guarantee_v=result["err_v"] <= eps_v,
+        seconds=seconds, oracle_seconds=oracle.seconds, learner_seconds=seconds - oracle.seconds,
+        diagnostics=rec.diagnostics,
+    )
+    return result
+
+
+def tolerance_headroom(
+    design: str, d: int = 4, eps: float = 0.1, seeds: range = range(8), max_doublings: int = 40
+) -> dict[str, Any]:
+    """How far beyond its proven tau a design still meets both guarantees, empirically.
+
+    Doubles the multiplier m of the proven tolerance until some (seed, adversary) pair
+    breaks a guarantee; reports the last safe m and that tolerance relative to the paper's.
+    """
+    targets = [margin_target(d, np.random.default_rng(s)) for s in seeds]
+    proven = [theorem_tolerances(design, eps, eps, 2.0, mu, d).tau for _, _, mu in targets]
+    safe = 0.0
+    for k in range(max_doublings):
+        ok = all(
+            r["guarantee_W"] and r["guarantee_v"]
+            for s, target, tau in zip(seeds, targets, proven)
+            for a in ADVERSARIES
+            for r in [run_noisy(d, design, tau * 2.0**k, a, eps, eps, seed=s, target=target)]
+        )
+        if not ok:
+            break
+        safe = 2.0**k
+    mu = targets[0][2]
+    paper = paper_tolerances(eps, eps, 2.0, mu, d).tau
+    return {"design": design, "safe_multiplier": safe, "proven_over_paper": proven[0] / paper,
+            "empirical_over_paper": safe * proven[0] / paper}
+
+
+__all__ = [
+    "random_target",
+    "run_exact",
+    "precision_sweep",
+    "margin_target",
+    "theorem_tolerances",
+    "run_noisy",
+    "tolerance_headroom",
+]

@@ -31,6 +31,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text}")
+    return value
+
+
+def _unit_float(text: str) -> float:
+    value = _positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1): {text}")
+    return value
+
+
 def _int_list(text: str) -> list[int]:
     return [_positive_int(t) for t in text.split(",") if t]
 
@@ -82,6 +99,14 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _print_result(r: dict[str, Any]) -> None:
     bits = "exact" if r["exact"] else f"{r['bits']:.1f} bits"
+    if r.get("learner") == "noisy":
+        print(
+            f"d={r['d']} noisy design={r['design']} adversary={r['adversary']} tau={r['tau']:.3e} "
+            f"(proven {r['tau_theorem']:.3e}): {r['queries']} queries, err_W={r['err_W']:.3e} "
+            f"(eps_W={r['eps_W']}: {'met' if r['guarantee_W'] else 'MISSED'}), err_v={r['err_v']:.3e} "
+            f"(eps_v={r['eps_v']}: {'met' if r['guarantee_v'] else 'MISSED'})"
+        )
+        return
     print(
         f"d={r['d']} arith={r['arith']} probes={r['probes']}: {r['queries']} queries "
         f"(d + d^2 = {r['expected_queries']}), err_W={r['err_W']:.3e} rel_err_W={r['rel_err_W']:.3e} "
@@ -90,9 +115,12 @@ def _print_result(r: dict[str, Any]) -> None:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    from .bench import run_exact
+    from .bench import run_exact, run_noisy
 
-    result = run_exact(args.d, args.arith, args.probes, args.seed, args.scale)
+    if args.learner == "noisy":
+        result = run_noisy(args.d, args.design, args.tau, args.adversary, args.eps_W, args.eps_v, args.W_bound, args.seed)
+    else:
+        result = run_exact(args.d, args.arith, args.probes, args.seed, args.scale)
     if args.json:
         print(json.dumps(_jsonable(result), indent=2))
     else:
@@ -130,6 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--probes", choices=("gaussian", "basis"), default="gaussian")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--scale", type=float, default=None, help="std of W's entries (default 1/sqrt(d))")
+    r.add_argument("--learner", choices=("exact", "noisy"), default="exact")
+    r.add_argument("--tau", type=_positive_float, default=None, help="noisy: oracle tolerance (default: the proven one)")
+    r.add_argument("--adversary", choices=("worst", "random", "bias", "round"), default="worst")
+    r.add_argument("--design", choices=("paper", "corrected", "tuned"), default="corrected")
+    r.add_argument("--eps-W", dest="eps_W", type=_unit_float, default=0.1)
+    r.add_argument("--eps-v", dest="eps_v", type=_unit_float, default=0.1)
+    r.add_argument("--W-bound", dest="W_bound", type=float, default=2.0, help="noisy: known bound W >= 2 on ||W*||_F")
     r.add_argument("--json", action="store_true")
     r.set_defaults(run=_recover)
 
@@ -145,7 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "recover" and args.learner == "noisy" and args.arith != "float64":
+        parser.error("argument --arith: the noisy learner (Thm 6.1) runs in float64")
     try:
         return args.run(args)
     except AttnproofError as exc:

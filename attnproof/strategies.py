@@ -116,6 +116,50 @@ def degenerate_probes(draw: st.DrawFn, v: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 @st.composite
+def margin_targets(
+    draw: st.DrawFn, d: st.SearchStrategy[int] | None = None
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(W*, v*, W, mu) satisfying Thm 6.1's assumptions, pushed to their edges.
+
+    ``||W*||_F <= W`` (often exactly at the bound, often concentrated on one or two entries of
+    one column), ``W >= 2``; ``||v*||_2 <= 1`` with a random support whose non-zero entries
+    have magnitude >= mu (often exactly mu), and mu as large as the support allows.
+    """
+    n = draw(d if d is not None else st.integers(1, 10))
+    W_bound = draw(st.one_of(st.just(2.0), st.floats(2.0, 50.0)))
+    m = draw(st.integers(1, n))
+    support = draw(st.permutations(range(n)))[:m]
+    mu_max = 1 / np.sqrt(m)
+    mu = draw(st.one_of(st.just(mu_max), st.floats(1e-3, 1.0).map(lambda t: t * mu_max)))
+    spare = max(0.0, 1 - m * mu**2)
+    shares = draw(st.lists(st.floats(0, 1), min_size=m, max_size=m))
+    at_margin = draw(st.booleans())
+    weights = np.zeros(m) if at_margin or sum(shares) == 0 else np.array(shares) / max(1.0, sum(shares))
+    mags = np.sqrt(mu**2 + weights * spare)
+    signs = np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=m, max_size=m)))
+    v = np.zeros(n)
+    v[support] = signs * mags
+    v *= min(1.0, 1 / np.linalg.norm(v))  # guard against rounding above 1
+    mu = min(mu, float(np.abs(v[support]).min()))
+    shape = draw(st.sampled_from(["dense", "one-column", "single"]))
+    W = draw(matrices(n))
+    if shape != "dense":
+        j = draw(st.integers(0, n - 1))
+        keep = np.zeros((n, n), dtype=bool)
+        keep[:, j] = True
+        if shape == "single":
+            keep[:, :] = False
+            keep[draw(st.integers(0, n - 1)), j] = True
+        W = np.where(keep, W, 0.0)
+    norm = np.linalg.norm(W)
+    if norm > 0:
+        W *= W_bound * draw(st.one_of(st.just(1.0), st.floats(0.0, 1.0))) / norm
+        while np.linalg.norm(W) > W_bound:  # rounding must not break ||W*||_F <= W
+            W *= 1 - 2.0**-52
+    return W, v, float(W_bound), float(mu)
+
+
+@st.composite
 def bad_queries(draw: st.DrawFn, d: int) -> np.ndarray:
     """Malformed queries for a width-d model: wrong rank, wrong width, N = 0, or NaN/inf."""
     kind = draw(st.sampled_from(["rank1", "rank4", "width", "empty", "nan", "inf"]))
@@ -144,5 +188,6 @@ __all__ = [
     "zero_v_targets",
     "low_rank_targets",
     "degenerate_probes",
+    "margin_targets",
     "bad_queries",
 ]

@@ -61,6 +61,10 @@ def test_bench_json():
         ("recover", "--d", "3", "--arith", "float32"),
         ("recover", "--d", "3", "--probes", "hadamard"),
         ("bench", "lowrank"),
+        ("recover", "--d", "3", "--learner", "noisy", "--arith", "mp:30"),
+        ("recover", "--d", "3", "--learner", "noisy", "--eps-W", "1.5"),
+        ("recover", "--d", "3", "--learner", "noisy", "--tau", "-1"),
+        ("recover", "--d", "3", "--learner", "noisy", "--adversary", "kind"),
         ("frobnicate",),
     ],
 )
@@ -68,6 +72,22 @@ def test_bad_arguments_exit_2_with_one_line(args):
     r = cli(*args)
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("attnproof: error:")
+
+
+@pytest.mark.parametrize("adversary", ["worst", "random", "bias", "round"])
+def test_recover_noisy_json(adversary):
+    r = cli("recover", "--d", "4", "--learner", "noisy", "--adversary", adversary, "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["queries"] == 20 and doc["tau"] == doc["tau_theorem"]
+    assert doc["err_W"] <= doc["eps_W"] and doc["err_v"] <= doc["eps_v"]
+    for key in ("eps_W", "eps_v", "tau", "err_W", "rel_err_W", "bits", "seconds", "oracle_seconds"):
+        assert key in doc
+
+
+def test_noisy_assumption_failure_exits_1():
+    r = cli("recover", "--d", "3", "--learner", "noisy", "--W-bound", "1")
+    assert r.returncode == 1 and "AssumptionError" in r.stderr
 
 
 def test_failed_recovery_gives_typed_error_and_nonzero_exit():
