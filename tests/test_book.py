@@ -26,7 +26,7 @@ def html(tmp_path_factory):
 
 @pytest.mark.book
 def test_every_chapter_is_built(html):
-    for page in ("intro", "exact", "certificate"):
+    for page in ("intro", "exact", "noisy", "certificate"):
         text = (html / f"{page}.html").read_text()
         assert "Traceback" not in text, f"{page} shows a traceback"
 
@@ -38,6 +38,9 @@ def test_cells_were_executed_and_show_their_numbers(html):
     assert re.search(r"1024\s+1049600", text), "the d = 1024 benchmark row is missing"
     assert list((html / "_images").glob("*.png")), "the error-versus-digits figure is missing"
     assert "NonIdentifiableError" in text and "PrecisionLossError" in text
+    noisy = (html / "noisy.html").read_text()
+    assert "VIOLATED" in noisy and "Erratum E1" in noisy  # the erratum is shown, computed
+    assert len(list((html / "_images").glob("*.png"))) >= 3
     cert = (html / "certificate.html").read_text()
     assert "thm4.1/end-to-end-d2" in cert and "✗ NOT verified" not in cert
 

@@ -19,7 +19,31 @@ REQUIRED = [
     "prop7.1/multihead-collapse",
     "thm4.1/end-to-end-d2",
     "thm4.1/end-to-end-d3",
+    "lemmaA.1/lipschitz-bound",
+    "thm6.1/probe-logit",
+    "thm6.1/tolerance-algebra",
+    "thm6.1/erratum-E1",
+    "thm6.1/paired-logit-corrected",
 ]
+
+
+def test_bounds_are_proven_rigorously(certificate):
+    for i in ("lemmaA.1/lipschitz-bound", "thm6.1/tolerance-algebra", "thm6.1/paired-logit-corrected"):
+        e = certificate.entry(i)
+        assert e.kind == "bound" and e.symbolic and e.numeric_max_err == 0 and e.passed
+
+
+def test_a_false_bound_fails(scratch_registry):
+    import mpmath
+
+    proof.bound(id="test/false-bound", paper="-", statement="L <= 4")(
+        lambda: [("4 - L", 4 - 1 / (mpmath.iv.mpf(1) / (1 + mpmath.iv.exp(0.5)) * (1 - 1 / (1 + mpmath.iv.exp(0.5)))))]
+    )
+    assert not proof.verify("test/false-bound").passed
+    y = sp.Symbol("y", real=True)
+    proof.bound(id="test/false-sym", paper="-", statement="y >= 0")(lambda: [("y", y)])
+    e = proof.verify("test/false-sym")
+    assert not e.symbolic and not e.passed
 
 
 @pytest.fixture(scope="module")
