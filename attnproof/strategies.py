@@ -152,10 +152,13 @@ def margin_targets(
             keep[draw(st.integers(0, n - 1)), j] = True
         W = np.where(keep, W, 0.0)
     norm = np.linalg.norm(W)
-    if norm > 0:
-        W *= W_bound * draw(st.one_of(st.just(1.0), st.floats(0.0, 1.0))) / norm
-        while np.linalg.norm(W) > W_bound:  # rounding must not break ||W*||_F <= W
-            W *= 1 - 2.0**-52
+    if norm > 0:  # W / norm first: W_bound / norm overflows for subnormal W
+        W = W / norm * (W_bound * draw(st.one_of(st.just(1.0), st.floats(0.0, 1.0))))
+        for _ in range(8):  # rounding must not break ||W*||_F <= W: step entries towards 0
+            if np.linalg.norm(W) <= W_bound:
+                break
+            W = np.nextafter(W, 0.0)
+        assume(np.linalg.norm(W) <= W_bound)
     return W, v, float(W_bound), float(mu)
 
 
