@@ -21,7 +21,8 @@ from attnproof.errors import (
 from attnproof.models import Attention
 from attnproof.oracles import ValueOracle
 from attnproof.recovery import score
-from attnproof.theorems.exact import ScalePolicy, learn_exact
+from attnproof.measure import ScalePolicy
+from attnproof.theorems.exact import learn_exact
 
 probe_families = st.sampled_from(["gaussian", "basis"])
 seeds = st.integers(0, 2**32 - 1)

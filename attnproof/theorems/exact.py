@@ -23,8 +23,6 @@ Beyond the paper (float64 and mpmath only; sympy is exact and needs none of it):
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,48 +35,13 @@ from ..errors import (
     PrecisionLossError,
     ShapeError,
 )
+from ..measure import Probes, ScalePolicy, bilinear_values, measure_adaptively
 from ..oracles import ValueOracle
 from ..recovery import Recovery
 
 #: A probe u_l is "near-degenerate" when |u_l^T v| falls below this fraction of ||v||_2
 #: (Gaussian family) or |v_l| below this fraction of max |v| (basis family).
 DEGENERACY_RATIO = 1e-3
-
-
-@dataclass(frozen=True)
-class ScalePolicy:
-    """How probe scales ``c = 2^k`` are adapted so sigma^{-1} stays well conditioned.
-
-    Attributes
-    ----------
-    accept : float
-        A logit with |L| <= accept is used as measured (float64 loses ~e^accept * 2^-53).
-    goal : float
-        |logit| aimed at when a probe is rescaled.
-    trust : float
-        A saturated logit with |L| <= trust is still accurate enough to retarget from; above
-        it (or for an answer outside (0, 1)) the scale is divided by 2^shrink_log2.
-    shrink_log2 : int
-        log2 of the factor by which c^2 shrinks for a fully saturated probe.
-    tiny : float
-        If every |logit| of the first pass is below this, W is far below unit scale and every
-        probe is asked again with a larger c.
-    max_k : int
-        Largest |k| allowed (c in [2^-max_k, 2^max_k]); beyond it precision is lost.
-    zero_jump : int
-        k used when every first-pass logit is exactly 0 (W = 0 or below resolution).
-    rounds : int
-        Bound on the number of rescaling rounds (termination guarantee).
-    """
-
-    accept: float = 8.0
-    goal: float = 2.0
-    trust: float = 30.0
-    shrink_log2: int = 16
-    tiny: float = 0.25
-    max_k: int = 240
-    zero_jump: int = 120
-    rounds: int = 64
 
 
 def learn_exact(
@@ -123,28 +86,25 @@ def learn_exact(
     PrecisionLossError
         If the arithmetic cannot resolve the target even with rescaled probes.
     """
-    policy = policy or ScalePolicy()
     d = oracle.d
     start = oracle.queries
     with arith.context():
-        v = _learn_v(oracle, arith)
+        v = learn_v(oracle, arith)
         Z, info = probe_matrix(probes, v, arith, rng)
-        uv = Z @ v
-        if arith.exact:
-            L, k = _measure(oracle, Z, v, uv, _all_entries(d), None, arith, max_batch_bytes)
-            info["rescaled_probes"] = 0
-        else:
-            L, k = _measure_adaptively(oracle, Z, v, uv, arith, policy, max_batch_bytes, info)
-        T = (L / _pow2(2 * k, arith)).reshape(d, d).T  # T[l, j] = u_l^T w_j
+        entries = _all_entries(d)
+        L, k = measure_adaptively(oracle, Probes(Z, None, v, arith), entries, policy, info, max_batch_bytes)
+        T = bilinear_values(L, k, arith).reshape(d, d).T  # T[l, j] = u_l^T w_j
         W = arith.solve(Z, T)
     queries = oracle.queries - start
     info["extra_queries"] = queries - (d + d * d)
     if not arith.exact:
+        info.setdefault("global_rescales", 0)
+        info.setdefault("max_abs_logit", 0.0)
         info.update(_error_bound(Z, v, W, L.reshape(d, d).T, k.reshape(d, d).T, arith))
     return Recovery(W=W, v=v, queries=queries, arith=arith.name, diagnostics=info)
 
 
-def _learn_v(oracle: ValueOracle, arith: Arith) -> np.ndarray:
+def learn_v(oracle: ValueOracle, arith: Arith) -> np.ndarray:
     """Phase 1: v_i = f([e_i^T]) (identity ``thm4.1/one-token``)."""
     d = oracle.d
     v = arith.asarray(oracle(arith.eye(d)[:, None, :]))
@@ -274,144 +234,6 @@ def _all_entries(d: int) -> tuple[np.ndarray, np.ndarray]:
     return l, j
 
 
-def _pow2(k: np.ndarray, arith: Arith) -> np.ndarray:
-    """2^k elementwise, exactly, in the given arithmetic."""
-    if arith is FLOAT64:
-        return np.ldexp(1.0, k)
-    two = arith.scalar(2)
-    out = np.empty(k.shape, dtype=object)
-    for i, ki in enumerate(k.reshape(-1)):
-        out.reshape(-1)[i] = two ** int(ki)
-    return out
-
-
-def probe_batch(
-    Z: np.ndarray,
-    l: np.ndarray,
-    j: np.ndarray,
-    c: np.ndarray | None,
-    arith: Arith,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    """The two-token probes ``c [(u_l + e_j)^T; e_j^T]`` for each (l, j), shape (B, 2, d).
-
-    ``out`` (float64 only) is a reusable buffer of shape (>= B, 2, d): refilling it costs a
-    fraction of allocating fresh pages for every batch.
-    """
-    B, d = len(l), Z.shape[1]
-    if out is None:
-        X = arith.zeros((B, 2, d))
-        X[:, 0, :] = Z[l]
-    else:
-        X = out[:B]
-        if B % d == 0 and np.array_equal(l.reshape(-1, d), np.broadcast_to(np.arange(d), (B // d, d))):
-            X.reshape(B // d, d, 2, d)[:, :, 0, :] = Z  # whole columns: u_1..u_d, broadcast
-        else:
-            np.take(Z, l, axis=0, out=X[:, 0, :], mode="clip")  # l is in range: no buffering
-        X[:, 1, :] = 0
-    rows = np.arange(B)
-    X[rows, 0, j] = X[rows, 0, j] + 1
-    X[rows, 1, j] = 1
-    if c is not None:
-        X *= c[:, None, None]
-    return X
-
-
-def _measure(
-    oracle: ValueOracle,
-    Z: np.ndarray,
-    v: np.ndarray,
-    uv: np.ndarray,
-    entries: tuple[np.ndarray, np.ndarray],
-    k: np.ndarray | None,
-    arith: Arith,
-    max_batch_bytes: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ask the probes for ``entries`` at scales 2^k; return the logits c^2 u_l^T w_j and k.
-
-    The label is ``y = c (v_j + alpha u_l^T v)``, so ``alpha = (y / c - v_j) / (u_l^T v)``
-    (identity ``thm4.1/label-affine``) and the logit is ``sigma^{-1}(alpha)``.
-    """
-    l, j = entries
-    n = len(l)
-    k = np.zeros(n, dtype=np.int64) if k is None else k
-    d = Z.shape[1]
-    chunk = max(1, max_batch_bytes // (2 * d * 8)) if arith is FLOAT64 else n
-    buffer = np.empty((min(chunk, n), 2, d)) if arith is FLOAT64 else None
-    L = np.empty(n, dtype=np.float64 if arith is FLOAT64 else object)
-    for s in range(0, n, chunk):
-        sl = slice(s, s + chunk)
-        c = None if not np.any(k[sl]) else _pow2(k[sl], arith)
-        y = arith.asarray(oracle(probe_batch(Z, l[sl], j[sl], c, arith, buffer)), copy=False)
-        if c is not None:
-            y = y / c
-        L[sl] = arith.logit((y - v[j[sl]]) / uv[l[sl]])
-    return L, k
-
-
-def _measure_adaptively(
-    oracle: ValueOracle,
-    Z: np.ndarray,
-    v: np.ndarray,
-    uv: np.ndarray,
-    arith: Arith,
-    policy: ScalePolicy,
-    max_batch_bytes: int,
-    info: dict[str, Any],
-) -> tuple[np.ndarray, np.ndarray]:
-    """All d^2 logits, with probe scales adapted until every one is well conditioned."""
-    d = Z.shape[0]
-    l, j = _all_entries(d)
-    L, k = _measure(oracle, Z, v, uv, (l, j), None, arith, max_batch_bytes)
-    mags = _magnitudes(L, arith)
-    global_rescales = 0
-    # W far below unit scale: every logit sits in sigma's flat middle; scale every probe up.
-    # k only grows and is capped at max_k, so this loop ends (at most max_k / zero_jump + 2
-    # passes); if every logit is still 0 at c^2 = 2^(2 max_k), W* = 0 to that resolution.
-    while np.all(np.isfinite(mags)) and mags.max() < policy.tiny:
-        top = float(mags.max())
-        step = policy.zero_jump if top == 0 else math.ceil(math.log2(policy.goal / top) / 2)
-        step = min(step, policy.max_k - int(k.max()))
-        if step <= 0:
-            break
-        k = k + step
-        L, k = _measure(oracle, Z, v, uv, (l, j), k, arith, max_batch_bytes)
-        mags = _magnitudes(L, arith)
-        global_rescales += 1
-    rescaled = np.zeros(d * d, dtype=bool)
-    for _ in range(policy.rounds):
-        bad = ~np.isfinite(mags) | (mags > policy.accept)
-        if not bad.any():
-            break
-        rescaled |= bad
-        trusted = bad & np.isfinite(mags) & (mags <= policy.trust)
-        with np.errstate(divide="ignore"):
-            retarget = np.floor(np.log2(policy.goal / np.where(trusted, mags, 1.0)) / 2).astype(np.int64)
-        k = np.where(trusted, k + retarget, np.where(bad, k - policy.shrink_log2 // 2, k))
-        if np.any(np.abs(k) > policy.max_k):
-            raise PrecisionLossError(
-                f"a probe's sigmoid stays saturated even at scale 2^-{policy.max_k}: "
-                f"the target is beyond {arith.name}'s range; use mpmath with more digits"
-            )
-        idx = np.flatnonzero(bad)
-        Lb, _ = _measure(oracle, Z, v, uv, (l[idx], j[idx]), k[idx], arith, max_batch_bytes)
-        L[idx] = Lb
-        mags[idx] = _magnitudes(Lb, arith)
-    else:
-        raise PrecisionLossError(f"probe rescaling did not converge in {policy.rounds} rounds")
-    info["rescaled_probes"] = int(rescaled.sum())
-    info["global_rescales"] = global_rescales
-    info["max_abs_logit"] = float(mags.max())
-    return L, k
-
-
-def _magnitudes(L: np.ndarray, arith: Arith) -> np.ndarray:
-    """|L| as float64, NaN where the measurement was invalid (alpha outside (0, 1))."""
-    if arith is FLOAT64:
-        return np.abs(L)
-    return np.abs(arith.to_float(L))
-
-
 def _error_bound(
     Z: np.ndarray, v: np.ndarray, W: np.ndarray, L: np.ndarray, k: np.ndarray, arith: Arith
 ) -> dict[str, float]:
@@ -448,4 +270,4 @@ def _norm(a: np.ndarray) -> float:
     return top * float(np.linalg.norm(a / top)) if top > 0 else 0.0
 
 
-__all__ = ["learn_exact", "probe_matrix", "probe_batch", "ScalePolicy", "DEGENERACY_RATIO"]
+__all__ = ["learn_exact", "learn_v", "probe_matrix", "DEGENERACY_RATIO"]
