@@ -207,14 +207,20 @@ class MP(Arith):
             return _elementwise(one, p)
 
     def solve(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """LU with partial pivoting, factored once for all right-hand sides (10 guard digits)."""
+        mp = mpmath.mp
         with self.context():
-            M = mpmath.matrix(A.tolist())
-            rhs = np.asarray(B, dtype=object)
-            cols = rhs.reshape(rhs.shape[0], -1)
-            out = np.empty(cols.shape, dtype=object)
-            for k in range(cols.shape[1]):
-                x = mpmath.lu_solve(M, mpmath.matrix(cols[:, k].tolist()))
-                out[:, k] = [x[i] for i in range(x.rows)]
+            mp.prec += 34
+            try:
+                LU, perm = mp.LU_decomp(mpmath.matrix(A.tolist()))
+                rhs = np.asarray(B, dtype=object)
+                cols = rhs.reshape(rhs.shape[0], -1)
+                out = np.empty(cols.shape, dtype=object)
+                for k in range(cols.shape[1]):
+                    x = mp.U_solve(LU, mp.L_solve(LU, mpmath.matrix(cols[:, k].tolist()), perm))
+                    out[:, k] = [+x[i] for i in range(x.rows)]
+            finally:
+                mp.prec -= 34
             return out.reshape(rhs.shape)
 
     def abs_max(self, a: np.ndarray) -> float:

@@ -244,6 +244,19 @@ def magnitudes(L: np.ndarray, arith: Arith) -> np.ndarray:
     return np.abs(arith.to_float(L))
 
 
+def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray) -> np.ndarray:
+    """Rounding resolution of each measured value p^T W* q (float64 estimate).
+
+    At alpha ~ 1/2 the logit is accurate to ~ 4 d_alpha with
+    ``d_alpha ~ eps (|p^T v| + 2 |q^T v|) / |p^T v|``; the value is the logit over 4^k.  A value
+    below this is indistinguishable from 0.
+    """
+    arith = probes.arith
+    kk, ll = entries
+    pv, qv = np.abs(arith.to_float(probes.pv)), np.abs(arith.to_float(probes.qv))
+    return 4 * arith.eps * (1 + 2 * qv[ll] / pv[kk]) * np.ldexp(1.0, -2 * k)
+
+
 def bilinear_values(L: np.ndarray, k: np.ndarray, arith: Arith) -> np.ndarray:
     """p^T W* q = L / 4^k."""
     return L / pow2(2 * k, arith)
@@ -257,5 +270,6 @@ __all__ = [
     "measure",
     "measure_adaptively",
     "magnitudes",
+    "resolution",
     "bilinear_values",
 ]

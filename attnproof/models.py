@@ -106,7 +106,8 @@ class Attention:
         _check_matrix(K, (r, d), "K")
         _check_matrix(V, (r, d), "V")
         _check_matrix(w_o, (r,), "w_o")
-        return cls(K.T @ Q, V.T @ w_o, arith)
+        with arith.context():  # mpmath products at the model's precision, not the global one
+            return cls(K.T @ Q, V.T @ w_o, arith)
 
     def __call__(self, X: Any) -> Any:
         """f_{W,v}(X) for one sequence (N, d) -> scalar, or a batch (B, N, d) -> (B,)."""
@@ -118,6 +119,56 @@ class Attention:
 
     def __repr__(self) -> str:
         return f"Attention(d={self.d}, arith={self.arith.name})"
+
+
+class FactoredAttention:
+    """Single-head attention with W = K^T Q kept factored (Sec. 5: rank(W) <= r).
+
+    One query costs O(N r d) instead of O(N d^2): the scores are ``(K x_i)^T (Q x_N)``.
+
+    Parameters
+    ----------
+    K, Q : array-like, shape (r, d)
+        Key and query projections (any scaling, e.g. 1/sqrt(r), folded in).
+    v : array-like, shape (d,)
+    """
+
+    def __init__(self, K: Any, Q: Any, v: Any, arith: Arith = FLOAT64) -> None:
+        self.arith = arith
+        self.K, self.Q, self.v = arith.asarray(K), arith.asarray(Q), arith.asarray(v)
+        if self.Q.ndim != 2:
+            raise ShapeError(f"Q must have shape (r, d); got {self.Q.shape}")
+        _check_matrix(self.K, self.Q.shape, "K")
+        _check_matrix(self.v, (self.Q.shape[1],), "v")
+        for M, what in ((self.K, "K"), (self.Q, "Q"), (self.v, "v")):
+            arith.check_finite(M, what)
+
+    @property
+    def d(self) -> int:
+        return self.Q.shape[1]
+
+    @property
+    def rank_bound(self) -> int:
+        """r, the head dimension: rank(W) <= r."""
+        return self.Q.shape[0]
+
+    @property
+    def W(self) -> np.ndarray:
+        """The merged matrix K^T Q (dense, d x d), at the model's precision."""
+        with self.arith.context():
+            return self.K.T @ self.Q
+
+    def __call__(self, X: Any) -> Any:
+        with self.arith.context():
+            Xb, batched = as_batch(X, self.d, self.arith)
+            q = Xb[:, -1, :] @ self.Q.T  # (B, r)
+            keys = Xb @ self.K.T  # (B, N, r)
+            alpha = self.arith.softmax((keys @ q[:, :, None])[..., 0])
+            out = (alpha * (Xb @ self.v)).sum(axis=-1)
+        return out if batched else out[0]
+
+    def __repr__(self) -> str:
+        return f"FactoredAttention(d={self.d}, r={self.rank_bound}, arith={self.arith.name})"
 
 
 def relu(z: np.ndarray) -> np.ndarray:
@@ -200,6 +251,7 @@ class MultiHeadAttention:
 
 __all__ = [
     "Attention",
+    "FactoredAttention",
     "OneLayerTransformer",
     "MultiHeadAttention",
     "attention_weights",

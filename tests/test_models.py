@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 from attnproof import strategies as ast
 from attnproof.arith import FLOAT64, MP
 from attnproof.errors import NonFiniteError, ShapeError
-from attnproof.models import Attention, MultiHeadAttention, OneLayerTransformer
+from attnproof.models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer
 
 
 def reference_f(W, v, X, dps=60):
@@ -127,3 +127,13 @@ def test_transformer_and_multihead_shapes_and_values():
         OneLayerTransformer(W, A, np.ones(3))
     with pytest.raises(ShapeError):
         MultiHeadAttention([])
+
+
+def test_merged_parameters_keep_the_models_precision():
+    """K^T Q is formed at the model's mpmath precision, not at mpmath's global 15 digits."""
+    rng = np.random.default_rng(4)
+    K, Q = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    with mpmath.workdps(80):  # float inputs are exact binary rationals
+        exact = MP(80).asarray(K).T @ MP(80).asarray(Q)
+        for W in (Attention.from_qkv(Q, K, K, np.ones(2), MP(80)).W, FactoredAttention(K, Q, np.ones(3), MP(80)).W):
+            assert max(abs(x) for x in (W - exact).reshape(-1)) < mpmath.mpf(10) ** -75
