@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 
 from .arith import FLOAT64, Arith, parse
-from .models import Attention
+from .models import Attention, FactoredAttention
 from .oracles import ADVERSARIES, ApproxOracle, ValueOracle
 from .recovery import score
 from .theorems.exact import learn_exact
+from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
 from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 
 
@@ -64,6 +65,66 @@ def run_exact(
         diagnostics=rec.diagnostics,
     )
     return result
+
+
+def low_rank_target(d: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """K, Q of shape (r, d) with N(0, 1/sqrt(r)) entries (so p^T K^T Q q = O(1) for unit p, q),
+    and v ~ N(0, I)."""
+    s = r ** -0.25 if r else 1.0
+    return rng.standard_normal((r, d)) * s, rng.standard_normal((r, d)) * s, rng.standard_normal(d)
+
+
+def run_lowrank(
+    d: int,
+    rank: int,
+    learner: str = "skeleton",
+    arith: str | Arith = "float64",
+    seed: int = 0,
+    m: int | None = None,
+    checks: int = 0,
+) -> dict[str, Any]:
+    """Recover a factored rank-r target with ``skeleton``, ``skeleton-adaptive`` or ``lowrank-cvx``.
+
+    ``m`` (cvx only) defaults to 3 r (2d - r) measurements.  Keys as :func:`run_exact`, plus
+    ``rank``, ``learner``, ``floor_queries`` = d + r(2d - r).
+    """
+    arith = parse(arith)
+    rng = np.random.default_rng(seed)
+    K, Q, v = low_rank_target(d, rank, rng)
+    model = FactoredAttention(K, Q, v, arith)
+    oracle = ValueOracle(model)
+    t0 = time.perf_counter()
+    if learner == "skeleton":
+        rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks)
+    elif learner == "skeleton-adaptive":
+        rec = learn_skeleton_adaptive(oracle, rng=rng, arith=arith)
+    elif learner == "lowrank-cvx":
+        rec = learn_lowrank_cvx(oracle, m=m or 3 * rank * (2 * d - rank), rng=rng)
+    else:
+        raise ValueError(f"unknown low-rank learner {learner!r}")
+    seconds = time.perf_counter() - t0
+    result: dict[str, Any] = {"d": d, "rank": rank, "learner": learner, "arith": arith.name, "seed": seed,
+                              "queries": rec.queries, "floor_queries": d + rank * (2 * d - rank),
+                              "expected_queries": d + d * d}
+    result.update(score(rec, model.W, model.v, arith if learner != "lowrank-cvx" else FLOAT64).as_dict())
+    result.update(seconds=seconds, oracle_seconds=oracle.seconds, learner_seconds=seconds - oracle.seconds,
+                  diagnostics=rec.diagnostics)
+    return result
+
+
+def phase_transition(
+    dims: list[int], ranks: list[int], ratios: list[float], seeds: range, threshold: float = 1e-6
+) -> list[dict[str, Any]]:
+    """Success rate of the nuclear-norm learner versus m / (r (2d - r)) (Thm 5.1's constant C)."""
+    rows = []
+    for d in dims:
+        for r in ranks:
+            for ratio in ratios:
+                m = max(1, int(round(ratio * r * (2 * d - r))))
+                errs = [run_lowrank(d, r, "lowrank-cvx", seed=s, m=m)["rel_err_W"] for s in seeds]
+                rows.append({"d": d, "rank": r, "ratio": ratio, "m": m,
+                             "success": float(np.mean([e < threshold for e in errs])), "max_rel_err": max(errs)})
+    return rows
 
 
 def precision_sweep(
@@ -160,6 +221,9 @@ __all__ = [
     "random_target",
     "run_exact",
     "precision_sweep",
+    "low_rank_target",
+    "run_lowrank",
+    "phase_transition",
     "margin_target",
     "theorem_tolerances",
     "run_noisy",

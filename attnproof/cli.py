@@ -31,6 +31,10 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _nonnegative_int(text: str) -> int:
+    return _positive_int(text) if text.strip() != "0" else 0
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -117,7 +121,11 @@ def _print_result(r: dict[str, Any]) -> None:
 def _recover(args: argparse.Namespace) -> int:
     from .bench import run_exact, run_noisy
 
-    if args.learner == "noisy":
+    if args.learner in ("skeleton", "skeleton-adaptive", "lowrank-cvx"):
+        from .bench import run_lowrank
+
+        result = run_lowrank(args.d, args.rank, args.learner, args.arith, args.seed, args.m, args.checks)
+    elif args.learner == "noisy":
         result = run_noisy(args.d, args.design, args.tau, args.adversary, args.eps_W, args.eps_v, args.W_bound, args.seed)
     else:
         result = run_exact(args.d, args.arith, args.probes, args.seed, args.scale)
@@ -129,15 +137,34 @@ def _recover(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import run_exact
+    from .bench import phase_transition, run_exact, run_lowrank
 
+    if args.what == "phase":
+        rows = phase_transition(args.d, args.rank or [1, 2, 4], args.ratios, range(args.seeds))
+        if args.json:
+            print(json.dumps(_jsonable({"bench": "phase", "results": rows}), indent=2))
+        else:
+            for row in rows:
+                print(f"d={row['d']:3d} r={row['rank']} m/(r(2d-r))={row['ratio']:.2f} m={row['m']:5d} "
+                      f"success={row['success']:.2f} max rel err={row['max_rel_err']:.1e}")
+        return 0
+    if args.what == "lowrank" and (not args.rank or len(args.rank) != len(args.d)):
+        raise AttnproofError("bench lowrank needs one --rank per --d (e.g. --d 1024,4096 --rank 32,128)")
     results = []
-    for d in args.d:
-        r = run_exact(d, args.arith, args.probes, args.seed)
+    for n, d in enumerate(args.d):
+        if args.what == "lowrank":
+            r = run_lowrank(d, args.rank[n], args.learner, args.arith, args.seed)
+        else:
+            r = run_exact(d, args.arith, args.probes, args.seed)
         r["learner_share"] = r["learner_seconds"] / r["oracle_seconds"] if r["oracle_seconds"] else None
         results.append(r)
         if not args.json:
-            _print_result(r)
+            if args.what == "lowrank":
+                print(f"d={d} r={r['rank']} {r['learner']}: {r['queries']} queries (floor d + r(2d - r) = "
+                      f"{r['floor_queries']}, d + d^2 = {r['expected_queries']}), rel_err_W={r['rel_err_W']:.2e}, "
+                      f"{r['seconds']:.1f} s ({r['oracle_seconds']:.1f} s oracle, {r['learner_seconds']:.1f} s learner)")
+            else:
+                _print_result(r)
     if args.json:
         print(json.dumps(_jsonable({"bench": args.what, "results": results}), indent=2))
     return 0
@@ -158,7 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--probes", choices=("gaussian", "basis"), default="gaussian")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--scale", type=float, default=None, help="std of W's entries (default 1/sqrt(d))")
-    r.add_argument("--learner", choices=("exact", "noisy"), default="exact")
+    r.add_argument("--learner", choices=("exact", "noisy", "skeleton", "skeleton-adaptive", "lowrank-cvx"), default="exact")
+    r.add_argument("--rank", type=_nonnegative_int, default=None, help="low-rank learners: r = rank of W = K^T Q")
+    r.add_argument("--m", type=_positive_int, default=None, help="lowrank-cvx: measurements (default 3 r (2d - r))")
+    r.add_argument("--checks", type=_nonnegative_int, default=0, help="skeleton: extra check queries")
     r.add_argument("--tau", type=_positive_float, default=None, help="noisy: oracle tolerance (default: the proven one)")
     r.add_argument("--adversary", choices=("worst", "random", "bias", "round"), default="worst")
     r.add_argument("--design", choices=("paper", "corrected", "tuned"), default="corrected")
@@ -169,8 +199,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(run=_recover)
 
     b = sub.add_parser("bench", help="query counts, errors and time over several d")
-    b.add_argument("what", choices=("exact",))
+    b.add_argument("what", choices=("exact", "lowrank", "phase"))
     b.add_argument("--d", type=_int_list, default=[64, 256, 1024])
+    b.add_argument("--rank", type=_int_list, default=None, help="lowrank: one rank per d; phase: ranks")
+    b.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "lowrank-cvx"), default="skeleton")
+    b.add_argument("--ratios", type=lambda t: [float(x) for x in t.split(",")], default=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0])
+    b.add_argument("--seeds", type=_positive_int, default=3)
     b.add_argument("--arith", type=_arith, default="float64")
     b.add_argument("--probes", choices=("gaussian", "basis"), default="gaussian")
     b.add_argument("--seed", type=int, default=0)
@@ -182,8 +216,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "recover" and args.learner == "noisy" and args.arith != "float64":
-        parser.error("argument --arith: the noisy learner (Thm 6.1) runs in float64")
+    if args.command == "recover":
+        low_rank = args.learner in ("skeleton", "skeleton-adaptive", "lowrank-cvx")
+        if args.learner in ("noisy", "lowrank-cvx") and args.arith != "float64":
+            parser.error(f"argument --arith: the {args.learner} learner runs in float64")
+        if low_rank and args.rank is None:
+            parser.error(f"argument --rank: required by the {args.learner} learner")
+        if args.rank is not None and not low_rank:
+            parser.error("argument --rank: only the low-rank learners take a rank")
+        if args.rank is not None and args.rank > args.d:
+            parser.error(f"argument --rank: must be <= d = {args.d}")
     try:
         return args.run(args)
     except AttnproofError as exc:

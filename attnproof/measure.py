@@ -174,11 +174,16 @@ def measure_adaptively(
     policy: ScalePolicy | None = None,
     info: dict[str, Any] | None = None,
     max_batch_bytes: int = 2**28,
+    k0: int = 0,
+    global_rescale: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Logits for ``entries`` with probe scales adapted until every one is well conditioned.
 
     Returns the logits L and the scale exponents k (the bilinear values are L / 4^k).
     Diagnostics (rescaled probes, global rescales, max |logit|) are added to ``info``.
+    ``k0`` is the starting scale exponent (a learner measuring in several batches passes the
+    scale its first batch settled on); ``global_rescale=False`` keeps a batch whose values
+    all happen to be small from being re-asked at a larger scale.
 
     Raises
     ------
@@ -194,13 +199,13 @@ def measure_adaptively(
         info["rescaled_probes"] = 0
         return L, k
     kk, ll = entries
-    L, k = measure(oracle, probes, entries, None, max_batch_bytes)
+    L, k = measure(oracle, probes, entries, np.full(len(kk), k0, dtype=np.int64), max_batch_bytes)
     mags = magnitudes(L, arith)
     global_rescales = 0
     # W far below unit scale: every logit sits in sigma's flat middle; scale every probe up.
     # k only grows and is capped at max_k, so this loop ends (at most max_k / zero_jump + 2
     # passes); if every logit is still 0 at c^2 = 2^(2 max_k), W* = 0 to that resolution.
-    while len(mags) and np.all(np.isfinite(mags)) and mags.max() < policy.tiny:
+    while global_rescale and len(mags) and np.all(np.isfinite(mags)) and mags.max() < policy.tiny:
         top = float(mags.max())
         step = policy.zero_jump if top == 0 else math.ceil(math.log2(policy.goal / top) / 2)
         step = min(step, policy.max_k - int(k.max()))

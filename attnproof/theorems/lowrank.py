@@ -20,71 +20,41 @@ most 2(d - r) - 1 extra queries.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..arith import FLOAT64, Arith
-from ..errors import AssumptionError, DegenerateProbeError, InvalidInputError, PrecisionLossError
+from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ..measure import Probes, ScalePolicy, bilinear_values, measure_adaptively, resolution
 from ..oracles import ValueOracle
 from ..recovery import Recovery
 from .exact import learn_v
 
-#: A random basis vector p is redrawn when |p^T v*| < this * ||v*|| / sqrt(d).
-BASIS_DEGENERACY = 1e-6
+def random_bases(d: int, v: np.ndarray, rng: np.random.Generator, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
+    """Random orthonormal bases P, Q of R^d (as rows) with P v* balanced.
 
-
-def random_bases(
-    d: int, r: int, v: np.ndarray, rng: np.random.Generator, arith: Arith, max_draws: int = 50
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Random orthonormal bases P, Q of R^d (rows), with p_k^T v* bounded away from 0.
-
-    Built as the complete QR factor of a d x r Gaussian matrix, O(d^2 r).  Returns (P, Q, the
-    number of redraws of P).
+    Q is Haar-random; P is Haar-random followed by the Householder reflection that maps
+    P v* / ||v*|| to a random sign vector / sqrt(d), so every ``p_k^T v* = +-||v*|| / sqrt(d)``:
+    no probe divides by a small ``p^T v*`` (the label error is amplified by
+    ``(|p^T v| + 2 |q^T v|) / |p^T v|``).  For exact arithmetic (symbolic v*) P is Haar-random.
     """
-    for redraws in range(max_draws):
-        P = np.linalg.qr(rng.standard_normal((d, max(r, 1))), mode="complete")[0].T
-        if arith.exact:  # symbolic v: only an exact zero can be excluded
-            usable = not any(arith.is_zero(x) for x in arith.asarray(P) @ v)
-        else:
-            vf = arith.to_float(v)
-            usable = bool(np.all(np.abs(P @ vf) >= BASIS_DEGENERACY * np.linalg.norm(vf) / np.sqrt(d)))
-        if usable:
-            Q = np.linalg.qr(rng.standard_normal((d, max(r, 1))), mode="complete")[0].T
-            return arith.asarray(P), arith.asarray(Q), redraws
-    raise DegenerateProbeError(f"no random basis with every p_k^T v* != 0 in {max_draws} draws")
+    R = np.linalg.qr(rng.standard_normal((d, d)))[0].T
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0].T
+    if not arith.exact:
+        vf = arith.to_float(v)
+        u = R @ vf / np.linalg.norm(vf)
+        w = rng.choice([-1.0, 1.0], size=d) / np.sqrt(d)
+        h = u - w
+        if np.linalg.norm(h) > 0:
+            R = R - np.outer(2 * h / (h @ h), h @ R)
+    return arith.asarray(R), arith.asarray(Q)
 
 
 def _invert_basis(P: np.ndarray, arith: Arith) -> np.ndarray:
     """P^{-1}: P^T for float64 (P is orthogonal to rounding), an exact solve otherwise."""
     return P.T if arith is FLOAT64 else arith.solve(P, arith.eye(P.shape[0]))
-
-
-def skeleton_entries(d: int, r: int) -> tuple[np.ndarray, np.ndarray]:
-    """(k, l) of the skeleton of a d x d matrix: columns l < r (all k), then rows k < r (l >= r).
-
-    Exactly r(2d - r) entries; column-major in the first block so that whole columns of
-    first tokens are broadcasts of P.
-    """
-    l1, k1 = np.divmod(np.arange(d * r), d)
-    k2, l2 = np.divmod(np.arange(r * (d - r)), d - r) if d > r else (np.zeros(0, int), np.zeros(0, int))
-    return np.concatenate([k1, k2]), np.concatenate([l1, l2 + r])
-
-
-def numerical_rank(U: np.ndarray, arith: Arith, tol: float) -> tuple[int, float]:
-    """Rank of U (exact for sympy; singular values above tol * sigma_max otherwise) and cond."""
-    if U.size == 0:
-        return 0, 1.0
-    if arith.exact:
-        import sympy as sp
-
-        return int(sp.Matrix(U.tolist()).rank(simplify=True)), float("nan")
-    s = np.linalg.svd(arith.to_float(U), compute_uv=False)
-    if s[0] == 0:
-        return 0, float("inf")
-    k = int(np.sum(s > tol * s[0]))
-    return k, float(s[0] / s[k - 1]) if k else float("inf")
 
 
 def reconstruct(M: np.ndarray, k: int, arith: Arith) -> np.ndarray:
@@ -102,6 +72,84 @@ def _default_rank_tol(arith: Arith) -> float:
     return 0.0 if arith.exact else float(np.sqrt(max(arith.eps, 2.0**-53))) * 1e-1
 
 
+def cross_approximation(
+    oracle: ValueOracle,
+    probes: Probes,
+    max_rank: int,
+    rank_tol: float,
+    policy: ScalePolicy | None,
+    info: dict[str, Any],
+    max_batch_bytes: int = 2**28,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pivoted cross approximation of ``M = P W* Q^T``, each entry one bilinear query.
+
+    Step s measures the pivot column j_s where not yet known (d - s entries), picks the row
+    i_s with the largest residual, and -- if that pivot is not negligible -- measures row i_s
+    where not yet known (d - s - 1 entries): r steps use exactly r(2d - r) queries, the
+    skeleton of :func:`reconstruct` with rows and columns chosen by partial pivoting, which
+    keeps it well conditioned.  The next column is the largest residual entry of the row.
+    Stops after ``max_rank`` steps or when a pivot column's residual is below
+    ``rank_tol * max|M_measured|`` (plus the rounding resolution): that costs d - r queries.
+
+    Returns
+    -------
+    (A, B) with ``M = A @ B``, A of shape (d, r), B of shape (r, d), r the rank found.
+    """
+    arith = probes.arith
+    d = probes.d
+    M = arith.zeros((d, d))
+    known = np.zeros((d, d), dtype=bool)
+    A, B = arith.zeros((d, 0)), arith.zeros((0, d))
+    free_rows, free_cols = np.ones(d, dtype=bool), np.ones(d, dtype=bool)
+    scale, floor, pivots = 0.0, 0.0, []
+    j, k0, first = 0, 0, True
+    # a pivot column may be small compared with the rest of M: rescale a first batch up only
+    # when its logits are lost to rounding (W* far below unit size), not merely small
+    policy = replace(policy or ScalePolicy(), tiny=min((policy or ScalePolicy()).tiny, 1e-6))
+
+    def ask(kk: np.ndarray, ll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One batch; the first settles the scale (W* may be far from unit size), the rest start there."""
+        nonlocal k0, first
+        L, k = measure_adaptively(oracle, probes, (kk, ll), policy, info, max_batch_bytes, k0, first)
+        if first and len(k):
+            k0, first = int(np.median(k)), False
+        return L, k
+
+    for _ in range(max_rank):
+        rows = np.flatnonzero(~known[:, j])
+        if len(rows):
+            L, k = ask(rows, np.full(len(rows), j))
+            M[rows, j] = values = bilinear_values(L, k, arith)
+            known[rows, j] = True
+            scale = max(scale, arith.abs_max(values))
+            floor = max(floor, 64 * float(resolution(probes, (rows, np.full(len(rows), j)), k).max()))
+        col = M[:, j] - A @ B[:, j]
+        mags = arith.to_float(np.abs(col)) if not arith.exact else np.array([0.0 if arith.is_zero(x) else 1.0 + float(abs(x)) for x in col])
+        mags[~free_rows] = -1.0
+        i = int(np.argmax(mags))
+        if mags[i] <= 0 or (not arith.exact and mags[i] <= rank_tol * scale + floor):
+            break  # the residual column vanishes: rank found
+        cols = np.flatnonzero(~known[i, :])
+        if len(cols):
+            L, k = ask(np.full(len(cols), i), cols)
+            M[i, cols] = values = bilinear_values(L, k, arith)
+            known[i, cols] = True
+            scale = max(scale, arith.abs_max(values))
+        row = M[i, :] - A[i, :] @ B
+        pivots.append(float(mags[i]))
+        A = np.concatenate([A, (col / col[i])[:, None]], axis=1)
+        B = np.concatenate([B, row[None, :]], axis=0)
+        free_rows[i], free_cols[j] = False, False
+        rmags = arith.to_float(np.abs(row)) if not arith.exact else np.array([0.0 if arith.is_zero(x) else 1.0 + float(abs(x)) for x in row])
+        rmags[~free_cols] = -1.0
+        j = int(np.argmax(rmags)) if free_cols.any() else j
+        if not free_cols.any():
+            break
+    info["rank_found"] = A.shape[1]
+    info["pivot_ratio"] = (min(pivots) / max(pivots)) if pivots else 1.0
+    return A, B
+
+
 def learn_skeleton(
     oracle: ValueOracle,
     *,
@@ -113,7 +161,10 @@ def learn_skeleton(
     rank_tol: float | None = None,
     max_batch_bytes: int = 2**28,
 ) -> Recovery:
-    """Recover (W*, v*) with rank(W*) <= ``rank`` from exactly d + r(2d - r) value queries.
+    """Recover (W*, v*) with rank(W*) <= ``rank`` from at most d + r(2d - r) value queries.
+
+    Exactly d + r(2d - r) when rank(W*) = r (the information-theoretic floor); a lower rank is
+    detected on the way and costs fewer queries.
 
     Parameters
     ----------
@@ -129,46 +180,63 @@ def learn_skeleton(
         Extra random bilinear queries a^T W* b compared with the reconstruction: each
         detects a rank larger than declared with probability 1 (0 keeps the count at the floor).
     rank_tol : float, optional
-        Relative singular-value threshold for the numerical rank of the corner U.
-
-    Returns
-    -------
-    Recovery
-        Diagnostics: declared and found rank, cond(U), rescaled probes, redraws, timings.
+        Relative size below which a residual pivot counts as 0.
 
     Raises
     ------
     AssumptionError
         A check query disagrees with the reconstruction: rank(W*) > the declared r.
-    PrecisionLossError
-        The skeleton corner is too ill-conditioned for the arithmetic.
     """
     d = oracle.d
     if not (isinstance(rank, (int, np.integer)) and 0 <= rank <= d):
         raise InvalidInputError(f"rank must be an integer in [0, d = {d}]; got {rank!r}")
+    return _learn_by_crosses(oracle, int(rank), rng, arith, policy, checks, rank_tol, max_batch_bytes, "skeleton")
+
+
+def learn_skeleton_adaptive(
+    oracle: ValueOracle,
+    *,
+    rng: np.random.Generator,
+    arith: Arith = FLOAT64,
+    policy: ScalePolicy | None = None,
+    rank_tol: float | None = None,
+    max_batch_bytes: int = 2**28,
+) -> Recovery:
+    """Recover (W*, v*) without knowing r: cross approximation until a pivot column vanishes.
+
+    d + r(2d - r) + (d - r) queries for rank r < d (the extra d - r measure the column that
+    shows the residual is 0), and d + d^2 when W* has full rank (``rank_found = d``).
+    """
+    return _learn_by_crosses(oracle, oracle.d, rng, arith, policy, 0, rank_tol, max_batch_bytes, "skeleton-adaptive")
+
+
+def _learn_by_crosses(
+    oracle: ValueOracle,
+    max_rank: int,
+    rng: np.random.Generator,
+    arith: Arith,
+    policy: ScalePolicy | None,
+    checks: int,
+    rank_tol: float | None,
+    max_batch_bytes: int,
+    name: str,
+) -> Recovery:
+    d = oracle.d
     rank_tol = _default_rank_tol(arith) if rank_tol is None else rank_tol
     start, t0 = oracle.queries, time.perf_counter()
-    info: dict[str, Any] = {"learner": "skeleton", "rank_declared": int(rank)}
+    info: dict[str, Any] = {"learner": name, "rank_declared": max_rank if name == "skeleton" else None}
     with arith.context():
         v = learn_v(oracle, arith)
-        P, Q, info["basis_redraws"] = random_bases(d, rank, v, rng, arith)
+        P, Q = random_bases(d, v, rng, arith)
         probes = Probes(P, Q, v, arith)
-        kk, ll = skeleton_entries(d, rank)
-        L, k = measure_adaptively(oracle, probes, (kk, ll), policy, info, max_batch_bytes)
-        M = arith.zeros((d, d))
-        M[kk, ll] = bilinear_values(L, k, arith)  # the skeleton of M = P W* Q^T
-        found, cond = numerical_rank(M[:rank, :rank], arith, rank_tol)
-        info.update(rank_found=found, cond_U=cond)
-        if not arith.exact and found and cond * arith.eps > 1e-3:
-            raise PrecisionLossError(
-                f"ill-conditioned skeleton: cond(U) = {cond:.2e} in {arith.name}; "
-                "recover in mpmath, or with a smaller declared rank"
-            )
-        W = _invert_basis(P, arith) @ reconstruct(M, found, arith) @ _invert_basis(Q, arith).T
+        A, B = cross_approximation(oracle, probes, max_rank, rank_tol, policy, info, max_batch_bytes)
+        W = (_invert_basis(P, arith) @ A) @ (B @ _invert_basis(Q, arith).T)
         if checks:
             _check_rank(oracle, W, v, d, checks, rng, arith, policy, info)
     queries = oracle.queries - start
-    info.update(extra_queries=queries - (d + rank * (2 * d - rank)), seconds=time.perf_counter() - t0)
+    r = info["rank_found"]
+    floor = d + r * (2 * d - r)
+    info.update(floor_queries=floor, extra_queries=queries - floor, seconds=time.perf_counter() - t0)
     return Recovery(W=W, v=v, queries=queries, arith=arith.name, diagnostics=info)
 
 
@@ -184,71 +252,22 @@ def _check_rank(
     info: dict[str, Any],
 ) -> None:
     """Compare ``checks`` fresh measurements a^T W* b with the reconstruction."""
-    A, B, _ = random_bases(d, 1, v, rng, arith)
+    A, B = random_bases(d, v, rng, arith)
     probes = Probes(A[:checks], B[:checks], v, arith)
     idx = np.arange(checks)
     L, k = measure_adaptively(oracle, probes, (idx, idx), policy, {}, 2**28)
     measured = bilinear_values(L, k, arith)
     predicted = np.array([A[i] @ W @ B[i] for i in range(checks)], dtype=measured.dtype)
-    scale = max(arith.abs_max(measured), arith.abs_max(predicted), 1e-300)
-    gap = arith.abs_max(measured - predicted) / scale if not arith.exact else (
-        0.0 if all(arith.is_zero(x) for x in measured - predicted) else 1.0
-    )
+    if arith.exact:
+        gap = 0.0 if all(arith.is_zero(x) for x in measured - predicted) else 1.0
+    else:
+        gap = arith.abs_max(measured - predicted) / max(arith.abs_max(measured), arith.abs_max(predicted), 1e-300)
     info["check_gap"] = gap
     if gap > max(1e-6, 1e6 * arith.eps):
         raise AssumptionError(
             f"a check measurement disagrees with the rank-{info['rank_found']} reconstruction "
             f"(relative gap {gap:.2e}): rank(W*) exceeds the declared {info['rank_declared']}"
         )
-
-
-def learn_skeleton_adaptive(
-    oracle: ValueOracle,
-    *,
-    rng: np.random.Generator,
-    arith: Arith = FLOAT64,
-    policy: ScalePolicy | None = None,
-    rank_tol: float | None = None,
-    max_batch_bytes: int = 2**28,
-) -> Recovery:
-    """Recover (W*, v*) without knowing r: grow the skeleton until the residual vanishes.
-
-    Step k measures the new column k (rows k..d-1) and row k (columns k+1..d-1) of
-    ``M = P W* Q^T``, 2(d - k) - 1 queries, and stops when the Schur complement of that
-    row and column w.r.t. the rank-k skeleton is below ``rank_tol`` times the largest entry
-    measured.  Total: d + r(2d - r) + 2(d - r) - 1 queries for rank r < d, and d + d^2 when
-    W* turns out to have full rank (reported as ``rank_found = d``).
-    """
-    d = oracle.d
-    rank_tol = _default_rank_tol(arith) if rank_tol is None else rank_tol
-    start, t0 = oracle.queries, time.perf_counter()
-    info: dict[str, Any] = {"learner": "skeleton-adaptive", "rank_tol": rank_tol}
-    with arith.context():
-        v = learn_v(oracle, arith)
-        P, Q, info["basis_redraws"] = random_bases(d, d, v, rng, arith)
-        probes = Probes(P, Q, v, arith)
-        M = arith.zeros((d, d))
-        scale, residual, floor, r = 0.0, 0.0, 0.0, d
-        for step in range(d):
-            # the new column `step` (rows >= step) and row `step` (columns > step)
-            kk = np.concatenate([np.arange(step, d), np.full(d - step - 1, step)])
-            ll = np.concatenate([np.full(d - step, step), np.arange(step + 1, d)])
-            L, k = measure_adaptively(oracle, probes, (kk, ll), policy, info, max_batch_bytes)
-            M[kk, ll] = values = bilinear_values(L, k, arith)
-            scale = max(scale, arith.abs_max(values))
-            floor = max(floor, 64 * float(resolution(probes, (kk, ll), k).max()))
-            # Schur complement of the new row and column w.r.t. the rank-`step` skeleton
-            schur = M[step:, step:] - M[step:, :step] @ arith.solve(M[:step, :step], M[:step, step:]) if step else M
-            residual = max(arith.abs_max(schur[:, 0]), arith.abs_max(schur[0, :]))
-            if residual == 0 if arith.exact else residual <= rank_tol * scale + floor:
-                r = step
-                break
-        info.update(rank_found=r, residual=float(residual) / scale if scale else 0.0)
-        W = _invert_basis(P, arith) @ reconstruct(M, r, arith) @ _invert_basis(Q, arith).T
-    queries = oracle.queries - start
-    floor = d + r * (2 * d - r)
-    info.update(floor_queries=floor, extra_queries=queries - floor, seconds=time.perf_counter() - t0)
-    return Recovery(W=W, v=v, queries=queries, arith=arith.name, diagnostics=info)
 
 
 def learn_lowrank_cvx(
@@ -302,8 +321,7 @@ __all__ = [
     "learn_skeleton",
     "learn_skeleton_adaptive",
     "learn_lowrank_cvx",
+    "cross_approximation",
     "random_bases",
-    "skeleton_entries",
     "reconstruct",
-    "numerical_rank",
 ]
