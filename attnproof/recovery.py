@@ -27,6 +27,9 @@ class Recovery:
     diagnostics : dict
         Learner-specific facts: probe family, redraws, rescaled probes, condition numbers,
         a first-order error bound, ...
+    c, beta : optional
+        For heads with biases: the score bias c (scores ``x_i^T W x_N + c^T x_i``) and the
+        output offset beta; None for the bias-free model of the paper.
     """
 
     W: np.ndarray
@@ -34,6 +37,8 @@ class Recovery:
     queries: int
     arith: str
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    c: np.ndarray | None = None
+    beta: Any = None
 
 
 @dataclass(frozen=True)

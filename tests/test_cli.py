@@ -62,6 +62,10 @@ def test_bench_json():
         ("recover", "--d", "3", "--probes", "hadamard"),
         ("bench", "lowrank"),
         ("recover", "--d", "3", "--learner", "noisy", "--arith", "mp:30"),
+        ("recover", "--d", "8", "--learner", "skeleton"),
+        ("recover", "--d", "8", "--rank", "9", "--learner", "skeleton"),
+        ("recover", "--d", "8", "--rank", "2"),
+        ("recover", "--d", "8", "--rank", "2", "--learner", "lowrank-cvx", "--arith", "mp:20"),
         ("recover", "--d", "3", "--learner", "noisy", "--eps-W", "1.5"),
         ("recover", "--d", "3", "--learner", "noisy", "--tau", "-1"),
         ("recover", "--d", "3", "--learner", "noisy", "--adversary", "kind"),
@@ -83,6 +87,25 @@ def test_recover_noisy_json(adversary):
     assert doc["err_W"] <= doc["eps_W"] and doc["err_v"] <= doc["eps_v"]
     for key in ("eps_W", "eps_v", "tau", "err_W", "rel_err_W", "bits", "seconds", "oracle_seconds"):
         assert key in doc
+
+
+def test_recover_skeleton_mp60_at_the_floor():
+    r = cli("recover", "--d", "64", "--rank", "4", "--learner", "skeleton", "--arith", "mp:60", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["queries"] == 560 == 64 + 4 * 124 and doc["err_W"] < 1e-45
+
+
+def test_recover_cvx_small():
+    r = cli("recover", "--d", "8", "--rank", "1", "--learner", "lowrank-cvx", "--m", "75", "--json")
+    doc = json.loads(r.stdout)
+    assert doc["rel_err_W"] < 1e-6 and doc["queries"] >= 8 + 75
+
+
+def test_bench_lowrank_json():
+    r = cli("bench", "lowrank", "--d", "16,32", "--rank", "2,3", "--json")
+    doc = json.loads(r.stdout)
+    assert [x["queries"] for x in doc["results"]] == [16 + 2 * 30, 32 + 3 * 61]
 
 
 def test_noisy_assumption_failure_exits_1():

@@ -1,5 +1,5 @@
 """One module per result of the paper; importing this package registers every identity."""
 
-from . import definitions, exact_identities, lowrank_identities, multihead, noisy_identities, transformer  # noqa: F401
+from . import bias, definitions, exact_identities, lowrank_identities, multihead, noisy_identities, transformer  # noqa: F401
 
-__all__ = ["definitions", "exact_identities", "lowrank_identities", "multihead", "noisy_identities", "transformer"]
+__all__ = ["bias", "definitions", "exact_identities", "lowrank_identities", "multihead", "noisy_identities", "transformer"]

@@ -35,9 +35,10 @@ from ..errors import (
     PrecisionLossError,
     ShapeError,
 )
-from ..measure import Probes, ScalePolicy, bilinear_values, measure_adaptively
+from ..measure import Probes, ScalePolicy, measure_adaptively
 from ..oracles import ValueOracle
 from ..recovery import Recovery
+from .bias import learn_beta_v, learn_score_bias
 
 #: A probe u_l is "near-degenerate" when |u_l^T v| falls below this fraction of ||v||_2
 #: (Gaussian family) or |v_l| below this fraction of max |v| (basis family).
@@ -52,6 +53,7 @@ def learn_exact(
     arith: Arith = FLOAT64,
     policy: ScalePolicy | None = None,
     max_batch_bytes: int = 2**28,
+    bias: bool = False,
 ) -> Recovery:
     """Recover (W*, v*) from a value oracle (Thm 4.1).
 
@@ -70,6 +72,9 @@ def learn_exact(
         Probe-scaling policy (numeric arithmetics only).
     max_batch_bytes : int
         Upper bound on the size of one batch of float64 probes sent to the oracle.
+    bias : bool
+        The target is a head with biases (:mod:`attnproof.theorems.bias`): also recover the
+        score bias c and the output offset beta, with d + 1 more queries.
 
     Returns
     -------
@@ -89,19 +94,22 @@ def learn_exact(
     d = oracle.d
     start = oracle.queries
     with arith.context():
-        v = learn_v(oracle, arith)
+        beta, v = learn_beta_v(oracle, arith) if bias else (0, learn_v(oracle, arith))
         Z, info = probe_matrix(probes, v, arith, rng)
+        t_c = learn_score_bias(oracle, Z, v, beta, arith, policy, info) if bias else None
         entries = _all_entries(d)
-        L, k = measure_adaptively(oracle, Probes(Z, None, v, arith), entries, policy, info, max_batch_bytes)
-        T = bilinear_values(L, k, arith).reshape(d, d).T  # T[l, j] = u_l^T w_j
+        probe_set = Probes(Z, None, v, arith, offset=beta, linear=t_c)
+        L, k = measure_adaptively(oracle, probe_set, entries, policy, info, max_batch_bytes)
+        T = probe_set.values(L, k, entries[0]).reshape(d, d).T  # T[l, j] = u_l^T w_j
         W = arith.solve(Z, T)
+        c = arith.solve(Z, t_c) if bias else None
     queries = oracle.queries - start
-    info["extra_queries"] = queries - (d + d * d)
-    if not arith.exact:
+    info["extra_queries"] = queries - (d + d * d) - (d + 1 if bias else 0)
+    if not arith.exact and not bias:
         info.setdefault("global_rescales", 0)
         info.setdefault("max_abs_logit", 0.0)
         info.update(_error_bound(Z, v, W, L.reshape(d, d).T, k.reshape(d, d).T, arith))
-    return Recovery(W=W, v=v, queries=queries, arith=arith.name, diagnostics=info)
+    return Recovery(W=W, v=v, queries=queries, arith=arith.name, diagnostics=info, c=c, beta=beta if bias else None)
 
 
 def learn_v(oracle: ValueOracle, arith: Arith) -> np.ndarray:

@@ -20,16 +20,16 @@ most 2(d - r) - 1 extra queries.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..arith import FLOAT64, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
-from ..measure import Probes, ScalePolicy, bilinear_values, measure_adaptively, resolution
+from ..measure import Probes, ScalePolicy, bilinear_values, measure_adaptively, resolution, sparing
 from ..oracles import ValueOracle
 from ..recovery import Recovery
+from .bias import learn_beta_v, learn_score_bias
 from .exact import learn_v
 
 def random_bases(d: int, v: np.ndarray, rng: np.random.Generator, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
@@ -103,9 +103,7 @@ def cross_approximation(
     free_rows, free_cols = np.ones(d, dtype=bool), np.ones(d, dtype=bool)
     scale, floor, pivots = 0.0, 0.0, []
     j, k0, first = 0, 0, True
-    # a pivot column may be small compared with the rest of M: rescale a first batch up only
-    # when its logits are lost to rounding (W* far below unit size), not merely small
-    policy = replace(policy or ScalePolicy(), tiny=min((policy or ScalePolicy()).tiny, 1e-6))
+    policy = sparing(policy)  # a pivot column may be small compared with the rest of M
 
     def ask(kk: np.ndarray, ll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One batch; the first settles the scale (W* may be far from unit size), the rest start there."""
@@ -119,7 +117,7 @@ def cross_approximation(
         rows = np.flatnonzero(~known[:, j])
         if len(rows):
             L, k = ask(rows, np.full(len(rows), j))
-            M[rows, j] = values = bilinear_values(L, k, arith)
+            M[rows, j] = values = probes.values(L, k, rows)
             known[rows, j] = True
             scale = max(scale, arith.abs_max(values))
             floor = max(floor, 64 * float(resolution(probes, (rows, np.full(len(rows), j)), k).max()))
@@ -132,7 +130,7 @@ def cross_approximation(
         cols = np.flatnonzero(~known[i, :])
         if len(cols):
             L, k = ask(np.full(len(cols), i), cols)
-            M[i, cols] = values = bilinear_values(L, k, arith)
+            M[i, cols] = values = probes.values(L, k, np.full(len(cols), i))
             known[i, cols] = True
             scale = max(scale, arith.abs_max(values))
         row = M[i, :] - A[i, :] @ B
@@ -160,6 +158,7 @@ def learn_skeleton(
     checks: int = 0,
     rank_tol: float | None = None,
     max_batch_bytes: int = 2**28,
+    bias: bool = False,
 ) -> Recovery:
     """Recover (W*, v*) with rank(W*) <= ``rank`` from at most d + r(2d - r) value queries.
 
@@ -181,6 +180,8 @@ def learn_skeleton(
         detects a rank larger than declared with probability 1 (0 keeps the count at the floor).
     rank_tol : float, optional
         Relative size below which a residual pivot counts as 0.
+    bias : bool
+        A head with biases: also recover c and beta (d + 1 more queries).
 
     Raises
     ------
@@ -190,7 +191,7 @@ def learn_skeleton(
     d = oracle.d
     if not (isinstance(rank, (int, np.integer)) and 0 <= rank <= d):
         raise InvalidInputError(f"rank must be an integer in [0, d = {d}]; got {rank!r}")
-    return _learn_by_crosses(oracle, int(rank), rng, arith, policy, checks, rank_tol, max_batch_bytes, "skeleton")
+    return _learn_by_crosses(oracle, int(rank), rng, arith, policy, checks, rank_tol, max_batch_bytes, "skeleton", bias)
 
 
 def learn_skeleton_adaptive(
@@ -201,13 +202,14 @@ def learn_skeleton_adaptive(
     policy: ScalePolicy | None = None,
     rank_tol: float | None = None,
     max_batch_bytes: int = 2**28,
+    bias: bool = False,
 ) -> Recovery:
     """Recover (W*, v*) without knowing r: cross approximation until a pivot column vanishes.
 
     d + r(2d - r) + (d - r) queries for rank r < d (the extra d - r measure the column that
     shows the residual is 0), and d + d^2 when W* has full rank (``rank_found = d``).
     """
-    return _learn_by_crosses(oracle, oracle.d, rng, arith, policy, 0, rank_tol, max_batch_bytes, "skeleton-adaptive")
+    return _learn_by_crosses(oracle, oracle.d, rng, arith, policy, 0, rank_tol, max_batch_bytes, "skeleton-adaptive", bias)
 
 
 def _learn_by_crosses(
@@ -220,43 +222,48 @@ def _learn_by_crosses(
     rank_tol: float | None,
     max_batch_bytes: int,
     name: str,
+    bias: bool = False,
 ) -> Recovery:
     d = oracle.d
     rank_tol = _default_rank_tol(arith) if rank_tol is None else rank_tol
     start, t0 = oracle.queries, time.perf_counter()
     info: dict[str, Any] = {"learner": name, "rank_declared": max_rank if name == "skeleton" else None}
     with arith.context():
-        v = learn_v(oracle, arith)
+        beta, v = learn_beta_v(oracle, arith) if bias else (0, learn_v(oracle, arith))
         P, Q = random_bases(d, v, rng, arith)
-        probes = Probes(P, Q, v, arith)
+        t_c = learn_score_bias(oracle, P, v, beta, arith, policy, info) if bias else None
+        probes = Probes(P, Q, v, arith, offset=beta, linear=t_c)
         A, B = cross_approximation(oracle, probes, max_rank, rank_tol, policy, info, max_batch_bytes)
         W = (_invert_basis(P, arith) @ A) @ (B @ _invert_basis(Q, arith).T)
+        c = _invert_basis(P, arith) @ t_c if bias else None
         if checks:
-            _check_rank(oracle, W, v, d, checks, rng, arith, policy, info)
+            _check_rank(oracle, probes, W, c, checks, rng, policy, info)
     queries = oracle.queries - start
     r = info["rank_found"]
-    floor = d + r * (2 * d - r)
+    floor = d + r * (2 * d - r) + (d + 1 if bias else 0)
     info.update(floor_queries=floor, extra_queries=queries - floor, seconds=time.perf_counter() - t0)
-    return Recovery(W=W, v=v, queries=queries, arith=arith.name, diagnostics=info)
+    return Recovery(W=W, v=v, queries=queries, arith=arith.name, diagnostics=info, c=c, beta=beta if bias else None)
 
 
 def _check_rank(
     oracle: ValueOracle,
+    probes: Probes,
     W: np.ndarray,
-    v: np.ndarray,
-    d: int,
+    c: np.ndarray | None,
     checks: int,
     rng: np.random.Generator,
-    arith: Arith,
     policy: ScalePolicy | None,
     info: dict[str, Any],
 ) -> None:
     """Compare ``checks`` fresh measurements a^T W* b with the reconstruction."""
-    A, B = random_bases(d, v, rng, arith)
-    probes = Probes(A[:checks], B[:checks], v, arith)
+    arith, d = probes.arith, probes.d
+    A, B = random_bases(d, probes.v, rng, arith)
+    A, B = A[:checks], B[:checks]
+    linear = None if c is None else A @ c
+    fresh = Probes(A, B, probes.v, arith, offset=probes.offset, linear=linear)
     idx = np.arange(checks)
-    L, k = measure_adaptively(oracle, probes, (idx, idx), policy, {}, 2**28)
-    measured = bilinear_values(L, k, arith)
+    L, k = measure_adaptively(oracle, fresh, (idx, idx), policy, {}, 2**28)
+    measured = fresh.values(L, k, idx)
     predicted = np.array([A[i] @ W @ B[i] for i in range(checks)], dtype=measured.dtype)
     if arith.exact:
         gap = 0.0 if all(arith.is_zero(x) for x in measured - predicted) else 1.0
@@ -314,7 +321,9 @@ def learn_lowrank_cvx(
         raise PrecisionLossError(f"the nuclear-norm program ended with status {problem.status!r}")
     What = np.asarray(W.value)
     info["residual"] = float(np.max(np.abs(np.sum((A @ What) * B, axis=1) - t)))
-    return Recovery(W=What, v=v, queries=oracle.queries - start, arith="float64", diagnostics=info)
+    queries = oracle.queries - start
+    info["extra_queries"] = queries - (d + m)  # saturated Gaussian probes asked again, rescaled
+    return Recovery(W=What, v=v, queries=queries, arith="float64", diagnostics=info)
 
 
 __all__ = [

