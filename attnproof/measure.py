@@ -138,23 +138,41 @@ def probe_batch(
     if out is None:
         X = arith.zeros((B, 2, d))
         X[:, 0, :] = P[kk]
+        if Q is not None:
+            X[:, 1, :] = Q[ll]
     else:
         X = out[:B]
-        m = P.shape[0]
-        if B % m == 0 and np.array_equal(kk.reshape(-1, m), np.broadcast_to(np.arange(m), (B // m, m))):
-            X.reshape(B // m, m, 2, d)[:, :, 0, :] = P
+        _gather(P, kk, X[:, 0, :])
+        if Q is None:
+            X[:, 1, :] = 0
         else:
-            np.take(P, kk, axis=0, out=X[:, 0, :], mode="clip")  # kk is in range: no buffering
-        X[:, 1, :] = 0
+            _gather(Q, ll, X[:, 1, :])
     if Q is None:
         X[rows, 0, ll] = X[rows, 0, ll] + 1
         X[rows, 1, ll] = 1
     else:
-        X[:, 1, :] = Q[ll]
         X[:, 0, :] += X[:, 1, :]
     if c is not None:
         X *= c[:, None, None]
     return X
+
+
+def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
+    """out[b] = M[idx[b]] without a temporary: a broadcast when idx is constant or cycles
+    through every row of M in order (whole columns / rows of a skeleton), else an in-place take."""
+    m = M.shape[0]
+    B = len(idx)
+    if B and np.all(idx == idx[0]):
+        out[...] = M[idx[0]]
+    elif B % m == 0 and np.array_equal(idx.reshape(-1, m), np.broadcast_to(np.arange(m), (B // m, m))):
+        out.reshape(B // m, m, -1)[...] = M
+    else:
+        breaks = np.flatnonzero(np.diff(idx) != 1) + 1  # runs of consecutive rows: slice copies
+        if len(breaks) < max(64, B // 8):
+            for a, b in zip(np.concatenate([[0], breaks]), np.concatenate([breaks, [B]])):
+                out[a:b] = M[idx[a] : idx[a] + (b - a)]
+        else:
+            np.take(M, idx, axis=0, out=out, mode="clip")  # idx is in range: no buffering
 
 
 def measure(
@@ -163,8 +181,12 @@ def measure(
     entries: tuple[np.ndarray, np.ndarray],
     k: np.ndarray | None = None,
     max_batch_bytes: int = 2**28,
+    buffer: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Ask the probes for ``entries = (kk, ll)`` at scales 2^k; return the logits and k.
+
+    ``buffer`` (float64): a reusable (chunk, 2, d) array for the probes; a learner that
+    measures in many batches passes one, so fresh pages are not faulted in for every batch.
 
     The logit of entry (k, l) is ``c^2 p_k^T W* q_l``: ``alpha = (y / c - q_l^T v) / (p_k^T v)``
     (identity ``thm4.1/label-affine``) and the logit is ``sigma^{-1}(alpha)``.
@@ -176,7 +198,9 @@ def measure(
     d = probes.d
     pv, qv = probes.pv, probes.qv
     chunk = max(1, max_batch_bytes // (2 * d * 8)) if arith is FLOAT64 else max(n, 1)
-    buffer = np.empty((min(chunk, n), 2, d)) if arith is FLOAT64 else None
+    if arith is FLOAT64 and (buffer is None or len(buffer) < min(chunk, n)):
+        buffer = np.empty((min(chunk, n), 2, d))
+    chunk = len(buffer) if arith is FLOAT64 else chunk
     L = np.empty(n, dtype=np.float64 if arith is FLOAT64 else object)
     for s in range(0, n, chunk):
         sl = slice(s, s + chunk)
@@ -197,6 +221,7 @@ def measure_adaptively(
     max_batch_bytes: int = 2**28,
     k0: int = 0,
     global_rescale: bool = True,
+    buffer: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Logits for ``entries`` with probe scales adapted until every one is well conditioned.
 
@@ -220,7 +245,7 @@ def measure_adaptively(
         info["rescaled_probes"] = 0
         return L, k
     kk, ll = entries
-    L, k = measure(oracle, probes, entries, np.full(len(kk), k0, dtype=np.int64), max_batch_bytes)
+    L, k = measure(oracle, probes, entries, np.full(len(kk), k0, dtype=np.int64), max_batch_bytes, buffer)
     mags = magnitudes(L, arith)
     global_rescales = 0
     # W far below unit scale: every logit sits in sigma's flat middle; scale every probe up.
@@ -233,7 +258,7 @@ def measure_adaptively(
         if step <= 0:
             break
         k = k + step
-        L, k = measure(oracle, probes, entries, k, max_batch_bytes)
+        L, k = measure(oracle, probes, entries, k, max_batch_bytes, buffer)
         mags = magnitudes(L, arith)
         global_rescales += 1
     rescaled = np.zeros(len(kk), dtype=bool)
@@ -252,7 +277,7 @@ def measure_adaptively(
                 f"the target is beyond {arith.name}'s range; use mpmath with more digits"
             )
         idx = np.flatnonzero(bad)
-        Lb, _ = measure(oracle, probes, (kk[idx], ll[idx]), k[idx], max_batch_bytes)
+        Lb, _ = measure(oracle, probes, (kk[idx], ll[idx]), k[idx], max_batch_bytes, buffer)
         L[idx] = Lb
         mags[idx] = magnitudes(Lb, arith)
     else:

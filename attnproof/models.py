@@ -56,6 +56,12 @@ def attention_weights(X: np.ndarray, W: np.ndarray, arith: Arith, c: np.ndarray 
     return arith.softmax(scores(X, W, c))
 
 
+def _readout(alpha: np.ndarray, X: np.ndarray, v: np.ndarray, beta: Any) -> np.ndarray:
+    """alpha^T (X v) [+ beta] for each sequence of the batch."""
+    out = (alpha * (X @ v)).sum(axis=-1)
+    return out if beta is None else out + beta
+
+
 def _bias_terms(c: Any, beta: Any, d: int, arith: Arith) -> tuple[np.ndarray | None, Any]:
     """Validate the optional score bias c (d,) and output offset beta (scalar)."""
     if c is not None:
@@ -131,10 +137,7 @@ class Attention:
         """f_{W,v}(X) for one sequence (N, d) -> scalar, or a batch (B, N, d) -> (B,)."""
         with self.arith.context():
             Xb, batched = as_batch(X, self.d, self.arith)
-            alpha = attention_weights(Xb, self.W, self.arith, self.c)
-            out = (alpha * (Xb @ self.v)).sum(axis=-1)
-            if self.beta is not None:
-                out = out + self.beta
+            out = _readout(attention_weights(Xb, self.W, self.arith, self.c), Xb, self.v, self.beta)
         return out if batched else out[0]
 
     def __repr__(self) -> str:
@@ -184,13 +187,12 @@ class FactoredAttention:
     def __call__(self, X: Any) -> Any:
         with self.arith.context():
             Xb, batched = as_batch(X, self.d, self.arith)
+            B, N, d = Xb.shape
             q = Xb[:, -1, :] @ self.Q.T  # (B, r)
-            keys = Xb @ self.K.T  # (B, N, r)
+            keys = (Xb.reshape(B * N, d) @ self.K.T).reshape(B, N, -1)  # one GEMM, not B small ones
             s = (keys @ q[:, :, None])[..., 0]
             alpha = self.arith.softmax(s if self.c is None else s + Xb @ self.c)
-            out = (alpha * (Xb @ self.v)).sum(axis=-1)
-            if self.beta is not None:
-                out = out + self.beta
+            out = _readout(alpha, Xb, self.v, self.beta)
         return out if batched else out[0]
 
     def __repr__(self) -> str:
@@ -240,7 +242,8 @@ class OneLayerTransformer:
         with self.arith.context():
             Xb, batched = as_batch(X, self.d, self.arith)
             alpha = attention_weights(Xb, self.W, self.arith)
-            z = (alpha[:, :, None] * (Xb @ self.A)).sum(axis=1)  # (B, m)
+            B, N, d = Xb.shape
+            z = (alpha[:, :, None] * (Xb.reshape(B * N, d) @ self.A).reshape(B, N, -1)).sum(axis=1)  # (B, m)
             out = relu(z) @ self.w_o
         return out if batched else out[0]
 

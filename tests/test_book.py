@@ -26,7 +26,7 @@ def html(tmp_path_factory):
 
 @pytest.mark.book
 def test_every_chapter_is_built(html):
-    for page in ("intro", "exact", "noisy", "certificate"):
+    for page in ("intro", "exact", "noisy", "lowrank", "certificate"):
         text = (html / f"{page}.html").read_text()
         assert "Traceback" not in text, f"{page} shows a traceback"
 
@@ -40,7 +40,9 @@ def test_cells_were_executed_and_show_their_numbers(html):
     assert "NonIdentifiableError" in text and "PrecisionLossError" in text
     noisy = (html / "noisy.html").read_text()
     assert "VIOLATED" in noisy and "Erratum E1" in noisy  # the erratum is shown, computed
-    assert len(list((html / "_images").glob("*.png"))) >= 3
+    lowrank = (html / "lowrank.html").read_text()
+    assert "72 heads in" in lowrank and "smallest ratio with every seed recovered" in lowrank
+    assert len(list((html / "_images").glob("*.png"))) >= 4
     cert = (html / "certificate.html").read_text()
     assert "thm4.1/end-to-end-d2" in cert and "✗ NOT verified" not in cert
 

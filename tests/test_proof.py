@@ -24,6 +24,12 @@ REQUIRED = [
     "thm6.1/tolerance-algebra",
     "thm6.1/erratum-E1",
     "thm6.1/paired-logit-corrected",
+    "thm5.1/rank-one-measurement",
+    "thm5.1/skeleton-reconstruction",
+    "bias/score-expansion",
+    "bias/value-offset",
+    "bias/zero-token",
+    "bias/zero-last-token",
 ]
 
 

@@ -104,11 +104,12 @@ def cross_approximation(
     scale, floor, pivots = 0.0, 0.0, []
     j, k0, first = 0, 0, True
     policy = sparing(policy)  # a pivot column may be small compared with the rest of M
+    buffer = np.empty((min(d, max(1, max_batch_bytes // (16 * d))), 2, d)) if arith is FLOAT64 else None
 
     def ask(kk: np.ndarray, ll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One batch; the first settles the scale (W* may be far from unit size), the rest start there."""
         nonlocal k0, first
-        L, k = measure_adaptively(oracle, probes, (kk, ll), policy, info, max_batch_bytes, k0, first)
+        L, k = measure_adaptively(oracle, probes, (kk, ll), policy, info, max_batch_bytes, k0, first, buffer)
         if first and len(k):
             k0, first = int(np.median(k)), False
         return L, k
