@@ -20,6 +20,7 @@ most 2(d - r) - 1 extra queries.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -316,7 +317,9 @@ def learn_lowrank_cvx(
     W = cp.Variable((d, d))
     problem = cp.Problem(cp.Minimize(cp.normNuc(W)), [cp.sum(cp.multiply(A @ W, B), axis=1) == t])
     t0 = time.perf_counter()
-    problem.solve(solver=solver)
+    with warnings.catch_warnings():  # "may be inaccurate" is reported as the status instead
+        warnings.simplefilter("ignore", UserWarning)
+        problem.solve(solver=solver)
     info.update(status=problem.status, solver_seconds=time.perf_counter() - t0)
     if W.value is None:
         raise PrecisionLossError(f"the nuclear-norm program ended with status {problem.status!r}")
