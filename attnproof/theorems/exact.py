@@ -15,10 +15,12 @@ Beyond the paper (float64 and mpmath only; sympy is exact and needs none of it):
   A probe whose logit saturates the sigmoid (``|c^2 u^T w_j| > accept``) is asked again with a
   smaller c; if every logit is tiny (W far below 1) all probes are asked again with a larger c.
   Each extra query is counted and reported.  With unit-scale targets no probe is rescaled and
-  the learner uses exactly d + d^2 queries, as the theorem says.
+  the learner uses exactly d + d^2 queries, as the theorem says (:mod:`attnproof.measure`).
 * Near-degenerate probes are avoided: the basis family pairs e_l with the pivot e_p whenever
   |v_l| < 10^-3 |v_p| (the paper does so only when v_l = 0; the result is exact either way),
   and Gaussian rows with |u^T v| < 10^-3 ||v||_2 are redrawn.
+* ``bias=True`` also recovers a real head's score bias c and output offset beta
+  (:mod:`attnproof.theorems.bias`), with d + 1 more queries.
 """
 
 from __future__ import annotations
