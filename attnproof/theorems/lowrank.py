@@ -124,7 +124,7 @@ def cross_approximation(
             scale = max(scale, arith.abs_max(values))
             floor = max(floor, 64 * float(resolution(probes, (rows, np.full(len(rows), j)), k).max()))
         col = M[:, j] - A @ B[:, j]
-        mags = arith.to_float(np.abs(col)) if not arith.exact else np.array([0.0 if arith.is_zero(x) else 1.0 + float(abs(x)) for x in col])
+        mags = _sizes(col, arith)
         mags[~free_rows] = -1.0
         i = int(np.argmax(mags))
         if mags[i] <= 0 or (not arith.exact and mags[i] <= rank_tol * scale + floor):
@@ -140,7 +140,7 @@ def cross_approximation(
         A = np.concatenate([A, (col / col[i])[:, None]], axis=1)
         B = np.concatenate([B, row[None, :]], axis=0)
         free_rows[i], free_cols[j] = False, False
-        rmags = arith.to_float(np.abs(row)) if not arith.exact else np.array([0.0 if arith.is_zero(x) else 1.0 + float(abs(x)) for x in row])
+        rmags = _sizes(row, arith)
         rmags[~free_cols] = -1.0
         j = int(np.argmax(rmags)) if free_cols.any() else j
         if not free_cols.any():
@@ -148,6 +148,13 @@ def cross_approximation(
     info["rank_found"] = A.shape[1]
     info["pivot_ratio"] = (min(pivots) / max(pivots)) if pivots else 1.0
     return A, B
+
+
+def _sizes(x: np.ndarray, arith: Arith) -> np.ndarray:
+    """|x| as floats for pivoting; in exact arithmetic 0 only for a provable zero."""
+    if arith.exact:
+        return np.array([0.0 if arith.is_zero(t) else 1.0 + float(abs(t)) for t in x])
+    return arith.to_float(np.abs(x))
 
 
 def learn_skeleton(
