@@ -148,8 +148,6 @@ def _bench(args: argparse.Namespace) -> int:
                 print(f"d={row['d']:3d} r={row['rank']} m/(r(2d-r))={row['ratio']:.2f} m={row['m']:5d} "
                       f"success={row['success']:.2f} max rel err={row['max_rel_err']:.1e}")
         return 0
-    if args.what == "lowrank" and (not args.rank or len(args.rank) != len(args.d)):
-        raise AttnproofError("bench lowrank needs one --rank per --d (e.g. --d 1024,4096 --rank 32,128)")
     results = []
     for n, d in enumerate(args.d):
         if args.what == "lowrank":
@@ -226,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("argument --rank: only the low-rank learners take a rank")
         if args.rank is not None and args.rank > args.d:
             parser.error(f"argument --rank: must be <= d = {args.d}")
+    if args.command == "bench" and args.what == "lowrank" and (not args.rank or len(args.rank) != len(args.d)):
+        parser.error("argument --rank: bench lowrank needs one rank per --d (e.g. --d 1024,4096 --rank 32,128)")
     try:
         return args.run(args)
     except AttnproofError as exc:
