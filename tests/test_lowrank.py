@@ -121,3 +121,25 @@ def test_nuclear_norm_learner_recovers_a_small_target():
     assert (extra > 0) == (rec.diagnostics["rescaled_probes"] > 0)  # only saturated probes cost more
     assert rec.diagnostics["status"].startswith("optimal")
     assert score(rec, model.W, model.v, FLOAT64).rel_err_W < 1e-6
+
+
+def test_cvx_redraws_probes_with_a_orthogonal_to_v():
+    """a^T v* = 0 makes a rank-one measurement carry no information: such a is redrawn."""
+    d, r, m = 6, 1, 40
+    model = generic(d, r, 3)
+    real = np.random.default_rng(0)
+
+    class Stub:
+        first = True
+
+        def standard_normal(self, shape):
+            out = real.standard_normal(shape)
+            if self.first and shape == (m, d):
+                v = model.v
+                out[0] = np.zeros(d)
+                out[0][0], out[0][1] = v[1], -v[0]  # a^T v = 0 exactly
+                self.first = False
+            return out
+
+    rec = learn_lowrank_cvx(ValueOracle(model), m=m, rng=Stub())
+    assert rec.diagnostics["redrawn"] >= 1
