@@ -78,7 +78,10 @@ class Probes:
 
     Every p_k must have p_k^T v* != 0.  For a head with biases (scores
     ``x_i^T W x_N + c^T x_i``, output ``+ beta``), ``offset`` is beta and ``linear`` holds
-    ``c^T p_k``: the logit of ``c [(p + q)^T; q^T]`` is then ``c^2 p^T W q + c c^T p``.
+    ``c^T p_k``.  With ``scale_query_only`` the scale s multiplies only q:
+    ``X = [(p + s q)^T; (s q)^T]`` has logit ``s p^T W q + c^T p`` and label
+    ``beta + s q^T v + alpha p^T v``, so desaturating never shrinks the signal ``alpha p^T v``
+    against the offset beta (scaling the whole probe would, by the factor s).
     """
 
     P: np.ndarray
@@ -87,6 +90,12 @@ class Probes:
     arith: Arith
     offset: Any = 0
     linear: np.ndarray | None = None
+    scale_query_only: bool = False
+
+    @property
+    def order(self) -> int:
+        """How the logit grows with the scale exponent k: 4^k (whole probe) or 2^k (query only)."""
+        return 1 if self.scale_query_only else 2
 
     @property
     def d(self) -> int:
@@ -101,11 +110,16 @@ class Probes:
         return self.v if self.Q is None else self.Q @ self.v
 
     def values(self, L: np.ndarray, k: np.ndarray, kk: np.ndarray) -> np.ndarray:
-        """p_k^T W* q from logits L at scales 2^k: ``L / 4^k``, or ``(L / 2^k - c^T p_k) / 2^k``."""
-        if self.linear is None:
-            return bilinear_values(L, k, self.arith)
-        half = pow2(k, self.arith)
-        return (L / half - self.linear[kk]) / half
+        """p_k^T W* q from logits L at scale exponents k.
+
+        Whole-probe scaling: ``L / 4^k`` (``(L / 2^k - c^T p_k) / 2^k`` with a score bias);
+        query-only scaling: ``(L - c^T p_k) / 2^k``.
+        """
+        s = pow2(k, self.arith)
+        bias = 0 if self.linear is None else self.linear[kk]
+        if self.scale_query_only:
+            return (L - bias) / s
+        return (L / s - bias) / s
 
 
 def pow2(k: np.ndarray, arith: Arith) -> np.ndarray:
@@ -147,12 +161,16 @@ def probe_batch(
             X[:, 1, :] = 0
         else:
             _gather(Q, ll, X[:, 1, :])
+    query_only = probes.scale_query_only and c is not None
     if Q is None:
-        X[rows, 0, ll] = X[rows, 0, ll] + 1
-        X[rows, 1, ll] = 1
+        unit = c if query_only else 1
+        X[rows, 0, ll] = X[rows, 0, ll] + unit
+        X[rows, 1, ll] = unit
     else:
+        if query_only:
+            X[:, 1, :] *= c[:, None]
         X[:, 0, :] += X[:, 1, :]
-    if c is not None:
+    if c is not None and not query_only:
         X *= c[:, None, None]
     return X
 
@@ -206,9 +224,13 @@ def measure(
         sl = slice(s, s + chunk)
         c = None if not np.any(k[sl]) else pow2(k[sl], arith)
         y = arith.asarray(oracle(probe_batch(probes, kk[sl], ll[sl], c, buffer)), copy=False) - probes.offset
-        if c is not None:
-            y = y / c
-        L[sl] = arith.logit((y - qv[ll[sl]]) / pv[kk[sl]])
+        if c is None:
+            base = qv[ll[sl]]
+        elif probes.scale_query_only:
+            base = c * qv[ll[sl]]
+        else:
+            y, base = y / c, qv[ll[sl]]
+        L[sl] = arith.logit((y - base) / pv[kk[sl]])
     return L, k
 
 
@@ -225,8 +247,9 @@ def measure_adaptively(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Logits for ``entries`` with probe scales adapted until every one is well conditioned.
 
-    Returns the logits L and the scale exponents k (the bilinear values are L / 4^k).
-    Diagnostics (rescaled probes, global rescales, max |logit|) are added to ``info``.
+    Returns the logits L and the scale exponents k (see :meth:`Probes.values`).  Diagnostics
+    (rescaled probes, global rescales, ``reasked_queries`` = the extra oracle queries all
+    this cost, max |logit|) are added to ``info``.
     ``k0`` is the starting scale exponent (a learner measuring in several batches passes the
     scale its first batch settled on); ``global_rescale=False`` keeps a batch whose values
     all happen to be small from being re-asked at a larger scale.
@@ -247,13 +270,13 @@ def measure_adaptively(
     kk, ll = entries
     L, k = measure(oracle, probes, entries, np.full(len(kk), k0, dtype=np.int64), max_batch_bytes, buffer)
     mags = magnitudes(L, arith)
-    global_rescales = 0
+    global_rescales = reasked = 0
     # W far below unit scale: every logit sits in sigma's flat middle; scale every probe up.
     # k only grows and is capped at max_k, so this loop ends (at most max_k / zero_jump + 2
     # passes); if every logit is still 0 at c^2 = 2^(2 max_k), W* = 0 to that resolution.
     while global_rescale and len(mags) and np.all(np.isfinite(mags)) and mags.max() < policy.tiny:
         top = float(mags.max())
-        step = policy.zero_jump if top == 0 else math.ceil(math.log2(policy.goal / top) / 2)
+        step = policy.zero_jump if top == 0 else math.ceil(math.log2(policy.goal / top) / probes.order)
         step = min(step, policy.max_k - int(k.max()))
         if step <= 0:
             break
@@ -261,6 +284,7 @@ def measure_adaptively(
         L, k = measure(oracle, probes, entries, k, max_batch_bytes, buffer)
         mags = magnitudes(L, arith)
         global_rescales += 1
+        reasked += len(kk)
     rescaled = np.zeros(len(kk), dtype=bool)
     for _ in range(policy.rounds):
         bad = ~np.isfinite(mags) | (mags > policy.accept)
@@ -269,14 +293,15 @@ def measure_adaptively(
         rescaled |= bad
         trusted = bad & np.isfinite(mags) & (mags <= policy.trust)
         with np.errstate(divide="ignore"):
-            retarget = np.floor(np.log2(policy.goal / np.where(trusted, mags, 1.0)) / 2).astype(np.int64)
-        k = np.where(trusted, k + retarget, np.where(bad, k - policy.shrink_log2 // 2, k))
+            retarget = np.floor(np.log2(policy.goal / np.where(trusted, mags, 1.0)) / probes.order).astype(np.int64)
+        k = np.where(trusted, k + retarget, np.where(bad, k - policy.shrink_log2 // probes.order, k))
         if np.any(np.abs(k) > policy.max_k):
             raise PrecisionLossError(
                 f"a probe's sigmoid stays saturated even at scale 2^-{policy.max_k}: "
                 f"the target is beyond {arith.name}'s range; use mpmath with more digits"
             )
         idx = np.flatnonzero(bad)
+        reasked += len(idx)
         Lb, _ = measure(oracle, probes, (kk[idx], ll[idx]), k[idx], max_batch_bytes, buffer)
         L[idx] = Lb
         mags[idx] = magnitudes(Lb, arith)
@@ -284,6 +309,7 @@ def measure_adaptively(
         raise PrecisionLossError(f"probe rescaling did not converge in {policy.rounds} rounds")
     info["rescaled_probes"] = info.get("rescaled_probes", 0) + int(rescaled.sum())
     info["global_rescales"] = info.get("global_rescales", 0) + global_rescales
+    info["reasked_queries"] = info.get("reasked_queries", 0) + reasked
     info["max_abs_logit"] = max(info.get("max_abs_logit", 0.0), float(mags.max(initial=0.0)))
     return L, k
 
@@ -305,7 +331,7 @@ def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.nda
     arith = probes.arith
     kk, ll = entries
     pv, qv = np.abs(arith.to_float(probes.pv)), np.abs(arith.to_float(probes.qv))
-    return 4 * arith.eps * (1 + 2 * qv[ll] / pv[kk]) * np.ldexp(1.0, -2 * k)
+    return 4 * arith.eps * (1 + 2 * qv[ll] / pv[kk]) * np.ldexp(1.0, -probes.order * k)
 
 
 def bilinear_values(L: np.ndarray, k: np.ndarray, arith: Arith) -> np.ndarray:

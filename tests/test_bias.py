@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from attnproof import strategies as ast
@@ -40,6 +40,9 @@ def test_biased_skeleton_recovers_everything_at_floor_plus_d_plus_1(dr, seed, be
 
 
 @given(ast.targets(d=st.integers(1, 6), w_scale=ast.scales(-2, 1), v_scale=ast.scales(-2, 1)), seeds)
+# |beta| >> |v| with saturated probes: scaling the whole probe shrank the signal against beta
+# (error 1e-8 relative, thorough profile); scaling only the query token fixed it
+@example((np.full((3, 3), 10.0), np.array([-0.01, 0.0, 0.0])), 0)
 def test_biased_exact_learner(target, seed):
     W, v = target
     rng = np.random.default_rng(seed)

@@ -100,7 +100,7 @@ def learn_exact(
         Z, info = probe_matrix(probes, v, arith, rng)
         t_c = learn_score_bias(oracle, Z, v, beta, arith, policy, info) if bias else None
         entries = _all_entries(d)
-        probe_set = Probes(Z, None, v, arith, offset=beta, linear=t_c)
+        probe_set = Probes(Z, None, v, arith, offset=beta, linear=t_c, scale_query_only=bias)
         L, k = measure_adaptively(oracle, probe_set, entries, policy, info, max_batch_bytes)
         T = probe_set.values(L, k, entries[0]).reshape(d, d).T  # T[l, j] = u_l^T w_j
         W = arith.solve(Z, T)

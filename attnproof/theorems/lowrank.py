@@ -241,7 +241,7 @@ def _learn_by_crosses(
         beta, v = learn_beta_v(oracle, arith) if bias else (0, learn_v(oracle, arith))
         P, Q = random_bases(d, v, rng, arith)
         t_c = learn_score_bias(oracle, P, v, beta, arith, policy, info) if bias else None
-        probes = Probes(P, Q, v, arith, offset=beta, linear=t_c)
+        probes = Probes(P, Q, v, arith, offset=beta, linear=t_c, scale_query_only=bias)
         A, B = cross_approximation(oracle, probes, max_rank, rank_tol, policy, info, max_batch_bytes)
         W = (_invert_basis(P, arith) @ A) @ (B @ _invert_basis(Q, arith).T)
         c = _invert_basis(P, arith) @ t_c if bias else None
@@ -269,7 +269,7 @@ def _check_rank(
     A, B = random_bases(d, probes.v, rng, arith)
     A, B = A[:checks], B[:checks]
     linear = None if c is None else A @ c
-    fresh = Probes(A, B, probes.v, arith, offset=probes.offset, linear=linear)
+    fresh = Probes(A, B, probes.v, arith, offset=probes.offset, linear=linear, scale_query_only=probes.scale_query_only)
     idx = np.arange(checks)
     L, k = measure_adaptively(oracle, fresh, (idx, idx), policy, {}, 2**28)
     measured = fresh.values(L, k, idx)
