@@ -43,6 +43,9 @@ def test_biased_skeleton_recovers_everything_at_floor_plus_d_plus_1(dr, seed, be
 # |beta| >> |v| with saturated probes: scaling the whole probe shrank the signal against beta
 # (error 1e-8 relative, thorough profile); scaling only the query token fixed it
 @example((np.full((3, 3), 10.0), np.array([-0.01, 0.0, 0.0])), 0)
+# W = 0: every logit is c^T u, which scaling the query cannot shrink (did not converge, thorough
+# profile); probes with |c^T u| > 2 are now shortened by a power of two
+@example((np.zeros((4, 4)), np.array([-1.0, 0.0, 0.0, 0.0])), 13)
 def test_biased_exact_learner(target, seed):
     W, v = target
     rng = np.random.default_rng(seed)

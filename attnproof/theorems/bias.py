@@ -70,6 +70,20 @@ def learn_score_bias(
     return L / pow2(k, arith)
 
 
+def tame_rows(t_c: np.ndarray, arith: Arith, bound: float = 2.0) -> np.ndarray:
+    """Power-of-two factors 2^-m (exact) with ``|2^-m c^T p_k| <= bound`` for every row.
+
+    With query-only scaling the term c^T p of a probe's logit does not shrink with the scale,
+    so a probe whose |c^T p| saturates the sigmoid is shortened instead; scaling p_k by an
+    exact power of two changes nothing else (the learners rescale the row of M back).
+    """
+    if arith.exact:
+        return np.ones(len(t_c), dtype=object)
+    mags = np.abs(arith.to_float(t_c))
+    m = np.where(mags > bound, np.ceil(np.log2(np.where(mags > bound, mags, 1.0) / bound)), 0).astype(np.int64)
+    return pow2(-m, arith)
+
+
 @identity(
     id="bias/score-expansion",
     paper="beyond the paper (real heads)",
@@ -146,4 +160,4 @@ def zero_last_token() -> list[Pair]:
     return pairs
 
 
-__all__ = ["learn_beta_v", "learn_score_bias"]
+__all__ = ["learn_beta_v", "learn_score_bias", "tame_rows"]

@@ -40,7 +40,7 @@ from ..errors import (
 from ..measure import Probes, ScalePolicy, measure_adaptively
 from ..oracles import ValueOracle
 from ..recovery import Recovery
-from .bias import learn_beta_v, learn_score_bias
+from .bias import learn_beta_v, learn_score_bias, tame_rows
 
 #: A probe u_l is "near-degenerate" when |u_l^T v| falls below this fraction of ||v||_2
 #: (Gaussian family) or |v_l| below this fraction of max |v| (basis family).
@@ -98,7 +98,11 @@ def learn_exact(
     with arith.context():
         beta, v = learn_beta_v(oracle, arith) if bias else (0, learn_v(oracle, arith))
         Z, info = probe_matrix(probes, v, arith, rng)
-        t_c = learn_score_bias(oracle, Z, v, beta, arith, policy, info) if bias else None
+        t_c = None
+        if bias:
+            t_c = learn_score_bias(oracle, Z, v, beta, arith, policy, info)
+            shorten = tame_rows(t_c, arith)  # rows u_l with |c^T u_l| > 2 become 2^-m u_l
+            Z, t_c = Z * shorten[:, None], t_c * shorten
         entries = _all_entries(d)
         probe_set = Probes(Z, None, v, arith, offset=beta, linear=t_c, scale_query_only=bias)
         L, k = measure_adaptively(oracle, probe_set, entries, policy, info, max_batch_bytes)

@@ -30,7 +30,7 @@ from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ..measure import Probes, ScalePolicy, bilinear_values, measure_adaptively, resolution, sparing
 from ..oracles import ValueOracle
 from ..recovery import Recovery
-from .bias import learn_beta_v, learn_score_bias
+from .bias import learn_beta_v, learn_score_bias, tame_rows
 from .exact import learn_v
 
 def random_bases(d: int, v: np.ndarray, rng: np.random.Generator, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
@@ -240,9 +240,14 @@ def _learn_by_crosses(
     with arith.context():
         beta, v = learn_beta_v(oracle, arith) if bias else (0, learn_v(oracle, arith))
         P, Q = random_bases(d, v, rng, arith)
-        t_c = learn_score_bias(oracle, P, v, beta, arith, policy, info) if bias else None
-        probes = Probes(P, Q, v, arith, offset=beta, linear=t_c, scale_query_only=bias)
+        t_c, shorten = None, np.ones(d)
+        if bias:
+            t_c = learn_score_bias(oracle, P, v, beta, arith, policy, info)
+            shorten = tame_rows(t_c, arith)  # rows p_k with |c^T p_k| > 2 become 2^-m p_k
+        probes = Probes(P * shorten[:, None], Q, v, arith, offset=beta,
+                        linear=None if t_c is None else t_c * shorten, scale_query_only=bias)
         A, B = cross_approximation(oracle, probes, max_rank, rank_tol, policy, info, max_batch_bytes)
+        A = A / shorten[:, None]  # M' = D M for the shortened rows: M = D^{-1} M'
         W = (_invert_basis(P, arith) @ A) @ (B @ _invert_basis(Q, arith).T)
         c = _invert_basis(P, arith) @ t_c if bias else None
         if checks:
