@@ -18,7 +18,8 @@ Beyond the paper (float64 and mpmath only; sympy is exact and needs none of it):
   the learner uses exactly d + d^2 queries, as the theorem says (:mod:`attnproof.measure`).
 * Near-degenerate probes are avoided: the basis family pairs e_l with the pivot e_p whenever
   |v_l| < 10^-3 |v_p| (the paper does so only when v_l = 0; the result is exact either way),
-  and Gaussian rows with |u^T v| < 10^-3 ||v||_2 are redrawn.
+  and Gaussian rows with |u^T v| < 10^-1 ||v||_2 are redrawn (a redraw costs no query; the
+  label error is amplified by ~ ||v|| / |u^T v|).
 * ``bias=True`` also recovers a real head's score bias c and output offset beta
   (:mod:`attnproof.theorems.bias`), with d + 1 more queries.
 """
@@ -45,6 +46,8 @@ from .bias import learn_beta_v, learn_score_bias, tame_rows
 #: A probe u_l is "near-degenerate" when |u_l^T v| falls below this fraction of ||v||_2
 #: (Gaussian family) or |v_l| below this fraction of max |v| (basis family).
 DEGENERACY_RATIO = 1e-3
+#: A Gaussian probe row u is redrawn when |u^T v| < GAUSSIAN_MARGIN * ||v||_2 (about 8 % of rows).
+GAUSSIAN_MARGIN = 0.1
 
 
 def learn_exact(
@@ -202,7 +205,7 @@ def _basis_probes(v: np.ndarray, arith: Arith) -> tuple[np.ndarray, dict[str, An
 def _gaussian_probes(
     v: np.ndarray, arith: Arith, rng: np.random.Generator | None, max_draws: int = 100
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """i.i.d. N(0, I) probe rows; rows with |u^T v| < 10^-3 ||v|| are redrawn (and counted)."""
+    """i.i.d. N(0, I) probe rows; rows with |u^T v| < GAUSSIAN_MARGIN ||v|| are redrawn (and counted)."""
     if rng is None:
         raise InvalidInputError("Gaussian probes need an explicit numpy.random.Generator (rng=...)")
     d = v.shape[0]
@@ -210,7 +213,7 @@ def _gaussian_probes(
     redrawn = 0
     for _ in range(max_draws):
         Z = arith.asarray(Zf)
-        bad = np.flatnonzero(_negligible(Z @ v, arith, DEGENERACY_RATIO * _vnorm(v, arith)))
+        bad = np.flatnonzero(_negligible(Z @ v, arith, GAUSSIAN_MARGIN * _vnorm(v, arith)))
         if not bad.size and np.linalg.cond(Zf) < 1e10:
             return Z, {"probes": "gaussian", "redrawn_rows": redrawn}
         if not bad.size:  # numerically singular draw: redraw everything
@@ -284,4 +287,4 @@ def _norm(a: np.ndarray) -> float:
     return top * float(np.linalg.norm(a / top)) if top > 0 else 0.0
 
 
-__all__ = ["learn_exact", "learn_v", "probe_matrix", "DEGENERACY_RATIO"]
+__all__ = ["learn_exact", "learn_v", "probe_matrix", "DEGENERACY_RATIO", "GAUSSIAN_MARGIN"]
