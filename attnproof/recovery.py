@@ -98,7 +98,7 @@ def _score_float(What: np.ndarray, vhat: np.ndarray, W: np.ndarray, v: np.ndarra
     if max_err == 0:
         bits = None
     else:
-        bits = -math.log2(max_err / max_size) if max_size > 0 else -math.inf
+        bits = math.log2(max_size) - math.log2(max_err) if max_size > 0 else -math.inf  # no underflow
     rel = err_W / norm_W if norm_W else (0.0 if err_W == 0 else math.inf)
     return Score(err_W, rel, float(np.linalg.norm(dv)), max_err, bits)
 

@@ -45,6 +45,7 @@ def recover(W, v, probes="gaussian", seed=0, arith=FLOAT64, **kw):
 @example((np.zeros((1, 1)), np.array([-0.5])), "gaussian", 0)  # W = 0: every logit is 0
 @example((np.full((3, 3), 1e100), np.array([1.0, 0.0, 0.0])), "basis", 0)  # saturated, sparse v
 @example((np.diag([1e-100, 2e-100]), np.array([1e-100, -1e100])), "gaussian", 1)  # tiny W, lopsided v
+@example((np.array([[6.7674116e-254]]), np.array([-1e78])), "gaussian", 3)  # bits: no log2(0) underflow
 @example((np.array([[0.0, 1e6], [-1e6, 0.0]]), np.array([1.0, 1e-20])), "basis", 0)  # near-zero v_2
 def test_float64_recovery_within_derived_bound(target, probes, seed):
     W, v = target
@@ -69,6 +70,8 @@ RESOLVABLE = 1e-140
 # v = -e_1 with Gaussian probes: rows with |u^T v| ~ 2e-3 |v| amplified the label error (2.7e-9,
 # thorough profile); such rows are now redrawn (|u^T v| >= 0.1 |v|; redraws cost no query)
 @example((np.diag([100.0] + [0.0] * 9), np.array([-1.0] + [0.0] * 9)), "gaussian", 1369004)
+# the same seed drew a Z with cond(Z) = 1.6e4 (3.4e-9, thorough profile): redrawn when > 100 d
+@example((np.diag([100.0] + [0.0] * 9), np.array([-0.5, 0.5625, 1.0] + [0.0] * 7)), "gaussian", 1369004)
 def test_float64_relative_error_for_moderate_targets(target, probes, seed):
     W, v = target
     rec, _ = recover(W, v, probes, seed)

@@ -19,7 +19,7 @@ Beyond the paper (float64 and mpmath only; sympy is exact and needs none of it):
 * Near-degenerate probes are avoided: the basis family pairs e_l with the pivot e_p whenever
   |v_l| < 10^-3 |v_p| (the paper does so only when v_l = 0; the result is exact either way),
   and Gaussian rows with |u^T v| < 10^-1 ||v||_2 are redrawn (a redraw costs no query; the
-  label error is amplified by ~ ||v|| / |u^T v|).
+  label error is amplified by ~ ||v|| / |u^T v|), as is a Gaussian Z with cond(Z) > 100 d.
 * ``bias=True`` also recovers a real head's score bias c and output offset beta
   (:mod:`attnproof.theorems.bias`), with d + 1 more queries.
 """
@@ -48,6 +48,8 @@ from .bias import learn_beta_v, learn_score_bias, tame_rows
 DEGENERACY_RATIO = 1e-3
 #: A Gaussian probe row u is redrawn when |u^T v| < GAUSSIAN_MARGIN * ||v||_2 (about 8 % of rows).
 GAUSSIAN_MARGIN = 0.1
+#: A Gaussian probe matrix is redrawn when cond(Z) > GAUSSIAN_COND * d (typical: a few d).
+GAUSSIAN_COND = 100
 
 
 def learn_exact(
@@ -205,7 +207,8 @@ def _basis_probes(v: np.ndarray, arith: Arith) -> tuple[np.ndarray, dict[str, An
 def _gaussian_probes(
     v: np.ndarray, arith: Arith, rng: np.random.Generator | None, max_draws: int = 100
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """i.i.d. N(0, I) probe rows; rows with |u^T v| < GAUSSIAN_MARGIN ||v|| are redrawn (and counted)."""
+    """i.i.d. N(0, I) probe rows; rows with |u^T v| < GAUSSIAN_MARGIN ||v|| are redrawn, and the
+    whole matrix when cond(Z) > GAUSSIAN_COND d (redraws cost no query; they are counted)."""
     if rng is None:
         raise InvalidInputError("Gaussian probes need an explicit numpy.random.Generator (rng=...)")
     d = v.shape[0]
@@ -214,9 +217,9 @@ def _gaussian_probes(
     for _ in range(max_draws):
         Z = arith.asarray(Zf)
         bad = np.flatnonzero(_negligible(Z @ v, arith, GAUSSIAN_MARGIN * _vnorm(v, arith)))
-        if not bad.size and np.linalg.cond(Zf) < 1e10:
+        if not bad.size and np.linalg.cond(Zf) < GAUSSIAN_COND * d:
             return Z, {"probes": "gaussian", "redrawn_rows": redrawn}
-        if not bad.size:  # numerically singular draw: redraw everything
+        if not bad.size:  # an ill-conditioned draw (cond(Z) amplifies every error): redraw it all
             bad = np.arange(d)
         Zf[bad] = rng.standard_normal((len(bad), d))
         redrawn += len(bad)
