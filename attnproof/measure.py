@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -101,11 +102,12 @@ class Probes:
     def d(self) -> int:
         return self.P.shape[1]
 
-    @property
+    @cached_property
     def pv(self) -> np.ndarray:
+        """P v*, computed once per probe set (it is read by every batch)."""
         return self.P @ self.v
 
-    @property
+    @cached_property
     def qv(self) -> np.ndarray:
         return self.v if self.Q is None else self.Q @ self.v
 

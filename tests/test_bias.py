@@ -8,7 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from attnproof import strategies as ast
-from attnproof.arith import FLOAT64, MP
+from attnproof.arith import MP
 from attnproof.bench import low_rank_target, recover_heads
 from attnproof.errors import InvalidInputError, NonIdentifiableError
 from attnproof.heads import bert_head
