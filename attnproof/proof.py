@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import importlib.metadata
 import json
 import platform
 import random
@@ -118,6 +119,89 @@ def bound(
     return deco
 
 
+@dataclass(frozen=True)
+class Learner:
+    """A registered learner: the one table the CLI, the bench and the certificate read.
+
+    Attributes
+    ----------
+    name : str
+        Stable name used by the CLI (``attnproof recover --learner NAME``) and the bench.
+    fn : callable
+        The learner itself; its first argument is the oracle.
+    result : str
+        The paper's result it implements (``"Thm 4.1"``, or ``"beyond the paper"``).
+    relies_on : tuple of str
+        IDs of the identities and bounds its correctness rests on.  The learner is reported
+        as *verified through its identities* only when every one of them is fully verified
+        (status by dependency, as a Lean blueprint colours a theorem).
+    arithmetics : tuple of str
+        Arithmetics it runs in: a subset of ``("float64", "mpmath", "sympy")``.
+    queries : str
+        Its query count as a formula of d (and r), for unit-scale targets.
+    count : callable, optional
+        The same formula as a function of keyword arguments (``d``, ``r``, ``bias``).
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    result: str
+    relies_on: tuple[str, ...]
+    arithmetics: tuple[str, ...]
+    queries: str
+    count: Callable[..., int] | None = None
+
+
+LEARNERS: dict[str, Learner] = {}
+
+
+def learner(
+    *,
+    name: str,
+    result: str,
+    relies_on: Iterable[str],
+    arithmetics: Iterable[str],
+    queries: str,
+    count: Callable[..., int] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``fn`` as the learner ``name`` (see :class:`Learner`); sets ``fn.relies_on``.
+
+    Raises
+    ------
+    AttnproofError
+        If the name is already registered, or an arithmetic is not one of the three.
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in LEARNERS:
+            raise AttnproofError(f"learner {name!r} is registered twice")
+        ariths = tuple(arithmetics)
+        unknown = set(ariths) - {"float64", "mpmath", "sympy"}
+        if unknown:
+            raise AttnproofError(f"learner {name!r}: unknown arithmetics {sorted(unknown)}")
+        LEARNERS[name] = Learner(name, fn, result, tuple(relies_on), ariths, queries, count)
+        fn.relies_on = tuple(relies_on)  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+@dataclass
+class LearnerEntry:
+    """The verification status of one learner, through the identities it relies on."""
+
+    name: str
+    result: str
+    relies_on: list[str]
+    arithmetics: list[str]
+    queries: str
+    passed: bool
+    failing: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
 @dataclass
 class Entry:
     """The verification record of one identity."""
@@ -139,6 +223,9 @@ class Entry:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
 
     def to_markdown(self) -> str:
         """A MyST/Markdown block: verification badge, ID, paper reference, statement, evidence."""
@@ -171,11 +258,11 @@ class Certificate:
     versions: dict[str, str]
     created: str
     seconds: float
-    extra: dict[str, Any] = field(default_factory=dict)
+    learners: list[LearnerEntry] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return all(e.passed for e in self.entries)
+        return all(e.passed for e in self.entries) and all(lr.passed for lr in self.learners)
 
     def entry(self, id: str) -> Entry:
         for e in self.entries:
@@ -190,6 +277,7 @@ class Certificate:
             "seconds": self.seconds,
             "versions": self.versions,
             "identities": [e.as_dict() for e in self.entries],
+            "learners": [lr.as_dict() for lr in self.learners],
         }
 
     def to_json(self) -> str:
@@ -213,7 +301,25 @@ class Certificate:
                 f"{', '.join(f'`{u}`' for u in e.uses) or '-'} | {'yes' if e.passed else 'NO'} | "
                 f"{e.seconds:.2f} | `{e.sha256[:16]}` |"
             )
+        if self.learners:
+            lines += [
+                "",
+                "## Learners, verified through the identities they rely on",
+                "",
+                "| learner | result | arithmetics | queries | relies on | verified |",
+                "|---|---|---|---|---|---|",
+            ]
+            for lr in self.learners:
+                lines.append(
+                    f"| `{lr.name}` | {lr.result} | {', '.join(lr.arithmetics)} | {lr.queries} | "
+                    f"{', '.join(f'`{u}`' for u in lr.relies_on)} | "
+                    f"{'yes' if lr.passed else 'NO: ' + ', '.join(lr.failing)} |"
+                )
         return "\n".join(lines) + "\n"
+
+    def _repr_markdown_(self) -> str:
+        """In a notebook: each entry's badge block (the book shows certificates this way)."""
+        return "\n".join(e.to_markdown() for e in self.entries)
 
     def to_latex(self) -> str:
         rows = [
@@ -333,17 +439,11 @@ def verify(id: str) -> Entry:
     )
 
 
-def _load_all() -> None:
-    """Import every module that registers identities."""
-    from . import theorems  # noqa: F401  (registration happens at import)
-
-
 def verify_all(ids: Iterable[str] | None = None) -> Certificate:
     """Verify the registered identities (all, or ``ids`` and what they use).
 
     An identity passes only if its own checks pass and every identity it uses passes.
     """
-    _load_all()
     t0 = time.perf_counter()
     wanted = list(REGISTRY) if ids is None else _closure(list(ids))
     entries = {i: verify(i) for i in wanted}
@@ -351,6 +451,11 @@ def verify_all(ids: Iterable[str] | None = None) -> Certificate:
         entries[i].passed = _fully_verified(i, entries, set())
     return Certificate(
         entries=[entries[i] for i in wanted],
+        learners=[
+            learner_status(lr, entries)
+            for lr in LEARNERS.values()
+            if ids is None or set(lr.relies_on) <= set(wanted)
+        ],
         versions={
             "attnproof": _version(),
             "python": platform.python_version(),
@@ -360,6 +465,20 @@ def verify_all(ids: Iterable[str] | None = None) -> Certificate:
         },
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         seconds=time.perf_counter() - t0,
+    )
+
+
+def learner_status(lr: Learner, entries: dict[str, Entry]) -> LearnerEntry:
+    """A learner is verified when every identity it relies on is fully verified (and exists)."""
+    failing = [i for i in lr.relies_on if i not in entries or not entries[i].passed]
+    return LearnerEntry(
+        name=lr.name,
+        result=lr.result,
+        relies_on=list(lr.relies_on),
+        arithmetics=list(lr.arithmetics),
+        queries=lr.queries,
+        passed=not failing and bool(lr.relies_on),
+        failing=failing,
     )
 
 
@@ -386,9 +505,11 @@ def _fully_verified(i: str, entries: dict[str, Entry], seen: set[str]) -> bool:
 
 
 def _version() -> str:
-    from . import __version__
-
-    return __version__
+    """The installed distribution's version (package metadata: no import of the package)."""
+    try:
+        return importlib.metadata.version("attnproof")
+    except importlib.metadata.PackageNotFoundError:  # running from a source tree not installed
+        return "unknown"
 
 
 def symbols(prefix: str, shape: tuple[int, ...], **assumptions: Any) -> np.ndarray:
@@ -403,6 +524,11 @@ def symbols(prefix: str, shape: tuple[int, ...], **assumptions: Any) -> np.ndarr
 __all__ = [
     "Identity",
     "Entry",
+    "Learner",
+    "LearnerEntry",
+    "LEARNERS",
+    "learner",
+    "learner_status",
     "Certificate",
     "REGISTRY",
     "identity",

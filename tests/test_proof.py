@@ -80,7 +80,7 @@ def test_certificate_formats(certificate):
 @pytest.fixture
 def scratch_registry(monkeypatch):
     """A registry holding the real identities plus whatever the test registers."""
-    proof._load_all()
+    import attnproof  # noqa: F401  (importing the package registers every identity)
     monkeypatch.setattr(proof, "REGISTRY", dict(proof.REGISTRY))
     return proof.REGISTRY
 

@@ -1,5 +1,24 @@
-"""One module per result of the paper; importing this package registers every identity."""
+"""One room per result of the paper; importing this package registers every identity and learner.
+
+The room convention (every result follows it):
+
+* ``theorems/<room>.py`` holds everything about one result: the module docstring (the
+  derivation, the paper's equations, what goes beyond the paper), the assumption checks, the
+  learner(s) registered with :func:`attnproof.proof.learner` (declaring the identity IDs they
+  rely on, their arithmetics and query count), and the identities and bounds registered with
+  :func:`attnproof.proof.identity` / :func:`attnproof.proof.bound`, which run the library's own
+  code in sympy.
+* A room imports only from the levels below it (``errors``, ``arith``, ``proof``, ``models``,
+  ``recovery``, ``oracles``, ``prelude``, ``measure``), never from another room, except along
+  a reduction the paper itself makes, declared in :data:`REDUCTIONS` (Sec. 4.1 learns the
+  attention layer of a Transformer *by* Thm 4.1 on antisymmetric queries: calling the Thm 4.1
+  learner is the proof, and copying it would be a twin).  ``tests/test_layers.py`` checks this.
+* Tests live in ``tests/test_<room>.py``; the chapter in ``book/<room>.md``.
+"""
 
 from . import bias, definitions, exact_identities, lowrank_identities, multihead, noisy_identities, transformer  # noqa: F401
 
-__all__ = ["bias", "definitions", "exact_identities", "lowrank_identities", "multihead", "noisy_identities", "transformer"]
+#: room -> rooms it may import: the reductions the paper makes from one result to another.
+REDUCTIONS: dict[str, tuple[str, ...]] = {"transformer": ("exact",)}
+
+__all__ = ["bias", "definitions", "exact_identities", "lowrank_identities", "multihead", "noisy_identities", "transformer", "REDUCTIONS"]

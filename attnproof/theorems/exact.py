@@ -40,6 +40,7 @@ from ..errors import (
 )
 from ..measure import Probes, ScalePolicy, measure_adaptively
 from ..oracles import ValueOracle
+from ..proof import learner
 from ..recovery import Recovery
 from .bias import learn_beta_v, learn_score_bias, tame_rows
 
@@ -52,6 +53,17 @@ GAUSSIAN_MARGIN = 0.1
 GAUSSIAN_COND = 100
 
 
+@learner(
+    name="exact",
+    result="Thm 4.1",
+    relies_on=(
+        "thm4.1/one-token", "thm4.1/softmax-to-sigmoid", "thm4.1/score-difference", "thm4.1/label-affine",
+        "thm4.1/end-to-end-d2", "thm4.1/end-to-end-d3", "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
+    ),
+    arithmetics=("float64", "mpmath", "sympy"),
+    queries="d + d^2 (+ d + 1 with biases)",
+    count=lambda d, bias=False, **_: d + d * d + (d + 1 if bias else 0),
+)
 def learn_exact(
     oracle: ValueOracle,
     *,

@@ -29,6 +29,7 @@ from ..arith import FLOAT64, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ..measure import Probes, ScalePolicy, bilinear_values, measure_adaptively, resolution, sparing
 from ..oracles import ValueOracle
+from ..proof import learner
 from ..recovery import Recovery
 from .bias import learn_beta_v, learn_score_bias, tame_rows
 from .exact import learn_v
@@ -157,6 +158,17 @@ def _sizes(x: np.ndarray, arith: Arith) -> np.ndarray:
     return arith.to_float(np.abs(x))
 
 
+@learner(
+    name="skeleton",
+    result="Thm 5.1 (at the floor)",
+    relies_on=(
+        "thm4.1/one-token", "thm4.1/label-affine", "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
+        "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
+    ),
+    arithmetics=("float64", "mpmath", "sympy"),
+    queries="d + r(2d - r) (+ d + 1 with biases)",
+    count=lambda d, r, bias=False, **_: d + r * (2 * d - r) + (d + 1 if bias else 0),
+)
 def learn_skeleton(
     oracle: ValueOracle,
     *,
@@ -203,6 +215,17 @@ def learn_skeleton(
     return _learn_by_crosses(oracle, int(rank), rng, arith, policy, checks, rank_tol, max_batch_bytes, "skeleton", bias)
 
 
+@learner(
+    name="skeleton-adaptive",
+    result="Thm 5.1 (unknown rank)",
+    relies_on=(
+        "thm4.1/one-token", "thm4.1/label-affine", "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
+        "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
+    ),
+    arithmetics=("float64", "mpmath", "sympy"),
+    queries="d + r(2d - r) + (d - r) (+ d + 1 with biases)",
+    count=lambda d, r, bias=False, **_: d + r * (2 * d - r) + (d - r) + (d + 1 if bias else 0),
+)
 def learn_skeleton_adaptive(
     oracle: ValueOracle,
     *,
@@ -291,6 +314,14 @@ def _check_rank(
         )
 
 
+@learner(
+    name="lowrank-cvx",
+    result="Thm 5.1",
+    relies_on=("thm4.1/one-token", "thm4.1/label-affine", "thm5.1/rank-one-measurement"),
+    arithmetics=("float64",),
+    queries="d + m (m = 3 r(2d - r) by default)",
+    count=lambda d, r, m=None, **_: d + (3 * r * (2 * d - r) if m is None else m),
+)
 def learn_lowrank_cvx(
     oracle: ValueOracle,
     *,

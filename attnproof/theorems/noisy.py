@@ -34,6 +34,7 @@ import numpy as np
 from ..arith import FLOAT64
 from ..errors import AssumptionError, NonIdentifiableError
 from ..oracles import ValueOracle
+from ..proof import learner
 from ..recovery import Recovery
 
 
@@ -173,6 +174,17 @@ def design_tolerances(design: ProbeDesign, eps_W: float, eps_v: float, W: float,
     return Tolerances(tau_f=t, tau_v=min(math.nextafter(mu / 2, 0), eps_v / math.sqrt(d), t))
 
 
+@learner(
+    name="noisy",
+    result="Thm 6.1",
+    relies_on=(
+        "thm4.1/one-token", "lemmaA.1/lipschitz-bound", "lemmaA.1/logit-derivative", "lemmaA.1/lipschitz-closed-form",
+        "thm6.1/probe-logit", "thm6.1/tolerance-algebra", "thm6.1/paired-logit-corrected", "thm6.1/optimal-beta",
+    ),
+    arithmetics=("float64",),
+    queries="d + d^2",
+    count=lambda d, **_: d + d * d,
+)
 def learn_noisy(
     oracle: ValueOracle,
     *,
