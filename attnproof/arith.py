@@ -38,6 +38,8 @@ class Arith(ABC):
     name: str
     exact: bool = False
     eps: float
+    #: numpy dtype of this arithmetic's arrays
+    dtype: Any = object
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
@@ -51,12 +53,7 @@ class Arith(ABC):
     def asarray(self, a: Any, copy: bool = True) -> np.ndarray:
         """Convert an array-like to this arithmetic's array type (a copy unless ``copy=False``
         and ``a`` already has the right type)."""
-        arr = np.asarray(a, dtype=object)
-        out = np.empty(arr.shape, dtype=object)
-        flat = out.reshape(-1)
-        for k, x in enumerate(arr.reshape(-1)):
-            flat[k] = self.scalar(x)
-        return out
+        return _elementwise(self.scalar, a)
 
     def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
         """An array of zeros of the given shape."""
@@ -109,6 +106,59 @@ class Arith(ABC):
         with np.errstate(invalid="ignore"):
             return np.asarray(np.vectorize(float, otypes=[float])(np.asarray(a, dtype=object)))
 
+    @property
+    def resolution(self) -> float:
+        """The relative precision that rounding-based tests use: eps, or float64's for exact
+        arithmetic (whose own checks are exact; this only sizes numerical side tests)."""
+        return self.eps or 2.0**-53
+
+    def magnitudes(self, a: Any) -> np.ndarray:
+        """|a| elementwise as float64 (NaN where a is NaN); exact arithmetic: 0 exactly for a
+        provable zero, and never 0 otherwise (a non-zero value that underflows float64 reports
+        the smallest positive float), so pivoting and zero tests stay exact."""
+        return np.abs(self.to_float(a))
+
+    def negligible(self, a: Any, threshold: Any) -> np.ndarray:
+        """Boolean mask of entries that count as zero: ``|a| < threshold`` for the numeric
+        arithmetics, provably zero for exact arithmetic (the threshold is then ignored)."""
+        return self.magnitudes(a) < threshold
+
+    def norm(self, a: Any) -> float:
+        """Frobenius / 2-norm as a float, computed in this arithmetic with the largest entry
+        factored out, so entries of 1e-200 (or 1e-1000 in mpmath) neither underflow nor overflow
+        in the squares; a norm below float64's range is returned as the smallest subnormal."""
+        with self.context():
+            mags = [magnitude(x) for x in np.asarray(a, dtype=object).reshape(-1)]
+            top = max(mags, default=mpmath.mpf(0))
+            if top == 0:
+                return 0.0
+            return _to_float_floor(top * mpmath.sqrt(mpmath.fsum((m / top) ** 2 for m in mags)))
+
+    def log2_abs_max(self, a: Any) -> float:
+        """log2 of max |a_i| as a float (-inf when every entry is 0): no underflow for mpmath
+        values far below float64's range."""
+        with self.context():
+            top = max((magnitude(x) for x in np.asarray(a, dtype=object).reshape(-1)), default=mpmath.mpf(0))
+            return float(mpmath.log(top, 2)) if top > 0 else -math.inf
+
+    def pow2(self, k: np.ndarray) -> np.ndarray:
+        """2^k elementwise, exactly (k an integer array)."""
+        two = self.scalar(2)
+        return _elementwise(lambda ki: two ** int(ki), np.asarray(k))
+
+    def maximum(self, a: np.ndarray, floor: Any = 0) -> np.ndarray:
+        """Elementwise max(a, floor) (sympy: ``Max``, which stays symbolic)."""
+        return _elementwise(lambda x: x if x >= floor else self.scalar(floor), a)
+
+    def is_singular(self, A: np.ndarray) -> bool:
+        """Is the square matrix A singular to this arithmetic's precision (cond > 1 / (64 eps))?"""
+        return bool(np.linalg.cond(self.to_float(A)) > 1 / (64 * self.resolution))
+
+    def inverse_of_orthogonal(self, P: np.ndarray) -> np.ndarray:
+        """P^{-1} for a matrix that is orthogonal up to float64 rounding: an exact solve (P^T
+        is only float64-accurate, which mpmath and sympy must not inherit)."""
+        return self.solve(P, self.eye(P.shape[0]))
+
     def __repr__(self) -> str:
         return f"<Arith {self.name}>"
 
@@ -118,6 +168,7 @@ class Float64(Arith):
 
     name = "float64"
     eps = float(np.finfo(np.float64).eps) / 2
+    dtype = np.float64
 
     def scalar(self, x: Any) -> float:
         return float(x)
@@ -165,6 +216,24 @@ class Float64(Arith):
 
     def to_float(self, a: Any) -> np.ndarray:
         return np.asarray(a, dtype=np.float64)
+
+    def norm(self, a: Any) -> float:
+        a = np.asarray(a, dtype=np.float64)
+        top = float(np.max(np.abs(a), initial=0.0))
+        return top * float(np.linalg.norm(a / top)) if top > 0 else 0.0
+
+    def log2_abs_max(self, a: Any) -> float:
+        top = float(np.max(np.abs(np.asarray(a, dtype=np.float64)), initial=0.0))
+        return math.log2(top) if top > 0 else -math.inf
+
+    def pow2(self, k: np.ndarray) -> np.ndarray:
+        return np.ldexp(1.0, k)
+
+    def maximum(self, a: np.ndarray, floor: Any = 0) -> np.ndarray:
+        return np.maximum(a, floor)
+
+    def inverse_of_orthogonal(self, P: np.ndarray) -> np.ndarray:
+        return P.T
 
 
 class MP(Arith):
@@ -278,6 +347,33 @@ class Sympy(Arith):
     def to_float(self, a: Any) -> np.ndarray:
         return np.vectorize(lambda x: float(sp.N(x)), otypes=[float])(np.asarray(a, dtype=object))
 
+    def magnitudes(self, a: Any) -> np.ndarray:
+        def size(x: Any) -> float:
+            if self.is_zero(x):
+                return 0.0
+            try:
+                return max(abs(complex(sp.N(x))), _TINY)
+            except TypeError:  # a symbolic non-zero value has no numeric size: report 1
+                return 1.0
+
+        return _elementwise(size, a).astype(float)
+
+    def negligible(self, a: Any, threshold: Any) -> np.ndarray:
+        flat = np.asarray(a, dtype=object).reshape(-1)
+        return np.array([self.is_zero(x) for x in flat], dtype=bool).reshape(np.shape(a))
+
+    def norm(self, a: Any) -> float:
+        try:
+            return super().norm(a)
+        except (TypeError, ValueError):  # symbolic entries have no numeric size
+            return math.nan
+
+    def maximum(self, a: np.ndarray, floor: Any = 0) -> np.ndarray:
+        return _elementwise(lambda x: sp.Max(x, floor), a)
+
+    def is_singular(self, A: np.ndarray) -> bool:
+        return sp.Matrix(np.asarray(A, dtype=object).tolist()).det() == 0
+
 
 def _elementwise(fn: Any, a: Any) -> np.ndarray:
     """Apply a scalar function to every entry of an object array (keeps the shape)."""
@@ -287,6 +383,23 @@ def _elementwise(fn: Any, a: Any) -> np.ndarray:
     for k, x in enumerate(arr.reshape(-1)):
         flat[k] = fn(x)
     return out
+
+
+def magnitude(x: Any) -> mpmath.mpf:
+    """|x| as an mpf at mpmath's current precision, for a float, an mpf or a numeric sympy value."""
+    if isinstance(x, sp.Basic):
+        return mpmath.mpf(str(abs(x).evalf(mpmath.mp.dps + 5)))
+    return abs(mpmath.mpf(x))
+
+
+#: The smallest positive float64 (subnormal): what a non-zero value below float64's range rounds to.
+_TINY = 5e-324
+
+
+def _to_float_floor(x: Any) -> float:
+    """float(x) for a non-negative x, but never 0 for x > 0 (underflow reports the smallest subnormal)."""
+    f = float(x)
+    return f if f > 0 or x == 0 else _TINY
 
 
 FLOAT64 = Float64()
@@ -309,4 +422,4 @@ def parse(spec: str | Arith) -> Arith:
     raise InvalidInputError(f"unknown arithmetic {spec!r}: use float64, mp:DIGITS or sympy")
 
 
-__all__ = ["Arith", "Float64", "MP", "Sympy", "FLOAT64", "SYMPY", "parse"]
+__all__ = ["Arith", "Float64", "MP", "Sympy", "FLOAT64", "SYMPY", "parse", "magnitude"]

@@ -1,22 +1,28 @@
 """Bilinear measurements ``p^T W* q`` through two-token value queries, with adaptive scaling.
 
-For vectors p, q the query ``X = c [(p + q)^T; q^T]`` has score difference
-``s_1 - s_2 = c^2 p^T W* q`` (identities ``thm4.1/score-difference`` with q = e_j and
+For vectors p, q the query ``X = s [(p + q)^T; q^T]`` has score difference
+``s_1 - s_2 = s^2 p^T W* q`` (identities ``thm4.1/score-difference`` with q = e_j and
 ``thm5.1/rank-one-measurement`` in general), so its label is
-``y = c (q^T v* + sigma(c^2 p^T W* q) p^T v*)`` and, once v* is known,
-``p^T W* q = sigma^{-1}((y / c - q^T v*) / (p^T v*)) / c^2``.  Thm 4.1 uses p = u_l, q = e_j;
+``y = s (q^T v* + sigma(s^2 p^T W* q) p^T v*)`` and, once v* is known,
+``p^T W* q = sigma^{-1}((y / s - q^T v*) / (p^T v*)) / s^2``.  Thm 4.1 uses p = u_l, q = e_j;
 Thm 5.1 and the skeleton learner use random p and q.
 
-The scale ``c = 2^k`` multiplies the logit by 4^k and the label by 2^k *without rounding*.
-A probe whose logit saturates the sigmoid is asked again with a smaller c; if every logit of a
-pass is tiny (W far below unit scale), every probe is asked again with a larger c.  Extra
-queries are counted by the oracle and reported.  Exact arithmetic (sympy) never rescales.
+The probe scale ``s = 2^k`` multiplies the logit by 4^k and the label by 2^k *without
+rounding*.  A probe whose logit saturates the sigmoid is asked again with a smaller s; if every
+logit of a pass is tiny (W far below unit scale), every probe is asked again with a larger s.
+Extra queries are counted by the oracle and reported.  Exact arithmetic (sympy) never rescales.
+
+A learner measures through one :class:`Session` (oracle, arithmetic, scaling policy, the
+diagnostics it fills and a reusable probe buffer).  Diagnostics written here, the schema every
+learner shares: ``rescaled_probes`` (probes asked at another scale), ``global_rescales`` (passes
+re-asked at a larger scale), ``reasked_queries`` (every query beyond the learner's formula that
+this cost) and ``max_abs_logit``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -25,11 +31,13 @@ import numpy as np
 from .arith import FLOAT64, Arith
 from .errors import PrecisionLossError
 from .oracles import ValueOracle
+from .proof import LEARNERS
+from .recovery import Recovery
 
 
 @dataclass(frozen=True)
 class ScalePolicy:
-    """How probe scales ``c = 2^k`` are adapted so sigma^{-1} stays well conditioned.
+    """How probe scales ``s = 2^k`` are adapted so sigma^{-1} stays well conditioned.
 
     Attributes
     ----------
@@ -46,7 +54,7 @@ class ScalePolicy:
         If every |logit| of a pass is below this, W is far below unit scale and every probe is
         asked again with a larger c.
     max_k : int
-        Largest |k| allowed (c in [2^-max_k, 2^max_k]); beyond it precision is lost.
+        Largest |k| allowed (s in [2^-max_k, 2^max_k]); beyond it precision is lost.
     zero_jump : int
         Step of k when every logit of a pass is exactly 0 (W = 0 or below resolution).
     rounds : int
@@ -92,6 +100,7 @@ class Probes:
     offset: Any = 0
     linear: np.ndarray | None = None
     scale_query_only: bool = False
+    linear_err: np.ndarray | None = None
 
     @property
     def order(self) -> int:
@@ -111,38 +120,27 @@ class Probes:
     def qv(self) -> np.ndarray:
         return self.v if self.Q is None else self.Q @ self.v
 
-    def values(self, L: np.ndarray, k: np.ndarray, kk: np.ndarray) -> np.ndarray:
-        """p_k^T W* q from logits L at scale exponents k.
+    def values(self, L: np.ndarray, k: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """p^T W* q from logits L measured at scale exponents k, for the probes p = P[rows].
 
-        Whole-probe scaling: ``L / 4^k`` (``(L / 2^k - c^T p_k) / 2^k`` with a score bias);
-        query-only scaling: ``(L - c^T p_k) / 2^k``.
+        Whole-probe scaling: ``L / 4^k`` (``(L / 2^k - c^T p) / 2^k`` with a score bias);
+        query-only scaling: ``(L - c^T p) / 2^k``.
         """
-        s = pow2(k, self.arith)
-        bias = 0 if self.linear is None else self.linear[kk]
+        s = self.arith.pow2(k)
+        bias = 0 if self.linear is None else self.linear[rows]
         if self.scale_query_only:
             return (L - bias) / s
         return (L / s - bias) / s
-
-
-def pow2(k: np.ndarray, arith: Arith) -> np.ndarray:
-    """2^k elementwise, exactly, in the given arithmetic."""
-    if arith is FLOAT64:
-        return np.ldexp(1.0, k)
-    two = arith.scalar(2)
-    out = np.empty(k.shape, dtype=object)
-    for i, ki in enumerate(k.reshape(-1)):
-        out.reshape(-1)[i] = two ** int(ki)
-    return out
 
 
 def probe_batch(
     probes: Probes,
     kk: np.ndarray,
     ll: np.ndarray,
-    c: np.ndarray | None,
+    s: np.ndarray | None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The two-token probes ``c [(p_k + q_l)^T; q_l^T]`` for each (k, l), shape (B, 2, d).
+    """The two-token probes ``s [(p_k + q_l)^T; q_l^T]`` for each (k, l), shape (B, 2, d).
 
     ``out`` (float64 only) is a reusable buffer of shape (>= B, 2, d): refilling it costs a
     fraction of allocating fresh pages for every batch.  With q_l = e_l (``Q is None``) and
@@ -163,17 +161,17 @@ def probe_batch(
             X[:, 1, :] = 0
         else:
             _gather(Q, ll, X[:, 1, :])
-    query_only = probes.scale_query_only and c is not None
+    query_only = probes.scale_query_only and s is not None
     if Q is None:
-        unit = c if query_only else 1
+        unit = s if query_only else 1
         X[rows, 0, ll] = X[rows, 0, ll] + unit
         X[rows, 1, ll] = unit
     else:
         if query_only:
-            X[:, 1, :] *= c[:, None]
+            X[:, 1, :] *= s[:, None]
         X[:, 0, :] += X[:, 1, :]
-    if c is not None and not query_only:
-        X *= c[:, None, None]
+    if s is not None and not query_only:
+        X *= s[:, None, None]
     return X
 
 
@@ -195,132 +193,257 @@ def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
             np.take(M, idx, axis=0, out=out, mode="clip")  # idx is in range: no buffering
 
 
-def measure(
-    oracle: ValueOracle,
-    probes: Probes,
-    entries: tuple[np.ndarray, np.ndarray],
-    k: np.ndarray | None = None,
-    max_batch_bytes: int = 2**28,
-    buffer: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ask the probes for ``entries = (kk, ll)`` at scales 2^k; return the logits and k.
+@dataclass
+class Session:
+    """One learner's measurement session.
 
-    ``buffer`` (float64): a reusable (chunk, 2, d) array for the probes; a learner that
-    measures in many batches passes one, so fresh pages are not faulted in for every batch.
+    Carries what every measurement needs: the oracle, the arithmetic, the scaling policy, the
+    batch size, the diagnostics the measurements fill (see the module docstring) and a reusable
+    float64 probe buffer (refilling one buffer costs a fraction of faulting in fresh pages for
+    every batch).
 
-    The logit of entry (k, l) is ``c^2 p_k^T W* q_l``: ``alpha = (y / c - q_l^T v) / (p_k^T v)``
-    (identity ``thm4.1/label-affine``) and the logit is ``sigma^{-1}(alpha)``.
+    Parameters
+    ----------
+    oracle : ValueOracle
+    arith : Arith
+    policy : ScalePolicy, optional
+    max_batch_bytes : int
+        Upper bound on the size of one batch of float64 probes sent to the oracle.
     """
-    arith = probes.arith
-    kk, ll = entries
-    n = len(kk)
-    k = np.zeros(n, dtype=np.int64) if k is None else k
-    d = probes.d
-    pv, qv = probes.pv, probes.qv
-    chunk = max(1, max_batch_bytes // (2 * d * 8)) if arith is FLOAT64 else max(n, 1)
-    if arith is FLOAT64 and (buffer is None or len(buffer) < min(chunk, n)):
-        buffer = np.empty((min(chunk, n), 2, d))
-    chunk = len(buffer) if arith is FLOAT64 else chunk
-    L = np.empty(n, dtype=np.float64 if arith is FLOAT64 else object)
-    for s in range(0, n, chunk):
-        sl = slice(s, s + chunk)
-        c = None if not np.any(k[sl]) else pow2(k[sl], arith)
-        y = arith.asarray(oracle(probe_batch(probes, kk[sl], ll[sl], c, buffer)), copy=False) - probes.offset
-        if c is None:
-            base = qv[ll[sl]]
-        elif probes.scale_query_only:
-            base = c * qv[ll[sl]]
-        else:
-            y, base = y / c, qv[ll[sl]]
-        L[sl] = arith.logit((y - base) / pv[kk[sl]])
-    return L, k
 
+    oracle: ValueOracle
+    arith: Arith
+    policy: ScalePolicy = field(default_factory=ScalePolicy)
+    max_batch_bytes: int = 2**28
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    start: int = field(init=False)
+    _buffer: np.ndarray | None = field(default=None, init=False, repr=False)
 
-def measure_adaptively(
-    oracle: ValueOracle,
-    probes: Probes,
-    entries: tuple[np.ndarray, np.ndarray],
-    policy: ScalePolicy | None = None,
-    info: dict[str, Any] | None = None,
-    max_batch_bytes: int = 2**28,
-    k0: int = 0,
-    global_rescale: bool = True,
-    buffer: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Logits for ``entries`` with probe scales adapted until every one is well conditioned.
+    def __post_init__(self) -> None:
+        self.policy = self.policy or ScalePolicy()
+        self.start = self.oracle.queries
 
-    Returns the logits L and the scale exponents k (see :meth:`Probes.values`).  Diagnostics
-    (rescaled probes, global rescales, ``reasked_queries`` = the extra oracle queries all
-    this cost, max |logit|) are added to ``info``.
-    ``k0`` is the starting scale exponent (a learner measuring in several batches passes the
-    scale its first batch settled on); ``global_rescale=False`` keeps a batch whose values
-    all happen to be small from being re-asked at a larger scale.
+    @property
+    def queries(self) -> int:
+        """Queries asked since the session began."""
+        return self.oracle.queries - self.start
 
-    Raises
-    ------
-    PrecisionLossError
-        If a probe stays saturated at the smallest scale, or rescaling does not converge
-        within ``policy.rounds`` rounds (every loop here is bounded).
-    """
-    policy = policy or ScalePolicy()
-    info = {} if info is None else info
-    arith = probes.arith
-    if arith.exact:
-        L, k = measure(oracle, probes, entries, None, max_batch_bytes)
-        info["rescaled_probes"] = 0
+    def recovery(
+        self,
+        learner: str,
+        *,
+        W: np.ndarray,
+        v: np.ndarray,
+        c: np.ndarray | None = None,
+        beta: Any = None,
+        W_error: float | None = None,
+        v_error: float | None = None,
+        rtol: float | None = None,
+        **count: Any,
+    ) -> Recovery:
+        """The learner's result, with exact query accounting and the output guard.
+
+        ``queries_formula`` is the registered learner's count (:data:`attnproof.proof.LEARNERS`)
+        for ``count`` (d is filled in); ``reasked_queries`` is what rescaling cost.  In floating
+        point ``W_error`` is the learner's a-posteriori bound on ||W_hat - W*||_F, reported as
+        ``error_bound``.
+
+        Raises
+        ------
+        PrecisionLossError
+            The output guard: the bound is not finite, or exceeds ``rtol ||W_hat||_F`` (default
+            rtol: the arithmetic's resolution to the power 1/4, i.e. at least a quarter of the
+            working digits are certified; the bound is a worst-case rounding model, typically
+            10^3-10^5 times the true error, so the digits actually recovered are many more).  A W*
+            too small for the arithmetic to resolve (||W_hat||_F itself within the bound, e.g.
+            W* = 0 in float64) raises here too: the answer would be noise with no digit right.
+        """
+        info = self.diagnostics
+        info["queries_formula"] = LEARNERS[learner].count(d=self.oracle.d, **count)
+        info.setdefault("reasked_queries", 0)
+        if W_error is not None:
+            promise = self.arith.resolution**0.25 if rtol is None else rtol
+            size = self.arith.norm(W)
+            info.update(error_bound=float(W_error), error_bound_v=v_error, promised_rtol=promise)
+            if not (math.isfinite(W_error) and W_error <= promise * size):
+                raise PrecisionLossError(
+                    f"{learner}: the a-posteriori bound on ||W_hat - W*||_F is {W_error:.3g}, above the "
+                    f"promised {promise:.1g} x ||W_hat||_F = {promise * size:.3g}: {self.arith.name} cannot "
+                    "resolve this target to that accuracy (a W* this small, or saturated/ill-conditioned "
+                    "probes); use mpmath with more digits (arith=MP(dps)) or rescale the inputs"
+                )
+        return Recovery(
+            W=W, v=v, queries=self.queries, arith=self.arith, diagnostics=info, c=c, beta=beta
+        )
+
+    def _chunk(self, n: int, d: int) -> tuple[int, np.ndarray | None]:
+        """Batch size and (float64) buffer for n probes of width d."""
+        if self.arith.dtype is object:  # object arrays are built per batch: a buffer only pays for float64
+            return max(n, 1), None
+        rows = max(1, min(n, self.max_batch_bytes // (2 * d * 8)))
+        if self._buffer is None or self._buffer.shape[1:] != (2, d) or len(self._buffer) < rows:
+            self._buffer = np.empty((rows, 2, d))
+        return len(self._buffer), self._buffer
+
+    def measure(
+        self, probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Ask the probes for ``entries = (kk, ll)`` at scales 2^k; return the logits and k.
+
+        The logit of entry (k, l) is ``s^2 p_k^T W* q_l``: ``alpha = (y / s - q_l^T v) / (p_k^T v)``
+        (identity ``thm4.1/label-affine``) and the logit is ``sigma^{-1}(alpha)``.
+        """
+        arith = self.arith
+        kk, ll = entries
+        n = len(kk)
+        k = np.zeros(n, dtype=np.int64) if k is None else k
+        pv, qv = probes.pv, probes.qv
+        chunk, buffer = self._chunk(n, probes.d)
+        L = np.empty(n, dtype=arith.dtype)
+        for a in range(0, n, chunk):
+            sl = slice(a, a + chunk)
+            s = None if not np.any(k[sl]) else arith.pow2(k[sl])
+            answers = self.oracle(probe_batch(probes, kk[sl], ll[sl], s, buffer))
+            y = arith.asarray(answers, copy=False) - probes.offset
+            if s is None:
+                base = qv[ll[sl]]
+            elif probes.scale_query_only:
+                base = s * qv[ll[sl]]
+            else:
+                y, base = y / s, qv[ll[sl]]
+            L[sl] = arith.logit((y - base) / pv[kk[sl]])
         return L, k
+
+    def measure_adaptively(
+        self,
+        probes: Probes,
+        entries: tuple[np.ndarray, np.ndarray],
+        k0: int = 0,
+        global_rescale: bool = True,
+        policy: ScalePolicy | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Logits for ``entries`` with probe scales adapted until every one is well conditioned.
+
+        Returns the logits L and the scale exponents k (see :meth:`Probes.values`); fills the
+        session's diagnostics.  ``k0`` is the starting scale exponent (a learner measuring in
+        several batches passes the scale its first batch settled on); ``global_rescale=False``
+        keeps a batch whose values all happen to be small from being re-asked at a larger
+        scale; ``policy`` overrides the session's policy for this call.
+
+        Raises
+        ------
+        PrecisionLossError
+            If a probe stays saturated at the smallest scale, or rescaling does not converge
+            within ``policy.rounds`` rounds (every loop here is bounded).
+        """
+        policy = policy or self.policy
+        info, arith = self.diagnostics, self.arith
+        if arith.exact:  # exact arithmetic never saturates: no scale to adapt
+            L, k = self.measure(probes, entries)
+            info.setdefault("rescaled_probes", 0)
+            return L, k
+        kk, ll = entries
+        L, k = self.measure(probes, entries, np.full(len(kk), k0, dtype=np.int64))
+        mags = arith.magnitudes(L)
+        global_rescales = reasked = 0
+        # W far below unit scale: every logit sits in sigma's flat middle; scale every probe up.
+        # k only grows and is capped at max_k, so this loop ends (at most max_k / zero_jump + 2
+        # passes); if every logit is still 0 at s^2 = 2^(2 max_k), W* = 0 to that resolution.
+        while global_rescale and len(mags) and np.all(np.isfinite(mags)) and mags.max() < policy.tiny:
+            top = float(mags.max())
+            step = policy.zero_jump if top == 0 else math.ceil(math.log2(policy.goal / top) / probes.order)
+            step = min(step, policy.max_k - int(k.max()))
+            if step <= 0:
+                break
+            k = k + step
+            L, k = self.measure(probes, entries, k)
+            mags = arith.magnitudes(L)
+            global_rescales += 1
+            reasked += len(kk)
+        rescaled = np.zeros(len(kk), dtype=bool)
+        for _ in range(policy.rounds):
+            bad = ~np.isfinite(mags) | (mags > policy.accept)
+            if not bad.any():
+                break
+            rescaled |= bad
+            trusted = bad & np.isfinite(mags) & (mags <= policy.trust)
+            with np.errstate(divide="ignore"):
+                ratio = np.log2(policy.goal / np.where(trusted, mags, 1.0))
+            retarget = np.floor(ratio / probes.order).astype(np.int64)
+            k = np.where(trusted, k + retarget, np.where(bad, k - policy.shrink_log2 // probes.order, k))
+            if np.any(np.abs(k) > policy.max_k):
+                raise PrecisionLossError(
+                    f"a probe's sigmoid stays saturated even at scale 2^-{policy.max_k}: "
+                    f"the target is beyond {arith.name}'s range; use mpmath with more digits"
+                )
+            idx = np.flatnonzero(bad)
+            reasked += len(idx)
+            Lb, _ = self.measure(probes, (kk[idx], ll[idx]), k[idx])
+            L[idx] = Lb
+            mags[idx] = arith.magnitudes(Lb)
+        else:
+            raise PrecisionLossError(f"probe rescaling did not converge in {policy.rounds} rounds")
+        info["rescaled_probes"] = info.get("rescaled_probes", 0) + int(rescaled.sum())
+        info["global_rescales"] = info.get("global_rescales", 0) + global_rescales
+        info["reasked_queries"] = info.get("reasked_queries", 0) + reasked
+        info["max_abs_logit"] = max(info.get("max_abs_logit", 0.0), float(mags.max(initial=0.0)))
+        return L, k
+
+
+def value_errors(
+    probes: Probes,
+    L: np.ndarray,
+    k: np.ndarray,
+    entries: tuple[np.ndarray, np.ndarray],
+    W_norm: float,
+    c_norm: float = 0.0,
+) -> np.ndarray:
+    """First-order bound on the rounding error of each measured value p^T W* q (float64).
+
+    Model (every quantity rounded with unit roundoff eps; a dot product of length d + 4 with
+    relative error g = (d + 4) eps), for the probe ``x_1 = s (p + q), x_2 = s q`` (whole-probe
+    scaling) or ``x_1 = p + s q, x_2 = s q`` (query-only), s = 2^k:
+
+    * the oracle's label ``y = beta + alpha x_1^T v + (1 - alpha) x_2^T v`` is off by
+      ``g (|beta| + ||x_1|| ||v|| + ||x_2|| ||v||)``, and its logit ``(x_1 - x_2)^T (W x_2 + c)``
+      by ``g (||W||_F (||x_1|| + ||x_2||) ||x_2|| + ||c|| (||x_1|| + ||x_2||))``;
+    * the learner's v and beta carry the error of their one-token answers,
+      ``4 eps (|v_i| + |beta|)`` and ``4 eps |beta|``;
+    * alpha = (label - beta - base) / (p^T v) then carries those errors over |p^T v|, and the logit
+      ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``;
+    * the value is ``(L / s - c^T p) / s`` or ``(L - c^T p) / s``: the logit error over s^2 (or s),
+      plus the error of the measured c^T p (``probes.linear_err``) over s.
+
+    The same formula serves float64 and mpmath (eps = 10^-dps).  Returned as float64.
+    """
+    arith = probes.arith
+    eps = arith.resolution
     kk, ll = entries
-    L, k = measure(oracle, probes, entries, np.full(len(kk), k0, dtype=np.int64), max_batch_bytes, buffer)
-    mags = magnitudes(L, arith)
-    global_rescales = reasked = 0
-    # W far below unit scale: every logit sits in sigma's flat middle; scale every probe up.
-    # k only grows and is capped at max_k, so this loop ends (at most max_k / zero_jump + 2
-    # passes); if every logit is still 0 at c^2 = 2^(2 max_k), W* = 0 to that resolution.
-    while global_rescale and len(mags) and np.all(np.isfinite(mags)) and mags.max() < policy.tiny:
-        top = float(mags.max())
-        step = policy.zero_jump if top == 0 else math.ceil(math.log2(policy.goal / top) / probes.order)
-        step = min(step, policy.max_k - int(k.max()))
-        if step <= 0:
-            break
-        k = k + step
-        L, k = measure(oracle, probes, entries, k, max_batch_bytes, buffer)
-        mags = magnitudes(L, arith)
-        global_rescales += 1
-        reasked += len(kk)
-    rescaled = np.zeros(len(kk), dtype=bool)
-    for _ in range(policy.rounds):
-        bad = ~np.isfinite(mags) | (mags > policy.accept)
-        if not bad.any():
-            break
-        rescaled |= bad
-        trusted = bad & np.isfinite(mags) & (mags <= policy.trust)
-        with np.errstate(divide="ignore"):
-            retarget = np.floor(np.log2(policy.goal / np.where(trusted, mags, 1.0)) / probes.order).astype(np.int64)
-        k = np.where(trusted, k + retarget, np.where(bad, k - policy.shrink_log2 // probes.order, k))
-        if np.any(np.abs(k) > policy.max_k):
-            raise PrecisionLossError(
-                f"a probe's sigmoid stays saturated even at scale 2^-{policy.max_k}: "
-                f"the target is beyond {arith.name}'s range; use mpmath with more digits"
-            )
-        idx = np.flatnonzero(bad)
-        reasked += len(idx)
-        Lb, _ = measure(oracle, probes, (kk[idx], ll[idx]), k[idx], max_batch_bytes, buffer)
-        L[idx] = Lb
-        mags[idx] = magnitudes(Lb, arith)
+    P = arith.to_float(probes.P)
+    Q = None if probes.Q is None else arith.to_float(probes.Q)
+    v = arith.to_float(probes.v)
+    beta = abs(float(arith.to_float(probes.offset)))
+    g = (probes.d + 4) * eps
+    v_err = 4 * eps * (np.linalg.norm(v) + np.sqrt(probes.d) * beta)
+    p_norm = np.linalg.norm(P, axis=1)[kk]
+    q_norm = np.ones(len(ll)) if Q is None else np.linalg.norm(Q, axis=1)[ll]
+    pv = np.abs(arith.to_float(probes.pv))[kk]
+    s = np.ldexp(1.0, k)
+    if probes.scale_query_only:
+        x1, x2, sx, sq = p_norm + s * q_norm, s * q_norm, np.ones_like(s), s
     else:
-        raise PrecisionLossError(f"probe rescaling did not converge in {policy.rounds} rounds")
-    info["rescaled_probes"] = info.get("rescaled_probes", 0) + int(rescaled.sum())
-    info["global_rescales"] = info.get("global_rescales", 0) + global_rescales
-    info["reasked_queries"] = info.get("reasked_queries", 0) + reasked
-    info["max_abs_logit"] = max(info.get("max_abs_logit", 0.0), float(mags.max(initial=0.0)))
-    return L, k
-
-
-def magnitudes(L: np.ndarray, arith: Arith) -> np.ndarray:
-    """|L| as float64, NaN where the measurement was invalid (alpha outside (0, 1))."""
-    if arith is FLOAT64:
-        return np.abs(L)
-    return np.abs(arith.to_float(L))
+        x1, x2, sx, sq = s * (p_norm + q_norm), s * q_norm, s, np.ones_like(s)
+    alpha = FLOAT64.sigmoid(arith.to_float(L))
+    vn = np.linalg.norm(v)
+    dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4
+    dalpha = (dy / sx + sq * q_norm * v_err + alpha * p_norm * v_err) / pv + 2 * eps
+    ds = g * (W_norm * (x1 + x2) * x2 + c_norm * (x1 + x2))
+    with np.errstate(divide="ignore"):
+        dL = dalpha / (alpha * (1 - alpha)) + ds
+    lin = 0.0 if probes.linear_err is None else probes.linear_err[kk]
+    if probes.scale_query_only:
+        return (dL + lin) / s
+    return (dL / s + lin) / s
 
 
 def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray) -> np.ndarray:
@@ -338,18 +461,16 @@ def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.nda
 
 def bilinear_values(L: np.ndarray, k: np.ndarray, arith: Arith) -> np.ndarray:
     """p^T W* q = L / 4^k."""
-    return L / pow2(2 * k, arith)
+    return L / arith.pow2(2 * k)
 
 
 __all__ = [
     "ScalePolicy",
     "sparing",
     "Probes",
-    "pow2",
+    "Session",
     "probe_batch",
-    "measure",
-    "measure_adaptively",
-    "magnitudes",
     "resolution",
+    "value_errors",
     "bilinear_values",
 ]

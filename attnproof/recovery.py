@@ -6,10 +6,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import mpmath
 import numpy as np
 
-from .arith import Arith
+from .arith import Arith, parse
 
 
 @dataclass(frozen=True)
@@ -22,11 +21,13 @@ class Recovery:
         Recovered parameters, in the learner's arithmetic.
     queries : int
         Oracle queries the learner used (the paper's currency), counted by the oracle.
-    arith : str
-        Name of the arithmetic the learner computed in.
+    arith : Arith
+        The arithmetic the learner computed in (a name such as ``"mp:60"`` is parsed).
     diagnostics : dict
-        Learner-specific facts: probe family, redraws, rescaled probes, condition numbers,
-        a first-order error bound, ...
+        Learner-specific facts.  Shared schema: ``queries_formula`` (the learner's count for
+        what it found), ``reasked_queries`` (queries beyond it: probes asked again at another
+        scale), ``error_bound`` (an a-posteriori bound on ||W_hat - W*||_F in floating point;
+        absent for exact arithmetic, where the error is 0), ``error_bound_v``.
     c, beta : optional
         For heads with biases: the score bias c (scores ``x_i^T W x_N + c^T x_i``) and the
         output offset beta; None for the bias-free model of the paper.
@@ -35,83 +36,108 @@ class Recovery:
     W: np.ndarray
     v: np.ndarray
     queries: int
-    arith: str
+    arith: Arith
     diagnostics: dict[str, Any] = field(default_factory=dict)
     c: np.ndarray | None = None
     beta: Any = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arith", parse(self.arith))
+
+    @property
+    def error_bound(self) -> float | None:
+        """The learner's a-posteriori bound on ||W_hat - W*||_F (None: exact arithmetic)."""
+        return self.diagnostics.get("error_bound")
+
 
 @dataclass(frozen=True)
 class Score:
-    """Errors of a recovery against the truth (computed in the learner's arithmetic)."""
+    """Errors of a recovery against the truth (computed in the learner's arithmetic).
+
+    Norms are scaled (the largest entry factored out), so targets of 1e-200 neither underflow
+    nor report a wrong answer as exact.  Bits are given for W and v separately (a W recovered
+    as noise must not borrow the bits of a well-recovered v); ``bits`` is the smaller.
+    """
 
     err_W: float
     rel_err_W: float
     err_v: float
+    rel_err_v: float
     max_entry_err: float
-    bits: float | None  # None when the recovery is exact (infinite bits)
+    bits_W: float | None  # None when that part is recovered exactly (infinite bits)
+    bits_v: float | None
+    err_c: float | None = None
+    err_beta: float | None = None
+
+    @property
+    def bits(self) -> float | None:
+        """min(bits_W, bits_v); None when both are exact."""
+        finite = [b for b in (self.bits_W, self.bits_v) if b is not None]
+        return min(finite) if finite else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "err_W": self.err_W,
             "rel_err_W": self.rel_err_W,
             "err_v": self.err_v,
+            "rel_err_v": self.rel_err_v,
+            "max_entry_err": self.max_entry_err,
+            "bits_W": self.bits_W,
+            "bits_v": self.bits_v,
             "bits": self.bits,
             "exact": self.bits is None,
         }
+        if self.err_c is not None:
+            out.update(err_c=self.err_c, err_beta=self.err_beta)
+        return out
 
 
-def score(rec: Recovery, W: Any, v: Any, arith: Arith) -> Score:
-    """Frobenius / 2-norm errors and bits of precision of ``rec`` against (W, v).
+def score(rec: Recovery, W: Any, v: Any, arith: Arith | None = None, c: Any = None, beta: Any = None) -> Score:
+    """Errors and bits of precision of ``rec`` against (W, v) (and c, beta for a head with biases).
 
-    ``bits = -log2(max_entry_error / max_entry)`` over the entries of W and v together, the
-    unit of the extraction literature.  Norms are taken in ``arith`` and rounded to float
-    only at the end, so mpmath errors of 1e-100 are reported faithfully.
+    ``bits_W = -log2(max |W_hat - W*|_ij / max |W*|_ij)`` (likewise for v), the unit of the
+    extraction literature.  Everything is computed in ``arith`` (default: the recovery's own)
+    and rounded to float only at the end, so mpmath errors of 1e-100 are reported faithfully.
     """
-    if arith.name == "float64":
-        return _score_float(np.asarray(rec.W, float), np.asarray(rec.v, float), np.asarray(W, float), np.asarray(v, float))
+    arith = rec.arith if arith is None else arith
     with arith.context():
-        dW = np.asarray(rec.W, dtype=object) - np.asarray(W, dtype=object)
-        dv = np.asarray(rec.v, dtype=object) - np.asarray(v, dtype=object)
-        errs = [_mag(x) for x in np.concatenate([dW.reshape(-1), dv.reshape(-1)])]
-        sizes = [_mag(x) for x in np.concatenate([np.ravel(W), np.ravel(v)])]
-        err_W = _norm2([_mag(x) for x in dW.reshape(-1)])
-        norm_W = _norm2([_mag(x) for x in np.ravel(W)])
-        err_v = _norm2([_mag(x) for x in dv.reshape(-1)])
-        max_err = max(errs, default=mpmath.mpf(0))
-        max_size = max(sizes, default=mpmath.mpf(0))
-        if max_err == 0:
-            bits = None
-        elif max_size == 0:
-            bits = -math.inf
-        else:
-            bits = float(-mpmath.log(max_err / max_size, 2))
-        rel = err_W / norm_W if norm_W != 0 else (mpmath.mpf(0) if err_W == 0 else mpmath.inf)
-        return Score(float(err_W), float(rel), float(err_v), float(max_err), bits)
+        dW = _diff(rec.W, W, arith)
+        dv = _diff(rec.v, v, arith)
+        err_W, norm_W = arith.norm(dW), arith.norm(W)
+        err_v, norm_v = arith.norm(dv), arith.norm(v)
+        err_c = err_beta = None
+        if c is not None or beta is not None:
+            err_c = arith.norm(_diff(rec.c, c, arith)) if c is not None else 0.0
+            err_beta = arith.norm(_diff([rec.beta], [beta], arith)) if beta is not None else 0.0
+        return Score(
+            err_W=err_W,
+            rel_err_W=_ratio(err_W, norm_W),
+            err_v=err_v,
+            rel_err_v=_ratio(err_v, norm_v),
+            max_entry_err=2.0 ** max(arith.log2_abs_max(dW), arith.log2_abs_max(dv)),
+            bits_W=_bits(dW, W, arith),
+            bits_v=_bits(dv, v, arith),
+            err_c=err_c,
+            err_beta=err_beta,
+        )
 
 
-def _score_float(What: np.ndarray, vhat: np.ndarray, W: np.ndarray, v: np.ndarray) -> Score:
-    dW, dv = What - W, vhat - v
-    err_W, norm_W = float(np.linalg.norm(dW)), float(np.linalg.norm(W))
-    max_err = max(float(np.max(np.abs(dW), initial=0.0)), float(np.max(np.abs(dv), initial=0.0)))
-    max_size = max(float(np.max(np.abs(W), initial=0.0)), float(np.max(np.abs(v), initial=0.0)))
-    if max_err == 0:
-        bits = None
-    else:
-        bits = math.log2(max_size) - math.log2(max_err) if max_size > 0 else -math.inf  # no underflow
-    rel = err_W / norm_W if norm_W else (0.0 if err_W == 0 else math.inf)
-    return Score(err_W, rel, float(np.linalg.norm(dv)), max_err, bits)
+def _diff(a: Any, b: Any, arith: Arith) -> np.ndarray:
+    return arith.asarray(a) - arith.asarray(b)
 
 
-def _mag(x: Any) -> mpmath.mpf:
-    """|x| as an mpf, for float, mpf or a numeric sympy expression."""
-    if hasattr(x, "evalf") and not isinstance(x, mpmath.mpf):
-        return mpmath.mpf(str(abs(x).evalf(mpmath.mp.dps + 5)))
-    return abs(mpmath.mpf(x))
+def _ratio(err: float, size: float) -> float:
+    if size:
+        return err / size
+    return 0.0 if err == 0 else math.inf
 
 
-def _norm2(mags: list[mpmath.mpf]) -> mpmath.mpf:
-    return mpmath.sqrt(mpmath.fsum(m * m for m in mags))
+def _bits(diff: np.ndarray, truth: Any, arith: Arith) -> float | None:
+    """log2(max |truth|) - log2(max |diff|), without underflow; None if diff is exactly 0."""
+    err = arith.log2_abs_max(diff)
+    if err == -math.inf:
+        return None
+    return arith.log2_abs_max(truth) - err
 
 
 __all__ = ["Recovery", "Score", "score"]

@@ -36,6 +36,11 @@ def recover(W, v, probes="gaussian", seed=0, arith=FLOAT64, **kw):
 
 # --- float64: recovery within the learner's own first-order rounding bound ----------------
 
+#: Below this max |W_ij| every logit rounds to 0 even at the largest probe scale 2^max_k
+#: (resolution ~ 4 eps / 2^(2 max_k) ~ 1e-160): the learner's a-posteriori bound then exceeds
+#: its promise and it raises PrecisionLossError (W = 0 included) instead of returning noise.
+RESOLVABLE = 1e-140
+
 
 @given(
     ast.targets(w_scale=ast.scales(*ast.SUPPORTED_LOG10_SCALE), v_scale=ast.scales(*ast.SUPPORTED_LOG10_SCALE)),
@@ -49,20 +54,18 @@ def recover(W, v, probes="gaussian", seed=0, arith=FLOAT64, **kw):
 @example((np.array([[0.0, 1e6], [-1e6, 0.0]]), np.array([1.0, 1e-20])), "basis", 0)  # near-zero v_2
 def test_float64_recovery_within_derived_bound(target, probes, seed):
     W, v = target
-    rec, oracle = recover(W, v, probes, seed)
+    try:
+        rec, oracle = recover(W, v, probes, seed)
+    except PrecisionLossError:  # the output guard: only a W* below float64's resolution may refuse
+        assert np.abs(W).max() < RESOLVABLE
+        return
     d = len(v)
     s = score(rec, W, v, FLOAT64)
-    assert rec.queries == oracle.queries == d + d * d + rec.diagnostics["extra_queries"]
+    assert rec.queries == oracle.queries == d + d * d + rec.diagnostics["reasked_queries"]
     assert np.array_equal(rec.v, v)  # one-token queries read v exactly: f([e_i]) = v_i
     # error_bound is derived from the conditioning of this very run (cond(Z), the
     # attention weights, |u^T v|, the probe scales): a rounding-error model, not a fudge.
     assert s.err_W <= rec.diagnostics["error_bound"]
-
-
-#: Below this max |W_ij| every logit rounds to 0 even at the largest probe scale 2^max_k
-#: (resolution ~ 4 eps / 2^(2 max_k) ~ 1e-160); the learner then returns W ~ 0, which is
-#: right in absolute terms (the bound test above) but not in relative terms.
-RESOLVABLE = 1e-140
 
 
 @given(ast.targets(w_scale=ast.scales(-3, 3), v_scale=ast.scales(-3, 3)), probe_families, seeds)
@@ -74,12 +77,16 @@ RESOLVABLE = 1e-140
 @example((np.diag([100.0] + [0.0] * 9), np.array([-0.5, 0.5625, 1.0] + [0.0] * 7)), "gaussian", 1369004)
 def test_float64_relative_error_for_moderate_targets(target, probes, seed):
     W, v = target
+    if np.abs(W).max() < RESOLVABLE:  # near or below resolution: refused or within the bound
+        try:
+            rec, _ = recover(W, v, probes, seed)
+        except PrecisionLossError as exc:
+            assert "a-posteriori bound" in str(exc)
+            return
+        assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound <= 1.1e-4 * np.linalg.norm(rec.W)
+        return
     rec, _ = recover(W, v, probes, seed)
-    s = score(rec, W, v, FLOAT64)
-    if np.abs(W).max() >= RESOLVABLE:
-        assert s.rel_err_W < 1e-9
-    else:
-        assert s.err_W < 1e-130
+    assert score(rec, W, v, FLOAT64).rel_err_W < 1e-9
 
 
 @given(st.integers(1, 12), st.data())
@@ -96,12 +103,16 @@ def test_exactly_d_plus_d2_queries_when_no_probe_saturates(d, data):
     v = data.draw(ast.vectors(d, sparse=data.draw(st.booleans())))
     rec, oracle = recover(W, v, "basis")
     assert rec.queries == oracle.queries == d + d * d
-    assert rec.diagnostics["extra_queries"] == 0
+    assert rec.diagnostics["reasked_queries"] == 0
 
 
 @given(ast.low_rank_targets(), probe_families, seeds)
 def test_low_rank_targets(target, probes, seed):
     W, v, r = target
+    if np.abs(W).max(initial=0.0) < RESOLVABLE:  # r = 0, or K^T Q = 0
+        with pytest.raises(PrecisionLossError):
+            recover(W, v, probes, seed)
+        return
     rec, _ = recover(W, v, probes, seed)
     assert score(rec, W, v, FLOAT64).err_W <= rec.diagnostics["error_bound"]
 
@@ -256,11 +267,15 @@ def test_mpmath_error_shrinks_like_ten_to_minus_dps(probes):
 def test_mpmath_recovery_is_near_exact(target, probes, seed):
     W, v = target
     arith = MP(50)
+    if not np.any(W):  # W* = 0 cannot be told from a W* below 10^-dps resolution: refused
+        with pytest.raises(PrecisionLossError):
+            recover(W, v, probes, seed, arith)
+        return
     rec, oracle = recover(W, v, probes, seed, arith)
     s = score(rec, W, v, arith)
     assert s.err_W <= rec.diagnostics["error_bound"]
     assert s.max_entry_err <= 1e-40 * max(np.abs(W).max(), 1e-2)
-    assert rec.queries == len(v) + len(v) ** 2 + rec.diagnostics["extra_queries"]
+    assert rec.queries == len(v) + len(v) ** 2 + rec.diagnostics["reasked_queries"]
 
 
 # --- sympy: exact rational targets are recovered exactly --------------------------------

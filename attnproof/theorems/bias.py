@@ -19,69 +19,18 @@ constant terms, and b_q, b_v only through c and beta):
   logit is ``c^T u``; d probes u give c, d queries;
 * W as before, the logit of a probe at scale s being ``s^2 p^T W q + s c^T p``.
 
-So biases cost exactly d + 1 extra queries.
+So biases cost exactly d + 1 extra queries.  The measurements live in :mod:`attnproof.prelude`
+(shared by the exact and skeleton learners, ``bias=True``); this room holds their identities.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import sympy as sp
 
-from ..arith import SYMPY, Arith
-from ..errors import NonIdentifiableError
-from ..measure import Probes, ScalePolicy, measure_adaptively, pow2, sparing
+from ..arith import SYMPY
 from ..models import Attention
-from ..oracles import ValueOracle
 from ..proof import Pair, identity, symbols
-
-
-def learn_beta_v(oracle: ValueOracle, arith: Arith) -> tuple[Any, np.ndarray]:
-    """beta = f([0]) and v_i = f([e_i]) - beta: d + 1 one-token queries."""
-    d = oracle.d
-    answers = arith.asarray(oracle(np.concatenate([arith.zeros((1, d)), arith.eye(d)])[:, None, :]))
-    beta, v = answers[0], answers[1:] - answers[0]
-    if all(arith.is_zero(x) for x in v):
-        raise NonIdentifiableError(
-            "v* = 0: every one-token answer equals f([0]) = beta, so f* = beta is constant and "
-            "neither W* nor c* is identifiable"
-        )
-    return beta, v
-
-
-def learn_score_bias(
-    oracle: ValueOracle,
-    P: np.ndarray,
-    v: np.ndarray,
-    beta: Any,
-    arith: Arith,
-    policy: ScalePolicy | None = None,
-    info: dict[str, Any] | None = None,
-) -> np.ndarray:
-    """t_k = c^T p_k from the probes ``s [p_k^T; 0^T]`` (zero last token), one query each.
-
-    The logit is ``s c^T p_k`` (linear in the scale s = 2^k), so ``t = L / 2^k``.
-    """
-    d = P.shape[1]
-    probes = Probes(P, arith.zeros((1, d)), v, arith, offset=beta)
-    rows = np.arange(P.shape[0])
-    L, k = measure_adaptively(oracle, probes, (rows, np.zeros_like(rows)), sparing(policy), info)
-    return L / pow2(k, arith)
-
-
-def tame_rows(t_c: np.ndarray, arith: Arith, bound: float = 2.0) -> np.ndarray:
-    """Power-of-two factors 2^-m (exact) with ``|2^-m c^T p_k| <= bound`` for every row.
-
-    With query-only scaling the term c^T p of a probe's logit does not shrink with the scale,
-    so a probe whose |c^T p| saturates the sigmoid is shortened instead; scaling p_k by an
-    exact power of two changes nothing else (the learners rescale the row of M back).
-    """
-    if arith.exact:
-        return np.ones(len(t_c), dtype=object)
-    mags = np.abs(arith.to_float(t_c))
-    m = np.where(mags > bound, np.ceil(np.log2(np.where(mags > bound, mags, 1.0) / bound)), 0).astype(np.int64)
-    return pow2(-m, arith)
 
 
 @identity(
@@ -160,4 +109,4 @@ def zero_last_token() -> list[Pair]:
     return pairs
 
 
-__all__ = ["learn_beta_v", "learn_score_bias", "tame_rows"]
+__all__: list[str] = []  # identities only: the learners are `bias=True` of exact and skeleton

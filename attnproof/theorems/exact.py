@@ -29,23 +29,19 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
-from ..arith import FLOAT64, Arith
-from ..errors import (
-    DegenerateProbeError,
-    InvalidInputError,
-    NonIdentifiableError,
-    PrecisionLossError,
-    ShapeError,
-)
-from ..measure import Probes, ScalePolicy, measure_adaptively
+from ..arith import FLOAT64, SYMPY, Arith
+from ..errors import DegenerateProbeError, InvalidInputError, ShapeError
+from ..measure import Probes, ScalePolicy, Session, value_errors
+from ..models import Attention, scores
 from ..oracles import ValueOracle
-from ..proof import learner
+from ..prelude import prepare_probes, read_v
+from ..proof import Pair, identity, learner, symbols
 from ..recovery import Recovery
-from .bias import learn_beta_v, learn_score_bias, tame_rows
 
-#: A probe u_l is "near-degenerate" when |u_l^T v| falls below this fraction of ||v||_2
-#: (Gaussian family) or |v_l| below this fraction of max |v| (basis family).
+#: Basis family: u_l = e_l + e_p replaces e_l when |v_l| < DEGENERACY_RATIO max |v| (the paper
+#: pairs only when v_l = 0; the result is exact either way, and a small |v_l| amplifies error).
 DEGENERACY_RATIO = 1e-3
 #: A Gaussian probe row u is redrawn when |u^T v| < GAUSSIAN_MARGIN * ||v||_2 (about 8 % of rows).
 GAUSSIAN_MARGIN = 0.1
@@ -58,7 +54,8 @@ GAUSSIAN_COND = 100
     result="Thm 4.1",
     relies_on=(
         "thm4.1/one-token", "thm4.1/softmax-to-sigmoid", "thm4.1/score-difference", "thm4.1/label-affine",
-        "thm4.1/end-to-end-d2", "thm4.1/end-to-end-d3", "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
+        "thm4.1/end-to-end-d2", "thm4.1/end-to-end-d3",
+        "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
     queries="d + d^2 (+ d + 1 with biases)",
@@ -73,8 +70,11 @@ def learn_exact(
     policy: ScalePolicy | None = None,
     max_batch_bytes: int = 2**28,
     bias: bool = False,
+    rtol: float | None = None,
 ) -> Recovery:
     """Recover (W*, v*) from a value oracle (Thm 4.1).
+
+    Runs unchanged in float64, mpmath and sympy (exact: no rescaling, no error bound needed).
 
     Parameters
     ----------
@@ -94,12 +94,17 @@ def learn_exact(
     bias : bool
         The target is a head with biases (:mod:`attnproof.theorems.bias`): also recover the
         score bias c and the output offset beta, with d + 1 more queries.
+    rtol : float, optional
+        The promised accuracy (floating point): the a-posteriori bound on ||W_hat - W*||_F must
+        be <= rtol ||W_hat||_F, else :class:`PrecisionLossError`.  Default: the resolution to
+        the power 1/4 (1.0e-4 in float64, 10^(-dps/4) in mpmath): a worst-case certificate for a
+        quarter of the digits (the true error is typically 10^3-10^5 times below the bound).
 
     Returns
     -------
     Recovery
-        W, v, the number of queries used and diagnostics (probe family, redraws, rescaled
-        probes, cond(Z), a first-order float error bound).
+        W, v (c, beta), the number of queries used and diagnostics (probe family, redraws,
+        rescaled probes, cond(Z), an a-posteriori error bound in floating point).
 
     Raises
     ------
@@ -108,52 +113,38 @@ def learn_exact(
     DegenerateProbeError
         If a user-supplied probe has u^T v* = 0 or Z is singular.
     PrecisionLossError
-        If the arithmetic cannot resolve the target even with rescaled probes.
+        If the arithmetic cannot resolve the target even with rescaled probes, or the
+        a-posteriori error bound exceeds the learner's promise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnproof import Attention, ValueOracle, learn_exact
+    >>> W, v = np.array([[1.0, -2.0], [0.5, 3.0]]), np.array([1.0, 2.0])
+    >>> rec = learn_exact(ValueOracle(Attention(W, v)), probes="basis")
+    >>> rec.queries, bool(np.allclose(rec.W, W, rtol=0, atol=1e-12))
+    (6, True)
     """
     d = oracle.d
-    start = oracle.queries
+    session = Session(oracle, arith, policy or ScalePolicy(), max_batch_bytes)
     with arith.context():
-        beta, v = learn_beta_v(oracle, arith) if bias else (0, learn_v(oracle, arith))
+        beta, v = read_v(session, bias)
         Z, info = probe_matrix(probes, v, arith, rng)
-        t_c = None
-        if bias:
-            t_c = learn_score_bias(oracle, Z, v, beta, arith, policy, info)
-            shorten = tame_rows(t_c, arith)  # rows u_l with |c^T u_l| > 2 become 2^-m u_l
-            Z, t_c = Z * shorten[:, None], t_c * shorten
+        session.diagnostics.update(info)
+        Z_inv_norm = 1 / np.linalg.svd(arith.to_float(Z), compute_uv=False)[-1] if bias else 1.0
+        probe_set, _ = prepare_probes(session, Z, None, v, beta, bias, Z_inv_norm)
         entries = _all_entries(d)
-        probe_set = Probes(Z, None, v, arith, offset=beta, linear=t_c, scale_query_only=bias)
-        L, k = measure_adaptively(oracle, probe_set, entries, policy, info, max_batch_bytes)
-        T = probe_set.values(L, k, entries[0]).reshape(d, d).T  # T[l, j] = u_l^T w_j
-        W = arith.solve(Z, T)
-        c = arith.solve(Z, t_c) if bias else None
-    queries = oracle.queries - start
-    info["extra_queries"] = queries - (d + d * d) - (d + 1 if bias else 0)
-    if not arith.exact and not bias:
-        info.setdefault("global_rescales", 0)
-        info.setdefault("max_abs_logit", 0.0)
-        info.update(_error_bound(Z, v, W, L.reshape(d, d).T, k.reshape(d, d).T, arith))
-    return Recovery(W=W, v=v, queries=queries, arith=arith.name, diagnostics=info, c=c, beta=beta if bias else None)
-
-
-def learn_v(oracle: ValueOracle, arith: Arith) -> np.ndarray:
-    """Phase 1: v_i = f([e_i^T]) (identity ``thm4.1/one-token``)."""
-    d = oracle.d
-    v = arith.asarray(oracle(arith.eye(d)[:, None, :]))
-    if all(arith.is_zero(x) for x in v):
-        raise NonIdentifiableError(
-            "v* = 0: every one-token query answered 0, so f* is identically 0 "
-            "(f(X) = alpha^T X v* = 0 for every X) and every W induces the same function; "
-            "W* is not identifiable from value queries (Thm 4.1)"
+        L, k = session.measure_adaptively(probe_set, entries)
+        T = probe_set.values(L, k, entries[0]).reshape(d, d).T  # T[l, j] = u_l^T w_j (shortened u_l)
+        W = arith.solve(probe_set.P, T)
+        c = arith.solve(probe_set.P, probe_set.linear) if bias else None
+        W_error = None
+        if not arith.exact:  # exact arithmetic has no rounding error to bound
+            W_error, c_error, cond = _error_bound(probe_set, W, c, L, k)
+            session.diagnostics.update(cond_Z=cond, error_bound_c=c_error)
+        return session.recovery(
+            "exact", W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol, bias=bias
         )
-    if not arith.exact:
-        arith.check_finite(v, "the oracle's answers")
-        big = arith.abs_max(v)
-        if arith is FLOAT64 and not 2.0**-900 <= big <= 2.0**900:
-            raise PrecisionLossError(
-                f"max |v*| = {big:.3g} is outside float64's safe range [2^-900, 2^900]; "
-                "recover in mpmath instead (arith=MP(dps))"
-            )
-    return v
 
 
 def probe_matrix(
@@ -187,29 +178,28 @@ def probe_matrix(
     if Z.shape != (d, d):
         raise ShapeError(f"probe matrix must have shape ({d}, {d}); got {Z.shape}")
     arith.check_finite(Z, "probe matrix")
-    row_norms = np.sqrt(np.sum(arith.to_float(Z) ** 2, axis=1)) if not arith.exact else 1.0
-    thresholds = 64 * d * arith.eps * _vnorm(v, arith) * row_norms
-    degenerate = np.flatnonzero(_negligible(Z @ v, arith, thresholds))
+    row_norms = np.array([arith.norm(u) for u in Z])
+    degenerate = np.flatnonzero(arith.negligible(Z @ v, 64 * d * arith.eps * arith.norm(v) * row_norms))
     if degenerate.size:
-        l = int(degenerate[0])
         raise DegenerateProbeError(
-            f"probe u_{l} has u^T v* = 0: its two-token query carries no information "
+            f"probe u_{int(degenerate[0])} has u^T v* = 0: its two-token query carries no information "
             "about W (y = v_j whatever W is); choose u with u^T v* != 0"
         )
-    _check_invertible(Z, arith)
+    if arith.is_singular(Z):
+        raise DegenerateProbeError("the probe rows are linearly dependent: Z w_j = t has no unique solution")
     return Z, {"probes": "custom"}
 
 
 def _basis_probes(v: np.ndarray, arith: Arith) -> tuple[np.ndarray, dict[str, Any]]:
-    """The paper's deterministic probes: u_l = e_l, or e_l + e_p when v_l is (near) zero."""
+    """The paper's deterministic probes: u_l = e_l, or e_l + e_p when v_l is (near) zero.
+
+    The pivot p has the largest |v_p|; exact arithmetic pairs exactly the provable zeros only
+    when every other entry is comparable (its magnitudes are 0 exactly for a provable zero).
+    """
     d = v.shape[0]
-    if arith.exact:
-        p = next(i for i in range(d) if not arith.is_zero(v[i]))
-        paired = [l for l in range(d) if arith.is_zero(v[l])]
-    else:
-        mags = arith.to_float(np.abs(v))
-        p = int(np.argmax(mags))
-        paired = [l for l in range(d) if mags[l] < DEGENERACY_RATIO * mags[p]]
+    mags = arith.magnitudes(v)
+    p = int(np.argmax(mags))
+    paired = [l for l in range(d) if mags[l] < DEGENERACY_RATIO * mags[p]]
     Z = arith.eye(d)
     for l in paired:
         Z[l, p] = Z[l, p] + 1
@@ -221,14 +211,14 @@ def _gaussian_probes(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """i.i.d. N(0, I) probe rows; rows with |u^T v| < GAUSSIAN_MARGIN ||v|| are redrawn, and the
     whole matrix when cond(Z) > GAUSSIAN_COND d (redraws cost no query; they are counted)."""
-    if rng is None:
+    if not hasattr(rng, "standard_normal"):
         raise InvalidInputError("Gaussian probes need an explicit numpy.random.Generator (rng=...)")
     d = v.shape[0]
     Zf = rng.standard_normal((d, d))
     redrawn = 0
     for _ in range(max_draws):
         Z = arith.asarray(Zf)
-        bad = np.flatnonzero(_negligible(Z @ v, arith, GAUSSIAN_MARGIN * _vnorm(v, arith)))
+        bad = np.flatnonzero(arith.negligible(Z @ v, GAUSSIAN_MARGIN * arith.norm(v)))
         if not bad.size and np.linalg.cond(Zf) < GAUSSIAN_COND * d:
             return Z, {"probes": "gaussian", "redrawn_rows": redrawn}
         if not bad.size:  # an ill-conditioned draw (cond(Z) amplifies every error): redraw it all
@@ -238,28 +228,6 @@ def _gaussian_probes(
     raise DegenerateProbeError(f"no usable Gaussian probe matrix in {max_draws} draws")
 
 
-def _vnorm(v: np.ndarray, arith: Arith) -> float:
-    return 0.0 if arith.exact else float(np.sqrt(np.sum(arith.to_float(v) ** 2)))
-
-
-def _negligible(x: np.ndarray, arith: Arith, threshold: Any) -> np.ndarray:
-    """Boolean mask: exactly zero for sympy; |x| < threshold for the numeric arithmetics."""
-    if arith.exact:
-        return np.array([arith.is_zero(t) for t in x], dtype=bool)
-    return np.abs(arith.to_float(x)) < threshold
-
-
-def _check_invertible(Z: np.ndarray, arith: Arith) -> None:
-    if arith.exact:
-        import sympy as sp
-
-        singular = sp.Matrix(Z.tolist()).det() == 0
-    else:
-        singular = np.linalg.cond(arith.to_float(Z)) > 1 / (64 * max(arith.eps, 2.0**-53))
-    if singular:
-        raise DegenerateProbeError("the probe rows are linearly dependent: Z w_j = t has no unique solution")
-
-
 def _all_entries(d: int) -> tuple[np.ndarray, np.ndarray]:
     """(l, j) for every measurement, column-major: entry e = j * d + l."""
     j, l = np.divmod(np.arange(d * d), d)
@@ -267,39 +235,148 @@ def _all_entries(d: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _error_bound(
-    Z: np.ndarray, v: np.ndarray, W: np.ndarray, L: np.ndarray, k: np.ndarray, arith: Arith
-) -> dict[str, float]:
-    """First-order bound on ||W_hat - W*||_F from rounding (oracle and learner), and cond(Z).
+    probes: Probes, W: np.ndarray, c: np.ndarray | None, L: np.ndarray, k: np.ndarray
+) -> tuple[float, float | None, float]:
+    """First-order bounds on ||W_hat - W*||_F and ||c_hat - c*|| from rounding, and cond(Z).
 
-    Model: the oracle evaluates f in the same arithmetic with relative error ~ (d + 4) eps
-    per dot product.  With alpha = sigma(L), a label error dy and a score error ds move the
-    logit by ``(dy / c + dv_j + alpha d(u^T v)) / (|u^T v| alpha (1 - alpha)) + ds``; dividing
-    by c^2 gives the error of T = Z W, and ``||Z^{-1}||_2 ||dT||_F`` (+ the solve's own
-    rounding) bounds the error of W.
+    The measured T = Z W (Z = the probe rows) is off by the per-entry bound of
+    :func:`attnproof.measure.value_errors`; ``||Z^{-1}||_2 ||dT||_F`` plus the solve's own
+    rounding ``g cond(Z) ||W||_F`` bounds the error of W (and likewise of c from t = Z c).
     """
-    d = Z.shape[0]
-    eps = arith.eps
-    g = (d + 4) * eps
-    Zf, vf, Wf = (arith.to_float(a) for a in (Z, v, W))
-    Lf = arith.to_float(L)
-    c2 = np.ldexp(1.0, 2 * k)
-    alpha = FLOAT64.sigmoid(Lf)
-    uv_abs = np.abs(Zf) @ np.abs(vf)  # sum_i |u_li v_i|, shape (d,)
-    uv = np.abs(Zf @ vf)
-    dy = g * (np.abs(vf)[None, :] + uv_abs[:, None])  # label error / c, indexed [l, j]
-    dalpha = (dy + eps * np.abs(vf)[None, :] + alpha * g * uv_abs[:, None]) / uv[:, None]
-    ds = g * c2 * (np.abs(Zf) @ np.abs(Wf) + 2 * np.abs(np.diag(Wf))[None, :])
-    dT = (dalpha / (alpha * (1 - alpha)) + ds) / c2
-    sv = np.linalg.svd(Zf, compute_uv=False)
+    arith = probes.arith
+    d = probes.d
+    W_norm = arith.norm(W)
+    c_norm = 0.0 if c is None else arith.norm(c)
+    dT = value_errors(probes, L, k, _all_entries(d), W_norm, c_norm)
+    sv = np.linalg.svd(arith.to_float(probes.P), compute_uv=False)
     cond = float(sv[0] / sv[-1])
-    bound = float(_norm(dT) / sv[-1] + g * cond * _norm(Wf))
-    return {"cond_Z": cond, "error_bound": bound}
+    g = (d + 4) * arith.resolution
+    bound = FLOAT64.norm(dT) / sv[-1] + g * cond * W_norm
+    c_bound = None if c is None else FLOAT64.norm(probes.linear_err) / sv[-1] + g * cond * c_norm
+    return float(bound), c_bound, cond
 
 
-def _norm(a: np.ndarray) -> float:
-    """Frobenius norm without underflow of the squares (entries may be ~1e-200)."""
-    top = float(np.max(np.abs(a), initial=0.0))
-    return top * float(np.linalg.norm(a / top)) if top > 0 else 0.0
+# --- The identities this room relies on: proven about the library's own model and learner code
+#: Widths at which the per-d identities are proven with fully symbolic W, v, x.
+SMALL_D = range(1, 7)
 
 
-__all__ = ["learn_exact", "learn_v", "probe_matrix", "DEGENERACY_RATIO", "GAUSSIAN_MARGIN"]
+def _unit(d: int, j: int) -> np.ndarray:
+    e = np.zeros(d, dtype=object)
+    e.fill(sp.Integer(0))
+    e[j] = sp.Integer(1)
+    return e
+
+
+def _two_token_probe(u: np.ndarray, j: int) -> np.ndarray:
+    """X = [(u + e_j)^T; e_j^T] (proof of Thm 4.1)."""
+    e = _unit(len(u), j)
+    return np.array([u + e, e], dtype=object)
+
+
+@identity(
+    id="thm4.1/one-token",
+    paper="Thm 4.1, phase (i)",
+    statement=r"f_{W,v}([x^\top]) = x^\top v \quad \text{(independent of } W)",
+    assumptions="W real d x d, v and x real d-vectors; for every d = 1..6",
+)
+def one_token() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d in SMALL_D:
+        W, v, x = symbols("W", (d, d), real=True), symbols("v", (d,), real=True), symbols("x", (d,), real=True)
+        pairs.append((Attention(W, v, SYMPY)(x[None, :]), x @ v))
+    return pairs
+
+
+@identity(
+    id="thm4.1/softmax-to-sigmoid",
+    paper="Thm 4.1, Eq. (1)",
+    statement=r"\mathrm{softmax}(s_1, s_2)_1 = \frac{e^{s_1}}{e^{s_1} + e^{s_2}} = \sigma(s_1 - s_2)",
+    assumptions="s_1, s_2 real",
+)
+def softmax_to_sigmoid() -> list[Pair]:
+    s1, s2 = sp.symbols("s_1 s_2", real=True)
+    weights = SYMPY.softmax(np.array([s1, s2], dtype=object))
+    sigma = 1 / (1 + sp.exp(-(s1 - s2)))
+    return [(weights[0], sigma), (SYMPY.sigmoid(np.array([s1 - s2], dtype=object))[0], sigma)]
+
+
+@identity(
+    id="thm4.1/score-difference",
+    paper="Thm 4.1, proof (ii)",
+    statement=r"X = \begin{bmatrix}(u + e_j)^\top \\ e_j^\top\end{bmatrix} \Rightarrow "
+    r"s_1 - s_2 = u^\top W e_j = u^\top w_j",
+    assumptions="W real d x d, u real d-vector; for every d = 1..6 and every column j",
+)
+def score_difference() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d in SMALL_D:
+        W, u = symbols("W", (d, d), real=True), symbols("u", (d,), real=True)
+        for j in range(d):
+            s = scores(_two_token_probe(u, j)[None], W)[0]
+            pairs.append((s[0] - s[1], u @ W[:, j]))
+    return pairs
+
+
+@identity(
+    id="thm4.1/label-affine",
+    paper="Thm 4.1, proof (ii)",
+    statement=r"f_{W,v}\!\left(\begin{bmatrix}(u + e_j)^\top \\ e_j^\top\end{bmatrix}\right)"
+    r" = v_j + \sigma(u^\top w_j)\,(u^\top v)",
+    uses=("thm4.1/softmax-to-sigmoid", "thm4.1/score-difference"),
+    assumptions="W real d x d, u, v real d-vectors; for every d = 1..3 and every column j",
+)
+def label_affine() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d in range(1, 4):
+        W, v, u = symbols("W", (d, d), real=True), symbols("v", (d,), real=True), symbols("u", (d,), real=True)
+        model = Attention(W, v, SYMPY)
+        for j in range(d):
+            y = model(_two_token_probe(u, j))
+            pairs.append((y, v[j] + (u @ v) / (1 + sp.exp(-(u @ W[:, j])))))
+    return pairs
+
+
+def _end_to_end(d: int, probe_matrices: list) -> list[Pair]:
+    """Run the learner in sympy on a symbolic target through a symbolic oracle."""
+    W = symbols("W", (d, d), real=True)
+    v = symbols("v", (d,), real=True, nonzero=True)
+    pairs: list[Pair] = []
+    for probes in probe_matrices:
+        oracle = ValueOracle(Attention(W, v, SYMPY))
+        rec = learn_exact(oracle, probes=probes, arith=SYMPY)
+        if rec.queries != d + d * d:
+            raise AssertionError(f"learner used {rec.queries} queries, expected d + d^2 = {d + d * d}")
+        pairs.extend(zip(rec.W.reshape(-1), W.reshape(-1)))
+        pairs.extend(zip(rec.v, v))
+    return pairs
+
+
+_END_TO_END = dict(
+    statement=r"\mathrm{learn\_exact}(\mathrm{VQ}_{W,v}) = (W, v) \text{ exactly, with } d + d^2 \text{ queries}",
+    uses=("thm4.1/one-token", "thm4.1/label-affine"),
+)
+
+
+@identity(
+    id="thm4.1/end-to-end-d2",
+    paper="Thm 4.1",
+    assumptions="d = 2; W: 4 real symbols, v: 2 nonzero real symbols; the paper's basis probes "
+    "and the fixed rational probe matrix [[1, 2], [3, -1]]",
+    **_END_TO_END,
+)
+def end_to_end_d2() -> list[Pair]:
+    return _end_to_end(2, ["basis", [[1, 2], [3, -1]]])
+
+
+@identity(
+    id="thm4.1/end-to-end-d3",
+    paper="Thm 4.1",
+    assumptions="d = 3; W: 9 real symbols, v: 3 nonzero real symbols; the paper's basis probes",
+    **_END_TO_END,
+)
+def end_to_end_d3() -> list[Pair]:
+    return _end_to_end(3, ["basis"])
+
+
+__all__ = ["learn_exact", "probe_matrix", "DEGENERACY_RATIO", "GAUSSIAN_MARGIN", "GAUSSIAN_COND"]

@@ -1,0 +1,135 @@
+"""What every value-query learner measures before its own probes: v* (and beta), c^T p.
+
+These steps are shared by the Thm 4.1, Thm 5.1 (skeleton) and real-head learners, so they
+live on the measuring level, below every room of :mod:`attnproof.theorems`:
+
+* **v\\* (Thm 4.1, phase 1)**: ``f([x^T]) = x^T v*`` whatever W is (identity
+  ``thm4.1/one-token``), so the d one-token queries ``[e_i^T]`` read v*.
+* **(beta, v\\*) for a head with biases**: a zero token has value 0, so ``beta = f([0])``
+  (``bias/zero-token``) and ``v_i = f([e_i]) - beta``: d + 1 queries.
+* **the score-bias prelude**: with a zero last token the logit of ``[u^T; 0^T]`` is ``c^T u``
+  (``bias/zero-last-token``), one query per probe row.
+* **row taming**: with query-only scaling the term c^T p of a logit does not shrink with the
+  scale, so a probe row whose |c^T p| saturates the sigmoid is shortened by an exact power of
+  two.
+
+:func:`prepare_probes` joins the last two into the one probe-preparation step the learners
+call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import NonIdentifiableError, PrecisionLossError
+from .measure import Probes, Session, sparing, value_errors
+
+#: float64's safe range for max |v*|: beyond it the two-token labels over- or underflow.
+V_RANGE = (2.0**-900, 2.0**900)
+
+
+def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
+    """(beta, v*) from one-token queries: d queries (beta = 0), or d + 1 with ``bias``.
+
+    Raises
+    ------
+    NonIdentifiableError
+        If v* = 0: f* is constant (identically beta), so every W (and c) gives the same function.
+    NonFiniteError
+        If an answer is NaN or infinite.
+    PrecisionLossError
+        If max |v*| is outside float64's safe range (float64 only; use mpmath).
+    """
+    oracle, arith = session.oracle, session.arith
+    d = oracle.d
+    tokens = np.concatenate([arith.zeros((1, d)), arith.eye(d)]) if bias else arith.eye(d)
+    answers = arith.asarray(oracle(tokens[:, None, :]))
+    arith.check_finite(answers, "the oracle's one-token answers")
+    beta, v = (answers[0], answers[1:] - answers[0]) if bias else (arith.scalar(0), answers)
+    if all(arith.is_zero(x) for x in v):
+        constant = "beta" if bias else "0"
+        raise NonIdentifiableError(
+            f"v* = 0: every one-token answer equals f([0]) = {constant}, so f* is constant "
+            "(f(X) = alpha^T X v* + beta) and every W (and c) induces the same function; "
+            "W* is not identifiable from value queries (Thm 4.1)"
+        )
+    if arith.dtype is not object and not V_RANGE[0] <= (big := arith.abs_max(v)) <= V_RANGE[1]:  # float64
+        raise PrecisionLossError(
+            f"max |v*| = {big:.3g} is outside float64's safe range [2^-900, 2^900]; "
+            "recover in mpmath instead (arith=MP(dps))"
+        )
+    return beta, v
+
+
+def learn_score_bias(
+    session: Session, P: np.ndarray, v: np.ndarray, beta: Any, P_inv_norm: float = 1.0
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """t_k = c^T p_k from the probes ``s [p_k^T; 0^T]`` (zero last token), one query each.
+
+    The logit is ``s c^T p_k`` (linear in the scale s = 2^k), so ``t = L / 2^k``.  Also returns
+    the rounding-error bound of each t_k (:func:`attnproof.measure.value_errors`, with
+    ``||c|| <= ||P^{-1}||_2 ||t||``), or None in exact arithmetic.
+    """
+    arith = session.arith
+    probes = Probes(P, arith.zeros((1, P.shape[1])), v, arith, offset=beta)
+    rows = np.arange(P.shape[0])
+    entries = (rows, np.zeros_like(rows))
+    L, k = session.measure_adaptively(probes, entries, policy=sparing(session.policy))
+    t_c = L / arith.pow2(k)
+    if arith.exact:
+        return t_c, None
+    return t_c, value_errors(probes, L, k, entries, W_norm=0.0, c_norm=P_inv_norm * arith.norm(t_c))
+
+
+def tame_rows(t_c: np.ndarray, session: Session, bound: float = 2.0) -> np.ndarray:
+    """Power-of-two factors 2^-m (exact) with ``|2^-m c^T p_k| <= bound`` for every row.
+
+    Scaling p_k by an exact power of two changes nothing else: the learners scale the row of
+    their measurements back.  Exact arithmetic never saturates and needs no taming.
+    """
+    arith = session.arith
+    mags = np.zeros(len(t_c)) if arith.exact else arith.magnitudes(t_c)
+    over = mags > bound
+    m = np.where(over, np.ceil(np.log2(np.where(over, mags, 1.0) / bound)), 0).astype(np.int64)
+    return arith.pow2(-m)
+
+
+def prepare_probes(
+    session: Session,
+    P: np.ndarray,
+    Q: np.ndarray | None,
+    v: np.ndarray,
+    beta: Any,
+    bias: bool,
+    P_inv_norm: float = 1.0,
+) -> tuple[Probes, np.ndarray]:
+    """The probe set of a learner measuring ``p_k^T W* q_l`` (rows of P and Q; Q None = basis).
+
+    Without biases this is ``Probes(P, Q, v)``.  With ``bias`` it also runs the score-bias
+    prelude (d queries: ``linear`` = c^T p_k, ``linear_err`` its error bound; ``P_inv_norm`` is
+    ||P^{-1}||_2, 1 for an orthonormal basis), shortens the rows whose |c^T p_k| would saturate
+    the sigmoid by exact powers of two, and scales only the query token.
+
+    Returns
+    -------
+    probes : Probes
+        Its rows are ``shorten[k] p_k`` and ``probes.linear`` their c^T p (None without bias).
+    shorten : array
+        The exact power-of-two factor of each row (ones without bias): a learner divides the
+        rows of its measured matrix by it.
+    """
+    arith = session.arith
+    if not bias:
+        return Probes(P, Q, v, arith), arith.pow2(np.zeros(P.shape[0], dtype=np.int64))
+    t_c, t_err = learn_score_bias(session, P, v, beta, P_inv_norm)
+    shorten = tame_rows(t_c, session)
+    probes = Probes(
+        P * shorten[:, None], Q, v, arith, offset=beta, linear=t_c * shorten, scale_query_only=True,
+        linear_err=None if t_err is None else t_err * arith.to_float(shorten),
+    )
+    return probes, shorten
+
+
+__all__ = ["read_v", "learn_score_bias", "tame_rows", "prepare_probes", "V_RANGE"]
