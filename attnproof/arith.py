@@ -36,6 +36,8 @@ class Arith(ABC):
     """
 
     name: str
+    #: ``"float64"``, ``"mpmath"`` or ``"sympy"``: what a learner declares it runs in
+    family: str
     exact: bool = False
     eps: float
     #: numpy dtype of this arithmetic's arrays
@@ -166,7 +168,7 @@ class Arith(ABC):
 class Float64(Arith):
     """IEEE double precision through numpy (fast, batched, rounding unit 2^-53)."""
 
-    name = "float64"
+    name = family = "float64"
     eps = float(np.finfo(np.float64).eps) / 2
     dtype = np.float64
 
@@ -244,10 +246,10 @@ class MP(Arith):
     """
 
     def __init__(self, dps: int) -> None:
-        if not isinstance(dps, int) or dps < 5:
+        if not isinstance(dps, (int, np.integer)) or isinstance(dps, bool) or dps < 5:
             raise InvalidInputError(f"mpmath precision must be an integer >= 5 digits, got {dps!r}")
-        self.dps = dps
-        self.name = f"mp:{dps}"
+        self.dps = int(dps)
+        self.name, self.family = f"mp:{dps}", "mpmath"
         self.eps = 10.0 ** (-dps)
 
     @contextlib.contextmanager
@@ -309,7 +311,7 @@ class Sympy(Arith):
     simplifies to the target itself (identity ``thm4.1/end-to-end-d2``).
     """
 
-    name = "sympy"
+    name = family = "sympy"
     exact = True
     eps = 0.0
 

@@ -1,19 +1,49 @@
-"""Measurements of the learners: query counts, errors, bits and time (CLI and book)."""
+"""Measurements of the learners: query counts, errors, bits and time (CLI and book).
+
+:data:`RUNNERS` maps every registered learner (:data:`attnproof.proof.LEARNERS`, the one table
+of names, arithmetics and query counts) to a function that draws a target for it, recovers
+it through a counting oracle and scores it; :func:`run` is the entry point the CLI uses.
+Every result is a dict with the shared keys of :func:`result_row`.
+"""
 
 from __future__ import annotations
 
+import inspect
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .arith import FLOAT64, Arith, parse
+from .errors import InvalidInputError
 from .models import Attention, FactoredAttention
 from .oracles import ADVERSARIES, ApproxOracle, ValueOracle
-from .recovery import score
+from .proof import LEARNERS
+from .recovery import Recovery, score
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
 from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
+
+
+def result_row(
+    learner: str, d: int, seed: int, rec: Recovery, oracle: Any, seconds: float, W: Any, v: Any, **extra: Any
+) -> dict[str, Any]:
+    """The shared result shape: learner, d, arith, seed, queries (and the learner's formula),
+    the score (errors, bits for W and v), the error bound, times and diagnostics."""
+    row: dict[str, Any] = {"learner": learner, "d": d, "arith": rec.arith.name, "seed": seed}
+    row.update(extra)
+    row.update(queries=rec.queries, queries_formula=rec.diagnostics.get("queries_formula"))
+    row.update(score(rec, W, v).as_dict())
+    row.update(
+        error_bound=rec.error_bound,
+        within_bound=None if rec.error_bound is None else row["err_W"] <= rec.error_bound,
+        seconds=seconds,
+        oracle_seconds=oracle.seconds,
+        learner_seconds=seconds - oracle.seconds,
+        diagnostics=rec.diagnostics,
+    )
+    return row
 
 
 def random_target(d: int, rng: np.random.Generator, scale: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -38,8 +68,7 @@ def run_exact(
     Returns
     -------
     dict
-        ``d, arith, probes, seed, queries, expected_queries (d + d^2), err_W, rel_err_W,
-        err_v, bits, exact, seconds, oracle_seconds, learner_seconds, diagnostics``.
+        :func:`result_row`'s keys, plus ``probes`` and ``expected_queries`` (d + d^2).
     """
     arith = parse(arith)
     rng = np.random.default_rng(seed)
@@ -49,22 +78,8 @@ def run_exact(
     t0 = time.perf_counter()
     rec = learn_exact(oracle, probes=probes, rng=rng, arith=arith)
     seconds = time.perf_counter() - t0
-    result: dict[str, Any] = {
-        "d": d,
-        "arith": arith.name,
-        "probes": probes,
-        "seed": seed,
-        "queries": rec.queries,
-        "expected_queries": d + d * d,
-    }
-    result.update(score(rec, model.W, model.v, arith).as_dict())
-    result.update(
-        seconds=seconds,
-        oracle_seconds=oracle.seconds,
-        learner_seconds=seconds - oracle.seconds,
-        diagnostics=rec.diagnostics,
-    )
-    return result
+    return result_row("exact", d, seed, rec, oracle, seconds, model.W, model.v, probes=probes,
+                      expected_queries=d + d * d)
 
 
 def low_rank_target(d: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,15 +116,10 @@ def run_lowrank(
     elif learner == "lowrank-cvx":
         rec = learn_lowrank_cvx(oracle, m=m or 3 * rank * (2 * d - rank), rng=rng)
     else:
-        raise ValueError(f"unknown low-rank learner {learner!r}")
+        raise InvalidInputError(f"unknown low-rank learner {learner!r}: use skeleton, skeleton-adaptive or lowrank-cvx")
     seconds = time.perf_counter() - t0
-    result: dict[str, Any] = {"d": d, "rank": rank, "learner": learner, "arith": arith.name, "seed": seed,
-                              "queries": rec.queries, "floor_queries": d + rank * (2 * d - rank),
-                              "expected_queries": d + d * d}
-    result.update(score(rec, model.W, model.v, arith if learner != "lowrank-cvx" else FLOAT64).as_dict())
-    result.update(seconds=seconds, oracle_seconds=oracle.seconds, learner_seconds=seconds - oracle.seconds,
-                  diagnostics=rec.diagnostics)
-    return result
+    return result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, rank=rank,
+                      floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d)
 
 
 def phase_transition(
@@ -136,27 +146,28 @@ def recover_heads(
     ``exact`` (Thm 4.1 with biases).  Per head: queries, the two reference counts
     d + 1 + d + r(2d - r) and d + 1 + d + d^2, relative errors of W, c, v and |beta error|.
     """
+    fn = LEARNERS[learner].fn if learner in LEARNERS else None
+    if fn is None or "bias" not in inspect.signature(fn).parameters:
+        with_bias = sorted(n for n, lr in LEARNERS.items() if "bias" in inspect.signature(lr.fn).parameters)
+        raise InvalidInputError(f"learner {learner!r} does not learn heads with biases: use one of {with_bias}")
     rows = []
     for layer, head, model in heads:
         d, r = model.d, model.rank_bound
         oracle = ValueOracle(model)
         rng = np.random.default_rng(seed)
         t0 = time.perf_counter()
-        if learner == "skeleton":
-            rec = learn_skeleton(oracle, rank=r, rng=rng, bias=True)
-        elif learner == "skeleton-adaptive":
-            rec = learn_skeleton_adaptive(oracle, rng=rng, bias=True)
-        else:
-            rec = learn_exact(oracle, rng=rng, bias=True)
-        W = model.W
+        kwargs = {"rank": r} if learner == "skeleton" else {}
+        rec = fn(oracle, rng=rng, bias=True, **kwargs)
+        s = score(rec, model.W, model.v, c=model.c, beta=model.beta)
         rows.append({
             "layer": layer, "head": head, "queries": rec.queries,
             "floor_queries": 2 * d + 1 + r * (2 * d - r), "dense_queries": 2 * d + 1 + d * d,
             "rank_found": rec.diagnostics.get("rank_found", d),
-            "rel_err_W": float(np.linalg.norm(rec.W - W) / np.linalg.norm(W)),
-            "rel_err_c": float(np.linalg.norm(rec.c - model.c) / max(np.linalg.norm(model.c), 1e-300)),
-            "rel_err_v": float(np.linalg.norm(rec.v - model.v) / np.linalg.norm(model.v)),
-            "err_beta": float(abs(rec.beta - model.beta)),
+            "rel_err_W": s.rel_err_W,
+            "rel_err_c": s.err_c / max(FLOAT64.norm(model.c), 1e-300),
+            "rel_err_v": s.rel_err_v,
+            "err_beta": s.err_beta,
+            "error_bound": rec.error_bound,
             "seconds": time.perf_counter() - t0, "oracle_seconds": oracle.seconds,
         })
     return rows
@@ -212,17 +223,14 @@ def run_noisy(
     t0 = time.perf_counter()
     rec = learn_noisy(oracle, W_bound=W_bound, mu=mu, design=DESIGNS[design])
     seconds = time.perf_counter() - t0
-    result: dict[str, Any] = {"d": d, "arith": "float64", "learner": "noisy", "design": design,
-                              "adversary": adversary, "seed": seed, "queries": rec.queries,
-                              "expected_queries": d + d * d}
-    result.update(score(rec, W, v, FLOAT64).as_dict())
-    result.update(
+    row = result_row("noisy", d, seed, rec, oracle, seconds, W, v, design=design, adversary=adversary,
+                     expected_queries=d + d * d)
+    row.update(
         eps_W=eps_W, eps_v=eps_v, tau=tau, tau_theorem=proven, mu=mu, W_bound=W_bound,
-        guarantee_W=result["err_W"] <= eps_W, guarantee_v=result["err_v"] <= eps_v,
-        seconds=seconds, oracle_seconds=oracle.seconds, learner_seconds=seconds - oracle.seconds,
-        diagnostics=rec.diagnostics,
+        guarantee_W=row["err_W"] <= eps_W, guarantee_v=row["err_v"] <= eps_v,
     )
-    return result
+    row["guarantee_met"] = row["guarantee_W"] and row["guarantee_v"]
+    return row
 
 
 def tolerance_headroom(
@@ -252,7 +260,49 @@ def tolerance_headroom(
             "empirical_over_paper": safe * proven[0] / paper}
 
 
+#: learner name -> runner(d, arith, seed, **options): one entry per registered learner (a test
+#: checks that the keys are exactly :data:`attnproof.proof.LEARNERS`).
+RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "exact": lambda d, arith, seed, probes="gaussian", scale=None: run_exact(d, arith, probes, seed, scale),
+    "skeleton": lambda d, arith, seed, rank, checks=0: run_lowrank(d, rank, "skeleton", arith, seed, checks=checks),
+    "skeleton-adaptive": lambda d, arith, seed, rank: run_lowrank(d, rank, "skeleton-adaptive", arith, seed),
+    "lowrank-cvx": lambda d, arith, seed, rank, m=None: run_lowrank(d, rank, "lowrank-cvx", arith, seed, m=m),
+    "noisy": lambda d, arith, seed, design="corrected", tau=None, adversary="worst", eps_W=0.1, eps_v=0.1,
+    W_bound=2.0: run_noisy(d, design, tau, adversary, eps_W, eps_v, W_bound, seed),
+}
+
+
+def options_of(learner: str) -> set[str]:
+    """The options :func:`run` accepts for ``learner`` (beyond d, arith and seed)."""
+    return set(inspect.signature(RUNNERS[learner]).parameters) - {"d", "arith", "seed"}
+
+
+def run(learner: str, d: int, arith: str | Arith = "float64", seed: int = 0, **options: Any) -> dict[str, Any]:
+    """Run the registered learner ``learner`` on a random target of width d (see :data:`RUNNERS`).
+
+    Raises
+    ------
+    InvalidInputError
+        For an unknown learner, an option it does not take, or an arithmetic it does not run in.
+    """
+    if learner not in LEARNERS or learner not in RUNNERS:
+        raise InvalidInputError(f"unknown learner {learner!r}: use one of {sorted(LEARNERS)}")
+    unknown = set(options) - options_of(learner)
+    if unknown:
+        raise InvalidInputError(f"the {learner} learner takes no option {sorted(unknown)}; it takes {sorted(options_of(learner))}")
+    arith = parse(arith)
+    if arith.family not in LEARNERS[learner].arithmetics:
+        raise InvalidInputError(
+            f"the {learner} learner runs in {', '.join(LEARNERS[learner].arithmetics)}, not {arith.name}"
+        )
+    return RUNNERS[learner](d=d, arith=arith, seed=seed, **options)
+
+
 __all__ = [
+    "RUNNERS",
+    "run",
+    "options_of",
+    "result_row",
     "random_target",
     "run_exact",
     "precision_sweep",

@@ -13,7 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .bench import options_of
 from .errors import AttnproofError
+from .oracles import ADVERSARIES
+from .proof import LEARNERS
+from .theorems.noisy import DESIGNS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,7 +36,13 @@ def _positive_int(text: str) -> int:
 
 
 def _nonnegative_int(text: str) -> int:
-    return _positive_int(text) if text.strip() != "0" else 0
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {value}")
+    return value
 
 
 def _positive_float(text: str) -> float:
@@ -53,7 +63,17 @@ def _unit_float(text: str) -> float:
 
 
 def _int_list(text: str) -> list[int]:
-    return [_positive_int(t) for t in text.split(",") if t]
+    values = [_positive_int(t) for t in text.split(",") if t.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of integers: {text!r}")
+    return values
+
+
+def _float_list(text: str) -> list[float]:
+    values = [_positive_float(t) for t in text.split(",") if t.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list of numbers: {text!r}")
+    return values
 
 
 def _arith(text: str) -> str:
@@ -82,10 +102,14 @@ def _verify(args: argparse.Namespace) -> int:
     cert = verify_all()
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "certificate.json").write_text(cert.to_json())
-        (out / "certificate.md").write_text(cert.to_markdown())
-        (out / "certificate.tex").write_text(cert.to_latex())
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "certificate.json").write_text(cert.to_json())
+            (out / "certificate.md").write_text(cert.to_markdown())
+            (out / "certificate.tex").write_text(cert.to_latex())
+        except OSError as exc:
+            print(f"attnproof: error: cannot write the certificate to {args.out!r}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     if args.json:
         doc = cert.as_dict()
         doc["identities"] = [
@@ -97,47 +121,67 @@ def _verify(args: argparse.Namespace) -> int:
         for e in cert.entries:
             mark = "ok  " if e.passed else "FAIL"
             print(f"{mark} {e.id:32s} {e.paper:24s} numeric {e.numeric_max_err:.1e}  {e.seconds:6.2f} s  {e.error}")
-        print(f"{'all' if cert.passed else 'NOT all'} {len(cert.entries)} identities verified in {cert.seconds:.1f} s")
+        for lr in cert.learners:
+            mark = "ok  " if lr.passed else "FAIL"
+            print(f"{mark} learner {lr.name:24s} {lr.result:24s} through {len(lr.relies_on)} identities"
+                  + (f"; failing: {', '.join(lr.failing)}" if lr.failing else ""))
+        print(f"{'all' if cert.passed else 'NOT all'} {len(cert.entries)} identities and {len(cert.learners)} "
+              f"learners verified in {cert.seconds:.1f} s")
     return 0 if cert.passed else 1
 
 
-def _print_result(r: dict[str, Any]) -> None:
-    bits = "exact" if r["exact"] else f"{r['bits']:.1f} bits"
-    if r.get("learner") == "noisy":
-        print(
-            f"d={r['d']} noisy design={r['design']} adversary={r['adversary']} tau={r['tau']:.3e} "
-            f"(proven {r['tau_theorem']:.3e}): {r['queries']} queries, err_W={r['err_W']:.3e} "
-            f"(eps_W={r['eps_W']}: {'met' if r['guarantee_W'] else 'MISSED'}), err_v={r['err_v']:.3e} "
-            f"(eps_v={r['eps_v']}: {'met' if r['guarantee_v'] else 'MISSED'})"
-        )
-        return
-    print(
-        f"d={r['d']} arith={r['arith']} probes={r['probes']}: {r['queries']} queries "
-        f"(d + d^2 = {r['expected_queries']}), err_W={r['err_W']:.3e} rel_err_W={r['rel_err_W']:.3e} "
-        f"err_v={r['err_v']:.3e} {bits}, {r['seconds']:.2f} s ({r['oracle_seconds']:.2f} s in the oracle)"
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.3e}"
+    return str(x)
+
+
+def _describe(r: dict[str, Any]) -> str:
+    """One line for a result row of :func:`attnproof.bench.result_row` (any learner)."""
+    head = [f"{r['learner']}", f"d={r['d']}"]
+    head += [f"{k}={_fmt(r[k])}" for k in ("rank", "design", "adversary", "tau", "probes") if k in r]
+    head.append(f"arith={r['arith']}")
+    bits = "exact" if r["exact"] else f"{r['bits_W']:.1f} bits (W), " + (
+        "exact v" if r["bits_v"] is None else f"{r['bits_v']:.1f} bits (v)"
     )
+    parts = [
+        f"{r['queries']} queries (formula {r['queries_formula']})",
+        f"err_W={r['err_W']:.3e} rel_err_W={r['rel_err_W']:.3e} err_v={r['err_v']:.3e}",
+        bits,
+    ]
+    if r.get("error_bound") is not None:
+        parts.append(f"bound {r['error_bound']:.2e} ({'held' if r['within_bound'] else 'VIOLATED'})")
+    if "guarantee_met" in r:
+        parts.append(f"eps_W={r['eps_W']}: {'met' if r['guarantee_W'] else 'MISSED'}, "
+                     f"eps_v={r['eps_v']}: {'met' if r['guarantee_v'] else 'MISSED'}")
+    parts.append(f"{r['seconds']:.2f} s ({r['oracle_seconds']:.2f} s in the oracle)")
+    return " ".join(head) + ": " + ", ".join(parts)
+
+
+def _failed(r: dict[str, Any]) -> str | None:
+    """Why a result must exit non-zero: a violated error bound or a missed guarantee."""
+    if r.get("within_bound") is False:
+        return f"the error {r['err_W']:.3e} exceeds the learner's own bound {r['error_bound']:.3e}"
+    if r.get("guarantee_met") is False:
+        return "the theorem's guarantee was missed"
+    return None
 
 
 def _recover(args: argparse.Namespace) -> int:
-    from .bench import run_exact, run_noisy
+    from .bench import run
 
-    if args.learner in ("skeleton", "skeleton-adaptive", "lowrank-cvx"):
-        from .bench import run_lowrank
-
-        result = run_lowrank(args.d, args.rank, args.learner, args.arith, args.seed, args.m, args.checks)
-    elif args.learner == "noisy":
-        result = run_noisy(args.d, args.design, args.tau, args.adversary, args.eps_W, args.eps_v, args.W_bound, args.seed)
-    else:
-        result = run_exact(args.d, args.arith, args.probes, args.seed, args.scale)
-    if args.json:
-        print(json.dumps(_jsonable(result), indent=2))
-    else:
-        _print_result(result)
+    options = {k: getattr(args, k) for k in _LEARNER_OPTIONS if getattr(args, k) is not None}
+    result = run(args.learner, args.d, args.arith, args.seed, **options)
+    print(json.dumps(_jsonable(result), indent=2) if args.json else _describe(result))
+    failure = _failed(result)
+    if failure:
+        print(f"attnproof: {failure}", file=sys.stderr)
+        return 1
     return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import phase_transition, run_exact, run_lowrank
+    from .bench import phase_transition, run
 
     if args.what == "phase":
         rows = phase_transition(args.d, args.rank or [1, 2, 4], args.ratios, range(args.seeds))
@@ -151,21 +195,23 @@ def _bench(args: argparse.Namespace) -> int:
     results = []
     for n, d in enumerate(args.d):
         if args.what == "lowrank":
-            r = run_lowrank(d, args.rank[n], args.learner, args.arith, args.seed)
+            r = run(args.learner, d, args.arith, args.seed, rank=args.rank[n])
         else:
-            r = run_exact(d, args.arith, args.probes, args.seed)
+            r = run("exact", d, args.arith, args.seed, probes=args.probes)
         r["learner_share"] = r["learner_seconds"] / r["oracle_seconds"] if r["oracle_seconds"] else None
         results.append(r)
         if not args.json:
-            if args.what == "lowrank":
-                print(f"d={d} r={r['rank']} {r['learner']}: {r['queries']} queries (floor d + r(2d - r) = "
-                      f"{r['floor_queries']}, d + d^2 = {r['expected_queries']}), rel_err_W={r['rel_err_W']:.2e}, "
-                      f"{r['seconds']:.1f} s ({r['oracle_seconds']:.1f} s oracle, {r['learner_seconds']:.1f} s learner)")
-            else:
-                _print_result(r)
+            print(_describe(r))
     if args.json:
         print(json.dumps(_jsonable({"bench": args.what, "results": results}), indent=2))
-    return 0
+    failures = [f for f in map(_failed, results) if f]
+    for f in failures:
+        print(f"attnproof: {f}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+#: The recover options handed to the learner's runner (each runner takes the ones it uses).
+_LEARNER_OPTIONS = ("probes", "scale", "rank", "m", "checks", "tau", "adversary", "design", "eps_W", "eps_v", "W_bound")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,19 +226,20 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("recover", help="recover a random target through a counting oracle")
     r.add_argument("--d", type=_positive_int, required=True)
     r.add_argument("--arith", type=_arith, default="float64", help="float64, mp:DIGITS or sympy")
-    r.add_argument("--probes", choices=("gaussian", "basis"), default="gaussian")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--scale", type=float, default=None, help="std of W's entries (default 1/sqrt(d))")
-    r.add_argument("--learner", choices=("exact", "noisy", "skeleton", "skeleton-adaptive", "lowrank-cvx"), default="exact")
+    r.add_argument("--probes", choices=("gaussian", "basis"), default=None, help="exact (default: gaussian)")
+    r.add_argument("--seed", type=_nonnegative_int, default=0)
+    r.add_argument("--scale", type=_positive_float, default=None, help="std of W's entries (default 1/sqrt(d))")
+    r.add_argument("--learner", choices=sorted(LEARNERS), default="exact", help="a registered learner")
     r.add_argument("--rank", type=_nonnegative_int, default=None, help="low-rank learners: r = rank of W = K^T Q")
     r.add_argument("--m", type=_positive_int, default=None, help="lowrank-cvx: measurements (default 3 r (2d - r))")
-    r.add_argument("--checks", type=_nonnegative_int, default=0, help="skeleton: extra check queries")
+    r.add_argument("--checks", type=_nonnegative_int, default=None, help="skeleton: extra check queries (<= d)")
     r.add_argument("--tau", type=_positive_float, default=None, help="noisy: oracle tolerance (default: the proven one)")
-    r.add_argument("--adversary", choices=("worst", "random", "bias", "round"), default="worst")
-    r.add_argument("--design", choices=("paper", "corrected", "tuned"), default="corrected")
-    r.add_argument("--eps-W", dest="eps_W", type=_unit_float, default=0.1)
-    r.add_argument("--eps-v", dest="eps_v", type=_unit_float, default=0.1)
-    r.add_argument("--W-bound", dest="W_bound", type=float, default=2.0, help="noisy: known bound W >= 2 on ||W*||_F")
+    r.add_argument("--adversary", choices=tuple(ADVERSARIES), default=None, help="noisy (default: worst)")
+    r.add_argument("--design", choices=tuple(DESIGNS), default=None, help="noisy (default: corrected)")
+    r.add_argument("--eps-W", dest="eps_W", type=_unit_float, default=None, help="noisy (default 0.1)")
+    r.add_argument("--eps-v", dest="eps_v", type=_unit_float, default=None, help="noisy (default 0.1)")
+    r.add_argument("--W-bound", dest="W_bound", type=_positive_float, default=None,
+                   help="noisy: known bound W_bound >= 2 on ||W*||_F (default 2)")
     r.add_argument("--json", action="store_true")
     r.set_defaults(run=_recover)
 
@@ -201,31 +248,49 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--d", type=_int_list, default=[64, 256, 1024])
     b.add_argument("--rank", type=_int_list, default=None, help="lowrank: one rank per d; phase: ranks")
     b.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "lowrank-cvx"), default="skeleton")
-    b.add_argument("--ratios", type=lambda t: [float(x) for x in t.split(",")], default=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0])
+    b.add_argument("--ratios", type=_float_list, default=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0])
     b.add_argument("--seeds", type=_positive_int, default=3)
     b.add_argument("--arith", type=_arith, default="float64")
     b.add_argument("--probes", choices=("gaussian", "basis"), default="gaussian")
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--seed", type=_nonnegative_int, default=0)
     b.add_argument("--json", action="store_true")
     b.set_defaults(run=_bench)
     return p
+
+
+def _check_recover(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject option combinations the chosen learner cannot take (one line, exit 2)."""
+    from .arith import parse
+
+    spec = LEARNERS[args.learner]
+    if parse(args.arith).family not in spec.arithmetics:
+        parser.error(f"argument --arith: the {args.learner} learner runs in {', '.join(spec.arithmetics)}")
+    takes = options_of(args.learner)
+    if "rank" in takes and args.rank is None:
+        parser.error(f"argument --rank: required by the {args.learner} learner")
+    for option in _LEARNER_OPTIONS:
+        if getattr(args, option) is not None and option not in takes:
+            flag = "--" + option.replace("_", "-")
+            parser.error(f"argument {flag}: the {args.learner} learner takes no {flag}")
+    if args.rank is not None and args.rank > args.d:
+        parser.error(f"argument --rank: must be <= d = {args.d}")
+    if args.learner == "lowrank-cvx" and args.rank == 0 and args.m is None:
+        parser.error("argument --rank: lowrank-cvx needs rank >= 1 (or an explicit --m)")
+    if args.checks is not None and args.checks > args.d:
+        parser.error(f"argument --checks: must be <= d = {args.d}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "recover":
-        low_rank = args.learner in ("skeleton", "skeleton-adaptive", "lowrank-cvx")
-        if args.learner in ("noisy", "lowrank-cvx") and args.arith != "float64":
-            parser.error(f"argument --arith: the {args.learner} learner runs in float64")
-        if low_rank and args.rank is None:
-            parser.error(f"argument --rank: required by the {args.learner} learner")
-        if args.rank is not None and not low_rank:
-            parser.error("argument --rank: only the low-rank learners take a rank")
-        if args.rank is not None and args.rank > args.d:
-            parser.error(f"argument --rank: must be <= d = {args.d}")
+        _check_recover(parser, args)
     if args.command == "bench" and args.what == "lowrank" and (not args.rank or len(args.rank) != len(args.d)):
         parser.error("argument --rank: bench lowrank needs one rank per --d (e.g. --d 1024,4096 --rank 32,128)")
+    if args.command == "bench" and args.what == "lowrank":
+        for d, r in zip(args.d, args.rank):
+            if r > d:
+                parser.error(f"argument --rank: rank {r} exceeds d = {d}")
     try:
         return args.run(args)
     except AttnproofError as exc:

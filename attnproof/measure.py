@@ -262,7 +262,7 @@ class Session:
         info["queries_formula"] = LEARNERS[learner].count(d=self.oracle.d, **count)
         info.setdefault("reasked_queries", 0)
         if W_error is not None:
-            promise = self.arith.resolution**0.25 if rtol is None else rtol
+            promise = self.promise(rtol)
             size = self.arith.norm(W)
             info.update(error_bound=float(W_error), error_bound_v=v_error, promised_rtol=promise)
             if not (math.isfinite(W_error) and W_error <= promise * size):
@@ -275,6 +275,11 @@ class Session:
         return Recovery(
             W=W, v=v, queries=self.queries, arith=self.arith, diagnostics=info, c=c, beta=beta
         )
+
+    def promise(self, rtol: float | None) -> float:
+        """The relative accuracy a learner promises: ``rtol``, or by default the arithmetic's
+        resolution to the power 1/4 (a quarter of the working digits, certified)."""
+        return self.arith.resolution**0.25 if rtol is None else rtol
 
     def _chunk(self, n: int, d: int) -> tuple[int, np.ndarray | None]:
         """Batch size and (float64) buffer for n probes of width d."""
