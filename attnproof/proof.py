@@ -50,7 +50,7 @@ class Identity:
     id: str
     paper: str
     statement: str
-    build: Callable[[], list[Pair]]
+    build: Callable[[], list[Any]]  # (lhs, rhs) pairs for an identity, claims for a bound
     uses: tuple[str, ...] = ()
     assumptions: str = ""
     simplifier: Callable[[sp.Expr], sp.Expr] = sp.simplify
@@ -76,18 +76,7 @@ def identity(
     AttnproofError
         If the ID is already registered (IDs are stable and unique).
     """
-
-    def deco(fn: Callable[[], list[Pair]]) -> Callable[[], list[Pair]]:
-        _register(Identity(id, paper, statement, fn, tuple(uses), assumptions, simplifier))
-        return fn
-
-    return deco
-
-
-def _register(ident: Identity) -> None:
-    if ident.id in REGISTRY:
-        raise AttnproofError(f"identity {ident.id!r} is registered twice")
-    REGISTRY[ident.id] = ident
+    return _registrar(id, paper, statement, uses, assumptions, simplifier, "identity")
 
 
 #: A bound claim: a description and a quantity that must be >= 0, given either as a sympy
@@ -111,9 +100,22 @@ def bound(
     cross-check evaluates sympy quantities at random points with mpmath (they must be >= 0)
     and reports the smallest margin found.
     """
+    return _registrar(id, paper, statement, uses, assumptions, sp.simplify, "bound")
 
-    def deco(fn: Callable[[], list[Claim]]) -> Callable[[], list[Claim]]:
-        _register(Identity(id, paper, statement, fn, tuple(uses), assumptions, kind="bound"))
+
+def _registrar(
+    id: str,
+    paper: str,
+    statement: str,
+    uses: Iterable[str],
+    assumptions: str,
+    simplifier: Callable[[sp.Expr], sp.Expr],
+    kind: str,
+) -> Callable[[Callable[[], list[Any]]], Callable[[], list[Any]]]:
+    def deco(fn: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
+        if id in REGISTRY:
+            raise AttnproofError(f"identity {id!r} is registered twice")
+        REGISTRY[id] = Identity(id, paper, statement, fn, tuple(uses), assumptions, simplifier, kind)
         return fn
 
     return deco
@@ -231,22 +233,22 @@ class Entry:
         """A MyST/Markdown block: verification badge, ID, paper reference, statement, evidence."""
         badge = "✓ verified" if self.passed else ("! own checks pass, a used identity fails" if self.own_passed else "✗ NOT verified")
         uses = ", ".join(f"`{u}`" for u in self.uses) or "nothing"
+        done = "yes" if self.symbolic else "no"
         if self.kind == "bound":
-            return (
-                f"**{badge}** — `{self.id}` ({self.paper}, bound)\n\n"
-                f"$$\n{self.statement}\n$$\n\n"
-                f"*Assumptions:* {self.assumptions or 'none'}. *Uses:* {uses}. "
-                f"*Evidence:* rigorous proof of {self.pairs} claims (sympy's assumptions system or an "
-                f"mpmath interval enclosure) ({'yes' if self.symbolic else 'no'}); numeric violation at random "
-                f"points {self.numeric_max_err:.1e}; {self.seconds:.2f} s; SHA-256 `{self.sha256[:16]}…`\n"
+            kind, evidence = ", bound", (
+                f"rigorous proof of {self.pairs} claims (sympy's assumptions system or an mpmath interval "
+                f"enclosure) ({done}); numeric violation at random points {self.numeric_max_err:.1e}"
+            )
+        else:
+            kind, evidence = "", (
+                f"sympy simplification to 0 ({done}) over {self.pairs} expression pairs; mpmath cross-check "
+                f"at {NUMERIC_DPS} digits, max relative disagreement {self.numeric_max_err:.1e}"
             )
         return (
-            f"**{badge}** — `{self.id}` ({self.paper})\n\n"
+            f"**{badge}** — `{self.id}` ({self.paper}{kind})\n\n"
             f"$$\n{self.statement}\n$$\n\n"
             f"*Assumptions:* {self.assumptions or 'none'}. *Uses:* {uses}. "
-            f"*Evidence:* sympy simplification to 0 ({'yes' if self.symbolic else 'no'}) over {self.pairs} "
-            f"expression pairs; mpmath cross-check at {NUMERIC_DPS} digits, max relative disagreement "
-            f"{self.numeric_max_err:.1e}; {self.seconds:.2f} s; SHA-256 `{self.sha256[:16]}…`\n"
+            f"*Evidence:* {evidence}; {self.seconds:.2f} s; SHA-256 `{self.sha256[:16]}…`\n"
         )
 
 
@@ -316,6 +318,12 @@ class Certificate:
                     f"{'yes' if lr.passed else 'NO: ' + ', '.join(lr.failing)} |"
                 )
         return "\n".join(lines) + "\n"
+
+    def select(self, ids: Iterable[str]) -> Certificate:
+        """The same verification restricted to ``ids`` (in that order), e.g. to show in a chapter
+        only the identities it discusses while their status still counts what they use."""
+        ids = list(ids)
+        return Certificate([self.entry(i) for i in ids], self.versions, self.created, self.seconds)
 
     def _repr_markdown_(self) -> str:
         """In a notebook: each entry's badge block (the book shows certificates this way)."""
