@@ -30,7 +30,7 @@ adversaries = st.sampled_from(ADVERSARIES)
 #: eps near 1 and near 0 included explicitly.
 epsilons = st.one_of(st.sampled_from([0.999, 0.5, 1e-3]), st.floats(1e-4, 0.999))
 
-#: Erratum E1's minimal counterexample: ||W*||_F = W = 2 concentrated on W*_11 = W*_21,
+#: Erratum E1's minimal counterexample: ||W*||_F = W_bound = 2 concentrated on W*_11 = W*_21,
 #: v* = (0, 1), mu = 1/2 (so |v*_2| > mu, the pivot p = 2 of the proof; the pair probe for i = 1
 #: has logit sqrt(2)/2 > 1/2 and its attention weight is clipped).
 E1_TARGET = (np.array([[math.sqrt(2), 0.0], [math.sqrt(2), 0.0]]), np.array([0.0, 1.0]), 2.0, 0.5)
@@ -123,7 +123,7 @@ def test_corrected_theorem_6_1(design, target, eps_W, eps_v, adversary, seed):
 
 
 def test_erratum_e1_fails_for_every_tolerance():
-    """The clipping bias of E1 does not shrink with tau: it is (sqrt 2 - 1) W, not O(tau)."""
+    """The clipping bias of E1 does not shrink with tau: it is (sqrt 2 - 1) W_bound, not O(tau)."""
     W, v, W_bound, mu = E1_TARGET
     for tau in (1e-3, 1e-6, 1e-12):
         oracle = ApproxOracle(Attention(W, v), tau=tau, adversary="random")
@@ -135,10 +135,10 @@ def test_erratum_e1_fails_for_every_tolerance():
 
 def test_tuned_design_supports_a_larger_tolerance():
     assert BETA_STAR * math.tanh(BETA_STAR / 2) == pytest.approx(2, rel=1e-14)
-    for d, W, mu in ((1, 2.0, 1.0), (5, 2.0, 0.3), (10, 20.0, 0.01)):
-        paper = paper_tolerances(0.1, 0.1, W, mu, d).tau_f
-        assert design_tolerances(CORRECTED, 0.1, 0.1, W, mu, d).tau_f > paper
-        assert design_tolerances(TUNED, 0.1, 0.1, W, mu, d).tau_f > 5 * paper
+    for d, W_bound, mu in ((1, 2.0, 1.0), (5, 2.0, 0.3), (10, 20.0, 0.01)):
+        paper = paper_tolerances(0.1, 0.1, W_bound, mu, d).tau_f
+        assert design_tolerances(CORRECTED, 0.1, 0.1, W_bound, mu, d).tau_f > paper
+        assert design_tolerances(TUNED, 0.1, 0.1, W_bound, mu, d).tau_f > 5 * paper
 
 
 # --- assumptions and failure cases ---------------------------------------------------------
@@ -168,3 +168,38 @@ def test_margin_violation_is_detected():
     oracle = ApproxOracle(Attention(np.eye(3), v), tau=1e-4, adversary="random")
     with pytest.raises(AssumptionError, match="margin"):
         learn_noisy(oracle, W_bound=2.0, mu=0.5)
+
+
+# --- the room convention (one module per result) -------------------------------------------
+
+#: Content hashes of the room's identities, pinned when noisy_identities.py was merged in.
+NOISY_HASHES = {
+    "lemmaA.1/lipschitz-bound": "38d2455d9f30a87196bd2b35c4c83d0e3fa09b849c88223259cbed83538fb436",
+    "lemmaA.1/lipschitz-closed-form": "39eb2938e82eb134c4c46b307ffe7db9dd3c23e5c71ea1ace9197c030360bc7f",
+    "lemmaA.1/logit-derivative": "1a50d32fb8c02c47fa6a9e1261d6fe5d2284c713ab1f1b013871a039f4387403",
+    "thm6.1/erratum-E1": "5b0b6a7c44eee9fa943662d3668d8068596c5185120fa2caae8e29931dd80629",
+    "thm6.1/optimal-beta": "5ce07e59c930da724c98b3c4d64023d4d548b6f3277e71dc8c93053e0418fee5",
+    "thm6.1/paired-logit-corrected": "dc601a617aaf5f72a88aa6b7d4e8ba7924f4700fab7c94b0d934352d3c9f14ef",
+    "thm6.1/probe-logit": "c55f80e589c592219d5cdd3c607d44ae100fa6e1641b042ce1eed062d0ee812f",
+    "thm6.1/tolerance-algebra": "f5725249b0dec680bb7c82562f234a338880b2bf6b2b8a88ab63c632ab128a79",
+}
+
+
+def test_room_is_one_module_with_unchanged_identities():
+    import importlib.util
+    import inspect
+
+    from attnproof.proof import REGISTRY, content_hash
+    from attnproof.theorems import noisy
+
+    assert importlib.util.find_spec("attnproof.theorems.noisy_identities") is None
+    for ident, digest in NOISY_HASHES.items():
+        entry = REGISTRY[ident]
+        assert entry.build.__module__ == noisy.__name__
+        assert content_hash(entry, entry.build()) == digest
+    # W always means a matrix: the norm bound is W_bound; the logit band is not called beta
+    for fn in (noisy.check_assumptions, noisy.paper_tolerances, noisy.design_tolerances,
+               noisy.entry_error_per_tau, noisy.ProbeDesign.b):
+        params = inspect.signature(fn).parameters
+        assert "W_bound" in params and "W" not in params, fn.__name__
+    assert CORRECTED.band == 0.5 and not hasattr(CORRECTED, "beta")

@@ -1,25 +1,31 @@
 """Theorem 6.1 and Lemma A.1: recovery from approximate value queries (answers within +-tau).
 
 The probes are scaled so that every logit handed to sigma^{-1} stays in a band where sigma^{-1}
-is Lipschitz: with ``a = 1/2``, ``b = 1/W`` and ``X = [(b u + a e_j)^T; (a e_j)^T]`` the logit is
+is Lipschitz: with ``a = 1/2``, ``b = 1/W_bound`` and ``X = [(b u + a e_j)^T; (a e_j)^T]`` the logit is
 ``a b u^T W* e_j`` (identity ``thm6.1/probe-logit``); the estimated attention weight is clipped
 to ``[sigma(-1/2), 1 - sigma(-1/2)]`` and Lemma A.1 bounds the error of sigma^{-1}.
 
 **Erratum E1 (found by the property tests, see the book chapter).**  For a coordinate with
 ``v*_i = 0`` the proof probes with ``u = e_i + e_p``; its logit is ``a b (W*_ij + W*_pj)``,
-which can reach ``(1/2)(1/W)(sqrt(2) W) = 0.707 > 1/2`` when ``||W*||_F <= W`` is concentrated
-on those two entries.  Then ``alpha*`` lies outside the clipping interval, Lemma A.1 does not
-apply, and clipping biases the estimate by up to ``(sqrt(2) - 1) W >= 0.83`` -- for *every*
+which can reach ``(1/2)(1/W_bound)(sqrt(2) W_bound) = 0.707 > 1/2`` when ``||W*||_F <= W_bound``
+is concentrated on those two entries.  Then ``alpha*`` lies outside the clipping interval, Lemma A.1 does not
+apply, and clipping biases the estimate by up to ``(sqrt(2) - 1) W_bound >= 0.83`` -- for *every*
 tolerance, even tau = 0.  The correction used by :data:`CORRECTED` and :data:`TUNED` scales
 the paired probes by ``1/sqrt(2)`` (``b_pair = b / sqrt(2)``), which restores
 ``|logit| <= 1/2``; :func:`design_tolerances` re-derives the tolerance for it.
 
-**Beyond the paper.**  The logit bound beta = 1/2 is a choice.  With ``b = 2 beta / W`` the
-Lipschitz constant is ``L(beta) = 1 / (sigma(beta) sigma(-beta)) = 2 + 2 cosh(beta)``
-(identity ``lemmaA.1/lipschitz-closed-form``) while the noise amplification ``1 / (a b)`` and
-``1 / b`` fall like 1/beta, so the error per unit of tau scales like ``(1 + cosh beta) / beta^2``,
-minimised where ``beta tanh(beta / 2) = 2``, i.e. ``beta* = 2.3994``: :data:`TUNED` supports a
-tolerance several times larger than the paper's for the same guarantee.
+**Beyond the paper.**  The logit band 1/2 is a choice.  With ``b = 2 band / W_bound`` the
+Lipschitz constant is ``L(band) = 1 / (sigma(band) sigma(-band)) = 2 + 2 cosh(band)``
+(identity ``lemmaA.1/lipschitz-closed-form``, whose symbol is called beta) while the noise
+amplification ``1 / (a b)`` and ``1 / b`` fall like 1/band, so the error per unit of tau scales
+like ``(1 + cosh band) / band^2``, minimised where ``band tanh(band / 2) = 2``, i.e.
+``band* = 2.3994`` (:data:`BETA_STAR`, identity ``thm6.1/optimal-beta``): :data:`TUNED`
+supports a tolerance several times larger than the paper's for the same guarantee.
+
+**Names.**  ``W`` is always a matrix (``W*`` the target, ``W_hat`` the estimate); the known
+bound on ``||W*||_F`` -- the paper's scalar W -- is ``W_bound``.  The logit band is
+:attr:`ProbeDesign.band` (the paper's 1/2), not ``beta``, which names the output offset of a
+head with biases (:class:`attnproof.recovery.Recovery`).
 """
 
 from __future__ import annotations
@@ -30,11 +36,13 @@ from typing import Any
 
 import mpmath
 import numpy as np
+import sympy as sp
 
-from ..arith import FLOAT64
+from ..arith import FLOAT64, SYMPY
 from ..errors import AssumptionError, NonIdentifiableError
+from ..models import Attention, scores
 from ..oracles import ValueOracle
-from ..proof import learner
+from ..proof import Claim, Pair, bound, identity, learner, symbols
 from ..recovery import Recovery
 
 
@@ -50,8 +58,11 @@ class ProbeDesign:
     Attributes
     ----------
     name : str
-    beta : float
-        Bound on |logit| of a direct probe: ``b = 2 beta / W`` (the paper: beta = 1/2, b = 1/W).
+    band : float
+        Bound on |logit| of a direct probe: ``b = 2 band / W_bound`` (the paper: band = 1/2,
+        b = 1/W_bound).  Called ``beta`` in the identities ``lemmaA.1/lipschitz-closed-form``
+        and ``thm6.1/optimal-beta``; renamed here so as not to collide with a head's output
+        offset beta.
     pair_shrink : float
         Factor applied to b for the paired probes ``u = e_i + e_p`` (the paper: 1, which is
         Erratum E1; the correction: 1/sqrt(2)).
@@ -60,33 +71,33 @@ class ProbeDesign:
     """
 
     name: str
-    beta: float
+    band: float
     pair_shrink: float
     a: float = 0.5
 
     @property
     def clip(self) -> float:
-        """tau_clip = sigma(-beta): the clipping band is [tau_clip, 1 - tau_clip]."""
-        return sigmoid(-self.beta)
+        """tau_clip = sigma(-band): the clipping interval is [tau_clip, 1 - tau_clip]."""
+        return sigmoid(-self.band)
 
     @property
     def lipschitz(self) -> float:
-        """L = 1 / (tau_clip (1 - tau_clip)) = 2 + 2 cosh(beta) (Lemma A.1)."""
-        return 2 + 2 * math.cosh(self.beta)
+        """L = 1 / (tau_clip (1 - tau_clip)) = 2 + 2 cosh(band) (Lemma A.1)."""
+        return 2 + 2 * math.cosh(self.band)
 
-    def b(self, W: float) -> float:
-        """Scale of u in the direct probes."""
-        return 2 * self.beta / W
+    def b(self, W_bound: float) -> float:
+        """Scale of u in the direct probes: ``2 band / W_bound``."""
+        return 2 * self.band / W_bound
 
 
-#: Theorem 6.1's proof, verbatim: a = 1/2, b = 1/W, paired probes with the same b.
-PAPER = ProbeDesign("paper", beta=0.5, pair_shrink=1.0)
+#: Theorem 6.1's proof, verbatim: a = 1/2, b = 1/W_bound, paired probes with the same b.
+PAPER = ProbeDesign("paper", band=0.5, pair_shrink=1.0)
 #: The proof with Erratum E1 corrected: paired probes scaled by 1/sqrt(2).
-CORRECTED = ProbeDesign("corrected", beta=0.5, pair_shrink=1 / math.sqrt(2))
-#: beta* solving beta tanh(beta / 2) = 2, the minimiser of (1 + cosh beta) / beta^2.
+CORRECTED = ProbeDesign("corrected", band=0.5, pair_shrink=1 / math.sqrt(2))
+#: band* solving band tanh(band / 2) = 2, the minimiser of (1 + cosh band) / band^2.
 BETA_STAR = float(mpmath.findroot(lambda t: t * mpmath.tanh(t / 2) - 2, 2.4))
-#: The corrected design at the error-optimal logit bound beta*.
-TUNED = ProbeDesign("tuned", beta=BETA_STAR, pair_shrink=1 / math.sqrt(2))
+#: The corrected design at the error-optimal logit band band*.
+TUNED = ProbeDesign("tuned", band=BETA_STAR, pair_shrink=1 / math.sqrt(2))
 
 DESIGNS = {d.name: d for d in (PAPER, CORRECTED, TUNED)}
 
@@ -104,10 +115,10 @@ class Tolerances:
         return min(self.tau_f, self.tau_v)
 
 
-def check_assumptions(W: float, mu: float, eps_W: float | None = None, eps_v: float | None = None) -> None:
+def check_assumptions(W_bound: float, mu: float, eps_W: float | None = None, eps_v: float | None = None) -> None:
     """Raise :class:`AssumptionError` unless Thm 6.1's parameters make sense."""
-    if not (math.isfinite(W) and W >= 2):
-        raise AssumptionError(f"Thm 6.1 needs a known norm bound W >= 2 on ||W*||_F; got W = {W}")
+    if not (math.isfinite(W_bound) and W_bound >= 2):
+        raise AssumptionError(f"Thm 6.1 needs a known norm bound W_bound >= 2 on ||W*||_F; got W_bound = {W_bound}")
     if not (math.isfinite(mu) and mu > 0):
         raise AssumptionError(
             f"Thm 6.1 needs a margin mu > 0 (min |v*_i| over v*_i != 0); got mu = {mu}: "
@@ -120,20 +131,20 @@ def check_assumptions(W: float, mu: float, eps_W: float | None = None, eps_v: fl
             raise AssumptionError(f"Thm 6.1 is stated for {name} in (0, 1); got {eps}")
 
 
-def paper_tolerances(eps_W: float, eps_v: float, W: float, mu: float, d: int) -> Tolerances:
+def paper_tolerances(eps_W: float, eps_v: float, W_bound: float, mu: float, d: int) -> Tolerances:
     """The proof's explicit tolerances (first case halved, as its last line says).
 
-    ``tau_f = mu eps_W / (160 W^2 d)`` and
-    ``tau_v = min(mu / 2, eps_v / sqrt(d), mu eps_W / (160 W^2 d))``; the proof's displayed
+    ``tau_f = mu eps_W / (160 W_bound^2 d)`` and
+    ``tau_v = min(mu / 2, eps_v / sqrt(d), mu eps_W / (160 W_bound^2 d))``; the proof's displayed
     choice of tau_v omits eps_v / sqrt(d), which its first paragraph needs for
     ``||v_hat - v*||_2 <= eps_v``.
     """
-    check_assumptions(W, mu, eps_W, eps_v)
-    t = mu * eps_W / (160 * W**2 * d)
+    check_assumptions(W_bound, mu, eps_W, eps_v)
+    t = mu * eps_W / (160 * W_bound**2 * d)
     return Tolerances(tau_f=t, tau_v=min(mu / 2, eps_v / math.sqrt(d), t))
 
 
-def entry_error_per_tau(design: ProbeDesign, W: float, mu: float) -> tuple[float, float]:
+def entry_error_per_tau(design: ProbeDesign, W_bound: float, mu: float) -> tuple[float, float]:
     """Worst-case error of a direct and of a paired entry of W_hat per unit tolerance.
 
     From the proof's chain (Eq. (6) and Lemma A.1) with tau_f = tau_v = tau, for a probe of
@@ -146,11 +157,13 @@ def entry_error_per_tau(design: ProbeDesign, W: float, mu: float) -> tuple[float
     def per_tau(b: float) -> float:
         return L / (a * b) * (2 * (1 + a) / (b * mu) + 2 / mu)
 
-    direct = per_tau(design.b(W))
-    return direct, direct + per_tau(design.b(W) * design.pair_shrink)
+    direct = per_tau(design.b(W_bound))
+    return direct, direct + per_tau(design.b(W_bound) * design.pair_shrink)
 
 
-def design_tolerances(design: ProbeDesign, eps_W: float, eps_v: float, W: float, mu: float, d: int) -> Tolerances:
+def design_tolerances(
+    design: ProbeDesign, eps_W: float, eps_v: float, W_bound: float, mu: float, d: int
+) -> Tolerances:
     """The largest tau_f = tau_v for which the (corrected) analysis guarantees both bounds.
 
     Every entry error is at most ``eps_W / d`` (so ``||W_hat - W*||_F <= eps_W``), and
@@ -162,14 +175,14 @@ def design_tolerances(design: ProbeDesign, eps_W: float, eps_v: float, W: float,
         For the paper's own design, whose paired probes can leave the clipping band
         (Erratum E1): no tolerance makes its analysis valid.
     """
-    check_assumptions(W, mu, eps_W, eps_v)
+    check_assumptions(W_bound, mu, eps_W, eps_v)
     if design.pair_shrink * math.sqrt(2) > 1 + 1e-12:
         raise AssumptionError(
             f"design {design.name!r}: paired probes u = e_i + e_p have logits up to "
-            f"{design.beta * design.pair_shrink * math.sqrt(2):.3f} > beta = {design.beta}, outside the clipping "
-            "band, so Lemma A.1 does not apply (Erratum E1); use CORRECTED or TUNED"
+            f"{design.band * design.pair_shrink * math.sqrt(2):.3f} > band = {design.band}, outside the "
+            "clipping interval, so Lemma A.1 does not apply (Erratum E1); use CORRECTED or TUNED"
         )
-    _, paired = entry_error_per_tau(design, W, mu)
+    _, paired = entry_error_per_tau(design, W_bound, mu)
     t = eps_W / (d * paired)
     return Tolerances(tau_f=t, tau_v=min(math.nextafter(mu / 2, 0), eps_v / math.sqrt(d), t))
 
@@ -199,7 +212,7 @@ def learn_noisy(
     oracle : ValueOracle or ApproxOracle
         Answers within +-tau of f* (tau is the oracle's business; see :func:`design_tolerances`).
     W_bound : float
-        Known bound W >= 2 on ||W*||_F.
+        Known bound W_bound >= 2 on ||W*||_F (the paper's W).
     mu : float
         Known margin: every non-zero |v*_i| is >= mu.
     design : ProbeDesign
@@ -214,7 +227,7 @@ def learn_noisy(
     Raises
     ------
     AssumptionError
-        Bad (W, mu), or answers that contradict the margin assumption.
+        Bad (W_bound, mu), or answers that contradict the margin assumption.
     NonIdentifiableError
         Every |v_hat_i| is below mu / 2: v* = 0 (within the tolerance), W* not identifiable.
     """
@@ -260,7 +273,7 @@ def learn_noisy(
         arith="float64",
         diagnostics={
             "design": design.name,
-            "beta": design.beta,
+            "band": design.band,
             "pivot": p,
             "paired_rows": int((~nonzero).sum()),
             "clipped": clipped,
@@ -275,6 +288,151 @@ def guarantee(rec: Recovery, W: Any, v: Any) -> dict[str, float]:
         "err_W": float(np.linalg.norm(np.asarray(rec.W) - np.asarray(W))),
         "err_v": float(np.linalg.norm(np.asarray(rec.v) - np.asarray(v))),
     }
+
+
+# --- the identities and bounds behind Theorem 6.1 and Lemma A.1 (and Erratum E1) ------------
+
+def _sigma(t: sp.Expr) -> sp.Expr:
+    return 1 / (1 + sp.exp(-t))
+
+
+@bound(
+    id="lemmaA.1/lipschitz-bound",
+    paper="Lemma A.1",
+    statement=r"\tau_{\mathrm{clip}} = \sigma(-\tfrac12),\quad L_{\tau_{\mathrm{clip}}} = "
+    r"\frac{1}{\tau_{\mathrm{clip}}(1 - \tau_{\mathrm{clip}})} \le 5",
+    assumptions="interval arithmetic (mpmath.iv) at 60 digits encloses 5 - L",
+)
+def lipschitz_bound() -> list[Claim]:
+    iv = mpmath.iv
+    saved = iv.dps
+    iv.dps = 60
+    try:
+        tau = 1 / (1 + iv.exp(iv.mpf(1) / 2))
+        L = 1 / (tau * (1 - tau))
+        return [("5 - L >= 0", 5 - L), ("L - 4 >= 0 (the constant is not loose by more than 1)", L - 4)]
+    finally:
+        iv.dps = saved
+
+
+@identity(
+    id="lemmaA.1/logit-derivative",
+    paper="Lemma A.1, proof",
+    statement=r"\frac{d}{dp}\,\sigma^{-1}(p) = \frac{1}{p(1-p)} \ \text{on}\ (0, 1)",
+    assumptions="p in (0, 1): p positive and 1 - p = q positive",
+)
+def logit_derivative() -> list[Pair]:
+    p = sp.Symbol("p", positive=True)
+    logit = SYMPY.logit(np.array([p], dtype=object))[0]
+    q = sp.Symbol("q", positive=True)  # q = 1 - p > 0
+    return [(sp.diff(logit, p).subs(p, 1 - q), 1 / ((1 - q) * q))]
+
+
+@identity(
+    id="lemmaA.1/lipschitz-closed-form",
+    paper="Lemma A.1 (generalised)",
+    statement=r"\frac{1}{\sigma(-\beta)\,(1 - \sigma(-\beta))} = 2 + 2\cosh\beta",
+    assumptions="beta real",
+)
+def lipschitz_closed_form() -> list[Pair]:
+    beta = sp.Symbol("beta", real=True)
+    return [(1 / (_sigma(-beta) * (1 - _sigma(-beta))), (2 + 2 * sp.cosh(beta)).rewrite(sp.exp))]
+
+
+@identity(
+    id="thm6.1/probe-logit",
+    paper="Thm 6.1, proof, Eqs. (3)-(4)",
+    statement=r"X = \begin{bmatrix}(b u + a e_j)^\top \\ (a e_j)^\top\end{bmatrix} \Rightarrow "
+    r"s_1 - s_2 = a b\, u^\top W e_j,\quad f_{W,v}(X) = a v_j + \sigma(a b\, u^\top W e_j)\, b\, u^\top v",
+    uses=("thm4.1/softmax-to-sigmoid",),
+    assumptions="W real d x d, u, v real d-vectors, a, b real; d = 1..3, every column j",
+)
+def probe_logit() -> list[Pair]:
+    a, b = sp.symbols("a b", real=True)
+    pairs: list[Pair] = []
+    for d in range(1, 4):
+        W, v, u = symbols("W", (d, d), real=True), symbols("v", (d,), real=True), symbols("u", (d,), real=True)
+        for j in range(d):
+            e = np.array([sp.Integer(int(k == j)) for k in range(d)], dtype=object)
+            X = np.array([b * u + a * e, a * e], dtype=object)
+            s = scores(X[None], W)[0]
+            t = a * b * (u @ W[:, j])
+            pairs.append((s[0] - s[1], t))
+            pairs.append((Attention(W, v, SYMPY)(X), a * v[j] + _sigma(t) * b * (u @ v)))
+    return pairs
+
+
+@bound(
+    id="thm6.1/tolerance-algebra",
+    paper="Thm 6.1, proof",
+    statement=r"\tau_f = \tau_v = \frac{\mu\epsilon_W}{80 W^2 d},\ W \ge 2 \Rightarrow "
+    r"\frac{2W}{\mu}\tau_f + \frac{W+2}{\mu}\tau_v \le \frac{\epsilon_W}{10 W d}"
+    r"\ \text{and}\ \frac{5}{ab}\cdot\frac{\epsilon_W}{10 W d} \le \frac{\epsilon_W}{d}\ (a = \tfrac12, b = \tfrac1W)",
+    uses=("lemmaA.1/lipschitz-bound",),
+    assumptions="mu, eps_W, d positive; W = 2 + s with s >= 0",
+)
+def tolerance_algebra() -> list[Claim]:
+    mu, eps, d = sp.symbols("mu epsilon_W d", positive=True)
+    s = sp.Symbol("s", nonnegative=True)
+    W = 2 + s
+    tau = mu * eps / (80 * W**2 * d)
+    a, b = sp.Rational(1, 2), 1 / W
+    slack_alpha = eps / (10 * W * d) - (2 * W / mu * tau + (W + 2) / mu * tau)
+    slack_entry = eps / d - 5 / (a * b) * eps / (10 * W * d)
+    return [
+        ("|alpha_hat - alpha*| <= eps_W / (10 W d)", sp.factor(sp.simplify(slack_alpha))),
+        ("L / (ab) * eps_W / (10 W d) <= eps_W / d", sp.simplify(slack_entry)),
+    ]
+
+
+@bound(
+    id="thm6.1/erratum-E1",
+    paper="Thm 6.1, proof, case v*_i = 0 (Erratum E1)",
+    statement=r"W^\star = \begin{bmatrix}\sqrt2 & 0\\ \sqrt2 & 0\end{bmatrix},\ W = 2:\quad "
+    r"\|W^\star\|_F \le W \ \text{but}\ a b\,(W^\star_{11} + W^\star_{21}) = \tfrac{\sqrt2}{2} > \tfrac12",
+    assumptions="the paper's a = 1/2, b = 1/W; paired probe u = e_1 + e_2 (v*_1 = 0, p = 2)",
+)
+def erratum_e1() -> list[Claim]:
+    W11 = W21 = sp.sqrt(2)
+    W = sp.Integer(2)
+    a, b = sp.Rational(1, 2), 1 / W
+    return [
+        ("||W*||_F <= W", W - sp.sqrt(W11**2 + W21**2)),
+        ("the paired logit leaves the clipping band [-1/2, 1/2]", a * b * (W11 + W21) - sp.Rational(1, 2)),
+    ]
+
+
+@bound(
+    id="thm6.1/paired-logit-corrected",
+    paper="Thm 6.1, corrected (Erratum E1)",
+    statement=r"b_{\mathrm{pair}} = \frac{b}{\sqrt2}:\quad |a\, b_{\mathrm{pair}} (W_{ij} + W_{pj})| "
+    r"\le \frac{a b}{\sqrt2}\sqrt2\sqrt{W_{ij}^2 + W_{pj}^2} \le a b W = \beta",
+    assumptions="X = |W_ij|, Y = |W_pj| non-negative; (X + Y)^2 <= 2 (X^2 + Y^2) (Cauchy-Schwarz); "
+    "a = 1/2, b = 2 beta / W, W > 0",
+)
+def paired_logit_corrected() -> list[Claim]:
+    X, Y = sp.symbols("X Y", nonnegative=True)
+    beta, W = sp.symbols("beta W", positive=True)
+    a, b = sp.Rational(1, 2), 2 * beta / W
+    return [
+        ("2(X^2 + Y^2) - (X + Y)^2 >= 0", sp.factor(2 * (X**2 + Y**2) - (X + Y) ** 2)),
+        ("beta - a (b / sqrt 2) sqrt 2 W >= 0", sp.simplify(beta - a * (b / sp.sqrt(2)) * sp.sqrt(2) * W)),
+    ]
+
+
+@identity(
+    id="thm6.1/optimal-beta",
+    paper="Thm 6.1 (beyond the paper)",
+    statement=r"\frac{d}{d\beta}\,\frac{1 + \cosh\beta}{\beta^2} = "
+    r"\frac{2\cosh^2(\beta/2)}{\beta^3}\left(\beta\tanh\tfrac{\beta}{2} - 2\right)",
+    uses=("lemmaA.1/lipschitz-closed-form",),
+    assumptions="beta positive; the error per unit tolerance scales like (1 + cosh beta) / beta^2",
+)
+def optimal_beta() -> list[Pair]:
+    beta = sp.Symbol("beta", positive=True)
+    lhs = sp.diff((1 + sp.cosh(beta)) / beta**2, beta)
+    rhs = 2 * sp.cosh(beta / 2) ** 2 / beta**3 * (beta * sp.tanh(beta / 2) - 2)
+    return [(lhs.rewrite(sp.exp), rhs.rewrite(sp.exp))]
 
 
 __all__ = [
