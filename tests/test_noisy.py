@@ -423,3 +423,26 @@ def test_error_bound_is_honest_or_refused(design, target, eps_W, eps_v, adversar
     assert err["err_W"] <= bound["W"] <= eps_W
     assert err["err_v"] <= bound["v"] <= eps_v
     assert rec.diagnostics["tau"] == tol.tau == oracle.tau
+
+
+# --- the chapter computes through the library ---------------------------------------------
+
+
+def test_lipschitz_enclosure_is_the_library_constant():
+    from attnproof.theorems.noisy import lipschitz_enclosure
+
+    saved = mpmath.iv.dps
+    for design in (CORRECTED, TUNED):
+        L = lipschitz_enclosure(design.band)
+        assert L.a <= design.lipschitz * (1 + 1e-15) and design.lipschitz * (1 - 1e-15) <= L.b
+        assert float(L.delta) < 1e-50  # 60 digits by default
+    assert mpmath.iv.dps == saved  # no global state touched
+
+
+def test_chapter_calls_the_library():
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "book" / "noisy.md").read_text()
+    assert "iv.dps" not in text and "mpmath.iv" not in text  # lipschitz_enclosure does it
+    assert "lambda" not in text  # the tolerance is chosen by the library's helper
+    assert "lipschitz_enclosure" in text and "theorem_tolerances" in text

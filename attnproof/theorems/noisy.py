@@ -30,8 +30,10 @@ head with biases (:class:`attnproof.recovery.Recovery`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -532,6 +534,35 @@ def guarantee(rec: Recovery, W: Any, v: Any) -> dict[str, float]:
 
 # --- the identities and bounds behind Theorem 6.1 and Lemma A.1 (and Erratum E1) ------------
 
+
+@contextlib.contextmanager
+def _iv_dps(dps: int) -> Iterator[None]:
+    """Set mpmath.iv's (global) precision for a block, and restore it."""
+    saved = mpmath.iv.dps
+    mpmath.iv.dps = dps
+    try:
+        yield
+    finally:
+        mpmath.iv.dps = saved
+
+
+def lipschitz_enclosure(band: float = 0.5, dps: int = 60) -> Any:
+    """Rigorous enclosure of Lemma A.1's constant ``L = 1 / (tau_clip (1 - tau_clip))``.
+
+    ``tau_clip = sigma(-band)``; interval arithmetic (``mpmath.iv``) at ``dps`` digits, leaving
+    mpmath's global precision as it was.  :attr:`ProbeDesign.lipschitz` is its float64 value
+    (``2 + 2 cosh(band)``, identity ``lemmaA.1/lipschitz-closed-form``).
+
+    Examples
+    --------
+    >>> L = lipschitz_enclosure(0.5, dps=30)
+    >>> bool(4 < L.a <= L.b < 5)
+    True
+    """
+    with _iv_dps(dps):
+        clip = 1 / (1 + mpmath.iv.exp(mpmath.iv.mpf(band)))
+        return 1 / (clip * (1 - clip))
+
 def _sigma(t: sp.Expr) -> sp.Expr:
     return 1 / (1 + sp.exp(-t))
 
@@ -544,15 +575,9 @@ def _sigma(t: sp.Expr) -> sp.Expr:
     assumptions="interval arithmetic (mpmath.iv) at 60 digits encloses 5 - L",
 )
 def lipschitz_bound() -> list[Claim]:
-    iv = mpmath.iv
-    saved = iv.dps
-    iv.dps = 60
-    try:
-        tau = 1 / (1 + iv.exp(iv.mpf(1) / 2))
-        L = 1 / (tau * (1 - tau))
+    with _iv_dps(60):
+        L = lipschitz_enclosure(0.5, dps=60)
         return [("5 - L >= 0", 5 - L), ("L - 4 >= 0 (the constant is not loose by more than 1)", L - 4)]
-    finally:
-        iv.dps = saved
 
 
 @identity(
@@ -692,6 +717,7 @@ __all__ = [
     "UNIT_ROUNDOFF",
     "Float64Floor",
     "float64_floor",
+    "lipschitz_enclosure",
     "learn_noisy",
     "guarantee",
 ]
