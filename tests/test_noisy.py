@@ -28,6 +28,7 @@ from attnproof.theorems.noisy import (
     PAPER,
     TUNED,
     design_tolerances,
+    entry_error_per_tau,
     guarantee,
     learn_noisy,
     paper_tolerances,
@@ -446,3 +447,30 @@ def test_chapter_calls_the_library():
     assert "iv.dps" not in text and "mpmath.iv" not in text  # lipschitz_enclosure does it
     assert "lambda" not in text  # the tolerance is chosen by the library's helper
     assert "lipschitz_enclosure" in text and "theorem_tolerances" in text
+
+
+def test_every_helper_refuses_bad_inputs_with_typed_errors():
+    from attnproof.theorems.noisy import float64_floor
+
+    calls = [
+        lambda: entry_error_per_tau(CORRECTED, 0.0, 0.5),
+        lambda: entry_error_per_tau(CORRECTED, 2.0, float("nan")),
+        lambda: entry_error_per_tau(None, 2.0, 0.5),
+        lambda: design_tolerances(None, 0.1, 0.1, 2.0, 0.5, 3),
+        lambda: design_tolerances("corrected", 0.1, 0.1, 2.0, 0.5, 3),
+        lambda: float64_floor(CORRECTED, 2.0, 0),
+        lambda: float64_floor(CORRECTED, "2", 3),
+        lambda: CORRECTED.b(0.0),
+        lambda: CORRECTED.b(float("nan")),
+    ]
+    for call in calls:
+        with pytest.raises((InvalidInputError, AssumptionError)):
+            call()
+
+
+def test_tau_just_below_mu_half_is_refused_when_float64_cannot_separate_the_support():
+    """tau < mu/2, but tau + the answers' float64 resolution is not: the support of v* is not separable."""
+    oracle = ValueOracle(Attention(np.eye(2), np.array([0.6, 0.8])))
+    with pytest.raises(PrecisionLossError, match="mu/2"):
+        learn_noisy(oracle, W_bound=2.0, mu=0.5, tau=math.nextafter(0.25, 0))
+    assert oracle.queries == 0

@@ -100,7 +100,10 @@ class ProbeDesign:
         return self.pair_shrink * math.sqrt(2) <= 1 + 1e-12
 
     def b(self, W_bound: float) -> float:
-        """Scale of u in the direct probes: ``2 band / W_bound``."""
+        """Scale of u in the direct probes: ``2 band / W_bound`` (W_bound > 0 finite)."""
+        W_bound = _real("W_bound", W_bound)
+        if not (0 < W_bound < math.inf):
+            raise AssumptionError(f"the norm bound must be positive and finite; got W_bound = {W_bound}")
         return 2 * self.band / W_bound
 
 
@@ -144,6 +147,13 @@ def _width(d: Any) -> int:
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Integral) or d <= 0:
         raise InvalidInputError(f"the width d must be a positive integer; got {d!r}")
     return int(d)
+
+
+def _design(design: Any) -> ProbeDesign:
+    """``design`` if it is a :class:`ProbeDesign`, else :class:`InvalidInputError`."""
+    if not isinstance(design, ProbeDesign):
+        raise InvalidInputError(f"design must be a ProbeDesign (PAPER, CORRECTED, TUNED); got {design!r}")
+    return design
 
 
 def check_assumptions(
@@ -212,6 +222,8 @@ def entry_error_per_tau(design: ProbeDesign, W_bound: float, mu: float) -> tuple
     ``|v_hat_i| >= mu / 2``) and ``|W_hat_ij - W*_ij| <= L / (a b) |alpha_hat - alpha*|``; a
     paired entry adds the error of W_hat_pj.
     """
+    design = _design(design)
+    W_bound, mu, _, _ = check_assumptions(W_bound, mu)
     b = design.b(W_bound)
     direct = _per_tau(design, b, mu / 2)
     return direct, direct + _per_tau(design, b * design.pair_shrink, mu / 2)
@@ -256,6 +268,7 @@ def float64_floor(design: ProbeDesign, W_bound: float, d: int) -> Float64Floor:
     * **learner**: alpha_hat (relative ``3 u``), sigma^{-1} (absolute ``3 u (band + 1)``), the
       division by ``a s`` and the paired subtraction: ``3 u (L + 2 band + 1) / (a s)``.
     """
+    design, d = _design(design), _width(d)
     u, a, L, band = UNIT_ROUNDOFF, design.a, design.lipschitz, design.band
     b = design.b(W_bound)
 
@@ -273,7 +286,7 @@ def design_tolerances(
 
     Every entry error, float64 rounding included (:func:`float64_floor`), is at most
     ``eps_W / d`` (so ``||W_hat - W*||_F <= eps_W``), and ``sqrt(d) (tau_v + floor) <= eps_v``;
-    ``tau_v < mu / 2`` keeps the zero / non-zero split of v exact.
+    ``tau_v + floor < mu / 2`` keeps the zero / non-zero split of v exact.
 
     Raises
     ------
@@ -284,6 +297,7 @@ def design_tolerances(
         If the tolerance would be below the float64 resolution of the answers: float64
         cannot deliver (eps_W, eps_v) for this (W_bound, mu, d) at any tolerance.
     """
+    design = _design(design)
     W_bound, mu, eps_W, eps_v = check_assumptions(W_bound, mu, eps_W, eps_v)
     d = _width(d)
     if not design.pairs_in_band:
@@ -304,7 +318,7 @@ def design_tolerances(
             f"are below the float64 resolution {floor.tau:.3g} of the answers (the error grows like "
             "d u W_bound^2 / mu); run the target and learner in higher precision"
         )
-    return Tolerances(tau_f=t, tau_v=min(math.nextafter(mu / 2, 0), t_v, t))
+    return Tolerances(tau_f=t, tau_v=min(math.nextafter(mu / 2 - floor.tau, 0), t_v, t))
 
 
 def _tolerance(oracle: Any, tau: Any) -> tuple[float, str]:
@@ -436,8 +450,7 @@ def learn_noisy(
     >>> rec.queries, bool(guarantee(rec, W_star, v_star)["err_W"] <= bound["W"] <= 0.1)
     (6, True)
     """
-    if not isinstance(design, ProbeDesign):
-        raise InvalidInputError(f"design must be a ProbeDesign (PAPER, CORRECTED, TUNED); got {design!r}")
+    design = _design(design)
     W_bound, mu, eps_W, eps_v = check_assumptions(W_bound, mu, eps_W, eps_v)
     tau, source = _tolerance(oracle, tau)
     if not tau < mu / 2:
@@ -447,9 +460,14 @@ def learn_noisy(
         )
     d = _width(oracle.d)
     floor = float64_floor(design, W_bound, d)
+    tau_e = tau + floor.tau  # the tolerance the answers actually carry
+    if not tau_e < mu / 2:
+        raise PrecisionLossError(
+            f"tau = {tau} < mu/2 = {mu / 2}, but with the float64 resolution of the answers "
+            f"({floor.tau:.3g}) it is not: float64 cannot separate the support of v*"
+        )
     _check_precision(design, W_bound, mu, d, tau, floor, eps_W, eps_v)
     start = oracle.queries
-    tau_e = tau + floor.tau  # the tolerance the answers actually carry
     v = np.asarray(oracle(np.eye(d)[:, None, :]), dtype=np.float64)
     _check_answers(v, lambda k: f"one-token query X = [e_{k}]")
     inside = (np.abs(v) > tau_e) & (np.abs(v) < mu - tau_e)
