@@ -1,17 +1,21 @@
 """Theorem 6.1 and Lemma A.1: recovery from approximate value queries (answers within +-tau).
 
 The probes are scaled so that every logit handed to sigma^{-1} stays in a band where sigma^{-1}
-is Lipschitz: with ``a = 1/2``, ``b = 1/W_bound`` and ``X = [(b u + a e_j)^T; (a e_j)^T]`` the logit is
-``a b u^T W* e_j`` (identity ``thm6.1/probe-logit``); the estimated attention weight is clipped
-to ``[sigma(-1/2), 1 - sigma(-1/2)]`` and Lemma A.1 bounds the error of sigma^{-1}.
+is Lipschitz: with ``a = 1/2``, ``b = 1/W_bound`` and ``X = [(b u + a e_j)^T; (a e_j)^T]`` the
+logit is ``a b u^T W* e_j`` (identity ``thm6.1/probe-logit``); the estimated attention weight is
+clipped to ``[sigma(-1/2), 1 - sigma(-1/2)]`` and Lemma A.1 bounds the error of sigma^{-1}.
+
+The module follows the room convention: this derivation, the assumption checks
+(:func:`check_assumptions`), the tolerances, the learner :func:`learn_noisy`, then the identities
+and bounds it relies on (Lemma A.1, the probe logit, the tolerance algebra, Erratum E1).
 
 **Erratum E1 (found by the property tests, see the book chapter).**  For a coordinate with
 ``v*_i = 0`` the proof probes with ``u = e_i + e_p``; its logit is ``a b (W*_ij + W*_pj)``,
 which can reach ``(1/2)(1/W_bound)(sqrt(2) W_bound) = 0.707 > 1/2`` when ``||W*||_F <= W_bound``
-is concentrated on those two entries.  Then ``alpha*`` lies outside the clipping interval, Lemma A.1 does not
-apply, and clipping biases the estimate by up to ``(sqrt(2) - 1) W_bound >= 0.83`` -- for *every*
-tolerance, even tau = 0.  The correction used by :data:`CORRECTED` and :data:`TUNED` scales
-the paired probes by ``1/sqrt(2)`` (``b_pair = b / sqrt(2)``), which restores
+is concentrated on those two entries.  Then ``alpha*`` lies outside the clipping interval,
+Lemma A.1 does not apply, and clipping biases the estimate by up to
+``(sqrt(2) - 1) W_bound >= 0.83`` -- for *every* tolerance, even tau = 0.  The correction used by
+:data:`CORRECTED` and :data:`TUNED` scales the paired probes by ``1/sqrt(2)`` (``b_pair = b / sqrt(2)``), which restores
 ``|logit| <= 1/2``; :func:`design_tolerances` re-derives the tolerance for it.
 
 **Beyond the paper.**  The logit band 1/2 is a choice.  With ``b = 2 band / W_bound`` the
@@ -26,6 +30,16 @@ supports a tolerance several times larger than the paper's for the same guarante
 bound on ``||W*||_F`` -- the paper's scalar W -- is ``W_bound``.  The logit band is
 :attr:`ProbeDesign.band` (the paper's 1/2), not ``beta``, which names the output offset of a
 head with biases (:class:`attnproof.recovery.Recovery`).
+
+**float64.**  The proof is exact; the learner is float64, and so are the oracles and their
+adversaries.  An answer is known to ``~u |f|`` (``u = 2^-53``) and the proof's chain amplifies it
+like tau, by ``~ L W_bound^2 / (a band^2 mu)``: below some tolerance (``W_bound >~ 1e7``, or
+``eps_W <~ 1e-14``) float64 cannot deliver the guarantee at all.  :func:`float64_floor` derives
+what each step adds, :func:`design_tolerances` subtracts it, and :func:`learn_noisy` refuses
+(:class:`~attnproof.errors.PrecisionLossError`, before any query) rather than return a wrong
+answer; each recovery carries an a-posteriori ``error_bound``.  Refusing rather than switching to
+mpmath is deliberate: answers that arrive as float64 carry no more digits, whatever precision
+the learner computes in.
 """
 
 from __future__ import annotations
