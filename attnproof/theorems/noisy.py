@@ -15,8 +15,9 @@ which can reach ``(1/2)(1/W_bound)(sqrt(2) W_bound) = 0.707 > 1/2`` when ``||W*|
 is concentrated on those two entries.  Then ``alpha*`` lies outside the clipping interval,
 Lemma A.1 does not apply, and clipping biases the estimate by up to
 ``(sqrt(2) - 1) W_bound >= 0.83`` -- for *every* tolerance, even tau = 0.  The correction used by
-:data:`CORRECTED` and :data:`TUNED` scales the paired probes by ``1/sqrt(2)`` (``b_pair = b / sqrt(2)``), which restores
-``|logit| <= 1/2``; :func:`design_tolerances` re-derives the tolerance for it.
+:data:`CORRECTED` and :data:`TUNED` scales the paired probes by ``1/sqrt(2)``
+(``b_pair = b / sqrt(2)``), which restores ``|logit| <= 1/2``; :func:`design_tolerances`
+re-derives the tolerance for it.
 
 **Beyond the paper.**  The logit band 1/2 is a choice.  With ``b = 2 band / W_bound`` the
 Lipschitz constant is ``L(band) = 1 / (sigma(band) sigma(-band)) = 2 + 2 cosh(band)``
