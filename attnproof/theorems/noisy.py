@@ -426,6 +426,8 @@ def learn_noisy(
     eps_W, eps_v : float in (0, 1), optional
         The accuracy asked for (see :func:`design_tolerances` for the tau that guarantees it).
         Given, the learner refuses up front, before any query, when float64 cannot deliver it.
+        A tau larger than the proof allows for them is not refused (benchmarks probe beyond
+        the proof on purpose): ``error_bound`` then says what is guaranteed.
     design : ProbeDesign
         :data:`PAPER` (the proof verbatim, with Erratum E1), :data:`CORRECTED` or :data:`TUNED`.
 
