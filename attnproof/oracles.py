@@ -111,8 +111,8 @@ class DeclaresTolerance(Protocol):
     """The tolerance protocol: an oracle that declares how far its answers may be from f*.
 
     ``tolerance`` is the largest ``|answer - f*(X)|`` the oracle may return, for every query
-    it answers: ``tau`` for an :class:`ApproxOracle`; 0 for an exact oracle (:class:`ValueOracle`
-    answers ``f*(X)`` itself).  A learner that needs a tolerance (Thm 6.1's
+    it answers: ``tau`` for an :class:`ApproxOracle`; an exact oracle, which answers ``f*(X)``
+    itself, declares 0.  A learner that needs a tolerance (Thm 6.1's
     :func:`~attnproof.theorems.noisy.learn_noisy`) reads it from an oracle that declares it, and
     otherwise demands it as an argument: it never guesses.
     """
