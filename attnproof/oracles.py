@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .arith import FLOAT64
-from .errors import InvalidInputError, QueryBudgetExceeded, ToleranceViolation
+from .errors import InvalidInputError, PrecisionLossError, QueryBudgetExceeded, ToleranceViolation
 from .models import as_batch, attention_weights
 
 
@@ -105,24 +106,43 @@ class ValueOracle:
         return np.asarray(self.model(Xb))
 
 
+@runtime_checkable
+class DeclaresTolerance(Protocol):
+    """The tolerance protocol: an oracle that declares how far its answers may be from f*.
+
+    ``tolerance`` is the largest ``|answer - f*(X)|`` the oracle may return, for every query
+    it answers: ``tau`` for an :class:`ApproxOracle`; an exact oracle, which answers ``f*(X)``
+    itself, declares 0.  A learner that needs a tolerance (Thm 6.1's
+    :func:`~attnproof.theorems.noisy.learn_noisy`) reads it from an oracle that declares it, and
+    otherwise demands it as an argument: it never guesses.
+    """
+
+    @property
+    def tolerance(self) -> float: ...
+
+
 #: Adversary policies of :class:`ApproxOracle`.
 ADVERSARIES = ("worst", "random", "bias", "round")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ApproxOracle(ValueOracle):
     """Approximate value queries AVQ(X; tau) in [f*(X) - tau, f*(X) + tau] (Sec. 6).
 
     Deterministic: the same X always gets the same answer (the error is a function of X).
     Every answer is checked against the truth before it is returned; an adversary that
-    would leave the band raises :class:`~attnproof.errors.ToleranceViolation` (a bug).
+    would leave the band raises :class:`~attnproof.errors.ToleranceViolation` (a bug).  A batch
+    holding an answer whose float64 spacing exceeds tau is refused whole (and not counted)
+    with :class:`~attnproof.errors.PrecisionLossError`: float64 cannot honour such a tau.
+    Declares its tolerance (:class:`DeclaresTolerance`): ``tolerance == tau``.
 
     Parameters
     ----------
     model : Attention
-        The hidden float64 target.
+        The hidden float64 target (the only positional argument).
     tau : float
-        The promised tolerance (> 0).
+        The promised tolerance (> 0, finite; numpy scalars accepted).  Keyword-only and
+        required: there is no meaningful default.
     adversary : {"worst", "random", "bias", "round"}
         ``worst``: one-token answers are pulled towards 0 (so |v_hat_i| shrinks and every
         ratio ``1 / v_hat_i`` grows); for two tokens the error moves the implied attention
@@ -131,22 +151,39 @@ class ApproxOracle(ValueOracle):
         ``random``: uniform in [-tau, tau], a deterministic hash of (seed, X).
         ``bias``: always +tau.  ``round``: f rounded to the grid 2 tau Z.
     seed : int
-        Seed of the ``random`` adversary.
+        Seed of the ``random`` adversary (numpy integers accepted).
+    budget, record
+        As for :class:`ValueOracle` (keyword-only here).
     """
 
-    tau: float = 0.0
+    tau: float
     adversary: str = "worst"
     seed: int = 0
-    _memory: dict[bytes, float] = field(default_factory=dict, repr=False)
+    queries: int = field(default=0, init=False)
+    calls: int = field(default=0, init=False)
+    seconds: float = field(default=0.0, init=False)
+    log: list[QueryRecord] = field(default_factory=list, init=False)
+    _memory: dict[bytes, float] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not (isinstance(self.tau, (int, float)) and math.isfinite(self.tau) and self.tau > 0):
-            raise InvalidInputError(f"tau must be a finite positive number; got {self.tau!r}")
+        tau = self.tau
+        real = isinstance(tau, numbers.Real) and not isinstance(tau, (bool, np.bool_))
+        if not (real and math.isfinite(tau) and tau > 0):
+            raise InvalidInputError(f"tau must be a finite positive number; got {tau!r}")
+        self.tau = float(tau)
+        if isinstance(self.seed, (bool, np.bool_)) or not isinstance(self.seed, numbers.Integral):
+            raise InvalidInputError(f"seed must be an integer; got {self.seed!r}")
+        self.seed = int(self.seed)
         if self.adversary not in ADVERSARIES:
             raise InvalidInputError(f"unknown adversary {self.adversary!r}: use one of {ADVERSARIES}")
         if self.model.arith is not FLOAT64:
             raise InvalidInputError("ApproxOracle answers in float64; give it a float64 model")
+
+    @property
+    def tolerance(self) -> float:
+        """The declared tolerance (:class:`DeclaresTolerance`): tau."""
+        return self.tau
 
     def _answer(self, Xb: np.ndarray) -> np.ndarray:
         """Answers remembered per sequence: float evaluation of f may differ in the last bit
@@ -160,11 +197,19 @@ class ApproxOracle(ValueOracle):
 
     def _fresh_answers(self, Xb: np.ndarray) -> np.ndarray:
         f = np.asarray(self.model(Xb), dtype=np.float64)
+        coarse = np.spacing(np.abs(f)) > self.tau
+        if coarse.any():
+            k = int(np.argmax(coarse))
+            raise PrecisionLossError(
+                f"tau = {self.tau:.3g} is below the float64 resolution {np.spacing(abs(f[k])):.3g} of the "
+                f"answer f = {f[k]:.17g}: float64 cannot honour it (the float64 value of f* alone may be "
+                "off by more)"
+            )
         y = f + self._error(Xb, f)
         # rounding of f + eta can overshoot the band by half an ulp: step back inside
         over = np.abs(y - f) > self.tau
         y[over] = np.nextafter(y[over], f[over])
-        if np.any(np.abs(y - f) > self.tau):
+        if not np.all(np.abs(y - f) <= self.tau):  # NaN fails too
             raise ToleranceViolation(f"adversary {self.adversary!r} answered outside +-{self.tau}")
         return y
 
@@ -185,8 +230,9 @@ class ApproxOracle(ValueOracle):
         return eta
 
     def _uniform(self, x: np.ndarray) -> float:
-        digest = hashlib.blake2b(np.ascontiguousarray(x).tobytes(), key=self.seed.to_bytes(8, "little", signed=True))
+        key = self.seed.to_bytes(8, "little", signed=True)
+        digest = hashlib.blake2b(np.ascontiguousarray(x).tobytes(), key=key)
         return int.from_bytes(digest.digest()[:8], "little") / 2**63 - 1.0
 
 
-__all__ = ["ValueOracle", "ApproxOracle", "ADVERSARIES", "QueryRecord", "Model"]
+__all__ = ["ValueOracle", "ApproxOracle", "DeclaresTolerance", "ADVERSARIES", "QueryRecord", "Model"]

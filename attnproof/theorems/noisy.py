@@ -1,40 +1,72 @@
 """Theorem 6.1 and Lemma A.1: recovery from approximate value queries (answers within +-tau).
 
 The probes are scaled so that every logit handed to sigma^{-1} stays in a band where sigma^{-1}
-is Lipschitz: with ``a = 1/2``, ``b = 1/W`` and ``X = [(b u + a e_j)^T; (a e_j)^T]`` the logit is
-``a b u^T W* e_j`` (identity ``thm6.1/probe-logit``); the estimated attention weight is clipped
-to ``[sigma(-1/2), 1 - sigma(-1/2)]`` and Lemma A.1 bounds the error of sigma^{-1}.
+is Lipschitz: with ``a = 1/2``, ``b = 1/W_bound`` and ``X = [(b u + a e_j)^T; (a e_j)^T]`` the
+logit is ``a b u^T W* e_j`` (identity ``thm6.1/probe-logit``); the estimated attention weight is
+clipped to ``[sigma(-1/2), 1 - sigma(-1/2)]`` and Lemma A.1 bounds the error of sigma^{-1}.
+
+The module follows the room convention: this derivation, the assumption checks
+(:func:`check_assumptions`), the tolerances, the learner :func:`learn_noisy`, then the identities
+and bounds it relies on (Lemma A.1, the probe logit, the tolerance algebra, Erratum E1).
 
 **Erratum E1 (found by the property tests, see the book chapter).**  For a coordinate with
 ``v*_i = 0`` the proof probes with ``u = e_i + e_p``; its logit is ``a b (W*_ij + W*_pj)``,
-which can reach ``(1/2)(1/W)(sqrt(2) W) = 0.707 > 1/2`` when ``||W*||_F <= W`` is concentrated
-on those two entries.  Then ``alpha*`` lies outside the clipping interval, Lemma A.1 does not
-apply, and clipping biases the estimate by up to ``(sqrt(2) - 1) W >= 0.83`` -- for *every*
-tolerance, even tau = 0.  The correction used by :data:`CORRECTED` and :data:`TUNED` scales
-the paired probes by ``1/sqrt(2)`` (``b_pair = b / sqrt(2)``), which restores
-``|logit| <= 1/2``; :func:`design_tolerances` re-derives the tolerance for it.
+which can reach ``(1/2)(1/W_bound)(sqrt(2) W_bound) = 0.707 > 1/2`` when ``||W*||_F <= W_bound``
+is concentrated on those two entries.  Then ``alpha*`` lies outside the clipping interval,
+Lemma A.1 does not apply, and clipping biases the estimate by up to
+``(sqrt(2) - 1) W_bound >= 0.83`` -- for *every* tolerance, even tau = 0.  The correction used by
+:data:`CORRECTED` and :data:`TUNED` scales the paired probes by ``1/sqrt(2)``
+(``b_pair = b / sqrt(2)``), which restores ``|logit| <= 1/2``; :func:`design_tolerances`
+re-derives the tolerance for it.
 
-**Beyond the paper.**  The logit bound beta = 1/2 is a choice.  With ``b = 2 beta / W`` the
-Lipschitz constant is ``L(beta) = 1 / (sigma(beta) sigma(-beta)) = 2 + 2 cosh(beta)``
-(identity ``lemmaA.1/lipschitz-closed-form``) while the noise amplification ``1 / (a b)`` and
-``1 / b`` fall like 1/beta, so the error per unit of tau scales like ``(1 + cosh beta) / beta^2``,
-minimised where ``beta tanh(beta / 2) = 2``, i.e. ``beta* = 2.3994``: :data:`TUNED` supports a
-tolerance several times larger than the paper's for the same guarantee.
+**Beyond the paper.**  The logit band 1/2 is a choice.  With ``b = 2 band / W_bound`` the
+Lipschitz constant is ``L(band) = 1 / (sigma(band) sigma(-band)) = 2 + 2 cosh(band)``
+(identity ``lemmaA.1/lipschitz-closed-form``, whose symbol is called beta) while the noise
+amplification ``1 / (a b)`` and ``1 / b`` fall like 1/band, so the error per unit of tau scales
+like ``(1 + cosh band) / band^2``, minimised where ``band tanh(band / 2) = 2``, i.e.
+``band* = 2.3994`` (:data:`BETA_STAR`, identity ``thm6.1/optimal-beta``): :data:`TUNED`
+supports a tolerance several times larger than the paper's for the same guarantee.
+
+**Names.**  ``W`` is always a matrix (``W*`` the target, ``W_hat`` the estimate); the known
+bound on ``||W*||_F`` -- the paper's scalar W -- is ``W_bound``.  The logit band is
+:attr:`ProbeDesign.band` (the paper's 1/2), not ``beta``, which names the output offset of a
+head with biases (:class:`attnproof.recovery.Recovery`).
+
+**float64.**  The proof is exact; the learner is float64, and so are the oracles and their
+adversaries.  An answer is known to ``~u |f|`` (``u = 2^-53``) and the proof's chain amplifies it
+like tau, by ``~ L W_bound^2 / (a band^2 mu)``: below some tolerance (``W_bound >~ 1e7``, or
+``eps_W <~ 1e-14``) float64 cannot deliver the guarantee at all.  :func:`float64_floor` derives
+what each step adds, :func:`design_tolerances` subtracts it, and :func:`learn_noisy` refuses
+(:class:`~attnproof.errors.PrecisionLossError`, before any query) rather than return a wrong
+answer; each recovery carries an a-posteriori ``error_bound``.  Refusing rather than switching to
+mpmath is deliberate: answers that arrive as float64 carry no more digits, whatever precision
+the learner computes in.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import numbers
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import mpmath
 import numpy as np
+import sympy as sp
 
-from ..arith import FLOAT64
-from ..errors import AssumptionError, NonIdentifiableError
-from ..oracles import ValueOracle
-from ..proof import learner
+from ..arith import FLOAT64, SYMPY
+from ..errors import (
+    AssumptionError,
+    InvalidInputError,
+    NonFiniteError,
+    NonIdentifiableError,
+    PrecisionLossError,
+)
+from ..models import Attention, scores
+from ..oracles import DeclaresTolerance, ValueOracle
+from ..proof import Claim, Pair, bound, identity, learner, symbols
 from ..recovery import Recovery
 
 
@@ -50,8 +82,11 @@ class ProbeDesign:
     Attributes
     ----------
     name : str
-    beta : float
-        Bound on |logit| of a direct probe: ``b = 2 beta / W`` (the paper: beta = 1/2, b = 1/W).
+    band : float
+        Bound on |logit| of a direct probe: ``b = 2 band / W_bound`` (the paper: band = 1/2,
+        b = 1/W_bound).  Called ``beta`` in the identities ``lemmaA.1/lipschitz-closed-form``
+        and ``thm6.1/optimal-beta``; renamed here so as not to collide with a head's output
+        offset beta.
     pair_shrink : float
         Factor applied to b for the paired probes ``u = e_i + e_p`` (the paper: 1, which is
         Erratum E1; the correction: 1/sqrt(2)).
@@ -60,33 +95,41 @@ class ProbeDesign:
     """
 
     name: str
-    beta: float
+    band: float
     pair_shrink: float
     a: float = 0.5
 
     @property
     def clip(self) -> float:
-        """tau_clip = sigma(-beta): the clipping band is [tau_clip, 1 - tau_clip]."""
-        return sigmoid(-self.beta)
+        """tau_clip = sigma(-band): the clipping interval is [tau_clip, 1 - tau_clip]."""
+        return sigmoid(-self.band)
 
     @property
     def lipschitz(self) -> float:
-        """L = 1 / (tau_clip (1 - tau_clip)) = 2 + 2 cosh(beta) (Lemma A.1)."""
-        return 2 + 2 * math.cosh(self.beta)
+        """L = 1 / (tau_clip (1 - tau_clip)) = 2 + 2 cosh(band) (Lemma A.1)."""
+        return 2 + 2 * math.cosh(self.band)
 
-    def b(self, W: float) -> float:
-        """Scale of u in the direct probes."""
-        return 2 * self.beta / W
+    @property
+    def pairs_in_band(self) -> bool:
+        """Whether paired probes keep |logit| <= band (false for PAPER: Erratum E1)."""
+        return self.pair_shrink * math.sqrt(2) <= 1 + 1e-12
+
+    def b(self, W_bound: float) -> float:
+        """Scale of u in the direct probes: ``2 band / W_bound`` (W_bound > 0 finite)."""
+        W_bound = _real("W_bound", W_bound)
+        if not (0 < W_bound < math.inf):
+            raise AssumptionError(f"the norm bound must be positive and finite; got W_bound = {W_bound}")
+        return 2 * self.band / W_bound
 
 
-#: Theorem 6.1's proof, verbatim: a = 1/2, b = 1/W, paired probes with the same b.
-PAPER = ProbeDesign("paper", beta=0.5, pair_shrink=1.0)
+#: Theorem 6.1's proof, verbatim: a = 1/2, b = 1/W_bound, paired probes with the same b.
+PAPER = ProbeDesign("paper", band=0.5, pair_shrink=1.0)
 #: The proof with Erratum E1 corrected: paired probes scaled by 1/sqrt(2).
-CORRECTED = ProbeDesign("corrected", beta=0.5, pair_shrink=1 / math.sqrt(2))
-#: beta* solving beta tanh(beta / 2) = 2, the minimiser of (1 + cosh beta) / beta^2.
+CORRECTED = ProbeDesign("corrected", band=0.5, pair_shrink=1 / math.sqrt(2))
+#: band* solving band tanh(band / 2) = 2, the minimiser of (1 + cosh band) / band^2.
 BETA_STAR = float(mpmath.findroot(lambda t: t * mpmath.tanh(t / 2) - 2, 2.4))
-#: The corrected design at the error-optimal logit bound beta*.
-TUNED = ProbeDesign("tuned", beta=BETA_STAR, pair_shrink=1 / math.sqrt(2))
+#: The corrected design at the error-optimal logit band band*.
+TUNED = ProbeDesign("tuned", band=BETA_STAR, pair_shrink=1 / math.sqrt(2))
 
 DESIGNS = {d.name: d for d in (PAPER, CORRECTED, TUNED)}
 
@@ -104,82 +147,253 @@ class Tolerances:
         return min(self.tau_f, self.tau_v)
 
 
-def check_assumptions(W: float, mu: float, eps_W: float | None = None, eps_v: float | None = None) -> None:
-    """Raise :class:`AssumptionError` unless Thm 6.1's parameters make sense."""
-    if not (math.isfinite(W) and W >= 2):
-        raise AssumptionError(f"Thm 6.1 needs a known norm bound W >= 2 on ||W*||_F; got W = {W}")
-    if not (math.isfinite(mu) and mu > 0):
+def _real(name: str, x: Any) -> float:
+    """``x`` as a float: numpy scalars accepted; bools, strings, None refused; NaN refused."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise InvalidInputError(f"{name} must be a real number; got {x!r}")
+    value = float(x)
+    if math.isnan(value):
+        raise NonFiniteError(f"{name} is NaN")
+    return value
+
+
+def _width(d: Any) -> int:
+    """``d`` as an int: numpy integers accepted; bools, floats and d <= 0 refused."""
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Integral) or d <= 0:
+        raise InvalidInputError(f"the width d must be a positive integer; got {d!r}")
+    return int(d)
+
+
+def _design(design: Any) -> ProbeDesign:
+    """``design`` if it is a :class:`ProbeDesign`, else :class:`InvalidInputError`."""
+    if not isinstance(design, ProbeDesign):
+        raise InvalidInputError(f"design must be a ProbeDesign (PAPER, CORRECTED, TUNED); got {design!r}")
+    return design
+
+
+def check_assumptions(
+    W_bound: float, mu: float, eps_W: float | None = None, eps_v: float | None = None
+) -> tuple[float, float, float | None, float | None]:
+    """Validate Thm 6.1's parameters; return them as floats ``(W_bound, mu, eps_W, eps_v)``.
+
+    Raises
+    ------
+    InvalidInputError
+        A parameter is not a real number (:class:`NonFiniteError` if it is NaN).
+    AssumptionError
+        Outside the theorem's range (infinities included): ``W_bound >= 2`` finite,
+        ``0 < mu <= 1``, ``eps in (0, 1)``.
+    """
+    W_bound, mu = _real("W_bound", W_bound), _real("mu", mu)
+    eps = [None if e is None else _real(name, e) for name, e in (("eps_W", eps_W), ("eps_v", eps_v))]
+    if not (math.isfinite(W_bound) and W_bound >= 2):
+        raise AssumptionError(
+            f"Thm 6.1 needs a known norm bound W_bound >= 2 on ||W*||_F; got W_bound = {W_bound}"
+        )
+    if not mu > 0:
         raise AssumptionError(
             f"Thm 6.1 needs a margin mu > 0 (min |v*_i| over v*_i != 0); got mu = {mu}: "
             "with mu = 0 no tolerance tau > 0 can guarantee anything"
         )
     if mu > 1:
         raise AssumptionError(f"mu = {mu} > 1 contradicts ||v*||_2 <= 1")
-    for name, eps in (("eps_W", eps_W), ("eps_v", eps_v)):
-        if eps is not None and not 0 < eps < 1:
-            raise AssumptionError(f"Thm 6.1 is stated for {name} in (0, 1); got {eps}")
+    for name, e in zip(("eps_W", "eps_v"), eps):
+        if e is not None and not 0 < e < 1:
+            raise AssumptionError(f"Thm 6.1 is stated for {name} in (0, 1); got {e}")
+    return W_bound, mu, eps[0], eps[1]
 
 
-def paper_tolerances(eps_W: float, eps_v: float, W: float, mu: float, d: int) -> Tolerances:
+def paper_tolerances(eps_W: float, eps_v: float, W_bound: float, mu: float, d: int) -> Tolerances:
     """The proof's explicit tolerances (first case halved, as its last line says).
 
-    ``tau_f = mu eps_W / (160 W^2 d)`` and
-    ``tau_v = min(mu / 2, eps_v / sqrt(d), mu eps_W / (160 W^2 d))``; the proof's displayed
+    ``tau_f = mu eps_W / (160 W_bound^2 d)`` and
+    ``tau_v = min(mu / 2, eps_v / sqrt(d), mu eps_W / (160 W_bound^2 d))``; the proof's displayed
     choice of tau_v omits eps_v / sqrt(d), which its first paragraph needs for
-    ``||v_hat - v*||_2 <= eps_v``.
+    ``||v_hat - v*||_2 <= eps_v``.  Exact arithmetic: see :func:`design_tolerances` for float64.
     """
-    check_assumptions(W, mu, eps_W, eps_v)
-    t = mu * eps_W / (160 * W**2 * d)
+    W_bound, mu, eps_W, eps_v = check_assumptions(W_bound, mu, eps_W, eps_v)
+    d = _width(d)
+    t = mu * eps_W / (160 * W_bound**2 * d)
     return Tolerances(tau_f=t, tau_v=min(mu / 2, eps_v / math.sqrt(d), t))
 
 
-def entry_error_per_tau(design: ProbeDesign, W: float, mu: float) -> tuple[float, float]:
+def _per_tau(design: ProbeDesign, s: float, m: float) -> float:
+    """Error of ``T_ij = sigma^{-1}(clip alpha_hat) / (a s)`` per unit tolerance, for a probe of
+    scale ``s`` whose answer is divided by ``s v_hat`` with ``|v_hat| >= m``.
+
+    ``alpha_hat - alpha* = (N_hat - N) / (s v_hat) + alpha* (v - v_hat) / v_hat`` with
+    ``|N_hat - N| <= (1 + a) tau`` and ``alpha* <= 1``; Lemma A.1 multiplies by L, and the
+    division by ``a s`` gives ``L / (a s) ((1 + a) / (s m) + 1 / m)``.
+    """
+    a, L = design.a, design.lipschitz
+    return L / (a * s) * ((1 + a) / (s * m) + 1 / m)
+
+
+def entry_error_per_tau(design: ProbeDesign, W_bound: float, mu: float) -> tuple[float, float]:
     """Worst-case error of a direct and of a paired entry of W_hat per unit tolerance.
 
     From the proof's chain (Eq. (6) and Lemma A.1) with tau_f = tau_v = tau, for a probe of
-    scale b: ``|alpha_hat - alpha*| <= (2 / (b mu)) (1 + a) tau + (2 / mu) tau`` and
-    ``|W_hat_ij - W*_ij| <= L / (a b) |alpha_hat - alpha*|``; a paired entry adds the error
-    of W_hat_pj.
+    scale b: ``|alpha_hat - alpha*| <= (2 / (b mu)) (1 + a) tau + (2 / mu) tau`` (as
+    ``|v_hat_i| >= mu / 2``) and ``|W_hat_ij - W*_ij| <= L / (a b) |alpha_hat - alpha*|``; a
+    paired entry adds the error of W_hat_pj.
     """
-    a, L = design.a, design.lipschitz
-
-    def per_tau(b: float) -> float:
-        return L / (a * b) * (2 * (1 + a) / (b * mu) + 2 / mu)
-
-    direct = per_tau(design.b(W))
-    return direct, direct + per_tau(design.b(W) * design.pair_shrink)
+    design = _design(design)
+    W_bound, mu, _, _ = check_assumptions(W_bound, mu)
+    b = design.b(W_bound)
+    direct = _per_tau(design, b, mu / 2)
+    return direct, direct + _per_tau(design, b * design.pair_shrink, mu / 2)
 
 
-def design_tolerances(design: ProbeDesign, eps_W: float, eps_v: float, W: float, mu: float, d: int) -> Tolerances:
-    """The largest tau_f = tau_v for which the (corrected) analysis guarantees both bounds.
+#: Unit roundoff of float64.
+UNIT_ROUNDOFF = 2.0**-53
 
-    Every entry error is at most ``eps_W / d`` (so ``||W_hat - W*||_F <= eps_W``), and
-    ``sqrt(d) tau_v <= eps_v``; ``tau_v < mu / 2`` keeps the zero / non-zero split of v exact.
+
+@dataclass(frozen=True)
+class Float64Floor:
+    """What float64 adds to the proven error of :func:`learn_noisy` (see :func:`float64_floor`).
+
+    Attributes
+    ----------
+    tau : float
+        Bound on the error of a float64 answer ``fl(f*(X))`` for every probe: it adds to the
+        oracle's tolerance.
+    direct, paired : float
+        Bound on the error the learner's own float64 steps add to a direct / paired entry.
+    """
+
+    tau: float
+    direct: float
+    paired: float
+
+
+def float64_floor(design: ProbeDesign, W_bound: float, d: int) -> Float64Floor:
+    """First-order float64 rounding of Thm 6.1's learner, doubled to cover higher orders.
+
+    With ``u = 2^-53``, ``b = design.b(W_bound)`` and a probe of scale ``s`` (``b`` or ``b_pair``):
+
+    * **answers**: ``f = a v_j + alpha s u^T v`` with ``|f| <= a + b``.  Evaluating it in
+      float64 (dot products of length d, softmax) errs by ``(d + 4) u (2 a + 2 b)``; the
+      scores ``s_1, s_2`` err by ``2 (d + 2) u |x|^2 W_bound`` with ``|x| <= a + sqrt(2) b``,
+      which moves f by at most ``alpha' s sqrt(2)`` times that, i.e. by
+      ``(d + 2) u sqrt(2) band (a + sqrt(2) b)^2`` (as ``b W_bound = 2 band``).  This acts as
+      an extra tolerance, amplified by the ``1 / (b mu)`` of the proof's chain: the floor
+      grows like ``d u W_bound^2 / mu``.
+    * **probe**: ``fl(s + a) - a`` differs from s by ``u (s + a)`` (when ``i = j``), a
+      relative error ``rho = u (s + a) / s`` in alpha and in the logit: ``(L + band) rho / (a s)``.
+    * **learner**: alpha_hat (relative ``3 u``), sigma^{-1} (absolute ``3 u (band + 1)``), the
+      division by ``a s`` and the paired subtraction: ``3 u (L + 2 band + 1) / (a s)``.
+    """
+    design, d = _design(design), _width(d)
+    u, a, L, band = UNIT_ROUNDOFF, design.a, design.lipschitz, design.band
+    b = design.b(W_bound)
+
+    def steps(s: float) -> float:
+        return 2 * ((L + band) * u * (s + a) / s + 3 * u * (L + 2 * band + 1)) / (a * s)
+
+    tau = 2 * (d + 4) * u * ((2 * a + 2 * b) + math.sqrt(2) * band * (a + math.sqrt(2) * b) ** 2)
+    return Float64Floor(tau=tau, direct=steps(b), paired=steps(b) + steps(b * design.pair_shrink))
+
+
+def design_tolerances(
+    design: ProbeDesign, eps_W: float, eps_v: float, W_bound: float, mu: float, d: int
+) -> Tolerances:
+    """The largest tau_f = tau_v for which the (corrected) analysis guarantees both bounds in float64.
+
+    Every entry error, float64 rounding included (:func:`float64_floor`), is at most
+    ``eps_W / d`` (so ``||W_hat - W*||_F <= eps_W``), and ``sqrt(d) (tau_v + floor) <= eps_v``;
+    ``tau_v + floor < mu / 2`` keeps the zero / non-zero split of v exact.
 
     Raises
     ------
     AssumptionError
         For the paper's own design, whose paired probes can leave the clipping band
         (Erratum E1): no tolerance makes its analysis valid.
+    PrecisionLossError
+        If the tolerance would be below the float64 resolution of the answers: float64
+        cannot deliver (eps_W, eps_v) for this (W_bound, mu, d) at any tolerance.
     """
-    check_assumptions(W, mu, eps_W, eps_v)
-    if design.pair_shrink * math.sqrt(2) > 1 + 1e-12:
+    design = _design(design)
+    W_bound, mu, eps_W, eps_v = check_assumptions(W_bound, mu, eps_W, eps_v)
+    d = _width(d)
+    if not design.pairs_in_band:
         raise AssumptionError(
             f"design {design.name!r}: paired probes u = e_i + e_p have logits up to "
-            f"{design.beta * design.pair_shrink * math.sqrt(2):.3f} > beta = {design.beta}, outside the clipping "
-            "band, so Lemma A.1 does not apply (Erratum E1); use CORRECTED or TUNED"
+            f"{design.band * design.pair_shrink * math.sqrt(2):.3f} > band = {design.band}, outside the "
+            "clipping interval, so Lemma A.1 does not apply (Erratum E1); use CORRECTED or TUNED"
         )
-    _, paired = entry_error_per_tau(design, W, mu)
-    t = eps_W / (d * paired)
-    return Tolerances(tau_f=t, tau_v=min(math.nextafter(mu / 2, 0), eps_v / math.sqrt(d), t))
+    _, paired = entry_error_per_tau(design, W_bound, mu)
+    floor = float64_floor(design, W_bound, d)
+    shrink = 1 - 64 * UNIT_ROUNDOFF  # so that learn_noisy's recomputed bounds, rounded, stay within eps
+    t = ((eps_W / d - floor.paired) / paired - floor.tau) * shrink
+    t_v = (eps_v / math.sqrt(d) - floor.tau) * shrink
+    if min(t, t_v) < floor.tau:
+        raise PrecisionLossError(
+            f"float64 cannot deliver eps_W = {eps_W:g}, eps_v = {eps_v:g} for W_bound = {W_bound:g}, "
+            f"mu = {mu:g}, d = {d} with design {design.name!r}: the proven tolerances ({t:.3g}, {t_v:.3g}) "
+            f"are below the float64 resolution {floor.tau:.3g} of the answers (the error grows like "
+            "d u W_bound^2 / mu); run the target and learner in higher precision"
+        )
+    return Tolerances(tau_f=t, tau_v=min(math.nextafter(mu / 2 - floor.tau, 0), t_v, t))
+
+
+def _tolerance(oracle: Any, tau: Any) -> tuple[float, str]:
+    """The tolerance learn_noisy works with, and where it came from (see :class:`DeclaresTolerance`)."""
+    declared = None
+    if isinstance(oracle, DeclaresTolerance):
+        declared = _real("the oracle's tolerance", oracle.tolerance)
+    if tau is None:
+        if declared is None:
+            raise InvalidInputError(
+                f"{type(oracle).__name__} does not declare its tolerance "
+                "(attnproof.oracles.DeclaresTolerance): pass tau=, the largest |answer - f*(X)| it may "
+                "return (0 for an exact oracle)"
+            )
+        return declared, "oracle"
+    tau = _real("tau", tau)
+    if tau < 0:
+        raise InvalidInputError(f"tau must be >= 0; got {tau}")
+    if declared is not None and tau < declared:
+        raise InvalidInputError(f"tau = {tau} is smaller than the tolerance {declared} the oracle declares")
+    return tau, "argument"
+
+
+def _check_precision(
+    design: ProbeDesign, W_bound: float, mu: float, d: int, tau: float, floor: Float64Floor,
+    eps_W: float | None, eps_v: float | None,
+) -> None:
+    """Raise :class:`PrecisionLossError` if float64, not tau, keeps (eps_W, eps_v) out of reach.
+
+    The a-priori bounds (every row paired, ``|v_hat_i| >= mu / 2``) are
+    ``B_W = d (paired_per_tau (tau + floor.tau) + floor.paired)`` and
+    ``B_v = sqrt(d) (tau + floor.tau)``; their exact-arithmetic parts drop the floor.  Refused:
+    a floor alone at or above eps (or above 1, the top of the theorem's range, if eps is not
+    given), and a tau that the proof covers but float64 does not.
+    """
+    _, paired = entry_error_per_tau(design, W_bound, mu)
+    bounds = (
+        ("eps_W", eps_W, d * paired * tau, d * (paired * (tau + floor.tau) + floor.paired),
+         d * (paired * floor.tau + floor.paired)),
+        ("eps_v", eps_v, math.sqrt(d) * tau, math.sqrt(d) * (tau + floor.tau), math.sqrt(d) * floor.tau),
+    )
+    for name, eps, exact, total, alone in bounds:
+        reach = 1.0 if eps is None else eps
+        if alone >= reach or (eps is not None and total > eps >= exact):
+            asked = f"{name} = {reach:g}" + ("" if eps is not None else " (the top of (0, 1))")
+            raise PrecisionLossError(
+                f"float64 cannot deliver {asked}: "
+                f"at tau = {tau:.3g} the proven bound is {exact:.3g}, float64 rounding raises it to "
+                f"{total:.3g} (float64 alone: {alone:.3g}; answers resolved to {floor.tau:.3g}) for "
+                f"W_bound = {W_bound:g}, mu = {mu:g}, d = {d}, design {design.name!r}"
+            )
 
 
 @learner(
     name="noisy",
     result="Thm 6.1",
     relies_on=(
-        "thm4.1/one-token", "lemmaA.1/lipschitz-bound", "lemmaA.1/logit-derivative", "lemmaA.1/lipschitz-closed-form",
-        "thm6.1/probe-logit", "thm6.1/tolerance-algebra", "thm6.1/paired-logit-corrected", "thm6.1/optimal-beta",
+        "thm4.1/one-token", "lemmaA.1/lipschitz-bound", "lemmaA.1/logit-derivative",
+        "lemmaA.1/lipschitz-closed-form", "thm6.1/probe-logit", "thm6.1/tolerance-algebra",
+        "thm6.1/paired-logit-corrected", "thm6.1/optimal-beta",
     ),
     arithmetics=("float64",),
     queries="d + d^2",
@@ -190,6 +404,9 @@ def learn_noisy(
     *,
     W_bound: float,
     mu: float,
+    tau: float | None = None,
+    eps_W: float | None = None,
+    eps_v: float | None = None,
     design: ProbeDesign = CORRECTED,
 ) -> Recovery:
     """Thm 6.1's learner: d one-token and d^2 scaled two-token queries, clipped sigma^{-1}.
@@ -197,42 +414,94 @@ def learn_noisy(
     Parameters
     ----------
     oracle : ValueOracle or ApproxOracle
-        Answers within +-tau of f* (tau is the oracle's business; see :func:`design_tolerances`).
+        Answers within +-tau of f*.
     W_bound : float
-        Known bound W >= 2 on ||W*||_F.
+        Known bound W_bound >= 2 on ||W*||_F (the paper's W).
     mu : float
         Known margin: every non-zero |v*_i| is >= mu.
+    tau : float, optional
+        The oracle's tolerance: the largest |answer - f*(X)| it may return (0 for an exact
+        oracle).  Required unless the oracle declares it (:class:`~attnproof.oracles.DeclaresTolerance`,
+        e.g. :class:`~attnproof.oracles.ApproxOracle`); never below the declared one.
+    eps_W, eps_v : float in (0, 1), optional
+        The accuracy asked for (see :func:`design_tolerances` for the tau that guarantees it).
+        Given, the learner refuses up front, before any query, when float64 cannot deliver it.
+        A tau larger than the proof allows for them is not refused (benchmarks probe beyond
+        the proof on purpose): ``error_bound`` then says what is guaranteed.
     design : ProbeDesign
         :data:`PAPER` (the proof verbatim, with Erratum E1), :data:`CORRECTED` or :data:`TUNED`.
 
     Returns
     -------
     Recovery
-        Diagnostics: design, pivot p, the rows probed in pairs, how many estimated weights
-        were clipped.
+        Diagnostics: design, band, pivot p, the rows probed in pairs, how many estimated
+        weights were clipped, the tolerance used and its source, the float64 resolution of
+        the answers, and ``error_bound = {"W": ..., "v": ...}``: a-posteriori bounds on
+        ``||W_hat - W*||_F`` and ``||v_hat - v*||_2`` from the measured ``|v_hat|`` (the proven
+        per-entry bound at ``tau`` plus :func:`float64_floor`); ``W`` is infinite when
+        paired rows were probed with :data:`PAPER` (Erratum E1: no bound holds).
 
     Raises
     ------
+    InvalidInputError
+        Malformed arguments (:class:`~attnproof.errors.NonFiniteError` for NaN), an oracle that
+        declares no tolerance without ``tau=``, or NaN / infinite answers (naming the query).
     AssumptionError
-        Bad (W, mu), or answers that contradict the margin assumption.
+        (W_bound, mu, eps) outside the theorem, ``tau >= mu / 2`` (no guarantee is possible),
+        or answers that contradict the margin assumption or ``||v*||_2 <= 1``.
+    PrecisionLossError
+        float64 cannot deliver (eps_W, eps_v) -- or, without them, any accuracy below 1.
     NonIdentifiableError
-        Every |v_hat_i| is below mu / 2: v* = 0 (within the tolerance), W* not identifiable.
+        Every |v_hat_i| is within tau of 0: v* = 0, W* not identifiable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnproof import Attention
+    >>> from attnproof.oracles import ApproxOracle
+    >>> W_star, v_star = np.array([[1.0, -0.5], [0.25, 0.0]]), np.array([0.6, -0.8])
+    >>> tol = design_tolerances(CORRECTED, 0.1, 0.1, 2.0, 0.6, 2)
+    >>> oracle = ApproxOracle(Attention(W_star, v_star), tau=tol.tau, adversary="worst")
+    >>> rec = learn_noisy(oracle, W_bound=2.0, mu=0.6, eps_W=0.1, eps_v=0.1)
+    >>> bound = rec.diagnostics["error_bound"]
+    >>> rec.queries, bool(guarantee(rec, W_star, v_star)["err_W"] <= bound["W"] <= 0.1)
+    (6, True)
     """
-    check_assumptions(W_bound, mu)
-    d = oracle.d
+    design = _design(design)
+    W_bound, mu, eps_W, eps_v = check_assumptions(W_bound, mu, eps_W, eps_v)
+    tau, source = _tolerance(oracle, tau)
+    if not tau < mu / 2:
+        raise AssumptionError(
+            f"tau = {tau} >= mu/2 = {mu / 2}: an answer mu/2 fits both v*_i = 0 and |v*_i| = mu, so no "
+            "tolerance this large can separate the support of v*; Thm 6.1 guarantees nothing"
+        )
+    d = _width(oracle.d)
+    floor = float64_floor(design, W_bound, d)
+    tau_e = tau + floor.tau  # the tolerance the answers actually carry
+    if not tau_e < mu / 2:
+        raise PrecisionLossError(
+            f"tau = {tau} < mu/2 = {mu / 2}, but with the float64 resolution of the answers "
+            f"({floor.tau:.3g}) it is not: float64 cannot separate the support of v*"
+        )
+    _check_precision(design, W_bound, mu, d, tau, floor, eps_W, eps_v)
     start = oracle.queries
     v = np.asarray(oracle(np.eye(d)[:, None, :]), dtype=np.float64)
+    _check_answers(v, lambda k: f"one-token query X = [e_{k}]")
+    inside = (np.abs(v) > tau_e) & (np.abs(v) < mu - tau_e)
+    if inside.any():
+        k = int(np.argmax(inside))
+        raise AssumptionError(
+            f"|v_hat_{k}| = {abs(v[k]):.6g} lies in (tau, mu - tau) = ({tau_e:.3g}, {mu - tau_e:.6g}), "
+            "between the tolerance bands of 0 and of mu: the margin assumption min |v*_i| >= mu over "
+            "v*_i != 0 does not hold"
+        )
+    if np.linalg.norm(v) > 1 + math.sqrt(d) * tau_e:
+        raise AssumptionError(f"||v_hat||_2 = {np.linalg.norm(v):.6g} contradicts ||v*||_2 <= 1 within tau")
     nonzero = np.abs(v) > mu / 2
     if not nonzero.any():
         raise NonIdentifiableError(
-            f"every |v_hat_i| <= mu/2 = {mu / 2}: v* = 0 within the tolerance, so f* = 0 and W* "
+            f"every |v_hat_i| <= tau = {tau_e:.3g}: v* = 0 within the tolerance, so f* = 0 and W* "
             "is not identifiable (Thm 6.1 assumes v* != 0)"
-        )
-    tau = getattr(oracle, "tau", None)
-    if tau is not None and np.any(np.abs(np.abs(v) - mu / 2) < mu / 2 - tau):
-        raise AssumptionError(
-            "a one-token answer lies strictly between the tolerance bands of 0 and of mu: "
-            "the margin assumption min |v*_i| >= mu over v*_i != 0 does not hold"
         )
     p = int(np.argmax(np.abs(v)))
     a, b = design.a, design.b(W_bound)
@@ -245,6 +514,7 @@ def learn_noisy(
     X[np.arange(d * d), 0, j] += a
     X[np.arange(d * d), 1, j] = a
     y = np.asarray(oracle(X), dtype=np.float64)
+    _check_answers(y, lambda k: f"two-token query for entry ({i[k]}, {j[k]})")
     denom = np.where(nonzero, v, v[p])[i] * scale_u[i]  # b v_hat_i, or b_pair v_hat_p
     alpha = (y - a * v[j]) / denom
     lo, hi = design.clip, 1 - design.clip
@@ -253,6 +523,15 @@ def learn_noisy(
     T = logits.reshape(d, d)  # T[i, j] = u_i^T W e_j / |u scale|
     W = T.copy()
     W[~nonzero] -= T[p]  # paired rows measured W_ij + W_pj
+    m = np.abs(np.where(nonzero, v, v[p]))  # the |v_hat| each row's answers were divided by
+    pair_per_tau = _per_tau(design, b * design.pair_shrink, abs(v[p])) + _per_tau(design, b, abs(v[p]))
+    rows = np.where(
+        nonzero,
+        [_per_tau(design, b, float(mi)) * tau_e + floor.direct for mi in m],
+        pair_per_tau * tau_e + floor.paired,
+    )
+    e1 = not design.pairs_in_band and not nonzero.all()
+    error_bound = {"W": math.inf if e1 else float(math.sqrt(d * np.sum(rows**2))), "v": math.sqrt(d) * tau_e}
     return Recovery(
         W=W,
         v=v,
@@ -260,13 +539,24 @@ def learn_noisy(
         arith="float64",
         diagnostics={
             "design": design.name,
-            "beta": design.beta,
+            "band": design.band,
             "pivot": p,
             "paired_rows": int((~nonzero).sum()),
             "clipped": clipped,
-            "oracle_tau": tau,
+            "tau": tau,
+            "tau_source": source,
+            "float64_resolution": floor.tau,
+            "error_bound": error_bound,
         },
     )
+
+
+def _check_answers(y: np.ndarray, query: Any) -> None:
+    """Raise :class:`NonFiniteError` naming the first query whose answer is NaN or infinite."""
+    bad = ~np.isfinite(y)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise NonFiniteError(f"the oracle answered {y[k]} to the {query(k)}: answers must be finite")
 
 
 def guarantee(rec: Recovery, W: Any, v: Any) -> dict[str, float]:
@@ -275,6 +565,176 @@ def guarantee(rec: Recovery, W: Any, v: Any) -> dict[str, float]:
         "err_W": float(np.linalg.norm(np.asarray(rec.W) - np.asarray(W))),
         "err_v": float(np.linalg.norm(np.asarray(rec.v) - np.asarray(v))),
     }
+
+
+# --- the identities and bounds behind Theorem 6.1 and Lemma A.1 (and Erratum E1) ------------
+
+
+@contextlib.contextmanager
+def _iv_dps(dps: int) -> Iterator[None]:
+    """Set mpmath.iv's (global) precision for a block, and restore it."""
+    saved = mpmath.iv.dps
+    mpmath.iv.dps = dps
+    try:
+        yield
+    finally:
+        mpmath.iv.dps = saved
+
+
+def lipschitz_enclosure(band: float = 0.5, dps: int = 60) -> Any:
+    """Rigorous enclosure of Lemma A.1's constant ``L = 1 / (tau_clip (1 - tau_clip))``.
+
+    ``tau_clip = sigma(-band)``; interval arithmetic (``mpmath.iv``) at ``dps`` digits, leaving
+    mpmath's global precision as it was.  :attr:`ProbeDesign.lipschitz` is its float64 value
+    (``2 + 2 cosh(band)``, identity ``lemmaA.1/lipschitz-closed-form``).
+
+    Examples
+    --------
+    >>> L = lipschitz_enclosure(0.5, dps=30)
+    >>> bool(4 < L.a <= L.b < 5)
+    True
+    """
+    with _iv_dps(dps):
+        clip = 1 / (1 + mpmath.iv.exp(mpmath.iv.mpf(band)))
+        return 1 / (clip * (1 - clip))
+
+def _sigma(t: sp.Expr) -> sp.Expr:
+    return 1 / (1 + sp.exp(-t))
+
+
+@bound(
+    id="lemmaA.1/lipschitz-bound",
+    paper="Lemma A.1",
+    statement=r"\tau_{\mathrm{clip}} = \sigma(-\tfrac12),\quad L_{\tau_{\mathrm{clip}}} = "
+    r"\frac{1}{\tau_{\mathrm{clip}}(1 - \tau_{\mathrm{clip}})} \le 5",
+    assumptions="interval arithmetic (mpmath.iv) at 60 digits encloses 5 - L",
+)
+def lipschitz_bound() -> list[Claim]:
+    with _iv_dps(60):
+        L = lipschitz_enclosure(0.5, dps=60)
+        return [("5 - L >= 0", 5 - L), ("L - 4 >= 0 (the constant is not loose by more than 1)", L - 4)]
+
+
+@identity(
+    id="lemmaA.1/logit-derivative",
+    paper="Lemma A.1, proof",
+    statement=r"\frac{d}{dp}\,\sigma^{-1}(p) = \frac{1}{p(1-p)} \ \text{on}\ (0, 1)",
+    assumptions="p in (0, 1): p positive and 1 - p = q positive",
+)
+def logit_derivative() -> list[Pair]:
+    p = sp.Symbol("p", positive=True)
+    logit = SYMPY.logit(np.array([p], dtype=object))[0]
+    q = sp.Symbol("q", positive=True)  # q = 1 - p > 0
+    return [(sp.diff(logit, p).subs(p, 1 - q), 1 / ((1 - q) * q))]
+
+
+@identity(
+    id="lemmaA.1/lipschitz-closed-form",
+    paper="Lemma A.1 (generalised)",
+    statement=r"\frac{1}{\sigma(-\beta)\,(1 - \sigma(-\beta))} = 2 + 2\cosh\beta",
+    assumptions="beta real",
+)
+def lipschitz_closed_form() -> list[Pair]:
+    beta = sp.Symbol("beta", real=True)
+    return [(1 / (_sigma(-beta) * (1 - _sigma(-beta))), (2 + 2 * sp.cosh(beta)).rewrite(sp.exp))]
+
+
+@identity(
+    id="thm6.1/probe-logit",
+    paper="Thm 6.1, proof, Eqs. (3)-(4)",
+    statement=r"X = \begin{bmatrix}(b u + a e_j)^\top \\ (a e_j)^\top\end{bmatrix} \Rightarrow "
+    r"s_1 - s_2 = a b\, u^\top W e_j,\quad f_{W,v}(X) = a v_j + \sigma(a b\, u^\top W e_j)\, b\, u^\top v",
+    uses=("thm4.1/softmax-to-sigmoid",),
+    assumptions="W real d x d, u, v real d-vectors, a, b real; d = 1..3, every column j",
+)
+def probe_logit() -> list[Pair]:
+    a, b = sp.symbols("a b", real=True)
+    pairs: list[Pair] = []
+    for d in range(1, 4):
+        W, v = symbols("W", (d, d), real=True), symbols("v", (d,), real=True)
+        u = symbols("u", (d,), real=True)
+        for j in range(d):
+            e = np.array([sp.Integer(int(k == j)) for k in range(d)], dtype=object)
+            X = np.array([b * u + a * e, a * e], dtype=object)
+            s = scores(X[None], W)[0]
+            t = a * b * (u @ W[:, j])
+            pairs.append((s[0] - s[1], t))
+            pairs.append((Attention(W, v, SYMPY)(X), a * v[j] + _sigma(t) * b * (u @ v)))
+    return pairs
+
+
+@bound(
+    id="thm6.1/tolerance-algebra",
+    paper="Thm 6.1, proof",
+    statement=r"\tau_f = \tau_v = \frac{\mu\epsilon_W}{80 W^2 d},\ W \ge 2 \Rightarrow "
+    r"\frac{2W}{\mu}\tau_f + \frac{W+2}{\mu}\tau_v \le \frac{\epsilon_W}{10 W d}"
+    r"\ \text{and}\ \frac{5}{ab}\cdot\frac{\epsilon_W}{10 W d} \le \frac{\epsilon_W}{d}"
+    r"\ (a = \tfrac12, b = \tfrac1W)",
+    uses=("lemmaA.1/lipschitz-bound",),
+    assumptions="mu, eps_W, d positive; W = 2 + s with s >= 0",
+)
+def tolerance_algebra() -> list[Claim]:
+    mu, eps, d = sp.symbols("mu epsilon_W d", positive=True)
+    s = sp.Symbol("s", nonnegative=True)
+    W = 2 + s
+    tau = mu * eps / (80 * W**2 * d)
+    a, b = sp.Rational(1, 2), 1 / W
+    slack_alpha = eps / (10 * W * d) - (2 * W / mu * tau + (W + 2) / mu * tau)
+    slack_entry = eps / d - 5 / (a * b) * eps / (10 * W * d)
+    return [
+        ("|alpha_hat - alpha*| <= eps_W / (10 W d)", sp.factor(sp.simplify(slack_alpha))),
+        ("L / (ab) * eps_W / (10 W d) <= eps_W / d", sp.simplify(slack_entry)),
+    ]
+
+
+@bound(
+    id="thm6.1/erratum-E1",
+    paper="Thm 6.1, proof, case v*_i = 0 (Erratum E1)",
+    statement=r"W^\star = \begin{bmatrix}\sqrt2 & 0\\ \sqrt2 & 0\end{bmatrix},\ W = 2:\quad "
+    r"\|W^\star\|_F \le W \ \text{but}\ a b\,(W^\star_{11} + W^\star_{21}) = \tfrac{\sqrt2}{2} > \tfrac12",
+    assumptions="the paper's a = 1/2, b = 1/W; paired probe u = e_1 + e_2 (v*_1 = 0, p = 2)",
+)
+def erratum_e1() -> list[Claim]:
+    W11 = W21 = sp.sqrt(2)
+    W = sp.Integer(2)
+    a, b = sp.Rational(1, 2), 1 / W
+    return [
+        ("||W*||_F <= W", W - sp.sqrt(W11**2 + W21**2)),
+        ("the paired logit leaves the clipping band [-1/2, 1/2]", a * b * (W11 + W21) - sp.Rational(1, 2)),
+    ]
+
+
+@bound(
+    id="thm6.1/paired-logit-corrected",
+    paper="Thm 6.1, corrected (Erratum E1)",
+    statement=r"b_{\mathrm{pair}} = \frac{b}{\sqrt2}:\quad |a\, b_{\mathrm{pair}} (W_{ij} + W_{pj})| "
+    r"\le \frac{a b}{\sqrt2}\sqrt2\sqrt{W_{ij}^2 + W_{pj}^2} \le a b W = \beta",
+    assumptions="X = |W_ij|, Y = |W_pj| non-negative; (X + Y)^2 <= 2 (X^2 + Y^2) (Cauchy-Schwarz); "
+    "a = 1/2, b = 2 beta / W, W > 0",
+)
+def paired_logit_corrected() -> list[Claim]:
+    X, Y = sp.symbols("X Y", nonnegative=True)
+    beta, W = sp.symbols("beta W", positive=True)
+    a, b = sp.Rational(1, 2), 2 * beta / W
+    return [
+        ("2(X^2 + Y^2) - (X + Y)^2 >= 0", sp.factor(2 * (X**2 + Y**2) - (X + Y) ** 2)),
+        ("beta - a (b / sqrt 2) sqrt 2 W >= 0", sp.simplify(beta - a * (b / sp.sqrt(2)) * sp.sqrt(2) * W)),
+    ]
+
+
+@identity(
+    id="thm6.1/optimal-beta",
+    paper="Thm 6.1 (beyond the paper)",
+    statement=r"\frac{d}{d\beta}\,\frac{1 + \cosh\beta}{\beta^2} = "
+    r"\frac{2\cosh^2(\beta/2)}{\beta^3}\left(\beta\tanh\tfrac{\beta}{2} - 2\right)",
+    uses=("lemmaA.1/lipschitz-closed-form",),
+    assumptions="beta positive; the error per unit tolerance scales like (1 + cosh beta) / beta^2",
+)
+def optimal_beta() -> list[Pair]:
+    beta = sp.Symbol("beta", positive=True)
+    lhs = sp.diff((1 + sp.cosh(beta)) / beta**2, beta)
+    rhs = 2 * sp.cosh(beta / 2) ** 2 / beta**3 * (beta * sp.tanh(beta / 2) - 2)
+    return [(lhs.rewrite(sp.exp), rhs.rewrite(sp.exp))]
 
 
 __all__ = [
@@ -289,6 +749,10 @@ __all__ = [
     "paper_tolerances",
     "design_tolerances",
     "entry_error_per_tau",
+    "UNIT_ROUNDOFF",
+    "Float64Floor",
+    "float64_floor",
+    "lipschitz_enclosure",
     "learn_noisy",
     "guarantee",
 ]
