@@ -221,7 +221,7 @@ def run_noisy(
     tau = proven if tau is None else tau
     oracle = ApproxOracle(Attention(W, v), tau=tau, adversary=adversary, seed=seed)
     t0 = time.perf_counter()
-    rec = learn_noisy(oracle, W_bound=W_bound, mu=mu, design=DESIGNS[design])
+    rec = learn_noisy(oracle, W_bound=W_bound, mu=mu, design=DESIGNS[design])  # no eps: may probe past the proof
     seconds = time.perf_counter() - t0
     row = result_row("noisy", d, seed, rec, oracle, seconds, W, v, design=design, adversary=adversary,
                      expected_queries=d + d * d)

@@ -239,6 +239,7 @@ class Session:
         W_error: float | None = None,
         v_error: float | None = None,
         rtol: float | None = None,
+        guard: bool = True,
         **count: Any,
     ) -> Recovery:
         """The learner's result, with exact query accounting and the output guard.
@@ -246,7 +247,9 @@ class Session:
         ``queries_formula`` is the registered learner's count (:data:`attnproof.proof.LEARNERS`)
         for ``count`` (d is filled in); ``reasked_queries`` is what rescaling cost.  In floating
         point ``W_error`` is the learner's a-posteriori bound on ||W_hat - W*||_F, reported as
-        ``error_bound``.
+        ``error_bound`` (``v_error`` as ``error_bound_v``).  ``guard=False`` is for a learner
+        whose promise is absolute and checked before it queries (Thm 6.1's eps_W): its bound is
+        reported, possibly infinite, and not compared with ``rtol``.
 
         Raises
         ------
@@ -261,7 +264,9 @@ class Session:
         info = self.diagnostics
         info["queries_formula"] = LEARNERS[learner].count(d=self.oracle.d, **count)
         info.setdefault("reasked_queries", 0)
-        if W_error is not None:
+        if W_error is not None and not guard:
+            info.update(error_bound=float(W_error), error_bound_v=v_error)
+        elif W_error is not None:
             promise = self.promise(rtol)
             size = self.arith.norm(W)
             info.update(error_bound=float(W_error), error_bound_v=v_error, promised_rtol=promise)

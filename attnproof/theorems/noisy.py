@@ -64,6 +64,7 @@ from ..errors import (
     NonIdentifiableError,
     PrecisionLossError,
 )
+from ..measure import Session
 from ..models import Attention, scores
 from ..oracles import DeclaresTolerance, ValueOracle
 from ..proof import Claim, Pair, bound, identity, learner, symbols
@@ -436,10 +437,11 @@ def learn_noisy(
     Recovery
         Diagnostics: design, band, pivot p, the rows probed in pairs, how many estimated
         weights were clipped, the tolerance used and its source, the float64 resolution of
-        the answers, and ``error_bound = {"W": ..., "v": ...}``: a-posteriori bounds on
+        the answers, and ``error_bound`` / ``error_bound_v``: a-posteriori bounds on
         ``||W_hat - W*||_F`` and ``||v_hat - v*||_2`` from the measured ``|v_hat|`` (the proven
-        per-entry bound at ``tau`` plus :func:`float64_floor`); ``W`` is infinite when
-        paired rows were probed with :data:`PAPER` (Erratum E1: no bound holds).
+        per-entry bound at ``tau`` plus :func:`float64_floor`); ``error_bound`` is infinite when
+        paired rows were probed with :data:`PAPER` (Erratum E1: no bound holds).  float64 only:
+        the approximate oracles and their adversaries answer in float64.
 
     Raises
     ------
@@ -463,8 +465,7 @@ def learn_noisy(
     >>> tol = design_tolerances(CORRECTED, 0.1, 0.1, 2.0, 0.6, 2)
     >>> oracle = ApproxOracle(Attention(W_star, v_star), tau=tol.tau, adversary="worst")
     >>> rec = learn_noisy(oracle, W_bound=2.0, mu=0.6, eps_W=0.1, eps_v=0.1)
-    >>> bound = rec.diagnostics["error_bound"]
-    >>> rec.queries, bool(guarantee(rec, W_star, v_star)["err_W"] <= bound["W"] <= 0.1)
+    >>> rec.queries, bool(guarantee(rec, W_star, v_star)["err_W"] <= rec.error_bound <= 0.1)
     (6, True)
     """
     design = _design(design)
@@ -484,7 +485,7 @@ def learn_noisy(
             f"({floor.tau:.3g}) it is not: float64 cannot separate the support of v*"
         )
     _check_precision(design, W_bound, mu, d, tau, floor, eps_W, eps_v)
-    start = oracle.queries
+    session = Session(oracle, FLOAT64)
     v = np.asarray(oracle(np.eye(d)[:, None, :]), dtype=np.float64)
     _check_answers(v, lambda k: f"one-token query X = [e_{k}]")
     inside = (np.abs(v) > tau_e) & (np.abs(v) < mu - tau_e)
@@ -531,23 +532,15 @@ def learn_noisy(
         pair_per_tau * tau_e + floor.paired,
     )
     e1 = not design.pairs_in_band and not nonzero.all()
-    error_bound = {"W": math.inf if e1 else float(math.sqrt(d * np.sum(rows**2))), "v": math.sqrt(d) * tau_e}
-    return Recovery(
-        W=W,
-        v=v,
-        queries=oracle.queries - start,
-        arith="float64",
-        diagnostics={
-            "design": design.name,
-            "band": design.band,
-            "pivot": p,
-            "paired_rows": int((~nonzero).sum()),
-            "clipped": clipped,
-            "tau": tau,
-            "tau_source": source,
-            "float64_resolution": floor.tau,
-            "error_bound": error_bound,
-        },
+    session.diagnostics.update(
+        design=design.name, band=design.band, pivot=p, paired_rows=int((~nonzero).sum()), clipped=clipped,
+        tau=tau, tau_source=source, float64_resolution=floor.tau,
+    )
+    # the promise (eps_W, eps_v at the proven tau) was checked before any query; the bound says
+    # what holds at the tau actually used (infinite for PAPER's paired rows: Erratum E1)
+    return session.recovery(
+        "noisy", W=W, v=v, guard=False,
+        W_error=math.inf if e1 else float(math.sqrt(d * np.sum(rows**2))), v_error=math.sqrt(d) * tau_e,
     )
 
 
