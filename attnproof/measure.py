@@ -307,22 +307,36 @@ class Session:
         kk, ll = entries
         n = len(kk)
         k = np.zeros(n, dtype=np.int64) if k is None else k
-        pv, qv = probes.pv, probes.qv
         chunk, buffer = self._chunk(n, probes.d)
         L = np.empty(n, dtype=arith.dtype)
-        for a in range(0, n, chunk):
-            sl = slice(a, a + chunk)
-            s = None if not np.any(k[sl]) else arith.pow2(k[sl])
-            answers = self.oracle(probe_batch(probes, kk[sl], ll[sl], s, buffer))
-            y = arith.asarray(answers, copy=False) - probes.offset
-            if s is None:
-                base = qv[ll[sl]]
-            elif probes.scale_query_only:
-                base = s * qv[ll[sl]]
-            else:
-                y, base = y / s, qv[ll[sl]]
-            L[sl] = arith.logit((y - base) / pv[kk[sl]])
+        with arith.context():  # mpmath's precision is global: in force for every step here
+            for a in range(0, n, chunk):
+                self._measure_chunk(probes, entries, k, slice(a, a + chunk), buffer, L)
         return L, k
+
+    def _measure_chunk(
+        self,
+        probes: Probes,
+        entries: tuple[np.ndarray, np.ndarray],
+        k: np.ndarray,
+        sl: slice,
+        buffer: np.ndarray | None,
+        L: np.ndarray,
+    ) -> None:
+        """One batch of :meth:`measure`: ask, subtract the known parts, invert sigma."""
+        arith = self.arith
+        kk, ll = entries
+        pv, qv = probes.pv, probes.qv
+        s = None if not np.any(k[sl]) else arith.pow2(k[sl])
+        answers = self.oracle(probe_batch(probes, kk[sl], ll[sl], s, buffer))
+        y = arith.asarray(answers, copy=False) - probes.offset
+        if s is None:
+            base = qv[ll[sl]]
+        elif probes.scale_query_only:
+            base = s * qv[ll[sl]]
+        else:
+            y, base = y / s, qv[ll[sl]]
+        L[sl] = arith.logit((y - base) / pv[kk[sl]])
 
     def measure_adaptively(
         self,

@@ -80,3 +80,39 @@ def test_mp_context_restores_global_precision():
     with MP(200).context():
         assert mpmath.mp.dps == 200
     assert mpmath.mp.dps == before
+
+
+# --- the facts about an arithmetic the learners ask for (no branching outside arith.py) ------
+
+
+@pytest.mark.parametrize("arith", [FLOAT64, MP(30)])
+@pytest.mark.parametrize("e", [-300, -170, 0, 150, 300])
+def test_norm_neither_underflows_nor_overflows(arith, e):
+    x = arith.asarray(np.array([3.0, 4.0]) * 10.0**e)
+    assert arith.norm(x) == pytest.approx(5 * 10.0**e, rel=1e-12)
+
+
+def test_exact_facts_are_exact():
+    x = np.array([sp.Integer(0), sp.Rational(1, 10**400), sp.Symbol("y", nonzero=True)], dtype=object)
+    assert list(SYMPY.negligible(x, 1.0)) == [True, False, False]
+    mags = SYMPY.magnitudes(x)
+    assert mags[0] == 0 and mags[1] > 0 and mags[2] > 0  # non-zero is never reported as 0
+    assert SYMPY.is_singular(np.array([[1, 2], [2, 4]], dtype=object))
+    assert not SYMPY.is_singular(np.array([[1, 2], [2, 5]], dtype=object))
+    assert list(SYMPY.pow2(np.array([-3, 4]))) == [sp.Rational(1, 8), 16]
+
+
+def test_log2_abs_max_reaches_below_float64():
+    m = MP(30)
+    with m.context():
+        x = m.asarray(["1e-400", "-3e-401"])
+    assert m.log2_abs_max(x) == pytest.approx(-400 * np.log2(10), rel=1e-12)
+    assert FLOAT64.log2_abs_max(np.zeros(3)) == -np.inf
+
+
+@pytest.mark.parametrize("arith,family", [(FLOAT64, "float64"), (MP(20), "mpmath"), (SYMPY, "sympy")])
+def test_family_names_what_learners_declare(arith, family):
+    assert arith.family == family
+    P = arith.asarray(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    assert np.array_equal(arith.to_float(arith.inverse_of_orthogonal(P)), [[0, 1], [1, 0]])
+    assert list(arith.to_float(arith.maximum(arith.asarray([-1.0, 2.0])))) == [0.0, 2.0]
