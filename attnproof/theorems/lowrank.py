@@ -185,6 +185,11 @@ def _cross_error(session: Session, probes: Probes, cross: Cross, W_norm: float, 
     return float(FLOAT64.norm(dC) * nY + nX * FLOAT64.norm(dR) + nX * FLOAT64.norm(dU) * nY + trunc)
 
 
+#: Passing rank checks exclude a residual above CHECK_MARGIN d x (their allowed gap), except with
+#: probability about P(|z_1 z_2| < 1 / CHECK_MARGIN) ~ 0.04 per check (z_i standard normal).
+CHECK_MARGIN = 100
+
+
 def _cross_count(d: int, r: int, rank: int, bias: bool, checks: int) -> int:
     """Queries of a cross approximation that found rank r with at most ``rank`` steps: v (d),
     the skeleton r(2d - r), the column showing a lower rank (d - r, when r < rank), the checks,
@@ -349,7 +354,9 @@ def _learn_by_crosses(
             W_error = shrink * _cross_error(session, probes, cross, W_norm, c_norm) + (d + 4) * arith.eps * d * W_norm
             if bias:
                 session.diagnostics["error_bound_c"] = shrink * FLOAT64.norm(probes.linear_err) + 4 * arith.eps * c_norm
-        if checks:
+        if checks and W_error is not None:  # what the checks cannot exclude joins the bound
+            W_error += _check_rank(session, probes, W, c, checks, rng, W_error, session.promise(rtol))
+        elif checks:
             _check_rank(session, probes, W, c, checks, rng, W_error, session.promise(rtol))
     r = session.diagnostics["rank_found"]
     session.diagnostics["seconds"] = time.perf_counter() - t0
@@ -368,14 +375,16 @@ def _check_rank(
     rng: np.random.Generator,
     W_error: float | None,
     promise: float,
-) -> None:
+) -> float:
     """Compare ``checks`` fresh measurements a^T W* b (unit a, b) with the reconstruction.
 
     The allowed gap of each is its own measurement error plus the reconstruction's bound
-    (|a^T dW b| <= ||dW||_2 <= ||dW||_F), doubled; exact arithmetic allows no gap.  A residual
-    of size sigma (rank > declared) shows at a random pair as about sigma / d, so the checks can
-    only vouch for the promise when ``10 d x allowed <= promise ||W_hat||_F``; at a precision
-    where they cannot (e.g. mpmath with 5 digits), :class:`PrecisionLossError` says so.
+    (|a^T dW b| <= ||dW||_2 <= ||dW||_F), doubled; exact arithmetic allows no gap.  A rank-one
+    residual sigma x y^T (rank > declared) shows at a random unit pair as sigma z_1 z_2 / d with
+    z_1, z_2 ~ N(0, 1), so passing checks exclude sigma > CHECK_MARGIN d x allowed except with
+    probability P(|z_1 z_2| < 1 / CHECK_MARGIN)^checks (about 0.04^checks).  Returns that term,
+    which the caller adds to its bound; at a precision where it would exceed the promise (e.g.
+    mpmath with 5 digits) the checks cannot vouch for anything: :class:`PrecisionLossError`.
     """
     arith, d = session.arith, probes.d
     A, B = random_bases(d, probes.v, rng, arith)
@@ -394,11 +403,11 @@ def _check_rank(
         allowed = 2 * (value_errors(fresh, L, k, (idx, idx), arith.norm(W), c_norm) + W_error)
     info = session.diagnostics
     info.update(check_residual=float(gaps.max()), check_threshold=float(allowed.max()))
-    if W_error is not None and 10 * d * allowed.max() > promise * arith.norm(W):
+    unseen = CHECK_MARGIN * d * float(allowed.max())
+    if W_error is not None and unseen > promise * arith.norm(W):
         raise PrecisionLossError(
-            f"the rank checks cannot resolve a rank deficiency at {arith.name}: their allowed gap "
-            f"{allowed.max():.3g} is above promise x ||W_hat||_F / (10 d) = {promise * arith.norm(W) / (10 * d):.3g}; "
-            "use more digits"
+            f"the rank checks cannot resolve a rank deficiency at {arith.name}: a residual below "
+            f"{unseen:.3g} could pass them, above the promised {promise:.1g} x ||W_hat||_F; use more digits"
         )
     if np.any(gaps > allowed):
         raise AssumptionError(
@@ -406,6 +415,8 @@ def _check_rank(
             f"{gaps.max():.3g} (allowed: its measurement error plus the error bound, {allowed.min():.3g}): "
             f"rank(W*) exceeds the declared {info['rank_declared']}"
         )
+    info["check_unseen_bound"] = unseen
+    return unseen
 
 
 @learner(
