@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -22,7 +22,17 @@ from .models import as_batch, attention_weights
 
 
 class Model(Protocol):
-    """Anything with a width ``d``, an ``arith`` and a batched ``__call__``."""
+    """What an oracle needs from a target: a width ``d``, an ``arith`` and a batched ``__call__``.
+
+    ``__call__`` takes a validated batch X of shape (B, N, d) in ``arith``'s number type and
+    returns the B values f(X) (shape (B,)).  The learner never sees the model, only the oracle
+    wrapped around it; an oracle that needs more than this protocol (the ``worst`` adversary of
+    :class:`ApproxOracle` reads ``W`` and ``v``) says so in its own docstring.
+
+    An oracle exposes its accuracy as a read-only ``tolerance``: every answer lies within
+    ``tolerance`` of f*(X).  :class:`ValueOracle` is exact (``tolerance == 0.0``); an approximate
+    oracle reports its tau there, so a learner reads the tolerance from the oracle's interface.
+    """
 
     d: int
     arith: Any
@@ -38,6 +48,15 @@ class QueryRecord:
     y: np.ndarray
 
 
+def _check_budget(budget: Any) -> int | None:
+    """``None`` or a non-negative integer (Python or numpy); bools and floats are refused."""
+    if budget is None:
+        return None
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)) or budget < 0:
+        raise InvalidInputError(f"a query budget must be None or a non-negative integer; got {budget!r}")
+    return int(budget)
+
+
 @dataclass
 class ValueOracle:
     """Exact value queries VQ(X) = f*(X) (Sec. 3).
@@ -45,38 +64,47 @@ class ValueOracle:
     Parameters
     ----------
     model : Model
-        The hidden target.  A learner must only call the oracle, never read ``model``.
+        The hidden target (positional).  A learner must only call the oracle, never read ``model``.
     budget : int, optional
-        Maximum number of queries; ``None`` means unlimited.
+        Keyword only.  Maximum number of queries; ``None`` means unlimited.  A Python or numpy
+        integer >= 0; bools and floats (even integral ones) raise
+        :class:`~attnproof.errors.InvalidInputError`.
     record : bool
-        Keep a copy of every query and answer in :attr:`log` (for figures and audits).
+        Keyword only.  Keep a copy of every query and answer in :attr:`log` (for figures and audits).
 
     Attributes
     ----------
     queries : int
-        Number of sequences answered so far.
+        Number of sequences answered so far (starts at 0; not a constructor argument).
     calls : int
         Number of calls (a batch is one call).
     seconds : float
         Wall-clock time spent evaluating the target.
+    log : list of QueryRecord
+        The recorded calls (empty unless ``record``).
     """
 
     model: Model
+    _: KW_ONLY
     budget: int | None = None
     record: bool = False
-    queries: int = 0
-    calls: int = 0
-    seconds: float = 0.0
-    log: list[QueryRecord] = field(default_factory=list)
+    queries: int = field(default=0, init=False)
+    calls: int = field(default=0, init=False)
+    seconds: float = field(default=0.0, init=False)
+    log: list[QueryRecord] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        if self.budget is not None and (not isinstance(self.budget, int) or self.budget < 0):
-            raise InvalidInputError(f"a query budget must be a non-negative integer; got {self.budget!r}")
+        self.budget = _check_budget(self.budget)
 
     @property
     def d(self) -> int:
         """Token width of the target (public: the learner must know the input format)."""
         return self.model.d
+
+    @property
+    def tolerance(self) -> float:
+        """Every answer is within this distance of f*(X): 0.0, the answers are exact."""
+        return 0.0
 
     @property
     def remaining(self) -> int | None:
