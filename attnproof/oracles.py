@@ -48,6 +48,17 @@ class QueryRecord:
     y: np.ndarray
 
 
+def _check_model(model: Any) -> None:
+    """A :class:`Model`: callable, with an ``arith`` and an integer width ``d >= 1``."""
+    d = getattr(model, "d", None)
+    if not callable(model) or not hasattr(model, "arith") or not isinstance(d, (int, np.integer)):
+        raise InvalidInputError(
+            f"an oracle needs a model with a width d, an arith and a batched __call__; got {model!r}"
+        )
+    if isinstance(d, (bool, np.bool_)) or d < 1:
+        raise InvalidInputError(f"a model's width must be an integer d >= 1; got d = {d!r}")
+
+
 def _check_budget(budget: Any) -> int | None:
     """``None`` or a non-negative integer (Python or numpy); bools and floats are refused."""
     if budget is None:
@@ -64,13 +75,19 @@ class ValueOracle:
     Parameters
     ----------
     model : Model
-        The hidden target (positional).  A learner must only call the oracle, never read ``model``.
+        The hidden target (positional), of width d >= 1.  A learner must only call the oracle,
+        never read ``model``.
     budget : int, optional
         Keyword only.  Maximum number of queries; ``None`` means unlimited.  A Python or numpy
         integer >= 0; bools and floats (even integral ones) raise
         :class:`~attnproof.errors.InvalidInputError`.
     record : bool
         Keyword only.  Keep a copy of every query and answer in :attr:`log` (for figures and audits).
+
+    Raises
+    ------
+    InvalidInputError
+        A model without the :class:`Model` protocol or with d < 1, or a bad budget.
 
     Attributes
     ----------
@@ -94,6 +111,7 @@ class ValueOracle:
     log: list[QueryRecord] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
+        _check_model(self.model)
         self.budget = _check_budget(self.budget)
 
     @property
