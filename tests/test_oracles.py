@@ -70,7 +70,9 @@ def test_exact_oracle_reports_zero_tolerance():
         o.tolerance = 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="owned by the ApproxOracle helper: attnproof/oracles.py (ApproxOracle)")
+@pytest.mark.xfail(
+    strict=True, reason="owned by the ApproxOracle helper: attnproof/oracles.py (ApproxOracle)"
+)
 def test_approx_oracle_reports_its_tau_as_tolerance():
     assert ApproxOracle(oracle().model, tau=0.25).tolerance == 0.25
 
