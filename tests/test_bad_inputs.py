@@ -270,6 +270,10 @@ CLI_CELLS = [
          ("recover", "--d", "4", "--rank", "0", "--learner", "lowrank-cvx")),
     cell("recover-skeleton-human-readable", 0, CLI,
          ("recover", "--d", "8", "--rank", "2", "--learner", "skeleton")),
+    cell("recover-skeleton-adaptive-human-readable", 0, CLI,
+         ("recover", "--d", "8", "--rank", "2", "--learner", "skeleton-adaptive")),
+    cell("recover-lowrank-cvx-human-readable", 0, CLI,
+         ("recover", "--d", "8", "--rank", "2", "--learner", "lowrank-cvx")),
     cell("bench-wrong-type-d", 2, ("bench", "exact", "--d", "4,x")),
     cell("bench-d-0", 2, ("bench", "exact", "--d", "0")),
     cell("bench-nan-ratios", 2, CLI,
@@ -287,6 +291,8 @@ def test_cli(args: tuple[str, ...], status: int) -> None:
     A bad argument is refused before any work (``verify`` alone takes minutes), within
     REFUSE_SECONDS (interpreter start and imports take ~1-2 s); an accepted cell is a few
     seconds of work, given WORK_SECONDS."""
+    if status == 0 and "lowrank-cvx" in args:
+        pytest.importorskip("cvxpy")
     timeout = REFUSE_SECONDS if status == 2 else WORK_SECONDS
     try:
         r = cli(*args, timeout=timeout)
