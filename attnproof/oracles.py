@@ -121,7 +121,9 @@ class ValueOracle:
 
     @property
     def tolerance(self) -> float:
-        """Every answer is within this distance of f*(X): 0.0, the answers are exact."""
+        """Every answer is within this distance of f*(X): 0.0, the answers are exact.
+
+        An approximate subclass overrides it with its tau (see the :class:`Model` protocol)."""
         return 0.0
 
     @property

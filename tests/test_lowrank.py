@@ -64,6 +64,7 @@ def test_skeleton_on_adversarial_factors(target, seed):
 
 @given(st.integers(2, 12).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, d))), seeds)
 @example((5, 1), 27531240)  # one probe saturates and is re-asked (thorough profile)
+@example((5, 0), 0)  # W = 0: the r = 0 branch, asserted exactly
 def test_adaptive_finds_the_rank(dr, seed):
     d, r = dr
     model = generic(d, r, seed)
