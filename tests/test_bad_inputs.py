@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attnproof import strategies as ast
 from attnproof.errors import AssumptionError, InvalidInputError, NonFiniteError, ShapeError
@@ -84,6 +86,11 @@ def margin_oracle() -> ValueOracle:
 def cvx(**kw: Any) -> Any:
     pytest.importorskip("cvxpy")
     return learn_lowrank_cvx(low_rank_oracle(), **kw)
+
+
+def draw_once(*strategies: st.SearchStrategy[Any]) -> None:
+    """Build and draw from each strategy: numpy arguments must work at draw time too."""
+    given(st.tuples(*strategies))(settings(max_examples=1, database=None)(lambda _: None))()
 
 
 TOL = dict(eps_W=0.1, eps_v=0.1, W=2.0, mu=0.5, d=4)
@@ -231,16 +238,16 @@ API = [
     cell("check-assumptions-numpy-scalars", ACCEPTED,
          lambda: check_assumptions(np.float32(2.0), np.float16(0.5))),
     # --- strategies: numpy scalar types are accepted (refusals: test_strategies.BAD_ARGUMENTS) --
-    cell("strategies-numpy-ints", ACCEPTED, lambda: (
+    cell("strategies-numpy-ints", ACCEPTED, lambda: draw_once(
         ast.dims(np.int64(1), np.int32(3)), ast.scales(np.int16(-3), np.int64(3)),
         ast.low_rank_targets(rank=np.int64(2)), ast.bad_queries(np.int64(3)))),
-    cell("strategies-numpy-floats", ACCEPTED, lambda: (
+    cell("strategies-numpy-floats", ACCEPTED, lambda: draw_once(
         ast.vectors(np.int64(3), np.float32(2.0), sparse=np.bool_(True)),
         ast.matrices(np.int8(2), np.float64(0.5)),
         ast.adversarial_oracles(np.float32(-6), np.int64(-2)),
         ast.saturated_logit_targets(below=np.float32(8), above=np.int64(1)))),
     cell("strategies-numpy-vector", ACCEPTED,
-         lambda: ast.degenerate_probes(np.array([1, 2, 3], dtype=np.int32))),
+         lambda: draw_once(ast.degenerate_probes(np.array([1, 2, 3], dtype=np.int32)))),
 ]
 
 
