@@ -99,11 +99,16 @@ def _jsonable(obj: Any) -> Any:
 def _verify(args: argparse.Namespace) -> int:
     from .proof import verify_all
 
+    if args.out:  # fail before minutes of verification, not after
+        try:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            print(f"attnproof: error: cannot write the certificate to {args.out!r}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     cert = verify_all()
     if args.out:
         out = Path(args.out)
         try:
-            out.mkdir(parents=True, exist_ok=True)
             (out / "certificate.json").write_text(cert.to_json())
             (out / "certificate.md").write_text(cert.to_markdown())
             (out / "certificate.tex").write_text(cert.to_latex())

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .arith import FLOAT64, Arith
-from .errors import PrecisionLossError
+from .errors import InvalidInputError, PrecisionLossError
 from .oracles import ValueOracle
 from .proof import LEARNERS
 from .recovery import Recovery
@@ -220,6 +220,13 @@ class Session:
     _buffer: np.ndarray | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if not all(hasattr(self.oracle, a) for a in ("d", "queries")) or not callable(self.oracle):
+            raise InvalidInputError(
+                f"a learner takes an oracle (e.g. ValueOracle(model)), which counts its queries; got {self.oracle!r}"
+            )
+        mbb = self.max_batch_bytes
+        if isinstance(mbb, bool) or not isinstance(mbb, (int, np.integer)) or mbb < 1:
+            raise InvalidInputError(f"max_batch_bytes must be an integer >= 1; got {mbb!r}")
         self.policy = self.policy or ScalePolicy()
         self.start = self.oracle.queries
 

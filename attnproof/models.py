@@ -80,6 +80,12 @@ def _check_matrix(M: np.ndarray, shape: tuple[int, ...], what: str) -> None:
         raise ShapeError(f"{what} must have shape {shape}; got {M.shape}")
 
 
+def _check_width(d: int) -> None:
+    """Tokens live in R^d with d >= 1: a width-0 model has no query to answer."""
+    if d < 1:
+        raise ShapeError(f"the token width d must be >= 1; got d = {d}")
+
+
 class Attention:
     """Single-head attention regressor f_{W,v} (Sec. 3).
 
@@ -102,6 +108,7 @@ class Attention:
         self.v = arith.asarray(v)
         if self.W.ndim != 2 or self.W.shape[0] != self.W.shape[1]:
             raise ShapeError(f"W must be a square (d, d) matrix; got shape {self.W.shape}")
+        _check_width(self.W.shape[0])
         _check_matrix(self.v, (self.W.shape[0],), "v")
         arith.check_finite(self.W, "W")
         arith.check_finite(self.v, "v")
@@ -163,6 +170,7 @@ class FactoredAttention:
         self.K, self.Q, self.v = arith.asarray(K), arith.asarray(Q), arith.asarray(v)
         if self.Q.ndim != 2:
             raise ShapeError(f"Q must have shape (r, d); got {self.Q.shape}")
+        _check_width(self.Q.shape[1])
         _check_matrix(self.K, self.Q.shape, "K")
         _check_matrix(self.v, (self.Q.shape[1],), "v")
         for M, what in ((self.K, "K"), (self.Q, "Q"), (self.v, "v")):
@@ -226,7 +234,8 @@ class OneLayerTransformer:
         self.W = arith.asarray(W)
         self.A = arith.asarray(A)
         self.w_o = arith.asarray(w_o)
-        d = self.W.shape[0]
+        d = self.W.shape[0] if self.W.ndim else 0
+        _check_width(d)
         _check_matrix(self.W, (d, d), "W")
         if self.A.ndim != 2 or self.A.shape[0] != d:
             raise ShapeError(f"A must have shape (d, m) with d = {d}; got {self.A.shape}")

@@ -12,7 +12,7 @@ import hashlib
 import math
 import numbers
 import time
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -23,7 +23,17 @@ from .models import as_batch, attention_weights
 
 
 class Model(Protocol):
-    """Anything with a width ``d``, an ``arith`` and a batched ``__call__``."""
+    """What an oracle needs from a target: a width ``d``, an ``arith`` and a batched ``__call__``.
+
+    ``__call__`` takes a validated batch X of shape (B, N, d) in ``arith``'s number type and
+    returns the B values f(X) (shape (B,)).  The learner never sees the model, only the oracle
+    wrapped around it; an oracle that needs more than this protocol (the ``worst`` adversary of
+    :class:`ApproxOracle` reads ``W`` and ``v``) says so in its own docstring.
+
+    An oracle exposes its accuracy as a read-only ``tolerance``: every answer lies within
+    ``tolerance`` of f*(X).  :class:`ValueOracle` is exact (``tolerance == 0.0``); an approximate
+    oracle reports its tau there, so a learner reads the tolerance from the oracle's interface.
+    """
 
     d: int
     arith: Any
@@ -39,6 +49,26 @@ class QueryRecord:
     y: np.ndarray
 
 
+def _check_model(model: Any) -> None:
+    """A :class:`Model`: callable, with an ``arith`` and an integer width ``d >= 1``."""
+    d = getattr(model, "d", None)
+    if not callable(model) or not hasattr(model, "arith") or not isinstance(d, (int, np.integer)):
+        raise InvalidInputError(
+            f"an oracle needs a model with a width d, an arith and a batched __call__; got {model!r}"
+        )
+    if isinstance(d, (bool, np.bool_)) or d < 1:
+        raise InvalidInputError(f"a model's width must be an integer d >= 1; got d = {d!r}")
+
+
+def _check_budget(budget: Any) -> int | None:
+    """``None`` or a non-negative integer (Python or numpy); bools and floats are refused."""
+    if budget is None:
+        return None
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, (int, np.integer)) or budget < 0:
+        raise InvalidInputError(f"a query budget must be None or a non-negative integer; got {budget!r}")
+    return int(budget)
+
+
 @dataclass
 class ValueOracle:
     """Exact value queries VQ(X) = f*(X) (Sec. 3).
@@ -46,38 +76,56 @@ class ValueOracle:
     Parameters
     ----------
     model : Model
-        The hidden target.  A learner must only call the oracle, never read ``model``.
+        The hidden target (positional), of width d >= 1.  A learner must only call the oracle,
+        never read ``model``.
     budget : int, optional
-        Maximum number of queries; ``None`` means unlimited.
+        Keyword only.  Maximum number of queries; ``None`` means unlimited.  A Python or numpy
+        integer >= 0; bools and floats (even integral ones) raise
+        :class:`~attnproof.errors.InvalidInputError`.
     record : bool
-        Keep a copy of every query and answer in :attr:`log` (for figures and audits).
+        Keyword only.  Keep a copy of every query and answer in :attr:`log` (for figures and audits).
+
+    Raises
+    ------
+    InvalidInputError
+        A model without the :class:`Model` protocol or with d < 1, or a bad budget.
 
     Attributes
     ----------
     queries : int
-        Number of sequences answered so far.
+        Number of sequences answered so far (starts at 0; not a constructor argument).
     calls : int
         Number of calls (a batch is one call).
     seconds : float
         Wall-clock time spent evaluating the target.
+    log : list of QueryRecord
+        The recorded calls (empty unless ``record``).
     """
 
     model: Model
+    _: KW_ONLY
     budget: int | None = None
     record: bool = False
-    queries: int = 0
-    calls: int = 0
-    seconds: float = 0.0
-    log: list[QueryRecord] = field(default_factory=list)
+    queries: int = field(default=0, init=False)
+    calls: int = field(default=0, init=False)
+    seconds: float = field(default=0.0, init=False)
+    log: list[QueryRecord] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        if self.budget is not None and (not isinstance(self.budget, int) or self.budget < 0):
-            raise InvalidInputError(f"a query budget must be a non-negative integer; got {self.budget!r}")
+        _check_model(self.model)
+        self.budget = _check_budget(self.budget)
 
     @property
     def d(self) -> int:
         """Token width of the target (public: the learner must know the input format)."""
         return self.model.d
+
+    @property
+    def tolerance(self) -> float:
+        """Every answer is within this distance of f*(X): 0.0, the answers are exact.
+
+        An approximate subclass overrides it with its tau (see the :class:`Model` protocol)."""
+        return 0.0
 
     @property
     def remaining(self) -> int | None:
@@ -206,9 +254,13 @@ class ApproxOracle(ValueOracle):
                 "off by more)"
             )
         y = f + self._error(Xb, f)
-        # rounding of f + eta can overshoot the band by half an ulp: step back inside
-        over = np.abs(y - f) > self.tau
-        y[over] = np.nextafter(y[over], f[over])
+        # the rounding of eta and of f + eta can overshoot the band by an ulp or two (e.g. the
+        # grid 2 tau Z of ``round`` when tau is near ulp(f)): step back inside, a bounded walk
+        for _ in range(4):
+            over = np.abs(y - f) > self.tau
+            if not over.any():
+                break
+            y[over] = np.nextafter(y[over], f[over])
         if not np.all(np.abs(y - f) <= self.tau):  # NaN fails too
             raise ToleranceViolation(f"adversary {self.adversary!r} answered outside +-{self.tau}")
         return y

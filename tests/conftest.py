@@ -1,4 +1,7 @@
-"""Shared test configuration: Hypothesis profiles and mpmath's global precision."""
+"""Shared test configuration: Hypothesis profiles and mpmath's global precision.
+
+Shared helpers (``seeds``, ``rel``, ``cli``) live in ``tests/helpers.py``.
+"""
 
 from __future__ import annotations
 

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "attnproof.cli", *args], capture_output=True, text=True, timeout=600)
+from helpers import cli
 
 
 def test_verify_json_passes_with_required_ids():
@@ -36,17 +32,20 @@ def test_recover_mp60_is_exact_to_working_precision():
 
 def test_recover_sympy_is_exact():
     r = cli("recover", "--d", "2", "--arith", "sympy", "--json")
+    assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["exact"] is True and doc["err_W"] == 0 and doc["queries"] == 6
 
 
 def test_recover_float_human_readable():
     r = cli("recover", "--d", "8", "--probes", "basis")
-    assert r.returncode == 0 and "72 queries" in r.stdout
+    assert r.returncode == 0, r.stderr
+    assert "72 queries" in r.stdout
 
 
 def test_bench_json():
     r = cli("bench", "exact", "--d", "4,8", "--json")
+    assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert [x["d"] for x in doc["results"]] == [4, 8]
     assert all(x["queries"] == x["d"] + x["d"] ** 2 for x in doc["results"])
@@ -74,7 +73,7 @@ def test_bench_json():
 )
 def test_bad_arguments_exit_2_with_one_line(args):
     r = cli(*args)
-    assert r.returncode == 2
+    assert r.returncode == 2, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("attnproof: error:")
 
 
@@ -97,23 +96,27 @@ def test_recover_skeleton_mp60_at_the_floor():
 
 
 def test_recover_cvx_small():
+    pytest.importorskip("cvxpy")
     r = cli("recover", "--d", "8", "--rank", "1", "--learner", "lowrank-cvx", "--m", "75", "--json")
+    assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["rel_err_W"] < 1e-6 and doc["queries"] >= 8 + 75
 
 
 def test_bench_lowrank_json():
     r = cli("bench", "lowrank", "--d", "16,32", "--rank", "2,3", "--json")
+    assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert [x["queries"] for x in doc["results"]] == [16 + 2 * 30, 32 + 3 * 61]
 
 
 def test_noisy_assumption_failure_exits_1():
     r = cli("recover", "--d", "3", "--learner", "noisy", "--W-bound", "1")
-    assert r.returncode == 1 and "AssumptionError" in r.stderr
+    assert r.returncode == 1, r.stderr
+    assert "AssumptionError" in r.stderr
 
 
 def test_failed_recovery_gives_typed_error_and_nonzero_exit():
     r = cli("recover", "--d", "3", "--scale", "1e200")
-    assert r.returncode == 1
+    assert r.returncode == 1, r.stderr
     assert "PrecisionLossError" in r.stderr

@@ -1,5 +1,7 @@
 """Oracles count every query, enforce budgets and never answer malformed queries."""
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -8,7 +10,7 @@ from hypothesis import strategies as st
 from attnproof import strategies as ast
 from attnproof.errors import InvalidInputError, QueryBudgetExceeded, ShapeError, NonFiniteError
 from attnproof.models import Attention
-from attnproof.oracles import ValueOracle
+from attnproof.oracles import ApproxOracle, ValueOracle
 
 
 def oracle(d=3, **kw):
@@ -38,10 +40,38 @@ def test_budget_refuses_a_batch_whole():
         o(np.ones((1, 3)))
 
 
-@pytest.mark.parametrize("budget", [-1, 2.5, "3"])
+@pytest.mark.parametrize("budget", [-1, 2.5, 3.0, "3", True, np.bool_(False), np.int64(-2), np.float64(4.0)])
 def test_bad_budget(budget):
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="query budget"):
         oracle(budget=budget)
+
+
+@pytest.mark.parametrize("budget", [0, 5, np.int64(5), np.uint8(5), np.int32(0)])
+def test_integer_budgets_are_accepted_as_python_ints(budget):
+    o = oracle(budget=budget)
+    assert type(o.budget) is int and o.budget == budget and o.remaining == budget
+
+
+def test_counters_are_not_constructor_arguments():
+    """``ValueOracle(model, None, False, 100)`` must not start at 100 queries."""
+    m = oracle().model
+    with pytest.raises(TypeError):
+        ValueOracle(m, None, False, 100)
+    with pytest.raises(TypeError):
+        ValueOracle(m, queries=100)
+    o = ValueOracle(m, budget=3, record=True)
+    assert (o.queries, o.calls, o.seconds, o.log) == (0, 0, 0.0, [])
+
+
+def test_exact_oracle_reports_zero_tolerance():
+    o = oracle()
+    assert o.tolerance == 0.0 and isinstance(o.tolerance, float)
+    with pytest.raises(AttributeError):
+        o.tolerance = 1.0
+
+
+def test_approx_oracle_reports_its_tau_as_tolerance():
+    assert ApproxOracle(oracle().model, tau=0.25).tolerance == 0.25
 
 
 @given(ast.bad_queries(3))
@@ -61,7 +91,30 @@ def test_log_records_copies():
     assert np.all(o.log[0].X == 1.0) and np.array_equal(o.log[0].y, y)
 
 
-def test_time_is_accounted():
-    o = oracle()
-    o(np.ones((100, 2, 3)))
-    assert o.seconds > 0
+class SlowModel:
+    """A model that takes ``delay`` seconds per evaluation."""
+
+    def __init__(self, inner, delay):
+        self.inner, self.delay, self.d, self.arith = inner, delay, inner.d, inner.arith
+
+    def __call__(self, X):
+        time.sleep(self.delay)
+        return self.inner(X)
+
+
+def test_time_in_the_model_is_accounted_and_only_it():
+    """``seconds`` sums the time spent evaluating the target, over every answered call; a
+    refused or malformed query adds nothing."""
+    delay = 0.02
+    o = ValueOracle(SlowModel(oracle().model, delay), budget=3)
+    t0 = time.perf_counter()
+    o(np.ones((2, 3)))
+    o(np.ones((2, 2, 3)))
+    wall = time.perf_counter() - t0
+    assert 2 * delay <= o.seconds <= wall
+    spent = o.seconds
+    with pytest.raises(QueryBudgetExceeded):
+        o(np.ones((2, 2, 3)))
+    with pytest.raises(ShapeError):
+        o(np.ones((2, 4)))
+    assert o.seconds == spent

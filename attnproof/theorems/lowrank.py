@@ -337,6 +337,8 @@ def _learn_by_crosses(
         raise InvalidInputError("the skeleton learners need an explicit numpy.random.Generator (rng=...)")
     arith, d = session.arith, session.oracle.d
     rank_tol = 0.1 * math.sqrt(arith.eps) if rank_tol is None else rank_tol
+    if not (isinstance(rank_tol, (int, float, np.floating)) and 0 <= rank_tol < math.inf):
+        raise InvalidInputError(f"rank_tol must be a finite number >= 0; got {rank_tol!r}")
     t0 = time.perf_counter()
     with arith.context():
         beta, v = read_v(session, bias)

@@ -1,0 +1,30 @@
+"""Helpers shared by the test files: ``from helpers import seeds, rel, cli``.
+
+pytest puts ``tests/`` on ``sys.path`` (rootdir-relative "prepend" import mode, no
+``__init__.py``), so this module imports like any other; fixtures and the Hypothesis profiles
+stay in ``conftest.py``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+from hypothesis import strategies as st
+
+#: Seeds for ``numpy.random.default_rng``: the whole range numpy accepts as one 32-bit word.
+seeds = st.integers(0, 2**32 - 1)
+
+
+def rel(a: object, b: object) -> float:
+    """||a - b|| / ||b|| in float64 (||b|| floored at 1e-300 so that b = 0 gives ||a|| / 1e-300)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run ``attnproof ARGS`` as a user does (a fresh interpreter), capturing text output."""
+    return subprocess.run(
+        [sys.executable, "-m", "attnproof.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
