@@ -9,6 +9,7 @@ Every result is a dict with the shared keys of :func:`result_row`.
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .arith import FLOAT64, Arith, parse
-from .errors import InvalidInputError
+from .errors import AttnproofError, InvalidInputError
 from .models import Attention, FactoredAttention
 from .oracles import ADVERSARIES, ApproxOracle, ValueOracle
 from .proof import LEARNERS
@@ -173,6 +174,37 @@ def recover_heads(
     return rows
 
 
+def supported_range(
+    d: int = 4, log10_scales: tuple[int, ...] = (-200, -170, -150, -100, 0, 100, 150, 200), seed: int = 0
+) -> list[dict[str, Any]]:
+    """What the float64 exact learner does across target scales: recovered within its bound
+    (relative error, bound / ||W*||, queries) or refused with a typed error (its class)."""
+    rows = []
+    for e in log10_scales:
+        try:
+            r = run_exact(d, "float64", "gaussian", seed, scale=10.0**e)
+        except AttnproofError as exc:
+            rows.append({"log10_scale": e, "outcome": f"refused: {type(exc).__name__}"})
+            continue
+        norm = r["err_W"] / r["rel_err_W"] if r["rel_err_W"] else math.nan
+        rows.append({"log10_scale": e, "outcome": "recovered", "rel_err_W": r["rel_err_W"],
+                     "bound_over_norm": r["error_bound"] / norm, "queries": r["queries"]})
+    return rows
+
+
+def markdown_table(rows: list[dict[str, Any]], columns: dict[str, str]) -> str:
+    """A Markdown table of ``rows`` (the book shows tables this way, not as printed text):
+    ``columns`` maps a row key to its header; floats print with 2 significant digits."""
+    def fmt(x: Any) -> str:
+        if isinstance(x, float):
+            return "–" if math.isnan(x) else f"{x:.2g}"
+        return "–" if x is None else str(x)
+
+    lines = ["| " + " | ".join(columns.values()) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt(r.get(k)) for k in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 def precision_sweep(
     d: int, digits: list[int], probes: str = "gaussian", seed: int = 0
 ) -> list[dict[str, Any]]:
@@ -301,6 +333,8 @@ def run(learner: str, d: int, arith: str | Arith = "float64", seed: int = 0, **o
 __all__ = [
     "RUNNERS",
     "run",
+    "supported_range",
+    "markdown_table",
     "options_of",
     "result_row",
     "random_target",
