@@ -40,7 +40,8 @@ def main_job() -> None:
     install("book")
     run(BIN / "attnproof", "verify", "--out", ROOT / "certificate")
     run(BIN / "jupyter-book", "build", ROOT / "book", "-W", "--keep-going")
-    print(f"\nCertificate: {ROOT / 'certificate'}/certificate.md\nBook: {ROOT / 'book/_build/html/index.html'}")
+    print(f"\nCertificate: {ROOT / 'certificate'}/certificate.md\n"
+          f"Book: {ROOT / 'book/_build/html/index.html'}")
 
 
 def tests(extra_args: list[str]) -> None:

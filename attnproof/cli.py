@@ -103,7 +103,10 @@ def _verify(args: argparse.Namespace) -> int:
         try:
             Path(args.out).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            print(f"attnproof: error: cannot write the certificate to {args.out!r}: {exc.strerror or exc}", file=sys.stderr)
+            print(
+                f"attnproof: error: cannot write the certificate to {args.out!r}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
             return 2
     cert = verify_all()
     if args.out:
@@ -113,25 +116,31 @@ def _verify(args: argparse.Namespace) -> int:
             (out / "certificate.md").write_text(cert.to_markdown())
             (out / "certificate.tex").write_text(cert.to_latex())
         except OSError as exc:
-            print(f"attnproof: error: cannot write the certificate to {args.out!r}: {exc.strerror or exc}", file=sys.stderr)
+            print(
+                f"attnproof: error: cannot write the certificate to {args.out!r}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
             return 2
     if args.json:
         doc = cert.as_dict()
         doc["identities"] = [
-            {k: e[k] for k in ("id", "paper", "symbolic", "numeric_max_err", "passed", "seconds", "sha256", "uses", "error")}
+            {k: e[k] for k in (
+                "id", "paper", "symbolic", "numeric_max_err", "passed", "seconds", "sha256", "uses", "error"
+            )}
             for e in doc["identities"]
         ]
         print(json.dumps(_jsonable(doc), indent=2))
     else:
         for e in cert.entries:
             mark = "ok  " if e.passed else "FAIL"
-            print(f"{mark} {e.id:32s} {e.paper:24s} numeric {e.numeric_max_err:.1e}  {e.seconds:6.2f} s  {e.error}")
+            print(f"{mark} {e.id:32s} {e.paper:24s} numeric {e.numeric_max_err:.1e}  "
+                  f"{e.seconds:6.2f} s  {e.error}")
         for lr in cert.learners:
             mark = "ok  " if lr.passed else "FAIL"
             print(f"{mark} learner {lr.name:24s} {lr.result:24s} through {len(lr.relies_on)} identities"
                   + (f"; failing: {', '.join(lr.failing)}" if lr.failing else ""))
-        print(f"{'all' if cert.passed else 'NOT all'} {len(cert.entries)} identities and {len(cert.learners)} "
-              f"learners verified in {cert.seconds:.1f} s")
+        print(f"{'all' if cert.passed else 'NOT all'} {len(cert.entries)} identities and "
+              f"{len(cert.learners)} learners verified in {cert.seconds:.1f} s")
     return 0 if cert.passed else 1
 
 
@@ -216,7 +225,9 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 #: The recover options handed to the learner's runner (each runner takes the ones it uses).
-_LEARNER_OPTIONS = ("probes", "scale", "rank", "m", "checks", "tau", "adversary", "design", "eps_W", "eps_v", "W_bound")
+_LEARNER_OPTIONS = (
+    "probes", "scale", "rank", "m", "checks", "tau", "adversary", "design", "eps_W", "eps_v", "W_bound",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,12 +244,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--arith", type=_arith, default="float64", help="float64, mp:DIGITS or sympy")
     r.add_argument("--probes", choices=("gaussian", "basis"), default=None, help="exact (default: gaussian)")
     r.add_argument("--seed", type=_nonnegative_int, default=0)
-    r.add_argument("--scale", type=_positive_float, default=None, help="std of W's entries (default 1/sqrt(d))")
+    r.add_argument("--scale", type=_positive_float, default=None,
+                   help="std of W's entries (default 1/sqrt(d))")
     r.add_argument("--learner", choices=sorted(LEARNERS), default="exact", help="a registered learner")
-    r.add_argument("--rank", type=_nonnegative_int, default=None, help="low-rank learners: r = rank of W = K^T Q")
-    r.add_argument("--m", type=_positive_int, default=None, help="lowrank-cvx: measurements (default 3 r (2d - r))")
-    r.add_argument("--checks", type=_nonnegative_int, default=None, help="skeleton: extra check queries (<= d)")
-    r.add_argument("--tau", type=_positive_float, default=None, help="noisy: oracle tolerance (default: the proven one)")
+    r.add_argument("--rank", type=_nonnegative_int, default=None,
+                   help="low-rank learners: r = rank of W = K^T Q")
+    r.add_argument("--m", type=_positive_int, default=None,
+                   help="lowrank-cvx: measurements (default 3 r (2d - r))")
+    r.add_argument("--checks", type=_nonnegative_int, default=None,
+                   help="skeleton: extra check queries (<= d)")
+    r.add_argument("--tau", type=_positive_float, default=None,
+                   help="noisy: oracle tolerance (default: the proven one)")
     r.add_argument("--adversary", choices=tuple(ADVERSARIES), default=None, help="noisy (default: worst)")
     r.add_argument("--design", choices=tuple(DESIGNS), default=None, help="noisy (default: corrected)")
     r.add_argument("--eps-W", dest="eps_W", type=_unit_float, default=None, help="noisy (default 0.1)")
@@ -290,8 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "recover":
         _check_recover(parser, args)
-    if args.command == "bench" and args.what == "lowrank" and (not args.rank or len(args.rank) != len(args.d)):
-        parser.error("argument --rank: bench lowrank needs one rank per --d (e.g. --d 1024,4096 --rank 32,128)")
+    if args.command == "bench" and args.what == "lowrank" and (
+        not args.rank or len(args.rank) != len(args.d)
+    ):
+        parser.error(
+            "argument --rank: bench lowrank needs one rank per --d (e.g. --d 1024,4096 --rank 32,128)"
+        )
     if args.command == "bench" and args.what == "lowrank":
         for d, r in zip(args.d, args.rank):
             if r > d:

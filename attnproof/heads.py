@@ -48,7 +48,8 @@ def load_checkpoint(path: Path | str) -> tuple[dict[str, np.ndarray], dict]:
 
 
 def bert_head(
-    tensors: dict[str, np.ndarray], layer: int, head: int, n_heads: int, readout_row: int = 0, prefix: str = ""
+    tensors: dict[str, np.ndarray], layer: int, head: int, n_heads: int, readout_row: int = 0,
+    prefix: str = "",
 ) -> FactoredAttention:
     """Head ``head`` of layer ``layer`` as a biased factored attention model (see module doc)."""
     base = f"{prefix}encoder.layer.{layer}.attention."

@@ -222,7 +222,8 @@ class Session:
     def __post_init__(self) -> None:
         if not all(hasattr(self.oracle, a) for a in ("d", "queries")) or not callable(self.oracle):
             raise InvalidInputError(
-                f"a learner takes an oracle (e.g. ValueOracle(model)), which counts its queries; got {self.oracle!r}"
+                f"a learner takes an oracle (e.g. ValueOracle(model)), which counts its queries; "
+                f"got {self.oracle!r}"
             )
         mbb = self.max_batch_bytes
         if isinstance(mbb, bool) or not isinstance(mbb, (int, np.integer)) or mbb < 1:

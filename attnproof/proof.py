@@ -231,7 +231,9 @@ class Entry:
 
     def to_markdown(self) -> str:
         """A MyST/Markdown block: verification badge, ID, paper reference, statement, evidence."""
-        badge = "✓ verified" if self.passed else ("! own checks pass, a used identity fails" if self.own_passed else "✗ NOT verified")
+        badge = "✓ verified" if self.passed else (
+            "! own checks pass, a used identity fails" if self.own_passed else "✗ NOT verified"
+        )
         uses = ", ".join(f"`{u}`" for u in self.uses) or "nothing"
         done = "yes" if self.symbolic else "no"
         if self.kind == "bound":

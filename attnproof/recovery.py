@@ -92,7 +92,9 @@ class Score:
         return out
 
 
-def score(rec: Recovery, W: Any, v: Any, arith: Arith | None = None, c: Any = None, beta: Any = None) -> Score:
+def score(
+    rec: Recovery, W: Any, v: Any, arith: Arith | None = None, c: Any = None, beta: Any = None
+) -> Score:
     """Errors and bits of precision of ``rec`` against (W, v) (and c, beta for a head with biases).
 
     ``bits_W = -log2(max |W_hat - W*|_ij / max |W*|_ij)`` (likewise for v), the unit of the

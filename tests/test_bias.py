@@ -21,10 +21,17 @@ seeds = st.integers(0, 2**32 - 1)
 
 
 def rel(a, b):
-    return np.linalg.norm(np.asarray(a, float) - np.asarray(b, float)) / max(np.linalg.norm(np.asarray(b, float)), 1e-300)
+    return (
+        np.linalg.norm(np.asarray(a, float) - np.asarray(b, float))
+        / max(np.linalg.norm(np.asarray(b, float)), 1e-300)
+    )
 
 
-@given(st.integers(1, 10).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, d))), seeds, st.floats(-5, 5))
+@given(
+    st.integers(1, 10).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, d))),
+    seeds,
+    st.floats(-5, 5),
+)
 def test_biased_skeleton_recovers_everything_at_floor_plus_d_plus_1(dr, seed, beta):
     d, r = dr
     rng = np.random.default_rng(seed)

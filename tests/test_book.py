@@ -54,7 +54,9 @@ def test_math_is_served_locally(html):
         for src in re.findall(r'<script[^>]*\bsrc="([^"]+)"', text):
             assert not src.startswith(("http:", "https:", "//")), f"{page.name} loads {src} from the network"
         for href in re.findall(r'<link[^>]*\bhref="([^"]+\.(?:css|js|woff2?))"', text):
-            assert not href.startswith(("http:", "https:", "//")), f"{page.name} loads {href} from the network"
+            assert not href.startswith(("http:", "https:", "//")), (
+                f"{page.name} loads {href} from the network"
+            )
     assert 'src="_static/mathjax/tex-chtml.js"' in (html / "exact.html").read_text()
     assert (html / "_static/mathjax/tex-chtml.js").stat().st_size > 100_000
     assert list((html / "_static/mathjax/output/chtml/fonts").rglob("*.woff")), "MathJax fonts are missing"

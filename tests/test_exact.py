@@ -45,7 +45,9 @@ RESOLVABLE = 1e-140
 
 
 @given(
-    ast.targets(w_scale=ast.scales(*ast.SUPPORTED_LOG10_SCALE), v_scale=ast.scales(*ast.SUPPORTED_LOG10_SCALE)),
+    ast.targets(
+        w_scale=ast.scales(*ast.SUPPORTED_LOG10_SCALE), v_scale=ast.scales(*ast.SUPPORTED_LOG10_SCALE)
+    ),
     probe_families,
     seeds,
 )
@@ -269,7 +271,11 @@ def test_mpmath_error_shrinks_like_ten_to_minus_dps(probes):
         assert dps - 6 <= digits[dps] <= dps + 6
 
 
-@given(ast.targets(d=st.integers(1, 4), w_scale=ast.scales(-2, 2), v_scale=ast.scales(-2, 2)), probe_families, seeds)
+@given(
+    ast.targets(d=st.integers(1, 4), w_scale=ast.scales(-2, 2), v_scale=ast.scales(-2, 2)),
+    probe_families,
+    seeds,
+)
 def test_mpmath_recovery_is_near_exact(target, probes, seed):
     W, v = target
     arith = MP(50)

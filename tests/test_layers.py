@@ -62,7 +62,11 @@ def imports(path: Path, root: Path = PACKAGE) -> set[str]:
                 continue
             out.add(target)
         elif isinstance(node, ast.Import):
-            out.update(a.name.removeprefix("attnproof").lstrip(".") for a in node.names if a.name.startswith("attnproof."))
+            out.update(
+                a.name.removeprefix("attnproof").lstrip(".")
+                for a in node.names
+                if a.name.startswith("attnproof.")
+            )
     return {m for m in out if m}
 
 

@@ -135,5 +135,8 @@ def test_merged_parameters_keep_the_models_precision():
     K, Q = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
     with mpmath.workdps(80):  # float inputs are exact binary rationals
         exact = MP(80).asarray(K).T @ MP(80).asarray(Q)
-        for W in (Attention.from_qkv(Q, K, K, np.ones(2), MP(80)).W, FactoredAttention(K, Q, np.ones(3), MP(80)).W):
+        for W in (
+            Attention.from_qkv(Q, K, K, np.ones(2), MP(80)).W,
+            FactoredAttention(K, Q, np.ones(3), MP(80)).W,
+        ):
             assert max(abs(x) for x in (W - exact).reshape(-1)) < mpmath.mpf(10) ** -75

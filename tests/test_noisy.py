@@ -104,7 +104,9 @@ def test_lemma_a1_clipped_logit_is_5_lipschitz(position, alpha_hat):
 # --- Theorem 6.1 attacked ----------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="Erratum E1: the paper's paired probes saturate the clip")
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="Erratum E1: the paper's paired probes saturate the clip"
+)
 @given(ast.margin_targets(), epsilons, epsilons, adversaries)
 @example(E1_TARGET, 0.5, 0.5, "worst")
 def test_theorem_6_1_as_stated(target, eps_W, eps_v, adversary):

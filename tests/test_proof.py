@@ -43,7 +43,10 @@ def test_a_false_bound_fails(scratch_registry):
     import mpmath
 
     proof.bound(id="test/false-bound", paper="-", statement="L <= 4")(
-        lambda: [("4 - L", 4 - 1 / (mpmath.iv.mpf(1) / (1 + mpmath.iv.exp(0.5)) * (1 - 1 / (1 + mpmath.iv.exp(0.5)))))]
+        lambda: [(
+            "4 - L",
+            4 - 1 / (mpmath.iv.mpf(1) / (1 + mpmath.iv.exp(0.5)) * (1 - 1 / (1 + mpmath.iv.exp(0.5)))),
+        )]
     )
     assert not proof.verify("test/false-bound").passed
     y = sp.Symbol("y", real=True)
@@ -89,7 +92,9 @@ x = sp.Symbol("x", real=True)
 
 
 def test_a_false_identity_fails_both_checks(scratch_registry):
-    proof.identity(id="test/false", paper="-", statement="x = x + 1/1000")(lambda: [(x, x + sp.Rational(1, 1000))])
+    proof.identity(id="test/false", paper="-", statement="x = x + 1/1000")(
+        lambda: [(x, x + sp.Rational(1, 1000))]
+    )
     e = proof.verify("test/false")
     assert not e.symbolic and e.numeric_max_err > 1e-4 and not e.passed
 

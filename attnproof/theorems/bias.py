@@ -39,7 +39,8 @@ from ..proof import Pair, identity, symbols
     statement=r"\frac{(W_k x_i + b_k)^\top (W_q x_N + b_q)}{\sqrt r} = x_i^\top W x_N + c^\top x_i + "
     r"\underbrace{\tfrac{b_k^\top (W_q x_N + b_q)}{\sqrt r}}_{\text{constant in } i},\ "
     r"W = \tfrac{W_k^\top W_q}{\sqrt r},\ c = \tfrac{W_k^\top b_q}{\sqrt r}",
-    assumptions="W_q, W_k real r x d, b_q, b_k real r-vectors, x_i, x_N real d-vectors, r positive; (r, d) = (2, 3)",
+    assumptions="W_q, W_k real r x d, b_q, b_k real r-vectors, x_i, x_N real d-vectors, r positive; "
+    "(r, d) = (2, 3)",
 )
 def score_expansion() -> list[Pair]:
     r, d = 2, 3
@@ -57,11 +58,14 @@ def score_expansion() -> list[Pair]:
     paper="beyond the paper (real heads)",
     statement=r"\sum_i \alpha_i\, w_o^\top (W_v x_i + b_v) = \alpha^\top X v + \beta,\ "
     r"v = W_v^\top w_o,\ \beta = w_o^\top b_v \quad (\textstyle\sum_i \alpha_i = 1)",
-    assumptions="W_v real r x d, b_v, w_o real r-vectors, X real N x d, alpha_N = 1 - sum of the others; (r, d, N) = (2, 3, 3)",
+    assumptions="W_v real r x d, b_v, w_o real r-vectors, X real N x d, alpha_N = 1 - sum of the others; "
+    "(r, d, N) = (2, 3, 3)",
 )
 def value_offset() -> list[Pair]:
     r, d, N = 2, 3, 3
-    Wv, bv, wo = symbols("Wv", (r, d), real=True), symbols("bv", (r,), real=True), symbols("wo", (r,), real=True)
+    Wv, bv, wo = (
+        symbols("Wv", (r, d), real=True), symbols("bv", (r,), real=True), symbols("wo", (r,), real=True)
+    )
     X = symbols("X", (N, d), real=True)
     a = list(sp.symbols(f"alpha_1:{N}", real=True))
     alpha = np.array(a + [1 - sum(a)], dtype=object)
@@ -79,7 +83,9 @@ def zero_token() -> list[Pair]:
     pairs: list[Pair] = []
     beta = sp.Symbol("beta", real=True)
     for d in range(1, 5):
-        W, c, v = symbols("W", (d, d), real=True), symbols("c", (d,), real=True), symbols("v", (d,), real=True)
+        W, c, v = (
+            symbols("W", (d, d), real=True), symbols("c", (d,), real=True), symbols("v", (d,), real=True)
+        )
         model = Attention(W, v, SYMPY, c=c, beta=beta)
         pairs.append((model(np.zeros((1, d), dtype=int)), beta))
         for i in range(d):
@@ -90,7 +96,8 @@ def zero_token() -> list[Pair]:
 @identity(
     id="bias/zero-last-token",
     paper="beyond the paper (real heads)",
-    statement=r"f\!\left(\begin{bmatrix}u^\top \\ 0^\top\end{bmatrix}\right) = \beta + \sigma(c^\top u)\, u^\top v;"
+    statement=r"f\!\left(\begin{bmatrix}u^\top \\ 0^\top\end{bmatrix}\right) = "
+    r"\beta + \sigma(c^\top u)\, u^\top v;"
     r"\quad f\!\left(\begin{bmatrix}(p + q)^\top \\ q^\top\end{bmatrix}\right) = \beta + q^\top v + "
     r"\sigma(p^\top W q + c^\top p)\, p^\top v",
     uses=("thm4.1/softmax-to-sigmoid",),
@@ -100,12 +107,16 @@ def zero_last_token() -> list[Pair]:
     pairs: list[Pair] = []
     beta = sp.Symbol("beta", real=True)
     for d in range(1, 4):
-        W, c, v = symbols("W", (d, d), real=True), symbols("c", (d,), real=True), symbols("v", (d,), real=True)
+        W, c, v = (
+            symbols("W", (d, d), real=True), symbols("c", (d,), real=True), symbols("v", (d,), real=True)
+        )
         u, p, q = (symbols(n, (d,), real=True) for n in ("u", "p", "q"))
         model = Attention(W, v, SYMPY, c=c, beta=beta)
         zero = np.array([sp.Integer(0)] * d, dtype=object)
         pairs.append((model(np.array([u, zero])), beta + (u @ v) / (1 + sp.exp(-(c @ u)))))
-        pairs.append((model(np.array([p + q, q])), beta + q @ v + (p @ v) / (1 + sp.exp(-(p @ W @ q + c @ p)))))
+        pairs.append(
+            (model(np.array([p + q, q])), beta + q @ v + (p @ v) / (1 + sp.exp(-(p @ W @ q + c @ p))))
+        )
     return pairs
 
 

@@ -283,7 +283,9 @@ def _two_token_probe(u: np.ndarray, j: int) -> np.ndarray:
 def one_token() -> list[Pair]:
     pairs: list[Pair] = []
     for d in SMALL_D:
-        W, v, x = symbols("W", (d, d), real=True), symbols("v", (d,), real=True), symbols("x", (d,), real=True)
+        W, v, x = (
+            symbols("W", (d, d), real=True), symbols("v", (d,), real=True), symbols("x", (d,), real=True)
+        )
         pairs.append((Attention(W, v, SYMPY)(x[None, :]), x @ v))
     return pairs
 
@@ -329,7 +331,9 @@ def score_difference() -> list[Pair]:
 def label_affine() -> list[Pair]:
     pairs: list[Pair] = []
     for d in range(1, 4):
-        W, v, u = symbols("W", (d, d), real=True), symbols("v", (d,), real=True), symbols("u", (d,), real=True)
+        W, v, u = (
+            symbols("W", (d, d), real=True), symbols("v", (d,), real=True), symbols("u", (d,), real=True)
+        )
         model = Attention(W, v, SYMPY)
         for j in range(d):
             y = model(_two_token_probe(u, j))
@@ -353,7 +357,8 @@ def _end_to_end(d: int, probe_matrices: list) -> list[Pair]:
 
 
 _END_TO_END = dict(
-    statement=r"\mathrm{learn\_exact}(\mathrm{VQ}_{W,v}) = (W, v) \text{ exactly, with } d + d^2 \text{ queries}",
+    statement=r"\mathrm{learn\_exact}(\mathrm{VQ}_{W,v}) = (W, v) \text{ exactly, with } "
+    r"d + d^2 \text{ queries}",
     uses=("thm4.1/one-token", "thm4.1/label-affine"),
 )
 

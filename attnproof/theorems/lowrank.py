@@ -23,7 +23,6 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -37,7 +36,9 @@ from ..prelude import prepare_probes, read_v
 from ..proof import Pair, identity, learner, symbols
 from ..recovery import Recovery
 
-def random_bases(d: int, v: np.ndarray, rng: np.random.Generator, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
+def random_bases(
+    d: int, v: np.ndarray, rng: np.random.Generator, arith: Arith
+) -> tuple[np.ndarray, np.ndarray]:
     """Random orthonormal bases P, Q of R^d (as rows) with P v* balanced.
 
     Q is Haar-random; P is Haar-random followed by the Householder reflection that maps
@@ -171,7 +172,9 @@ def _cross_error(session: Session, probes: Probes, cross: Cross, W_norm: float, 
     d = probes.d
     E = np.zeros((d, d))
     rows, cols = np.nonzero(cross.known)
-    E[rows, cols] = value_errors(probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm)
+    E[rows, cols] = value_errors(
+        probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm
+    )
     trunc = 0.0 if cross.stop_col is None else d * (cross.stop_residual + float(E[:, cross.stop_col].max()))
     if not cross.rows:
         return trunc
@@ -201,7 +204,8 @@ def _cross_count(d: int, r: int, rank: int, bias: bool, checks: int) -> int:
     name="skeleton",
     result="Thm 5.1 (at the floor)",
     relies_on=(
-        "thm4.1/one-token", "thm4.1/label-affine", "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
+        "thm4.1/one-token", "thm4.1/label-affine",
+        "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
         "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
@@ -284,7 +288,8 @@ def learn_skeleton(
     name="skeleton-adaptive",
     result="Thm 5.1 (unknown rank)",
     relies_on=(
-        "thm4.1/one-token", "thm4.1/label-affine", "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
+        "thm4.1/one-token", "thm4.1/label-affine",
+        "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
         "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
@@ -353,9 +358,14 @@ def _learn_by_crosses(
         if not arith.exact:  # exact arithmetic has no rounding error to bound
             W_norm, c_norm = arith.norm(W), 0.0 if c is None else arith.norm(c)
             shrink = float(np.max(1 / arith.to_float(shorten)))
-            W_error = shrink * _cross_error(session, probes, cross, W_norm, c_norm) + (d + 4) * arith.eps * d * W_norm
+            W_error = (
+                shrink * _cross_error(session, probes, cross, W_norm, c_norm)
+                + (d + 4) * arith.eps * d * W_norm
+            )
             if bias:
-                session.diagnostics["error_bound_c"] = shrink * FLOAT64.norm(probes.linear_err) + 4 * arith.eps * c_norm
+                session.diagnostics["error_bound_c"] = (
+                    shrink * FLOAT64.norm(probes.linear_err) + 4 * arith.eps * c_norm
+                )
         if checks and W_error is not None:  # what the checks cannot exclude joins the bound
             W_error += _check_rank(session, probes, W, c, checks, rng, W_error, session.promise(rtol))
         elif checks:
@@ -392,7 +402,9 @@ def _check_rank(
     A, B = random_bases(d, probes.v, rng, arith)
     A, B = A[:checks], B[:checks]
     linear = None if c is None else A @ c
-    fresh = Probes(A, B, probes.v, arith, offset=probes.offset, linear=linear, scale_query_only=probes.scale_query_only)
+    fresh = Probes(
+        A, B, probes.v, arith, offset=probes.offset, linear=linear, scale_query_only=probes.scale_query_only
+    )
     idx = np.arange(checks)
     L, k = session.measure_adaptively(fresh, (idx, idx))
     measured = fresh.values(L, k, idx)
@@ -513,7 +525,8 @@ def rank_one_measurement() -> list[Pair]:
     id="thm5.1/skeleton-reconstruction",
     paper="beyond Thm 5.1 (CUR / Nystrom)",
     statement=r"\operatorname{rank} M = r,\ U = M_{[:r, :r]} \text{ invertible} \Rightarrow "
-    r"M = M_{[:, :r]}\, U^{-1} M_{[:r, :]}, \quad |\text{skeleton}| = \sum_{s=0}^{r-1}(2d - 2s - 1) = r(2d - r) = d^2 - (d - r)^2",
+    r"M = M_{[:, :r]}\, U^{-1} M_{[:r, :]}, \quad |\text{skeleton}| = "
+    r"\sum_{s=0}^{r-1}(2d - 2s - 1) = r(2d - r) = d^2 - (d - r)^2",
     assumptions="M = A B with A (d x r), B (r x d) real symbols, (d, r) in {(2,1), (3,1), (3,2), (4,2)}; "
     "the reconstruction is the library's own `reconstruct` run in sympy",
 )
