@@ -188,6 +188,13 @@ def _cross_error(session: Session, probes: Probes, cross: Cross, W_norm: float, 
     return float(FLOAT64.norm(dC) * nY + nX * FLOAT64.norm(dR) + nX * FLOAT64.norm(dU) * nY + trunc)
 
 
+#: What both skeleton learners rest on: phase 1, the bilinear measurement, the skeleton, biases.
+SKELETON_RELIES_ON = (
+    "thm4.1/one-token", "thm4.1/label-affine",
+    "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
+    "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
+)
+
 #: Passing rank checks exclude a residual above CHECK_MARGIN d x (their allowed gap), except with
 #: probability about P(|z_1 z_2| < 1 / CHECK_MARGIN) ~ 0.04 per check (z_i standard normal).
 CHECK_MARGIN = 100
@@ -203,11 +210,7 @@ def _cross_count(d: int, r: int, rank: int, bias: bool, checks: int) -> int:
 @learner(
     name="skeleton",
     result="Thm 5.1 (at the floor)",
-    relies_on=(
-        "thm4.1/one-token", "thm4.1/label-affine",
-        "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
-        "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
-    ),
+    relies_on=SKELETON_RELIES_ON,
     arithmetics=("float64", "mpmath", "sympy"),
     queries="d + r(2d - r) for rank r = the declared rank; + (d - r) when a lower rank r is found; "
     "+ checks; + d + 1 with biases",
@@ -287,11 +290,7 @@ def learn_skeleton(
 @learner(
     name="skeleton-adaptive",
     result="Thm 5.1 (unknown rank)",
-    relies_on=(
-        "thm4.1/one-token", "thm4.1/label-affine",
-        "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
-        "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
-    ),
+    relies_on=SKELETON_RELIES_ON,
     arithmetics=("float64", "mpmath", "sympy"),
     queries="d + r(2d - r) + (d - r) (+ d + 1 with biases); d + d^2 at full rank",
     count=lambda d, r, bias=False, **_: _cross_count(d, r, d, bias, 0),
