@@ -42,6 +42,9 @@ class Arith(ABC):
     eps: float
     #: numpy dtype of this arithmetic's arrays
     dtype: Any = object
+    #: magnitudes a learner's one-token answers may have without the two-token labels over- or
+    #: underflowing (None: no limit, as in mpmath's and sympy's unbounded exponents)
+    safe_range: tuple[float, float] | None = None
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
@@ -171,6 +174,7 @@ class Float64(Arith):
     name = family = "float64"
     eps = float(np.finfo(np.float64).eps) / 2
     dtype = np.float64
+    safe_range = (2.0**-900, 2.0**900)
 
     def scalar(self, x: Any) -> float:
         return float(x)

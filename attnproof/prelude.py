@@ -26,10 +26,6 @@ import numpy as np
 from .errors import NonIdentifiableError, PrecisionLossError
 from .measure import Probes, Session, sparing, value_errors
 
-#: float64's safe range for max |v*|: beyond it the two-token labels over- or underflow.
-V_RANGE = (2.0**-900, 2.0**900)
-
-
 def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
     """(beta, v*) from one-token queries: d queries (beta = 0), or d + 1 with ``bias``.
 
@@ -55,9 +51,10 @@ def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
             "(f(X) = alpha^T X v* + beta) and every W (and c) induces the same function; "
             "W* is not identifiable from value queries (Thm 4.1)"
         )
-    if arith.dtype is not object and not V_RANGE[0] <= (big := arith.abs_max(v)) <= V_RANGE[1]:  # float64
+    if arith.safe_range and not arith.safe_range[0] <= (big := arith.abs_max(v)) <= arith.safe_range[1]:
         raise PrecisionLossError(
-            f"max |v*| = {big:.3g} is outside float64's safe range [2^-900, 2^900]; "
+            f"max |v*| = {big:.3g} is outside {arith.name}'s safe range "
+            f"[{arith.safe_range[0]:.3g}, {arith.safe_range[1]:.3g}]; "
             "recover in mpmath instead (arith=MP(dps))"
         )
     return beta, v
@@ -78,7 +75,7 @@ def learn_score_bias(
     entries = (rows, np.zeros_like(rows))
     L, k = session.measure_adaptively(probes, entries, policy=sparing(session.policy))
     t_c = L / arith.pow2(k)
-    if arith.exact:
+    if arith.exact:  # exact arithmetic: no rounding error to bound
         return t_c, None
     return t_c, value_errors(probes, L, k, entries, W_norm=0.0, c_norm=P_inv_norm * arith.norm(t_c))
 
@@ -90,7 +87,7 @@ def tame_rows(t_c: np.ndarray, session: Session, bound: float = 2.0) -> np.ndarr
     their measurements back.  Exact arithmetic never saturates and needs no taming.
     """
     arith = session.arith
-    mags = np.zeros(len(t_c)) if arith.exact else arith.magnitudes(t_c)
+    mags = np.zeros(len(t_c)) if arith.exact else arith.magnitudes(t_c)  # exact: nothing saturates
     over = mags > bound
     m = np.where(over, np.ceil(np.log2(np.where(over, mags, 1.0) / bound)), 0).astype(np.int64)
     return arith.pow2(-m)
@@ -132,4 +129,4 @@ def prepare_probes(
     return probes, shorten
 
 
-__all__ = ["read_v", "learn_score_bias", "tame_rows", "prepare_probes", "V_RANGE"]
+__all__ = ["read_v", "learn_score_bias", "tame_rows", "prepare_probes"]
