@@ -16,9 +16,9 @@ The room convention (every result follows it):
 * Tests live in ``tests/test_<room>.py``; the chapter in ``book/<room>.md``.
 """
 
-from . import bias, definitions, exact_identities, lowrank_identities, multihead, noisy_identities, transformer  # noqa: F401
+from . import bias, definitions, exact_identities, lowrank_identities, membership, multihead, noisy_identities, transformer  # noqa: F401
 
 #: room -> rooms it may import: the reductions the paper makes from one result to another.
 REDUCTIONS: dict[str, tuple[str, ...]] = {"transformer": ("exact",)}
 
-__all__ = ["bias", "definitions", "exact_identities", "lowrank_identities", "multihead", "noisy_identities", "transformer", "REDUCTIONS"]
+__all__ = ["bias", "definitions", "exact_identities", "lowrank_identities", "membership", "multihead", "noisy_identities", "transformer", "REDUCTIONS"]

@@ -1,0 +1,500 @@
+"""Theorem B.1 (App. B): recovery from membership queries MQ(X) = 1[f*(X) > 0], one bit each.
+
+Assumptions (App. B): ``||W*||_F <= W`` for a known ``W >= 2``, ``||v*||_2 = 1`` and the value
+margin ``min_i |v*_i| >= mu > 0``.  Only the *direction* of v* is identifiable from signs
+(``sign`` is invariant under ``v -> c v``, c > 0), so every learner returns a unit v_hat.
+
+**Step 1, the paper's v (Eqs. (12)-(15)).**  For one token, ``f([x^T]) = x^T v`` and
+``E_{x ~ U(S^{d-1})}[sign(v^T x) x] = R v / ||v||`` with
+``R = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2))`` (identities ``thmB.1/sphere-constant`` and
+``thmB.1/halfspace-mean-d2``).  ``v_hat = (1/(R k)) sum_i (2 MQ(x_i) - 1) x_i``; each coordinate
+of ``(2 MQ - 1) x`` lies in [-1, 1], so Hoeffding (Eq. (15)) and a union bound over the d
+coordinates give ``||v_hat - v*||_inf <= t`` with probability ``1 - 2 d exp(-t^2 R^2 k / 2)``,
+i.e. ``k = 2 log(2d / delta) / (R^2 eps_v^2)`` (:func:`hoeffding_samples`) for the theorem's
+``eps_v = eps_W mu^3 / (40 W d)``: about 1.1e20 queries at d = 6, W = 4, mu = 0.1,
+eps_W = 1e-3, delta = 0.01.  The ``paper`` learner therefore takes an explicit sample budget
+and reports what that budget buys (:func:`hoeffding_radius`, :func:`hoeffding_delta`).
+
+**Step 2, the paper's W (Eqs. (16)-(29)).**  With ``alpha = v_j / v_i``, ``s = -sign(alpha)/(2W)``
+and the probe ``X(a) = [((s/a) e_i + a e_j)^T; (a e_j)^T]`` (:func:`probe`),
+``f(X(a)) = a v_j + sigma(s W_ij) (s/a) v_i = v_i F(a)`` with ``F(a) = a alpha + sigma(s W_ij) s / a``
+(Eq. (19), identity ``thmB.1/probe-value``).  ``F'(a) = alpha - sigma(s W_ij) s / a^2`` has the sign
+of alpha (Eq. (20), ``thmB.1/monotone``), so MQ flips exactly once, at
+``a*^2 = sigma(s W_ij) / (2 W |alpha|)`` (Eq. (21)), which lies in
+``[sqrt(mu / (8W)), sqrt(1 / (2 W mu))]`` (Eq. (22), bound ``thmB.1/apriori-interval``).  Bisection
+to ``|a_hat - a*| <= tau`` and ``p_hat = 2 W |alpha_hat| a_hat^2``, clipped to
+``[sigma(-1/2), sigma(1/2)]``, give ``W_ij = -2 W sign(alpha) sigma^{-1}(p)``.  The ratio error is
+``|Delta_alpha| <= 2 eps_v / (mu (mu - eps_v)) <= 4 eps_v / mu^2`` (``thmB.1/ratio-error``).
+
+**The accuracy algebra, made explicit.**  The proof leaves ``tau = eta_W mu^3 / (8 L W^2) Const``
+with an unnamed Const.  With the proof's own ``L <= 5`` its eps_v term alone,
+``2 eps_v / (W mu^3) = eta_W / (20 W^2)``, already *equals* its budget ``eta_W / (4 W^2 L)``,
+leaving nothing for the bisection: the chain closes only because the true constant is
+``L = 2 + 2 cosh(1/2) = 4.255 < 5`` strictly.  We take ``Const = 1/8`` (:data:`TAU_CONST`) and prove
+that every entry is then within ``eta_W = eps_W / d`` (bound ``thmB.1/accuracy-algebra``,
+interval arithmetic over all ``mu in (0, 1]``, ``W >= 2``, ``eps_W / d <= 1``).  Two typos of
+the displayed ``Delta_alpha`` chain (a ``v_i - Delta_i`` and a ``+`` for ``-`` in the numerator)
+do not affect the bound.
+
+**Beyond the paper: ``bisect``.**  On the plane of e_0 and e_j, the query
+``x(theta) = sin(theta) e_0 - cos(theta) e_j`` has ``v^T x = (v_0 / cos psi_j) sin(theta - psi_j)``
+with ``psi_j = atan(v_j / v_0)`` (``thmB.1/angle-sign``): the answer flips exactly at
+``theta = psi_j``.  One query for sign(v_0) and ``n_v`` bisection steps per angle over
+``[-pi/2, pi/2]`` find every ratio deterministically, with no failure probability.
+``tau_psi = eps_v mu^2 / (16 sqrt d)`` suffices for ``||v_hat - v*||_inf <= eps_v``
+(``thmB.1/angle-to-vector``), so ``bisect`` meets the theorem's guarantee with
+``1 + (d - 1) n_v + d^2 n_W`` queries (:func:`query_count`), against the paper's
+``k + d^2 n_W``.  Each answer is one bit, so ``d^2 log2(W / eps_W)`` queries are a lower bound
+(:func:`information_floor`): the W step is optimal up to a constant, the Hoeffding step is not.
+
+Both learners bisect on intervals that provably contain the unknown (closed intervals: the
+``f = 0`` answer 0 is consistent with either side), and the diagnostics report an
+a-posteriori error bound computed with mpmath interval arithmetic from the final intervals
+(certain for ``bisect``; for ``paper`` it holds on the Hoeffding event, probability
+``>= 1 - delta``).  Every bisection has a precision floor (:class:`PrecisionLossError`) and
+runs through the oracle's query budget.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from ..arith import FLOAT64, MP, SYMPY, Arith
+from ..errors import AssumptionError, InvalidInputError, PrecisionLossError, QueryBudgetExceeded
+from ..models import Attention
+from ..oracles import MembershipOracle
+from ..proof import Claim, Pair, bound, identity, learner, symbols
+from ..recovery import Recovery
+
+#: Lipschitz constant of sigma^{-1} on [sigma(-1/2), sigma(1/2)]: L = 2 + 2 cosh(1/2) = 4.255.
+L_BAND = 2 + 2 * math.cosh(0.5)
+#: The proof's unnamed "Const" in tau = eta_W mu^3 Const / (8 L W^2), made explicit.
+TAU_CONST = 1 / 8
+#: Largest verbatim Hoeffding count the ``paper`` learner runs without an explicit budget.
+MAX_VERBATIM_SAMPLES = 10**8
+#: Samples per oracle call in the sampling step (memory, not queries).
+CHUNK = 2**16
+METHODS = ("paper", "bisect")
+
+
+# --- the parameters of the theorem ---------------------------------------------------------
+
+
+def check_assumptions(W_bound: float, mu: float, eps_W: float, delta: float, d: int) -> None:
+    """Raise :class:`AssumptionError` unless Thm B.1's known parameters make sense.
+
+    ``W >= 2``; ``0 < mu <= 1/sqrt(d)`` (``||v*|| = 1`` with every ``|v*_i| >= mu`` forces
+    ``d mu^2 <= 1``); ``eps_W`` and ``delta`` in (0, 1).
+    """
+    if not isinstance(d, (int, np.integer)) or d < 1:
+        raise InvalidInputError(f"d must be a positive integer; got {d!r}")
+    if not (math.isfinite(W_bound) and W_bound >= 2):
+        raise AssumptionError(f"Thm B.1 needs a known norm bound W >= 2 on ||W*||_F; got W = {W_bound}")
+    if not (math.isfinite(mu) and 0 < mu <= 1 / math.sqrt(d) * (1 + 1e-12)):
+        raise AssumptionError(
+            f"Thm B.1 needs a margin 0 < mu <= 1/sqrt(d) = {1 / math.sqrt(d):.4g} (||v*|| = 1 and every "
+            f"|v*_i| >= mu); got mu = {mu}. With mu = 0 see check_target"
+        )
+    for name, x in (("eps_W", eps_W), ("delta", delta)):
+        if not (isinstance(x, (int, float)) and 0 < x < 1):
+            raise AssumptionError(f"Thm B.1 is stated for {name} in (0, 1); got {x!r}")
+
+
+def check_target(W: Any, v: Any, W_bound: float, mu: float) -> None:
+    """Raise :class:`AssumptionError` unless a (float64) target meets Thm B.1's assumptions.
+
+    * ``||W*||_F > W``: the a-priori interval (22) may miss the sign change.
+    * ``||v*||_2 != 1``: membership answers are invariant under ``v -> c v`` (c > 0), so
+      only the direction is identifiable; pass ``v / ||v||`` (what the learners return).
+    * some ``|v*_i| < mu`` (e.g. ``v*_i = 0``): the margin fails.  Still identifiable:
+      which entries are zero (``MQ(e_i) = MQ(-e_i) = 0``), the direction of v*, and W* (by
+      rotated probes, since v* != 0); not by the paper's coordinate probes, whose ratio
+      ``alpha = v_j / v_i`` is then 0 or undefined.
+    """
+    W, v = np.asarray(W, float), np.asarray(v, float)
+    if np.linalg.norm(W) > W_bound:
+        raise AssumptionError(f"||W*||_F = {np.linalg.norm(W):.6g} exceeds the known bound W = {W_bound}")
+    norm = np.linalg.norm(v)
+    if abs(norm - 1) > 1e-12:
+        raise AssumptionError(
+            f"||v*||_2 = {norm:.6g} != 1: membership queries only identify the direction v*/||v*|| "
+            "(sign(f) is invariant under v -> c v, c > 0); normalise v* first"
+        )
+    small = np.flatnonzero(np.abs(v) < mu)
+    if small.size:
+        raise AssumptionError(
+            f"margin fails: |v*_i| < mu = {mu} at i = {small.tolist()} (v*_i = 0 at "
+            f"{np.flatnonzero(v == 0).tolist()}); the ratios v_j / v_i of the paper's probes are then 0 "
+            "or undefined. Zero entries are still detected exactly (MQ(e_i) = MQ(-e_i) = 0), and the "
+            "direction of v* and W* stay identifiable through rotated probes"
+        )
+
+
+def paper_eps_v(eps_W: float, mu: float, W_bound: float, d: int) -> float:
+    """The theorem's ``eps_v = eps_W mu^3 / (40 W d)``."""
+    return eps_W * mu**3 / (40 * W_bound * d)
+
+
+def sphere_constant(d: int, arith: Arith = FLOAT64) -> Any:
+    """``R = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)) = E|x_1|``, x uniform on S^{d-1} (Eq. (12))."""
+    if arith is SYMPY:
+        return sp.gamma(sp.Rational(d, 2)) / (sp.sqrt(sp.pi) * sp.gamma(sp.Rational(d + 1, 2)))
+    with arith.context():
+        R = mpmath.gamma(mpmath.mpf(d) / 2) / (mpmath.sqrt(mpmath.pi) * mpmath.gamma(mpmath.mpf(d + 1) / 2))
+        return float(R) if arith is FLOAT64 else R
+
+
+def hoeffding_samples(eps_v: float, d: int, delta: float) -> int:
+    """Eq. (15) solved for k: ``ceil(2 log(2d / delta) / (R^2 eps_v^2))`` (an exact Python int)."""
+    with mpmath.workdps(30):
+        R = sphere_constant(d, MP(30))
+        return int(mpmath.ceil(2 * mpmath.log(2 * d / mpmath.mpf(delta)) / (R**2 * mpmath.mpf(eps_v) ** 2)))
+
+
+def hoeffding_radius(k: int, d: int, delta: float) -> float:
+    """The ``t`` that k samples buy at confidence 1 - delta: ``sqrt(2 log(2d/delta) / (R^2 k))``."""
+    return math.sqrt(2 * math.log(2 * d / delta) / (sphere_constant(d) ** 2 * k))
+
+
+def hoeffding_delta(k: int, eps_v: float, d: int) -> float:
+    """The failure probability k samples leave at radius eps_v: ``min(1, 2d exp(-eps_v^2 R^2 k / 2))``."""
+    return min(1.0, 2 * d * math.exp(-(eps_v**2) * sphere_constant(d) ** 2 * k / 2))
+
+
+def apriori_interval(W_bound: Any, mu: Any, arith: Arith = FLOAT64) -> tuple[Any, Any]:
+    """Eq. (22): the sign change of MQ(X(a)) lies in ``[sqrt(mu / (8W)), sqrt(1 / (2 W mu))]``."""
+    sqrt = sp.sqrt if arith is SYMPY else mpmath.sqrt
+    with arith.context():
+        W, m = arith.scalar(W_bound), arith.scalar(mu)
+        return sqrt(m / (8 * W)), sqrt(1 / (2 * W * m))
+
+
+def paper_tau(eps_W: Any, mu: Any, W_bound: Any, d: Any) -> Any:
+    """The bisection accuracy on a: ``tau = eta_W mu^3 Const / (8 L W^2)``, eta_W = eps_W / d."""
+    return eps_W / d * mu**3 * TAU_CONST / (8 * L_BAND * W_bound**2)
+
+
+def angle_tau(eps_v: float, mu: float, d: int) -> float:
+    """Accuracy of each angle psi_j that gives ``||v_hat - v*||_inf <= eps_v``: ``eps_v mu^2 / (16 sqrt d)``."""
+    return eps_v * mu**2 / (16 * math.sqrt(d))
+
+
+def bisection_steps(width: float, tau: float) -> int:
+    """Smallest n >= 0 with ``width / 2^(n+1) <= tau`` (the midpoint of the last interval is
+    then within tau of anything in it).  Exact: computed on the binary exponents."""
+    if not (width > 0 and tau > 0):
+        raise InvalidInputError(f"bisection needs width > 0 and tau > 0; got {width}, {tau}")
+    n = max(0, math.ceil(math.log2(width / tau)) - 1)
+    while n > 0 and math.ldexp(width, -n) <= tau:  # log2 rounding: step back while n - 1 suffices
+        n -= 1
+    while math.ldexp(width, -(n + 1)) > tau:
+        n += 1
+    return n
+
+
+def step_counts(d: int, W_bound: float, mu: float, eps_W: float) -> tuple[int, int]:
+    """(n_v, n_W): bisection steps per angle (``bisect``) and per entry of W (both methods)."""
+    lo, hi = apriori_interval(W_bound, mu)
+    n_W = bisection_steps(float(hi - lo), paper_tau(eps_W, mu, W_bound, d))
+    n_v = bisection_steps(math.pi, angle_tau(paper_eps_v(eps_W, mu, W_bound, d), mu, d))
+    return n_v, n_W
+
+
+def query_count(d: int, method: str, W_bound: float, mu: float, eps_W: float, delta: float,
+                samples: int | None = None) -> int:
+    """Exact number of membership queries of :func:`learn_membership`.
+
+    ``bisect``: ``1 + (d - 1) n_v + d^2 n_W``; ``paper``: ``k + d^2 n_W`` with k = ``samples``
+    (default: the verbatim :func:`hoeffding_samples`).
+    """
+    check_assumptions(W_bound, mu, eps_W, delta, d)
+    n_v, n_W = step_counts(d, W_bound, mu, eps_W)
+    if method == "bisect":
+        return 1 + (d - 1) * n_v + d * d * n_W
+    if method == "paper":
+        k = hoeffding_samples(paper_eps_v(eps_W, mu, W_bound, d), d, delta) if samples is None else samples
+        return k + d * d * n_W
+    raise InvalidInputError(f"unknown method {method!r}: use one of {METHODS}")
+
+
+def information_floor(d: int, W_bound: float, eps_W: float) -> int:
+    """``ceil(d^2 log2(W / eps_W))``: one bit per query, and an eps_W-cover of the Frobenius
+    ball of radius W in R^{d x d} has at least ``(W / eps_W)^{d^2}`` points (volume ratio)."""
+    return math.ceil(d * d * math.log2(W_bound / eps_W))
+
+
+def entry_error_bound(W_bound: Any, mu: Any, tau: Any, eps_v: Any) -> Any:
+    """A-priori bound on ``|W_hat_ij - W*_ij|`` from the proof's chain, with
+    ``Delta_alpha <= 2 eps_v / (mu (mu - eps_v))``:
+    ``2 W L [2 W (1/mu + Delta_alpha) sqrt(2 / (W mu)) tau + Delta_alpha / mu]``."""
+    D = 2 * eps_v / (mu * (mu - eps_v))
+    return 2 * W_bound * L_BAND * (2 * W_bound * (1 / mu + D) * (2 / (W_bound * mu)) ** 0.5 * tau + D / mu)
+
+
+# --- the learners --------------------------------------------------------------------------
+
+
+def _bisect(oracle: MembershipOracle, lo: np.ndarray, hi: np.ndarray, probes: Any, lo_answer: np.ndarray,
+            steps: int, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` parallel bisections (one batch per step); ``probes(t)`` builds the queries at
+    the midpoints t, and an answer equal to ``lo_answer`` moves ``lo`` up.  The intervals stay
+    closed, so a zero answer (f = 0) at the midpoint is consistent either way.
+
+    Raises
+    ------
+    PrecisionLossError
+        A midpoint rounds to an endpoint: the arithmetic cannot halve the interval further.
+    """
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if np.any((mid == lo) | (mid == hi)):
+            raise PrecisionLossError(f"{arith.name} cannot halve a bisection interval further")
+        ans = np.asarray(oracle(probes(mid)))
+        up = ans == lo_answer
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+    return lo, hi
+
+
+def probe(i: int, j: int, a: Any, s: Any, d: int, arith: Arith = FLOAT64) -> np.ndarray:
+    """``X(a) = [((s/a) e_i + a e_j)^T; (a e_j)^T]`` (App. B, before Eq. (19))."""
+    X = arith.zeros((2, d))
+    X[0, i] = s / a
+    X[0, j] = X[0, j] + a
+    X[1, j] = a
+    return X
+
+
+def _angle_probes(theta: np.ndarray, d: int, arith: Arith) -> np.ndarray:
+    """``x(theta_j) = sin(theta_j) e_0 - cos(theta_j) e_j`` for j = 1..d-1, as one-token queries."""
+    X = arith.zeros((d - 1, 1, d))
+    for j, t in enumerate(theta, start=1):
+        X[j - 1, 0, 0] = mpmath.sin(t) if arith is not FLOAT64 else math.sin(t)
+        X[j - 1, 0, j] = -(mpmath.cos(t) if arith is not FLOAT64 else math.cos(t))
+    return X
+
+
+def _v_by_angles(oracle: MembershipOracle, n_v: int, tau_psi: float, arith: Arith) -> tuple[np.ndarray, list]:
+    """sign(v_0) with one query, then every psi_j = atan(v_j / v_0) by bisection.
+
+    Returns the unit v_hat and the enclosures (mpmath.iv) of v*/||v*||."""
+    d = oracle.d
+    with arith.context():
+        e0 = arith.zeros((1, d))
+        e0[0, 0] = arith.scalar(1)
+        sign0 = 1 if oracle(e0) == 1 else -1
+        half_pi = arith.scalar(mpmath.pi / 2) if arith is not FLOAT64 else math.pi / 2
+        if tau_psi < 8 * arith.eps * half_pi:
+            raise PrecisionLossError(f"angle accuracy {tau_psi:.3g} is below {arith.name}'s resolution")
+        lo = np.array([-half_pi] * (d - 1), dtype=object if arith is not FLOAT64 else float)
+        hi = -lo
+        # sign(v_0) sign(v^T x(theta)) = sign(theta - psi): theta below psi answers 0 if v_0 > 0
+        lo, hi = _bisect(oracle, lo, hi, lambda t: _angle_probes(t, d, arith), np.int8(sign0 < 0), n_v, arith)
+        tan = mpmath.tan if arith is not FLOAT64 else math.tan
+        w = np.array([arith.scalar(1)] + [tan((a + b) / 2) for a, b in zip(lo, hi)], dtype=object)
+        norm = mpmath.sqrt(mpmath.fsum(x * x for x in w)) if arith is not FLOAT64 else math.hypot(*w)
+        v = arith.asarray(sign0 * w / norm)
+        iv_w = [mpmath.iv.mpf(1)] + [mpmath.iv.tan(mpmath.iv.mpf([a, b])) for a, b in zip(lo, hi)]
+        iv_norm = mpmath.iv.sqrt(sum(x * x for x in iv_w))
+        return v, [sign0 * x / iv_norm for x in iv_w]
+
+
+def _v_by_sampling(oracle: MembershipOracle, k: int, delta: float, rng: np.random.Generator,
+                   arith: Arith) -> tuple[np.ndarray, list]:
+    """Eq. (14): v_hat = (1 / (R k)) sum (2 MQ(x_i) - 1) x_i, x_i uniform on the sphere, in chunks;
+    the enclosures are v_hat +- t (Hoeffding radius at delta)."""
+    d = oracle.d
+    total = np.zeros(d)
+    for start in range(0, k, CHUNK):
+        x = rng.standard_normal((min(CHUNK, k - start), d))
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        h = 2.0 * np.asarray(oracle(x[:, None, :]), dtype=float) - 1.0
+        total += h @ x
+    with arith.context():
+        v = arith.asarray(total) / (sphere_constant(d, arith) * k)
+        t = hoeffding_radius(k, d, delta)
+        return v, [mpmath.iv.mpf([x - t, x + t]) for x in v]
+
+
+def _logit(p: Any) -> Any:
+    return mpmath.log(p / (1 - p))
+
+
+@learner(
+    name="membership",
+    result="Thm B.1",
+    relies_on=(
+        "thm4.1/one-token", "thmB.1/sphere-constant", "thmB.1/halfspace-mean-d2", "thmB.1/probe-value",
+        "thmB.1/monotone", "thmB.1/apriori-interval", "thmB.1/ratio-error", "thmB.1/accuracy-algebra",
+        "thmB.1/angle-sign", "thmB.1/angle-to-vector", "lemmaA.1/lipschitz-closed-form",
+    ),
+    arithmetics=("float64", "mpmath"),
+    queries="bisect: 1 + (d-1) n_v + d^2 n_W; paper: k + d^2 n_W (n_v, n_W = log2(width / tau))",
+    count=lambda d, method="bisect", W_bound=4.0, mu=0.1, eps_W=1e-3, delta=0.01, samples=None, **_: query_count(
+        d, method, W_bound, mu, eps_W, delta, samples),
+)
+def learn_membership(
+    oracle: MembershipOracle,
+    *,
+    W_bound: float,
+    mu: float,
+    eps_W: float,
+    delta: float = 0.01,
+    method: str = "bisect",
+    samples: int | None = None,
+    rng: np.random.Generator | None = None,
+    arith: Arith = FLOAT64,
+) -> Recovery:
+    """Recover (W*, v*/||v*||) from membership queries (Thm B.1).
+
+    Parameters
+    ----------
+    oracle : MembershipOracle
+        Answers 1[f*(X) > 0]; its budget bounds every loop.
+    W_bound, mu : float
+        Known ``W >= 2`` with ``||W*||_F <= W`` and margin ``min |v*_i| >= mu``.
+    eps_W, delta : float
+        Target ``||W_hat - W*||_F <= eps_W`` (and ``||v_hat - v*||_inf <= eps_v``, the theorem's
+        eps_v); delta is the failure probability of ``paper`` (``bisect`` never fails).
+    method : {"bisect", "paper"}
+        ``paper``: App. B verbatim (Hoeffding sampling, then the W bisection); ``bisect``: angle
+        bisection for v (beyond the paper), then the same W bisection.
+    samples : int, optional
+        ``paper`` only: the sample budget k.  Default: the verbatim Hoeffding count, refused if
+        it exceeds :data:`MAX_VERBATIM_SAMPLES`.  A smaller k is run as given, and the
+        diagnostics report the radius and the probability it actually buys.
+    rng : numpy.random.Generator, optional
+        ``paper`` only: source of the sphere samples (seeded for reproducibility).
+    arith : Arith
+        float64 or mpmath: the bisection is limited only by the arithmetic.
+
+    Returns
+    -------
+    Recovery
+        Diagnostics: method, n_v, n_W, tau, k, the bought (eps_v, delta), the a-posteriori
+        bounds ``err_W_bound`` / ``err_v_bound`` from the final intervals, ``guarantee_met``.
+
+    Raises
+    ------
+    AssumptionError
+        Bad (W, mu, eps_W, delta), or answers contradicting the margin assumption.
+    PrecisionLossError
+        tau is below what the arithmetic can resolve.
+    QueryBudgetExceeded
+        The oracle's budget (or, for the verbatim count, MAX_VERBATIM_SAMPLES) is too small.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnproof.models import Attention
+    >>> from attnproof.oracles import MembershipOracle
+    >>> W, v = np.array([[1.0, -0.5], [0.25, 1.5]]), np.array([0.6, -0.8])
+    >>> oracle = MembershipOracle(Attention(W, v))
+    >>> rec = learn_membership(oracle, W_bound=2.0, mu=0.5, eps_W=1e-6, method="bisect")
+    >>> rec.queries == query_count(2, "bisect", 2.0, 0.5, 1e-6, 0.01) == oracle.queries
+    True
+    >>> bool(np.linalg.norm(rec.W - W) <= 1e-6), rec.diagnostics["guarantee_met"]
+    (True, True)
+    """
+    d = oracle.d
+    check_assumptions(W_bound, mu, eps_W, delta, d)
+    if method not in METHODS:
+        raise InvalidInputError(f"unknown method {method!r}: use one of {METHODS}")
+    start = oracle.queries
+    eps_v = paper_eps_v(eps_W, mu, W_bound, d)
+    n_v, n_W = step_counts(d, W_bound, mu, eps_W)
+    diag: dict[str, Any] = {"method": method, "n_W": n_W, "eps_v": eps_v, "tau": paper_tau(eps_W, mu, W_bound, d),
+                            "direction_only": "v_hat estimates v*/||v*||: signs are invariant under v -> c v"}
+    iv_dps = (arith.dps if isinstance(arith, MP) else 15) + 10
+    with mpmath.workdps(iv_dps):
+        mpmath.iv.dps = iv_dps
+        try:
+            if method == "bisect":
+                diag.update(n_v=n_v, tau_psi=angle_tau(eps_v, mu, d))
+                v, v_iv = _v_by_angles(oracle, n_v, diag["tau_psi"], arith)
+                diag["confidence"] = 1.0
+            else:
+                verbatim = hoeffding_samples(eps_v, d, delta)
+                if samples is None and verbatim > MAX_VERBATIM_SAMPLES:
+                    raise QueryBudgetExceeded(
+                        f"the verbatim Hoeffding count is k = {verbatim:.3e} queries (eps_v = {eps_v:.3e}); pass "
+                        "samples=k explicitly: the learner reports the radius and probability that k buys"
+                    )
+                k = verbatim if samples is None else samples
+                if not isinstance(k, (int, np.integer)) or k < 1:
+                    raise InvalidInputError(f"samples must be a positive integer; got {k!r}")
+                if oracle.remaining is not None and k + d * d * n_W > oracle.remaining:
+                    raise QueryBudgetExceeded(f"{k + d * d * n_W} queries needed, {oracle.remaining} left")
+                v, v_iv = _v_by_sampling(oracle, int(k), delta, rng or np.random.default_rng(0), arith)
+                diag.update(k=int(k), k_verbatim=verbatim, eps_v_bought=hoeffding_radius(k, d, delta),
+                            delta_bought=hoeffding_delta(k, eps_v, d), confidence=1 - delta)
+            small = [i for i, x in enumerate(v_iv) if abs(x).b < mu]
+            if small:
+                raise AssumptionError(
+                    f"|v*_i / ||v*||| < mu = {mu} certainly at i = {small}: the margin assumption fails "
+                    "(a zero entry of v*?); see check_target for what stays identifiable"
+                )
+            W, w_iv, diag["boundary_hits"] = _w_by_bisection(oracle, v, v_iv, W_bound, mu, diag["tau"], n_W, arith)
+            diag.update(_posterior(W, w_iv, v, v_iv, eps_W, eps_v))
+        finally:
+            mpmath.iv.dps = 15
+    return Recovery(W=W, v=v, queries=oracle.queries - start, arith=arith.name, diagnostics=diag)
+
+
+def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound: float, mu: float, tau: float,
+                    n_W: int, arith: Arith) -> tuple[np.ndarray, list, int]:
+    """Eqs. (18)-(28) for all d^2 entries in parallel: one batch of d^2 probes per step.
+
+    Returns W_hat, the enclosures ``(interval, i, j)`` of W*_ij, and how many bisections ended
+    on an end of the a-priori interval (0 whenever the assumptions hold)."""
+    d = oracle.d
+    iv = mpmath.iv
+    with arith.context():
+        a_lo, a_hi = apriori_interval(W_bound, mu, arith)
+        if tau < 64 * arith.eps * float(a_hi) / mu:  # answers near the root are only as good as f
+            raise PrecisionLossError(f"tau = {tau:.3g} on a is below {arith.name}'s resolution near a = {float(a_hi):.3g}")
+        i_idx, j_idx = np.divmod(np.arange(d * d), d)
+        alpha = [v[j] / v[i] for i, j in zip(i_idx, j_idx)]
+        sgn = [1 if x > 0 else -1 for x in alpha]
+        s = [-g / (2 * arith.scalar(W_bound)) for g in sgn]
+        # below a*, sign f(X(a)) = sign(v_i) sign(s): the answer that moves lo up
+        lo_answer = np.array([np.int8((v[i] > 0) == (g < 0)) for i, g in zip(i_idx, sgn)])
+
+        def probes(a: np.ndarray) -> np.ndarray:
+            return np.stack([probe(i, j, x, t, d, arith) for i, j, x, t in zip(i_idx, j_idx, a, s)])
+
+        kind = float if arith is FLOAT64 else object
+        lo, hi = _bisect(oracle, np.array([a_lo] * (d * d), dtype=kind), np.array([a_hi] * (d * d), dtype=kind),
+                         probes, lo_answer, n_W, arith)
+        band = (1 / (1 + mpmath.exp(mpmath.mpf(1) / 2)), 1 / (1 + mpmath.exp(-mpmath.mpf(1) / 2)))
+
+        def clip(p: Any) -> Any:
+            return min(max(p, band[0]), band[1])
+
+        W = arith.zeros((d, d))
+        w_iv = []
+        for k, (i, j) in enumerate(zip(i_idx, j_idx)):
+            p = clip(2 * W_bound * abs(alpha[k]) * ((lo[k] + hi[k]) / 2) ** 2)  # Eqs. (26)-(28)
+            W[i, j] = arith.scalar(-2 * W_bound * sgn[k] * _logit(p))
+            p_iv = 2 * W_bound * abs(v_iv[j] / v_iv[i]) * iv.mpf([lo[k], hi[k]]) ** 2
+            p_iv = iv.mpf([clip(p_iv.a), clip(p_iv.b)])
+            w_iv.append((-2 * W_bound * sgn[k] * iv.log(p_iv / (1 - p_iv)), int(i), int(j)))
+        hits = sum(int(lo[k] == a_lo or hi[k] == a_hi) for k in range(d * d))
+    return W, w_iv, hits
+
+
+def _posterior(W: np.ndarray, w_iv: list, v: np.ndarray, v_iv: list, eps_W: float, eps_v: float) -> dict[str, Any]:
+    """A-posteriori bounds from the enclosures: the largest distance from the estimate to an
+    end of its enclosure (certain for bisect; on the Hoeffding event for paper)."""
+    def dist(x: Any, enc: Any) -> mpmath.mpf:
+        return max(abs(mpmath.mpf(x) - enc.a), abs(mpmath.mpf(x) - enc.b))
+
+    entry = [dist(W[i, j], e) for e, i, j in w_iv]
+    err_W = float(mpmath.sqrt(mpmath.fsum(e * e for e in entry)))
+    err_v = float(max(dist(x, e) for x, e in zip(v, v_iv)))
+    return {"err_W_bound": err_W, "err_v_bound": err_v, "max_entry_bound": float(max(entry)),
+            "guarantee_met": err_W <= eps_W and err_v <= eps_v}
