@@ -71,8 +71,9 @@ from ..oracles import MembershipOracle
 from ..proof import Claim, Pair, bound, identity, learner, symbols
 from ..recovery import Recovery
 
-#: Lipschitz constant of sigma^{-1} on [sigma(-1/2), sigma(1/2)]: L = 2 + 2 cosh(1/2) = 4.255.
-L_BAND = 2 + 2 * math.cosh(0.5)
+#: Upper bound on the Lipschitz constant of sigma^{-1} on [sigma(-1/2), sigma(1/2)],
+#: 2 + 2 cosh(1/2) = 4.2553 (the proof uses 5; bound ``thmB.1/accuracy-algebra``).
+L_BAND = 4.26
 #: The proof's unnamed "Const" in tau = eta_W mu^3 Const / (8 L W^2), made explicit.
 TAU_CONST = 1 / 8
 #: Largest verbatim Hoeffding count the ``paper`` learner runs without an explicit budget.
@@ -179,9 +180,14 @@ def paper_tau(eps_W: Any, mu: Any, W_bound: Any, d: Any) -> Any:
     return eps_W / d * mu**3 * TAU_CONST / (8 * L_BAND * W_bound**2)
 
 
-def angle_tau(eps_v: float, mu: float, d: int) -> float:
+def _sqrt(x: Any) -> Any:
+    """Square root of a float, an mpmath interval or a sympy expression (the bounds run this code)."""
+    return sp.sqrt(x) if isinstance(x, sp.Basic) else x**0.5
+
+
+def angle_tau(eps_v: Any, mu: Any, d: Any) -> Any:
     """Accuracy of each angle psi_j that gives ``||v_hat - v*||_inf <= eps_v``: ``eps_v mu^2 / (16 sqrt d)``."""
-    return eps_v * mu**2 / (16 * math.sqrt(d))
+    return eps_v * mu**2 / (16 * _sqrt(d))
 
 
 def bisection_steps(width: float, tau: float) -> int:
@@ -233,7 +239,7 @@ def entry_error_bound(W_bound: Any, mu: Any, tau: Any, eps_v: Any) -> Any:
     ``Delta_alpha <= 2 eps_v / (mu (mu - eps_v))``:
     ``2 W L [2 W (1/mu + Delta_alpha) sqrt(2 / (W mu)) tau + Delta_alpha / mu]``."""
     D = 2 * eps_v / (mu * (mu - eps_v))
-    return 2 * W_bound * L_BAND * (2 * W_bound * (1 / mu + D) * (2 / (W_bound * mu)) ** 0.5 * tau + D / mu)
+    return 2 * W_bound * L_BAND * (2 * W_bound * (1 / mu + D) * _sqrt(2 / (W_bound * mu)) * tau + D / mu)
 
 
 # --- the learners --------------------------------------------------------------------------
@@ -269,12 +275,22 @@ def probe(i: int, j: int, a: Any, s: Any, d: int, arith: Arith = FLOAT64) -> np.
     return X
 
 
-def _angle_probes(theta: np.ndarray, d: int, arith: Arith) -> np.ndarray:
-    """``x(theta_j) = sin(theta_j) e_0 - cos(theta_j) e_j`` for j = 1..d-1, as one-token queries."""
+def _trig(arith: Arith) -> tuple[Any, Any, Any]:
+    """(sin, cos, tan) of the arithmetic."""
+    if arith is SYMPY:
+        return sp.sin, sp.cos, sp.tan
+    if arith is FLOAT64:
+        return math.sin, math.cos, math.tan
+    return mpmath.sin, mpmath.cos, mpmath.tan
+
+
+def angle_probes(theta: Any, d: int, arith: Arith = FLOAT64) -> np.ndarray:
+    """One-token queries ``x(theta_j) = sin(theta_j) e_0 - cos(theta_j) e_j``, j = 1..d-1, shape (d-1, 1, d)."""
+    sin, cos, _ = _trig(arith)
     X = arith.zeros((d - 1, 1, d))
     for j, t in enumerate(theta, start=1):
-        X[j - 1, 0, 0] = mpmath.sin(t) if arith is not FLOAT64 else math.sin(t)
-        X[j - 1, 0, j] = -(mpmath.cos(t) if arith is not FLOAT64 else math.cos(t))
+        X[j - 1, 0, 0] = sin(t)
+        X[j - 1, 0, j] = -cos(t)
     return X
 
 
@@ -293,8 +309,8 @@ def _v_by_angles(oracle: MembershipOracle, n_v: int, tau_psi: float, arith: Arit
         lo = np.array([-half_pi] * (d - 1), dtype=object if arith is not FLOAT64 else float)
         hi = -lo
         # sign(v_0) sign(v^T x(theta)) = sign(theta - psi): theta below psi answers 0 if v_0 > 0
-        lo, hi = _bisect(oracle, lo, hi, lambda t: _angle_probes(t, d, arith), np.int8(sign0 < 0), n_v, arith)
-        tan = mpmath.tan if arith is not FLOAT64 else math.tan
+        lo, hi = _bisect(oracle, lo, hi, lambda t: angle_probes(t, d, arith), np.int8(sign0 < 0), n_v, arith)
+        tan = _trig(arith)[2]
         w = np.array([arith.scalar(1)] + [tan((a + b) / 2) for a, b in zip(lo, hi)], dtype=object)
         norm = mpmath.sqrt(mpmath.fsum(x * x for x in w)) if arith is not FLOAT64 else math.hypot(*w)
         v = arith.asarray(sign0 * w / norm)
@@ -498,3 +514,263 @@ def _posterior(W: np.ndarray, w_iv: list, v: np.ndarray, v_iv: list, eps_W: floa
     err_v = float(max(dist(x, e) for x, e in zip(v, v_iv)))
     return {"err_W_bound": err_W, "err_v_bound": err_v, "max_entry_bound": float(max(entry)),
             "guarantee_met": err_W <= eps_W and err_v <= eps_v}
+
+
+# --- identities and bounds ---------------------------------------------------------------
+
+
+def _sigma(t: sp.Expr) -> sp.Expr:
+    return 1 / (1 + sp.exp(-t))
+
+
+@identity(
+    id="thmB.1/sphere-constant",
+    paper="App. B, Eq. (12)",
+    statement=r"R = \mathbb{E}_{x \sim U(S^{d-1})}|x_1| = \frac{\int_{-1}^1 |t|(1-t^2)^{\frac{d-3}{2}}dt}"
+    r"{\int_{-1}^1 (1-t^2)^{\frac{d-3}{2}}dt} = \frac{\Gamma(d/2)}{\sqrt\pi\,\Gamma(\frac{d+1}{2})},\ d = 1..8",
+    assumptions="x_1 of a uniform point of S^{d-1} has density proportional to (1 - t^2)^((d-3)/2) (d >= 2); "
+    "d = 1: x_1 = +-1",
+)
+def sphere_constant_identity() -> list[Pair]:
+    t = sp.Symbol("t", positive=True)
+    pairs: list[Pair] = [(sp.Integer(1), sphere_constant(1, SYMPY))]
+    for d in range(2, 9):
+        density = (1 - t**2) ** sp.Rational(d - 3, 2)
+        mean = sp.integrate(t * density, (t, 0, 1)) / sp.integrate(density, (t, 0, 1))
+        pairs.append((mean, sphere_constant(d, SYMPY)))
+    return pairs
+
+
+@identity(
+    id="thmB.1/halfspace-mean-d2",
+    paper="App. B, Eqs. (12)-(13)",
+    statement=r"\frac{1}{2\pi}\int_0^{2\pi} \mathrm{sign}(v^\top x_\theta)\, x_\theta\, d\theta = R_2\, v,\quad "
+    r"x_\theta = (\cos\theta, \sin\theta),\ v = (\cos\phi, \sin\phi),\ R_2 = \tfrac{2}{\pi}",
+    uses=("thmB.1/sphere-constant",),
+    assumptions="phi real; substituting theta = phi + psi, sign(cos psi) = +1 on (-pi/2, pi/2), -1 elsewhere",
+)
+def halfspace_mean_d2() -> list[Pair]:
+    phi, psi = sp.symbols("phi psi", real=True)
+    pairs: list[Pair] = []
+    for k, comp in enumerate((sp.cos, sp.sin)):
+        f = comp(phi + psi)
+        mean = (sp.integrate(f, (psi, -sp.pi / 2, sp.pi / 2)) - sp.integrate(f, (psi, sp.pi / 2, 3 * sp.pi / 2))) / (2 * sp.pi)
+        pairs.append((mean, sphere_constant(2, SYMPY) * comp(phi)))
+    return pairs
+
+
+@identity(
+    id="thmB.1/hoeffding-count",
+    paper="App. B, Eq. (15)",
+    statement=r"k = \frac{2}{t^2R^2}\log\frac{2d}{\delta} \iff 2d\exp\left(-\frac{t^2R^2k}{2}\right) = \delta",
+    assumptions="t, R, delta, d positive; each coordinate of sign(v^T x) x lies in [-1, 1] (range 2)",
+)
+def hoeffding_count() -> list[Pair]:
+    t, R, delta, d = sp.symbols("t R delta d", positive=True)
+    k = 2 / (t**2 * R**2) * sp.log(2 * d / delta)
+    return [(2 * d * sp.exp(-(t**2) * R**2 * k / 2), delta)]
+
+
+def _probe_value(d: int, i: int, j: int) -> tuple[sp.Expr, dict[str, sp.Expr]]:
+    """f_{W,v}(X(a)) by the library's model and probe, in sympy; and the symbols used."""
+    a = sp.Symbol("a", positive=True)
+    s_ = sp.Symbol("s", real=True, nonzero=True)
+    W, v = symbols("W", (d, d), real=True), symbols("v", (d,), real=True, nonzero=True)
+    f = Attention(W, v, SYMPY)(probe(i, j, a, s_, d, SYMPY))
+    return f, {"a": a, "s": s_, "W": W[i, j], "vi": v[i], "vj": v[j]}
+
+
+@identity(
+    id="thmB.1/probe-value",
+    paper="App. B, Eqs. (16)-(19)",
+    statement=r"X(a) = \begin{bmatrix}(\frac{s}{a}e_i + a e_j)^\top\\ (a e_j)^\top\end{bmatrix} \Rightarrow "
+    r"f_{W,v}(X(a)) = a v_j + \sigma(s W_{ij})\frac{s}{a} v_i = v_i F(a),\ F(a) = a\alpha + \frac{\sigma(sW_{ij})s}{a}",
+    uses=("thm4.1/softmax-to-sigmoid",),
+    assumptions="W real d x d, v real nonzero, a > 0, s real nonzero, alpha = v_j / v_i; d = 1..3, every (i, j)",
+)
+def probe_value() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d in range(1, 4):
+        for i in range(d):
+            for j in range(d):
+                f, x = _probe_value(d, i, j)
+                sig = _sigma(x["s"] * x["W"])
+                pairs.append((f, x["a"] * x["vj"] + sig * x["s"] / x["a"] * x["vi"]))
+                alpha = x["vj"] / x["vi"]
+                pairs.append((f, x["vi"] * (x["a"] * alpha + sig * x["s"] / x["a"])))
+    return pairs
+
+
+@identity(
+    id="thmB.1/monotone-derivative",
+    paper="App. B, Eq. (20)",
+    statement=r"F'(a) = \frac{d}{da}\frac{f_{W,v}(X(a))}{v_i} = \alpha - \frac{\sigma(W_{ij}s)\,s}{a^2}",
+    uses=("thmB.1/probe-value",),
+    assumptions="as thmB.1/probe-value, d = 2, every (i, j)",
+)
+def monotone_derivative() -> list[Pair]:
+    pairs: list[Pair] = []
+    for i in range(2):
+        for j in range(2):
+            f, x = _probe_value(2, i, j)
+            rhs = x["vj"] / x["vi"] - _sigma(x["W"] * x["s"]) * x["s"] / x["a"] ** 2
+            pairs.append((sp.diff(f / x["vi"], x["a"]), rhs))
+    return pairs
+
+
+@bound(
+    id="thmB.1/monotone",
+    paper="App. B, Eq. (20) and after",
+    statement=r"s = -\frac{\mathrm{sign}(\alpha)}{2W} \Rightarrow \mathrm{sign}(\alpha)\,F'(a) = |\alpha| + "
+    r"\frac{\sigma(W_{ij}s)}{2Wa^2} > 0:\ F \text{ strictly monotone, one sign change of MQ}(X(a))",
+    uses=("thmB.1/monotone-derivative",),
+    assumptions="a, W, beta = |alpha| positive, W_ij real; F'(a) = alpha - sigma(W_ij s) s / a^2; F -> sign(s) oo "
+    "as a -> 0 and sign(alpha) oo as a -> oo",
+)
+def monotone() -> list[Claim]:
+    a, Wb, beta = sp.symbols("a W beta", positive=True)
+    w = sp.Symbol("W_ij", real=True)
+    claims: list[Claim] = []
+    for sign in (1, -1):
+        s_ = -sp.Integer(sign) / (2 * Wb)
+        dF = sign * beta - _sigma(w * s_) * s_ / a**2
+        claims.append((f"sign(alpha) F'(a) > 0 for sign(alpha) = {sign:+d}", sp.simplify(sign * dF)))
+    return claims
+
+
+@bound(
+    id="thmB.1/apriori-interval",
+    paper="App. B, Eqs. (21)-(22)",
+    statement=r"a^{\star 2} = \frac{\sigma(W_{ij}s)}{2W|\alpha|} \in \left[\frac{\mu}{8W}, \frac{1}{2W\mu}\right]"
+    r"\ \text{for}\ |W_{ij}s| \le \tfrac12,\ |\alpha| \in [\mu, \tfrac1\mu]",
+    uses=("thmB.1/monotone",),
+    assumptions="sigma(t) in [1/4, 1] on |t| <= 1/2 (interval arithmetic); lower end: 1/|alpha| = mu + r, "
+    "sigma = 1/4 + q; upper end: |alpha| = mu + r, sigma = 1 - q; q, r >= 0; the ends are apriori_interval's",
+)
+def apriori_interval_bound() -> list[Claim]:
+    Wb, mu = sp.symbols("W mu", positive=True)
+    q, r = sp.symbols("q r", nonnegative=True)
+    lo, hi = apriori_interval(Wb, mu, SYMPY)
+    iv = mpmath.iv
+    saved = iv.dps
+    iv.dps = 30
+    try:
+        sig = 1 / (1 + iv.exp(-iv.mpf([-0.5, 0.5])))
+        return [
+            ("sigma(t) - 1/4 >= 0 on |t| <= 1/2", sig - iv.mpf(1) / 4),
+            ("a*^2 - lo^2 >= 0", sp.expand((sp.Rational(1, 4) + q) * (mu + r) / (2 * Wb) - lo**2)),
+            ("hi^2 - a*^2 >= 0", sp.factor(sp.together(hi**2 - (1 - q) / (2 * Wb * (mu + r))))),
+        ]
+    finally:
+        iv.dps = saved
+
+
+@identity(
+    id="thmB.1/ratio-error",
+    paper="App. B, Delta_alpha display",
+    statement=r"\frac{v_j + \Delta_j}{v_i + \Delta_i} - \frac{v_j}{v_i} = "
+    r"\frac{v_i\Delta_j - v_j\Delta_i}{v_i(v_i + \Delta_i)}\ \text{(the paper prints } v_i - \Delta_i"
+    r"\text{ and } + v_j\Delta_i\text{; typos, harmless under } |\cdot|)",
+    assumptions="v_i, v_i + Delta_i nonzero reals",
+)
+def ratio_error() -> list[Pair]:
+    vi, vj, Di, Dj = sp.symbols("v_i v_j Delta_i Delta_j", real=True)
+    return [((vj + Dj) / (vi + Di) - vj / vi, (vi * Dj - vj * Di) / (vi * (vi + Di)))]
+
+
+@bound(
+    id="thmB.1/ratio-bound",
+    paper="App. B, Delta_alpha display",
+    statement=r"|\Delta_\alpha| \le \frac{(|v_i| + |v_j|)\epsilon_v}{|v_i|(|v_i| - \epsilon_v)} \le "
+    r"\frac{2\epsilon_v}{\mu(\mu - \epsilon_v)} \le \frac{4\epsilon_v}{\mu^2}\ (\epsilon_v \le \mu/2)",
+    uses=("thmB.1/ratio-error",),
+    assumptions="|v_i| = mu + x, |v_j| <= 1, mu = 1/(1 + y), mu = eps + c (c > 0), and for the last step "
+    "mu = 2 eps + m; x, y, m >= 0, eps, c > 0",
+)
+def ratio_bound() -> list[Claim]:
+    eps, c = sp.symbols("epsilon c", positive=True)
+    x, y, m = sp.symbols("x y m", nonnegative=True)
+    mu = eps + c
+    mu2 = 2 * eps + m
+    return [
+        ("decreasing in |v_i|: value at |v_i| = mu, |v_j| = 1 minus value at mu + x (mu <= 1 below)",
+         sp.factor(sp.together((mu + 1) * eps / (mu * (mu - eps)) - (mu + x + 1) * eps / ((mu + x) * (mu + x - eps))))),
+        ("(mu + 1) <= 2 when mu = 1/(1+y)", sp.together(1 - 1 / (1 + y))),
+        ("4 eps / mu^2 - 2 eps / (mu (mu - eps)) >= 0", sp.factor(sp.together(4 * eps / mu2**2
+                                                                               - 2 * eps / (mu2 * (mu2 - eps))))),
+    ]
+
+
+@bound(
+    id="thmB.1/accuracy-algebra",
+    paper="App. B, Eqs. (26)-(29)",
+    statement=r"\tau = \frac{\eta_W\mu^3}{64 L W^2},\ \epsilon_v = \frac{\epsilon_W\mu^3}{40Wd},\ L = 4.26 \ge "
+    r"2 + 2\cosh\tfrac12 \Rightarrow 2WL\left[2W\left(\tfrac1\mu + \Delta_\alpha\right)\sqrt{\tfrac{2}{W\mu}}\,\tau"
+    r" + \tfrac{\Delta_\alpha}{\mu}\right] \le \eta_W = \tfrac{\epsilon_W}{d}",
+    uses=("thmB.1/apriori-interval", "thmB.1/ratio-bound", "lemmaA.1/lipschitz-closed-form"),
+    assumptions="the library's entry_error_bound / paper_tau / paper_eps_v in sympy with mu = u^2, W = 2 / z^2, "
+    "eps_W = eta d, then interval arithmetic over the whole box u, z, eta in [0, 1] (mu <= 1, W >= 2, "
+    "eps_W / d <= 1; the constants read as the rationals 213/50 and 1/8); the error chain: |p_hat - p| <= 2W|alpha_hat| |a_hat^2 - a*^2| + Delta_alpha / mu, "
+    "clipping is 1-Lipschitz, sigma^{-1} is L-Lipschitz on the band, W_ij = sigma^{-1}(p) / s, |1/s| = 2W",
+)
+def accuracy_algebra() -> list[Claim]:
+    mu, Wb, eps, d = sp.symbols("mu W epsilon_W d", positive=True)
+    u, z, eta = sp.symbols("u z eta", positive=True)
+    ratio = entry_error_bound(Wb, mu, paper_tau(eps, mu, Wb, d), paper_eps_v(eps, mu, Wb, d)) / (eps / d)
+    ratio = sp.cancel(sp.powsimp(ratio.subs({mu: u**2, Wb: 2 / z**2, eps: eta * d}), force=True))
+    ratio = sp.nsimplify(ratio, rational=True)  # the constants 4.26 and 1/8 as the rationals they denote
+    iv = mpmath.iv
+    saved = iv.dps
+    iv.dps = 30
+    try:
+        fn = sp.lambdify((u, z, eta), ratio, modules=[{"mpf": iv.mpf, "sqrt": iv.sqrt}, "mpmath"])
+        box = iv.mpf([0, 1])
+        L = 2 + iv.exp(iv.mpf(1) / 2) + iv.exp(-iv.mpf(1) / 2)
+        return [("L_BAND - (2 + 2 cosh 1/2) >= 0", iv.mpf(str(L_BAND)) - L), ("1 - error / eta_W >= 0", 1 - fn(box, box, box))]
+    finally:
+        iv.dps = saved
+
+
+@identity(
+    id="thmB.1/angle-sign",
+    paper="beyond the paper (Thm B.1, step 1)",
+    statement=r"v_j = v_0\tan\psi,\ x(\theta) = \sin\theta\, e_0 - \cos\theta\, e_j \Rightarrow "
+    r"f_{W,v}([x(\theta)^\top]) = \frac{v_0}{\cos\psi}\sin(\theta - \psi)",
+    uses=("thm4.1/one-token",),
+    assumptions="theta, psi real, cos psi != 0; the library's angle_probes and model in sympy, d = 2..4, every j",
+)
+def angle_sign() -> list[Pair]:
+    theta, psi = sp.symbols("theta psi", real=True)
+    pairs: list[Pair] = []
+    for d in range(2, 5):
+        W, v = symbols("W", (d, d), real=True), symbols("v", (d,), real=True)
+        X = angle_probes([theta] * (d - 1), d, SYMPY)
+        for j in range(1, d):
+            vj = v.copy()
+            vj[j] = v[0] * sp.tan(psi)
+            pairs.append((Attention(W, vj, SYMPY)(X[j - 1]), v[0] / sp.cos(psi) * sp.sin(theta - psi)))
+    return pairs
+
+
+@bound(
+    id="thmB.1/angle-to-vector",
+    paper="beyond the paper (Thm B.1, step 1)",
+    statement=r"|\hat\psi_j - \psi_j| \le \tau_\psi = \frac{\epsilon_v\mu^2}{16\sqrt d} \Rightarrow "
+    r"\|\hat v - v^\star\|_\infty \le \frac{2\sqrt{d-1}}{\|w\|}\cdot\frac{8\tau_\psi}{\mu^2} \le \epsilon_v",
+    uses=("thmB.1/angle-sign",),
+    assumptions="w = (1, tan psi_1, ...), ||w|| >= 1, |tan psi| <= 1/mu so sec^2 psi <= 2 / mu^2 (mu = 1/(1+y)); "
+    "tau_psi <= mu / (2 sqrt 2) <= cos(psi) / 2 so sec^2 on the interval <= 4 sec^2 psi (eps_v = mu / (2(1 + e))); "
+    "||a/|a| - b/|b||| <= 2 |a - b| / |a|; the last step compared as squares",
+)
+def angle_to_vector() -> list[Claim]:
+    y, e = sp.symbols("y e", nonnegative=True)
+    eps, mu, d = sp.symbols("epsilon_v mu d", positive=True)
+    mu1 = 1 / (1 + y)
+    tau_small = angle_tau(mu1 / (2 * (1 + e)), mu1, sp.Integer(1))
+    tau = angle_tau(eps, mu, d)
+    return [
+        ("2/mu^2 - (1 + 1/mu^2) >= 0", sp.expand(2 / mu1**2 - 1 - 1 / mu1**2)),
+        ("mu/(2 sqrt 2) - tau_psi >= 0 (d = 1 is the largest tau_psi)",
+         sp.factor(sp.together(mu1 / (2 * sp.sqrt(2)) - tau_small))),
+        ("eps_v^2 - (2 sqrt(d-1) 8 tau_psi / mu^2)^2 >= 0", sp.simplify(eps**2 - 4 * (d - 1) * (8 * tau / mu**2) ** 2)),
+    ]
