@@ -759,18 +759,24 @@ def angle_sign() -> list[Pair]:
     r"\|\hat v - v^\star\|_\infty \le \frac{2\sqrt{d-1}}{\|w\|}\cdot\frac{8\tau_\psi}{\mu^2} \le \epsilon_v",
     uses=("thmB.1/angle-sign",),
     assumptions="w = (1, tan psi_1, ...), ||w|| >= 1, |tan psi| <= 1/mu so sec^2 psi <= 2 / mu^2 (mu = 1/(1+y)); "
-    "tau_psi <= mu / (2 sqrt 2) <= cos(psi) / 2 so sec^2 on the interval <= 4 sec^2 psi (eps_v = mu / (2(1 + e))); "
+    "tau_psi <= mu / (2 sqrt 2) <= cos(psi) / 2 so sec^2 on the interval <= 4 sec^2 psi (eps_v <= mu / 2, "
+    "interval arithmetic over mu in [0, 1]); "
     "||a/|a| - b/|b||| <= 2 |a - b| / |a|; the last step compared as squares",
 )
 def angle_to_vector() -> list[Claim]:
-    y, e = sp.symbols("y e", nonnegative=True)
+    y = sp.Symbol("y", nonnegative=True)
     eps, mu, d = sp.symbols("epsilon_v mu d", positive=True)
     mu1 = 1 / (1 + y)
-    tau_small = angle_tau(mu1 / (2 * (1 + e)), mu1, sp.Integer(1))
     tau = angle_tau(eps, mu, d)
+    iv = mpmath.iv
+    saved = iv.dps
+    iv.dps = 30
+    try:  # tau_psi is linear in eps_v <= mu / 2 and largest at d = 1: tau_psi / mu <= angle_tau(1/2, mu, 1)
+        small = 1 / (2 * iv.sqrt(2)) - angle_tau(iv.mpf(1) / 2, iv.mpf([0, 1]), iv.mpf(1))
+    finally:
+        iv.dps = saved
     return [
         ("2/mu^2 - (1 + 1/mu^2) >= 0", sp.expand(2 / mu1**2 - 1 - 1 / mu1**2)),
-        ("mu/(2 sqrt 2) - tau_psi >= 0 (d = 1 is the largest tau_psi)",
-         sp.factor(sp.together(mu1 / (2 * sp.sqrt(2)) - tau_small))),
+        ("(mu/(2 sqrt 2) - tau_psi) / mu >= 0 over mu in [0, 1]", small),
         ("eps_v^2 - (2 sqrt(d-1) 8 tau_psi / mu^2)^2 >= 0", sp.simplify(eps**2 - 4 * (d - 1) * (8 * tau / mu**2) ** 2)),
     ]
