@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import mpmath
 import numpy as np
 
 from .arith import FLOAT64, Arith, parse
@@ -13,6 +14,8 @@ from .oracles import ADVERSARIES, ApproxOracle, ValueOracle
 from .recovery import score
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
+from .theorems.membership import information_floor, learn_membership, query_count
+from .oracles import MembershipOracle
 from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 
 
@@ -252,7 +255,67 @@ def tolerance_headroom(
             "empirical_over_paper": safe * proven[0] / paper}
 
 
+def membership_target(d: int, rng: np.random.Generator, W_bound: float, mu: float) -> tuple[np.ndarray, np.ndarray]:
+    """A target meeting Thm B.1's assumptions: ||W*||_F = 0.9 W and a unit v* with every |v*_i| >= mu
+    (|v*_i|^2 = mu^2 + a random share of the spare mass 1 - d mu^2, random signs)."""
+    if not 0 < mu <= 1 / np.sqrt(d):
+        raise ValueError(f"mu must be in (0, 1/sqrt(d)] for a unit v with every |v_i| >= mu; got {mu}")
+    W = rng.standard_normal((d, d))
+    shares = rng.dirichlet(np.ones(d))
+    v = rng.choice([-1.0, 1.0], d) * np.sqrt(mu**2 + shares * (1 - d * mu**2))
+    return W * 0.9 * W_bound / np.linalg.norm(W), v / np.linalg.norm(v)
+
+
+def run_membership(
+    d: int,
+    method: str = "bisect",
+    arith: str | Arith = "float64",
+    seed: int = 0,
+    W_bound: float = 4.0,
+    mu: float = 0.1,
+    eps_W: float = 1e-3,
+    delta: float = 0.01,
+    **opts: Any,
+) -> dict[str, Any]:
+    """Recover a Thm B.1 target through a counting MembershipOracle and score it.
+
+    ``opts`` go to :func:`~attnproof.theorems.membership.learn_membership` (``samples`` for
+    ``paper``).  Keys: ``d, learner, method, arith, seed, queries, query_formula, floor_queries,
+    err_W, err_v, err_v_inf, eps_v, bits, guarantee_met, err_W_bound, seconds, oracle_seconds,
+    diagnostics``; ``err_v`` is against the unit v* (only the direction is identifiable).
+    """
+    arith = parse(arith)
+    rng = np.random.default_rng(seed)
+    W, v = membership_target(d, rng, W_bound, mu)
+    model = Attention(W, v, arith)
+    oracle = MembershipOracle(model)
+    t0 = time.perf_counter()
+    rec = learn_membership(oracle, W_bound=W_bound, mu=mu, eps_W=eps_W, delta=delta, method=method,
+                           rng=rng, arith=arith, **opts)
+    seconds = time.perf_counter() - t0
+    result: dict[str, Any] = {
+        "d": d, "learner": "membership", "method": method, "arith": arith.name, "seed": seed,
+        "queries": rec.queries,
+        "query_formula": query_count(d, method, W_bound, mu, eps_W, delta, opts.get("samples")),
+        "floor_queries": information_floor(d, W_bound, eps_W),
+    }
+    with arith.context():  # the float64 v* is unit only to rounding: score against its exact direction
+        unit = model.v / (np.sqrt(float(model.v @ model.v)) if arith is FLOAT64 else mpmath.sqrt(model.v @ model.v))
+        err_inf = max(abs(x - y) for x, y in zip(rec.v, unit))
+    result.update(score(rec, model.W, unit, arith).as_dict())
+    diag = rec.diagnostics
+    result.update(
+        err_v_inf=float(err_inf), eps_W=eps_W, eps_v=diag["eps_v"], W_bound=W_bound, mu=mu, delta=delta,
+        guarantee_met=result["err_W"] <= eps_W and float(err_inf) <= diag["eps_v"],
+        err_W_bound=diag["err_W_bound"], seconds=seconds, oracle_seconds=oracle.seconds,
+        learner_seconds=seconds - oracle.seconds, diagnostics=diag,
+    )
+    return result
+
+
 __all__ = [
+    "membership_target",
+    "run_membership",
     "random_target",
     "run_exact",
     "precision_sweep",
