@@ -145,7 +145,7 @@ def sphere_constant(d: int, arith: Arith = FLOAT64) -> Any:
     """``R = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)) = E|x_1|``, x uniform on S^{d-1} (Eq. (12))."""
     if arith is SYMPY:
         return sp.gamma(sp.Rational(d, 2)) / (sp.sqrt(sp.pi) * sp.gamma(sp.Rational(d + 1, 2)))
-    with arith.context():
+    with arith.context() if arith is not FLOAT64 else mpmath.workdps(30):  # float64: correctly rounded
         R = mpmath.gamma(mpmath.mpf(d) / 2) / (mpmath.sqrt(mpmath.pi) * mpmath.gamma(mpmath.mpf(d + 1) / 2))
         return float(R) if arith is FLOAT64 else R
 
@@ -201,6 +201,22 @@ def bisection_steps(width: float, tau: float) -> int:
     while math.ldexp(width, -(n + 1)) > tau:
         n += 1
     return n
+
+
+def check_precision(d: int, W_bound: float, mu: float, eps_W: float, method: str, arith: Arith = FLOAT64) -> None:
+    """Raise :class:`PrecisionLossError` (before any query) if a bisection must resolve below the
+    arithmetic's floor: the angles to ``8 u pi/2`` (``bisect``), a to ``64 u a_hi / mu`` (a sign
+    answer near the root is only as reliable as f*, whose slope there is >= mu); u = unit roundoff."""
+    eps_v = paper_eps_v(eps_W, mu, W_bound, d)
+    floors = [("a", paper_tau(eps_W, mu, W_bound, d), 64 * arith.eps * float(apriori_interval(W_bound, mu)[1]) / mu)]
+    if method == "bisect" and d > 1:
+        floors.append(("the angles psi_j", angle_tau(eps_v, mu, d), 8 * arith.eps * math.pi / 2))
+    for what, tau, floor in floors:
+        if tau < floor:
+            raise PrecisionLossError(
+                f"eps_W = {eps_W:g} needs {what} to {tau:.3g}, below {arith.name}'s floor {floor:.3g}; "
+                "use mpmath with more digits"
+            )
 
 
 def step_counts(d: int, W_bound: float, mu: float, eps_W: float) -> tuple[int, int]:
@@ -294,7 +310,7 @@ def angle_probes(theta: Any, d: int, arith: Arith = FLOAT64) -> np.ndarray:
     return X
 
 
-def _v_by_angles(oracle: MembershipOracle, n_v: int, tau_psi: float, arith: Arith) -> tuple[np.ndarray, list]:
+def _v_by_angles(oracle: MembershipOracle, n_v: int, arith: Arith) -> tuple[np.ndarray, list]:
     """sign(v_0) with one query, then every psi_j = atan(v_j / v_0) by bisection.
 
     Returns the unit v_hat and the enclosures (mpmath.iv) of v*/||v*||."""
@@ -304,8 +320,6 @@ def _v_by_angles(oracle: MembershipOracle, n_v: int, tau_psi: float, arith: Arit
         e0[0, 0] = arith.scalar(1)
         sign0 = 1 if oracle(e0) == 1 else -1
         half_pi = arith.scalar(mpmath.pi / 2) if arith is not FLOAT64 else math.pi / 2
-        if tau_psi < 8 * arith.eps * half_pi:
-            raise PrecisionLossError(f"angle accuracy {tau_psi:.3g} is below {arith.name}'s resolution")
         lo = np.array([-half_pi] * (d - 1), dtype=object if arith is not FLOAT64 else float)
         hi = -lo
         # sign(v_0) sign(v^T x(theta)) = sign(theta - psi): theta below psi answers 0 if v_0 > 0
@@ -420,6 +434,7 @@ def learn_membership(
     check_assumptions(W_bound, mu, eps_W, delta, d)
     if method not in METHODS:
         raise InvalidInputError(f"unknown method {method!r}: use one of {METHODS}")
+    check_precision(d, W_bound, mu, eps_W, method, arith)
     start = oracle.queries
     eps_v = paper_eps_v(eps_W, mu, W_bound, d)
     n_v, n_W = step_counts(d, W_bound, mu, eps_W)
@@ -431,7 +446,7 @@ def learn_membership(
         try:
             if method == "bisect":
                 diag.update(n_v=n_v, tau_psi=angle_tau(eps_v, mu, d))
-                v, v_iv = _v_by_angles(oracle, n_v, diag["tau_psi"], arith)
+                v, v_iv = _v_by_angles(oracle, n_v, arith)
                 diag["confidence"] = 1.0
             else:
                 verbatim = hoeffding_samples(eps_v, d, delta)
@@ -454,15 +469,15 @@ def learn_membership(
                     f"|v*_i / ||v*||| < mu = {mu} certainly at i = {small}: the margin assumption fails "
                     "(a zero entry of v*?); see check_target for what stays identifiable"
                 )
-            W, w_iv, diag["boundary_hits"] = _w_by_bisection(oracle, v, v_iv, W_bound, mu, diag["tau"], n_W, arith)
+            W, w_iv, diag["boundary_hits"] = _w_by_bisection(oracle, v, v_iv, W_bound, mu, n_W, arith)
             diag.update(_posterior(W, w_iv, v, v_iv, eps_W, eps_v))
         finally:
             mpmath.iv.dps = 15
     return Recovery(W=W, v=v, queries=oracle.queries - start, arith=arith.name, diagnostics=diag)
 
 
-def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound: float, mu: float, tau: float,
-                    n_W: int, arith: Arith) -> tuple[np.ndarray, list, int]:
+def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound: float, mu: float, n_W: int,
+                    arith: Arith) -> tuple[np.ndarray, list, int]:
     """Eqs. (18)-(28) for all d^2 entries in parallel: one batch of d^2 probes per step.
 
     Returns W_hat, the enclosures ``(interval, i, j)`` of W*_ij, and how many bisections ended
@@ -471,8 +486,6 @@ def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound
     iv = mpmath.iv
     with arith.context():
         a_lo, a_hi = apriori_interval(W_bound, mu, arith)
-        if tau < 64 * arith.eps * float(a_hi) / mu:  # answers near the root are only as good as f
-            raise PrecisionLossError(f"tau = {tau:.3g} on a is below {arith.name}'s resolution near a = {float(a_hi):.3g}")
         i_idx, j_idx = np.divmod(np.arange(d * d), d)
         alpha = [v[j] / v[i] for i, j in zip(i_idx, j_idx)]
         sgn = [1 if x > 0 else -1 for x in alpha]
