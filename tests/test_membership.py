@@ -31,6 +31,9 @@ from attnproof.theorems.membership import (
     hoeffding_samples,
     information_floor,
     learn_membership,
+    learn_membership_rotated,
+    random_orthogonal,
+    rotation_margin,
     paper_eps_v,
     query_count,
     sphere_constant,
@@ -334,6 +337,52 @@ def test_strategy_arguments_are_validated_eagerly():
         ast.membership_targets(max_W_bound=1.0)
     with pytest.raises(InvalidInputError):
         ast.membership_targets(d=3)
+
+
+# --- beyond the paper: no margin, rotated tokens ---------------------------------------------
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 8])
+def test_rotation_margin_holds_with_the_stated_probability(d):
+    """P(min_i |(Q^T v)_i| < mu') <= delta_rot (union bound over the density of one coordinate).
+    Statistical: 20000 Haar draws; the allowance is 4 binomial standard deviations of delta_rot."""
+    delta, n = 0.1, 20000
+    rng = np.random.default_rng(d)
+    u = rng.standard_normal((n, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)  # the rows of Haar Q^T v are uniform on the sphere
+    rate = np.mean(np.abs(u).min(axis=1) < rotation_margin(d, delta))
+    assert rate <= delta + 4 * math.sqrt(delta * (1 - delta) / n)
+    Q = random_orthogonal(d, rng, MP(30))
+    with MP(30).context():
+        assert max(abs(x) for x in (Q.T @ Q - np.eye(d)).reshape(-1)) < 1e-28
+
+
+@given(ast.margin_targets(d=st.integers(1, 4)), st.integers(0, 2**32 - 1))
+@example((np.array([[1.0, -0.5], [0.25, 1.5]]), np.array([1.0, 0.0]), 2.0, 1.0), 0)  # v*_2 = 0
+def test_rotated_learner_needs_no_margin(target, seed):
+    """Sparse v* (zero entries): whenever the rotated margin min |Q^T v*| >= mu' holds (probability
+    >= 1 - delta_rot), both guarantees hold; otherwise the learner says so (AssumptionError or
+    guarantee_met False), never a silent wrong answer."""
+    W, v, W_bound, _ = target
+    v = unit(v)
+    d, delta_rot, eps_W = len(v), 0.2, 0.1
+    oracle = MembershipOracle(Attention(W, v))
+    margin_holds = np.abs(random_orthogonal(d, np.random.default_rng(seed)).T @ v).min() >= rotation_margin(d, delta_rot)
+    try:
+        rec = learn_membership_rotated(oracle, W_bound=W_bound, eps_W=eps_W, delta_rot=delta_rot,
+                                       rng=np.random.default_rng(seed))
+    except PrecisionLossError:
+        assert oracle.queries == 0
+        return
+    except AssumptionError:
+        assert not margin_holds
+        return
+    diag = rec.diagnostics
+    assert rec.queries == oracle.queries == query_count(d, "bisect", W_bound, rotation_margin(d, delta_rot), eps_W, 0.5)
+    assert diag["guarantee_met"] or not margin_holds
+    if diag["guarantee_met"]:
+        assert np.linalg.norm(rec.W - W) <= diag["err_W_bound"] <= eps_W
+        assert np.linalg.norm(rec.v - v) <= diag["err_v2_bound"]
 
 
 def test_docstring_examples():

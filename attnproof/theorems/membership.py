@@ -471,9 +471,128 @@ def learn_membership(
                 )
             W, w_iv, diag["boundary_hits"] = _w_by_bisection(oracle, v, v_iv, W_bound, mu, n_W, arith)
             diag.update(_posterior(W, w_iv, v, v_iv, eps_W, eps_v))
+            # a bisection ending on an end of Eq. (22)'s interval means a* may lie outside it
+            diag["guarantee_met"] = diag["guarantee_met"] and diag["boundary_hits"] == 0
         finally:
             mpmath.iv.dps = 15
     return Recovery(W=W, v=v, queries=oracle.queries - start, arith=arith.name, diagnostics=diag)
+
+
+# --- beyond the paper: dropping the margin by rotating the tokens ---------------------------
+
+
+def rotation_margin(d: int, delta_rot: float) -> float:
+    """mu' with ``P(min_i |u_i| < mu') <= delta_rot`` for u uniform on S^{d-1}.
+
+    ``|u_1|`` has density ``c_d (1 - t^2)^((d-3)/2)``, ``c_d = Gamma(d/2) / (sqrt(pi) Gamma((d-1)/2))``,
+    largest at t = 0 for d >= 3, so ``P(|u_i| < m) <= 2 m c_d``; for d = 2,
+    ``P = (2/pi) arcsin(m) <= m`` (c_2 := 1/2); d = 1: u = +-1.  A union bound over the d
+    coordinates gives ``mu' = delta_rot / (2 d c_d)`` (about ``delta_rot / (0.8 d^{3/2})``).
+    """
+    if not 0 < delta_rot < 1:
+        raise AssumptionError(f"delta_rot must be in (0, 1); got {delta_rot!r}")
+    if d == 1:
+        return 1.0
+    c = 0.5 if d == 2 else math.exp(math.lgamma(d / 2) - math.lgamma((d - 1) / 2)) / math.sqrt(math.pi)
+    return delta_rot / (2 * d * c)
+
+
+def random_orthogonal(d: int, rng: np.random.Generator, arith: Arith = FLOAT64) -> np.ndarray:
+    """A Haar-random orthogonal Q (QR of a Gaussian matrix, signs fixed), orthogonal to the
+    arithmetic's precision (mpmath: the QR is done at its digits)."""
+    G = rng.standard_normal((d, d))
+    if arith is FLOAT64:
+        Q, R = np.linalg.qr(G)
+        return Q * np.sign(np.diag(R))
+    with arith.context():
+        Q, R = mpmath.qr(mpmath.matrix(G.tolist()))
+        return np.array([[Q[i, k] * mpmath.sign(R[k, k]) for k in range(d)] for i in range(d)], dtype=object)
+
+
+class RotatedQueries:
+    """The learner's window through rotated tokens: a virtual query Y is asked as ``X = Y Q^T``
+    (every token ``x = Q y``), so the virtual target is ``(Q^T W* Q, Q^T v*)``
+    (identity ``thmB.1/rotation``).  Queries are counted by the wrapped oracle."""
+
+    def __init__(self, oracle: MembershipOracle, Q: np.ndarray) -> None:
+        self.oracle, self.Q = oracle, Q
+
+    @property
+    def d(self) -> int:
+        return self.oracle.d
+
+    @property
+    def queries(self) -> int:
+        return self.oracle.queries
+
+    @property
+    def remaining(self) -> int | None:
+        return self.oracle.remaining
+
+    def __call__(self, Y: Any) -> Any:
+        return self.oracle(np.asarray(Y) @ self.Q.T)
+
+
+@learner(
+    name="membership-rotated",
+    result="beyond the paper (Thm B.1 without the margin)",
+    relies_on=(
+        "thm4.1/one-token", "thmB.1/probe-value", "thmB.1/monotone", "thmB.1/apriori-interval",
+        "thmB.1/ratio-error", "thmB.1/ratio-bound", "thmB.1/accuracy-algebra", "thmB.1/angle-sign",
+        "thmB.1/angle-to-vector", "thmB.1/rotation",
+    ),
+    arithmetics=("float64", "mpmath"),
+    queries="1 + (d-1) n_v + d^2 n_W at mu' = delta_rot / (2 d c_d)",
+    count=lambda d, W_bound=4.0, eps_W=1e-3, delta_rot=0.01, **_: query_count(
+        d, "bisect", W_bound, rotation_margin(d, delta_rot), eps_W, 0.5),
+)
+def learn_membership_rotated(
+    oracle: MembershipOracle,
+    *,
+    W_bound: float,
+    eps_W: float,
+    delta_rot: float = 0.01,
+    rng: np.random.Generator | None = None,
+    arith: Arith = FLOAT64,
+) -> Recovery:
+    """Thm B.1 without the per-coordinate margin: ``bisect`` on the rotated target (Q^T W* Q, Q^T v*).
+
+    For a Haar-random Q, ``Q^T v*`` is uniform on the sphere, so every coordinate is at least
+    ``mu' = rotation_margin(d, delta_rot)`` with probability ``>= 1 - delta_rot``; the Frobenius
+    error is invariant under ``W -> Q W Q^T``, and ``||Q Delta||_2 <= sqrt(d) ||Delta||_inf``.
+    Only ``||W*||_F <= W`` and ``v* != 0`` are assumed.  Cost: mu' replaces mu in
+    :func:`query_count`, i.e. about ``(3.5 d^2 + 5 (d - 1)) log2(mu / mu')`` more queries and
+    ``5 log10(mu / mu')`` more digits (the angle accuracy scales like mu^5).
+
+    Returns
+    -------
+    Recovery
+        ``W = Q W'_hat Q^T``, ``v = Q v'_hat``; diagnostics of the inner ``bisect`` run plus
+        ``mu_rot``, ``delta_rot``, ``margin_found`` (min |v'_hat_i|) and ``err_v2_bound``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnproof.arith import MP
+    >>> from attnproof.models import Attention
+    >>> from attnproof.oracles import MembershipOracle
+    >>> W, v = np.array([[1.0, -0.5], [0.25, 1.5]]), np.array([1.0, 0.0])   # v*_2 = 0: no margin
+    >>> oracle = MembershipOracle(Attention(W, v, MP(40)))
+    >>> rec = learn_membership_rotated(oracle, W_bound=2.0, eps_W=1e-3, rng=np.random.default_rng(0), arith=MP(40))
+    >>> float(np.sqrt(np.sum((rec.W - W) ** 2))) <= 1e-3, rec.diagnostics["guarantee_met"]
+    (True, True)
+    """
+    d = oracle.d
+    mu_rot = rotation_margin(d, delta_rot)
+    Q = random_orthogonal(d, rng or np.random.default_rng(0), arith)
+    inner = learn_membership(RotatedQueries(oracle, Q), W_bound=W_bound, mu=mu_rot, eps_W=eps_W, delta=0.5,
+                             method="bisect", arith=arith)
+    with arith.context():
+        W, v = Q @ inner.W @ Q.T, Q @ inner.v
+        margin = float(min(abs(x) for x in inner.v))
+    diag = dict(inner.diagnostics, method="rotated", mu_rot=mu_rot, delta_rot=delta_rot, margin_found=margin,
+                err_v2_bound=math.sqrt(d) * inner.diagnostics["err_v_bound"], confidence=1 - delta_rot)
+    return Recovery(W=W, v=v, queries=inner.queries, arith=arith.name, diagnostics=diag)
 
 
 def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound: float, mu: float, n_W: int,
@@ -793,3 +912,24 @@ def angle_to_vector() -> list[Claim]:
         ("(mu/(2 sqrt 2) - tau_psi) / mu >= 0 over mu in [0, 1]", small),
         ("eps_v^2 - (2 sqrt(d-1) 8 tau_psi / mu^2)^2 >= 0", sp.simplify(eps**2 - 4 * (d - 1) * (8 * tau / mu**2) ** 2)),
     ]
+
+
+@identity(
+    id="thmB.1/rotation",
+    paper="beyond the paper (Thm B.1 without the margin)",
+    statement=r"Q^\top Q = I \Rightarrow f_{W,v}(Y Q^\top) = f_{Q^\top W Q,\, Q^\top v}(Y)",
+    uses=("thm4.1/one-token",),
+    assumptions="d = 2, Q the rotation by a real angle phi, Y any real 2 x 2 or 1 x 2 query; the library's "
+    "model on both sides and RotatedQueries' map Y -> Y Q^T",
+)
+def rotation() -> list[Pair]:
+    phi = sp.Symbol("phi", real=True)
+    Q = np.array([[sp.cos(phi), -sp.sin(phi)], [sp.sin(phi), sp.cos(phi)]], dtype=object)
+    W, v = symbols("W", (2, 2), real=True), symbols("v", (2,), real=True)
+    pairs: list[Pair] = []
+    for n in (1, 2):
+        Y = symbols("y", (n, 2), real=True)
+        lhs = Attention(W, v, SYMPY)(np.asarray(Y) @ Q.T)
+        rhs = Attention(Q.T @ W @ Q, Q.T @ v, SYMPY)(Y)
+        pairs.append((lhs, rhs))
+    return pairs
