@@ -10,12 +10,11 @@ import numpy as np
 
 from .arith import FLOAT64, Arith, parse
 from .models import Attention, FactoredAttention
-from .oracles import ADVERSARIES, ApproxOracle, ValueOracle
+from .oracles import ADVERSARIES, ApproxOracle, MembershipOracle, ValueOracle
 from .recovery import score
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
 from .theorems.membership import information_floor, learn_membership, query_count
-from .oracles import MembershipOracle
 from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 
 
@@ -255,7 +254,9 @@ def tolerance_headroom(
             "empirical_over_paper": safe * proven[0] / paper}
 
 
-def membership_target(d: int, rng: np.random.Generator, W_bound: float, mu: float) -> tuple[np.ndarray, np.ndarray]:
+def membership_target(
+    d: int, rng: np.random.Generator, W_bound: float, mu: float
+) -> tuple[np.ndarray, np.ndarray]:
     """A target meeting Thm B.1's assumptions: ||W*||_F = 0.9 W and a unit v* with every |v*_i| >= mu
     (|v*_i|^2 = mu^2 + a random share of the spare mass 1 - d mu^2, random signs)."""
     if not 0 < mu <= 1 / np.sqrt(d):
@@ -300,7 +301,8 @@ def run_membership(
         "floor_queries": information_floor(d, W_bound, eps_W),
     }
     with arith.context():  # the float64 v* is unit only to rounding: score against its exact direction
-        unit = model.v / (np.sqrt(float(model.v @ model.v)) if arith is FLOAT64 else mpmath.sqrt(model.v @ model.v))
+        norm = np.sqrt(float(model.v @ model.v)) if arith is FLOAT64 else mpmath.sqrt(model.v @ model.v)
+        unit = model.v / norm
         err_inf = max(abs(x - y) for x, y in zip(rec.v, unit))
     result.update(score(rec, model.W, unit, arith).as_dict())
     diag = rec.diagnostics

@@ -191,7 +191,9 @@ def membership_targets(
     if not (isinstance(max_W_bound, (int, float)) and max_W_bound >= 2):
         raise InvalidInputError(f"membership_targets: max_W_bound must be a number >= 2; got {max_W_bound!r}")
     if d is not None and not isinstance(d, st.SearchStrategy):
-        raise InvalidInputError(f"membership_targets: d must be a strategy of widths, e.g. st.integers(1, 4); got {d!r}")
+        raise InvalidInputError(
+            f"membership_targets: d must be a strategy of widths, e.g. st.integers(1, 4); got {d!r}"
+        )
     return _membership_targets(d if d is not None else st.integers(1, 10), float(max_W_bound))
 
 

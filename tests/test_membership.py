@@ -134,7 +134,8 @@ def test_sphere_constant_closed_forms():
     assert sphere_constant(1) == 1.0
     assert sphere_constant(2) == pytest.approx(2 / math.pi, rel=1e-15)
     assert sphere_constant(3) == pytest.approx(0.5, rel=1e-15)
-    assert float(sphere_constant(200, MP(40))) * math.sqrt(200) == pytest.approx(math.sqrt(2 / math.pi), rel=1e-2)
+    R200 = float(sphere_constant(200, MP(40)))
+    assert R200 * math.sqrt(200) == pytest.approx(math.sqrt(2 / math.pi), rel=1e-2)  # R = Theta(1/sqrt d)
 
 
 # --- bisect: the guarantee, always -----------------------------------------------------------
@@ -265,7 +266,8 @@ def test_paper_failure_rate_is_below_delta():
     W = np.array([[1.0, -0.5, 0.25], [0.25, 1.5, 0.0], [0.0, -1.0, 0.5]])
     fails_v = fails_W = 0
     for seed in range(runs):
-        rec, oracle = learn((W, v, 2.0, 0.25), 0.9, "paper", samples=k, delta=delta, rng=np.random.default_rng(seed))
+        rec, oracle = learn((W, v, 2.0, 0.25), 0.9, "paper", samples=k, delta=delta,
+                            rng=np.random.default_rng(seed))
         assert rec.queries == oracle.queries == query_count(d, "paper", 2.0, 0.25, 0.9, delta, k)
         assert rec.diagnostics["eps_v_bought"] <= t
         fails_v += np.max(np.abs(rec.v - v)) > rec.diagnostics["eps_v_bought"]
@@ -329,7 +331,8 @@ def test_only_the_direction_of_v_is_identifiable(target, c):
     rec, _ = attempt(target, 0.1)
     rec_c, _ = attempt((W, c * v, W_bound, mu), 0.1)
     assert (rec is None) == (rec_c is None)
-    assert rec is None or np.array_equal(rec.W, rec_c.W) and np.array_equal(rec.v, rec_c.v) and rec.queries == rec_c.queries
+    if rec is not None:
+        assert np.array_equal(rec.W, rec_c.W) and np.array_equal(rec.v, rec_c.v) and rec.queries == rec_c.queries
 
 
 def test_norm_bound_violation_is_named():
@@ -372,7 +375,8 @@ def test_rotated_learner_needs_no_margin(target, seed):
     v = unit(v)
     d, delta_rot, eps_W = len(v), 0.2, 0.1
     oracle = MembershipOracle(Attention(W, v))
-    margin_holds = np.abs(random_orthogonal(d, np.random.default_rng(seed)).T @ v).min() >= rotation_margin(d, delta_rot)
+    mu_rot = rotation_margin(d, delta_rot)
+    margin_holds = np.abs(random_orthogonal(d, np.random.default_rng(seed)).T @ v).min() >= mu_rot
     try:
         rec = learn_membership_rotated(oracle, W_bound=W_bound, eps_W=eps_W, delta_rot=delta_rot,
                                        rng=np.random.default_rng(seed))
@@ -383,7 +387,7 @@ def test_rotated_learner_needs_no_margin(target, seed):
         assert not margin_holds
         return
     diag = rec.diagnostics
-    assert rec.queries == oracle.queries == query_count(d, "bisect", W_bound, rotation_margin(d, delta_rot), eps_W, 0.5)
+    assert rec.queries == oracle.queries == query_count(d, "bisect", W_bound, mu_rot, eps_W, 0.5)
     assert diag["guarantee_met"] or not margin_holds
     if diag["guarantee_met"]:
         assert np.linalg.norm(rec.W - W) <= diag["err_W_bound"] <= eps_W

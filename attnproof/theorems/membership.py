@@ -186,7 +186,7 @@ def _sqrt(x: Any) -> Any:
 
 
 def angle_tau(eps_v: Any, mu: Any, d: Any) -> Any:
-    """Accuracy of each angle psi_j that gives ``||v_hat - v*||_inf <= eps_v``: ``eps_v mu^2 / (16 sqrt d)``."""
+    """Accuracy of each angle psi_j giving ``||v_hat - v*||_inf <= eps_v``: ``eps_v mu^2 / (16 sqrt d)``."""
     return eps_v * mu**2 / (16 * _sqrt(d))
 
 
@@ -203,12 +203,14 @@ def bisection_steps(width: float, tau: float) -> int:
     return n
 
 
-def check_precision(d: int, W_bound: float, mu: float, eps_W: float, method: str, arith: Arith = FLOAT64) -> None:
+def check_precision(d: int, W_bound: float, mu: float, eps_W: float, method: str,
+                    arith: Arith = FLOAT64) -> None:
     """Raise :class:`PrecisionLossError` (before any query) if a bisection must resolve below the
     arithmetic's floor: the angles to ``8 u pi/2`` (``bisect``), a to ``64 u a_hi / mu`` (a sign
     answer near the root is only as reliable as f*, whose slope there is >= mu); u = unit roundoff."""
     eps_v = paper_eps_v(eps_W, mu, W_bound, d)
-    floors = [("a", paper_tau(eps_W, mu, W_bound, d), 64 * arith.eps * float(apriori_interval(W_bound, mu)[1]) / mu)]
+    a_hi = float(apriori_interval(W_bound, mu)[1])
+    floors = [("a", paper_tau(eps_W, mu, W_bound, d), 64 * arith.eps * a_hi / mu)]
     if method == "bisect" and d > 1:
         floors.append(("the angles psi_j", angle_tau(eps_v, mu, d), 8 * arith.eps * math.pi / 2))
     for what, tau, floor in floors:
@@ -301,7 +303,7 @@ def _trig(arith: Arith) -> tuple[Any, Any, Any]:
 
 
 def angle_probes(theta: Any, d: int, arith: Arith = FLOAT64) -> np.ndarray:
-    """One-token queries ``x(theta_j) = sin(theta_j) e_0 - cos(theta_j) e_j``, j = 1..d-1, shape (d-1, 1, d)."""
+    """One-token queries ``x(theta_j) = sin(theta_j) e_0 - cos(theta_j) e_j``, j = 1..d-1: (d-1, 1, d)."""
     sin, cos, _ = _trig(arith)
     X = arith.zeros((d - 1, 1, d))
     for j, t in enumerate(theta, start=1):
@@ -364,8 +366,8 @@ def _logit(p: Any) -> Any:
     ),
     arithmetics=("float64", "mpmath"),
     queries="bisect: 1 + (d-1) n_v + d^2 n_W; paper: k + d^2 n_W (n_v, n_W = log2(width / tau))",
-    count=lambda d, method="bisect", W_bound=4.0, mu=0.1, eps_W=1e-3, delta=0.01, samples=None, **_: query_count(
-        d, method, W_bound, mu, eps_W, delta, samples),
+    count=lambda d, method="bisect", W_bound=4.0, mu=0.1, eps_W=1e-3, delta=0.01, samples=None, **_: (
+        query_count(d, method, W_bound, mu, eps_W, delta, samples)),
 )
 def learn_membership(
     oracle: MembershipOracle,
@@ -438,7 +440,8 @@ def learn_membership(
     start = oracle.queries
     eps_v = paper_eps_v(eps_W, mu, W_bound, d)
     n_v, n_W = step_counts(d, W_bound, mu, eps_W)
-    diag: dict[str, Any] = {"method": method, "n_W": n_W, "eps_v": eps_v, "tau": paper_tau(eps_W, mu, W_bound, d),
+    diag: dict[str, Any] = {"method": method, "n_W": n_W, "eps_v": eps_v,
+                            "tau": paper_tau(eps_W, mu, W_bound, d),
                             "direction_only": "v_hat estimates v*/||v*||: signs are invariant under v -> c v"}
     iv_dps = (arith.dps if isinstance(arith, MP) else 15) + 10
     with mpmath.workdps(iv_dps):
@@ -452,7 +455,8 @@ def learn_membership(
                 verbatim = hoeffding_samples(eps_v, d, delta)
                 if samples is None and verbatim > MAX_VERBATIM_SAMPLES:
                     raise QueryBudgetExceeded(
-                        f"the verbatim Hoeffding count is k = {verbatim:.3e} queries (eps_v = {eps_v:.3e}); pass "
+                        f"the verbatim Hoeffding count is k = {verbatim:.3e} queries "
+                        f"(eps_v = {eps_v:.3e}); pass "
                         "samples=k explicitly: the learner reports the radius and probability that k buys"
                     )
                 k = verbatim if samples is None else samples
@@ -578,7 +582,8 @@ def learn_membership_rotated(
     >>> from attnproof.oracles import MembershipOracle
     >>> W, v = np.array([[1.0, -0.5], [0.25, 1.5]]), np.array([1.0, 0.0])   # v*_2 = 0: no margin
     >>> oracle = MembershipOracle(Attention(W, v, MP(40)))
-    >>> rec = learn_membership_rotated(oracle, W_bound=2.0, eps_W=1e-3, rng=np.random.default_rng(0), arith=MP(40))
+    >>> rec = learn_membership_rotated(oracle, W_bound=2.0, eps_W=1e-3, rng=np.random.default_rng(0),
+    ...                                arith=MP(40))
     >>> float(np.sqrt(np.sum((rec.W - W) ** 2))) <= 1e-3, rec.diagnostics["guarantee_met"]
     (True, True)
     """
@@ -616,8 +621,8 @@ def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound
             return np.stack([probe(i, j, x, t, d, arith) for i, j, x, t in zip(i_idx, j_idx, a, s)])
 
         kind = float if arith is FLOAT64 else object
-        lo, hi = _bisect(oracle, np.array([a_lo] * (d * d), dtype=kind), np.array([a_hi] * (d * d), dtype=kind),
-                         probes, lo_answer, n_W, arith)
+        lo, hi = _bisect(oracle, np.array([a_lo] * (d * d), dtype=kind),
+                         np.array([a_hi] * (d * d), dtype=kind), probes, lo_answer, n_W, arith)
         band = (1 / (1 + mpmath.exp(mpmath.mpf(1) / 2)), 1 / (1 + mpmath.exp(-mpmath.mpf(1) / 2)))
 
         def clip(p: Any) -> Any:
@@ -635,7 +640,8 @@ def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound
     return W, w_iv, hits
 
 
-def _posterior(W: np.ndarray, w_iv: list, v: np.ndarray, v_iv: list, eps_W: float, eps_v: float) -> dict[str, Any]:
+def _posterior(W: np.ndarray, w_iv: list, v: np.ndarray, v_iv: list, eps_W: float,
+               eps_v: float) -> dict[str, Any]:
     """A-posteriori bounds from the enclosures: the largest distance from the estimate to an
     end of its enclosure (certain for bisect; on the Hoeffding event for paper)."""
     def dist(x: Any, enc: Any) -> mpmath.mpf:
@@ -659,7 +665,8 @@ def _sigma(t: sp.Expr) -> sp.Expr:
     id="thmB.1/sphere-constant",
     paper="App. B, Eq. (12)",
     statement=r"R = \mathbb{E}_{x \sim U(S^{d-1})}|x_1| = \frac{\int_{-1}^1 |t|(1-t^2)^{\frac{d-3}{2}}dt}"
-    r"{\int_{-1}^1 (1-t^2)^{\frac{d-3}{2}}dt} = \frac{\Gamma(d/2)}{\sqrt\pi\,\Gamma(\frac{d+1}{2})},\ d = 1..8",
+    r"{\int_{-1}^1 (1-t^2)^{\frac{d-3}{2}}dt} = "
+    r"\frac{\Gamma(d/2)}{\sqrt\pi\,\Gamma(\frac{d+1}{2})},\ d = 1..8",
     assumptions="x_1 of a uniform point of S^{d-1} has density proportional to (1 - t^2)^((d-3)/2) (d >= 2); "
     "d = 1: x_1 = +-1",
 )
@@ -676,7 +683,8 @@ def sphere_constant_identity() -> list[Pair]:
 @identity(
     id="thmB.1/halfspace-mean-d2",
     paper="App. B, Eqs. (12)-(13)",
-    statement=r"\frac{1}{2\pi}\int_0^{2\pi} \mathrm{sign}(v^\top x_\theta)\, x_\theta\, d\theta = R_2\, v,\quad "
+    statement=r"\frac{1}{2\pi}\int_0^{2\pi} \mathrm{sign}(v^\top x_\theta)\, x_\theta\, d\theta "
+    r"= R_2\, v,\quad "
     r"x_\theta = (\cos\theta, \sin\theta),\ v = (\cos\phi, \sin\phi),\ R_2 = \tfrac{2}{\pi}",
     uses=("thmB.1/sphere-constant",),
     assumptions="phi real; substituting theta = phi + psi, sign(cos psi) = +1 on (-pi/2, pi/2), -1 elsewhere",
@@ -686,7 +694,8 @@ def halfspace_mean_d2() -> list[Pair]:
     pairs: list[Pair] = []
     for k, comp in enumerate((sp.cos, sp.sin)):
         f = comp(phi + psi)
-        mean = (sp.integrate(f, (psi, -sp.pi / 2, sp.pi / 2)) - sp.integrate(f, (psi, sp.pi / 2, 3 * sp.pi / 2))) / (2 * sp.pi)
+        positive = sp.integrate(f, (psi, -sp.pi / 2, sp.pi / 2))
+        mean = (positive - sp.integrate(f, (psi, sp.pi / 2, 3 * sp.pi / 2))) / (2 * sp.pi)
         pairs.append((mean, sphere_constant(2, SYMPY) * comp(phi)))
     return pairs
 
@@ -694,7 +703,8 @@ def halfspace_mean_d2() -> list[Pair]:
 @identity(
     id="thmB.1/hoeffding-count",
     paper="App. B, Eq. (15)",
-    statement=r"k = \frac{2}{t^2R^2}\log\frac{2d}{\delta} \iff 2d\exp\left(-\frac{t^2R^2k}{2}\right) = \delta",
+    statement=r"k = \frac{2}{t^2R^2}\log\frac{2d}{\delta} \iff "
+    r"2d\exp\left(-\frac{t^2R^2k}{2}\right) = \delta",
     assumptions="t, R, delta, d positive; each coordinate of sign(v^T x) x lies in [-1, 1] (range 2)",
 )
 def hoeffding_count() -> list[Pair]:
@@ -716,9 +726,11 @@ def _probe_value(d: int, i: int, j: int) -> tuple[sp.Expr, dict[str, sp.Expr]]:
     id="thmB.1/probe-value",
     paper="App. B, Eqs. (16)-(19)",
     statement=r"X(a) = \begin{bmatrix}(\frac{s}{a}e_i + a e_j)^\top\\ (a e_j)^\top\end{bmatrix} \Rightarrow "
-    r"f_{W,v}(X(a)) = a v_j + \sigma(s W_{ij})\frac{s}{a} v_i = v_i F(a),\ F(a) = a\alpha + \frac{\sigma(sW_{ij})s}{a}",
+    r"f_{W,v}(X(a)) = a v_j + \sigma(s W_{ij})\frac{s}{a} v_i = v_i F(a),\ "
+    r"F(a) = a\alpha + \frac{\sigma(sW_{ij})s}{a}",
     uses=("thm4.1/softmax-to-sigmoid",),
-    assumptions="W real d x d, v real nonzero, a > 0, s real nonzero, alpha = v_j / v_i; d = 1..3, every (i, j)",
+    assumptions="W real d x d, v real nonzero, a > 0, s real nonzero, alpha = v_j / v_i; d = 1..3, "
+    "every (i, j)",
 )
 def probe_value() -> list[Pair]:
     pairs: list[Pair] = []
@@ -756,8 +768,8 @@ def monotone_derivative() -> list[Pair]:
     statement=r"s = -\frac{\mathrm{sign}(\alpha)}{2W} \Rightarrow \mathrm{sign}(\alpha)\,F'(a) = |\alpha| + "
     r"\frac{\sigma(W_{ij}s)}{2Wa^2} > 0:\ F \text{ strictly monotone, one sign change of MQ}(X(a))",
     uses=("thmB.1/monotone-derivative",),
-    assumptions="a, W, beta = |alpha| positive, W_ij real; F'(a) = alpha - sigma(W_ij s) s / a^2; F -> sign(s) oo "
-    "as a -> 0 and sign(alpha) oo as a -> oo",
+    assumptions="a, W, beta = |alpha| positive, W_ij real; F'(a) = alpha - sigma(W_ij s) s / a^2; "
+    "F -> sign(s) oo as a -> 0 and sign(alpha) oo as a -> oo",
 )
 def monotone() -> list[Claim]:
     a, Wb, beta = sp.symbols("a W beta", positive=True)
@@ -773,7 +785,8 @@ def monotone() -> list[Claim]:
 @bound(
     id="thmB.1/apriori-interval",
     paper="App. B, Eqs. (21)-(22)",
-    statement=r"a^{\star 2} = \frac{\sigma(W_{ij}s)}{2W|\alpha|} \in \left[\frac{\mu}{8W}, \frac{1}{2W\mu}\right]"
+    statement=r"a^{\star 2} = \frac{\sigma(W_{ij}s)}{2W|\alpha|} \in "
+    r"\left[\frac{\mu}{8W}, \frac{1}{2W\mu}\right]"
     r"\ \text{for}\ |W_{ij}s| \le \tfrac12,\ |\alpha| \in [\mu, \tfrac1\mu]",
     uses=("thmB.1/monotone",),
     assumptions="sigma(t) in [1/4, 1] on |t| <= 1/2 (interval arithmetic); lower end: 1/|alpha| = mu + r, "
@@ -826,23 +839,27 @@ def ratio_bound() -> list[Claim]:
     mu2 = 2 * eps + m
     return [
         ("decreasing in |v_i|: value at |v_i| = mu, |v_j| = 1 minus value at mu + x (mu <= 1 below)",
-         sp.factor(sp.together((mu + 1) * eps / (mu * (mu - eps)) - (mu + x + 1) * eps / ((mu + x) * (mu + x - eps))))),
+         sp.factor(sp.together((mu + 1) * eps / (mu * (mu - eps))
+                               - (mu + x + 1) * eps / ((mu + x) * (mu + x - eps))))),
         ("(mu + 1) <= 2 when mu = 1/(1+y)", sp.together(1 - 1 / (1 + y))),
-        ("4 eps / mu^2 - 2 eps / (mu (mu - eps)) >= 0", sp.factor(sp.together(4 * eps / mu2**2
-                                                                               - 2 * eps / (mu2 * (mu2 - eps))))),
+        ("4 eps / mu^2 - 2 eps / (mu (mu - eps)) >= 0",
+         sp.factor(sp.together(4 * eps / mu2**2 - 2 * eps / (mu2 * (mu2 - eps))))),
     ]
 
 
 @bound(
     id="thmB.1/accuracy-algebra",
     paper="App. B, Eqs. (26)-(29)",
-    statement=r"\tau = \frac{\eta_W\mu^3}{64 L W^2},\ \epsilon_v = \frac{\epsilon_W\mu^3}{40Wd},\ L = 4.26 \ge "
-    r"2 + 2\cosh\tfrac12 \Rightarrow 2WL\left[2W\left(\tfrac1\mu + \Delta_\alpha\right)\sqrt{\tfrac{2}{W\mu}}\,\tau"
+    statement=r"\tau = \frac{\eta_W\mu^3}{64 L W^2},\ \epsilon_v = \frac{\epsilon_W\mu^3}{40Wd},\ "
+    r"L = 4.26 \ge 2 + 2\cosh\tfrac12 \Rightarrow "
+    r"2WL\left[2W\left(\tfrac1\mu + \Delta_\alpha\right)\sqrt{\tfrac{2}{W\mu}}\,\tau"
     r" + \tfrac{\Delta_\alpha}{\mu}\right] \le \eta_W = \tfrac{\epsilon_W}{d}",
     uses=("thmB.1/apriori-interval", "thmB.1/ratio-bound", "lemmaA.1/lipschitz-closed-form"),
-    assumptions="the library's entry_error_bound / paper_tau / paper_eps_v in sympy with mu = u^2, W = 2 / z^2, "
+    assumptions="the library's entry_error_bound / paper_tau / paper_eps_v in sympy with mu = u^2, "
+    "W = 2 / z^2, "
     "eps_W = eta d, then interval arithmetic over the whole box u, z, eta in [0, 1] (mu <= 1, W >= 2, "
-    "eps_W / d <= 1; the constants read as the rationals 213/50 and 1/8); the error chain: |p_hat - p| <= 2W|alpha_hat| |a_hat^2 - a*^2| + Delta_alpha / mu, "
+    "eps_W / d <= 1; the constants read as the rationals 213/50 and 1/8); the error chain: "
+    "|p_hat - p| <= 2W|alpha_hat| |a_hat^2 - a*^2| + Delta_alpha / mu, "
     "clipping is 1-Lipschitz, sigma^{-1} is L-Lipschitz on the band, W_ij = sigma^{-1}(p) / s, |1/s| = 2W",
 )
 def accuracy_algebra() -> list[Claim]:
@@ -858,7 +875,8 @@ def accuracy_algebra() -> list[Claim]:
         fn = sp.lambdify((u, z, eta), ratio, modules=[{"mpf": iv.mpf, "sqrt": iv.sqrt}, "mpmath"])
         box = iv.mpf([0, 1])
         L = 2 + iv.exp(iv.mpf(1) / 2) + iv.exp(-iv.mpf(1) / 2)
-        return [("L_BAND - (2 + 2 cosh 1/2) >= 0", iv.mpf(str(L_BAND)) - L), ("1 - error / eta_W >= 0", 1 - fn(box, box, box))]
+        return [("L_BAND - (2 + 2 cosh 1/2) >= 0", iv.mpf(str(L_BAND)) - L),
+                ("1 - error / eta_W >= 0", 1 - fn(box, box, box))]
     finally:
         iv.dps = saved
 
@@ -869,7 +887,8 @@ def accuracy_algebra() -> list[Claim]:
     statement=r"v_j = v_0\tan\psi,\ x(\theta) = \sin\theta\, e_0 - \cos\theta\, e_j \Rightarrow "
     r"f_{W,v}([x(\theta)^\top]) = \frac{v_0}{\cos\psi}\sin(\theta - \psi)",
     uses=("thm4.1/one-token",),
-    assumptions="theta, psi real, cos psi != 0; the library's angle_probes and model in sympy, d = 2..4, every j",
+    assumptions="theta, psi real, cos psi != 0; the library's angle_probes and model in sympy, "
+    "d = 2..4, every j",
 )
 def angle_sign() -> list[Pair]:
     theta, psi = sp.symbols("theta psi", real=True)
@@ -890,7 +909,8 @@ def angle_sign() -> list[Pair]:
     statement=r"|\hat\psi_j - \psi_j| \le \tau_\psi = \frac{\epsilon_v\mu^2}{16\sqrt d} \Rightarrow "
     r"\|\hat v - v^\star\|_\infty \le \frac{2\sqrt{d-1}}{\|w\|}\cdot\frac{8\tau_\psi}{\mu^2} \le \epsilon_v",
     uses=("thmB.1/angle-sign",),
-    assumptions="w = (1, tan psi_1, ...), ||w|| >= 1, |tan psi| <= 1/mu so sec^2 psi <= 2 / mu^2 (mu = 1/(1+y)); "
+    assumptions="w = (1, tan psi_1, ...), ||w|| >= 1, |tan psi| <= 1/mu so sec^2 psi <= 2 / mu^2 "
+    "(mu = 1/(1+y)); "
     "tau_psi <= mu / (2 sqrt 2) <= cos(psi) / 2 so sec^2 on the interval <= 4 sec^2 psi (eps_v <= mu / 2, "
     "interval arithmetic over mu in [0, 1]); "
     "||a/|a| - b/|b||| <= 2 |a - b| / |a|; the last step compared as squares",
@@ -910,7 +930,8 @@ def angle_to_vector() -> list[Claim]:
     return [
         ("2/mu^2 - (1 + 1/mu^2) >= 0", sp.expand(2 / mu1**2 - 1 - 1 / mu1**2)),
         ("(mu/(2 sqrt 2) - tau_psi) / mu >= 0 over mu in [0, 1]", small),
-        ("eps_v^2 - (2 sqrt(d-1) 8 tau_psi / mu^2)^2 >= 0", sp.simplify(eps**2 - 4 * (d - 1) * (8 * tau / mu**2) ** 2)),
+        ("eps_v^2 - (2 sqrt(d-1) 8 tau_psi / mu^2)^2 >= 0",
+         sp.simplify(eps**2 - 4 * (d - 1) * (8 * tau / mu**2) ** 2)),
     ]
 
 
