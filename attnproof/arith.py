@@ -77,6 +77,11 @@ class Arith(ABC):
     def exp(self, a: np.ndarray) -> np.ndarray:
         """Elementwise exponential."""
 
+    def sqrt(self, x: Any) -> Any:
+        """The square root of a non-negative scalar, in this arithmetic."""
+        with self.context():
+            return mpmath.sqrt(x)
+
     @abstractmethod
     def logit(self, p: np.ndarray) -> np.ndarray:
         """Elementwise sigma^{-1}(p) = log(p / (1 - p)) (Thm 4.1, inverting Eq. (1))."""
@@ -232,6 +237,9 @@ class Float64(Arith):
         top = float(np.max(np.abs(np.asarray(a, dtype=np.float64)), initial=0.0))
         return math.log2(top) if top > 0 else -math.inf
 
+    def sqrt(self, x: Any) -> Any:
+        return np.sqrt(x)
+
     def pow2(self, k: np.ndarray) -> np.ndarray:
         return np.ldexp(1.0, k)
 
@@ -376,6 +384,9 @@ class Sympy(Arith):
 
     def maximum(self, a: np.ndarray, floor: Any = 0) -> np.ndarray:
         return _elementwise(lambda x: sp.Max(x, floor), a)
+
+    def sqrt(self, x: Any) -> Any:
+        return sp.sqrt(x)
 
     def is_singular(self, A: np.ndarray) -> bool:
         return sp.Matrix(np.asarray(A, dtype=object).tolist()).det() == 0

@@ -19,11 +19,12 @@ import numpy as np
 from .arith import FLOAT64, Arith, parse
 from .errors import AttnproofError, InvalidInputError
 from .models import Attention, FactoredAttention
-from .oracles import ADVERSARIES, ApproxOracle, ValueOracle
+from .oracles import ADVERSARIES, ApproxOracle, MembershipOracle, ValueOracle
 from .proof import LEARNERS
 from .recovery import Recovery, score
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
+from .theorems.membership import information_floor, learn_membership, learn_membership_rotated
 from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 
 
@@ -292,6 +293,85 @@ def tolerance_headroom(
             "empirical_over_paper": safe * proven[0] / paper}
 
 
+def membership_target(
+    d: int, rng: np.random.Generator, W_bound: float, mu: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """A target meeting Thm B.1's assumptions: ||W*||_F = 0.9 W and a unit v* with every |v*_i| >= mu
+    (|v*_i|^2 = mu^2 + a random share of the spare mass 1 - d mu^2, random signs)."""
+    if not 0 < mu <= 1 / np.sqrt(d):
+        raise ValueError(f"mu must be in (0, 1/sqrt(d)] for a unit v with every |v_i| >= mu; got {mu}")
+    W = rng.standard_normal((d, d))
+    shares = rng.dirichlet(np.ones(d))
+    v = rng.choice([-1.0, 1.0], d) * np.sqrt(mu**2 + shares * (1 - d * mu**2))
+    return W * 0.9 * W_bound / np.linalg.norm(W), v / np.linalg.norm(v)
+
+
+def run_membership(
+    d: int,
+    method: str = "bisect",
+    arith: str | Arith = "float64",
+    seed: int = 0,
+    W_bound: float = 4.0,
+    mu: float | None = None,
+    eps_W: float = 1e-3,
+    delta: float = 0.01,
+    **opts: Any,
+) -> dict[str, Any]:
+    """Recover a Thm B.1 target through a counting MembershipOracle and score it.
+
+    ``mu`` defaults to ``1 / (2 sqrt(d))`` (any unit v* with every |v*_i| >= mu exists up to
+    1 / sqrt(d)).  ``opts`` go to :func:`~attnproof.theorems.membership.learn_membership`
+    (``samples`` for ``paper``).  :func:`result_row`'s keys (``err_v`` against the unit v*:
+    only the direction is identifiable from signs), plus ``method, floor_queries, err_v_inf,
+    eps_W, eps_v, W_bound, mu, delta, guarantee_met``.
+    """
+    arith = parse(arith)
+    mu = 1 / (2 * math.sqrt(d)) if mu is None else mu
+    rng = np.random.default_rng(seed)
+    W, v = membership_target(d, rng, W_bound, mu)
+    model = Attention(W, v, arith)
+    oracle = MembershipOracle(model)
+    opts = {k: x for k, x in opts.items() if x is not None}
+    t0 = time.perf_counter()
+    rec = learn_membership(oracle, W_bound=W_bound, mu=mu, eps_W=eps_W, delta=delta, method=method,
+                           rng=rng, arith=arith, **opts)
+    seconds = time.perf_counter() - t0
+    with arith.context():  # the float64 v* is unit only to rounding: score against its exact direction
+        unit = model.v / arith.sqrt(model.v @ model.v)
+        err_inf = max(abs(x - y) for x, y in zip(rec.v, unit))
+    row = result_row("membership", d, seed, rec, oracle, seconds, model.W, unit, method=method,
+                     floor_queries=information_floor(d, W_bound, eps_W))
+    diag = rec.diagnostics
+    row.update(
+        err_v_inf=float(err_inf), eps_W=eps_W, eps_v=diag["eps_v"], W_bound=W_bound, mu=mu, delta=delta,
+        guarantee_met=row["err_W"] <= eps_W and float(err_inf) <= diag["eps_v"] and diag["guarantee_met"],
+    )
+    return row
+
+
+def run_membership_rotated(
+    d: int, arith: str | Arith = "mp:50", seed: int = 0, W_bound: float = 4.0, eps_W: float = 1e-3,
+    delta_rot: float = 0.05,
+) -> dict[str, Any]:
+    """Thm B.1 without the margin (rotated tokens) on a target whose v* has zero entries: the
+    first half of v*'s coordinates are 0, which the paper's learner cannot handle.  Keys as
+    :func:`run_membership` (no ``method``)."""
+    arith = parse(arith)
+    rng = np.random.default_rng(seed)
+    W, v = membership_target(d, rng, W_bound, 1 / math.sqrt(d))
+    v[: d // 2] = 0.0
+    model = Attention(W, v / np.linalg.norm(v), arith)
+    oracle = MembershipOracle(model)
+    t0 = time.perf_counter()
+    rec = learn_membership_rotated(oracle, W_bound=W_bound, eps_W=eps_W, delta_rot=delta_rot, rng=rng, arith=arith)
+    seconds = time.perf_counter() - t0
+    with arith.context():
+        unit = model.v / arith.sqrt(model.v @ model.v)
+    row = result_row("membership-rotated", d, seed, rec, oracle, seconds, model.W, unit, eps_W=eps_W)
+    row["guarantee_met"] = row["err_W"] <= eps_W and bool(rec.diagnostics["guarantee_met"])
+    return row
+
+
 #: learner name -> runner(d, arith, seed, **options): one entry per registered learner (a test
 #: checks that the keys are exactly :data:`attnproof.proof.LEARNERS`).
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
@@ -301,6 +381,10 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "lowrank-cvx": lambda d, arith, seed, rank, m=None: run_lowrank(d, rank, "lowrank-cvx", arith, seed, m=m),
     "noisy": lambda d, arith, seed, design="corrected", tau=None, adversary="worst", eps_W=0.1, eps_v=0.1,
     W_bound=2.0: run_noisy(d, design, tau, adversary, eps_W, eps_v, W_bound, seed),
+    "membership": lambda d, arith, seed, method="bisect", W_bound=4.0, mu=None, eps_W=1e-3, delta=0.01,
+    samples=None: run_membership(d, method, arith, seed, W_bound, mu, eps_W, delta, samples=samples),
+    "membership-rotated": lambda d, arith, seed, W_bound=4.0, eps_W=1e-3, delta_rot=0.05: run_membership_rotated(
+        d, arith, seed, W_bound, eps_W, delta_rot),
 }
 
 
@@ -331,6 +415,9 @@ def run(learner: str, d: int, arith: str | Arith = "float64", seed: int = 0, **o
 
 
 __all__ = [
+    "membership_target",
+    "run_membership",
+    "run_membership_rotated",
     "RUNNERS",
     "run",
     "supported_range",

@@ -152,7 +152,7 @@ def _fmt(x: Any) -> str:
 def _describe(r: dict[str, Any]) -> str:
     """One line for a result row of :func:`attnproof.bench.result_row` (any learner)."""
     head = [f"{r['learner']}", f"d={r['d']}"]
-    head += [f"{k}={_fmt(r[k])}" for k in ("rank", "design", "adversary", "tau", "probes") if k in r]
+    head += [f"{k}={_fmt(r[k])}" for k in ("rank", "method", "design", "adversary", "tau", "probes") if k in r]
     head.append(f"arith={r['arith']}")
     bits = "exact" if r["exact"] else f"{r['bits_W']:.1f} bits (W), " + (
         "exact v" if r["bits_v"] is None else f"{r['bits_v']:.1f} bits (v)"
@@ -164,9 +164,11 @@ def _describe(r: dict[str, Any]) -> str:
     ]
     if r.get("error_bound") is not None:
         parts.append(f"bound {r['error_bound']:.2e} ({'held' if r['within_bound'] else 'VIOLATED'})")
-    if "guarantee_met" in r:
+    if "guarantee_W" in r:
         parts.append(f"eps_W={r['eps_W']}: {'met' if r['guarantee_W'] else 'MISSED'}, "
                      f"eps_v={r['eps_v']}: {'met' if r['guarantee_v'] else 'MISSED'}")
+    elif "guarantee_met" in r:
+        parts.append(f"eps_W={r['eps_W']}: guarantee {'met' if r['guarantee_met'] else 'MISSED'}")
     parts.append(f"{r['seconds']:.2f} s ({r['oracle_seconds']:.2f} s in the oracle)")
     return " ".join(head) + ": " + ", ".join(parts)
 
@@ -226,6 +228,7 @@ def _bench(args: argparse.Namespace) -> int:
 #: The recover options handed to the learner's runner (each runner takes the ones it uses).
 _LEARNER_OPTIONS = (
     "probes", "scale", "rank", "m", "checks", "tau", "adversary", "design", "eps_W", "eps_v", "W_bound",
+    "method", "mu", "delta", "samples", "delta_rot",
 )
 
 
@@ -256,10 +259,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="noisy: oracle tolerance (default: the proven one)")
     r.add_argument("--adversary", choices=tuple(ADVERSARIES), default=None, help="noisy (default: worst)")
     r.add_argument("--design", choices=tuple(DESIGNS), default=None, help="noisy (default: corrected)")
-    r.add_argument("--eps-W", dest="eps_W", type=_unit_float, default=None, help="noisy (default 0.1)")
+    r.add_argument("--eps-W", dest="eps_W", type=_unit_float, default=None,
+                   help="noisy, membership: the accuracy asked for")
     r.add_argument("--eps-v", dest="eps_v", type=_unit_float, default=None, help="noisy (default 0.1)")
     r.add_argument("--W-bound", dest="W_bound", type=_positive_float, default=None,
-                   help="noisy: known bound W_bound >= 2 on ||W*||_F (default 2)")
+                   help="noisy, membership: known bound W_bound >= 2 on ||W*||_F")
+    r.add_argument("--method", choices=("bisect", "paper"), default=None, help="membership (default: bisect)")
+    r.add_argument("--mu", type=_positive_float, default=None, help="membership: margin min |v*_i| >= mu")
+    r.add_argument("--delta", type=_unit_float, default=None, help="membership: failure probability")
+    r.add_argument("--samples", type=_positive_int, default=None,
+                   help="membership --method paper: the sample budget (the verbatim count is astronomical)")
+    r.add_argument("--delta-rot", dest="delta_rot", type=_unit_float, default=None,
+                   help="membership-rotated: probability the rotation misses the margin")
     r.add_argument("--json", action="store_true")
     r.set_defaults(run=_recover)
 

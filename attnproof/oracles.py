@@ -287,4 +287,23 @@ class ApproxOracle(ValueOracle):
         return int.from_bytes(digest.digest()[:8], "little") / 2**63 - 1.0
 
 
-__all__ = ["ValueOracle", "ApproxOracle", "DeclaresTolerance", "ADVERSARIES", "QueryRecord", "Model"]
+# --- membership queries (App. B) --------------------------------------------------------
+
+
+@dataclass
+class MembershipOracle(ValueOracle):
+    """Membership queries MQ(X) = 1[f*(X) > 0] (App. B, Eq. (8)): one bit per query.
+
+    Counts queries and enforces the budget exactly like :class:`ValueOracle` (it is one, with
+    a thresholded answer).  Convention, as in Eq. (8): ``f*(X) = 0`` answers **0** (the
+    "else" branch), so ``h = 2 MQ - 1`` of Eq. (11) equals sign(f*) except on the zero set.
+    Answers are ``numpy.int8`` 0/1; the sign is taken in the model's own arithmetic (an
+    mpmath model at 50 digits answers at 50 digits).
+    """
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        f = np.asarray(self.model(Xb))
+        return np.array([1 if x > 0 else 0 for x in f.reshape(-1)], dtype=np.int8).reshape(f.shape)
+
+
+__all__ = ["ValueOracle", "ApproxOracle", "DeclaresTolerance", "MembershipOracle", "ADVERSARIES", "QueryRecord", "Model"]

@@ -302,25 +302,80 @@ def _margin_targets(
     v[support] = signs * mags
     v *= min(1.0, 1 / np.linalg.norm(v))  # guard against rounding above 1
     mu = min(mu, float(np.abs(v[support]).min()))
+    W = draw(bounded_matrices(n, W_bound))
+    return W, v, float(W_bound), float(mu)
+
+
+@st.composite
+def bounded_matrices(draw: st.DrawFn, d: int, W_bound: float) -> np.ndarray:
+    """A d x d matrix with ``||W||_F <= W_bound``: often exactly at the bound, often concentrated
+    on one column or on a single entry (the edges of the norm assumption of Thms 6.1 and B.1)."""
     shape = draw(st.sampled_from(["dense", "one-column", "single"]))
-    W = draw(matrices(n))
+    W = draw(matrices(d))
     if shape != "dense":
-        j = draw(st.integers(0, n - 1))
-        keep = np.zeros((n, n), dtype=bool)
+        j = draw(st.integers(0, d - 1))
+        keep = np.zeros((d, d), dtype=bool)
         keep[:, j] = True
         if shape == "single":
             keep[:, :] = False
-            keep[draw(st.integers(0, n - 1)), j] = True
+            keep[draw(st.integers(0, d - 1)), j] = True
         W = np.where(keep, W, 0.0)
     norm = np.linalg.norm(W)
     if norm > 0:  # W / norm first: W_bound / norm overflows for subnormal W
         W = W / norm * (W_bound * draw(st.one_of(st.just(1.0), st.floats(0.0, 1.0))))
-        for _ in range(8):  # rounding must not break ||W*||_F <= W: step entries towards 0
+        for _ in range(8):  # rounding must not break ||W||_F <= W_bound: step entries towards 0
             if np.linalg.norm(W) <= W_bound:
                 break
             W = np.nextafter(W, 0.0)
         assume(np.linalg.norm(W) <= W_bound)
-    return W, v, float(W_bound), float(mu)
+    return W
+
+
+def membership_targets(
+    d: st.SearchStrategy[int] | None = None, max_W_bound: float = 50.0
+) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray, float, float]]:
+    """(W*, v*, W, mu) satisfying Thm B.1's assumptions, pushed to their edges.
+
+    ``||W*||_F <= W`` (often exactly at the bound, often concentrated), ``W >= 2``;
+    ``||v*||_2 = 1`` (to rounding) with *every* ``|v*_i| >= mu``, often = mu, and mu up to its
+    largest value ``1 / sqrt(d)`` (then every |v*_i| = mu); "= mu" means to 1e-15 relative,
+    so that the exact direction v*/||v*|| meets the margin despite rounding.
+
+    Raises
+    ------
+    InvalidInputError
+        At once if ``max_W_bound < 2`` (Thm B.1 needs W >= 2) or d is not a strategy; when
+        drawing if d draws a non-positive width.
+    """
+    if not (isinstance(max_W_bound, (int, float)) and max_W_bound >= 2):
+        raise InvalidInputError(f"membership_targets: max_W_bound must be a number >= 2; got {max_W_bound!r}")
+    if d is not None and not isinstance(d, st.SearchStrategy):
+        raise InvalidInputError(
+            f"membership_targets: d must be a strategy of widths, e.g. st.integers(1, 4); got {d!r}"
+        )
+    return _membership_targets(d if d is not None else st.integers(1, 10), float(max_W_bound))
+
+
+@st.composite
+def _membership_targets(
+    draw: st.DrawFn, d: st.SearchStrategy[int], max_W_bound: float
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    n = draw(d)
+    if not (isinstance(n, (int, np.integer)) and n >= 1):
+        raise InvalidInputError(f"membership_targets: d must draw positive integers; got {n!r}")
+    W_bound = draw(st.one_of(st.just(2.0), st.floats(2.0, max_W_bound)))
+    mu_max = 1 / np.sqrt(n)
+    mu = draw(st.one_of(st.just(mu_max), st.floats(1e-2, 1.0).map(lambda t: t * mu_max)))
+    shares = np.array(draw(st.lists(st.floats(0, 1), min_size=n, max_size=n)))
+    if shares.sum() == 0:
+        shares[draw(st.integers(0, n - 1))] = 1.0
+    mags = np.sqrt(mu**2 + shares / shares.sum() * max(0.0, 1 - n * mu**2))
+    signs = np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n)))
+    v = signs * mags / np.linalg.norm(mags)
+    # the exact direction v / ||v|| (what membership identifies) differs from v by rounding:
+    # mu sits 1e-15 relative below its smallest entry, so the margin holds exactly
+    mu = min(mu, float(np.abs(v).min() / np.linalg.norm(v))) * (1 - 1e-15)
+    return draw(bounded_matrices(n, W_bound)), v, float(W_bound), float(mu)
 
 
 # --- hostile targets --------------------------------------------------------------------
@@ -557,5 +612,7 @@ __all__ = [
     "hostile_targets",
     "adversarial_oracles",
     "saturated_logit_targets",
+    "bounded_matrices",
+    "membership_targets",
     "bad_queries",
 ]

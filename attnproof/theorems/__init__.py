@@ -16,9 +16,9 @@ The room convention (every result follows it):
 * Tests live in ``tests/test_<room>.py``; the chapter in ``book/<room>.md``.
 """
 
-from . import bias, definitions, exact, lowrank, multihead, noisy, transformer  # noqa: F401
+from . import bias, definitions, exact, lowrank, membership, multihead, noisy, transformer  # noqa: F401
 
 #: room -> rooms it may import: the reductions the paper makes from one result to another.
 REDUCTIONS: dict[str, tuple[str, ...]] = {"transformer": ("exact",), "multihead": ("exact",)}
 
-__all__ = ["bias", "definitions", "exact", "lowrank", "multihead", "noisy", "transformer", "REDUCTIONS"]
+__all__ = ["bias", "definitions", "exact", "lowrank", "membership", "multihead", "noisy", "transformer", "REDUCTIONS"]

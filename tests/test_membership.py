@@ -1,0 +1,398 @@
+"""Theorem B.1 (App. B): membership queries, one bit each, attacked from every side."""
+
+from __future__ import annotations
+
+import doctest
+import math
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from attnproof import strategies as ast
+from attnproof.arith import FLOAT64, MP
+from attnproof.errors import (
+    AssumptionError,
+    InvalidInputError,
+    PrecisionLossError,
+    QueryBudgetExceeded,
+)
+from attnproof.models import Attention
+from attnproof.oracles import MembershipOracle
+from attnproof.proof import REGISTRY, verify_all
+from attnproof.theorems import membership
+from attnproof.theorems.membership import (
+    _bisect,
+    check_assumptions,
+    check_target,
+    hoeffding_radius,
+    hoeffding_samples,
+    information_floor,
+    learn_membership,
+    learn_membership_rotated,
+    random_orthogonal,
+    rotation_margin,
+    paper_eps_v,
+    query_count,
+    sphere_constant,
+    step_counts,
+)
+
+#: eps_W near 1 and small ones explicitly; float64 refuses (before any query) what it cannot resolve.
+epsilons = st.one_of(st.sampled_from([0.999, 0.5, 0.1, 1e-2, 1e-3]), st.floats(1e-4, 0.999))
+
+
+#: mu at the margin of d equal entries 1/sqrt(d), 1e-15 relative below (see membership_targets).
+AT_MARGIN = {d: (1 / math.sqrt(d)) * (1 - 1e-15) for d in (2, 3, 10)}
+
+
+def unit(v):
+    return np.asarray(v, float) / np.linalg.norm(v)
+
+
+def learn(target, eps_W, method="bisect", budget=None, **kw):
+    W, v, W_bound, mu = target
+    oracle = MembershipOracle(Attention(W, v), budget=budget)
+    return learn_membership(oracle, W_bound=W_bound, mu=mu, eps_W=eps_W, method=method, **kw), oracle
+
+
+def attempt(target, eps_W, method="bisect", budget=None, **kw):
+    """:func:`learn`, or (None, oracle) when float64 refuses the accuracy -- always before any query."""
+    try:
+        return learn(target, eps_W, method, budget, **kw)
+    except PrecisionLossError:
+        W, v, W_bound, mu = target
+        oracle = MembershipOracle(Attention(W, v), budget=budget)
+        with pytest.raises(PrecisionLossError):
+            learn_membership(oracle, W_bound=W_bound, mu=mu, eps_W=eps_W, method=method, **kw)
+        assert oracle.queries == 0
+        return None, oracle
+
+
+# --- the oracle ----------------------------------------------------------------------------
+
+
+@given(st.integers(1, 5), st.data())
+def test_oracle_answers_the_indicator_and_counts_like_a_value_oracle(d, data):
+    W, v = data.draw(ast.matrices(d, 10.0)), data.draw(ast.vectors(d, sparse=True, nonzero=False))
+    model = Attention(W, v)
+    X = data.draw(arrays(np.float64, (data.draw(st.integers(0, 6)), data.draw(st.integers(1, 3)), d),
+                         elements=st.floats(-1e3, 1e3)))
+    oracle = MembershipOracle(model)
+    y = oracle(X)
+    assert y.dtype == np.int8
+    assert np.array_equal(y, (np.asarray(model(X)) > 0).astype(np.int8))
+    assert oracle.queries == X.shape[0] and oracle.calls == 1
+
+
+def test_f_equal_zero_answers_zero():
+    """Eq. (8): 1 if f > 0, 0 *else*; f = 0 is answered 0 (so h = 2 MQ - 1 = -1 there)."""
+    oracle = MembershipOracle(Attention(np.eye(2), np.zeros(2)))
+    assert np.all(oracle(np.ones((3, 2, 2))) == 0)
+    orth = MembershipOracle(Attention(np.eye(2), np.array([1.0, -1.0])))
+    assert orth(np.array([[1.0, 1.0]])) == 0 and orth(np.array([[1.0, 0.0]])) == 1
+    assert orth(np.array([[-1.0, 0.0]])) == 0
+
+
+def test_oracle_budget_and_mpmath_answers():
+    oracle = MembershipOracle(Attention(np.eye(2), np.array([1.0, -1.0]), MP(60)), budget=2)
+    x = np.array([[1.0, 1.0 - 2.0**-52]])  # f = 2^-52 > 0 at 60 digits
+    assert oracle(x) == 1
+    oracle(x)
+    with pytest.raises(QueryBudgetExceeded):
+        oracle(x)
+    assert oracle.queries == 2
+
+
+# --- the identities ------------------------------------------------------------------------
+
+
+def test_identities_and_the_learner_verify():
+    ids = [i for i in REGISTRY if i.startswith("thmB.1/")]
+    assert len(ids) >= 12
+    cert = verify_all(ids)
+    assert all(e.passed for e in cert.entries), [(e.id, e.error) for e in cert.entries if not e.passed]
+    assert [lr.passed for lr in cert.learners if lr.name == "membership"] == [True]
+
+
+@given(st.integers(1, 8), st.data())
+def test_eq_12_halfspace_mean_by_sampling(d, data):
+    """E[sign(v^T x) x] = R v / ||v||: a seeded Monte Carlo mean within its Hoeffding radius at
+    confidence 1 - 1e-9 (a failure here would be a 1e-9 event, or a wrong R)."""
+    v = data.draw(ast.vectors(d))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    k = 20000
+    x = rng.standard_normal((k, d))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    mean = (np.sign(x @ v) @ x) / k
+    assert np.max(np.abs(mean / sphere_constant(d) - unit(v))) <= hoeffding_radius(k, d, 1e-9)
+
+
+def test_sphere_constant_closed_forms():
+    assert sphere_constant(1) == 1.0
+    assert sphere_constant(2) == pytest.approx(2 / math.pi, rel=1e-15)
+    assert sphere_constant(3) == pytest.approx(0.5, rel=1e-15)
+    R200 = float(sphere_constant(200, MP(40)))
+    assert R200 * math.sqrt(200) == pytest.approx(math.sqrt(2 / math.pi), rel=1e-2)  # R = Theta(1/sqrt d)
+
+
+# --- bisect: the guarantee, always -----------------------------------------------------------
+
+
+@given(ast.membership_targets(), epsilons)
+@example((np.array([[2.0]]), np.array([1.0]), 2.0, 1.0), 0.999)  # d = 1, |W*_11 s| = 1/2: band edge
+@example((np.array([[0.0, 0.0], [0.0, -2.0]]), np.array([-1.0, 1.0]) / math.sqrt(2), 2.0, AT_MARGIN[2]), 1e-3)
+# every |v_i| = mu: float(1/sqrt(3)) rounds *up*, so the strategy puts mu 1e-15 below it (found by Hypothesis:
+# with mu = float(1/sqrt(3)) the exact direction violates the margin by an ulp and the learner says so)
+@example((np.zeros((3, 3)), -np.full(3, 1 / math.sqrt(3)), 2.0, AT_MARGIN[3]), 0.999)
+@example((np.zeros((10, 10)), np.full(10, 1 / math.sqrt(10)), 2.0, AT_MARGIN[10]), 1e-3)
+def test_bisect_meets_theorem_b1(target, eps_W):
+    W, v, W_bound, mu = target
+    d = len(v)
+    rec, oracle = attempt(target, eps_W)
+    if rec is None:
+        return  # float64 cannot resolve this eps_W: refused before any query (checked by attempt)
+    diag = rec.diagnostics
+    assert rec.queries == oracle.queries == query_count(d, "bisect", W_bound, mu, eps_W, 0.01)
+    err_W = np.linalg.norm(rec.W - W)
+    err_v = np.max(np.abs(rec.v - unit(v)))
+    assert err_W <= diag["error_bound"] <= eps_W  # the a-posteriori bound holds and meets the theorem
+    assert err_v <= diag["error_bound_v"] <= diag["eps_v"] == paper_eps_v(eps_W, mu, W_bound, d)
+    assert diag["boundary_hits"] == 0 and diag["guarantee_met"]
+
+
+@given(ast.membership_targets(), st.sampled_from([1e-6, 1e-9, 1e-12]), st.sampled_from(["bisect", "paper"]))
+def test_precision_loss_is_refused_before_any_query(target, eps_W, method):
+    W, v, W_bound, mu = target
+    oracle = MembershipOracle(Attention(W, v))
+    try:
+        learn_membership(oracle, W_bound=W_bound, mu=mu, eps_W=eps_W, method=method, samples=10)
+    except PrecisionLossError:
+        assert oracle.queries == 0
+
+
+def test_mpmath_error_falls_like_10_to_minus_dps():
+    W, v = np.array([[1.0, -0.5, 0.25], [0.25, 1.5, 0.0], [0.0, -1.0, 0.5]]), unit([0.6, -0.8, 0.4])
+    with pytest.raises(PrecisionLossError):
+        learn((W, v, 4.0, 0.3), 1e-20)
+    errs = []
+    for dps in (20, 40, 60):
+        arith = MP(dps)
+        oracle = MembershipOracle(Attention(W, v, arith))
+        eps_W = 10.0 ** -(dps - 8)
+        rec = learn_membership(oracle, W_bound=4.0, mu=0.3, eps_W=eps_W, arith=arith)
+        with arith.context():
+            target_v = arith.asarray(v) / np.sqrt(np.sum(arith.asarray(v) ** 2))  # exact direction
+        err = float(np.sqrt(np.sum((rec.W - arith.asarray(W)) ** 2)))
+        assert err <= rec.diagnostics["error_bound"] <= eps_W
+        assert max(float(abs(x - y)) for x, y in zip(rec.v, target_v)) <= rec.diagnostics["eps_v"]
+        assert rec.queries == query_count(3, "bisect", 4.0, 0.3, eps_W, 0.01)
+        errs.append(err)
+    assert errs[0] > 1e15 * errs[2]
+
+
+# --- termination -----------------------------------------------------------------------------
+
+
+@given(ast.membership_targets(d=st.integers(1, 4)), st.integers(0, 400), st.sampled_from(["bisect", "paper"]))
+def test_terminates_within_any_budget(target, budget, method):
+    W, v, W_bound, mu = target
+    d = len(v)
+    kw = {"samples": 50} if method == "paper" else {}
+    needed = query_count(d, method, W_bound, mu, 0.1, 0.01, kw.get("samples"))
+    try:
+        rec, oracle = attempt(target, 0.1, method, budget=budget, **kw)
+    except QueryBudgetExceeded:
+        assert needed > budget
+    else:
+        assert rec is None or (needed <= budget and rec.queries == needed)
+
+
+@given(st.floats(1e-300, 1e100), st.integers(1, 3000))
+def test_every_bisection_stops_at_the_floor(width, steps):
+    """Asked for more halvings than float64 has, the loop stops with PrecisionLossError, never spins."""
+    oracle = MembershipOracle(Attention(np.eye(1), np.ones(1)))
+    lo, hi = np.array([1.0]), np.array([1.0 + width])
+    try:
+        lo, hi = _bisect(oracle, lo, hi, lambda t: t[:, None, None] - 1.5, np.int8(0), steps, FLOAT64)
+    except PrecisionLossError:
+        assert oracle.queries < 1100 + 64
+    else:
+        assert oracle.queries == steps and lo[0] <= hi[0]
+
+
+def test_step_counts_are_exact():
+    for width, tau in ((1.0, 1.0), (1.0, 0.5), (1.0, 0.4999), (math.pi, 1e-14), (3.0, 1e-300)):
+        n = membership.bisection_steps(width, tau)
+        assert math.ldexp(width, -(n + 1)) <= tau and (n == 0 or math.ldexp(width, -n) > tau)
+    with pytest.raises(InvalidInputError):
+        membership.bisection_steps(1.0, 0.0)
+
+
+# --- paper: the verbatim count and the guarantee a budget buys -------------------------------
+
+
+def test_the_verbatim_hoeffding_count_is_astronomical():
+    k = hoeffding_samples(paper_eps_v(1e-3, 0.1, 4.0, 6), 6, 0.01)
+    assert 1.1e20 < k < 1.2e20
+    bisect = query_count(6, "bisect", 4.0, 0.1, 1e-3, 0.01)
+    assert k / bisect > 1e16 and bisect < 4 * information_floor(6, 4.0, 1e-3)
+    W, v = np.eye(6) * 0.5, np.full(6, 1 / math.sqrt(6))
+    with pytest.raises(QueryBudgetExceeded, match="verbatim"):
+        learn((W, v, 4.0, 0.1), 1e-3, "paper")
+    with pytest.raises(QueryBudgetExceeded):
+        learn((W, v, 4.0, 0.1), 1e-3, "paper", budget=10**6, samples=10**6)
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from([0.999, 0.9]))
+@example(0, 0.999)
+def test_paper_verbatim_meets_theorem_b1_at_d1(seed, eps_W):
+    """d = 1 is the one width where the verbatim Hoeffding count (8.4e4) runs in CI."""
+    target = (np.array([[-1.5]]), np.array([-1.0]), 2.0, 1.0)
+    rec, oracle = learn(target, eps_W, "paper", rng=np.random.default_rng(seed))
+    k = hoeffding_samples(paper_eps_v(eps_W, 1.0, 2.0, 1), 1, 0.01)
+    assert rec.queries == oracle.queries == k + step_counts(1, 2.0, 1.0, eps_W)[1]
+    assert abs(rec.W[0, 0] + 1.5) <= eps_W and rec.v[0] == -1.0  # d = 1: v_hat = sign exactly
+
+
+def test_paper_failure_rate_is_below_delta():
+    """At the Hoeffding count for (t, delta), ||v_hat - v*||_inf > t must happen at most a
+    delta fraction of the time (Eq. (15)); and on the good event the W bound holds."""
+    d, t, delta, runs = 3, 0.05, 0.2, 150
+    k = hoeffding_samples(t, d, delta)
+    v = unit([0.9, -0.4, 0.3])
+    W = np.array([[1.0, -0.5, 0.25], [0.25, 1.5, 0.0], [0.0, -1.0, 0.5]])
+    fails_v = fails_W = 0
+    for seed in range(runs):
+        rec, oracle = learn((W, v, 2.0, 0.25), 0.9, "paper", samples=k, delta=delta,
+                            rng=np.random.default_rng(seed))
+        assert rec.queries == oracle.queries == query_count(d, "paper", 2.0, 0.25, 0.9, delta, k)
+        assert rec.diagnostics["eps_v_bought"] <= t
+        fails_v += np.max(np.abs(rec.v - v)) > rec.diagnostics["eps_v_bought"]
+        fails_W += np.linalg.norm(rec.W - W) > rec.diagnostics["error_bound"]
+    assert fails_v <= delta * runs and fails_W <= delta * runs
+
+
+@given(ast.membership_targets(d=st.integers(1, 4)), st.integers(0, 2**32 - 1))
+# thorough profile: mu = 0.0083, W = 19 puts the a-bisection's tau (1.45e-12) below float64's floor:
+# refused before any query, which the test first ignored (it called learn, not attempt)
+@example((np.zeros((2, 2)), np.array([-0.00828641, -0.99996567]), 19.0, 0.008286407592029844), 0)
+def test_paper_reports_what_its_budget_buys(target, seed):
+    W, v, W_bound, mu = target
+    d = len(v)
+    rec, _ = attempt(target, 0.5, "paper", samples=4000, delta=0.05, rng=np.random.default_rng(seed))
+    if rec is None:
+        return
+    diag = rec.diagnostics
+    assert diag["k"] == 4000 and diag["k_verbatim"] > 4000
+    assert diag["eps_v_bought"] == pytest.approx(hoeffding_radius(4000, d, 0.05))
+    assert 0 < diag["delta_bought"] <= 1 and diag["confidence"] == 0.95
+    assert diag["guarantee_met"] == (diag["error_bound"] <= 0.5 and diag["error_bound_v"] <= diag["eps_v"])
+
+
+# --- assumptions ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("W_bound,mu,eps,delta,d", [
+    (1.9, 0.5, 0.1, 0.1, 2), (2.0, 0.0, 0.1, 0.1, 2), (2.0, 0.8, 0.1, 0.1, 2), (2.0, 0.5, 0.0, 0.1, 2),
+    (2.0, 0.5, 1.0, 0.1, 2), (2.0, 0.5, 0.1, 0.0, 2), (2.0, 0.5, 0.1, 1.0, 2), (math.inf, 0.5, 0.1, 0.1, 2),
+])
+def test_assumption_errors(W_bound, mu, eps, delta, d):
+    with pytest.raises(AssumptionError):
+        check_assumptions(W_bound, mu, eps, delta, d)
+
+
+@given(st.integers(2, 6), st.data())
+@example(2, None)  # v*_0 = 0: every angle runs to the end of [-pi/2, pi/2]
+def test_zero_entry_breaks_the_margin(d, data):
+    zero = 0 if data is None else data.draw(st.integers(0, d - 1))
+    v = np.ones(d)
+    v[zero] = 0.0
+    v = unit(v)
+    with pytest.raises(AssumptionError, match="margin"):
+        check_target(np.eye(d) / d, v, 2.0, 0.1)
+    oracle = MembershipOracle(Attention(np.eye(d) / d, v))
+    with pytest.raises(AssumptionError, match="margin"):
+        learn_membership(oracle, W_bound=2.0, mu=0.1, eps_W=0.1)
+    n_v = step_counts(d, 2.0, 0.1, 0.1)[0]
+    assert oracle.queries == 1 + (d - 1) * n_v  # detected after the v step, before any W probe
+
+
+@given(ast.membership_targets(d=st.integers(1, 5)), st.integers(-30, 30).map(lambda k: 2.0**k))
+def test_only_the_direction_of_v_is_identifiable(target, c):
+    """MQ is invariant under v -> c v; c = 2^k so that c v and every product with it are exact in
+    float64 (for other c, f = 0 up to rounding, e.g. at theta = psi = pi/4, may answer differently)."""
+    W, v, W_bound, mu = target
+    if c != 1:
+        with pytest.raises(AssumptionError, match="direction"):
+            check_target(W, c * v, W_bound, mu)
+    rec, _ = attempt(target, 0.1)
+    rec_c, _ = attempt((W, c * v, W_bound, mu), 0.1)
+    assert (rec is None) == (rec_c is None)
+    if rec is not None:
+        assert np.array_equal(rec.W, rec_c.W) and np.array_equal(rec.v, rec_c.v) and rec.queries == rec_c.queries
+
+
+def test_norm_bound_violation_is_named():
+    with pytest.raises(AssumptionError, match="exceeds"):
+        check_target(np.full((2, 2), 2.0), unit([1.0, 1.0]), 2.0, 0.5)
+
+
+def test_strategy_arguments_are_validated_eagerly():
+    with pytest.raises(InvalidInputError):
+        ast.membership_targets(max_W_bound=1.0)
+    with pytest.raises(InvalidInputError):
+        ast.membership_targets(d=3)
+
+
+# --- beyond the paper: no margin, rotated tokens ---------------------------------------------
+
+
+@pytest.mark.parametrize("d", [2, 3, 5, 8])
+def test_rotation_margin_holds_with_the_stated_probability(d):
+    """P(min_i |(Q^T v)_i| < mu') <= delta_rot (union bound over the density of one coordinate).
+    Statistical: 20000 Haar draws; the allowance is 4 binomial standard deviations of delta_rot."""
+    delta, n = 0.1, 20000
+    rng = np.random.default_rng(d)
+    u = rng.standard_normal((n, d))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)  # the rows of Haar Q^T v are uniform on the sphere
+    rate = np.mean(np.abs(u).min(axis=1) < rotation_margin(d, delta))
+    assert rate <= delta + 4 * math.sqrt(delta * (1 - delta) / n)
+    Q = random_orthogonal(d, rng, MP(30))
+    with MP(30).context():
+        assert max(abs(x) for x in (Q.T @ Q - np.eye(d)).reshape(-1)) < 1e-28
+
+
+@given(ast.margin_targets(d=st.integers(1, 4)), st.integers(0, 2**32 - 1))
+@example((np.array([[1.0, -0.5], [0.25, 1.5]]), np.array([1.0, 0.0]), 2.0, 1.0), 0)  # v*_2 = 0
+def test_rotated_learner_needs_no_margin(target, seed):
+    """Sparse v* (zero entries): whenever the rotated margin min |Q^T v*| >= mu' holds (probability
+    >= 1 - delta_rot), both guarantees hold; otherwise the learner says so (AssumptionError or
+    guarantee_met False), never a silent wrong answer."""
+    W, v, W_bound, _ = target
+    v = unit(v)
+    d, delta_rot, eps_W = len(v), 0.2, 0.1
+    oracle = MembershipOracle(Attention(W, v))
+    mu_rot = rotation_margin(d, delta_rot)
+    margin_holds = np.abs(random_orthogonal(d, np.random.default_rng(seed)).T @ v).min() >= mu_rot
+    try:
+        rec = learn_membership_rotated(oracle, W_bound=W_bound, eps_W=eps_W, delta_rot=delta_rot,
+                                       rng=np.random.default_rng(seed))
+    except PrecisionLossError:
+        assert oracle.queries == 0
+        return
+    except AssumptionError:
+        assert not margin_holds
+        return
+    diag = rec.diagnostics
+    assert rec.queries == oracle.queries == query_count(d, "bisect", W_bound, mu_rot, eps_W, 0.5)
+    assert diag["guarantee_met"] or not margin_holds
+    if diag["guarantee_met"]:
+        assert np.linalg.norm(rec.W - W) <= diag["error_bound"] <= eps_W
+        assert np.linalg.norm(rec.v - v) <= diag["error_bound_v2"]
+
+
+def test_docstring_examples():
+    assert doctest.testmod(membership, verbose=False).failed == 0
