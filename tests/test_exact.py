@@ -87,7 +87,7 @@ def test_float64_relative_error_for_moderate_targets(target, probes, seed):
         except PrecisionLossError as exc:
             assert "a-posteriori bound" in str(exc)
             return
-        assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound <= 1.1e-4 * np.linalg.norm(rec.W)
+        assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound <= 6.7e-4 * np.linalg.norm(rec.W)
         return
     rec, _ = recover(W, v, probes, seed)
     assert score(rec, W, v, FLOAT64).rel_err_W < 1e-9

@@ -157,13 +157,16 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
     return Cross(A, B, M, known, L_all, k_all, rows_used, cols_used, stop_col, stop_residual)
 
 
-def _cross_error(session: Session, probes: Probes, cross: Cross, W_norm: float, c_norm: float) -> float:
-    """First-order bound on ||A B - M||_F from the measurement errors of the skeleton.
+def _cross_error(
+    session: Session, probes: Probes, cross: Cross, W_norm: float, c_norm: float, unshorten: np.ndarray
+) -> float:
+    """First-order bound on ||D^{-1} (A B - M')||_F from the measurement errors of the skeleton.
 
-    With C = M[:, J], R = M[I, :], U = M[I, J] (the pivots), ``A B = C U^{-1} R`` and
-    ``d(C U^{-1} R) = dC Y + X dR - X dU Y`` with X = C U^{-1}, Y = U^{-1} R, so
-    ``||dC||_F ||Y||_2 + ||X||_2 ||dR||_F + ||X||_2 ||dU||_F ||Y||_2`` bounds it, each entry's
-    error from :func:`attnproof.measure.value_errors`.  A stop on a small residual column adds
+    M' = D M is what was measured (rows shortened by D = diag(shorten), exact powers of two;
+    ``unshorten`` = 1 / shorten).  With C = M'[:, J], R = M'[I, :], U = M'[I, J] (the pivots),
+    ``A B = C U^{-1} R`` and ``d(C U^{-1} R) = dC Y + X dR - X dU Y`` with X = C U^{-1},
+    Y = U^{-1} R, so ``||D^{-1} dC||_F ||Y||_2 + ||D^{-1} X||_2 (||dR||_F + ||dU||_F ||Y||_2)``
+    bounds it, each entry's error from :func:`attnproof.measure.value_errors`.  A stop on a small residual column adds
     ``d`` times that residual plus its measurement error (the pivoting heuristic: the measured
     column is the residual's largest; a W* = 0 is thus bounded by the resolution, not by 0).
     The unmeasured rest is 0 by the rank assumption (see ``checks``).
@@ -175,17 +178,19 @@ def _cross_error(session: Session, probes: Probes, cross: Cross, W_norm: float, 
     E[rows, cols] = value_errors(
         probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm
     )
-    trunc = 0.0 if cross.stop_col is None else d * (cross.stop_residual + float(E[:, cross.stop_col].max()))
+    trunc = 0.0
+    if cross.stop_col is not None:
+        trunc = d * float(np.max(unshorten)) * (cross.stop_residual + float(E[:, cross.stop_col].max()))
     if not cross.rows:
         return trunc
     Mf = arith.to_float(cross.M)
     I, J = cross.rows, cross.cols
     U = Mf[np.ix_(I, J)]
-    X = np.linalg.solve(U.T, Mf[:, J].T).T
+    X = np.linalg.solve(U.T, Mf[:, J].T).T * unshorten[:, None]
     Y = np.linalg.solve(U, Mf[I, :])
     nX, nY = np.linalg.norm(X, 2), np.linalg.norm(Y, 2)
-    dC, dR, dU = E[:, J], E[I, :], E[np.ix_(I, J)]
-    return float(FLOAT64.norm(dC) * nY + nX * FLOAT64.norm(dR) + nX * FLOAT64.norm(dU) * nY + trunc)
+    dC, dR, dU = E[:, J] * unshorten[:, None], E[I, :], E[np.ix_(I, J)]
+    return float(FLOAT64.norm(dC) * nY + nX * (FLOAT64.norm(dR) + FLOAT64.norm(dU) * nY) + trunc)
 
 
 #: What both skeleton learners rest on: phase 1, the bilinear measurement, the skeleton, biases.
@@ -356,14 +361,14 @@ def _learn_by_crosses(
         W_error = None
         if not arith.exact:  # exact arithmetic has no rounding error to bound
             W_norm, c_norm = arith.norm(W), 0.0 if c is None else arith.norm(c)
-            shrink = float(np.max(1 / arith.to_float(shorten)))
+            unshorten = 1 / arith.to_float(shorten)
             W_error = (
-                shrink * _cross_error(session, probes, cross, W_norm, c_norm)
+                _cross_error(session, probes, cross, W_norm, c_norm, unshorten)
                 + (d + 4) * arith.eps * d * W_norm
             )
             if bias:
                 session.diagnostics["error_bound_c"] = (
-                    shrink * FLOAT64.norm(probes.linear_err) + 4 * arith.eps * c_norm
+                    FLOAT64.norm(probes.linear_err * unshorten) + 4 * arith.eps * c_norm
                 )
         if checks and W_error is not None:  # what the checks cannot exclude joins the bound
             W_error += _check_rank(session, probes, W, c, checks, rng, W_error, session.promise(rtol))
