@@ -327,7 +327,8 @@ def _check(
     pred = arith.asarray(model(X))
     worst = 0.0
     for b in range(checks):
-        diff = y[b] - pred[b]
+        with arith.context():
+            diff = y[b] - pred[b]
         if arith.exact:
             ok = arith.is_zero(sp.simplify(diff))
             ratio = 0.0 if ok else float("inf")
@@ -648,3 +649,278 @@ def _off_block(As: list[np.ndarray], bases: list[np.ndarray], arith: Arith) -> f
         off = sum(np.linalg.norm(Bg.T @ Af @ Bh) ** 2 for g, Bg in enumerate(Bf) for h, Bh in enumerate(Bf) if g != h)
         worst = max(worst, float(np.sqrt(off) / max(np.linalg.norm(Af), 1e-300)))
     return worst
+
+
+# --- identities -----------------------------------------------------------------------------
+
+
+def _sym_heads(d: int, H: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """H heads with fully symbolic (W^(h), v^(h))."""
+    return [(symbols(f"W{h + 1}", (d, d), real=True), symbols(f"v{h + 1}", (d,), real=True)) for h in range(H)]
+
+
+def _mha(heads: list[tuple[Any, Any]], X: np.ndarray) -> sp.Expr:
+    return MultiHeadAttention(heads, SYMPY)(X)
+
+
+@identity(
+    id="prop7.1/multihead-collapse",
+    paper="Prop. 7.1",
+    statement=r"W^{(h)} = A,\ v^{(h)} = \lambda_h b,\ \textstyle\sum_h \lambda_h = 1 \Rightarrow "
+    r"\sum_{h=1}^H \alpha(X, W^{(h)})^\top X v^{(h)} = \alpha(X, A)^\top X b"
+    r"\ \text{for every such}\ \lambda",
+    assumptions="A real d x d, b real d-vector, X real N x d, lambda_1..lambda_{H-1} real symbols "
+    "and lambda_H = 1 - sum of the others (the identity holds for every real lambda on the "
+    "hyperplane, the paper's simplex included); (d, N, H) in {(2, 2, 2), (2, 2, 3), (2, 3, 2), (3, 2, 2)}",
+)
+def multihead_collapse() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d, N, H in ((2, 2, 2), (2, 2, 3), (2, 3, 2), (3, 2, 2)):
+        A, b, X = symbols("A", (d, d), real=True), symbols("b", (d,), real=True), symbols("X", (N, d), real=True)
+        lam = list(sp.symbols(f"lambda_1:{H}", real=True))
+        lam.append(1 - sum(lam))
+        heads = [(A, l * b) for l in lam]
+        pairs.append((MultiHeadAttention(heads, SYMPY)(X), Attention(A, b, SYMPY)(X)))
+    return pairs
+
+
+@identity(
+    id="prop7.1/symmetries",
+    paper="Prop. 7.1 (beyond the paper: the other exact symmetries)",
+    statement=r"f^H \text{ is unchanged by } (\mathrm{i})\ \text{permuting heads},\ "
+    r"(\mathrm{ii})\ (W, v) \to (W, a v), (W, (1 - a) v)\ (a \in \mathbb{R};\ \text{read backwards: merging}),\ "
+    r"(\mathrm{iii})\ \text{adding a head } (W', 0)\ \text{with any } W'",
+    assumptions="all W, W', v, X, a real symbols; d = 2, N = 3, H = 3 for (i), 1 -> 2 for (ii), 1 -> 2 for (iii)",
+)
+def multihead_symmetries() -> list[Pair]:
+    d, N = 2, 3
+    X = symbols("X", (N, d), real=True)
+    (W1, v1), (W2, v2), (W3, v3) = _sym_heads(d, 3)
+    a = sp.Symbol("a", real=True)
+    zero = np.array([sp.Integer(0)] * d, dtype=object)
+    return [
+        (_mha([(W1, v1), (W2, v2), (W3, v3)], X), _mha([(W3, v3), (W1, v1), (W2, v2)], X)),
+        (_mha([(W1, v1)], X), _mha([(W1, a * v1), (W1, (1 - a) * v1)], X)),
+        (_mha([(W1, v1)], X), _mha([(W1, v1), (W2, zero)], X)),
+    ]
+
+
+def _phi(t: sp.Expr) -> sp.Expr:
+    """phi = sigma - 1/2, the odd part of the sigmoid."""
+    return 1 / (1 + sp.exp(-t)) - sp.Rational(1, 2)
+
+
+@identity(
+    id="sec7/short-input-decomposition",
+    paper="Sec. 7 (new: what inputs of length <= 2 see)",
+    statement=r"f^H([x^\top]) = x^\top \textstyle\sum_h v^{(h)},\quad "
+    r"f^H\!\left(\begin{bmatrix}x_1^\top \\ x_2^\top\end{bmatrix}\right) = "
+    r"\tfrac12 (x_1 + x_2)^\top \textstyle\sum_h v^{(h)} \\ "
+    r"+ \textstyle\sum_h \phi\big((x_1 - x_2)^\top W^{(h)} x_2\big)\,(x_1 - x_2)^\top v^{(h)},"
+    r"\quad \phi = \sigma - \tfrac12 \text{ odd}",
+    uses=("thm4.1/softmax-to-sigmoid",),
+    assumptions="W^(h) real d x d, v^(h), x, x_1, x_2 real d-vectors; H = 2, d = 1..3",
+)
+def short_input_decomposition() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d in range(1, 4):
+        heads = _sym_heads(d, 2)
+        x1, x2 = symbols("x1", (d,), real=True), symbols("x2", (d,), real=True)
+        vsum = sum((v for _, v in heads), np.zeros(d, dtype=int))
+        pairs.append((_mha(heads, x1[None, :]), x1 @ vsum))
+        rhs = (x1 + x2) @ vsum / 2 + sum(_phi((x1 - x2) @ W @ x2) * ((x1 - x2) @ v) for W, v in heads)
+        pairs.append((_mha(heads, np.array([x1, x2])), rhs))
+    return pairs
+
+
+@identity(
+    id="sec7/short-input-flip",
+    paper="Sec. 7 (new: the length-<=2 symmetry group)",
+    statement=r"N \le 2:\ f^H_{\{(W_h, v_h)\}}(X) = f^{H+1}_{\{(s_h W_h,\, s_h v_h)\} \cup \{(0,\, 2\sum_{h \in S} v_h)\}}(X),"
+    r"\ s_h = -1 \text{ on } S,\ +1 \text{ off } S",
+    uses=("sec7/short-input-decomposition",),
+    assumptions="W_h real d x d, v_h, x_1, x_2 real; d = 2, H = 2, every non-empty S, N = 1 and 2; "
+    "the right-hand side is built by the library's flip_heads",
+)
+def short_input_flip() -> list[Pair]:
+    d = 2
+    heads = _sym_heads(d, 2)
+    X = symbols("x", (2, d), real=True)
+    pairs: list[Pair] = []
+    for S in ({0}, {1}, {0, 1}):
+        flipped = flip_heads(heads, S)
+        for N in (1, 2):
+            pairs.append((_mha(heads, X[:N]), _mha(flipped, X[:N])))
+    return pairs
+
+
+@identity(
+    id="sec7/short-input-collapse",
+    paper="Sec. 7 (new: short inputs identify even less)",
+    statement=r"N \le 2:\ \alpha(X, W)^\top X v + \alpha(X, -W)^\top X v = \alpha(X, 0)^\top X (2v) "
+    r"= \tfrac{2}{N} \textstyle\sum_i x_i^\top v \quad (\sigma(s) + \sigma(-s) = 1)",
+    uses=("sec7/short-input-flip",),
+    assumptions="W real d x d, v, x_i real d-vectors; N = 1, 2 and d = 1..3 (at N = 3 the two sides "
+    "differ: property test)",
+)
+def short_input_collapse() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d in range(1, 4):
+        W, v = symbols("W", (d, d), real=True), symbols("v", (d,), real=True)
+        zero = np.full((d, d), sp.Integer(0), dtype=object)
+        for N in (1, 2):
+            X = symbols("x", (N, d), real=True)
+            pairs.append((_mha([(W, v), (-W, v)], X), Attention(zero, 2 * v, SYMPY)(X)))
+            pairs.append((Attention(zero, 2 * v, SYMPY)(X), sp.Rational(2, N) * sum(X @ v)))
+    return pairs
+
+
+#: Exactly orthonormal rational bases (columns): d = 3 split 1 + 2, d = 4 split 2 + 2.
+_Q3 = np.array([[2, -1, 2], [2, 2, -1], [-1, 2, 2]], dtype=object) * sp.Rational(1, 3)
+_Q4 = np.array([[1, 1, 1, 1], [1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]], dtype=object) * sp.Rational(1, 2)
+_C1_CASES = ((_Q3, (1, 2)), (_Q4, (2, 2)))
+
+
+def _c1_target(Q: np.ndarray, dims: tuple[int, ...]) -> tuple[list, list, list]:
+    """Bases E_h, reduced symbolic parameters (W~_h, v~_h) and the C.1 heads (E W~ E^T, E v~)."""
+    cuts = np.cumsum([0, *dims])
+    Es = [Q[:, a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    red = [(symbols(f"B{h + 1}", (n, n), real=True), symbols(f"c{h + 1}", (n,), real=True, nonzero=True))
+           for h, n in enumerate(dims)]
+    return Es, red, [lift(Wt, vt, E) for (Wt, vt), E in zip(red, Es)]
+
+
+@identity(
+    id="propC.2/one-head",
+    paper="Prop. C.2, proof",
+    statement=r"\text{rows of } X \text{ in } U_h \Rightarrow f^H_{W,v}(X) = \alpha(X, W^{(h)})^\top X v^{(h)}",
+    assumptions="C.1 heads W^(h) = E_h B_h E_h^T, v^(h) = E_h c_h with symbolic B_h, c_h and exactly "
+    "orthonormal rational E_h (d = 3 split 1 + 2, d = 4 split 2 + 2); X = Z E_h^T, Z symbolic, N = 2, 3",
+)
+def one_head() -> list[Pair]:
+    pairs: list[Pair] = []
+    for Q, dims in _C1_CASES:
+        Es, _, heads = _c1_target(Q, dims)
+        for E, (W, v) in zip(Es, heads):
+            for N in (2, 3):
+                X = symbols("z", (N, E.shape[1]), real=True) @ E.T
+                pairs.append((_mha(heads, X), Attention(W, v, SYMPY)(X)))
+    return pairs
+
+
+@identity(
+    id="propC.2/reduced-head",
+    paper="Prop. C.2, proof",
+    statement=r"\mathrm{VQ}(Z E_h^\top) = \alpha(Z, \widetilde W^{(h)})^\top Z \widetilde v^{(h)},\quad "
+    r"\widetilde W^{(h)} = E_h^\top W^{(h)} E_h,\ \widetilde v^{(h)} = E_h^\top v^{(h)}",
+    uses=("propC.2/one-head",),
+    assumptions="as propC.2/one-head; the left side is asked through the library's ReducedOracle, the "
+    "reduced parameters computed by reduced_parameters",
+)
+def reduced_head() -> list[Pair]:
+    pairs: list[Pair] = []
+    for Q, dims in _C1_CASES:
+        Es, red, heads = _c1_target(Q, dims)
+        oracle = ValueOracle(MultiHeadAttention(heads, SYMPY))
+        for E, (Wt, vt), (W, v) in zip(Es, red, heads):
+            Wr, vr = reduced_parameters(W, v, E)
+            pairs.extend(zip(Wr.reshape(-1), Wt.reshape(-1)))
+            pairs.extend(zip(vr, vt))
+            for N in (2, 3):
+                Z = symbols("z", (N, E.shape[1]), real=True)
+                pairs.append((ReducedOracle(oracle, E)(Z), Attention(Wt, vt, SYMPY)(Z)))
+    return pairs
+
+
+@identity(
+    id="propC.2/end-to-end",
+    paper="Prop. C.2",
+    statement=r"\mathrm{learn\_orthogonal\_heads}(\mathrm{VQ}, (E_h)_h) = (W^{(h)}, v^{(h)})_h "
+    r"\text{ exactly, with } \textstyle\sum_h (d_h + d_h^2) \text{ queries}",
+    uses=("propC.2/reduced-head", "thm4.1/end-to-end-d2"),
+    assumptions="C.1 target with symbolic reduced parameters (B_h real, c_h nonzero real), d = 3 split "
+    "1 + 2 with the exactly orthonormal rational basis; basis probes, no check queries",
+)
+def end_to_end() -> list[Pair]:
+    Es, _, heads = _c1_target(*_C1_CASES[0])
+    oracle = ValueOracle(MultiHeadAttention(heads, SYMPY))
+    rec = learn_orthogonal_heads(oracle, Es, arith=SYMPY, checks=0)
+    expected = sum(E.shape[1] + E.shape[1] ** 2 for E in Es)
+    if rec.queries != expected or oracle.queries != expected:
+        raise AssertionError(f"learner used {rec.queries} queries, expected sum_h (d_h + d_h^2) = {expected}")
+    pairs: list[Pair] = []
+    for got, (W, v) in zip(rec.heads, heads):
+        pairs.extend(zip(got.W.reshape(-1), W.reshape(-1)))
+        pairs.extend(zip(got.v, v))
+    return pairs
+
+
+def _model_hessian(heads: list, q: np.ndarray, z: np.ndarray) -> sp.Matrix:
+    """sympy's Hessian in z of the library's model on App. C's probe (the constant q^T sum v drops)."""
+    return sp.hessian(_mha(heads, hessian_probe(z, q)), list(z))
+
+
+@identity(
+    id="sec7/probe-hessian",
+    paper="App. C, conjecture",
+    statement=r"\nabla_z^2 F(z) = U D_2 U^\top + U D_1 V^\top + V D_1 U^\top,\ "
+    r"D_1 = \mathrm{Diag}(\sigma'(U^\top z)),\ D_2 = \mathrm{Diag}(\sigma''(U^\top z) \odot V^\top z)",
+    assumptions="F(z) = f([(z + q)^T; q^T]), W^(h) real d x d, v^(h), z real; q = e_1 (the paper's probe); "
+    "(d, H) = (1, 2) (the sum over heads) and (2, 1) (the matrix structure); right side: probe_hessian",
+)
+def probe_hessian_identity() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d, H in ((1, 2), (2, 1)):
+        heads = _sym_heads(d, H)
+        z = symbols("z", (d,), real=True)
+        q = np.eye(d, dtype=int).astype(object)[0]
+        lhs = _model_hessian(heads, q, z)
+        rhs = probe_hessian(heads, q, z, SYMPY)
+        pairs.extend((lhs[a, b], rhs[a, b]) for a in range(d) for b in range(a, d))
+    return pairs
+
+
+@identity(
+    id="sec7/hessian-at-zero",
+    paper="App. C, conjecture",
+    statement=r"4 \nabla_z^2 F(0) = U^{(j)} V^\top + V (U^{(j)})^\top,\quad U^{(j)} = [W^{(h)} e_j]_h",
+    uses=("sec7/probe-hessian",),
+    assumptions="W^(h) real d x d, v^(h) real; d = 3, H = 2, every j; left side: sympy's Hessian of the model",
+)
+def hessian_at_zero() -> list[Pair]:
+    d = 3
+    heads = _sym_heads(d, 2)
+    z = symbols("z", (d,), real=True)
+    I = np.eye(d, dtype=int).astype(object)
+    V = np.stack([v for _, v in heads], axis=1)
+    pairs: list[Pair] = []
+    for j in range(d):
+        U = np.stack([W @ I[j] for W, _ in heads], axis=1)
+        Hz = _model_hessian(heads, I[j], z).subs({s: 0 for s in z})
+        rhs = U @ V.T + V @ U.T
+        pairs.extend((4 * Hz[a, b], rhs[a, b]) for a in range(d) for b in range(d))
+    return pairs
+
+
+@identity(
+    id="sec7/hessian-invariant",
+    paper="App. C, conjecture",
+    statement=r"\text{C.1} \Rightarrow E_g^\top \nabla_z^2 F(z) E_h = 0 \ (g \ne h) \text{ for every } z:"
+    r"\ \text{every Hessian leaves every } U_h \text{ invariant}",
+    uses=("sec7/probe-hessian",),
+    simplifier=lambda e: sp.expand(e.xreplace({a: sp.Dummy() for a in e.atoms(sp.exp)})),  # E_g^T E_h = 0
+    assumptions="C.1 heads with symbolic reduced parameters and exactly orthonormal rational bases "
+    "(d = 3 split 1 + 2, d = 4 split 2 + 2); z symbolic, q = e_1; the Hessian from probe_hessian; "
+    "simplified with every exp(.) an opaque symbol (so the zeros hold for any values of the sigmoids)",
+)
+def hessian_invariant() -> list[Pair]:
+    pairs: list[Pair] = []
+    for Q, dims in _C1_CASES:
+        Es, _, heads = _c1_target(Q, dims)
+        d = Q.shape[0]
+        A = probe_hessian(heads, np.eye(d, dtype=int).astype(object)[0], symbols("z", (d,), real=True), SYMPY)
+        for g, Eg in enumerate(Es):
+            for h, Eh in enumerate(Es):
+                if g != h:
+                    pairs.extend((x, sp.Integer(0)) for x in (Eg.T @ A @ Eh).reshape(-1))
+    return pairs
