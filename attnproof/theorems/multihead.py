@@ -86,6 +86,8 @@ from .exact import learn_exact
 #: Length of the held-out check queries (N = 3: the shortest length at which the
 #: short-input collapse is visible, see ``sec7/short-input-collapse``).
 CHECK_LENGTH = 3
+#: Held-out check queries the learners ask by default.
+DEFAULT_CHECKS = 3
 
 
 # --- model-level maps ----------------------------------------------------------------------
@@ -191,7 +193,7 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
     ),
     arithmetics=("float64", "mpmath", "sympy"),
     queries="sum_h (d_h + d_h^2) + checks (3)",
-    count=lambda d, H=1, checks=CHECK_LENGTH, **_: H * ((d // H) + (d // H) ** 2) + checks,
+    count=lambda d, H=1, checks=DEFAULT_CHECKS, **_: H * ((d // H) + (d // H) ** 2) + checks,
 )
 def learn_orthogonal_heads(
     oracle: ValueOracle,
@@ -200,7 +202,7 @@ def learn_orthogonal_heads(
     probes: str = "basis",
     rng: np.random.Generator | None = None,
     arith: Arith = FLOAT64,
-    checks: int = 3,
+    checks: int = DEFAULT_CHECKS,
     tol: float | None = None,
 ) -> MultiHeadRecovery:
     """Recover every head of an orthogonal-heads target from its subspaces' bases (Prop. C.2).
@@ -379,6 +381,11 @@ def probe_hessian(heads: list[tuple[Any, Any]], q: Any, z: Any, arith: Arith) ->
         d1 = sig * (1 - sig)  # sigma'
         d2 = d1 * (1 - 2 * sig) * (z @ V)  # sigma'' (U^T z) * (V^T z)
         return (U * d2) @ U.T + (U * d1) @ V.T + (V * d1) @ U.T
+
+
+def min_hessians(dh: int) -> int:
+    """The necessity bound on K (module docstring, proven): 1 if d_h = 1, else max(2, d_h - 1)."""
+    return 1 if dh == 1 else max(2, dh - 1)
 
 
 def fd_queries(d: int) -> int:
@@ -562,8 +569,8 @@ def subspace_error(bases: list[np.ndarray], truth: list[np.ndarray], arith: Arit
                "propC.2/one-head", "propC.2/reduced-head", "propC.2/end-to-end"),
     arithmetics=("float64", "mpmath"),
     queries="K (2 d^2 + 1) + sum_h (d_h + d_h^2) + checks, K Hessians",
-    count=lambda d, H=1, K=None, checks=CHECK_LENGTH, **_: (
-        (K if K is not None else max(1, d // H - 1)) * (2 * d * d + 1) + H * (d // H + (d // H) ** 2) + checks
+    count=lambda d, H=1, K=None, checks=DEFAULT_CHECKS, **_: (
+        (K if K is not None else min_hessians(d // H)) * (2 * d * d + 1) + H * (d // H + (d // H) ** 2) + checks
     ),
 )
 def learn_multihead_sbd(
@@ -573,7 +580,7 @@ def learn_multihead_sbd(
     rng: np.random.Generator,
     arith: Arith = FLOAT64,
     step: float | None = None,
-    checks: int = 3,
+    checks: int = DEFAULT_CHECKS,
 ) -> MultiHeadRecovery:
     """Learn an orthogonal-heads target *without* its subspaces: Hessians -> SBD -> Prop. C.2.
 
