@@ -401,7 +401,7 @@ def run_multihead_sbd(
     model = MultiHeadAttention(heads, arith)
     oracle = ValueOracle(model) if tau is None else ApproxOracle(model, tau=tau, adversary="random", seed=seed)
     t0 = time.perf_counter()
-    rec = learn_multihead_sbd(oracle, hessians=K, rng=rng, arith=arith, checks=checks)
+    rec = learn_multihead_sbd(oracle, hessians=K, rng=rng, arith=arith, checks=checks, noise=tau or 0.0)
     seconds = time.perf_counter() - t0
     result: dict[str, Any] = {"d": d, "H": H, "learner": "multihead-sbd", "arith": arith.name, "seed": seed,
                               "hessians": K, "tau": tau,
