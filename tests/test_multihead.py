@@ -106,6 +106,8 @@ def test_short_input_flip_agrees_on_lengths_1_and_2(pair, N, data):
 
 @given(ast.targets(d=st.integers(1, 5), w_scale=st.just(1.0), v_scale=st.just(1.0)), st.integers(1, 2), st.data())
 @example((np.array([[0.0]]), np.array([1.0])), 2, None)  # W = 0: the pair is exactly the linear head
+# thorough profile: a subnormal token (answers 5e-324 apart): the tolerance's absolute term
+@example((np.array([[0.0]]), np.array([-0.5])), 1, np.array([[1.5e-323]]))
 def test_collapse_pair_equal_below_three_tokens_differs_at_three(target, N, data):
     """(W, v), (-W, v) vs (0, 2v): equal for N <= 2 (identity sec7/short-input-collapse), and at
     N = 3 the witness X = [T/k z; -T/k z; z] (z = e_k, k = argmax |v|, kappa = z^T W z != 0)
@@ -118,7 +120,8 @@ def test_collapse_pair_equal_below_three_tokens_differs_at_three(target, N, data
         W = W + np.diag(np.where(np.diag(W) >= 0, 0.25, -0.25))
     pair, single = MultiHeadAttention([(W, v), (-W, v)]), MultiHeadAttention([(np.zeros((d, d)), 2 * v)])
     if data is not None:
-        X = np.array(data.draw(st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N)))
+        X = data if isinstance(data, np.ndarray) else np.array(
+            data.draw(st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N)))
         assert abs(pair(X) - single(X)) <= 2 * _tolerance([(W, v), (-W, v)], X)
     k = int(np.argmax(np.abs(v)))
     kappa, nu = W[k, k], v[k]

@@ -19,6 +19,6 @@ The room convention (every result follows it):
 from . import bias, definitions, exact_identities, lowrank_identities, multihead, noisy_identities, transformer  # noqa: F401
 
 #: room -> rooms it may import: the reductions the paper makes from one result to another.
-REDUCTIONS: dict[str, tuple[str, ...]] = {"transformer": ("exact",)}
+REDUCTIONS: dict[str, tuple[str, ...]] = {"transformer": ("exact",), "multihead": ("exact",)}
 
 __all__ = ["bias", "definitions", "exact_identities", "lowrank_identities", "multihead", "noisy_identities", "transformer", "REDUCTIONS"]
