@@ -268,21 +268,38 @@ def orthogonal_heads_target(
     dh = d // H
     bases = cayley_bases([dh] * H, rng.standard_normal((d, d)), arith)
     with arith.context():
-        heads = [(E @ arith.asarray(rng.standard_normal((dh, dh)) / np.sqrt(dh)) @ E.T,
-                  E @ arith.asarray(rng.standard_normal(dh))) for E in bases]
+        heads = [
+            (
+                E @ arith.asarray(rng.standard_normal((dh, dh)) / np.sqrt(dh)) @ E.T,
+                E @ arith.asarray(rng.standard_normal(dh)),
+            )
+            for E in bases
+        ]
     return heads, bases
 
 
-def _multihead_result(rec: Any, heads: list, arith: Arith, seconds: float, oracle: ValueOracle) -> dict[str, Any]:
+def _multihead_result(
+    rec: Any, heads: list, arith: Arith, seconds: float, oracle: ValueOracle
+) -> dict[str, Any]:
     from .recovery import score_heads
 
     s = score_heads(rec, heads, arith)
-    return {"queries": rec.queries, "err_W": s["err_W"], "err_v": s["err_v"], "max_entry_err": s["max_entry_err"],
-            "bits": s["bits"], "exact": s["exact"], "seconds": seconds, "oracle_seconds": oracle.seconds,
-            "learner_seconds": seconds - oracle.seconds}
+    return {
+        "queries": rec.queries,
+        "err_W": s["err_W"],
+        "err_v": s["err_v"],
+        "max_entry_err": s["max_entry_err"],
+        "bits": s["bits"],
+        "exact": s["exact"],
+        "seconds": seconds,
+        "oracle_seconds": oracle.seconds,
+        "learner_seconds": seconds - oracle.seconds,
+    }
 
 
-def run_orthogonal_heads(d: int, H: int, arith: str | Arith = "float64", seed: int = 0, **opts: Any) -> dict[str, Any]:
+def run_orthogonal_heads(
+    d: int, H: int, arith: str | Arith = "float64", seed: int = 0, **opts: Any
+) -> dict[str, Any]:
     """Recover a random C.1 target with :func:`learn_orthogonal_heads` (Prop. C.2), bases known.
 
     ``opts`` go to the learner (``probes``, ``checks``, ``tol``).  Keys: ``d, H, learner, arith,
@@ -300,8 +317,14 @@ def run_orthogonal_heads(d: int, H: int, arith: str | Arith = "float64", seed: i
     rec = learn_orthogonal_heads(oracle, bases, arith=arith, rng=rng, **opts)
     seconds = time.perf_counter() - t0
     checks = opts.get("checks", 3)
-    result: dict[str, Any] = {"d": d, "H": H, "learner": "orthogonal-heads", "arith": arith.name, "seed": seed,
-                              "expected_queries": LEARNERS["orthogonal-heads"].count(d=d, H=H, checks=checks)}
+    result: dict[str, Any] = {
+        "d": d,
+        "H": H,
+        "learner": "orthogonal-heads",
+        "arith": arith.name,
+        "seed": seed,
+        "expected_queries": LEARNERS["orthogonal-heads"].count(d=d, H=H, checks=checks),
+    }
     result.update(_multihead_result(rec, heads, arith, seconds, oracle))
     result["error_bound"] = rec.diagnostics.get("error_bound")
     return result
@@ -325,8 +348,14 @@ def multihead_sbd_table(
     ``hessian_error`` (max entry error of the Hessians against the closed form) and
     ``hessian_queries`` (value queries per Hessian, 0 for ``exact``).
     """
-    from .theorems.multihead import fd_hessian, fd_queries, probe_hessian, sbd_commutant, sbd_random_combination
-    from .theorems.multihead import subspace_error
+    from .theorems.multihead import (
+        fd_hessian,
+        fd_queries,
+        probe_hessian,
+        sbd_commutant,
+        sbd_random_combination,
+        subspace_error,
+    )
 
     arith = FLOAT64 if source in ("exact", "fd") else parse(source)
     rows = []
@@ -349,18 +378,30 @@ def multihead_sbd_table(
                     As = [fd_hessian(oracle, I[j], zero, step, arith) for j in range(K)]
                     with arith.context():
                         herr = max(herr, max(arith.abs_max(A - B) for A, B in zip(As, exact)))
-                null_tol = None if source == "exact" else arith.eps ** 0.25
+                null_tol = None if source == "exact" else arith.eps**0.25
                 found, info = sbd_commutant(As, rng, arith, null_tol=null_tol)
                 ok_c += subspace_error(found, bases, arith) < tol
-                naive, ninfo = sbd_random_combination([arith.to_float(A) for A in As], rng,
-                                                      tol=1e-8 if source == "exact" else 1e-4)
+                naive, ninfo = sbd_random_combination(
+                    [arith.to_float(A) for A in As], rng, tol=1e-8 if source == "exact" else 1e-4
+                )
                 ok_r += subspace_error(naive, bases) < tol
                 if blocks_c is None:
                     blocks_c, blocks_r = info["block_sizes"], ninfo["block_sizes"]
             n = len(seeds)
-            rows.append({"H": H, "d_h": dh, "d": d, "K": K, "commutant": ok_c / n, "random_combination": ok_r / n,
-                         "commutant_blocks": sorted(blocks_c), "random_blocks": blocks_r, "hessian_error": herr,
-                         "hessian_queries": 0 if source == "exact" else fd_queries(d)})
+            rows.append(
+                {
+                    "H": H,
+                    "d_h": dh,
+                    "d": d,
+                    "K": K,
+                    "commutant": ok_c / n,
+                    "random_combination": ok_r / n,
+                    "commutant_blocks": sorted(blocks_c),
+                    "random_blocks": blocks_r,
+                    "hessian_error": herr,
+                    "hessian_queries": 0 if source == "exact" else fd_queries(d),
+                }
+            )
     return rows
 
 
@@ -374,13 +415,20 @@ def minimal_hessians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for H, dh in sorted({(r["H"], r["d_h"]) for r in rows}):
         ks = sorted((r["K"], r["commutant"]) for r in rows if (r["H"], r["d_h"]) == (H, dh))
         good = [k for k, rate in ks if rate == 1 and all(rr == 1 for kk, rr in ks if kk >= k)]
-        out.append({"H": H, "d_h": dh, "minimal_K": min(good) if good else None, "lower_bound": min_hessians(dh)})
+        out.append(
+            {"H": H, "d_h": dh, "minimal_K": min(good) if good else None, "lower_bound": min_hessians(dh)}
+        )
     return out
 
 
 def run_multihead_sbd(
-    d: int, H: int, arith: str | Arith = "float64", seed: int = 0, hessians: int | None = None,
-    tau: float | None = None, checks: int = 3,
+    d: int,
+    H: int,
+    arith: str | Arith = "float64",
+    seed: int = 0,
+    hessians: int | None = None,
+    tau: float | None = None,
+    checks: int = 3,
 ) -> dict[str, Any]:
     """End to end without the subspaces: finite-difference Hessians -> commutant SBD -> Prop. C.2.
 
@@ -399,18 +447,32 @@ def run_multihead_sbd(
     dh = d // H
     K = hessians if hessians is not None else min_hessians(dh)
     model = MultiHeadAttention(heads, arith)
-    oracle = ValueOracle(model) if tau is None else ApproxOracle(model, tau=tau, adversary="random", seed=seed)
+    oracle = (
+        ValueOracle(model) if tau is None else ApproxOracle(model, tau=tau, adversary="random", seed=seed)
+    )
     t0 = time.perf_counter()
     rec = learn_multihead_sbd(oracle, hessians=K, rng=rng, arith=arith, checks=checks, noise=tau or 0.0)
     seconds = time.perf_counter() - t0
-    result: dict[str, Any] = {"d": d, "H": H, "learner": "multihead-sbd", "arith": arith.name, "seed": seed,
-                              "hessians": K, "tau": tau,
-                              "expected_queries": LEARNERS["multihead-sbd"].count(d=d, H=H, K=K, checks=checks)}
+    result: dict[str, Any] = {
+        "d": d,
+        "H": H,
+        "learner": "multihead-sbd",
+        "arith": arith.name,
+        "seed": seed,
+        "hessians": K,
+        "tau": tau,
+        "expected_queries": LEARNERS["multihead-sbd"].count(d=d, H=H, K=K, checks=checks),
+    }
     result.update(_multihead_result(rec, heads, arith, seconds, oracle))
     info = rec.diagnostics
-    result.update(hessian_queries=info["hessian_queries"], heads_queries=info["heads_queries"],
-                  subspace_error=subspace_error(list(rec.bases), bases, arith), sbd_residual=info["sbd_residual"],
-                  commutant_dim=info["sbd"]["commutant_dim"], check_residual=float(info.get("check_residual", 0.0)))
+    result.update(
+        hessian_queries=info["hessian_queries"],
+        heads_queries=info["heads_queries"],
+        subspace_error=subspace_error(list(rec.bases), bases, arith),
+        sbd_residual=info["sbd_residual"],
+        commutant_dim=info["sbd"]["commutant_dim"],
+        check_residual=float(info.get("check_residual", 0.0)),
+    )
     return result
 
 

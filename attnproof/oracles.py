@@ -221,7 +221,9 @@ class ReducedOracle:
         arith = self.parent.model.arith
         self.E = arith.asarray(self.E)
         if self.E.ndim != 2 or self.E.shape[0] != self.parent.d or not 1 <= self.E.shape[1] <= self.parent.d:
-            raise ShapeError(f"E must have shape (d, d_h) with d = {self.parent.d}, 1 <= d_h <= d; got {self.E.shape}")
+            raise ShapeError(
+                f"E must have shape (d, d_h) with d = {self.parent.d}, 1 <= d_h <= d; got {self.E.shape}"
+            )
         arith.check_finite(self.E, "basis E")
 
     @property

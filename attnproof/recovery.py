@@ -162,15 +162,34 @@ def score_heads(rec: MultiHeadRecovery, heads: list[tuple[Any, Any]], arith: Ari
     from scipy.optimize import linear_sum_assignment
 
     if len(heads) != len(rec.heads):
-        return {"err_W": math.inf, "err_v": math.inf, "max_entry_err": math.inf, "bits": -math.inf,
-                "permutation": None, "exact": False}
-    flo = [(arith.to_float(np.asarray(W, dtype=object)), arith.to_float(np.asarray(v, dtype=object))) for W, v in heads]
-    cost = np.array([[float(np.sum((arith.to_float(r.W) - W) ** 2) + np.sum((arith.to_float(r.v) - v) ** 2))
-                      for W, v in flo] for r in rec.heads])
+        return {
+            "err_W": math.inf,
+            "err_v": math.inf,
+            "max_entry_err": math.inf,
+            "bits": -math.inf,
+            "permutation": None,
+            "exact": False,
+        }
+    flo = [
+        (arith.to_float(np.asarray(W, dtype=object)), arith.to_float(np.asarray(v, dtype=object)))
+        for W, v in heads
+    ]
+    cost = np.array(
+        [
+            [
+                float(np.sum((arith.to_float(r.W) - W) ** 2) + np.sum((arith.to_float(r.v) - v) ** 2))
+                for W, v in flo
+            ]
+            for r in rec.heads
+        ]
+    )
     rows, cols = linear_sum_assignment(cost)
     scores = [score(rec.heads[i], heads[j][0], heads[j][1], arith) for i, j in zip(rows, cols)]
-    top = max(max(abs(float(x)) for x in np.ravel(arith.to_float(np.asarray(a, dtype=object))))
-              for W, v in heads for a in (W, v))
+    top = max(
+        max(abs(float(x)) for x in np.ravel(arith.to_float(np.asarray(a, dtype=object))))
+        for W, v in heads
+        for a in (W, v)
+    )
     max_err = max(s.max_entry_err for s in scores)
     bits = None if max_err == 0 else (math.log2(top) - math.log2(max_err) if top > 0 else -math.inf)
     return {

@@ -16,6 +16,8 @@ edges of float64's useful range, not just the unit ball.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -194,7 +196,9 @@ def _check_int(name: str, x: int | None, lo: int, hi: int) -> None:
 
 
 @st.composite
-def multihead_params(draw: st.DrawFn, d: int, H: int, scale: float = 1.0) -> list[tuple[np.ndarray, np.ndarray]]:
+def multihead_params(
+    draw: st.DrawFn, d: int, H: int, scale: float = 1.0
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """H heads (W^(h), v^(h)) of width d, entries in [-scale, scale], every v^(h) != 0."""
     return [(draw(matrices(d, scale)), draw(vectors(d, scale))) for _ in range(H)]
 
@@ -228,7 +232,9 @@ def equivalent_multihead_pairs(
 
 
 @st.composite
-def _equivalent_pairs(draw: st.DrawFn, d: int | None, H: int | None, kinds: tuple[str, ...]) -> tuple[list, list, str]:
+def _equivalent_pairs(
+    draw: st.DrawFn, d: int | None, H: int | None, kinds: tuple[str, ...]
+) -> tuple[list, list, str]:
     n = d if d is not None else draw(st.integers(1, 6))
     m = H if H is not None else draw(st.integers(2, 4))
     kind = draw(st.sampled_from([k for k in kinds if m >= 2 or k not in ("hyperplane", "permute")]))
@@ -245,7 +251,10 @@ def _equivalent_pairs(draw: st.DrawFn, d: int | None, H: int | None, kinds: tupl
     heads = [(draw(matrices(n)), draw(dyadic.filter(np.any))) for _ in range(m)]
     if kind == "permute":
         perm = draw(st.permutations(range(m)))
-        assume(perm != list(range(m)) and any(not np.array_equal(heads[i][0], heads[p][0]) for i, p in enumerate(perm)))
+        assume(
+            perm != list(range(m))
+            and any(not np.array_equal(heads[i][0], heads[p][0]) for i, p in enumerate(perm))
+        )
         return heads, [heads[p] for p in perm], kind
     h = draw(st.integers(0, m - 1))
     W, v = heads[h]
@@ -258,7 +267,9 @@ def _equivalent_pairs(draw: st.DrawFn, d: int | None, H: int | None, kinds: tupl
     return heads, heads + [(draw(matrices(n, draw(scales(-2, 2)))), np.zeros(n))], kind
 
 
-def short_input_pairs(d: int | None = None, H: int | None = None) -> st.SearchStrategy[tuple[list, list, set]]:
+def short_input_pairs(
+    d: int | None = None, H: int | None = None
+) -> st.SearchStrategy[tuple[list, list, set]]:
     """``(heads, flipped, S)``: equal on every input of length <= 2, different parameters.
 
     ``flipped`` = heads in S negated, ``(W, v) -> (-W, -v)``, plus a linear head
@@ -300,7 +311,9 @@ def orthogonal_heads_targets(
     InvalidInputError
         Eagerly, if ``dims`` holds a non-positive size or sums above 12, or max_H / max_dh < 1.
     """
-    if dims is not None and (not dims or any(not isinstance(k, int) or k < 1 for k in dims) or sum(dims) > MAX_D):
+    if dims is not None and (
+        not dims or any(not isinstance(k, int) or k < 1 for k in dims) or sum(dims) > MAX_D
+    ):
         raise InvalidInputError(f"dims must be positive integers summing to at most {MAX_D}; got {dims!r}")
     _check_int("max_H", max_H, 1, 6)
     _check_int("max_dh", max_dh, 1, 6)
@@ -308,7 +321,9 @@ def orthogonal_heads_targets(
 
 
 @st.composite
-def _orthogonal_targets(draw: st.DrawFn, dims: list[int] | None, max_H: int, max_dh: int, scale: float) -> tuple[list, list]:
+def _orthogonal_targets(
+    draw: st.DrawFn, dims: list[int] | None, max_H: int, max_dh: int, scale: float
+) -> tuple[list, list]:
     from .arith import FLOAT64
     from .theorems.multihead import cayley_bases, lift
 
@@ -318,7 +333,7 @@ def _orthogonal_targets(draw: st.DrawFn, dims: list[int] | None, max_H: int, max
         bases = cayley_bases(sizes, draw(matrices(d)), FLOAT64)
     else:
         cuts = np.cumsum([0, *sizes])
-        bases = [np.eye(d)[:, a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+        bases = [np.eye(d)[:, a:b] for a, b in itertools.pairwise(cuts)]
     heads = [lift(draw(matrices(k, scale)), draw(vectors(k, scale)), E) for k, E in zip(sizes, bases)]
     return heads, bases
 

@@ -18,7 +18,7 @@ from attnproof.errors import (
     QueryBudgetExceeded,
     ShapeError,
 )
-from attnproof.models import Attention, MultiHeadAttention, scores
+from attnproof.models import MultiHeadAttention, scores
 from attnproof.oracles import ReducedOracle, ValueOracle
 from attnproof.recovery import score_heads
 from attnproof.theorems.multihead import (
@@ -55,8 +55,11 @@ def test_equivalent_pairs_compute_the_same_function(pair, N, data):
     assert len(a) != len(b) or any(
         not np.array_equal(Wa, Wb) or not np.array_equal(va, vb) for (Wa, va), (Wb, vb) in zip(a, b)
     ), "the parameters must differ"
-    X = data.draw(ast.matrices(d, 3.0).map(lambda M: M[:1]) if N == 1 else
-                  st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N).map(np.array))
+    X = data.draw(
+        ast.matrices(d, 3.0).map(lambda M: M[:1])
+        if N == 1
+        else st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N).map(np.array)
+    )
     fa, fb = MultiHeadAttention(a)(X), MultiHeadAttention(b)(X)
     assert abs(fa - fb) <= _tolerance(a, X) + _tolerance(b, X), kind
 
@@ -93,18 +96,30 @@ def test_strategies_validate_eagerly():
 @given(ast.short_input_pairs(), st.integers(1, 2), st.data())
 # thorough profile: a subnormal token (1.5e-323) gives answers 5e-324 apart -- the tolerance needed
 # an absolute term for subnormal results, not a looser relative one
-@example(([(np.array([[0.25]]), np.array([-0.5]))], [(np.array([[-0.25]]), np.array([0.5])),
-          (np.array([[0.0]]), np.array([-1.0]))], {0}), 1, np.array([[1.5e-323]]))
+@example(
+    (
+        [(np.array([[0.25]]), np.array([-0.5]))],
+        [(np.array([[-0.25]]), np.array([0.5])), (np.array([[0.0]]), np.array([-1.0]))],
+        {0},
+    ),
+    1,
+    np.array([[1.5e-323]]),
+)
 def test_short_input_flip_agrees_on_lengths_1_and_2(pair, N, data):
-    heads, flipped, S = pair
+    heads, flipped, _ = pair
     d = heads[0][1].shape[0]
-    X = data if isinstance(data, np.ndarray) else np.array(
-        data.draw(st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N)))
+    X = (
+        data
+        if isinstance(data, np.ndarray)
+        else np.array(data.draw(st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N)))
+    )
     fa, fb = MultiHeadAttention(heads)(X), MultiHeadAttention(flipped)(X)
     assert abs(fa - fb) <= _tolerance(heads, X) + _tolerance(flipped, X)
 
 
-@given(ast.targets(d=st.integers(1, 5), w_scale=st.just(1.0), v_scale=st.just(1.0)), st.integers(1, 2), st.data())
+@given(
+    ast.targets(d=st.integers(1, 5), w_scale=st.just(1.0), v_scale=st.just(1.0)), st.integers(1, 2), st.data()
+)
 @example((np.array([[0.0]]), np.array([1.0])), 2, None)  # W = 0: the pair is exactly the linear head
 # thorough profile: a subnormal token (answers 5e-324 apart): the tolerance's absolute term
 @example((np.array([[0.0]]), np.array([-0.5])), 1, np.array([[1.5e-323]]))
@@ -120,8 +135,11 @@ def test_collapse_pair_equal_below_three_tokens_differs_at_three(target, N, data
         W = W + np.diag(np.where(np.diag(W) >= 0, 0.25, -0.25))
     pair, single = MultiHeadAttention([(W, v), (-W, v)]), MultiHeadAttention([(np.zeros((d, d)), 2 * v)])
     if data is not None:
-        X = data if isinstance(data, np.ndarray) else np.array(
-            data.draw(st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N)))
+        X = (
+            data
+            if isinstance(data, np.ndarray)
+            else np.array(data.draw(st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N)))
+        )
         assert abs(pair(X) - single(X)) <= 2 * _tolerance([(W, v), (-W, v)], X)
     k = int(np.argmax(np.abs(v)))
     kappa, nu = W[k, k], v[k]
@@ -158,7 +176,9 @@ def test_orthogonal_heads_float64_within_bound(target, probes, seed):
 def test_orthogonal_heads_exact_query_count_without_checks():
     rng = np.random.default_rng(0)
     bases = cayley_bases([2, 3, 1], rng.standard_normal((6, 6)), FLOAT64)
-    heads = [(E @ rng.standard_normal((E.shape[1],) * 2) @ E.T, E @ rng.standard_normal(E.shape[1])) for E in bases]
+    heads = [
+        (E @ rng.standard_normal((E.shape[1],) * 2) @ E.T, E @ rng.standard_normal(E.shape[1])) for E in bases
+    ]
     rec, oracle = _learn(heads, bases, checks=0)
     assert rec.queries == oracle.queries == (2 + 4) + (3 + 9) + (1 + 1)
 
@@ -169,7 +189,10 @@ def test_orthogonal_heads_mpmath_error_falls_like_ten_to_minus_dps(dps):
     rng = np.random.default_rng(dps)
     bases = cayley_bases([2, 2], rng.standard_normal((4, 4)), ar)
     with ar.context():
-        heads = [(E @ ar.asarray(rng.standard_normal((2, 2))) @ E.T, E @ ar.asarray(rng.standard_normal(2))) for E in bases]
+        heads = [
+            (E @ ar.asarray(rng.standard_normal((2, 2))) @ E.T, E @ ar.asarray(rng.standard_normal(2)))
+            for E in bases
+        ]
     rec, _ = _learn(heads, bases, arith=ar)
     s = score_heads(rec, heads, ar)
     assert s["err_W"] <= 10.0 ** (-dps + 4)
@@ -178,13 +201,20 @@ def test_orthogonal_heads_mpmath_error_falls_like_ten_to_minus_dps(dps):
 
 def test_orthogonal_heads_sympy_is_exact():
     Q = np.array([[2, -1, 2], [2, 2, -1], [-1, 2, 2]]) / 3
-    bases = [SYMPY.asarray(Q[:, :1]) * 0 + np.array([[2], [2], [-1]], dtype=object) / 3,
-             np.array([[-1, 2], [2, -1], [2, 2]], dtype=object) / 3]
+    bases = [
+        SYMPY.asarray(Q[:, :1]) * 0 + np.array([[2], [2], [-1]], dtype=object) / 3,
+        np.array([[-1, 2], [2, -1], [2, 2]], dtype=object) / 3,
+    ]
     import sympy as sp
 
     bases = [np.vectorize(sp.Rational)(np.array(B * 3, dtype=int)) / 3 for B in bases]
-    heads = [(bases[0] @ np.array([[sp.Rational(1, 2)]]) @ bases[0].T, bases[0] @ np.array([sp.Integer(1)])),
-             (bases[1] @ np.array([[1, sp.Rational(-1, 3)], [2, 0]]) @ bases[1].T, bases[1] @ np.array([sp.Integer(2), sp.Integer(-1)]))]
+    heads = [
+        (bases[0] @ np.array([[sp.Rational(1, 2)]]) @ bases[0].T, bases[0] @ np.array([sp.Integer(1)])),
+        (
+            bases[1] @ np.array([[1, sp.Rational(-1, 3)], [2, 0]]) @ bases[1].T,
+            bases[1] @ np.array([sp.Integer(2), sp.Integer(-1)]),
+        ),
+    ]
     rec, oracle = _learn(heads, bases, arith=SYMPY, checks=1)
     assert rec.queries == oracle.queries == 2 + 6 + 1
     for got, (W, v) in zip(rec.heads, heads):
@@ -195,16 +225,31 @@ def test_orthogonal_heads_sympy_is_exact():
 @given(ast.c1_violations(), st.integers(0, 2**16))
 # thorough profile: the leak of head 2 (v = e1 - e2, leak +e1) cancels head 1's v = -e1, so on U_1
 # the target is identically 0: a typed NonIdentifiableError (the reduced v~ = 0), not a recovery
-@example(([(np.zeros((2, 2)), np.array([-1.0, 0.0])), (np.zeros((2, 2)), np.array([1.0, -1.0]))],
-          [np.array([[1.0], [0.0]]), np.array([[0.0], [1.0]])], "leak-v"), 0)
+@example(
+    (
+        [(np.zeros((2, 2)), np.array([-1.0, 0.0])), (np.zeros((2, 2)), np.array([1.0, -1.0]))],
+        [np.array([[1.0], [0.0]]), np.array([[0.0], [1.0]])],
+        "leak-v",
+    ),
+    0,
+)
 # thorough profile: the same cancellation leaves v~ = (0, 1e-94) on U_1: W~ is beyond float64's
 # reach there, a typed PrecisionLossError
-@example(([(np.zeros((3, 3)), np.array([-1.0, 1.03474458e-94, 0.0])), (np.zeros((3, 3)), np.array([1.0, 0.0, -1.0]))],
-          [np.eye(3)[:, :2], np.eye(3)[:, 2:]], "leak-v"), 0)
+@example(
+    (
+        [
+            (np.zeros((3, 3)), np.array([-1.0, 1.03474458e-94, 0.0])),
+            (np.zeros((3, 3)), np.array([1.0, 0.0, -1.0])),
+        ],
+        [np.eye(3)[:, :2], np.eye(3)[:, 2:]],
+        "leak-v",
+    ),
+    0,
+)
 def test_c1_violation_is_never_silently_recovered(target, seed):
     """A typed refusal (AssumptionError; NonIdentifiableError or PrecisionLossError when the
-    violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's function (held-out inputs of
-    length 1..5): a violating target may still be *functionally* a C.1 target (e.g. a shared
+    violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's
+    function (held-out inputs of length 1..5): a violating target may still be *functionally* a C.1 target (e.g. a shared
     head that merges), and then recovering that function is correct."""
     heads, bases, how = target
     oracle = ValueOracle(MultiHeadAttention(heads))
@@ -221,7 +266,10 @@ def test_c1_violation_is_never_silently_recovered(target, seed):
 
 def test_bad_bases_raise_typed_errors():
     E = np.eye(4)
-    heads = [(np.diag([1.0, 2.0, 0, 0]), np.array([1.0, -1.0, 0, 0])), (np.diag([0, 0, 0.5, -1.0]), np.array([0, 0, 2.0, 1.0]))]
+    heads = [
+        (np.diag([1.0, 2.0, 0, 0]), np.array([1.0, -1.0, 0, 0])),
+        (np.diag([0, 0, 0.5, -1.0]), np.array([0, 0, 2.0, 1.0])),
+    ]
     oracle = ValueOracle(MultiHeadAttention(heads))
     with pytest.raises(AssumptionError, match="orthonormal"):
         learn_orthogonal_heads(oracle, [E[:, :2] * 1.001, E[:, 2:]])
@@ -260,8 +308,13 @@ def _c1(H, dh, seed, arith=FLOAT64):
     rng = np.random.default_rng(seed)
     bases = cayley_bases([dh] * H, rng.standard_normal((H * dh, H * dh)), arith)
     with arith.context():
-        heads = [(E @ arith.asarray(rng.standard_normal((dh, dh)) / np.sqrt(dh)) @ E.T,
-                  E @ arith.asarray(rng.standard_normal(dh))) for E in bases]
+        heads = [
+            (
+                E @ arith.asarray(rng.standard_normal((dh, dh)) / np.sqrt(dh)) @ E.T,
+                E @ arith.asarray(rng.standard_normal(dh)),
+            )
+            for E in bases
+        ]
     return heads, bases, rng
 
 
@@ -276,7 +329,9 @@ def test_fd_hessian_matches_closed_form_and_counts_queries():
     heads, _, _ = _c1(2, 2, 0, ar)
     oracle = ValueOracle(MultiHeadAttention(heads, ar))
     with ar.context():
-        err = np.abs(fd_hessian(oracle, q, z, mpmath.mpf(2) ** -33, ar) - probe_hessian(heads, q, z, ar)).max()
+        err = np.abs(
+            fd_hessian(oracle, q, z, mpmath.mpf(2) ** -33, ar) - probe_hessian(heads, q, z, ar)
+        ).max()
         assert err < mpmath.mpf(10) ** -18  # h = 2^-33 ~ eps^(1/4): h^2 ~ eps / h^2 ~ 1e-20
 
 
@@ -299,7 +354,7 @@ def test_commutant_recovers_subspaces_from_max_2_dh_minus_1_hessians(H, dh):
     As = [probe_hessian(heads, np.eye(H * dh)[j], np.zeros(H * dh), FLOAT64) for j in range(K)]
     found, info = sbd_commutant(As, rng)
     assert info["commutant_dim"] == H and subspace_error(found, bases) < 1e-10
-    naive, ninfo = sbd_random_combination(As, rng)
+    _, ninfo = sbd_random_combination(As, rng)
     assert (ninfo["block_sizes"] == [H * dh]) == (dh >= 3)
 
 

@@ -70,6 +70,7 @@ is not proven).
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -133,7 +134,7 @@ def cayley_bases(dims: list[int], S: Any, arith: Arith) -> list[np.ndarray]:
         I = arith.eye(d)
         Q = arith.solve((I + K).T, (I - K).T).T  # (I - K)(I + K)^{-1}; I + K is invertible (K skew)
         cuts = np.cumsum([0, *dims])
-        return [Q[:, a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+        return [Q[:, a:b] for a, b in itertools.pairwise(cuts)]
 
 
 # --- Assumption C.1 ------------------------------------------------------------------------
@@ -164,7 +165,8 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
         out.append(E)
     if sum(E.shape[1] for E in out) != d:
         raise AssumptionError(
-            f"Assumption C.1 needs the subspaces to span R^d: sum_h d_h = {sum(E.shape[1] for E in out)} != d = {d}"
+            "Assumption C.1 needs the subspaces to span R^d: "
+            f"sum_h d_h = {sum(E.shape[1] for E in out)} != d = {d}"
         )
     with arith.context():
         E_all = np.concatenate(out, axis=1)
@@ -188,8 +190,12 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
     name="orthogonal-heads",
     result="Prop C.2",
     relies_on=(
-        "propC.2/one-head", "propC.2/reduced-head", "propC.2/end-to-end",
-        "thm4.1/one-token", "thm4.1/label-affine", "thm4.1/end-to-end-d2",
+        "propC.2/one-head",
+        "propC.2/reduced-head",
+        "propC.2/end-to-end",
+        "thm4.1/one-token",
+        "thm4.1/label-affine",
+        "thm4.1/end-to-end-d2",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
     queries="sum_h (d_h + d_h^2) + checks (3)",
@@ -269,13 +275,16 @@ def learn_orthogonal_heads(
             sub = ReducedOracle(oracle, E)
             red = learn_exact(sub, probes=probes, rng=rng, arith=arith)
             W, v = lift(red.W, red.v, E)
-            heads.append(Recovery(W=W, v=v, queries=sub.queries, arith=arith.name, diagnostics=red.diagnostics))
+            heads.append(
+                Recovery(W=W, v=v, queries=sub.queries, arith=arith.name, diagnostics=red.diagnostics)
+            )
     info: dict[str, Any] = {"d_h": [E.shape[1] for E in Es], "checks": checks}
     if not arith.exact:
         info["error_bound"] = _error_bound(heads, Es, d, arith)
         if tol is not None and not info["error_bound"] <= tol:
             raise PrecisionLossError(
-                f"a-posteriori bound {info['error_bound']:.3g} on the heads' error exceeds the promised {tol:.3g}"
+                f"a-posteriori bound {info['error_bound']:.3g} on the heads' error "
+                f"exceeds the promised {tol:.3g}"
             )
     rec = MultiHeadRecovery(tuple(heads), tuple(Es), oracle.queries - start, arith.name, info)
     if checks:
@@ -300,7 +309,10 @@ def _error_bound(heads: list[Recovery], Es: list[np.ndarray], d: int, arith: Ari
         with arith.context():
             defect = arith.abs_max(E.T @ E - arith.eye(dh)) + dh * eps
         Wt = float(np.linalg.norm(arith.to_float(rec.W)))
-        b = rec.diagnostics["error_bound"] * (d + 4 + 3 * dh) / (dh + 4) + ((2 * dh + 2) * eps + 2 * defect) * Wt
+        b = (
+            rec.diagnostics["error_bound"] * (d + 4 + 3 * dh) / (dh + 4)
+            + ((2 * dh + 2) * eps + 2 * defect) * Wt
+        )
         total += b * b
     return float(np.sqrt(total))
 
@@ -343,14 +355,17 @@ def _check(
                 xv = np.abs(Xf @ arith.to_float(head.v))
                 size += float(xv.max())
                 eps_v = 4 * (d + 4) * arith.eps * float(np.abs(arith.to_float(head.v)).sum())
-                tol += float(norms.max()) * eps_v + 2 * float(xv.max()) * float(norms.max() * norms[-1]) * eps_W
+                tol += (
+                    float(norms.max()) * eps_v + 2 * float(xv.max()) * float(norms.max() * norms[-1]) * eps_W
+                )
             tol = 2 * tol + 4 * (d + CHECK_LENGTH + 4) * arith.eps * size * (1 + float(norms.max()) ** 2)
             ratio = abs(float(arith.to_float(np.array([diff]))[0])) / tol if tol > 0 else float("inf")
             ok = ratio <= 1
         if not ok:
             raise AssumptionError(
                 f"check query {b} (length {CHECK_LENGTH}) disagrees with the recovered heads "
-                f"(|f*(X) - f_hat(X)| = {abs(float(arith.to_float(np.array([diff]))[0])):.3g}): the target does "
+                f"(|f*(X) - f_hat(X)| = {abs(float(arith.to_float(np.array([diff]))[0])):.3g}): "
+                "the target does "
                 "not satisfy Assumption C.1 for the given bases, so Prop. C.2 does not apply"
             )
         worst = max(worst, ratio)
@@ -509,7 +524,11 @@ def sbd_commutant(
         lam, Q = _eigh(X, arith)
         groups = _split_by_gaps(lam, m, arith)
     bases = [Q[:, g] for g in groups]
-    return bases, {"commutant_dim": m, "null_gap": float(ratios[m - 1]), "block_sizes": [len(g) for g in groups]}
+    return bases, {
+        "commutant_dim": m,
+        "null_gap": float(ratios[m - 1]),
+        "block_sizes": [len(g) for g in groups],
+    }
 
 
 def sbd_random_combination(
@@ -537,15 +556,20 @@ def sbd_random_combination(
 
     for a in range(n):
         for b in range(a + 1, n):
-            if any(np.linalg.norm(Q[:, spaces[a]].T @ A @ Q[:, spaces[b]]) > tol * max(np.linalg.norm(A), 1e-300)
-                   for A in As):
+            if any(
+                np.linalg.norm(Q[:, spaces[a]].T @ A @ Q[:, spaces[b]]) > tol * max(np.linalg.norm(A), 1e-300)
+                for A in As
+            ):
                 parent[root(b)] = root(a)
     comps: dict[int, list[int]] = {}
     for a in range(n):
         comps.setdefault(root(a), []).extend(spaces[a].tolist())
     bases = [Q[:, sorted(c)] for c in comps.values()]
-    return bases, {"eigenspaces": n, "largest_eigenspace": max(len(s) for s in spaces),
-                   "block_sizes": sorted(len(c) for c in comps.values())}
+    return bases, {
+        "eigenspaces": n,
+        "largest_eigenspace": max(len(s) for s in spaces),
+        "block_sizes": sorted(len(c) for c in comps.values()),
+    }
 
 
 def subspace_error(bases: list[np.ndarray], truth: list[np.ndarray], arith: Arith = FLOAT64) -> float:
@@ -556,8 +580,11 @@ def subspace_error(bases: list[np.ndarray], truth: list[np.ndarray], arith: Arit
     worst = 0.0
     for E in truth:
         Ef = arith.to_float(E)
-        best = min(float(np.linalg.norm(Ef - (Bf := arith.to_float(B)) @ (Bf.T @ Ef), 2))
-                   for B in bases if B.shape[1] == E.shape[1])
+        best = min(
+            float(np.linalg.norm(Ef - (Bf := arith.to_float(B)) @ (Bf.T @ Ef), 2))
+            for B in bases
+            if B.shape[1] == E.shape[1]
+        )
         worst = max(worst, best)
     return worst
 
@@ -565,12 +592,20 @@ def subspace_error(bases: list[np.ndarray], truth: list[np.ndarray], arith: Arit
 @learner(
     name="multihead-sbd",
     result="beyond the paper (App. C conjecture)",
-    relies_on=("sec7/probe-hessian", "sec7/hessian-at-zero", "sec7/hessian-invariant",
-               "propC.2/one-head", "propC.2/reduced-head", "propC.2/end-to-end"),
+    relies_on=(
+        "sec7/probe-hessian",
+        "sec7/hessian-at-zero",
+        "sec7/hessian-invariant",
+        "propC.2/one-head",
+        "propC.2/reduced-head",
+        "propC.2/end-to-end",
+    ),
     arithmetics=("float64", "mpmath"),
     queries="K (2 d^2 + 1) + sum_h (d_h + d_h^2) + checks, K Hessians",
     count=lambda d, H=1, K=None, checks=DEFAULT_CHECKS, **_: (
-        (K if K is not None else min_hessians(d // H)) * (2 * d * d + 1) + H * (d // H + (d // H) ** 2) + checks
+        (K if K is not None else min_hessians(d // H)) * (2 * d * d + 1)
+        + H * (d // H + (d // H) ** 2)
+        + checks
     ),
 )
 def learn_multihead_sbd(
@@ -643,8 +678,14 @@ def learn_multihead_sbd(
     hq = oracle.queries - start
     bases, sbd = sbd_commutant(As, rng, arith, null_tol=level**0.25)  # FD error ~ level^(1/2)
     rec = learn_orthogonal_heads(oracle, bases, arith=arith, checks=0, rng=rng)
-    info = dict(rec.diagnostics, sbd=sbd, hessian_queries=hq, heads_queries=rec.queries,
-                sbd_residual=_off_block(As, bases, arith), fd_step=float(h))
+    info = dict(
+        rec.diagnostics,
+        sbd=sbd,
+        hessian_queries=hq,
+        heads_queries=rec.queries,
+        sbd_residual=_off_block(As, bases, arith),
+        fd_step=float(h),
+    )
     # the C.2 bound holds *given* the blocks; the blocks' own error (finite differences) is not bounded
     info["error_bound_given_blocks"] = info.pop("error_bound")
     if checks:
@@ -661,7 +702,12 @@ def _off_block(As: list[np.ndarray], bases: list[np.ndarray], arith: Arith) -> f
     for A in As:
         Af = arith.to_float(A)
         Bf = [arith.to_float(B) for B in bases]
-        off = sum(np.linalg.norm(Bg.T @ Af @ Bh) ** 2 for g, Bg in enumerate(Bf) for h, Bh in enumerate(Bf) if g != h)
+        off = sum(
+            np.linalg.norm(Bg.T @ Af @ Bh) ** 2
+            for g, Bg in enumerate(Bf)
+            for h, Bh in enumerate(Bf)
+            if g != h
+        )
         worst = max(worst, float(np.sqrt(off) / max(np.linalg.norm(Af), 1e-300)))
     return worst
 
@@ -671,7 +717,9 @@ def _off_block(As: list[np.ndarray], bases: list[np.ndarray], arith: Arith) -> f
 
 def _sym_heads(d: int, H: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """H heads with fully symbolic (W^(h), v^(h))."""
-    return [(symbols(f"W{h + 1}", (d, d), real=True), symbols(f"v{h + 1}", (d,), real=True)) for h in range(H)]
+    return [
+        (symbols(f"W{h + 1}", (d, d), real=True), symbols(f"v{h + 1}", (d,), real=True)) for h in range(H)
+    ]
 
 
 def _mha(heads: list[tuple[Any, Any]], X: np.ndarray) -> sp.Expr:
@@ -691,7 +739,11 @@ def _mha(heads: list[tuple[Any, Any]], X: np.ndarray) -> sp.Expr:
 def multihead_collapse() -> list[Pair]:
     pairs: list[Pair] = []
     for d, N, H in ((2, 2, 2), (2, 2, 3), (2, 3, 2), (3, 2, 2)):
-        A, b, X = symbols("A", (d, d), real=True), symbols("b", (d,), real=True), symbols("X", (N, d), real=True)
+        A, b, X = (
+            symbols("A", (d, d), real=True),
+            symbols("b", (d,), real=True),
+            symbols("X", (N, d), real=True),
+        )
         lam = list(sp.symbols(f"lambda_1:{H}", real=True))
         lam.append(1 - sum(lam))
         heads = [(A, l * b) for l in lam]
@@ -703,9 +755,11 @@ def multihead_collapse() -> list[Pair]:
     id="prop7.1/symmetries",
     paper="Prop. 7.1 (beyond the paper: the other exact symmetries)",
     statement=r"f^H \text{ is unchanged by } (\mathrm{i})\ \text{permuting heads},\ "
-    r"(\mathrm{ii})\ (W, v) \to (W, a v), (W, (1 - a) v)\ (a \in \mathbb{R};\ \text{read backwards: merging}),\ "
+    r"(\mathrm{ii})\ (W, v) \to (W, a v), (W, (1 - a) v)\ "
+    r"(a \in \mathbb{R};\ \text{read backwards: merging}),\ "
     r"(\mathrm{iii})\ \text{adding a head } (W', 0)\ \text{with any } W'",
-    assumptions="all W, W', v, X, a real symbols; d = 2, N = 3, H = 3 for (i), 1 -> 2 for (ii), 1 -> 2 for (iii)",
+    assumptions="all W, W', v, X, a real symbols; d = 2, N = 3, H = 3 for (i), 1 -> 2 for (ii), "
+    "1 -> 2 for (iii)",
 )
 def multihead_symmetries() -> list[Pair]:
     d, N = 2, 3
@@ -751,7 +805,8 @@ def short_input_decomposition() -> list[Pair]:
 @identity(
     id="sec7/short-input-flip",
     paper="Sec. 7 (new: the length-<=2 symmetry group)",
-    statement=r"N \le 2:\ f^H_{\{(W_h, v_h)\}}(X) = f^{H+1}_{\{(s_h W_h,\, s_h v_h)\} \cup \{(0,\, 2\sum_{h \in S} v_h)\}}(X),"
+    statement=r"N \le 2:\ f^H_{\{(W_h, v_h)\}}(X) = "
+    r"f^{H+1}_{\{(s_h W_h,\, s_h v_h)\} \cup \{(0,\, 2\sum_{h \in S} v_h)\}}(X),"
     r"\ s_h = -1 \text{ on } S,\ +1 \text{ off } S",
     uses=("sec7/short-input-decomposition",),
     assumptions="W_h real d x d, v_h, x_1, x_2 real; d = 2, H = 2, every non-empty S, N = 1 and 2; "
@@ -792,23 +847,28 @@ def short_input_collapse() -> list[Pair]:
 
 #: Exactly orthonormal rational bases (columns): d = 3 split 1 + 2, d = 4 split 2 + 2.
 _Q3 = np.array([[2, -1, 2], [2, 2, -1], [-1, 2, 2]], dtype=object) * sp.Rational(1, 3)
-_Q4 = np.array([[1, 1, 1, 1], [1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]], dtype=object) * sp.Rational(1, 2)
+_Q4 = np.array([[1, 1, 1, 1], [1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]], dtype=object) * sp.Rational(
+    1, 2
+)
 _C1_CASES = ((_Q3, (1, 2)), (_Q4, (2, 2)))
 
 
 def _c1_target(Q: np.ndarray, dims: tuple[int, ...]) -> tuple[list, list, list]:
     """Bases E_h, reduced symbolic parameters (W~_h, v~_h) and the C.1 heads (E W~ E^T, E v~)."""
     cuts = np.cumsum([0, *dims])
-    Es = [Q[:, a:b] for a, b in zip(cuts[:-1], cuts[1:])]
-    red = [(symbols(f"B{h + 1}", (n, n), real=True), symbols(f"c{h + 1}", (n,), real=True, nonzero=True))
-           for h, n in enumerate(dims)]
+    Es = [Q[:, a:b] for a, b in itertools.pairwise(cuts)]
+    red = [
+        (symbols(f"B{h + 1}", (n, n), real=True), symbols(f"c{h + 1}", (n,), real=True, nonzero=True))
+        for h, n in enumerate(dims)
+    ]
     return Es, red, [lift(Wt, vt, E) for (Wt, vt), E in zip(red, Es)]
 
 
 @identity(
     id="propC.2/one-head",
     paper="Prop. C.2, proof",
-    statement=r"\text{rows of } X \text{ in } U_h \Rightarrow f^H_{W,v}(X) = \alpha(X, W^{(h)})^\top X v^{(h)}",
+    statement=r"\text{rows of } X \text{ in } U_h \Rightarrow "
+    r"f^H_{W,v}(X) = \alpha(X, W^{(h)})^\top X v^{(h)}",
     assumptions="C.1 heads W^(h) = E_h B_h E_h^T, v^(h) = E_h c_h with symbolic B_h, c_h and exactly "
     "orthonormal rational E_h (d = 3 split 1 + 2, d = 4 split 2 + 2); X = Z E_h^T, Z symbolic, N = 2, 3",
 )
@@ -900,7 +960,8 @@ def probe_hessian_identity() -> list[Pair]:
     paper="App. C, conjecture",
     statement=r"4 \nabla_z^2 F(0) = U^{(j)} V^\top + V (U^{(j)})^\top,\quad U^{(j)} = [W^{(h)} e_j]_h",
     uses=("sec7/probe-hessian",),
-    assumptions="W^(h) real d x d, v^(h) real; d = 3, H = 2, every j; left side: sympy's Hessian of the model",
+    assumptions="W^(h) real d x d, v^(h) real; d = 3, H = 2, every j; "
+    "left side: sympy's Hessian of the model",
 )
 def hessian_at_zero() -> list[Pair]:
     d = 3
