@@ -574,7 +574,8 @@ def sbd_random_combination(
 
 def subspace_error(bases: list[np.ndarray], truth: list[np.ndarray], arith: Arith = FLOAT64) -> float:
     """Largest sin(angle) between each true subspace and its best-matching found block
-    (``||(I - P_found) E_true||_2``), or ``inf`` if the block sizes differ."""
+    (``||(I - P_found) E_true||_2``, computed in float64: floor ~1e-16), or ``inf`` if the
+    block sizes differ."""
     if sorted(b.shape[1] for b in bases) != sorted(E.shape[1] for E in truth):
         return float("inf")
     worst = 0.0
