@@ -152,14 +152,18 @@ def _fmt(x: Any) -> str:
 def _describe(r: dict[str, Any]) -> str:
     """One line for a result row of :func:`attnproof.bench.result_row` (any learner)."""
     head = [f"{r['learner']}", f"d={r['d']}"]
-    head += [f"{k}={_fmt(r[k])}" for k in ("rank", "method", "design", "adversary", "tau", "probes") if k in r]
+    head += [f"{k}={_fmt(r[k])}" for k in ("rank", "H", "method", "design", "adversary", "tau", "probes") if k in r]
     head.append(f"arith={r['arith']}")
-    bits = "exact" if r["exact"] else f"{r['bits_W']:.1f} bits (W), " + (
-        "exact v" if r["bits_v"] is None else f"{r['bits_v']:.1f} bits (v)"
-    )
+    if r["exact"]:
+        bits = "exact"
+    elif "bits_W" in r:
+        bits = f"{r['bits_W']:.1f} bits (W), " + ("exact v" if r["bits_v"] is None else f"{r['bits_v']:.1f} bits (v)")
+    else:  # several heads: one figure for all of them
+        bits = f"{r['bits']:.1f} bits"
+    errors = f"err_W={r['err_W']:.3e}" + (f" rel_err_W={r['rel_err_W']:.3e}" if "rel_err_W" in r else "")
     parts = [
-        f"{r['queries']} queries (formula {r['queries_formula']})",
-        f"err_W={r['err_W']:.3e} rel_err_W={r['rel_err_W']:.3e} err_v={r['err_v']:.3e}",
+        f"{r['queries']} queries (formula {r.get('queries_formula')})",
+        f"{errors} err_v={r['err_v']:.3e}",
         bits,
     ]
     if r.get("error_bound") is not None:
@@ -228,7 +232,7 @@ def _bench(args: argparse.Namespace) -> int:
 #: The recover options handed to the learner's runner (each runner takes the ones it uses).
 _LEARNER_OPTIONS = (
     "probes", "scale", "rank", "m", "checks", "tau", "adversary", "design", "eps_W", "eps_v", "W_bound",
-    "method", "mu", "delta", "samples", "delta_rot",
+    "method", "mu", "delta", "samples", "delta_rot", "H", "hessians",
 )
 
 
@@ -271,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="membership --method paper: the sample budget (the verbatim count is astronomical)")
     r.add_argument("--delta-rot", dest="delta_rot", type=_unit_float, default=None,
                    help="membership-rotated: probability the rotation misses the margin")
+    r.add_argument("--H", dest="H", type=_positive_int, default=None, help="multi-head learners: heads (default 2)")
+    r.add_argument("--hessians", type=_positive_int, default=None,
+                   help="multihead-sbd: probe Hessians (default max(2, d_h - 1))")
     r.add_argument("--json", action="store_true")
     r.set_defaults(run=_recover)
 

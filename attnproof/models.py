@@ -280,10 +280,11 @@ class MultiHeadAttention:
         return self.heads[0].d
 
     def __call__(self, X: Any) -> Any:
-        outs = [h(X) for h in self.heads]
-        total = outs[0]
-        for o in outs[1:]:
-            total = total + o
+        with self.arith.context():  # the sum of the heads at the model's precision, not the global one
+            outs = [h(X) for h in self.heads]
+            total = outs[0]
+            for o in outs[1:]:
+                total = total + o
         return total
 
 

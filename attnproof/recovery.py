@@ -142,4 +142,92 @@ def _bits(diff: np.ndarray, truth: Any, arith: Arith) -> float | None:
     return arith.log2_abs_max(truth) - err
 
 
-__all__ = ["Recovery", "Score", "score"]
+
+@dataclass(frozen=True)
+class MultiHeadRecovery:
+    """The result of a multi-head learner (Sec. 7, App. C): one :class:`Recovery` per head.
+
+    Attributes
+    ----------
+    heads : tuple of Recovery
+        Per head h: W^(h) (d x d), v^(h) (d,), the queries its single-head run used, and
+        that run's diagnostics.  Heads are recovered up to a permutation (Prop. C.2).
+    bases : tuple of arrays
+        The orthonormal bases E_h (d x d_h) the heads were learned in.
+    queries : int
+        Every oracle query the learner used (all heads, checks and any Hessian probes).
+    arith : str
+    diagnostics : dict
+        Learner-wide facts, including ``error_bound`` (an a-posteriori bound on
+        ``sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2)`` in floating point).
+    """
+
+    heads: tuple[Recovery, ...]
+    bases: tuple[np.ndarray, ...]
+    queries: int
+    arith: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def params(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """[(W^(h), v^(h))] in the order recovered (ready for ``MultiHeadAttention``)."""
+        return [(r.W, r.v) for r in self.heads]
+
+
+def score_heads(rec: MultiHeadRecovery, heads: list[tuple[Any, Any]], arith: Arith) -> dict[str, Any]:
+    """Score a multi-head recovery against the true heads, matching heads optimally.
+
+    Heads are identifiable only up to a permutation (Prop. C.2), so the recovered heads are
+    matched to the true ones by minimum total squared error (Hungarian algorithm on float
+    errors), then every matched pair is scored with :func:`score` in ``arith``.
+
+    Returns
+    -------
+    dict
+        ``err_W`` (sqrt of the sum of squared Frobenius errors), ``err_v``, ``max_entry_err``,
+        ``bits`` (None if exact), ``permutation`` (true head index of each recovered head).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    if len(heads) != len(rec.heads):
+        return {
+            "err_W": math.inf,
+            "err_v": math.inf,
+            "max_entry_err": math.inf,
+            "bits": -math.inf,
+            "permutation": None,
+            "exact": False,
+        }
+    flo = [
+        (arith.to_float(np.asarray(W, dtype=object)), arith.to_float(np.asarray(v, dtype=object)))
+        for W, v in heads
+    ]
+    cost = np.array(
+        [
+            [
+                float(np.sum((arith.to_float(r.W) - W) ** 2) + np.sum((arith.to_float(r.v) - v) ** 2))
+                for W, v in flo
+            ]
+            for r in rec.heads
+        ]
+    )
+    rows, cols = linear_sum_assignment(cost)
+    scores = [score(rec.heads[i], heads[j][0], heads[j][1], arith) for i, j in zip(rows, cols)]
+    top = max(
+        max(abs(float(x)) for x in np.ravel(arith.to_float(np.asarray(a, dtype=object))))
+        for W, v in heads
+        for a in (W, v)
+    )
+    max_err = max(s.max_entry_err for s in scores)
+    bits = None if max_err == 0 else (math.log2(top) - math.log2(max_err) if top > 0 else -math.inf)
+    return {
+        "err_W": math.sqrt(sum(s.err_W**2 for s in scores)),
+        "err_v": math.sqrt(sum(s.err_v**2 for s in scores)),
+        "max_entry_err": max_err,
+        "bits": bits,
+        "exact": bits is None,
+        "permutation": [int(cols[k]) for k in np.argsort(rows)],
+    }
+
+
+__all__ = ["Recovery", "Score", "score", "MultiHeadRecovery", "score_heads"]

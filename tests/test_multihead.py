@@ -1,0 +1,376 @@
+"""Sec. 7 / App. C: non-identifiability, the short-input collapse, Prop. C.2 learned, the Hessian SBD."""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from attnproof import strategies as ast
+from attnproof.arith import FLOAT64, MP, SYMPY
+from attnproof.errors import (
+    AssumptionError,
+    InvalidInputError,
+    NonIdentifiableError,
+    PrecisionLossError,
+    QueryBudgetExceeded,
+    ShapeError,
+)
+from attnproof.models import MultiHeadAttention, scores
+from attnproof.oracles import ReducedOracle, ValueOracle
+from attnproof.recovery import score_heads
+from attnproof.theorems.multihead import (
+    cayley_bases,
+    fd_hessian,
+    fd_queries,
+    learn_multihead_sbd,
+    learn_orthogonal_heads,
+    probe_hessian,
+    sbd_commutant,
+    sbd_random_combination,
+    subspace_error,
+)
+
+lengths = st.integers(1, 6)
+
+
+def _tolerance(heads, X, arith=FLOAT64):
+    """Rounding tolerance of one evaluation: 8 (d + N + H) (eps sum_h max_i |x_i^T v_h| + eta) (1 + max |s|),
+    eta = 2^-1074 the absolute rounding of subnormal results (relative error bounds fail there)."""
+    N, d = X.shape
+    size = sum(float(np.abs(X @ v).max()) for _, v in heads)
+    smax = max(float(np.abs(scores(X[None], W)).max()) for W, _ in heads)
+    return 8 * (d + N + len(heads)) * (arith.eps * size + 2.0**-1074) * (1 + smax)
+
+
+# --- non-identifiability: different parameters, one function ------------------------------
+
+
+@given(ast.equivalent_multihead_pairs(), lengths, st.data())
+def test_equivalent_pairs_compute_the_same_function(pair, N, data):
+    a, b, kind = pair
+    d = a[0][1].shape[0]
+    assert len(a) != len(b) or any(
+        not np.array_equal(Wa, Wb) or not np.array_equal(va, vb) for (Wa, va), (Wb, vb) in zip(a, b)
+    ), "the parameters must differ"
+    X = data.draw(
+        ast.matrices(d, 3.0).map(lambda M: M[:1])
+        if N == 1
+        else st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N).map(np.array)
+    )
+    fa, fb = MultiHeadAttention(a)(X), MultiHeadAttention(b)(X)
+    assert abs(fa - fb) <= _tolerance(a, X) + _tolerance(b, X), kind
+
+
+@settings(max_examples=5)
+@given(ast.equivalent_multihead_pairs(d=2, kinds=("hyperplane", "split", "merge")), st.integers(1, 4))
+def test_equivalent_pairs_agree_to_mpmath_precision(pair, N):
+    a, b, _ = pair
+    rng = np.random.default_rng(N)
+    X = rng.standard_normal((N, 2))
+    for dps in (30, 60):
+        ar = MP(dps)
+        with ar.context():
+            diff = abs(MultiHeadAttention(a, ar)(X) - MultiHeadAttention(b, ar)(X))
+            assert diff <= mpmath.mpf(10) ** (-dps + 4)
+
+
+def test_strategies_validate_eagerly():
+    with pytest.raises(InvalidInputError, match="d must be"):
+        ast.equivalent_multihead_pairs(d=0)
+    with pytest.raises(InvalidInputError, match="kinds"):
+        ast.equivalent_multihead_pairs(kinds=("rotate",))
+    with pytest.raises(InvalidInputError, match="need H >= 2"):
+        ast.equivalent_multihead_pairs(H=1, kinds=("permute",))
+    with pytest.raises(InvalidInputError, match="H must be"):
+        ast.short_input_pairs(H=7)
+    with pytest.raises(InvalidInputError, match="dims"):
+        ast.orthogonal_heads_targets(dims=[2, 0])
+
+
+# --- short inputs identify even less -------------------------------------------------------
+
+
+@given(ast.short_input_pairs(), st.integers(1, 2), st.data())
+# thorough profile: a subnormal token (1.5e-323) gives answers 5e-324 apart -- the tolerance needed
+# an absolute term for subnormal results, not a looser relative one
+@example(
+    (
+        [(np.array([[0.25]]), np.array([-0.5]))],
+        [(np.array([[-0.25]]), np.array([0.5])), (np.array([[0.0]]), np.array([-1.0]))],
+        {0},
+    ),
+    1,
+    np.array([[1.5e-323]]),
+)
+def test_short_input_flip_agrees_on_lengths_1_and_2(pair, N, data):
+    heads, flipped, _ = pair
+    d = heads[0][1].shape[0]
+    X = (
+        data
+        if isinstance(data, np.ndarray)
+        else np.array(data.draw(st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N)))
+    )
+    fa, fb = MultiHeadAttention(heads)(X), MultiHeadAttention(flipped)(X)
+    assert abs(fa - fb) <= _tolerance(heads, X) + _tolerance(flipped, X)
+
+
+@given(
+    ast.targets(d=st.integers(1, 5), w_scale=st.just(1.0), v_scale=st.just(1.0)), st.integers(1, 2), st.data()
+)
+@example((np.array([[0.0]]), np.array([1.0])), 2, None)  # W = 0: the pair is exactly the linear head
+# thorough profile: a subnormal token (answers 5e-324 apart): the tolerance's absolute term
+@example((np.array([[0.0]]), np.array([-0.5])), 1, np.array([[1.5e-323]]))
+def test_collapse_pair_equal_below_three_tokens_differs_at_three(target, N, data):
+    """(W, v), (-W, v) vs (0, 2v): equal for N <= 2 (identity sec7/short-input-collapse), and at
+    N = 3 the witness X = [T/k z; -T/k z; z] (z = e_k, k = argmax |v|, kappa = z^T W z != 0)
+    separates them by -> 2 |nu| / 3 as T grows (weights -> (1, 0, 0) and (0, 1, 0)).
+    "Generic W" is made explicit: the diagonal is pushed to |W_kk| >= 1/4 (a kappa ~ 1e-308
+    would make the witness overflow; the gap is then O(kappa |X|) for bounded X)."""
+    W, v = target
+    d = len(v)
+    if data is not None:
+        W = W + np.diag(np.where(np.diag(W) >= 0, 0.25, -0.25))
+    pair, single = MultiHeadAttention([(W, v), (-W, v)]), MultiHeadAttention([(np.zeros((d, d)), 2 * v)])
+    if data is not None:
+        X = (
+            data
+            if isinstance(data, np.ndarray)
+            else np.array(data.draw(st.lists(ast.vectors(d, 3.0, nonzero=False), min_size=N, max_size=N)))
+        )
+        assert abs(pair(X) - single(X)) <= 2 * _tolerance([(W, v), (-W, v)], X)
+    k = int(np.argmax(np.abs(v)))
+    kappa, nu = W[k, k], v[k]
+    z = np.eye(d)[k]
+    if kappa == 0:  # a head with W = 0 on z is linear there: the pair IS the single head along z
+        X = np.array([z, -z, z])
+        assert abs(pair(X) - single(X)) <= 2 * _tolerance([(W, v), (-W, v)], X)
+        return
+    T = 40.0
+    X = np.array([T / kappa * z, -T / kappa * z, z])
+    assert abs(pair(X) - single(X)) >= 0.6 * abs(nu)
+
+
+# --- Prop. C.2: orthogonal heads learned ---------------------------------------------------
+
+
+def _learn(heads, bases, arith=FLOAT64, **kw):
+    oracle = ValueOracle(MultiHeadAttention(heads, arith))
+    rec = learn_orthogonal_heads(oracle, bases, arith=arith, **kw)
+    return rec, oracle
+
+
+@given(ast.orthogonal_heads_targets(), st.sampled_from(["basis", "gaussian"]), st.integers(0, 2**16))
+def test_orthogonal_heads_float64_within_bound(target, probes, seed):
+    heads, bases = target
+    try:
+        rec, oracle = _learn(heads, bases, probes=probes, rng=np.random.default_rng(seed))
+    except PrecisionLossError:  # the output guard: only a head whose W is below resolution refuses
+        assert min(np.abs(W).max() for W, _ in heads) < 1e-140
+        return
+    extra = sum(h.diagnostics["reasked_queries"] for h in rec.heads)
+    assert rec.queries == oracle.queries == sum(E.shape[1] + E.shape[1] ** 2 for E in bases) + 3 + extra
+    s = score_heads(rec, heads, FLOAT64)
+    assert s["err_W"] <= rec.diagnostics["error_bound"]
+    assert s["err_v"] <= 1e-12 * max(np.abs(v).max() for _, v in heads)
+
+
+def test_orthogonal_heads_exact_query_count_without_checks():
+    rng = np.random.default_rng(0)
+    bases = cayley_bases([2, 3, 1], rng.standard_normal((6, 6)), FLOAT64)
+    heads = [
+        (E @ rng.standard_normal((E.shape[1],) * 2) @ E.T, E @ rng.standard_normal(E.shape[1])) for E in bases
+    ]
+    rec, oracle = _learn(heads, bases, checks=0)
+    assert rec.queries == oracle.queries == (2 + 4) + (3 + 9) + (1 + 1)
+
+
+@pytest.mark.parametrize("dps", [30, 60, 90])
+def test_orthogonal_heads_mpmath_error_falls_like_ten_to_minus_dps(dps):
+    ar = MP(dps)
+    rng = np.random.default_rng(dps)
+    bases = cayley_bases([2, 2], rng.standard_normal((4, 4)), ar)
+    with ar.context():
+        heads = [
+            (E @ ar.asarray(rng.standard_normal((2, 2))) @ E.T, E @ ar.asarray(rng.standard_normal(2)))
+            for E in bases
+        ]
+    rec, _ = _learn(heads, bases, arith=ar)
+    s = score_heads(rec, heads, ar)
+    assert s["err_W"] <= 10.0 ** (-dps + 4)
+    assert s["err_W"] <= rec.diagnostics["error_bound"]
+
+
+def test_orthogonal_heads_sympy_is_exact():
+    Q = np.array([[2, -1, 2], [2, 2, -1], [-1, 2, 2]]) / 3
+    bases = [
+        SYMPY.asarray(Q[:, :1]) * 0 + np.array([[2], [2], [-1]], dtype=object) / 3,
+        np.array([[-1, 2], [2, -1], [2, 2]], dtype=object) / 3,
+    ]
+    import sympy as sp
+
+    bases = [np.vectorize(sp.Rational)(np.array(B * 3, dtype=int)) / 3 for B in bases]
+    heads = [
+        (bases[0] @ np.array([[sp.Rational(1, 2)]]) @ bases[0].T, bases[0] @ np.array([sp.Integer(1)])),
+        (
+            bases[1] @ np.array([[1, sp.Rational(-1, 3)], [2, 0]]) @ bases[1].T,
+            bases[1] @ np.array([sp.Integer(2), sp.Integer(-1)]),
+        ),
+    ]
+    rec, oracle = _learn(heads, bases, arith=SYMPY, checks=1)
+    assert rec.queries == oracle.queries == 2 + 6 + 1
+    for got, (W, v) in zip(rec.heads, heads):
+        assert all(sp.simplify(a - b) == 0 for a, b in zip(got.W.reshape(-1), W.reshape(-1)))
+        assert all(sp.simplify(a - b) == 0 for a, b in zip(got.v, v))
+
+
+@given(ast.c1_violations(), st.integers(0, 2**16))
+# thorough profile: the leak of head 2 (v = e1 - e2, leak +e1) cancels head 1's v = -e1, so on U_1
+# the target is identically 0: a typed NonIdentifiableError (the reduced v~ = 0), not a recovery
+@example(
+    (
+        [(np.zeros((2, 2)), np.array([-1.0, 0.0])), (np.zeros((2, 2)), np.array([1.0, -1.0]))],
+        [np.array([[1.0], [0.0]]), np.array([[0.0], [1.0]])],
+        "leak-v",
+    ),
+    0,
+)
+# thorough profile: the same cancellation leaves v~ = (0, 1e-94) on U_1: W~ is beyond float64's
+# reach there, a typed PrecisionLossError
+@example(
+    (
+        [
+            (np.zeros((3, 3)), np.array([-1.0, 1.03474458e-94, 0.0])),
+            (np.zeros((3, 3)), np.array([1.0, 0.0, -1.0])),
+        ],
+        [np.eye(3)[:, :2], np.eye(3)[:, 2:]],
+        "leak-v",
+    ),
+    0,
+)
+def test_c1_violation_is_never_silently_recovered(target, seed):
+    """A typed refusal (AssumptionError; NonIdentifiableError or PrecisionLossError when the
+    violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's
+    function (held-out inputs of length 1..5): a violating target may still be *functionally* a C.1 target (e.g. a shared
+    head that merges), and then recovering that function is correct."""
+    heads, bases, how = target
+    oracle = ValueOracle(MultiHeadAttention(heads))
+    try:
+        rec = learn_orthogonal_heads(oracle, bases, rng=np.random.default_rng(seed))
+    except (AssumptionError, NonIdentifiableError, PrecisionLossError):
+        return
+    rng = np.random.default_rng(seed + 1)
+    model, fitted = MultiHeadAttention(heads), MultiHeadAttention(rec.params)
+    for N in range(1, 6):
+        X = rng.standard_normal((N, len(bases[0])))
+        assert abs(model(X) - fitted(X)) <= 1e-6 * (1 + sum(np.abs(X @ v).max() for _, v in heads)), how
+
+
+def test_bad_bases_raise_typed_errors():
+    E = np.eye(4)
+    heads = [
+        (np.diag([1.0, 2.0, 0, 0]), np.array([1.0, -1.0, 0, 0])),
+        (np.diag([0, 0, 0.5, -1.0]), np.array([0, 0, 2.0, 1.0])),
+    ]
+    oracle = ValueOracle(MultiHeadAttention(heads))
+    with pytest.raises(AssumptionError, match="orthonormal"):
+        learn_orthogonal_heads(oracle, [E[:, :2] * 1.001, E[:, 2:]])
+    with pytest.raises(AssumptionError, match="orthonormal"):
+        learn_orthogonal_heads(oracle, [E[:, :2], E[:, 1:3]])
+    with pytest.raises(AssumptionError, match="span"):
+        learn_orthogonal_heads(oracle, [E[:, :2], E[:, 2:3]])
+    with pytest.raises(ShapeError):
+        learn_orthogonal_heads(oracle, [E[:3, :2], E[:, 2:]])
+    with pytest.raises(InvalidInputError):
+        learn_orthogonal_heads(oracle, [])
+    with pytest.raises(InvalidInputError, match="checks"):
+        learn_orthogonal_heads(oracle, [E[:, :2], E[:, 2:]], checks=-1)
+    with pytest.raises(QueryBudgetExceeded):
+        learn_orthogonal_heads(ValueOracle(MultiHeadAttention(heads), budget=5), [E[:, :2], E[:, 2:]])
+    with pytest.raises(ShapeError):
+        ReducedOracle(oracle, np.eye(3))
+    zero_head = [heads[0], (np.diag([0, 0, 0.5, -1.0]), np.zeros(4))]
+    with pytest.raises(NonIdentifiableError):
+        learn_orthogonal_heads(ValueOracle(MultiHeadAttention(zero_head)), [E[:, :2], E[:, 2:]])
+
+
+def test_reduced_oracle_counts_every_query_in_both_places():
+    heads = [(np.eye(2), np.ones(2))]
+    parent = ValueOracle(MultiHeadAttention(heads))
+    sub = ReducedOracle(parent, np.array([[1.0], [0.0]]))
+    sub(np.ones((4, 2, 1)))
+    sub(np.ones((1, 1)))
+    assert sub.queries == parent.queries == 5 and sub.calls == 2
+
+
+# --- the conjecture: Hessians and SBD ------------------------------------------------------
+
+
+def _c1(H, dh, seed, arith=FLOAT64):
+    rng = np.random.default_rng(seed)
+    bases = cayley_bases([dh] * H, rng.standard_normal((H * dh, H * dh)), arith)
+    with arith.context():
+        heads = [
+            (
+                E @ arith.asarray(rng.standard_normal((dh, dh)) / np.sqrt(dh)) @ E.T,
+                E @ arith.asarray(rng.standard_normal(dh)),
+            )
+            for E in bases
+        ]
+    return heads, bases, rng
+
+
+def test_fd_hessian_matches_closed_form_and_counts_queries():
+    heads, _, _ = _c1(2, 2, 0)
+    oracle = ValueOracle(MultiHeadAttention(heads))
+    q, z = np.eye(4)[1], np.full(4, 0.3)
+    H_fd = fd_hessian(oracle, q, z, 2.0**-13, FLOAT64)
+    assert oracle.queries == fd_queries(4) == 33
+    assert np.abs(H_fd - probe_hessian(heads, q, z, FLOAT64)).max() < 1e-6
+    ar = MP(40)
+    heads, _, _ = _c1(2, 2, 0, ar)
+    oracle = ValueOracle(MultiHeadAttention(heads, ar))
+    with ar.context():
+        err = np.abs(
+            fd_hessian(oracle, q, z, mpmath.mpf(2) ** -33, ar) - probe_hessian(heads, q, z, ar)
+        ).max()
+        assert err < mpmath.mpf(10) ** -18  # h = 2^-33 ~ eps^(1/4): h^2 ~ eps / h^2 ~ 1e-20
+
+
+@given(ast.orthogonal_heads_targets(dims=[4, 4]), st.integers(1, 2), st.integers(0, 2**16))
+def test_fewer_than_dh_minus_1_hessians_cannot_separate_heads(target, K, seed):
+    """The necessity lemma (module docstring, proven): K < d_h - 1 Hessians at z = 0 leave a
+    common kernel across heads, so the finest SBD never returns the head subspaces."""
+    heads, bases = target
+    As = [probe_hessian(heads, np.eye(8)[j], np.zeros(8), FLOAT64) for j in range(K)]
+    found, _ = sbd_commutant(As, np.random.default_rng(seed))
+    assert subspace_error(found, bases) > 1e-3
+
+
+@pytest.mark.parametrize("H,dh", [(2, 2), (2, 3), (3, 3), (2, 4), (2, 5)])
+def test_commutant_recovers_subspaces_from_max_2_dh_minus_1_hessians(H, dh):
+    """Measured (not proven): K = max(2, d_h - 1) exact Hessians suffice for generic heads;
+    the random-combination heuristic returns one block as soon as d_h >= 3."""
+    heads, bases, rng = _c1(H, dh, 7)
+    K = max(2, dh - 1)
+    As = [probe_hessian(heads, np.eye(H * dh)[j], np.zeros(H * dh), FLOAT64) for j in range(K)]
+    found, info = sbd_commutant(As, rng)
+    assert info["commutant_dim"] == H and subspace_error(found, bases) < 1e-10
+    _, ninfo = sbd_random_combination(As, rng)
+    assert (ninfo["block_sizes"] == [H * dh]) == (dh >= 3)
+
+
+def test_sbd_end_to_end_float64_and_mpmath():
+    heads, _, rng = _c1(2, 3, 3)
+    oracle = ValueOracle(MultiHeadAttention(heads))
+    rec = learn_multihead_sbd(oracle, hessians=2, rng=rng)
+    assert rec.queries == oracle.queries == 2 * fd_queries(6) + 2 * (3 + 9) + 3
+    assert score_heads(rec, heads, FLOAT64)["err_W"] < 1e-4
+    ar = MP(40)
+    heads, _, rng = _c1(2, 3, 3, ar)
+    rec = learn_multihead_sbd(ValueOracle(MultiHeadAttention(heads, ar)), hessians=2, rng=rng, arith=ar)
+    assert score_heads(rec, heads, ar)["err_W"] < 1e-16
+    with pytest.raises(InvalidInputError):
+        learn_multihead_sbd(oracle, hessians=0, rng=rng)
