@@ -1,16 +1,569 @@
-"""Section 4.1: one-layer Transformers through antisymmetric queries VQ(X) - VQ(-X)."""
+"""Section 4.1: one-layer Transformers, with an exact bias-free ReLU-FFN learner of our own.
+
+The model (Sec. 4.1): ``TF(X) = w_o^T ReLU(alpha(X, W)^T X A)`` with ``W = K^T Q`` and
+``A = V^T W_1^T`` (d x m), no biases.  On one token it is the FFN ``f(x) = w_o^T ReLU(A^T x)``.
+The paper reduces learning TF to (i) an *assumed* FFN learner A_FFN on length-1 queries and
+(ii) Thm 4.1 on antisymmetric queries ``VQ~(X) = VQ(X) - VQ(-X) = alpha(X, W)^T X (A w_o)``
+(``sec4.1/relu-antisymmetry``), valid when ``v* = A w_o != 0``.
+
+**Parity split** (``sec4.1/parity-split``).  With ``ReLU(z) = (z + |z|) / 2``,
+``f(x) = 1/2 u^T x + 1/2 sum_k a_k |w_k^T x|`` with ``u = A w_o``, so ``f(x) - f(-x) = u^T x``:
+VQ~ keeps d of the FFN's (d + 1) m numbers; the FFN itself must come from one-token queries.
+
+**Identifiability** (``sec4.1/rescaling``, ``sec4.1/zero-sum-flip``, ``sec4.1/canonical-form``).
+f determines u and, per distinct hyperplane n_j^T x = 0, one aggregate kink c_j; nothing
+else.  Permutations, positive rescalings ``(w, a) -> (s w, a / s)``, merging / splitting units
+on one hyperplane and flipping ``w_k -> -w_k`` on any subset S with ``sum_S a_k w_k = 0``
+leave f unchanged.  :func:`~attnproof.models.canonical_ffn` is the canonical form
+``f(x) = 1/2 u^T x + 1/2 sum_j c_j |n_j^T x|`` (n_j with its largest entry +1).
+
+**A_FFN, beyond the paper** (:func:`learn_ffn`).  Every hyperplane passes through 0, so the
+path ``U -> V -> -U`` (U, V random) crosses each exactly once, and f is linear on each
+piece between crossings.  On a piece, f is *linear* (not affine: no biases), so d queries
+``f(x0 + h e_i)`` and the value ``f(x0)`` give the gradient, ``G_i = (f(x0 + h e_i) - f(x0)) / h``,
+with Euler's relation ``G^T x0 = f(x0)`` as a free check (``sec4.1/piece-gradient``; a check
+that fails at every h with the same residual is an affine offset: biases, refused).
+Between two pieces a, b the lines ``G_a^T x(s)``, ``G_b^T x(s)`` meet at ``s*`` with
+``(G_b - G_a)^T x(s*) = 0`` (``sec4.1/kink-intersection``); if only one hyperplane lies
+between, it is ``(G_b - G_a)^T x = 0`` and two off-path queries ``x* +- y`` confirm it
+(predicted ``G_b^T (x* + y)`` and ``G_a^T (x* - y)``, y on the b side).  Otherwise a new piece is
+opened at s* (or at the midpoint, when s* is outside the interval).  From the gradients
+``G_U`` (start) and the jumps ``J_j = G_b - G_a`` the network is
+``f(x) = G_U^T x + sum_j [J_j^T x has the sign of J_j^T dir_j] J_j^T x``: ``u = G_U + G_{-U}``
+and ``c_j |n_j^T x| = |J_j^T x|`` (``sec4.1/canonical-from-jumps``).
+In generic position every path region is visited once: ``(L + 1)(d + 1) + 2 L`` queries for L
+hyperplanes (:data:`ffn_query_count`); retries (a smaller h, a piece found twice, a
+segment without kink) are counted in ``diagnostics["extra_queries"]``.
+
+**W* (Sec. 4.1 and beyond)** (:func:`learn_transformer`).  If ``u != 0``: Thm 4.1
+(:func:`~attnproof.theorems.exact.learn_exact`) on VQ~, each VQ~ query costing two value
+queries, ``2 (d + d^2)`` in all.  If ``u = 0`` (an even FFN: VQ~ == 0, where the paper stops)
+W* is still identifiable: inside an open cone C where f is linear with gradient g != 0,
+``TF(X) = g^T alpha^T X`` when every token is in C (``sec4.1/cone-probe``), so with
+``M = x0 1^T + eps I`` (columns in C, eps below the distance of x0 to every hyperplane, known
+from the recovered FFN) the map ``X -> X M^T`` turns TF into a Thm 4.1 oracle for
+``(M^T W M, M^T g)`` (``sec4.1/cone-linear-map``) on the paper's basis probes, whose tokens
+``c M (u + e_j)`` stay in C: ``d + d^2`` value queries, half the antisymmetric route's cost.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from ..arith import SYMPY
-from ..models import OneLayerTransformer, attention_weights, relu
-from ..proof import Pair, identity, symbols
+from ..arith import FLOAT64, SYMPY, Arith, parse
+from ..errors import (
+    AssumptionError,
+    DegenerateProbeError,
+    InvalidInputError,
+    NonIdentifiableError,
+    PrecisionLossError,
+)
+from ..models import (
+    OneLayerTransformer,
+    ReluFFN,
+    attention_weights,
+    canonical_ffn,
+    evaluate_canonical,
+    normalize_normal,
+    relu,
+)
+from ..oracles import AntisymmetricOracle, LinearMapOracle, ValueOracle
+from ..proof import Pair, identity, learner, symbols
+from ..recovery import Recovery
+from .exact import learn_exact
 
 #: (d, N, m) sizes at which the antisymmetric-query identity is proven symbolically.
 TF_SIZES = ((2, 2, 1), (2, 2, 2), (3, 2, 2), (2, 3, 2))
+#: A piece's gradient is first taken with steps h = 2^(e - H_LOG2), 2^e >= max |x0_i|.
+H_LOG2 = 10
+#: A failed Euler check divides h by 2^H_SHRINK_LOG2; at most H_ROUNDS attempts per piece.
+H_SHRINK_LOG2 = 4
+H_ROUNDS = 5
+#: A split point whose gradient cannot be taken moves to the middle of its wider side, NUDGES times.
+NUDGES = 3
+#: Float comparisons accept a disagreement of TOL_ULPS * eps * (the magnitudes involved).
+TOL_ULPS = 2**10
+#: Off-path confirmation points x* +- y: ||y||_inf = (path distance to the known pieces) / 64.
+CONFIRM_FRACTION = 64
+#: At most CONFIRM_ROUNDS confirmation pairs per candidate kink, y shrinking by 2^H_SHRINK_LOG2.
+CONFIRM_ROUNDS = 3
+
+
+def ffn_query_count(d: int, L: int) -> int:
+    """Queries of :func:`learn_ffn` in generic position: ``(L + 1)(d + 1) + 3 L``.
+
+    Each of the L + 1 regions the path crosses costs d perturbations plus one value (its
+    centre), each of the L kinks three confirmation queries (x*, x* + y, x* - y); a failed
+    first test at x* makes x* the centre of a new region.
+    """
+    return (L + 1) * (d + 1) + 3 * L
+
+
+@dataclass(frozen=True)
+class FFNRecovery:
+    """A bias-free FFN in canonical form ``f(x) = 1/2 u^T x + 1/2 sum_j c_j |n_j^T x|``.
+
+    Attributes
+    ----------
+    u : array (d,)
+        ``A w_o`` (the part VQ~ sees).
+    N : array (L, d)
+        One normal per distinct hyperplane, its first largest entry +1, sorted.
+    c : array (L,)
+        Aggregate kinks.
+    queries : int
+        One-token value queries used (counted by the oracle).
+    arith : str
+    diagnostics : dict
+        Query ledger, path facts and the float ``error_bound`` (a bound on
+        ``sup_{||x||_inf <= 1} |f_hat(x) - f(x)|`` under the rounding model of :func:`learn_ffn`).
+    """
+
+    u: np.ndarray
+    N: np.ndarray
+    c: np.ndarray
+    queries: int
+    arith: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def L(self) -> int:
+        """Number of distinct hyperplanes."""
+        return self.N.shape[0]
+
+    def __call__(self, x: Any) -> Any:
+        """f_hat(x) for x of shape (d,) or (B, d), in the arithmetic it was learned in."""
+        with parse(self.arith).context():
+            return evaluate_canonical(self.u, self.N, self.c, x)
+
+    def network(self) -> tuple[np.ndarray, np.ndarray]:
+        """An equivalent bias-free network ``(A_hat, w_hat)`` of width L + 2.
+
+        ``f = sum_j c_j ReLU(n_j^T x) + ReLU(g^T x) - ReLU(-g^T x)`` with
+        ``g = (u - sum_j c_j n_j) / 2`` (``sec4.1/canonical-network``).
+        """
+        g = (self.u - self.c @ self.N) / 2
+        A = np.concatenate([self.N.T, g[:, None], -g[:, None]], axis=1)
+        w = np.concatenate([self.c, np.array([1, -1], dtype=self.c.dtype)])
+        return A, w
+
+
+class _OnHyperplane(Exception):
+    """Internal: a gradient was asked at a point on a hyperplane (the caller moves it)."""
+
+
+@dataclass
+class _Piece:
+    """A region of the path: a point x in it, f(x), the gradient G there and its error."""
+
+    x: np.ndarray
+    y: Any
+    G: np.ndarray
+    err: float = 0.0
+
+
+@dataclass
+class _Ledger:
+    """Where the queries went: ``d (pieces + retries) + values + 2 pairs``.
+
+    ``values`` counts single-point queries (region centres, kink points x*, midpoint checks),
+    ``pairs`` the off-path confirmation pairs x* +- y.
+    """
+
+    pieces: int = 0
+    retries: int = 0
+    values: int = 0
+    pairs: int = 0
+    duplicate_pieces: int = 0
+    regions_skipped: int = 0
+    nudges: int = 0
+
+    def total(self, d: int) -> int:
+        return d * (self.pieces + self.retries) + self.values + 2 * self.pairs
+
+
+class _PathSearch:
+    """The state of :func:`learn_ffn`: the oracle, every answer seen, and the ledger."""
+
+    def __init__(self, oracle: ValueOracle, arith: Arith, r: np.ndarray, min_gap: float, max_steps: int) -> None:
+        self.oracle, self.arith, self.r = oracle, arith, r
+        self.d = oracle.d
+        self.min_gap, self.max_steps, self.steps = min_gap, max_steps, 0
+        self.ledger = _Ledger()
+        self.seen: list[tuple[np.ndarray, Any]] = []
+
+    def ask(self, X: np.ndarray) -> np.ndarray:
+        """f at the rows of X (one-token queries, one batch)."""
+        y = self.arith.asarray(self.oracle(X[:, None, :]))
+        if not self.arith.exact:
+            self.arith.check_finite(y, "the oracle's answers")
+        self.seen.extend(zip(X, y))
+        return y
+
+    def tol(self, x: np.ndarray, *values: Any, G: np.ndarray | None = None, err: float = 0.0) -> float:
+        """Allowed float disagreement of values of f near x (0 in exact arithmetic)."""
+        if self.arith.exact:
+            return 0.0
+        xf = np.abs(self.arith.to_float(x))
+        size = sum(abs(float(v)) for v in values)
+        if G is not None:
+            size += float(np.abs(self.arith.to_float(G)) @ xf)
+        return TOL_ULPS * self.arith.eps * size + err * float(xf.sum())
+
+    def agrees(self, a: Any, b: Any, tol: float) -> bool:
+        return self.arith.is_zero(a - b) if self.arith.exact else abs(float(a - b)) <= tol
+
+    def piece(self, x0: np.ndarray, y0: Any = None) -> _Piece:
+        """The gradient of the region containing x0 (``sec4.1/piece-gradient``).
+
+        A failure of Euler's relation ``G^T x0 = f(x0)`` by the same amount at two step sizes
+        means x0 lies on a hyperplane or f is affine there (biases: checked by
+        :meth:`_homogeneity`); ``_OnHyperplane`` (the caller moves x0) is also raised when no
+        step in H_ROUNDS attempts keeps the d perturbations in one region.
+
+        Raises
+        ------
+        AssumptionError
+            If f is not positively homogeneous (an FFN with biases).
+        """
+        arith, d = self.arith, self.d
+        if y0 is None:
+            y0 = self.ask(x0[None])[0]
+            self.ledger.values += 1
+        self.ledger.pieces += 1
+        top = arith.abs_max(x0) if not arith.exact else max(abs(float(t)) for t in x0)
+        h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - H_LOG2 if top > 0 else 0)
+        residual_before = None
+        for attempt in range(H_ROUNDS):
+            if attempt:
+                self.ledger.retries += 1
+            y = self.ask(x0[None, :] + h * arith.eye(d))
+            G = (y - y0) / h
+            residual = G @ x0 - y0
+            err = self._gradient_error(G, x0, y, y0, h)
+            tol = self.tol(x0, y0, G=G, err=err)
+            if self.agrees(residual, 0, tol):
+                return _Piece(x0, y0, G, err)
+            if residual_before is not None and self.agrees(residual, residual_before, 2 * tol):
+                self._homogeneity(x0, y0)
+                raise _OnHyperplane
+            residual_before = residual
+            h = h / 2**H_SHRINK_LOG2
+        raise _OnHyperplane  # no step keeps the perturbations in one region: x0 is (nearly) on one
+
+    def _homogeneity(self, x0: np.ndarray, y0: Any) -> None:
+        """One query: ``f(2 x0) = 2 f(x0)`` for a bias-free FFN (``sec4.1/parity-split``).
+
+        Raises
+        ------
+        AssumptionError
+            If it fails: f is affine, not linear, on x0's region (an FFN with biases).
+        """
+        y2 = self.ask(2 * x0[None])[0]
+        self.ledger.values += 1
+        if not self.agrees(y2, 2 * y0, self.tol(x0, y2, y0, y0)):
+            raise AssumptionError(
+                f"f(2 x0) - 2 f(x0) = {float(y2 - 2 * y0):.6g} != 0: f is not positively homogeneous "
+                "(an FFN with biases); the bias-free learner (Sec. 4.1) refuses it, as the parity "
+                "split f(x) - f(-x) = u^T x fails with biases"
+            )
+
+    def _gradient_error(self, G: np.ndarray, x0: np.ndarray, y: np.ndarray, y0: Any, h: Any) -> float:
+        """Bound on max_i |G_i - grad_i| from answers with relative error TOL_ULPS eps."""
+        if self.arith.exact:
+            return 0.0
+        xf = np.abs(self.arith.to_float(x0))
+        scale = float(np.abs(self.arith.to_float(G)) @ xf) + abs(float(y0)) + float(np.abs(self.arith.to_float(y)).max())
+        return TOL_ULPS * self.arith.eps * 2 * scale / float(h) + self.arith.eps * float(np.abs(self.arith.to_float(G)).max())
+
+    def same_gradient(self, a: _Piece, b: _Piece) -> bool:
+        if self.arith.exact:
+            return all(self.arith.is_zero(t) for t in a.G - b.G)
+        return float(np.abs(self.arith.to_float(a.G - b.G)).max()) <= 2 * (a.err + b.err)
+
+    def segment(self, a: _Piece, b: _Piece) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """Every kink on the segment from a.x to b.x: (jump J = G_b - G_a, direction, error of J)."""
+        arith = self.arith
+        X0, direction = a.x, b.x - a.x
+        zero, one = arith.scalar(0), arith.scalar(1)
+        stack = [(zero, a, one, b)]
+        kinks: list[tuple[np.ndarray, np.ndarray, float]] = []
+        while stack:
+            sa, pa, sb, pb = stack.pop()
+            self.steps += 1
+            if float(sb - sa) < self.min_gap or self.steps > self.max_steps:
+                raise DegenerateProbeError(
+                    f"kinks closer than the search resolves (interval {float(sb - sa):.3g} after "
+                    f"{self.steps} steps): near-parallel hyperplanes"
+                )
+            y_split = None
+            if self.same_gradient(pa, pb):
+                s = (sa + sb) / 2
+                x = X0 + s * direction
+                y_split = self.ask(x[None])[0]
+                self.ledger.values += 1
+                if self.fits(pa, x, y_split):
+                    continue  # one linear function on the whole interval: no kink
+            else:
+                J = pb.G - pa.G
+                s = self._intersection(J, X0, direction, sa, sb)
+                if s is not None:
+                    status, y_split = self._confirm(pa, pb, X0 + s * direction, min(s - sa, sb - s) * direction)
+                    if status == "kink":
+                        kinks.append((J, direction, pa.err + pb.err))
+                        continue
+                    if status in ("in_a", "in_b"):  # x* lies in pa's (pb's) own region: shrink
+                        self.ledger.regions_skipped += 1
+                        stack.append((s, pa, sb, pb) if status == "in_a" else (sa, pa, s, pb))
+                        continue
+                if s is None or status == "unknown":
+                    # bisect: one value tells whether the midpoint lies in pa's or pb's region
+                    s = (sa + sb) / 2
+                    x = X0 + s * direction
+                    y_split = self.ask(x[None])[0]
+                    self.ledger.values += 1
+                    side = [self.fits(p, x, y_split) for p in (pa, pb)]
+                    if any(side):
+                        self.ledger.regions_skipped += 1
+                        stack.append((s, pa, sb, pb) if side[0] else (sa, pa, s, pb))
+                        continue
+            self._split(stack, X0, direction, (sa, pa, s, sb, pb), y_split)
+        return kinks
+
+    def _split(self, stack: list, X0: np.ndarray, direction: np.ndarray, interval: tuple, y: Any) -> None:
+        """Open the region at s (moved if s lies on a hyperplane) and push the two halves."""
+        sa, pa, s, sb, pb = interval
+        for _ in range(NUDGES):
+            try:
+                p = self.piece(X0 + s * direction, y)
+                break
+            except _OnHyperplane:
+                self.ledger.nudges += 1
+                s, y = ((sa + s) if s - sa > sb - s else (s + sb)) / 2, None  # into the wider half
+        else:
+            raise DegenerateProbeError(
+                f"no gradient at {NUDGES} points of an interval of width {float(sb - sa):.3g}: every one "
+                f"is within 2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| of a hyperplane (kinks "
+                "closer than the search resolves)"
+            )
+        if self.same_gradient(p, pa) or self.same_gradient(p, pb):
+            self.ledger.duplicate_pieces += 1
+            stack.append((s, pa, sb, pb) if self.same_gradient(p, pa) else (sa, pa, s, pb))
+        else:
+            stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
+
+    def _intersection(self, J: np.ndarray, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any) -> Any:
+        """s* with J^T (X0 + s* dir) = 0 if it lies strictly inside (sa, sb), else None
+        (``sec4.1/kink-intersection``)."""
+        slope, offset = J @ direction, J @ X0
+        if self.arith.is_zero(slope):
+            return None
+        s = -offset / slope
+        margin = 0 if self.arith.exact else (float(sb - sa)) * 2.0**-20
+        return s if float(s - sa) > margin and float(sb - s) > margin and sa < s < sb else None
+
+    def fits(self, p: _Piece, z: np.ndarray, got: Any) -> bool:
+        """Does f(z) = ``got`` lie on p's plane?  Predicted as ``f(x_p) + G_p^T (z - x_p)``, whose
+        error grows with |z - x_p| only (so a thin region's gradient is still useful nearby)."""
+        predicted = p.y + p.G @ (z - p.x)
+        if self.arith.exact:
+            return self.arith.is_zero(got - predicted)
+        dz = float(np.abs(self.arith.to_float(z - p.x)).sum())
+        return self.agrees(got, predicted, self.tol(z, got, p.y, G=p.G) + p.err * dz)
+
+    def _confirm(self, pa: _Piece, pb: _Piece, x: np.ndarray, reach: np.ndarray) -> tuple[str, Any]:
+        """Is ``(G_b - G_a)^T x = 0`` the only hyperplane between pa and pb?
+
+        First ``f(x*) = G_a^T x*`` (one query; if it fails x* opens a new piece), then
+        ``f(x* + y) = G_b^T (x* + y)`` and ``f(x* - y) = G_a^T (x* - y)`` with y off the path on
+        pb's side (two queries): they rule out an x* inside pa's or pb's own region, where the
+        first test holds by construction.  An unrecognised pattern (y crossed another
+        hyperplane) is asked again with a smaller y, at most CONFIRM_ROUNDS pairs.
+
+        Returns
+        -------
+        status : {"kink", "in_a", "in_b", "split", "unknown"}
+            A confirmed kink; x* inside pa's (pb's) region (all three answers on its plane);
+            x* opens a new piece; or no pattern was recognised (x* may lie on a hyperplane,
+            so the caller bisects instead of opening a region there).
+        y_x : f(x*)
+        """
+        arith = self.arith
+        J = pb.G - pa.G
+        y_x = self.ask(x[None])[0]
+        self.ledger.values += 1
+        if not (self.fits(pa, x, y_x) and self.fits(pb, x, y_x)):
+            return "split", y_x
+        step = arith.abs_max(reach) if not arith.exact else max(abs(t) for t in reach)
+        y = self.r * (step / CONFIRM_FRACTION)
+        if arith.is_zero(J @ y):
+            y = reach / CONFIRM_FRACTION
+        if (float(J @ y) > 0) != (float(J @ reach) > 0):
+            y = -y
+        for _ in range(CONFIRM_ROUNDS):
+            plus, minus = self.ask(np.array([x + y, x - y]))
+            self.ledger.pairs += 1
+            if self.fits(pb, x + y, plus) and self.fits(pa, x - y, minus):
+                return "kink", y_x
+            if self.fits(pa, x + y, plus) and self.fits(pa, x - y, minus):
+                return "in_a", y_x
+            if self.fits(pb, x + y, plus) and self.fits(pb, x - y, minus):
+                return "in_b", y_x
+            y = y / 2**H_SHRINK_LOG2
+        return "unknown", y_x
+
+
+@learner(
+    name="ffn",
+    result="beyond the paper (A_FFN of Sec. 4.1)",
+    relies_on=(
+        "sec4.1/parity-split", "sec4.1/piece-gradient", "sec4.1/kink-intersection",
+        "sec4.1/canonical-from-jumps", "sec4.1/canonical-network", "sec4.1/rescaling", "sec4.1/zero-sum-flip",
+    ),
+    arithmetics=("float64", "mpmath", "sympy"),
+    queries="(L + 1)(d + 1) + 3 L for L distinct hyperplanes (generic position)",
+    count=lambda d, L, **_: ffn_query_count(d, L),
+)
+def learn_ffn(
+    oracle: ValueOracle,
+    *,
+    rng: np.random.Generator | None = None,
+    arith: Arith = FLOAT64,
+    min_gap: float | None = None,
+    max_steps: int | None = None,
+    tolerance: float = 1e-6,
+) -> FFNRecovery:
+    """Learn a bias-free FFN ``f(x) = w_o^T ReLU(A^T x)`` from one-token value queries (A_FFN).
+
+    The paper (Sec. 4.1) assumes such a learner; this one is exact and needs no assumption on
+    A beyond generic position of the random path (see the module docstring).
+
+    Parameters
+    ----------
+    oracle : ValueOracle
+        Answers ``f(x)`` for one-token queries ``[x^T]`` (a Transformer oracle will do).
+    rng : numpy.random.Generator
+        Draws the path U -> V -> -U and the off-path direction.
+    arith : Arith
+        float64, mpmath or sympy (exact: the path is rational).
+    min_gap : float, optional
+        Floor on the path interval searched (default 2^12 eps: 9e-13 in float64; 2^-200 in
+        sympy): below it the kinks are declared unresolvable.
+    max_steps : int, optional
+        Bound on search steps (default 64 (d + 8)^2): termination whatever the oracle says.
+    tolerance : float
+        Promised relative accuracy (numeric arithmetics): a larger a-posteriori error bound
+        raises PrecisionLossError.
+
+    Returns
+    -------
+    FFNRecovery
+        The canonical form, the queries used and diagnostics (``L``, the query ``ledger``,
+        ``formula`` = (L + 1)(d + 1) + 3 L, ``extra_queries``, ``error_bound``).
+
+    Raises
+    ------
+    NonIdentifiableError
+        If f is identically 0 (nothing to learn, and W of a Transformer is then hidden).
+    AssumptionError
+        If f is not positively homogeneous (an FFN with biases).
+    DegenerateProbeError
+        If hyperplanes are closer than the search resolves (exact arithmetic too).
+    PrecisionLossError
+        If the a-posteriori error bound exceeds ``tolerance`` or the answers contradict the
+        recovered network (numeric arithmetics).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnproof.models import ReluFFN
+    >>> from attnproof.oracles import ValueOracle
+    >>> A = np.array([[1.0, 0.0, -1.0], [0.0, 1.0, -1.0]])
+    >>> rec = learn_ffn(ValueOracle(ReluFFN(A, np.ones(3))), rng=np.random.default_rng(0))
+    >>> rec.L, rec.queries == ffn_query_count(2, 3) + rec.diagnostics["extra_queries"]
+    (3, True)
+    >>> bool(abs(rec(np.array([0.3, -2.0])) - 2.0) < 1e-12)  # ReLU(.3) + ReLU(-2) + ReLU(1.7)
+    True
+    """
+    if rng is None:
+        raise InvalidInputError("learn_ffn needs an explicit numpy.random.Generator (rng=...)")
+    if not isinstance(tolerance, (int, float)) or not tolerance > 0:
+        raise InvalidInputError(f"tolerance must be a positive number; got {tolerance!r}")
+    d = oracle.d
+    start = oracle.queries
+    if min_gap is None:
+        min_gap = 2.0**-200 if arith.exact else 2**12 * arith.eps
+    max_steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
+    with arith.context():
+        U, V, r = (arith.asarray(rng.standard_normal(d)) for _ in range(3))
+        search = _PathSearch(oracle, arith, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
+        pU, pV, pW = search.piece(U), search.piece(V), search.piece(-U)
+        kinks = search.segment(pU, pV) + search.segment(pV, pW)
+        u = pU.G + pW.G
+        rows = []
+        for J, direction, _ in kinks:
+            n, lam = normalize_normal(J, arith)
+            rows.append((n, lam if float(n @ direction) > 0 else -lam))
+        rows.sort(key=lambda row: tuple(float(t) for t in row[0]))
+        N = arith.zeros((len(rows), d))
+        for j, (n, _) in enumerate(rows):
+            N[j] = n
+        c = arith.asarray([cj for _, cj in rows]) if rows else arith.zeros((0,))
+    queries = oracle.queries - start
+    L = len(rows)
+    info: dict[str, Any] = {
+        "L": L,
+        "formula": ffn_query_count(d, L),
+        "extra_queries": queries - ffn_query_count(d, L),
+        "ledger": dict(search.ledger.__dict__),
+        "steps": search.steps,
+    }
+    if search.ledger.total(d) != queries:
+        raise AssertionError(f"query ledger {search.ledger} does not add up to {queries}")
+    rec = FFNRecovery(u, N, c, queries, arith.name, info)
+    _check_nonzero(rec, arith)
+    if not arith.exact:
+        # sup_{|x|_inf <= 1} |f_hat - f| <= (|du|_1 + sum_j |dJ_j|_1) / 2 (``||a| - |b|| <= |a - b|``)
+        info["error_bound"] = 0.5 * d * (pU.err + pW.err + sum(e for _, _, e in kinks)) + _size(rec, arith) * arith.eps * 4 * (L + 1)
+    _check_answers(rec, search, arith, tolerance)
+    return rec
+
+
+def _size(rec: FFNRecovery, arith: Arith) -> float:
+    """``|u|_1 / 2 + sum_j |c_j| |n_j|_1 / 2``: a bound on |f_hat| over the unit inf-ball."""
+    u, N, c = (arith.to_float(a) for a in (rec.u, rec.N, rec.c))
+    return 0.5 * float(np.abs(u).sum() + np.abs(c) @ np.abs(N).sum(axis=1)) if N.size else 0.5 * float(np.abs(u).sum())
+
+
+def _check_nonzero(rec: FFNRecovery, arith: Arith) -> None:
+    if rec.L == 0 and all(arith.is_zero(t) for t in rec.u):
+        raise NonIdentifiableError(
+            "f is identically 0 (every region has gradient 0): there is no FFN to learn, and a "
+            "Transformer with this FFN answers 0 to every query, so its W* is not identifiable"
+        )
+
+
+def _check_answers(rec: FFNRecovery, search: _PathSearch, arith: Arith, tolerance: float) -> None:
+    """Every answer received must agree with the recovered network, and a numeric error
+    bound must meet the promise (free: no query)."""
+    bound = rec.diagnostics.get("error_bound", 0.0)
+    if not arith.exact and bound > tolerance * max(_size(rec, arith), arith.eps):
+        raise PrecisionLossError(
+            f"a-posteriori error bound {bound:.3g} exceeds the promised relative {tolerance:.1g}: "
+            "hyperplanes too close for this arithmetic; use mpmath (arith=MP(dps))"
+        )
+    for x, y in search.seen:
+        xf = 0.0 if arith.exact else float(np.abs(arith.to_float(x)).max())
+        if not search.agrees(rec(x), y, search.tol(x, y) + 2 * bound * xf):
+            error = DegenerateProbeError if arith.exact else PrecisionLossError
+            raise error(
+                "an answer contradicts the recovered network: two hyperplanes were taken for one "
+                "(kinks closer than the search resolves, or a path in non-generic position)"
+            )
 
 
 def _piecewise_simplify(e: sp.Expr) -> sp.Expr:
