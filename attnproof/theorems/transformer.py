@@ -566,6 +566,191 @@ def _check_answers(rec: FFNRecovery, search: _PathSearch, arith: Arith, toleranc
             )
 
 
+@dataclass(frozen=True)
+class TransformerRecovery:
+    """What :func:`learn_transformer` returns.
+
+    Attributes
+    ----------
+    W : array (d, d)
+        The attention matrix W* = K^T Q.
+    ffn : FFNRecovery
+        The FFN in canonical form (``A_hat, w_hat = ffn.network()`` for a network).
+    queries : int
+        Value queries used in all (counted by the Transformer's oracle).
+    arith : str
+    diagnostics : dict
+        ``route`` ("antisymmetric" or "cone"), ``ffn_queries``, ``attention_queries``,
+        ``formula`` (the count asserted), the Thm 4.1 run's diagnostics and ``error_bound``.
+    """
+
+    W: np.ndarray
+    ffn: FFNRecovery
+    queries: int
+    arith: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+#: Candidate cone centres drawn (no query) by the cone route; the widest-margin one is kept.
+CONE_DRAWS = 32
+
+
+def transformer_query_count(d: int, L: int, route: str = "antisymmetric") -> int:
+    """``Q_FFN + 2 (d + d^2)`` (each VQ~ query is two value queries) or ``Q_FFN + d + d^2``
+    (cone route), with ``Q_FFN = (L + 1)(d + 1) + 3 L`` in generic position."""
+    return ffn_query_count(d, L) + (2 if route == "antisymmetric" else 1) * (d + d * d)
+
+
+@learner(
+    name="transformer",
+    result="Sec. 4.1 (A_FFN and the cone route beyond the paper)",
+    relies_on=(
+        "sec4.1/relu-antisymmetry", "sec4.1/parity-split", "sec4.1/piece-gradient", "sec4.1/kink-intersection",
+        "sec4.1/canonical-from-jumps", "sec4.1/cone-probe", "sec4.1/cone-linear-map",
+        "thm4.1/one-token", "thm4.1/label-affine",
+    ),
+    arithmetics=("float64", "mpmath", "sympy"),
+    queries="Q_FFN + 2 (d + d^2) (VQ~ route); Q_FFN + d + d^2 (cone route, v* = 0)",
+    count=lambda d, L, route="antisymmetric", **_: transformer_query_count(d, L, route),
+)
+def learn_transformer(
+    oracle: ValueOracle,
+    *,
+    rng: np.random.Generator | None = None,
+    arith: Arith = FLOAT64,
+    route: str = "auto",
+    probes: str = "gaussian",
+    tolerance: float = 1e-6,
+) -> TransformerRecovery:
+    """Learn ``TF(X) = w_o^T ReLU(alpha(X, W)^T X A)`` (Sec. 4.1) from value queries.
+
+    The FFN comes from one-token queries (:func:`learn_ffn`); W* from Thm 4.1 on the
+    antisymmetric oracle ``VQ(X) - VQ(-X)`` when ``v* = A w_o != 0`` (the paper's route), or on
+    the cone oracle ``VQ(X M^T)`` otherwise (beyond the paper: the paper declares W* not
+    identifiable from VQ~ then, and it is not, but it is from VQ).
+
+    Parameters
+    ----------
+    oracle : ValueOracle
+        Answers TF(X) for any X (N >= 1).
+    rng : numpy.random.Generator
+    arith : Arith
+    route : {"auto", "antisymmetric", "cone"}
+        "auto" takes the paper's route when the recovered u = A w_o is non-zero.
+    probes : {"gaussian", "basis"}
+        Thm 4.1's probe family on the antisymmetric route (the cone route uses "basis").
+    tolerance : float
+        Passed to :func:`learn_ffn`.
+
+    Returns
+    -------
+    TransformerRecovery
+
+    Raises
+    ------
+    NonIdentifiableError
+        If the FFN is identically 0 (then TF == 0 and W* is hidden from every query).
+    InvalidInputError
+        For an unknown route, or the antisymmetric route with u = 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnproof.models import OneLayerTransformer
+    >>> from attnproof.oracles import ValueOracle
+    >>> rng = np.random.default_rng(0)
+    >>> W, A, w_o = rng.standard_normal((3, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
+    >>> rec = learn_transformer(ValueOracle(OneLayerTransformer(W, A, w_o)), rng=rng)
+    >>> bool(np.abs(rec.W - W).max() < 1e-8), rec.diagnostics["route"]
+    (True, 'antisymmetric')
+    """
+    if route not in ("auto", "antisymmetric", "cone"):
+        raise InvalidInputError(f"unknown route {route!r}: use 'auto', 'antisymmetric' or 'cone'")
+    if rng is None:
+        raise InvalidInputError("learn_transformer needs an explicit numpy.random.Generator (rng=...)")
+    d = oracle.d
+    start = oracle.queries
+    ffn = learn_ffn(oracle, rng=rng, arith=arith, tolerance=tolerance)
+    u_zero = _u_vanishes(ffn, arith)
+    if route == "auto":
+        route = "cone" if u_zero else "antisymmetric"
+    if route == "antisymmetric" and u_zero:
+        raise InvalidInputError(
+            "v* = A w_o = 0: VQ~ == 0 and W* is not identifiable from antisymmetric queries "
+            "(Sec. 4.1); use route='cone'"
+        )
+    with arith.context():
+        if route == "antisymmetric":
+            derived = AntisymmetricOracle(oracle)
+            rec = learn_exact(derived, probes=probes, rng=rng, arith=arith)
+            W, extra_bound = rec.W, 1.0
+        else:
+            M, info = cone_map(ffn, arith, rng)
+            derived = LinearMapOracle(oracle, M=M)
+            rec = learn_exact(derived, probes="basis", arith=arith)
+            W = arith.solve(M.T, arith.solve(M.T, rec.W).T).T  # W' = M^T W M
+            extra_bound = info["cond_M"] ** 2
+    queries = oracle.queries - start
+    formula = transformer_query_count(d, ffn.L, route)
+    attention = queries - ffn.queries
+    if attention != derived.cost * derived.queries:
+        raise AssertionError(f"attention phase used {attention} value queries for {derived.queries} derived ones")
+    diagnostics: dict[str, Any] = {
+        "route": route,
+        "ffn_queries": ffn.queries,
+        "attention_queries": attention,
+        "formula": formula,
+        "extra_queries": queries - formula,
+        "thm4.1": rec.diagnostics,
+    }
+    if route == "cone":
+        diagnostics.update(info)
+    if not arith.exact:
+        diagnostics["error_bound"] = rec.diagnostics["error_bound"] * extra_bound
+    return TransformerRecovery(W, ffn, queries, arith.name, diagnostics)
+
+
+def _u_vanishes(ffn: FFNRecovery, arith: Arith) -> bool:
+    """u = A w_o is zero (exactly, or within the FFN's error bound in floating point)."""
+    if arith.exact:
+        return all(arith.is_zero(t) for t in ffn.u)
+    return float(np.abs(arith.to_float(ffn.u)).sum()) <= 2 * ffn.diagnostics["error_bound"]
+
+
+def cone_map(ffn: FFNRecovery, arith: Arith, rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
+    """``M = x0 1^T + eps I`` whose columns and Thm 4.1 basis-probe tokens lie in one open cone.
+
+    x0 is the draw (among CONE_DRAWS, no query) with the widest margin
+    ``min_j |n_j^T x0| / |n_j|_1`` whose gradient g is non-zero; eps is the largest power of
+    two below half that margin, so a token ``M z = (1^T z) x0 + eps z`` with
+    ``z in {e_j, e_l + e_j, e_l + e_p + e_j}`` keeps every sign n_j^T x (``sec4.1/cone-probe``).
+
+    Raises
+    ------
+    NonIdentifiableError
+        If no draw has a non-zero gradient (f == 0).
+    """
+    d = ffn.u.shape[0]
+    best = None
+    for _ in range(CONE_DRAWS):
+        x0 = arith.asarray(rng.standard_normal(d))
+        z = ffn.N @ x0
+        margins = [abs(float(t)) / float(np.abs(arith.to_float(n)).sum()) for t, n in zip(z, ffn.N)]
+        margin = min(margins, default=1.0)
+        signs = arith.asarray([1 if float(t) > 0 else -1 for t in z]) if len(z) else arith.zeros((0,))
+        g = (ffn.u + (ffn.c * signs) @ ffn.N) / 2
+        size = float(np.abs(arith.to_float(g)).max())
+        if size > 2 * ffn.diagnostics.get("error_bound", 0.0) and (best is None or margin * size > best[0]):
+            best = (margin * size, x0, margin, g)
+    if best is None:
+        raise NonIdentifiableError("every region of f has gradient 0: f == 0 and W* is hidden")
+    _, x0, margin, g = best
+    eps = arith.scalar(2) ** int(np.floor(np.log2(margin / 2)))
+    M = x0[:, None] * arith.asarray(np.ones((1, d))) + eps * arith.eye(d)
+    sv = np.linalg.svd(arith.to_float(M), compute_uv=False)
+    return M, {"cone_margin": margin, "cone_eps": float(eps), "cond_M": float(sv[0] / sv[-1]), "cone_g": g}
+
+
 def _piecewise_simplify(e: sp.Expr) -> sp.Expr:
     """simplify after rewriting Max and Abs as Piecewise, which sympy can case-split."""
     return sp.simplify(sp.piecewise_fold(sp.sympify(e).rewrite(sp.Piecewise)))
