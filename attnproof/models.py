@@ -331,7 +331,8 @@ def canonical_ffn(
     (the first such) is +1, ``c_j = sum_{k: w_k = lam_k n_j} a_k |lam_k|``, hyperplanes with
     c_j = 0 dropped and the rest sorted lexicographically by n_j.  It is invariant under
     permutation, positive rescaling, merging/splitting and orientation flips of zero-sum
-    subsets.  ``rtol`` (numeric arithmetics) merges normals equal to within rtol.
+    subsets.  ``rtol`` (numeric arithmetics) merges normals equal to within rtol and drops
+    kinks below rtol times the largest.
 
     Returns
     -------
@@ -354,7 +355,8 @@ def canonical_ffn(
             else:
                 normals.append(n)
                 weights.append(w_o[k] * abs(lam))
-        keep = [j for j, c in enumerate(weights) if not _negligible_weight(c, arith, rtol)]
+        scale = max((abs(float(x)) for x in weights), default=0.0)
+        keep = [j for j, c in enumerate(weights) if not _negligible_weight(c, arith, rtol * scale)]
         order = sorted(keep, key=lambda j: tuple(float(x) for x in normals[j]))
         N = arith.zeros((len(order), A.shape[0]))
         for i, j in enumerate(order):

@@ -100,9 +100,10 @@ def ffn_query_count(d: int, L: int) -> int:
 
     Each of the L + 1 regions the path crosses costs d perturbations plus one value (its
     centre), each of the L kinks three confirmation queries (x*, x* + y, x* - y); a failed
-    first test at x* makes x* the centre of a new region.
+    first test at x* makes x* the centre of a new region.  For d = 1 the only hyperplane is
+    {0}: the three end pieces, 3 (d + 1) = 6 queries, suffice.
     """
-    return (L + 1) * (d + 1) + 3 * L
+    return 3 * (d + 1) if d == 1 else (L + 1) * (d + 1) + 3 * L
 
 
 def kink_parameter(J: np.ndarray, X0: np.ndarray, direction: np.ndarray) -> Any:
@@ -131,6 +132,17 @@ def assemble_canonical(
         N[j] = n
     c = arith.asarray([cj for _, cj in rows]) if rows else arith.zeros((0,))
     return G_start + G_end, N, c
+
+
+def ffn_query_bound(d: int, max_steps: int | None = None) -> int:
+    """The most queries :func:`learn_ffn` can ask, whatever the oracle answers (termination).
+
+    Three end pieces, then per search step at most: a value, CONFIRM_ROUNDS pairs, and
+    NUDGES pieces, each of H_ROUNDS perturbation batches, a centre and a homogeneity query.
+    """
+    steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
+    piece = d * H_ROUNDS + 2
+    return 3 * piece + steps * (1 + 2 * CONFIRM_ROUNDS + 1 + NUDGES * piece)
 
 
 @dataclass(frozen=True)
@@ -224,6 +236,9 @@ class _PathSearch:
         self.d = oracle.d
         self.min_gap, self.max_steps, self.steps = min_gap, max_steps, 0
         self.ledger = _Ledger()
+        #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
+        #: f(x) and the local gradient vanish (units cancelling on x's region).
+        self.gscale = 0.0
         self.seen: list[tuple[np.ndarray, Any]] = []
 
     def ask(self, X: np.ndarray) -> np.ndarray:
@@ -233,6 +248,12 @@ class _PathSearch:
             y = np.array([sp.simplify(t) for t in y], dtype=object)
         else:
             self.arith.check_finite(y, "the oracle's answers")
+            big = self.arith.abs_max(y)
+            if self.arith is FLOAT64 and (big > 2.0**900 or 0 < float(np.abs(y[y != 0]).min(initial=1.0)) < 2.0**-900):
+                raise PrecisionLossError(
+                    "an answer is outside float64's safe range [2^-900, 2^900] (subnormal or huge "
+                    "weights); recover in mpmath instead (arith=MP(dps))"
+                )
         self.seen.extend(zip(X, y))
         return y
 
@@ -241,7 +262,7 @@ class _PathSearch:
         if self.arith.exact:
             return 0.0
         xf = np.abs(self.arith.to_float(x))
-        size = sum(abs(float(v)) for v in values)
+        size = sum(abs(float(v)) for v in values) + self.gscale * float(xf.sum())
         if G is not None:
             size += float(np.abs(self.arith.to_float(G)) @ xf)
         return TOL_ULPS * self.arith.eps * size + err * float(xf.sum())
@@ -279,6 +300,8 @@ class _PathSearch:
             err = self._gradient_error(G, x0, y, y0, h)
             tol = self.tol(x0, y0, G=G, err=err)
             if self.agrees(residual, 0, tol):
+                if not arith.exact:
+                    self.gscale = max(self.gscale, float(np.abs(arith.to_float(G)).max()))
                 return _Piece(x0, y0, G, err)
             if residual_before is not None and self.agrees(residual, residual_before, 2 * tol):
                 self._homogeneity(x0, y0)
@@ -534,7 +557,10 @@ def learn_ffn(
         U, V, r = (arith.asarray(rng.standard_normal(d)) for _ in range(3))
         search = _PathSearch(oracle, arith, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
         pU, pV, pW = search.piece(U), search.piece(V), search.piece(-U)
-        kinks = search.segment(pU, pV) + search.segment(pV, pW)
+        if d == 1:  # the only hyperplane is {0}, which any path between U and -U crosses at 0
+            kinks = [] if search.same_gradient(pU, pW) else [(pW.G - pU.G, -U, pU.err + pW.err)]
+        else:
+            kinks = search.segment(pU, pV) + search.segment(pV, pW)
         u, N, c = assemble_canonical(pU.G, pW.G, [(J, direction) for J, direction, _ in kinks], arith)
     queries = oracle.queries - start
     L = N.shape[0]

@@ -1,0 +1,287 @@
+"""Sec. 4.1: the bias-free FFN learner and the one-layer Transformer learner, attacked."""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from attnproof import strategies as ast
+from attnproof.arith import FLOAT64, MP, SYMPY
+from attnproof.errors import (
+    AssumptionError,
+    DegenerateProbeError,
+    InvalidInputError,
+    NonIdentifiableError,
+    PrecisionLossError,
+    QueryBudgetExceeded,
+)
+from attnproof.models import OneLayerTransformer, ReluFFN, canonical_ffn
+from attnproof.oracles import AntisymmetricOracle, ValueOracle
+from attnproof.theorems.transformer import (
+    ffn_query_bound,
+    ffn_query_count,
+    learn_ffn,
+    learn_transformer,
+    transformer_query_count,
+)
+
+seeds = st.integers(0, 2**32 - 1)
+EPS = FLOAT64.eps
+
+
+def recover_ffn(A, w, arith=FLOAT64, seed=0, **kw):
+    oracle = ValueOracle(ReluFFN(A, w, arith), **kw)
+    return learn_ffn(oracle, rng=np.random.default_rng(seed), arith=arith), oracle
+
+
+def check_count(rec, oracle, d):
+    """The exact query count: the oracle's count, the ledger and the formula in d and L."""
+    assert rec.queries == oracle.queries == rec.diagnostics["formula"] + rec.diagnostics["extra_queries"]
+    assert rec.diagnostics["formula"] == ffn_query_count(d, rec.L)
+    assert rec.diagnostics["formula"] == (rec.L + 1) * (d + 1) + 3 * rec.L if d > 1 else 6
+    assert rec.diagnostics["extra_queries"] >= 0
+
+
+def adversarial_points(A, rng, k=24):
+    """Random points, points on and 1e-9 off every target hyperplane, basis vectors, and the
+    same at scales 1e-3 and 1e3 (f is positively homogeneous)."""
+    d = A.shape[0]
+    X = [rng.standard_normal((k, d)), np.eye(d), -np.eye(d)]
+    for w in A.T:
+        if np.any(w):
+            w = w / np.abs(w).max()
+            P = rng.standard_normal((3, d))
+            on = P - np.outer(P @ w, w) / (w @ w)
+            X += [on, on + 1e-9 * w, on - 1e-9 * w]
+    X = np.concatenate(X)
+    return np.concatenate([X, 1e-3 * X, 1e3 * X])
+
+
+def check_function(rec, A, w, rng):
+    """|f_hat(x) - f(x)| <= bound |x|_inf (+ the float evaluation of both), at adversarial x."""
+    X = adversarial_points(A, rng)
+    truth = ReluFFN(A, w)(X[:, None, :])
+    scale = np.abs(X @ A) @ np.abs(w) + np.abs(X @ rec.N.T) @ np.abs(rec.c) + np.abs(X @ rec.u)
+    rounding = 4 * (A.shape[0] + A.shape[1] + rec.L + 2) * EPS * scale
+    assert np.all(np.abs(rec(X) - truth) <= rec.diagnostics["error_bound"] * np.abs(X).max(axis=1) + rounding)
+
+
+def check_canonical(rec, A, w):
+    """Same hyperplanes and kinks: ``|d(c_j n_j)|_1 <= 2 bound`` (up to the sign of n_j) and
+    ``|du|_1 <= 2 bound``, the bound being ``(|du|_1 + sum_j |dJ_j|_1) / 2``.  A kink whose mass
+    |c_j| |n_j|_1 is below the bound is invisible at this precision: only kinks heavier than
+    twice the tolerance must be matched, on either side."""
+    u, N, c = canonical_ffn(A, w, rtol=1e-12)
+    tol = 2 * rec.diagnostics["error_bound"] + 64 * EPS * (np.abs(u).sum() + np.abs(c).sum())
+    assert np.abs(rec.u - u).sum() <= tol
+    P, Q = c[:, None] * N, rec.c[:, None] * rec.N
+    cost = np.minimum(np.abs(P[:, None] - Q[None]).sum(-1), np.abs(P[:, None] + Q[None]).sum(-1))
+    for masses, axis in ((np.abs(P).sum(1), 1), (np.abs(Q).sum(1), 0)):
+        heavy = masses > 2 * tol
+        if heavy.any():
+            assert cost.shape[axis] > 0
+            assert np.all(cost.min(axis=axis)[heavy] <= tol)
+    assert rec.L <= len(c) + int(np.sum(np.abs(Q).sum(1) <= 2 * tol))  # no spurious heavy kink
+
+
+# --- learn_ffn in float64 ---------------------------------------------------------------
+
+
+def beyond_float64(A, w):
+    """A live unit with |a_k| |w_k|_inf below 2^-800 (or underflowing to 0): float64 answers are
+    subnormal, outside the safe range the learner claims (it must refuse: PrecisionLossError,
+    or NonIdentifiableError when f rounds to 0 everywhere)."""
+    live = (w != 0) & np.any(A != 0, axis=0)
+    return bool(np.any(live & (np.abs(w) * np.abs(A).max(axis=0) < 2.0**-800)))
+
+
+@given(ast.ffn_targets(), seeds)
+@example((np.array([[2.22507386e-313]]), np.array([2.22507386e-313]), "generic"), 0)  # f rounds to 0
+@example((np.array([[1.0]]), np.array([2.22507386e-313]), "generic"), 0)  # subnormal answers
+# tiny zero-sum triple next to a unit one: its kinks (1e-175) are below the bound, invisible
+@example((np.array([[-1.0, 0.0, 2.47899471e-175, -2.47899471e-175], [-1.0, 2.47899471e-175, 2.47899471e-175,
+                                                                       -4.95798941e-175]]),
+          np.array([1.0, 1.0, 1.0, 1.0]), "zero_sum"), 3568579821)
+@example((np.array([[0.34375], [0.34375]]), np.array([-1.0]), "generic"), 0)  # oracle rounding at f = 0
+@example((np.array([[1.0]]), np.array([0.3125]), "generic"), 0)  # d = 1: the path crosses {0} at 0
+def test_ffn_float64_recovers_every_kind(target, seed):
+    A, w, kind = target
+    try:
+        rec, oracle = recover_ffn(A, w, seed=seed)
+    except (PrecisionLossError, NonIdentifiableError):
+        assert beyond_float64(A, w)
+        return
+    check_count(rec, oracle, A.shape[0])
+    check_function(rec, A, w, np.random.default_rng(seed))
+    check_canonical(rec, A, w)
+
+
+def test_ffn_generic_unit_scale_uses_the_formula_exactly():
+    rng = np.random.default_rng(4)
+    A, w = rng.standard_normal((6, 5)), rng.standard_normal(5)
+    rec, oracle = recover_ffn(A, w, seed=1)
+    assert rec.L == 5 and rec.queries == ffn_query_count(6, 5) == 6 * 7 + 15
+    assert rec.diagnostics["extra_queries"] == 0
+
+
+# --- exact: sympy and mpmath ------------------------------------------------------------
+
+
+@given(ast.ffn_targets(max_d=3, max_m=3, exact=True), st.integers(0, 3))
+def test_ffn_sympy_is_exact(target, seed):
+    A, w, kind = target
+    rec, oracle = recover_ffn(A, w, SYMPY, seed)
+    check_count(rec, oracle, A.shape[0])
+    u, N, c = canonical_ffn(A, w, SYMPY)
+    assert rec.N.shape == N.shape
+    assert all(SYMPY.is_zero(a - b) for a, b in zip(np.concatenate([rec.u, rec.N.ravel(), rec.c]),
+                                                   np.concatenate([u, N.ravel(), c])))
+
+
+def test_mpmath_error_falls_like_ten_to_minus_dps():
+    """d = 8, m = 12: the error of (u, N, c) against the canonical form follows 10^-dps."""
+    rng = np.random.default_rng(12)
+    A, w = rng.standard_normal((8, 12)), rng.standard_normal(12)
+    for dps in (30, 60):
+        arith = MP(dps)
+        rec, oracle = recover_ffn(A, w, arith, seed=3)
+        check_count(rec, oracle, 8)
+        u, N, c = canonical_ffn(A, w, arith)
+        with arith.context():
+            err = max(abs(x) for x in np.concatenate([rec.u - u, (rec.N - N).ravel(), rec.c - c]))
+        assert rec.L == 12
+        assert err <= rec.diagnostics["error_bound"] <= 10.0 ** (-dps + 12)
+
+
+# --- failure cases: typed errors, never a wrong answer ----------------------------------
+
+
+@given(ast.zero_ffns(), seeds)
+def test_identically_zero_ffn_is_not_identifiable(target, seed):
+    A, w = target
+    with pytest.raises(NonIdentifiableError, match="identically 0"):
+        recover_ffn(A, w, seed=seed)
+
+
+def test_biases_break_the_parity_split():
+    """The counterexample: f(x) = ReLU(x - 1) has u = 1, but f(2) - f(-2) = 1 != u * 2."""
+    f = ReluFFN([[1.0]], [1.0], b=[-1.0])
+    assert f(np.array([[2.0]])) - f(np.array([[-2.0]])) == 1.0 != 2.0
+
+
+@given(ast.biased_ffns(), seeds)
+def test_biased_ffn_is_refused(target, seed):
+    A, w, b = target
+    oracle = ValueOracle(ReluFFN(A, w, b=b))
+    with pytest.raises(AssumptionError, match="biases"):
+        learn_ffn(oracle, rng=np.random.default_rng(seed))
+
+
+@given(ast.near_parallel_ffns(), seeds)
+def test_near_parallel_hyperplanes_typed_error_or_right(target, seed):
+    A, w, eps = target
+    try:
+        rec, oracle = recover_ffn(A, w, seed=seed)
+    except (DegenerateProbeError, PrecisionLossError):
+        return
+    check_count(rec, oracle, A.shape[0])
+    check_function(rec, A, w, np.random.default_rng(seed))
+
+
+@given(st.integers(0, ffn_query_count(3, 3) - 1))
+def test_budget_is_respected(budget):
+    A = np.array([[1.0, 0, -1], [0, 1, -1], [0.5, 0.25, 1]])
+    oracle = ValueOracle(ReluFFN(A, np.ones(3)), budget=budget)
+    with pytest.raises(QueryBudgetExceeded):
+        learn_ffn(oracle, rng=np.random.default_rng(0))
+    assert oracle.queries <= budget
+
+
+class HostileFFN:
+    """Answers one-token queries with deterministic nonsense (a hash of the query)."""
+
+    def __init__(self, d, kind):
+        self.d, self.arith, self.kind = d, FLOAT64, kind
+
+    def __call__(self, X):
+        X = np.asarray(X, float)[:, 0, :]
+        if self.kind == "noise":
+            return np.sin(1e3 * X.sum(axis=1)) * 1e3
+        if self.kind == "step":
+            return np.where(X[:, 0] > 0, 1.0, -1.0)
+        return np.abs(X).max(axis=1) ** 1.5
+
+
+@given(st.sampled_from(["noise", "step", "power"]), st.integers(1, 4), seeds)
+def test_learner_terminates_against_a_hostile_oracle(kind, d, seed):
+    """Every loop has a floor and a bound: a typed error within ffn_query_bound queries."""
+    oracle = ValueOracle(HostileFFN(d, kind))
+    with pytest.raises((AssumptionError, DegenerateProbeError, PrecisionLossError, NonIdentifiableError)):
+        learn_ffn(oracle, rng=np.random.default_rng(seed))
+    assert oracle.queries <= ffn_query_bound(d)
+
+
+@pytest.mark.parametrize("kw", [dict(rng=None), dict(rng=np.random.default_rng(0), tolerance=0)])
+def test_bad_arguments(kw):
+    with pytest.raises(InvalidInputError):
+        learn_ffn(ValueOracle(ReluFFN(np.eye(2), np.ones(2))), **kw)
+
+
+@pytest.mark.parametrize("kw", [dict(kinds=("nope",)), dict(min_d=3, max_d=2), dict(min_m=0)])
+def test_strategies_validate_eagerly(kw):
+    with pytest.raises(InvalidInputError):
+        ast.ffn_targets(**kw)
+
+
+# --- learn_transformer ------------------------------------------------------------------
+
+
+def recover_tf(W, A, w, arith=FLOAT64, seed=0, **kw):
+    oracle = ValueOracle(OneLayerTransformer(W, A, w, arith))
+    return learn_transformer(oracle, rng=np.random.default_rng(seed), arith=arith, **kw), oracle
+
+
+@given(ast.ffn_targets(max_d=4, max_m=5), seeds, st.data())
+def test_transformer_float64(target, seed, data):
+    A, w, kind = target
+    d = A.shape[0]
+    W = data.draw(ast.matrices(d, data.draw(st.sampled_from([0.3, 1.0, 2.0]))))
+    rec, oracle = recover_tf(W, A, w, seed=seed)
+    route = rec.diagnostics["route"]
+    assert route == ("cone" if kind == "even" else rec.diagnostics["route"])
+    assert rec.queries == oracle.queries == transformer_query_count(d, rec.ffn.L, route) + rec.diagnostics["extra_queries"]
+    assert np.abs(rec.W - W).sum() <= rec.diagnostics["error_bound"] + 64 * EPS * d * d * np.abs(W).max()
+    check_canonical(rec.ffn, A, w)
+
+
+def test_even_ffn_hides_W_from_vq_tilde_but_not_from_vq():
+    rng = np.random.default_rng(2)
+    d = 5
+    B, a, W = rng.standard_normal((d, 4)), rng.standard_normal(4), rng.standard_normal((d, d)) / np.sqrt(d)
+    A, w = np.concatenate([B, -B], axis=1), np.concatenate([a, a])
+    X = rng.standard_normal((10, 3, d))
+    assert np.abs(AntisymmetricOracle(ValueOracle(OneLayerTransformer(W, A, w)))(X)).max() < 1e-12
+    rec, oracle = recover_tf(W, A, w, seed=1)
+    assert rec.diagnostics["route"] == "cone"
+    assert rec.queries == transformer_query_count(d, 4, "cone") + rec.diagnostics["extra_queries"]
+    assert np.abs(rec.W - W).sum() <= rec.diagnostics["error_bound"]
+    with pytest.raises(InvalidInputError, match="not identifiable"):
+        recover_tf(W, A, w, route="antisymmetric")
+
+
+def test_transformer_sympy_exact_both_routes():
+    W = np.array([[1, -2], [3, 1]]) / 4
+    for A, w, route in [([[1, -1, 2], [1, 1, 0]], [1, -2, 1], "antisymmetric"), ([[1, -1], [2, -2]], [1, 1], "cone")]:
+        rec, oracle = recover_tf(W, np.array(A), np.array(w), SYMPY, probes="basis")
+        assert rec.diagnostics["route"] == route
+        assert all(SYMPY.is_zero(a - b) for a, b in zip(rec.W.ravel(), SYMPY.asarray(W).ravel()))
+
+
+@given(ast.zero_ffns(max_d=3), seeds)
+def test_transformer_with_zero_ffn_is_not_identifiable(target, seed):
+    A, w = target
+    with pytest.raises(NonIdentifiableError):
+        recover_tf(np.eye(A.shape[0]), A, w, seed=seed)
