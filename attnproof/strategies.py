@@ -199,9 +199,7 @@ def _integer_entries(draw: st.DrawFn, shape: tuple[int, ...], halves: bool) -> n
     return vals / (2.0 if halves else 1.0)
 
 
-@st.composite
 def ffn_targets(
-    draw: st.DrawFn,
     kinds: tuple[str, ...] = FFN_KINDS,
     min_d: int = 1,
     max_d: int = 5,
@@ -229,6 +227,13 @@ def ffn_targets(
     if unknown or not kinds:
         raise InvalidInputError(f"unknown FFN kinds {sorted(unknown)}: use a subset of {FFN_KINDS}")
     _check_sizes(min_d, max_d, min_m, max_m)
+    return _ffn_targets(tuple(kinds), min_d, max_d, min_m, max_m, exact)
+
+
+@st.composite
+def _ffn_targets(
+    draw: st.DrawFn, kinds: tuple[str, ...], min_d: int, max_d: int, min_m: int, max_m: int, exact: bool
+) -> tuple[np.ndarray, np.ndarray, str]:
     kind = draw(st.sampled_from(kinds))
     d = draw(st.integers(max(min_d, 2 if kind in ("zero_sum", "narrow") else 1), max(max_d, 2)))
     m = draw(st.integers(min_m, max_m))
@@ -265,10 +270,9 @@ def ffn_targets(
     return A, w, kind
 
 
-@st.composite
 def near_parallel_ffns(
-    draw: st.DrawFn, min_log10: int = -17, max_log10: int = -4, min_d: int = 2, max_d: int = 5
-) -> tuple[np.ndarray, np.ndarray, float]:
+    min_log10: int = -17, max_log10: int = -4, min_d: int = 2, max_d: int = 5
+) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray, float]]:
     """``(A, w_o, eps)``: two units on hyperplanes at angle ~ eps (w and w + eps r), plus others.
 
     Kinks this close may be beyond float64: the learner must then raise a typed error, never
@@ -279,6 +283,13 @@ def near_parallel_ffns(
     if not (isinstance(min_log10, int) and isinstance(max_log10, int) and min_log10 <= max_log10 <= 0):
         raise InvalidInputError(f"need integers min_log10 <= max_log10 <= 0; got {min_log10}, {max_log10}")
     _check_sizes(min_d, max_d, 1, 1)
+    return _near_parallel_ffns(min_log10, max_log10, min_d, max_d)
+
+
+@st.composite
+def _near_parallel_ffns(
+    draw: st.DrawFn, min_log10: int, max_log10: int, min_d: int, max_d: int
+) -> tuple[np.ndarray, np.ndarray, float]:
     d = draw(st.integers(min_d, max_d))
     eps = 10.0 ** draw(st.integers(min_log10, max_log10))
     w = draw(arrays(np.float64, d, elements=st.floats(-1, 1)))
@@ -291,10 +302,14 @@ def near_parallel_ffns(
     return A, a * draw(arrays(np.float64, A.shape[1], elements=st.sampled_from([-1.0, 1.0]))), eps
 
 
-@st.composite
-def zero_ffns(draw: st.DrawFn, min_d: int = 1, max_d: int = 5) -> tuple[np.ndarray, np.ndarray]:
+def zero_ffns(min_d: int = 1, max_d: int = 5) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray]]:
     """FFNs that are identically zero: a = 0, w = 0, or a unit cancelled by its twin."""
     _check_sizes(min_d, max_d, 1, 1)
+    return _zero_ffns(min_d, max_d)
+
+
+@st.composite
+def _zero_ffns(draw: st.DrawFn, min_d: int, max_d: int) -> tuple[np.ndarray, np.ndarray]:
     d = draw(st.integers(min_d, max_d))
     A = draw(arrays(np.float64, (d, 2), elements=st.floats(-1, 1)))
     how = draw(st.sampled_from(["a", "w", "twin"]))
@@ -305,11 +320,15 @@ def zero_ffns(draw: st.DrawFn, min_d: int = 1, max_d: int = 5) -> tuple[np.ndarr
     return np.column_stack([A[:, 0], A[:, 0]]), np.array([1.0, -1.0]) * draw(st.floats(0.5, 2))
 
 
-@st.composite
-def biased_ffns(draw: st.DrawFn, min_d: int = 1, max_d: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def biased_ffns(min_d: int = 1, max_d: int = 4) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(A, w_o, b)``: an FFN ``w_o^T ReLU(A^T x + b)`` whose biases matter near the unit ball
     (|b_k| <= |w_k|_1 / 2, b != 0): not positively homogeneous, refused by the bias-free learner."""
     _check_sizes(min_d, max_d, 1, 1)
+    return _biased_ffns(min_d, max_d)
+
+
+@st.composite
+def _biased_ffns(draw: st.DrawFn, min_d: int, max_d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     d = draw(st.integers(min_d, max_d))
     m = draw(st.integers(1, 4))
     A = draw(arrays(np.float64, (d, m), elements=st.floats(-1, 1)))

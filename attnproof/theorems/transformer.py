@@ -31,9 +31,11 @@ opened at s* (or at the midpoint, when s* is outside the interval).  From the gr
 ``G_U`` (start) and the jumps ``J_j = G_b - G_a`` the network is
 ``f(x) = G_U^T x + sum_j [J_j^T x has the sign of J_j^T dir_j] J_j^T x``: ``u = G_U + G_{-U}``
 and ``c_j |n_j^T x| = |J_j^T x|`` (``sec4.1/canonical-from-jumps``).
-In generic position every path region is visited once: ``(L + 1)(d + 1) + 2 L`` queries for L
-hyperplanes (:data:`ffn_query_count`); retries (a smaller h, a piece found twice, a
-segment without kink) are counted in ``diagnostics["extra_queries"]``.
+Two more queries check ``f(S x) = S f(x)`` at ``x = +-U``, ``S = 2^16`` (a biased unit silent
+on the whole path wakes up there).  In generic position every path region is visited once:
+``(L + 1)(d + 1) + 3 L + 2`` queries for L hyperplanes (:func:`ffn_query_count`); retries (a
+smaller h, a point found inside a known region, a repeated confirmation) are counted in
+``diagnostics["extra_queries"]`` and itemised in ``diagnostics["ledger"]``.
 
 **W* (Sec. 4.1 and beyond)** (:func:`learn_transformer`).  If ``u != 0``: Thm 4.1
 (:func:`~attnproof.theorems.exact.learn_exact`) on VQ~, each VQ~ query costing two value
@@ -89,21 +91,22 @@ H_ROUNDS = 5
 NUDGES = 3
 #: Float comparisons accept a disagreement of TOL_ULPS * eps * (the magnitudes involved).
 TOL_ULPS = 2**10
-#: Off-path confirmation points x* +- y: ||y||_inf = (path distance to the known pieces) / 64.
-CONFIRM_FRACTION = 64
-#: At most CONFIRM_ROUNDS confirmation pairs per candidate kink, y shrinking by 2^H_SHRINK_LOG2.
-CONFIRM_ROUNDS = 3
+#: Resolution rho = 2^-k of the kink confirmation (|y| = rho |x*|): float64, sympy; mpmath
+#: uses k = 3/4 of its bits.  Hyperplanes crossing the path within rho |x*| may be merged.
+RESOLUTION_LOG2 = {"float64": 30, "sympy": 64}
+#: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
+SCALE_LOG2 = 16
 
 
 def ffn_query_count(d: int, L: int) -> int:
-    """Queries of :func:`learn_ffn` in generic position: ``(L + 1)(d + 1) + 3 L``.
+    """Queries of :func:`learn_ffn` in generic position: ``(L + 1)(d + 1) + 3 L + 2``.
 
     Each of the L + 1 regions the path crosses costs d perturbations plus one value (its
     centre), each of the L kinks three confirmation queries (x*, x* + y, x* - y); a failed
     first test at x* makes x* the centre of a new region.  For d = 1 the only hyperplane is
     {0}: the three end pieces, 3 (d + 1) = 6 queries, suffice.
     """
-    return 3 * (d + 1) if d == 1 else (L + 1) * (d + 1) + 3 * L
+    return 3 * (d + 1) + 2 if d == 1 else (L + 1) * (d + 1) + 3 * L + 2
 
 
 def kink_parameter(J: np.ndarray, X0: np.ndarray, direction: np.ndarray) -> Any:
@@ -134,15 +137,16 @@ def assemble_canonical(
     return G_start + G_end, N, c
 
 
-def ffn_query_bound(d: int, max_steps: int | None = None) -> int:
+def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2) -> int:
     """The most queries :func:`learn_ffn` can ask, whatever the oracle answers (termination).
 
-    Three end pieces, then per search step at most: a value, CONFIRM_ROUNDS pairs, and
-    NUDGES pieces, each of H_ROUNDS perturbation batches, a centre and a homogeneity query.
+    Three end pieces and the scale check, then per search step at most: a value, a
+    confirmation pair, a bisection value, and NUDGES pieces, each of H_ROUNDS perturbation
+    batches, a centre and a homogeneity query; all of it once per path (1 + restarts).
     """
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
-    return 3 * piece + steps * (1 + 2 * CONFIRM_ROUNDS + 1 + NUDGES * piece)
+    return (1 + restarts) * (3 * piece + 2 + steps * (1 + 2 + 1 + NUDGES * piece))
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,8 @@ class _PathSearch:
         #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
         #: f(x) and the local gradient vanish (units cancelling on x's region).
         self.gscale = 0.0
+        bits = RESOLUTION_LOG2.get(arith.name, int(0.75 * getattr(arith, "dps", 20) * np.log2(10)))
+        self.rho = arith.scalar(2) ** -bits
         self.seen: list[tuple[np.ndarray, Any]] = []
 
     def ask(self, X: np.ndarray) -> np.ndarray:
@@ -309,6 +315,38 @@ class _PathSearch:
             residual_before = residual
             h = h / 2**H_SHRINK_LOG2
         raise _OnHyperplane  # no step keeps the perturbations in one region: x0 is (nearly) on one
+
+    def end_piece(self, x0: np.ndarray) -> _Piece:
+        """The gradient at an end of the path (no caller can move it: a failure is final)."""
+        try:
+            return self.piece(x0)
+        except _OnHyperplane:
+            raise DegenerateProbeError(
+                "no gradient at a random end of the path: no step down to "
+                f"2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| keeps f linear (not a ReLU FFN?)"
+            ) from None
+
+    def scale_check(self, pU: _Piece, pW: _Piece) -> None:
+        """Two queries: ``f(S x) = S f(x)`` at ``x = +-U``, ``S = 2^SCALE_LOG2`` (``sec4.1/parity-split``).
+
+        A biased unit ``ReLU(w^T x + b)`` silent on the whole path wakes up at one of +-S U once
+        ``S |w^T U| > |b|``: homogeneity at two scales is what a bias-free FFN guarantees.
+
+        Raises
+        ------
+        AssumptionError
+            If f is not positively homogeneous (an FFN with biases).
+        """
+        S = self.arith.scalar(2) ** SCALE_LOG2
+        big = self.ask(np.array([S * pU.x, S * pW.x]))
+        self.ledger.values += 2
+        for p, y in zip((pU, pW), big):
+            if not self.agrees(y, S * p.y, S * self.tol(p.x, y / S, p.y, G=p.G)):
+                raise AssumptionError(
+                    f"f(S x) - S f(x) = {float(y - S * p.y):.6g} != 0 at S = 2^{SCALE_LOG2}: f is not positively "
+                    "homogeneous (an FFN with biases); the bias-free learner (Sec. 4.1) refuses it, as the "
+                    "parity split f(x) - f(-x) = u^T x fails with biases"
+                )
 
     def _homogeneity(self, x0: np.ndarray, y0: Any) -> None:
         """One query: ``f(2 x0) = 2 f(x0)`` for a bias-free FFN (``sec4.1/parity-split``).
@@ -434,9 +472,9 @@ class _PathSearch:
 
         First ``f(x*) = G_a^T x*`` (one query; if it fails x* opens a new piece), then
         ``f(x* + y) = G_b^T (x* + y)`` and ``f(x* - y) = G_a^T (x* - y)`` with y off the path on
-        pb's side (two queries): they rule out an x* inside pa's or pb's own region, where the
-        first test holds by construction.  An unrecognised pattern (y crossed another
-        hyperplane) is asked again with a smaller y, at most CONFIRM_ROUNDS pairs.
+        pb's side, ``|y|_inf = rho |x*|_inf`` (two queries): they rule out an x* inside pa's or
+        pb's own region, where the first test holds by construction, unless x* lies within
+        ``|y|`` of that region's boundary: the search's resolution rho (RESOLUTION_LOG2).
 
         Returns
         -------
@@ -452,22 +490,24 @@ class _PathSearch:
         self.ledger.values += 1
         if not (self.fits(pa, x, y_x) and self.fits(pb, x, y_x)):
             return "split", y_x
-        step = arith.abs_max(reach) if not arith.exact else max(abs(t) for t in reach)
-        y = self.r * (step / CONFIRM_FRACTION)
+        size = arith.abs_max(x) if not arith.exact else max(abs(t) for t in x)
+        y = self.r * (size * self.rho)
         if arith.is_zero(J @ y):
-            y = reach / CONFIRM_FRACTION
+            y = reach * (size * self.rho / (arith.abs_max(reach) if not arith.exact else max(abs(t) for t in reach)))
+        if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerance
+            need = 2**6 * self.tol(x, y_x, G=pa.G, err=pa.err + pb.err)
+            if abs(float(J @ y)) < need:
+                y = y * (need / abs(float(J @ y)))
         if (float(J @ y) > 0) != (float(J @ reach) > 0):
             y = -y
-        for _ in range(CONFIRM_ROUNDS):
-            plus, minus = self.ask(np.array([x + y, x - y]))
-            self.ledger.pairs += 1
-            if self.fits(pb, x + y, plus) and self.fits(pa, x - y, minus):
-                return "kink", y_x
-            if self.fits(pa, x + y, plus) and self.fits(pa, x - y, minus):
-                return "in_a", y_x
-            if self.fits(pb, x + y, plus) and self.fits(pb, x - y, minus):
-                return "in_b", y_x
-            y = y / 2**H_SHRINK_LOG2
+        plus, minus = self.ask(np.array([x + y, x - y]))
+        self.ledger.pairs += 1
+        if self.fits(pb, x + y, plus) and self.fits(pa, x - y, minus):
+            return "kink", y_x
+        if self.fits(pa, x + y, plus) and self.fits(pa, x - y, minus):
+            return "in_a", y_x
+        if self.fits(pb, x + y, plus) and self.fits(pb, x - y, minus):
+            return "in_b", y_x
         return "unknown", y_x
 
 
@@ -480,7 +520,7 @@ class _PathSearch:
         "sec4.1/zero-sum-flip", "sec4.1/ffn-end-to-end",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
-    queries="(L + 1)(d + 1) + 3 L for L distinct hyperplanes (generic position)",
+    queries="(L + 1)(d + 1) + 3 L + 2 for L distinct hyperplanes (generic position)",
     count=lambda d, L, **_: ffn_query_count(d, L),
 )
 def learn_ffn(
@@ -491,6 +531,7 @@ def learn_ffn(
     min_gap: float | None = None,
     max_steps: int | None = None,
     tolerance: float = 1e-6,
+    restarts: int = 2,
 ) -> FFNRecovery:
     """Learn a bias-free FFN ``f(x) = w_o^T ReLU(A^T x)`` from one-token value queries (A_FFN).
 
@@ -513,12 +554,17 @@ def learn_ffn(
     tolerance : float
         Promised relative accuracy (numeric arithmetics): a larger a-posteriori error bound
         raises PrecisionLossError.
+    restarts : int
+        A path that meets kinks closer than the arithmetic resolves (DegenerateProbeError,
+        PrecisionLossError) is abandoned for a new random path, at most this many times; the
+        abandoned queries are counted (``diagnostics["restarts"]`` says why).
 
     Returns
     -------
     FFNRecovery
         The canonical form, the queries used and diagnostics (``L``, the query ``ledger``,
-        ``formula`` = (L + 1)(d + 1) + 3 L, ``extra_queries``, ``error_bound``).
+        ``formula`` = (L + 1)(d + 1) + 3 L + 2, ``extra_queries``, ``restarts``,
+        ``error_bound``).
 
     Raises
     ------
@@ -548,36 +594,60 @@ def learn_ffn(
         raise InvalidInputError("learn_ffn needs an explicit numpy.random.Generator (rng=...)")
     if not isinstance(tolerance, (int, float)) or not tolerance > 0:
         raise InvalidInputError(f"tolerance must be a positive number; got {tolerance!r}")
+    if not isinstance(restarts, int) or restarts < 0:
+        raise InvalidInputError(f"restarts must be a non-negative integer; got {restarts!r}")
     d = oracle.d
     start = oracle.queries
     if min_gap is None:
         min_gap = 2.0**-200 if arith.exact else 2**12 * arith.eps
     max_steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
+    failures: list[str] = []
+    spent = _Ledger()
+    for attempt in range(restarts + 1):
+        try:
+            rec = _learn_ffn_once(oracle, rng, arith, min_gap, max_steps, tolerance, spent)
+        except (DegenerateProbeError, PrecisionLossError) as err:
+            # a path too close to a meeting of hyperplanes for this arithmetic: draw another
+            if attempt == restarts or "safe range" in str(err):
+                raise
+            failures.append(f"{type(err).__name__}: {err}")
+            continue
+        queries = oracle.queries - start
+        if spent.total(d) != queries:
+            raise AssertionError(f"query ledger {spent} does not add up to {queries}")
+        rec.diagnostics.update(
+            formula=ffn_query_count(d, rec.L), extra_queries=queries - ffn_query_count(d, rec.L),
+            ledger=dict(spent.__dict__), restarts=failures,
+        )
+        return FFNRecovery(rec.u, rec.N, rec.c, queries, rec.arith, rec.diagnostics)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _learn_ffn_once(
+    oracle: ValueOracle, rng: np.random.Generator, arith: Arith, min_gap: float, max_steps: int,
+    tolerance: float, ledger: _Ledger,
+) -> FFNRecovery:
+    """One path U -> V -> -U (see :func:`learn_ffn`); queries are booked in ``ledger``."""
+    d = oracle.d
     with arith.context():
         U, V, r = (arith.asarray(rng.standard_normal(d)) for _ in range(3))
         search = _PathSearch(oracle, arith, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
-        pU, pV, pW = search.piece(U), search.piece(V), search.piece(-U)
+        search.ledger = ledger
+        pU, pV, pW = (search.end_piece(x) for x in (U, V, -U))
+        search.scale_check(pU, pW)
         if d == 1:  # the only hyperplane is {0}, which any path between U and -U crosses at 0
             kinks = [] if search.same_gradient(pU, pW) else [(pW.G - pU.G, -U, pU.err + pW.err)]
         else:
             kinks = search.segment(pU, pV) + search.segment(pV, pW)
         u, N, c = assemble_canonical(pU.G, pW.G, [(J, direction) for J, direction, _ in kinks], arith)
-    queries = oracle.queries - start
     L = N.shape[0]
-    info: dict[str, Any] = {
-        "L": L,
-        "formula": ffn_query_count(d, L),
-        "extra_queries": queries - ffn_query_count(d, L),
-        "ledger": dict(search.ledger.__dict__),
-        "steps": search.steps,
-    }
-    if search.ledger.total(d) != queries:
-        raise AssertionError(f"query ledger {search.ledger} does not add up to {queries}")
-    rec = FFNRecovery(u, N, c, queries, arith.name, info)
+    info: dict[str, Any] = {"L": L, "steps": search.steps, "resolution": float(search.rho)}
+    rec = FFNRecovery(u, N, c, 0, arith.name, info)
     _check_nonzero(rec, arith)
     if not arith.exact:
         # sup_{|x|_inf <= 1} |f_hat - f| <= (|du|_1 + sum_j |dJ_j|_1) / 2 (``||a| - |b|| <= |a - b|``)
-        info["error_bound"] = 0.5 * d * (pU.err + pW.err + sum(e for _, _, e in kinks)) + _size(rec, arith) * arith.eps * 4 * (L + 1)
+        jumps = pU.err + pW.err + sum(e for _, _, e in kinks)
+        info["error_bound"] = 0.5 * d * jumps + _size(rec, arith) * arith.eps * 4 * (L + 1)
     _check_answers(rec, search, arith, tolerance)
     return rec
 
@@ -646,7 +716,7 @@ CONE_DRAWS = 32
 
 def transformer_query_count(d: int, L: int, route: str = "antisymmetric") -> int:
     """``Q_FFN + 2 (d + d^2)`` (each VQ~ query is two value queries) or ``Q_FFN + d + d^2``
-    (cone route), with ``Q_FFN = (L + 1)(d + 1) + 3 L`` in generic position."""
+    (cone route), with ``Q_FFN = (L + 1)(d + 1) + 3 L + 2`` in generic position."""
     return ffn_query_count(d, L) + (2 if route == "antisymmetric" else 1) * (d + d * d)
 
 
@@ -1069,7 +1139,7 @@ def canonical_from_jumps() -> list[Pair]:
     id="sec4.1/ffn-end-to-end",
     paper="Sec. 4.1 (A_FFN, beyond the paper)",
     statement=r"\mathrm{learn\_ffn}(\mathrm{VQ}_f) = \mathrm{canonical\_ffn}(A, w_o) \text{ exactly, with }"
-    r" (L + 1)(d + 1) + 3L + \text{extra (ledgered) queries}",
+    r" (L + 1)(d + 1) + 3L + 2 + \text{extra (ledgered) queries}",
     uses=("sec4.1/canonical-form", "sec4.1/piece-gradient", "sec4.1/kink-intersection", "sec4.1/canonical-from-jumps"),
     assumptions="the rational targets EXACT_FFN_TARGETS, in sympy, path drawn with seed 0",
 )
