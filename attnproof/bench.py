@@ -10,7 +10,7 @@ import numpy as np
 from .arith import FLOAT64, Arith, parse
 from .models import Attention, FactoredAttention
 from .oracles import ADVERSARIES, ApproxOracle, ValueOracle
-from .recovery import score
+from .recovery import Recovery, score
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
 from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
@@ -252,7 +252,74 @@ def tolerance_headroom(
             "empirical_over_paper": safe * proven[0] / paper}
 
 
+def transformer_target(
+    d: int, m: int, rng: np.random.Generator, even: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A one-layer Transformer (Sec. 4.1): W ~ N(0, 1/d), A ~ N(0, 1), w_o ~ N(0, 1).
+
+    ``even=True`` pairs every unit with its mirror (A = [B, -B], w_o = [a, a]): an even FFN,
+    u = A w_o = 0, so VQ~ == 0 and only the cone route can see W.
+    """
+    W = rng.standard_normal((d, d)) / np.sqrt(d)
+    if even:
+        B, a = rng.standard_normal((d, m // 2)), rng.standard_normal(m // 2)
+        return W, np.concatenate([B, -B], axis=1), np.concatenate([a, a])
+    return W, rng.standard_normal((d, m)), rng.standard_normal(m)
+
+
+def run_transformer(d: int, m: int, arith: Arith | str = "float64", seed: int = 0, **opts: Any) -> dict[str, Any]:
+    """Recover a random one-layer Transformer (Sec. 4.1) through a counting oracle, and score it.
+
+    Options: ``even`` (an even FFN, cone route), ``route``, ``probes`` (see
+    :func:`~attnproof.theorems.transformer.learn_transformer`).
+
+    Returns
+    -------
+    dict
+        ``d, m, learner, arith, seed, route, L, queries, query_formula`` (the formula's name),
+        ``query_formula_value``, ``extra_queries``, ``ffn_queries``, ``attention_queries``,
+        ``err_W, rel_err_W, bits`` (of W), ``ffn_err`` (max |f_hat(x) - f(x)| / |x|_inf over
+        256 random and 8 d points on the hyperplanes), ``error_bound_W``, ``error_bound_ffn``,
+        ``seconds, oracle_seconds``.
+    """
+    from .models import OneLayerTransformer, ReluFFN
+    from .theorems.transformer import learn_transformer
+
+    arith = parse(arith)
+    rng = np.random.default_rng(seed)
+    W, A, w_o = transformer_target(d, m, rng, even=bool(opts.pop("even", False)))
+    model = OneLayerTransformer(W, A, w_o, arith)
+    oracle = ValueOracle(model)
+    t0 = time.perf_counter()
+    rec = learn_transformer(oracle, rng=rng, arith=arith, **opts)
+    seconds = time.perf_counter() - t0
+    X = rng.standard_normal((256, d))
+    for w in A.T[:8]:
+        P = rng.standard_normal((d, d))
+        X = np.concatenate([X, P - np.outer(P @ w, w) / (w @ w)])
+    with arith.context():
+        truth = ReluFFN(A, w_o, arith)(arith.asarray(X)[:, None, :])
+        got = rec.ffn(arith.asarray(X))
+        ffn_err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
+    s = score(Recovery(W=rec.W, v=np.zeros(d), queries=rec.queries, arith=rec.arith), model.W, np.zeros(d), arith)
+    route = rec.diagnostics["route"]
+    return {
+        "d": d, "m": m, "learner": "transformer", "arith": arith.name, "seed": seed, "route": route,
+        "L": rec.ffn.L, "queries": rec.queries,
+        "query_formula": "(L+1)(d+1) + 3L + 2 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
+        "query_formula_value": rec.diagnostics["formula"], "extra_queries": rec.diagnostics["extra_queries"],
+        "ffn_queries": rec.diagnostics["ffn_queries"], "attention_queries": rec.diagnostics["attention_queries"],
+        "err_W": s.err_W, "rel_err_W": s.rel_err_W, "bits": s.bits, "ffn_err": ffn_err,
+        "error_bound_W": rec.diagnostics.get("error_bound", 0.0),
+        "error_bound_ffn": rec.ffn.diagnostics.get("error_bound", 0.0),
+        "restarts": len(rec.ffn.diagnostics["restarts"]),
+        "seconds": seconds, "oracle_seconds": oracle.seconds,
+    }
+
+
 __all__ = [
+    "transformer_target",
+    "run_transformer",
     "random_target",
     "run_exact",
     "precision_sweep",

@@ -230,11 +230,20 @@ class AntisymmetricOracle(DerivedOracle):
     """VQ~(X) = VQ(X) - VQ(-X) (Sec. 4.1): two value queries per query, asked as one batch."""
 
     cost: int = 2
+    #: max over answers of (|VQ(X)| + |VQ(-X)|) / |VQ~(X)|: how much the difference amplifies
+    #: the value oracle's relative rounding (numeric arithmetics; 1 if never measured).
+    amplification: float = 1.0
 
     def _answer(self, Xb: np.ndarray) -> np.ndarray:
         y = np.asarray(self.base(np.concatenate([Xb, -Xb])))
         n = Xb.shape[0]
-        return y[:n] - y[n:]
+        out = y[:n] - y[n:]
+        if not self.base.model.arith.exact:
+            size, diff = np.abs(y[:n]) + np.abs(y[n:]), np.abs(out)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(diff > 0, size / np.where(diff > 0, diff, 1), np.where(size > 0, np.inf, 1.0))
+            self.amplification = max(self.amplification, float(np.max(np.asarray(ratio, dtype=float))))
+        return out
 
 
 @dataclass

@@ -802,7 +802,8 @@ def learn_transformer(
         if route == "antisymmetric":
             derived = AntisymmetricOracle(oracle)
             rec = learn_exact(derived, probes=probes, rng=rng, arith=arith)
-            W, extra_bound = rec.W, 1.0
+            W = rec.W
+            extra_bound = derived.amplification  # Thm 4.1's bound assumes VQ~'s own rounding
         else:
             M, info = cone_map(ffn, arith, rng)
             derived = LinearMapOracle(oracle, M=M)
