@@ -385,6 +385,7 @@ class _PathSearch:
         zero, one = arith.scalar(0), arith.scalar(1)
         stack = [(zero, a, one, b)]
         kinks: list[tuple[np.ndarray, np.ndarray, float]] = []
+        tested: set[Any] = set()  # intersections already confirmed against (never twice)
         while stack:
             sa, pa, sb, pb = stack.pop()
             self.steps += 1
@@ -393,7 +394,7 @@ class _PathSearch:
                     f"kinks closer than the search resolves (interval {float(sb - sa):.3g} after "
                     f"{self.steps} steps): near-parallel hyperplanes"
                 )
-            y_split = None
+            y_split, s = None, None
             if self.same_gradient(pa, pb):
                 s = (sa + sb) / 2
                 x = X0 + s * direction
@@ -403,26 +404,40 @@ class _PathSearch:
                     continue  # one linear function on the whole interval: no kink
             else:
                 J = pb.G - pa.G
-                s = self._intersection(J, X0, direction, sa, sb)
-                if s is not None:
-                    status, y_split = self._confirm(pa, pb, X0 + s * direction, min(s - sa, sb - s) * direction)
+                s = self._intersection(J, X0, direction, sa, sb, pa.err + pb.err)
+                if s is not None and s not in tested:
+                    tested.add(s)
+                    status, y_split = self._confirm(pa, pb, X0 + s * direction, (sb - sa) * direction)
                     if status == "kink":
                         kinks.append((J, direction, pa.err + pb.err))
                         continue
-                    if status in ("in_a", "in_b"):  # x* lies in pa's (pb's) own region: shrink
+                    inside = sa < s < sb
+                    if inside and status in ("in_a", "in_b"):  # x* lies in pa's (pb's) own region
                         self.ledger.regions_skipped += 1
                         stack.append((s, pa, sb, pb) if status == "in_a" else (sa, pa, s, pb))
                         continue
-                if s is None or status == "unknown":
-                    # bisect: one value tells whether the midpoint lies in pa's or pb's region
+                    if not (inside and status == "split"):
+                        s = None
+                else:
+                    s = None
+                mid = (sa + sb) / 2
+                if s is None and mid not in tested and self._planes_meet(pa, pb, X0 + mid * direction):
+                    # bisection has cornered the kink closer than s* (moved by the gradients'
+                    # errors) could: confirm it at the midpoint, where the planes still agree
+                    tested.add(mid)
+                    status, y_split = self._confirm(pa, pb, X0 + mid * direction, (sb - sa) * direction)
+                    if status == "kink":
+                        kinks.append((J, direction, pa.err + pb.err))
+                        continue
+                if s is None:  # bisect: one value tells whether the midpoint is in pa's or pb's region
                     s = (sa + sb) / 2
                     x = X0 + s * direction
                     y_split = self.ask(x[None])[0]
                     self.ledger.values += 1
-                    side = [self.fits(p, x, y_split) for p in (pa, pb)]
-                    if any(side):
+                    ra, rb = self.misfit(pa, x, y_split), self.misfit(pb, x, y_split)
+                    if min(ra, rb) <= 1:  # on pa's plane or pb's: the closer fit decides
                         self.ledger.regions_skipped += 1
-                        stack.append((s, pa, sb, pb) if side[0] else (sa, pa, s, pb))
+                        stack.append((s, pa, sb, pb) if ra < rb else (sa, pa, s, pb))
                         continue
             self._split(stack, X0, direction, (sa, pa, s, sb, pb), y_split)
         return kinks
@@ -449,23 +464,40 @@ class _PathSearch:
         else:
             stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
 
-    def _intersection(self, J: np.ndarray, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any) -> Any:
-        """s* with J^T (X0 + s* dir) = 0 if it lies strictly inside (sa, sb), else None
-        (``sec4.1/kink-intersection``)."""
-        if self.arith.is_zero(J @ direction):
+    def _intersection(self, J: np.ndarray, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any, err: float) -> Any:
+        """s* with J^T (X0 + s* dir) = 0 (``sec4.1/kink-intersection``) if it lies in (sa, sb)
+        widened by its own uncertainty (the gradients' errors ``err`` move it), else None."""
+        slope = J @ direction
+        if self.arith.is_zero(slope):
             return None
         s = kink_parameter(J, X0, direction)
-        margin = 0 if self.arith.exact else (float(sb - sa)) * 2.0**-20
-        return s if float(s - sa) > margin and float(sb - s) > margin and sa < s < sb else None
+        if self.arith.exact:
+            return s if sa < s < sb else None
+        x = X0 + s * direction
+        wobble = (4 * err * float(np.abs(self.arith.to_float(x)).sum()) + self.tol(x, G=J)) / abs(float(slope))
+        return s if float(sa) - wobble < float(s) < float(sb) + wobble else None
 
-    def fits(self, p: _Piece, z: np.ndarray, got: Any) -> bool:
-        """Does f(z) = ``got`` lie on p's plane?  Predicted as ``f(x_p) + G_p^T (z - x_p)``, whose
-        error grows with |z - x_p| only (so a thin region's gradient is still useful nearby)."""
+    def misfit(self, p: _Piece, z: np.ndarray, got: Any) -> float:
+        """|f(z) - prediction| / tolerance, predicting f(z) from p as ``f(x_p) + G_p^T (z - x_p)``,
+        whose error grows with |z - x_p| only (a thin region's gradient is still useful nearby).
+        Exact arithmetic: 0 on p's plane, inf off it."""
         predicted = p.y + p.G @ (z - p.x)
         if self.arith.exact:
-            return self.arith.is_zero(got - predicted)
+            return 0.0 if self.arith.is_zero(got - predicted) else np.inf
         dz = float(np.abs(self.arith.to_float(z - p.x)).sum())
-        return self.agrees(got, predicted, self.tol(z, got, p.y, G=p.G) + p.err * dz)
+        tol = self.tol(z, got, p.y, G=p.G) + p.err * dz
+        diff = abs(float(got - predicted))
+        return diff / tol if tol > 0 else (0.0 if diff == 0 else np.inf)
+
+    def fits(self, p: _Piece, z: np.ndarray, got: Any) -> bool:
+        """Does f(z) = ``got`` lie on p's plane (to within the prediction's tolerance)?"""
+        return self.misfit(p, z, got) <= 1
+
+    def _planes_meet(self, pa: _Piece, pb: _Piece, x: np.ndarray) -> bool:
+        """Do pa's and pb's predictions of f(x) agree to within their tolerances (numeric only)?"""
+        if self.arith.exact:
+            return False
+        return self.fits(pb, x, pa.y + pa.G @ (x - pa.x)) and self.fits(pa, x, pb.y + pb.G @ (x - pb.x))
 
     def _confirm(self, pa: _Piece, pb: _Piece, x: np.ndarray, reach: np.ndarray) -> tuple[str, Any]:
         """Is ``(G_b - G_a)^T x = 0`` the only hyperplane between pa and pb?
@@ -495,7 +527,7 @@ class _PathSearch:
         if arith.is_zero(J @ y):
             y = reach * (size * self.rho / (arith.abs_max(reach) if not arith.exact else max(abs(t) for t in reach)))
         if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerance
-            need = 2**6 * self.tol(x, y_x, G=pa.G, err=pa.err + pb.err)
+            need = 4 * self.tol(x, y_x, G=pa.G, err=pa.err + pb.err)
             if abs(float(J @ y)) < need:
                 y = y * (need / abs(float(J @ y)))
         if (float(J @ y) > 0) != (float(J @ reach) > 0):
