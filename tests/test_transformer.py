@@ -111,6 +111,7 @@ def beyond_float64(A, w):
           np.array([1.0, 1.0, 1.0, 1.0]), "zero_sum"), 3568579821)
 @example((np.array([[0.34375], [0.34375]]), np.array([-1.0]), "generic"), 0)  # oracle rounding at f = 0
 @example((np.array([[1.0]]), np.array([0.3125]), "generic"), 0)  # d = 1: the path crosses {0} at 0
+@example((np.array([[1e-300], [1.0]]), np.array([-1.0]), "generic"), 0)  # f = 4e-301 at a kink: normal
 def test_ffn_float64_recovers_every_kind(target, seed):
     A, w, kind = target
     try:
@@ -204,6 +205,11 @@ def test_biased_ffn_is_refused(target, seed):
 # angle 1e-4: the kink pair's intersection x* fell inside the outer region, and a confirmation
 # pair 1e-2 off the path straddled both hyperplanes: merged (error 5e-5); now |y| = 2^-30 |x*|
 @example((np.array([[1.0, 0.9999], [0.0, 1e-4]]), np.array([-0.5, 1.0]), 1e-4), 0)
+# jumps of (0, 1, 1) and (1, -1, -1) sum along (1, 0, 0), the third hyperplane: x* on x_1 = 0
+# passed the pair test within float tolerance, three kinks taken for one (error 1.0); the
+# pair's offset y now clears 16 times the tolerance of the predictions it is compared with
+@example((np.array([[1.0, 0.9999, -1.0, 0.0, 1.0], [0.0, 0.0, 0.0, -1.0, -1.0], [0.0, 0.0, -1.0, -1.0, -1.0]]),
+          np.array([1.0, 1.0, 1.0, -1.0, 1.0]), 1e-4), 792)
 def test_near_parallel_hyperplanes_typed_error_or_right(target, seed):
     """A typed error, or the function to within the bound plus what merging the pair can
     change: ``|a_2| |(w_2 - w_1)^T x| <= |a_2| |w_2 - w_1|_1 |x|_inf``."""

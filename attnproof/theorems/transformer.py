@@ -255,10 +255,10 @@ class _PathSearch:
         else:
             self.arith.check_finite(y, "the oracle's answers")
             big = self.arith.abs_max(y)
-            if self.arith is FLOAT64 and (big > 2.0**900 or 0 < float(np.abs(y[y != 0]).min(initial=1.0)) < 2.0**-900):
+            if self.arith is FLOAT64 and (big > 2.0**900 or 0 < float(np.abs(y[y != 0]).min(initial=1.0)) < 2.0**-1000):
                 raise PrecisionLossError(
-                    "an answer is outside float64's safe range [2^-900, 2^900] (subnormal or huge "
-                    "weights); recover in mpmath instead (arith=MP(dps))"
+                    "an answer is outside float64's safe range [2^-1000, 2^900] (near-subnormal or huge "
+                    "values lose relative precision); recover in mpmath instead (arith=MP(dps))"
                 )
         self.seen.extend(zip(X, y))
         return y
@@ -526,8 +526,9 @@ class _PathSearch:
         y = self.r * (size * self.rho)
         if arith.is_zero(J @ y):
             y = reach * (size * self.rho / (arith.abs_max(reach) if not arith.exact else max(abs(t) for t in reach)))
-        if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerance
-            need = 4 * self.tol(x, y_x, G=pa.G, err=pa.err + pb.err)
+        if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerances
+            dz = max(float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb))
+            need = 16 * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
             if abs(float(J @ y)) < need:
                 y = y * (need / abs(float(J @ y)))
         if (float(J @ y) > 0) != (float(J @ reach) > 0):
