@@ -267,7 +267,9 @@ def transformer_target(
     return W, rng.standard_normal((d, m)), rng.standard_normal(m)
 
 
-def run_transformer(d: int, m: int, arith: Arith | str = "float64", seed: int = 0, **opts: Any) -> dict[str, Any]:
+def run_transformer(
+    d: int, m: int, arith: Arith | str = "float64", seed: int = 0, **opts: Any
+) -> dict[str, Any]:
     """Recover a random one-layer Transformer (Sec. 4.1) through a counting oracle, and score it.
 
     Options: ``even`` (an even FFN, cone route), ``route``, ``probes`` (see
@@ -301,14 +303,16 @@ def run_transformer(d: int, m: int, arith: Arith | str = "float64", seed: int = 
         truth = ReluFFN(A, w_o, arith)(arith.asarray(X)[:, None, :])
         got = rec.ffn(arith.asarray(X))
         ffn_err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
-    s = score(Recovery(W=rec.W, v=np.zeros(d), queries=rec.queries, arith=rec.arith), model.W, np.zeros(d), arith)
+    as_recovery = Recovery(W=rec.W, v=np.zeros(d), queries=rec.queries, arith=rec.arith)
+    s = score(as_recovery, model.W, np.zeros(d), arith)
     route = rec.diagnostics["route"]
     return {
         "d": d, "m": m, "learner": "transformer", "arith": arith.name, "seed": seed, "route": route,
         "L": rec.ffn.L, "queries": rec.queries,
         "query_formula": "(L+1)(d+1) + 3L + 2 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
         "query_formula_value": rec.diagnostics["formula"], "extra_queries": rec.diagnostics["extra_queries"],
-        "ffn_queries": rec.diagnostics["ffn_queries"], "attention_queries": rec.diagnostics["attention_queries"],
+        "ffn_queries": rec.diagnostics["ffn_queries"],
+        "attention_queries": rec.diagnostics["attention_queries"],
         "err_W": s.err_W, "rel_err_W": s.rel_err_W, "bits": s.bits, "ffn_err": ffn_err,
         "error_bound_W": rec.diagnostics.get("error_bound", 0.0),
         "error_bound_ffn": rec.ffn.diagnostics.get("error_bound", 0.0),

@@ -230,19 +230,19 @@ class AntisymmetricOracle(DerivedOracle):
     """VQ~(X) = VQ(X) - VQ(-X) (Sec. 4.1): two value queries per query, asked as one batch."""
 
     cost: int = 2
-    #: max over answers of (|VQ(X)| + |VQ(-X)|) / |VQ~(X)|: how much the difference amplifies
-    #: the value oracle's relative rounding (numeric arithmetics; 1 if never measured).
+    #: max over batches of 2 max |VQ(+-X)| / max |VQ~(X)|: how much the difference amplifies the
+    #: value oracle's relative rounding (numeric arithmetics; 1 if never measured).
     amplification: float = 1.0
 
     def _answer(self, Xb: np.ndarray) -> np.ndarray:
         y = np.asarray(self.base(np.concatenate([Xb, -Xb])))
         n = Xb.shape[0]
         out = y[:n] - y[n:]
-        if not self.base.model.arith.exact:
-            size, diff = np.abs(y[:n]) + np.abs(y[n:]), np.abs(out)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(diff > 0, size / np.where(diff > 0, diff, 1), np.where(size > 0, np.inf, 1.0))
-            self.amplification = max(self.amplification, float(np.max(np.asarray(ratio, dtype=float))))
+        if not self.base.model.arith.exact:  # scale of the two answers over scale of their difference
+            size = float(np.max(np.abs(np.asarray(y, dtype=float)), initial=0.0))
+            diff = float(np.max(np.abs(np.asarray(out, dtype=float)), initial=0.0))
+            if size > 0:
+                self.amplification = max(self.amplification, 2 * size / diff if diff > 0 else np.inf)
         return out
 
 
@@ -260,4 +260,7 @@ class LinearMapOracle(DerivedOracle):
         return np.asarray(self.base(Xb @ self.M.T))
 
 
-__all__ = ["DerivedOracle", "AntisymmetricOracle", "LinearMapOracle", "ValueOracle", "ApproxOracle", "ADVERSARIES", "QueryRecord", "Model"]
+__all__ = [
+    "DerivedOracle", "AntisymmetricOracle", "LinearMapOracle",
+    "ValueOracle", "ApproxOracle", "ADVERSARIES", "QueryRecord", "Model",
+]

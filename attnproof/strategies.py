@@ -256,7 +256,8 @@ def _ffn_targets(
     if kind == "dead":
         extra = np.zeros((d, 2))
         extra[:, 1] = entries((d,))
-        A, w = np.concatenate([A, extra], axis=1), np.concatenate([w, [draw(st.sampled_from([1.0, -2.0])), 0.0]])
+        dead = [draw(st.sampled_from([1.0, -2.0])), 0.0]  # a zero column with a != 0; a = 0 on a live column
+        A, w = np.concatenate([A, extra], axis=1), np.concatenate([w, dead])
     elif kind in ("parallel", "antiparallel"):
         scale = draw(st.sampled_from([0.5, 2.0, 3.0])) * (1 if kind == "parallel" else -1)
         A = np.concatenate([A, scale * A[:, base : base + 1]], axis=1)
@@ -320,7 +321,9 @@ def _zero_ffns(draw: st.DrawFn, min_d: int, max_d: int) -> tuple[np.ndarray, np.
     return np.column_stack([A[:, 0], A[:, 0]]), np.array([1.0, -1.0]) * draw(st.floats(0.5, 2))
 
 
-def biased_ffns(min_d: int = 1, max_d: int = 4) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def biased_ffns(
+    min_d: int = 1, max_d: int = 4
+) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``(A, w_o, b)``: an FFN ``w_o^T ReLU(A^T x + b)`` whose biases matter near the unit ball
     (|b_k| <= |w_k|_1 / 2, b != 0): not positively homogeneous, refused by the bias-free learner."""
     _check_sizes(min_d, max_d, 1, 1)

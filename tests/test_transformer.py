@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import mpmath
 import numpy as np
 import pytest
 from hypothesis import example, given
@@ -41,7 +40,7 @@ def check_count(rec, oracle, d):
     """The exact query count: the oracle's count, the ledger and the formula in d and L."""
     assert rec.queries == oracle.queries == rec.diagnostics["formula"] + rec.diagnostics["extra_queries"]
     assert rec.diagnostics["formula"] == ffn_query_count(d, rec.L)
-    assert rec.diagnostics["formula"] == ((rec.L + 1) * (d + 1) + 3 * rec.L + 2 if d > 1 else 8)
+    assert rec.diagnostics["formula"] == ((rec.L + 1) * (d + 1) + 3 * rec.L + 4 if d > 1 else 10)
     ledger = rec.diagnostics["ledger"]
     assert rec.queries == d * (ledger["pieces"] + ledger["retries"]) + ledger["values"] + 2 * ledger["pairs"]
     assert rec.diagnostics["extra_queries"] >= 0
@@ -95,37 +94,84 @@ def check_canonical(rec, A, w):
 
 
 def beyond_float64(A, w):
-    """A live unit with |a_k| |w_k|_inf below 2^-800 (or underflowing to 0): float64 answers are
-    subnormal, outside the safe range the learner claims (it must refuse: PrecisionLossError,
-    or NonIdentifiableError when f rounds to 0 everywhere)."""
-    live = (w != 0) & np.any(A != 0, axis=0)
-    return bool(np.any(live & (np.abs(w) * np.abs(A).max(axis=0) < 2.0**-800)))
+    """A live unit with a non-zero |a_k A_ik| below 2^-800 (or underflowing to 0): float64
+    answers near its kink are near-subnormal, outside the safe range the learner claims (it
+    must refuse: PrecisionLossError, or NonIdentifiableError when f rounds to 0 everywhere)."""
+    products = np.abs(A) * np.abs(w)[None, :]
+    return bool(np.any((A != 0) & (w != 0)[None, :] & (products < 2.0**-800)))
+
+
+#: Hyperplanes closer than this (|n_i / |n_i| -+ n_j / |n_j||_1) may be merged or refused in float64:
+#: their kinks on the path are within ~ this relative distance, below what the search resolves.
+FLOAT64_ANGLE = 2.0**-20
+
+
+def merge_allowance(A, w):
+    """Sum over pairs of target hyperplanes closer than FLOAT64_ANGLE of what merging them can
+    change on the unit inf-ball: ``(|c_i| |n_i|_1 + |c_j| |n_j|_1) * distance(n_i, n_j)``."""
+    _, N, c = canonical_ffn(A, w, rtol=1e-12)
+    M = N / np.abs(N).sum(axis=1, keepdims=True) if len(c) else N
+    total = 0.0
+    for i in range(len(c)):
+        for j in range(i):
+            dist = min(np.abs(M[i] - M[j]).sum(), np.abs(M[i] + M[j]).sum())
+            if dist < FLOAT64_ANGLE:
+                total += (abs(c[i]) * np.abs(N[i]).sum() + abs(c[j]) * np.abs(N[j]).sum()) * 2 * dist
+    return total
+
+
+def is_zero_function(A, w):
+    """f == 0 exactly: its canonical form (exact rationals) has u = 0 and no hyperplane."""
+    u, N, _ = canonical_ffn(A, w, SYMPY)
+    return N.shape[0] == 0 and all(SYMPY.is_zero(t) for t in u)
 
 
 @given(ast.ffn_targets(), seeds)
 @example((np.array([[2.22507386e-313]]), np.array([2.22507386e-313]), "generic"), 0)  # f rounds to 0
 @example((np.array([[1.0]]), np.array([2.22507386e-313]), "generic"), 0)  # subnormal answers
 # tiny zero-sum triple next to a unit one: its kinks (1e-175) are below the bound, invisible
-@example((np.array([[-1.0, 0.0, 2.47899471e-175, -2.47899471e-175], [-1.0, 2.47899471e-175, 2.47899471e-175,
-                                                                       -4.95798941e-175]]),
-          np.array([1.0, 1.0, 1.0, 1.0]), "zero_sum"), 3568579821)
+@example(
+    (
+        np.array(
+            [
+                [-1.0, 0.0, 2.47899471e-175, -2.47899471e-175],
+                [-1.0, 2.47899471e-175, 2.47899471e-175, -4.95798941e-175],
+            ]
+        ),
+        np.array([1.0, 1.0, 1.0, 1.0]),
+        "zero_sum",
+    ),
+    3568579821,
+)
 @example((np.array([[0.34375], [0.34375]]), np.array([-1.0]), "generic"), 0)  # oracle rounding at f = 0
 @example((np.array([[1.0]]), np.array([0.3125]), "generic"), 0)  # d = 1: the path crosses {0} at 0
 @example((np.array([[1e-300], [1.0]]), np.array([-1.0]), "generic"), 0)  # f = 4e-301 at a kink: normal
+@example((np.array([[1.0, 2.0]]), np.array([-1.0, 0.5]), "parallel"), 0)  # -ReLU(x) + ReLU(2x) / 2 == 0
+# two hyperplanes at angle 1.2e-7 ("generic" draws found by the thorough profile)
+@example((np.array([[1.0, 1.0], [-1.1920929e-07, 0.0], [0.0, 0.0], [0.0, 0.0]]), np.array([1.0, 1.0]), "generic"),
+          0)
+@example((np.array([[1.5625e-02, 0.0, 1.0, 0.0], [0.0, 0.0, 1.1920929e-07, 0.0], [0.0, 1.0, 0.0, 0.0]]),
+          np.array([1.0, 1.0, 1.0, 1.0]), "generic"), 1)
 def test_ffn_float64_recovers_every_kind(target, seed):
-    A, w, kind = target
+    """Recovered to the a-posteriori bound; typed errors only for targets beyond float64:
+    near-subnormal weights, f == 0, or hyperplanes closer than FLOAT64_ANGLE (which may also
+    be merged, within the derived merge allowance)."""
+    A, w, _kind = target
+    merge = merge_allowance(A, w)
     try:
         rec, oracle = recover_ffn(A, w, seed=seed)
-    except (PrecisionLossError, NonIdentifiableError):
-        assert beyond_float64(A, w)
+    except (PrecisionLossError, NonIdentifiableError, DegenerateProbeError) as err:
+        zero = isinstance(err, NonIdentifiableError) and is_zero_function(A, w)
+        assert beyond_float64(A, w) or zero or (merge > 0 and not isinstance(err, NonIdentifiableError))
         return
     check_count(rec, oracle, A.shape[0])
-    check_function(rec, A, w, np.random.default_rng(seed))
-    check_canonical(rec, A, w)
+    check_function(rec, A, w, np.random.default_rng(seed), merge)
+    if merge == 0:
+        check_canonical(rec, A, w)
 
 
 def test_ffn_query_ledger_explains_every_extra_query():
-    """Generic position: L + 1 regions of d + 1 queries, 3 per kink, 2 for the scale check;
+    """Generic position: L + 1 regions of d + 1 queries, 3 per kink, 4 for the scale checks;
     every query beyond that is a retried step, a point met inside a known region or a
     repeated confirmation pair, and the ledger says which."""
     rng = np.random.default_rng(4)
@@ -134,9 +180,12 @@ def test_ffn_query_ledger_explains_every_extra_query():
     rec, oracle = recover_ffn(A, w, seed=1)
     check_count(rec, oracle, d)
     ledger, L = rec.diagnostics["ledger"], rec.L
-    assert L == 5 and rec.diagnostics["formula"] == 6 * 7 + 15 + 2
+    assert L == 5 and rec.diagnostics["formula"] == 6 * 7 + 15 + 4
     assert rec.diagnostics["extra_queries"] == (
-        d * (ledger["pieces"] + ledger["retries"] - (L + 1)) + ledger["values"] - (2 * L + 3) + 2 * (ledger["pairs"] - L)
+        d * (ledger["pieces"] + ledger["retries"] - (L + 1))
+        + ledger["values"]
+        - (2 * L + 5)
+        + 2 * (ledger["pairs"] - L)
     )
 
 
@@ -144,14 +193,21 @@ def test_ffn_query_ledger_explains_every_extra_query():
 
 
 @given(ast.ffn_targets(max_d=3, max_m=3, exact=True), st.integers(0, 3))
+@example((np.array([[1.0, 2.0]]), np.array([2.0, -1.0]), "parallel"), 0)  # == 0 (thorough profile)
 def test_ffn_sympy_is_exact(target, seed):
-    A, w, kind = target
+    A, w, _kind = target
+    if is_zero_function(A, w):  # e.g. 2 ReLU(x) - ReLU(2 x): merged parallel units cancel
+        with pytest.raises(NonIdentifiableError):
+            recover_ffn(A, w, SYMPY, seed)
+        return
     rec, oracle = recover_ffn(A, w, SYMPY, seed)
     check_count(rec, oracle, A.shape[0])
     u, N, c = canonical_ffn(A, w, SYMPY)
     assert rec.N.shape == N.shape
-    assert all(SYMPY.is_zero(a - b) for a, b in zip(np.concatenate([rec.u, rec.N.ravel(), rec.c]),
-                                                   np.concatenate([u, N.ravel(), c])))
+    assert all(
+        SYMPY.is_zero(a - b)
+        for a, b in zip(np.concatenate([rec.u, rec.N.ravel(), rec.c]), np.concatenate([u, N.ravel(), c]))
+    )
 
 
 def test_mpmath_error_falls_like_ten_to_minus_dps():
@@ -173,15 +229,16 @@ def test_mpmath_error_falls_like_ten_to_minus_dps():
 
 
 @given(ast.zero_ffns(), seeds)
+@example((np.array([[8.0991872e-303, 8.0991872e-303]]), np.array([0.75, -0.75])), 0)  # subnormal noise
 def test_identically_zero_ffn_is_not_identifiable(target, seed):
     """NonIdentifiableError; or, when the float64 oracle answers rounding noise instead of 0
-    (twin units a ReLU(z) - a ReLU(z) summed with an FMA: +-1e-17), DegenerateProbeError:
-    noise is no ReLU network, and it is refused, not learned."""
+    (twin units a ReLU(z) - a ReLU(z) summed with an FMA: +-1e-17), DegenerateProbeError or,
+    for near-subnormal noise, PrecisionLossError: noise is no ReLU network; refused."""
     A, w = target
     oracle = ValueOracle(ReluFFN(A, w), record=True)
-    with pytest.raises((NonIdentifiableError, DegenerateProbeError)) as info:
+    with pytest.raises((NonIdentifiableError, DegenerateProbeError, PrecisionLossError)) as info:
         learn_ffn(oracle, rng=np.random.default_rng(seed))
-    if info.type is DegenerateProbeError:
+    if info.type is not NonIdentifiableError:  # noise (near-subnormal noise: PrecisionLossError)
         assert any(np.any(r.y != 0) for r in oracle.log)
     else:
         assert "identically 0" in str(info.value)
@@ -190,10 +247,14 @@ def test_identically_zero_ffn_is_not_identifiable(target, seed):
 def test_biases_break_the_parity_split():
     """The counterexample: f(x) = ReLU(x - 1) has u = 1, but f(2) - f(-2) = 1 != u * 2."""
     f = ReluFFN([[1.0]], [1.0], b=[-1.0])
-    assert f(np.array([[2.0]])) - f(np.array([[-2.0]])) == 1.0 != 2.0
+    u = float((f.A @ f.w_o)[0])
+    assert f(np.array([[2.0]])) - f(np.array([[-2.0]])) == 1.0 != u * 2.0
 
 
 @given(ast.biased_ffns(), seeds)
+# -ReLU(x - 1/4) - ReLU(x + 1/4) = -2 ReLU(x) for |x| >= 1/4: the path never saw the biases;
+# homogeneity is now also checked at 2^-16 U (thorough profile)
+@example((np.array([[1.0, 1.0]]), np.array([-1.0, -1.0]), np.array([-0.25, 0.25])), 1)
 def test_biased_ffn_is_refused(target, seed):
     A, w, b = target
     oracle = ValueOracle(ReluFFN(A, w, b=b))
@@ -208,18 +269,32 @@ def test_biased_ffn_is_refused(target, seed):
 # jumps of (0, 1, 1) and (1, -1, -1) sum along (1, 0, 0), the third hyperplane: x* on x_1 = 0
 # passed the pair test within float tolerance, three kinks taken for one (error 1.0); the
 # pair's offset y now clears 16 times the tolerance of the predictions it is compared with
-@example((np.array([[1.0, 0.9999, -1.0, 0.0, 1.0], [0.0, 0.0, 0.0, -1.0, -1.0], [0.0, 0.0, -1.0, -1.0, -1.0]]),
-          np.array([1.0, 1.0, 1.0, -1.0, 1.0]), 1e-4), 792)
+@example(
+    (
+        np.array([[1.0, 0.9999, -1.0, 0.0, 1.0], [0.0, 0.0, 0.0, -1.0, -1.0], [0.0, 0.0, -1.0, -1.0, -1.0]]),
+        np.array([1.0, 1.0, 1.0, -1.0, 1.0]),
+        1e-4,
+    ),
+    792,
+)
+@example((np.array([[1.0, 1.0], [0.0, 0.0]]), np.array([-1.0, 1.0]), 1e-17), 0)  # columns equal in float
 def test_near_parallel_hyperplanes_typed_error_or_right(target, seed):
     """A typed error, or the function to within the bound plus what merging the pair can
     change: ``|a_2| |(w_2 - w_1)^T x| <= |a_2| |w_2 - w_1|_1 |x|_inf``."""
-    A, w, eps = target
+    A, w, _eps = target
     try:
         rec, oracle = recover_ffn(A, w, seed=seed)
     except (DegenerateProbeError, PrecisionLossError):
         return
+    except NonIdentifiableError:  # eps below float64's spacing: the twin columns cancel exactly
+        assert is_zero_function(A, w)
+        return
     check_count(rec, oracle, A.shape[0])
-    merge = abs(w[1]) * np.abs(A[:, 1] - A[:, 0]).sum() if rec.L < len(canonical_ffn(A, w, rtol=1e-12)[2]) else 0.0
+    merge = (
+        abs(w[1]) * np.abs(A[:, 1] - A[:, 0]).sum()
+        if rec.L < len(canonical_ffn(A, w, rtol=1e-12)[2])
+        else 0.0
+    )
     check_function(rec, A, w, np.random.default_rng(seed), merge)
 
 
@@ -256,13 +331,13 @@ def test_learner_terminates_against_a_hostile_oracle(kind, d, seed):
     assert oracle.queries <= ffn_query_bound(d)
 
 
-@pytest.mark.parametrize("kw", [dict(rng=None), dict(rng=np.random.default_rng(0), tolerance=0)])
+@pytest.mark.parametrize("kw", [{"rng": None}, {"rng": np.random.default_rng(0), "tolerance": 0}])
 def test_bad_arguments(kw):
     with pytest.raises(InvalidInputError):
         learn_ffn(ValueOracle(ReluFFN(np.eye(2), np.ones(2))), **kw)
 
 
-@pytest.mark.parametrize("kw", [dict(kinds=("nope",)), dict(min_d=3, max_d=2), dict(min_m=0)])
+@pytest.mark.parametrize("kw", [{"kinds": ("nope",)}, {"min_d": 3, "max_d": 2}, {"min_m": 0}])
 def test_strategies_validate_eagerly(kw):
     with pytest.raises(InvalidInputError):
         ast.ffn_targets(**kw)
@@ -283,12 +358,16 @@ def test_transformer_float64(target, seed, data):
     W = data.draw(ast.matrices(d, data.draw(st.sampled_from([0.3, 1.0, 2.0]))))
     try:
         rec, oracle = recover_tf(W, A, w, seed=seed)
-    except (PrecisionLossError, NonIdentifiableError):
-        assert beyond_float64(A, w)
+    except (PrecisionLossError, NonIdentifiableError) as err:
+        assert beyond_float64(A, w) or (isinstance(err, NonIdentifiableError) and is_zero_function(A, w))
         return
     route = rec.diagnostics["route"]
     assert route == ("cone" if kind == "even" else rec.diagnostics["route"])
-    assert rec.queries == oracle.queries == transformer_query_count(d, rec.ffn.L, route) + rec.diagnostics["extra_queries"]
+    assert (
+        rec.queries
+        == oracle.queries
+        == transformer_query_count(d, rec.ffn.L, route) + rec.diagnostics["extra_queries"]
+    )
     assert np.abs(rec.W - W).sum() <= rec.diagnostics["error_bound"] + 64 * EPS * d * d * np.abs(W).max()
     check_canonical(rec.ffn, A, w)
 
@@ -300,7 +379,7 @@ def test_even_ffn_hides_W_from_vq_tilde_but_not_from_vq():
     A, w = np.concatenate([B, -B], axis=1), np.concatenate([a, a])
     X = rng.standard_normal((10, 3, d))
     assert np.abs(AntisymmetricOracle(ValueOracle(OneLayerTransformer(W, A, w)))(X)).max() < 1e-12
-    rec, oracle = recover_tf(W, A, w, seed=1)
+    rec, _oracle = recover_tf(W, A, w, seed=1)
     assert rec.diagnostics["route"] == "cone"
     assert rec.queries == transformer_query_count(d, 4, "cone") + rec.diagnostics["extra_queries"]
     assert np.abs(rec.W - W).sum() <= rec.diagnostics["error_bound"]
@@ -310,17 +389,21 @@ def test_even_ffn_hides_W_from_vq_tilde_but_not_from_vq():
 
 def test_transformer_sympy_exact_both_routes():
     W = np.array([[1, -2], [3, 1]]) / 4
-    for A, w, route in [([[1, -1, 2], [1, 1, 0]], [1, -2, 1], "antisymmetric"), ([[1, -1], [2, -2]], [1, 1], "cone")]:
-        rec, oracle = recover_tf(W, np.array(A), np.array(w), SYMPY, probes="basis")
+    for A, w, route in [
+        ([[1, -1, 2], [1, 1, 0]], [1, -2, 1], "antisymmetric"),
+        ([[1, -1], [2, -2]], [1, 1], "cone"),
+    ]:
+        rec, _oracle = recover_tf(W, np.array(A), np.array(w), SYMPY, probes="basis")
         assert rec.diagnostics["route"] == route
         assert all(SYMPY.is_zero(a - b) for a, b in zip(rec.W.ravel(), SYMPY.asarray(W).ravel()))
 
 
 @given(ast.zero_ffns(max_d=3), seeds)
+@example((np.array([[1e-300, 1e-300]]), np.array([1.5, -1.5])), 0)  # subnormal FMA noise (thorough)
 def test_transformer_with_zero_ffn_is_not_identifiable(target, seed):
     """As for the FFN alone: NonIdentifiableError, or DegenerateProbeError on FMA noise."""
     A, w = target
     oracle = ValueOracle(OneLayerTransformer(np.eye(A.shape[0]), A, w), record=True)
-    with pytest.raises((NonIdentifiableError, DegenerateProbeError)) as info:
+    with pytest.raises((NonIdentifiableError, DegenerateProbeError, PrecisionLossError)) as info:
         learn_transformer(oracle, rng=np.random.default_rng(seed))
     assert info.type is NonIdentifiableError or any(np.any(r.y != 0) for r in oracle.log)

@@ -31,9 +31,9 @@ opened at s* (or at the midpoint, when s* is outside the interval).  From the gr
 ``G_U`` (start) and the jumps ``J_j = G_b - G_a`` the network is
 ``f(x) = G_U^T x + sum_j [J_j^T x has the sign of J_j^T dir_j] J_j^T x``: ``u = G_U + G_{-U}``
 and ``c_j |n_j^T x| = |J_j^T x|`` (``sec4.1/canonical-from-jumps``).
-Two more queries check ``f(S x) = S f(x)`` at ``x = +-U``, ``S = 2^16`` (a biased unit silent
-on the whole path wakes up there).  In generic position every path region is visited once:
-``(L + 1)(d + 1) + 3 L + 2`` queries for L hyperplanes (:func:`ffn_query_count`); retries (a
+Four more queries check ``f(s x) = s f(x)`` at ``x = +-U``, ``s = 2^+-16`` (a biased unit
+invisible on the whole path shows there).  In generic position every path region is visited once:
+``(L + 1)(d + 1) + 3 L + 4`` queries for L hyperplanes (:func:`ffn_query_count`); retries (a
 smaller h, a point found inside a known region, a repeated confirmation) are counted in
 ``diagnostics["extra_queries"]`` and itemised in ``diagnostics["ledger"]``.
 
@@ -77,7 +77,6 @@ from ..models import (
 )
 from ..oracles import AntisymmetricOracle, LinearMapOracle, ValueOracle
 from ..proof import Pair, identity, learner, symbols
-from ..recovery import Recovery
 from .exact import learn_exact
 
 #: (d, N, m) sizes at which the antisymmetric-query identity is proven symbolically.
@@ -99,14 +98,14 @@ SCALE_LOG2 = 16
 
 
 def ffn_query_count(d: int, L: int) -> int:
-    """Queries of :func:`learn_ffn` in generic position: ``(L + 1)(d + 1) + 3 L + 2``.
+    """Queries of :func:`learn_ffn` in generic position: ``(L + 1)(d + 1) + 3 L + 4``.
 
     Each of the L + 1 regions the path crosses costs d perturbations plus one value (its
     centre), each of the L kinks three confirmation queries (x*, x* + y, x* - y); a failed
     first test at x* makes x* the centre of a new region.  For d = 1 the only hyperplane is
     {0}: the three end pieces, 3 (d + 1) = 6 queries, suffice.
     """
-    return 3 * (d + 1) + 2 if d == 1 else (L + 1) * (d + 1) + 3 * L + 2
+    return 3 * (d + 1) + 4 if d == 1 else (L + 1) * (d + 1) + 3 * L + 4
 
 
 def kink_parameter(J: np.ndarray, X0: np.ndarray, direction: np.ndarray) -> Any:
@@ -146,7 +145,7 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2) -> 
     """
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
-    return (1 + restarts) * (3 * piece + 2 + steps * (1 + 2 + 1 + NUDGES * piece))
+    return (1 + restarts) * (3 * piece + 4 + steps * (1 + 2 + 1 + NUDGES * piece))
 
 
 @dataclass(frozen=True)
@@ -235,7 +234,9 @@ class _Ledger:
 class _PathSearch:
     """The state of :func:`learn_ffn`: the oracle, every answer seen, and the ledger."""
 
-    def __init__(self, oracle: ValueOracle, arith: Arith, r: np.ndarray, min_gap: float, max_steps: int) -> None:
+    def __init__(
+        self, oracle: ValueOracle, arith: Arith, r: np.ndarray, min_gap: float, max_steps: int
+    ) -> None:
         self.oracle, self.arith, self.r = oracle, arith, r
         self.d = oracle.d
         self.min_gap, self.max_steps, self.steps = min_gap, max_steps, 0
@@ -255,7 +256,9 @@ class _PathSearch:
         else:
             self.arith.check_finite(y, "the oracle's answers")
             big = self.arith.abs_max(y)
-            if self.arith is FLOAT64 and (big > 2.0**900 or 0 < float(np.abs(y[y != 0]).min(initial=1.0)) < 2.0**-1000):
+            if self.arith is FLOAT64 and (
+                big > 2.0**900 or 0 < float(np.abs(y[y != 0]).min(initial=1.0)) < 2.0**-1000
+            ):
                 raise PrecisionLossError(
                     "an answer is outside float64's safe range [2^-1000, 2^900] (near-subnormal or huge "
                     "values lose relative precision); recover in mpmath instead (arith=MP(dps))"
@@ -323,14 +326,16 @@ class _PathSearch:
         except _OnHyperplane:
             raise DegenerateProbeError(
                 "no gradient at a random end of the path: no step down to "
-                f"2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| keeps f linear (not a ReLU FFN?)"
+                f"2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| keeps f linear there: hyperplanes "
+                "closer than the arithmetic resolves, or not a bias-free ReLU FFN"
             ) from None
 
     def scale_check(self, pU: _Piece, pW: _Piece) -> None:
-        """Two queries: ``f(S x) = S f(x)`` at ``x = +-U``, ``S = 2^SCALE_LOG2`` (``sec4.1/parity-split``).
+        """Four queries: ``f(s x) = s f(x)`` at ``x = +-U``, ``s = 2^+-SCALE_LOG2``.
 
-        A biased unit ``ReLU(w^T x + b)`` silent on the whole path wakes up at one of +-S U once
-        ``S |w^T U| > |b|``: homogeneity at two scales is what a bias-free FFN guarantees.
+        A biased unit ``ReLU(w^T x + b)`` invisible on the whole path (silent there, or active
+        on a region where the other biases cancel its offset) shows at one of +-2^16 U or
+        +-2^-16 U unless ``|b|`` is outside ``2^-16 |w^T U| .. 2^16 |w^T U|``.
 
         Raises
         ------
@@ -338,12 +343,13 @@ class _PathSearch:
             If f is not positively homogeneous (an FFN with biases).
         """
         S = self.arith.scalar(2) ** SCALE_LOG2
-        big = self.ask(np.array([S * pU.x, S * pW.x]))
-        self.ledger.values += 2
-        for p, y in zip((pU, pW), big):
-            if not self.agrees(y, S * p.y, S * self.tol(p.x, y / S, p.y, G=p.G)):
+        answers = self.ask(np.array([S * pU.x, S * pW.x, pU.x / S, pW.x / S]))
+        self.ledger.values += 4
+        for p, y, scale in zip((pU, pW, pU, pW), answers, (S, S, 1 / S, 1 / S)):
+            if not self.agrees(y, scale * p.y, scale * self.tol(p.x, y / scale, p.y, G=p.G)):
                 raise AssumptionError(
-                    f"f(S x) - S f(x) = {float(y - S * p.y):.6g} != 0 at S = 2^{SCALE_LOG2}: f is not positively "
+                    f"f(s x) - s f(x) = {float(y - scale * p.y):.6g} != 0 at s = {float(scale):g}: "
+                    "f is not positively "
                     "homogeneous (an FFN with biases); the bias-free learner (Sec. 4.1) refuses it, as the "
                     "parity split f(x) - f(-x) = u^T x fails with biases"
                 )
@@ -370,8 +376,14 @@ class _PathSearch:
         if self.arith.exact:
             return 0.0
         xf = np.abs(self.arith.to_float(x0))
-        scale = float(np.abs(self.arith.to_float(G)) @ xf) + abs(float(y0)) + float(np.abs(self.arith.to_float(y)).max())
-        return TOL_ULPS * self.arith.eps * 2 * scale / float(h) + self.arith.eps * float(np.abs(self.arith.to_float(G)).max())
+        scale = (
+            float(np.abs(self.arith.to_float(G)) @ xf)
+            + abs(float(y0))
+            + float(np.abs(self.arith.to_float(y)).max())
+        )
+        return TOL_ULPS * self.arith.eps * 2 * scale / float(h) + self.arith.eps * float(
+            np.abs(self.arith.to_float(G)).max()
+        )
 
     def same_gradient(self, a: _Piece, b: _Piece) -> bool:
         if self.arith.exact:
@@ -464,7 +476,9 @@ class _PathSearch:
         else:
             stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
 
-    def _intersection(self, J: np.ndarray, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any, err: float) -> Any:
+    def _intersection(
+        self, J: np.ndarray, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any, err: float
+    ) -> Any:
         """s* with J^T (X0 + s* dir) = 0 (``sec4.1/kink-intersection``) if it lies in (sa, sb)
         widened by its own uncertainty (the gradients' errors ``err`` move it), else None."""
         slope = J @ direction
@@ -474,7 +488,9 @@ class _PathSearch:
         if self.arith.exact:
             return s if sa < s < sb else None
         x = X0 + s * direction
-        wobble = (4 * err * float(np.abs(self.arith.to_float(x)).sum()) + self.tol(x, G=J)) / abs(float(slope))
+        wobble = (4 * err * float(np.abs(self.arith.to_float(x)).sum()) + self.tol(x, G=J)) / abs(
+            float(slope)
+        )
         return s if float(sa) - wobble < float(s) < float(sb) + wobble else None
 
     def misfit(self, p: _Piece, z: np.ndarray, got: Any) -> float:
@@ -525,7 +541,9 @@ class _PathSearch:
         size = arith.abs_max(x) if not arith.exact else max(abs(t) for t in x)
         y = self.r * (size * self.rho)
         if arith.is_zero(J @ y):
-            y = reach * (size * self.rho / (arith.abs_max(reach) if not arith.exact else max(abs(t) for t in reach)))
+            y = reach * (
+                size * self.rho / (arith.abs_max(reach) if not arith.exact else max(abs(t) for t in reach))
+            )
         if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerances
             dz = max(float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb))
             need = 16 * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
@@ -548,12 +566,18 @@ class _PathSearch:
     name="ffn",
     result="beyond the paper (A_FFN of Sec. 4.1)",
     relies_on=(
-        "sec4.1/parity-split", "sec4.1/piece-gradient", "sec4.1/kink-intersection",
-        "sec4.1/canonical-from-jumps", "sec4.1/canonical-network", "sec4.1/canonical-form", "sec4.1/rescaling",
-        "sec4.1/zero-sum-flip", "sec4.1/ffn-end-to-end",
+        "sec4.1/parity-split",
+        "sec4.1/piece-gradient",
+        "sec4.1/kink-intersection",
+        "sec4.1/canonical-from-jumps",
+        "sec4.1/canonical-network",
+        "sec4.1/canonical-form",
+        "sec4.1/rescaling",
+        "sec4.1/zero-sum-flip",
+        "sec4.1/ffn-end-to-end",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
-    queries="(L + 1)(d + 1) + 3 L + 2 for L distinct hyperplanes (generic position)",
+    queries="(L + 1)(d + 1) + 3 L + 4 for L distinct hyperplanes (generic position)",
     count=lambda d, L, **_: ffn_query_count(d, L),
 )
 def learn_ffn(
@@ -596,7 +620,7 @@ def learn_ffn(
     -------
     FFNRecovery
         The canonical form, the queries used and diagnostics (``L``, the query ``ledger``,
-        ``formula`` = (L + 1)(d + 1) + 3 L + 2, ``extra_queries``, ``restarts``,
+        ``formula`` = (L + 1)(d + 1) + 3 L + 4, ``extra_queries``, ``restarts``,
         ``error_bound``).
 
     Raises
@@ -649,22 +673,31 @@ def learn_ffn(
         if spent.total(d) != queries:
             raise AssertionError(f"query ledger {spent} does not add up to {queries}")
         rec.diagnostics.update(
-            formula=ffn_query_count(d, rec.L), extra_queries=queries - ffn_query_count(d, rec.L),
-            ledger=dict(spent.__dict__), restarts=failures,
+            formula=ffn_query_count(d, rec.L),
+            extra_queries=queries - ffn_query_count(d, rec.L),
+            ledger=dict(spent.__dict__),
+            restarts=failures,
         )
         return FFNRecovery(rec.u, rec.N, rec.c, queries, rec.arith, rec.diagnostics)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _learn_ffn_once(
-    oracle: ValueOracle, rng: np.random.Generator, arith: Arith, min_gap: float, max_steps: int,
-    tolerance: float, ledger: _Ledger,
+    oracle: ValueOracle,
+    rng: np.random.Generator,
+    arith: Arith,
+    min_gap: float,
+    max_steps: int,
+    tolerance: float,
+    ledger: _Ledger,
 ) -> FFNRecovery:
     """One path U -> V -> -U (see :func:`learn_ffn`); queries are booked in ``ledger``."""
     d = oracle.d
     with arith.context():
         U, V, r = (arith.asarray(rng.standard_normal(d)) for _ in range(3))
-        search = _PathSearch(oracle, arith, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
+        search = _PathSearch(
+            oracle, arith, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps
+        )
         search.ledger = ledger
         pU, pV, pW = (search.end_piece(x) for x in (U, V, -U))
         search.scale_check(pU, pW)
@@ -688,7 +721,11 @@ def _learn_ffn_once(
 def _size(rec: FFNRecovery, arith: Arith) -> float:
     """``|u|_1 / 2 + sum_j |c_j| |n_j|_1 / 2``: a bound on |f_hat| over the unit inf-ball."""
     u, N, c = (arith.to_float(a) for a in (rec.u, rec.N, rec.c))
-    return 0.5 * float(np.abs(u).sum() + np.abs(c) @ np.abs(N).sum(axis=1)) if N.size else 0.5 * float(np.abs(u).sum())
+    return (
+        0.5 * float(np.abs(u).sum() + np.abs(c) @ np.abs(N).sum(axis=1))
+        if N.size
+        else 0.5 * float(np.abs(u).sum())
+    )
 
 
 def _check_nonzero(rec: FFNRecovery, arith: Arith) -> None:
@@ -749,7 +786,7 @@ CONE_DRAWS = 32
 
 def transformer_query_count(d: int, L: int, route: str = "antisymmetric") -> int:
     """``Q_FFN + 2 (d + d^2)`` (each VQ~ query is two value queries) or ``Q_FFN + d + d^2``
-    (cone route), with ``Q_FFN = (L + 1)(d + 1) + 3 L + 2`` in generic position."""
+    (cone route), with ``Q_FFN = (L + 1)(d + 1) + 3 L + 4`` in generic position."""
     return ffn_query_count(d, L) + (2 if route == "antisymmetric" else 1) * (d + d * d)
 
 
@@ -757,9 +794,16 @@ def transformer_query_count(d: int, L: int, route: str = "antisymmetric") -> int
     name="transformer",
     result="Sec. 4.1 (A_FFN and the cone route beyond the paper)",
     relies_on=(
-        "sec4.1/relu-antisymmetry", "sec4.1/parity-split", "sec4.1/piece-gradient", "sec4.1/kink-intersection",
-        "sec4.1/canonical-from-jumps", "sec4.1/cone-probe", "sec4.1/cone-linear-map", "sec4.1/end-to-end",
-        "thm4.1/one-token", "thm4.1/label-affine",
+        "sec4.1/relu-antisymmetry",
+        "sec4.1/parity-split",
+        "sec4.1/piece-gradient",
+        "sec4.1/kink-intersection",
+        "sec4.1/canonical-from-jumps",
+        "sec4.1/cone-probe",
+        "sec4.1/cone-linear-map",
+        "sec4.1/end-to-end",
+        "thm4.1/one-token",
+        "thm4.1/label-affine",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
     queries="Q_FFN + 2 (d + d^2) (VQ~ route); Q_FFN + d + d^2 (cone route, v* = 0)",
@@ -847,7 +891,9 @@ def learn_transformer(
     formula = transformer_query_count(d, ffn.L, route)
     attention = queries - ffn.queries
     if attention != derived.cost * derived.queries:
-        raise AssertionError(f"attention phase used {attention} value queries for {derived.queries} derived ones")
+        raise AssertionError(
+            f"attention phase used {attention} value queries for {derived.queries} derived ones"
+        )
     diagnostics: dict[str, Any] = {
         "route": route,
         "ffn_queries": ffn.queries,
@@ -974,16 +1020,22 @@ def _one_token(x: np.ndarray) -> np.ndarray:
 @identity(
     id="sec4.1/parity-split",
     paper="Sec. 4.1 (beyond the paper)",
-    statement=r"f(x) = w_o^\top \mathrm{ReLU}(A^\top x) = \tfrac12 u^\top x + \tfrac12 \sum_k a_k |w_k^\top x|,"
+    statement=r"f(x) = w_o^\top \mathrm{ReLU}(A^\top x) = \tfrac12 u^\top x"
+    r" + \tfrac12 \sum_k a_k |w_k^\top x|,"
     r"\quad f(x) - f(-x) = u^\top x,\quad u = A w_o",
     uses=("sec4.1/relu-as-abs",),
-    assumptions="A real d x m (columns w_k), w_o = (a_k) real, x real; (d, m) in {(1, 2), (2, 2), (2, 3), (3, 2)}",
+    assumptions="A real d x m (columns w_k), w_o = (a_k) real, x real; "
+    "(d, m) in {(1, 2), (2, 2), (2, 3), (3, 2)}",
     simplifier=_relu_as_abs_simplify,
 )
 def parity_split() -> list[Pair]:
     pairs: list[Pair] = []
     for d, m in _ffn_sizes():
-        A, w_o, x = symbols("A", (d, m), real=True), symbols("a", (m,), real=True), symbols("x", (d,), real=True)
+        A, w_o, x = (
+            symbols("A", (d, m), real=True),
+            symbols("a", (m,), real=True),
+            symbols("x", (d,), real=True),
+        )
         f = ReluFFN(A, w_o, SYMPY)
         half = (x @ (A @ w_o) + sum(w_o[k] * sp.Abs(x @ A[:, k]) for k in range(m))) / 2
         pairs += [(f(_one_token(x)), half), (f(_one_token(x)) - f(_one_token(-x)), x @ (A @ w_o))]
@@ -1002,9 +1054,15 @@ def parity_split() -> list[Pair]:
 def rescaling() -> list[Pair]:
     pairs: list[Pair] = []
     for d, m in _ffn_sizes():
-        A, w_o, x = symbols("A", (d, m), real=True), symbols("a", (m,), real=True), symbols("x", (d,), real=True)
+        A, w_o, x = (
+            symbols("A", (d, m), real=True),
+            symbols("a", (m,), real=True),
+            symbols("x", (d,), real=True),
+        )
         s = symbols("s", (m,), positive=True)
-        pairs.append((ReluFFN(A * s[None, :], w_o / s, SYMPY)(_one_token(x)), ReluFFN(A, w_o, SYMPY)(_one_token(x))))
+        pairs.append(
+            (ReluFFN(A * s[None, :], w_o / s, SYMPY)(_one_token(x)), ReluFFN(A, w_o, SYMPY)(_one_token(x)))
+        )
     return pairs
 
 
@@ -1022,8 +1080,14 @@ def rescaling() -> list[Pair]:
 def zero_sum_flip() -> list[Pair]:
     x = symbols("x", (2,), real=True)
     W12, w4 = symbols("w", (2, 2), real=True), symbols("v", (2,), real=True)
-    a = np.array([*sp.symbols("a_1 a_2", real=True), sp.Symbol("a_3", real=True, nonzero=True),
-                  sp.Symbol("a_4", real=True)], dtype=object)
+    a = np.array(
+        [
+            *sp.symbols("a_1 a_2", real=True),
+            sp.Symbol("a_3", real=True, nonzero=True),
+            sp.Symbol("a_4", real=True),
+        ],
+        dtype=object,
+    )
     w3 = -(a[0] * W12[:, 0] + a[1] * W12[:, 1]) / a[2]
     A = np.column_stack([W12[:, 0], W12[:, 1], w3, w4])
     flipped = A * np.array([-1, -1, -1, 1], dtype=object)[None, :]
@@ -1056,7 +1120,8 @@ def _exact_target(k: int) -> tuple[np.ndarray, np.ndarray]:
 @identity(
     id="sec4.1/canonical-form",
     paper="Sec. 4.1 (identifiability, beyond the paper)",
-    statement=r"w_o^\top \mathrm{ReLU}(A^\top x) = \tfrac12 u^\top x + \tfrac12 \sum_{j=1}^{L} c_j |n_j^\top x|"
+    statement=r"w_o^\top \mathrm{ReLU}(A^\top x) = \tfrac12 u^\top x"
+    r" + \tfrac12 \sum_{j=1}^{L} c_j |n_j^\top x|"
     r"\ \text{(canonical\_ffn: one } n_j \text{ per hyperplane, largest entry } +1)",
     uses=("sec4.1/parity-split", "sec4.1/rescaling", "sec4.1/zero-sum-flip"),
     assumptions="x real; the rational targets EXACT_FFN_TARGETS (merged, antiparallel, dead, zero-sum, "
@@ -1124,7 +1189,8 @@ def piece_gradient() -> list[Pair]:
 @identity(
     id="sec4.1/kink-intersection",
     paper="Sec. 4.1 (beyond the paper)",
-    statement=r"G_b = G_a + \gamma n \Rightarrow s^* = -\frac{J^\top X_0}{J^\top \mathrm{dir}}\ (J = G_b - G_a)"
+    statement=r"G_b = G_a + \gamma n \Rightarrow s^* = -\frac{J^\top X_0}{J^\top \mathrm{dir}}"
+    r"\ (J = G_b - G_a)"
     r"\ \text{has}\ n^\top x(s^*) = 0 \text{ and } G_a^\top x(s^*) = G_b^\top x(s^*)",
     assumptions="G_a, n, X0, dir real d-vectors, gamma real nonzero, n^T dir nonzero; d = 2, 3",
 )
@@ -1173,8 +1239,13 @@ def canonical_from_jumps() -> list[Pair]:
     id="sec4.1/ffn-end-to-end",
     paper="Sec. 4.1 (A_FFN, beyond the paper)",
     statement=r"\mathrm{learn\_ffn}(\mathrm{VQ}_f) = \mathrm{canonical\_ffn}(A, w_o) \text{ exactly, with }"
-    r" (L + 1)(d + 1) + 3L + 2 + \text{extra (ledgered) queries}",
-    uses=("sec4.1/canonical-form", "sec4.1/piece-gradient", "sec4.1/kink-intersection", "sec4.1/canonical-from-jumps"),
+    r" (L + 1)(d + 1) + 3L + 4 + \text{extra (ledgered) queries}",
+    uses=(
+        "sec4.1/canonical-form",
+        "sec4.1/piece-gradient",
+        "sec4.1/kink-intersection",
+        "sec4.1/canonical-from-jumps",
+    ),
     assumptions="the rational targets EXACT_FFN_TARGETS, in sympy, path drawn with seed 0",
 )
 def ffn_end_to_end() -> list[Pair]:
@@ -1183,7 +1254,10 @@ def ffn_end_to_end() -> list[Pair]:
         A, w_o = _exact_target(k)
         rec = learn_ffn(ValueOracle(ReluFFN(A, w_o, SYMPY)), rng=np.random.default_rng(0), arith=SYMPY)
         u, N, c = canonical_ffn(A, w_o, SYMPY)
-        if N.shape != rec.N.shape or rec.queries != rec.diagnostics["formula"] + rec.diagnostics["extra_queries"]:
+        if (
+            N.shape != rec.N.shape
+            or rec.queries != rec.diagnostics["formula"] + rec.diagnostics["extra_queries"]
+        ):
             raise AssertionError(f"target {k}: {rec.N.shape[0]} hyperplanes for {N.shape[0]}, or a bad count")
         pairs += list(zip(rec.u, u)) + list(zip(rec.N.reshape(-1), N.reshape(-1))) + list(zip(rec.c, c))
     return pairs
@@ -1240,7 +1314,10 @@ def _transformer_end_to_end(A: list, w_o: list, route: str) -> list[Pair]:
     A, w_o = SYMPY.asarray(A), SYMPY.asarray(w_o)
     oracle = ValueOracle(OneLayerTransformer(W, A, w_o, SYMPY))
     rec = learn_transformer(oracle, rng=np.random.default_rng(1), arith=SYMPY, probes="basis")
-    if rec.diagnostics["route"] != route or rec.queries != rec.diagnostics["formula"] + rec.diagnostics["extra_queries"]:
+    if (
+        rec.diagnostics["route"] != route
+        or rec.queries != rec.diagnostics["formula"] + rec.diagnostics["extra_queries"]
+    ):
         raise AssertionError(f"route {rec.diagnostics['route']} (expected {route}) or a bad count")
     return list(zip(rec.W.reshape(-1), W.reshape(-1)))
 
@@ -1250,11 +1327,17 @@ def _transformer_end_to_end(A: list, w_o: list, route: str) -> list[Pair]:
     paper="Sec. 4.1",
     statement=r"\mathrm{learn\_transformer}(\mathrm{VQ}_{\mathrm{TF}}) = W \text{ exactly: by VQ}\sim"
     r"\ (A w_o \neq 0) \text{ and by cone probes } (A w_o = 0,\ \mathrm{VQ}\sim\ \equiv 0)",
-    uses=("sec4.1/relu-antisymmetry", "sec4.1/ffn-end-to-end", "sec4.1/cone-linear-map", "thm4.1/end-to-end-d2"),
-    assumptions="d = 2, W: 4 real symbols; FFN A = [[1, -1, 2], [1, 1, 0]], w_o = (1, -2, 1) (u != 0) and the "
+    uses=(
+        "sec4.1/relu-antisymmetry",
+        "sec4.1/ffn-end-to-end",
+        "sec4.1/cone-linear-map",
+        "thm4.1/end-to-end-d2",
+    ),
+    assumptions="d = 2, W: 4 real symbols; FFN A = [[1, -1, 2], [1, 1, 0]], w_o = (1, -2, 1) (u != 0) "
+    "and the "
     "even FFN A = [[1, -1], [2, -2]], w_o = (1, 1) (u = 0)",
 )
 def end_to_end() -> list[Pair]:
-    return _transformer_end_to_end([[1, -1, 2], [1, 1, 0]], [1, -2, 1], "antisymmetric") + _transformer_end_to_end(
-        [[1, -1], [2, -2]], [1, 1], "cone"
-    )
+    return _transformer_end_to_end(
+        [[1, -1, 2], [1, 1, 0]], [1, -2, 1], "antisymmetric"
+    ) + _transformer_end_to_end([[1, -1], [2, -2]], [1, 1], "cone")
