@@ -366,11 +366,11 @@ def canonical_ffn(
 
 def normalize_normal(w: np.ndarray, arith: Arith) -> tuple[np.ndarray, Any]:
     """(n, lam) with w = lam n and the first entry of largest magnitude of n equal to +1."""
-    mags = arith.to_float(np.abs(w)) if not arith.exact else np.array([abs(float(x)) for x in w])
-    i = int(np.argmax(mags))
-    if arith.exact:  # the float argmax may tie wrongly: take the first exact maximum
+    if arith.exact:  # exact comparisons: the first exact maximum
         top = max(abs(x) for x in w)
         i = next(k for k, x in enumerate(w) if abs(x) == top)
+    else:
+        i = int(np.argmax(arith.to_float(np.abs(w))))
     lam = w[i]
     return w / lam, lam
 

@@ -37,6 +37,15 @@ invisible on the whole path shows there).  In generic position every path region
 smaller h, a point found inside a known region, a repeated confirmation) are counted in
 ``diagnostics["extra_queries"]`` and itemised in ``diagnostics["ledger"]``.
 
+Exactness and resolution.  In sympy every comparison is exact and the learner is exact
+unless the random path is non-generic (a kink within ``2^-64 |x*|`` of an intersection point
+tested); in mpmath the error follows 10^-dps.  In float64 every comparison carries a
+tolerance derived from the gradients' a-posteriori errors (steps h down to 2^-26 |x|), so
+hyperplanes whose kinks on the path are closer than about 2^-20 (relative) may be refused
+(DegenerateProbeError, after up to two fresh paths, every query counted) or merged (f then
+changes by at most what merging them can change, ``(|c_i| + |c_j|) |n_i - n_j|``); the answers
+seen are checked against the result (free), and a bound above ``tolerance`` is refused.
+
 **W* (Sec. 4.1 and beyond)** (:func:`learn_transformer`).  If ``u != 0``: Thm 4.1
 (:func:`~attnproof.theorems.exact.learn_exact`) on VQ~, each VQ~ query costing two value
 queries, ``2 (d + d^2)`` in all.  If ``u = 0`` (an even FFN: VQ~ == 0, where the paper stops)
