@@ -148,8 +148,8 @@ def is_zero_function(A, w):
 @example((np.array([[1e-300], [1.0]]), np.array([-1.0]), "generic"), 0)  # f = 4e-301 at a kink: normal
 @example((np.array([[1.0, 2.0]]), np.array([-1.0, 0.5]), "parallel"), 0)  # -ReLU(x) + ReLU(2x) / 2 == 0
 # two hyperplanes at angle 1.2e-7 ("generic" draws found by the thorough profile)
-@example((np.array([[1.0, 1.0], [-1.1920929e-07, 0.0], [0.0, 0.0], [0.0, 0.0]]), np.array([1.0, 1.0]), "generic"),
-          0)
+@example((np.array([[1.0, 1.0], [-1.1920929e-07, 0.0], [0.0, 0.0], [0.0, 0.0]]),
+          np.array([1.0, 1.0]), "generic"), 0)
 @example((np.array([[1.5625e-02, 0.0, 1.0, 0.0], [0.0, 0.0, 1.1920929e-07, 0.0], [0.0, 1.0, 0.0, 0.0]]),
           np.array([1.0, 1.0, 1.0, 1.0]), "generic"), 1)
 def test_ffn_float64_recovers_every_kind(target, seed):
@@ -407,3 +407,37 @@ def test_transformer_with_zero_ffn_is_not_identifiable(target, seed):
     with pytest.raises((NonIdentifiableError, DegenerateProbeError, PrecisionLossError)) as info:
         learn_transformer(oracle, rng=np.random.default_rng(seed))
     assert info.type is NonIdentifiableError or any(np.any(r.y != 0) for r in oracle.log)
+
+
+# --- open: counterexamples of the thorough profile not yet fixed (strict xfail: a fix shows) ---
+
+OPEN_EXACT = [
+    # zero-sum units with a cancelling antiparallel twin, integer data: in sympy the search
+    # declared a segment kink-free from one midpoint on the common plane of its equal-gradient
+    # ends (G_a = G_b: jumps summing to zero), and returned 1 hyperplane for 4 (a wrong answer)
+    (np.array([[-3.0, -3.0, -1.0, 0.0, 1.5], [-3.0, -3.0, 3.0, 3.0, -9.0], [-3.0, -3.0, 0.0, 0.0, 0.0]]),
+     np.array([-1.0, 1.0, 1.5, 1.5, 1.0]), 2),
+]
+OPEN_FLOAT = [
+    # near-parallel pair at angle 1e-4 in d = 4: the function error exceeded bound + merge
+    (np.array([[1.0, 0.9999], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]), np.array([-1.0, 1.0]), 0),
+    # zero-sum units cancelling next to a 2.7e-152 unit: u is off by 2.7e-152, above the
+    # a-posteriori bound (4e-161): the bound misses the oracle's rounding of cancelling units
+    (np.array([[1.0, 1.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0, 0.0]]),
+     np.array([2.71662267e-152, 0.0, -1.0, -1.0, 1.0]), 41),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="open: equal-gradient segment ends with zero-sum kinks between")
+@pytest.mark.parametrize("A, w, seed", OPEN_EXACT)
+def test_open_exact_counterexamples(A, w, seed):
+    rec, _ = recover_ffn(A, w, SYMPY, seed)
+    assert rec.N.shape == canonical_ffn(A, w, SYMPY)[1].shape
+
+
+@pytest.mark.xfail(strict=True, reason="open: float64 tolerance vs oracle noise and near-parallel merges")
+@pytest.mark.parametrize("A, w, seed", OPEN_FLOAT)
+def test_open_float_counterexamples(A, w, seed):
+    rec, _ = recover_ffn(A, w, seed=seed)
+    check_function(rec, A, w, np.random.default_rng(seed), merge_allowance(A, w))
+    check_canonical(rec, A, w)
