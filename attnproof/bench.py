@@ -18,14 +18,27 @@ import numpy as np
 
 from .arith import FLOAT64, Arith, parse
 from .errors import AttnproofError, InvalidInputError
-from .models import Attention, FactoredAttention, MultiHeadAttention
+from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
 from .oracles import ADVERSARIES, ApproxOracle, MembershipOracle, ValueOracle
 from .proof import LEARNERS
-from .recovery import Recovery, score
+from .recovery import Recovery, score, score_heads
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
 from .theorems.membership import information_floor, learn_membership, learn_membership_rotated
+from .theorems.multihead import (
+    cayley_bases,
+    fd_hessian,
+    fd_queries,
+    learn_multihead_sbd,
+    learn_orthogonal_heads,
+    min_hessians,
+    probe_hessian,
+    sbd_commutant,
+    sbd_random_combination,
+    subspace_error,
+)
 from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
+from .theorems.transformer import learn_ffn, learn_transformer
 
 
 def result_row(
@@ -388,6 +401,9 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "orthogonal-heads": lambda d, arith, seed, H=2, checks=3: run_orthogonal_heads(d, H, arith, seed, checks=checks),
     "multihead-sbd": lambda d, arith, seed, H=2, hessians=None, tau=None, checks=3: run_multihead_sbd(
         d, H, arith, seed, hessians, tau, checks),
+    "transformer": lambda d, arith, seed, m=None, route=None: run_transformer(
+        d, 2 * d if m is None else m, arith, seed, **({} if route is None else {"route": route})),
+    "ffn": lambda d, arith, seed, m=None: run_ffn(d, 2 * d if m is None else m, arith, seed),
 }
 
 
@@ -424,7 +440,6 @@ def orthogonal_heads_target(
 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
     """A generic Assumption C.1 target: H equal subspaces of a random rotation (Cayley
     transform, orthogonal to the arithmetic's precision), ``W~ ~ N(0, 1/d_h)``, ``v~ ~ N(0, I)``."""
-    from .theorems.multihead import cayley_bases
 
     if H < 1 or d % H:
         raise ValueError(f"H must divide d; got d = {d}, H = {H}")
@@ -444,7 +459,6 @@ def orthogonal_heads_target(
 def _multihead_result(
     rec: Any, heads: list, arith: Arith, seconds: float, oracle: ValueOracle
 ) -> dict[str, Any]:
-    from .recovery import score_heads
 
     s = score_heads(rec, heads, arith)
     bound = rec.diagnostics.get("error_bound")
@@ -474,8 +488,6 @@ def run_orthogonal_heads(
     seed, queries, expected_queries`` (the registry's formula ``sum_h (d_h + d_h^2) + checks``),
     ``err_W, err_v, max_entry_err, bits, exact, error_bound, seconds, oracle_seconds``.
     """
-    from .proof import LEARNERS
-    from .theorems.multihead import learn_orthogonal_heads
 
     arith = parse(arith)
     rng = np.random.default_rng(seed)
@@ -516,14 +528,6 @@ def multihead_sbd_table(
     ``hessian_error`` (max entry error of the Hessians against the closed form) and
     ``hessian_queries`` (value queries per Hessian, 0 for ``exact``).
     """
-    from .theorems.multihead import (
-        fd_hessian,
-        fd_queries,
-        probe_hessian,
-        sbd_commutant,
-        sbd_random_combination,
-        subspace_error,
-    )
 
     arith = FLOAT64 if source in ("exact", "fd") else parse(source)
     rows = []
@@ -577,7 +581,6 @@ def minimal_hessians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """From :func:`multihead_sbd_table`: per (H, d_h), the least K at which the commutant method
     succeeded on every seed (and stays successful for larger K in the table), against the
     necessity bound max(2, d_h - 1) (1 when d_h = 1)."""
-    from .theorems.multihead import min_hessians
 
     out = []
     for H, dh in sorted({(r["H"], r["d_h"]) for r in rows}):
@@ -606,8 +609,6 @@ def run_multihead_sbd(
     hessian_queries, heads_queries, subspace_error, sbd_residual, commutant_dim,
     check_residual``; ``err_W`` is inf when the blocks found do not match the heads.
     """
-    from .proof import LEARNERS
-    from .theorems.multihead import learn_multihead_sbd, min_hessians, subspace_error
 
     arith = parse(arith)
     rng = np.random.default_rng(seed)
@@ -644,7 +645,105 @@ def run_multihead_sbd(
     return result
 
 
+def transformer_target(
+    d: int, m: int, rng: np.random.Generator, even: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A one-layer Transformer (Sec. 4.1): W ~ N(0, 1/d), A ~ N(0, 1), w_o ~ N(0, 1).
+
+    ``even=True`` pairs every unit with its mirror (A = [B, -B], w_o = [a, a]): an even FFN,
+    u = A w_o = 0, so VQ~ == 0 and only the cone route can see W.
+    """
+    W = rng.standard_normal((d, d)) / np.sqrt(d)
+    if even:
+        B, a = rng.standard_normal((d, m // 2)), rng.standard_normal(m // 2)
+        return W, np.concatenate([B, -B], axis=1), np.concatenate([a, a])
+    return W, rng.standard_normal((d, m)), rng.standard_normal(m)
+
+
+def run_ffn(d: int, m: int, arith: Arith | str = "float64", seed: int = 0) -> dict[str, Any]:
+    """Learn a random bias-free ReLU FFN ``x -> w_o^T ReLU(A^T x)`` (A_FFN of Sec. 4.1) from
+    one-token value queries; score it by the functional error on random points (the parameters
+    are identifiable only up to the symmetries of the canonical form)."""
+    arith = parse(arith)
+    rng = np.random.default_rng(seed)
+    _, A, w_o = transformer_target(d, m, rng)
+    model = ReluFFN(A, w_o, arith)
+    oracle = ValueOracle(model)
+    t0 = time.perf_counter()
+    rec = learn_ffn(oracle, rng=rng, arith=arith)
+    seconds = time.perf_counter() - t0
+    X = rng.standard_normal((256, d))
+    with arith.context():
+        truth, got = model(arith.asarray(X)[:, None, :]), rec(arith.asarray(X))
+        err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
+    bound = rec.diagnostics.get("error_bound")
+    return {
+        "d": d, "m": m, "learner": "ffn", "arith": arith.name, "seed": seed, "L": rec.L,
+        "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
+        "err_W": err, "err_v": 0.0, "bits": -math.log2(err) if err else None, "exact": err == 0,
+        "error_bound": bound, "within_bound": None if bound is None else err <= bound,
+        "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
+        "diagnostics": rec.diagnostics,
+    }
+
+
+def run_transformer(
+    d: int, m: int, arith: Arith | str = "float64", seed: int = 0, **opts: Any
+) -> dict[str, Any]:
+    """Recover a random one-layer Transformer (Sec. 4.1) through a counting oracle, and score it.
+
+    Options: ``even`` (an even FFN, cone route), ``route``, ``probes`` (see
+    :func:`~attnproof.theorems.transformer.learn_transformer`).
+
+    Returns
+    -------
+    dict
+        ``d, m, learner, arith, seed, route, L, queries, queries_formula`` (its value),
+        ``query_formula`` (the formula), ``ffn_queries``, ``attention_queries``, ``err_W,
+        rel_err_W, bits, exact`` (of W), ``ffn_err`` (max |f_hat(x) - f(x)| / |x|_inf over 256
+        random and 8 d points on the hyperplanes), ``error_bound`` (of W), ``within_bound``,
+        ``error_bound_ffn``, ``restarts``, ``seconds, oracle_seconds, diagnostics``.
+    """
+
+    arith = parse(arith)
+    rng = np.random.default_rng(seed)
+    W, A, w_o = transformer_target(d, m, rng, even=bool(opts.pop("even", False)))
+    model = OneLayerTransformer(W, A, w_o, arith)
+    oracle = ValueOracle(model)
+    t0 = time.perf_counter()
+    rec = learn_transformer(oracle, rng=rng, arith=arith, **opts)
+    seconds = time.perf_counter() - t0
+    X = rng.standard_normal((256, d))
+    for w in A.T[:8]:
+        P = rng.standard_normal((d, d))
+        X = np.concatenate([X, P - np.outer(P @ w, w) / (w @ w)])
+    with arith.context():
+        truth = ReluFFN(A, w_o, arith)(arith.asarray(X)[:, None, :])
+        got = rec.ffn(arith.asarray(X))
+        ffn_err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
+    as_recovery = Recovery(W=rec.W, v=np.zeros(d), queries=rec.queries, arith=rec.arith)
+    s = score(as_recovery, model.W, np.zeros(d), arith)
+    route = rec.diagnostics["route"]
+    bound = rec.diagnostics.get("error_bound")
+    return {
+        "d": d, "m": m, "learner": "transformer", "arith": arith.name, "seed": seed, "route": route,
+        "L": rec.ffn.L, "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
+        "query_formula": "(L+1)(d+1) + 3L + 4 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
+        "ffn_queries": rec.diagnostics["ffn_queries"],
+        "attention_queries": rec.diagnostics["attention_queries"],
+        "err_W": s.err_W, "rel_err_W": s.rel_err_W, "bits": s.bits, "exact": s.bits is None, "ffn_err": ffn_err,
+        "error_bound": bound, "within_bound": None if bound is None else s.err_W <= bound,
+        "error_bound_ffn": rec.ffn.diagnostics.get("error_bound"),
+        "restarts": len(rec.ffn.diagnostics["restarts"]),
+        "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
+        "diagnostics": rec.diagnostics,
+    }
+
+
 __all__ = [
+    "transformer_target",
+    "run_ffn",
+    "run_transformer",
     "membership_target",
     "run_membership",
     "run_membership_rotated",

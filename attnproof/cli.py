@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .bench import options_of
 from .errors import AttnproofError
 from .oracles import ADVERSARIES
@@ -86,13 +88,24 @@ def _arith(text: str) -> str:
 
 
 def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
+    """A JSON-ready copy: non-finite floats become null, numpy values and arrays plain Python,
+    mpmath and sympy numbers floats (their exact values are in the Python API), and any other
+    object its repr."""
     if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
-    return obj
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)) or obj is None or isinstance(obj, str):
+        return bool(obj) if isinstance(obj, np.bool_) else obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    try:
+        value = float(obj)
+    except (TypeError, ValueError):
+        return repr(obj)
+    return value if math.isfinite(value) else None
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -152,7 +165,8 @@ def _fmt(x: Any) -> str:
 def _describe(r: dict[str, Any]) -> str:
     """One line for a result row of :func:`attnproof.bench.result_row` (any learner)."""
     head = [f"{r['learner']}", f"d={r['d']}"]
-    head += [f"{k}={_fmt(r[k])}" for k in ("rank", "H", "method", "design", "adversary", "tau", "probes") if k in r]
+    keys = ("rank", "m", "L", "H", "route", "method", "design", "adversary", "tau", "probes")
+    head += [f"{k}={_fmt(r[k])}" for k in keys if k in r]
     head.append(f"arith={r['arith']}")
     if r["exact"]:
         bits = "exact"
@@ -161,11 +175,8 @@ def _describe(r: dict[str, Any]) -> str:
     else:  # several heads: one figure for all of them
         bits = f"{r['bits']:.1f} bits"
     errors = f"err_W={r['err_W']:.3e}" + (f" rel_err_W={r['rel_err_W']:.3e}" if "rel_err_W" in r else "")
-    parts = [
-        f"{r['queries']} queries (formula {r.get('queries_formula')})",
-        f"{errors} err_v={r['err_v']:.3e}",
-        bits,
-    ]
+    errors += f" err_v={r['err_v']:.3e}" if "err_v" in r else f" ffn_err={r['ffn_err']:.3e}"
+    parts = [f"{r['queries']} queries (formula {r.get('queries_formula')})", errors, bits]
     if r.get("error_bound") is not None:
         parts.append(f"bound {r['error_bound']:.2e} ({'held' if r['within_bound'] else 'VIOLATED'})")
     if "guarantee_W" in r:
@@ -232,7 +243,7 @@ def _bench(args: argparse.Namespace) -> int:
 #: The recover options handed to the learner's runner (each runner takes the ones it uses).
 _LEARNER_OPTIONS = (
     "probes", "scale", "rank", "m", "checks", "tau", "adversary", "design", "eps_W", "eps_v", "W_bound",
-    "method", "mu", "delta", "samples", "delta_rot", "H", "hessians",
+    "method", "mu", "delta", "samples", "delta_rot", "H", "hessians", "route",
 )
 
 
@@ -275,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="membership --method paper: the sample budget (the verbatim count is astronomical)")
     r.add_argument("--delta-rot", dest="delta_rot", type=_unit_float, default=None,
                    help="membership-rotated: probability the rotation misses the margin")
+    r.add_argument("--route", choices=("antisymmetric", "cone"), default=None,
+                   help="transformer: how W is learned (default: VQ~ when A w_o != 0, else the cone)")
     r.add_argument("--H", dest="H", type=_positive_int, default=None, help="multi-head learners: heads (default 2)")
     r.add_argument("--hessians", type=_positive_int, default=None,
                    help="multihead-sbd: probe Hessians (default max(2, d_h - 1))")

@@ -288,7 +288,128 @@ class MultiHeadAttention:
         return total
 
 
+class ReluFFN:
+    """The bias-free FFN of Sec. 4.1 on one token: ``f(x) = w_o^T ReLU(A^T x)`` (A is d x m).
+
+    It is the one-layer Transformer restricted to length-1 queries (``TF([x^T]) = f(x)``).
+    ``b`` (shape (m,)) adds first-layer biases, ``ReLU(A^T x + b)``: a model the bias-free
+    learner must refuse (its parity split fails), kept here to show the counterexample.
+
+    Parameters
+    ----------
+    A : array-like, shape (d, m)
+    w_o : array-like, shape (m,)
+    arith : Arith
+    b : array-like, shape (m,), optional
+    """
+
+    def __init__(self, A: Any, w_o: Any, arith: Arith = FLOAT64, b: Any = None) -> None:
+        self.arith = arith
+        self.A, self.w_o = arith.asarray(A), arith.asarray(w_o)
+        if self.A.ndim != 2:
+            raise ShapeError(f"A must have shape (d, m); got {self.A.shape}")
+        _check_matrix(self.w_o, (self.A.shape[1],), "w_o")
+        self.b = None if b is None else arith.asarray(b)
+        if self.b is not None:
+            _check_matrix(self.b, (self.A.shape[1],), "b")
+        for M, what in ((self.A, "A"), (self.w_o, "w_o"), (self.b, "b")):
+            if M is not None:
+                arith.check_finite(M, what)
+
+    @property
+    def d(self) -> int:
+        return self.A.shape[0]
+
+    def __call__(self, X: Any) -> Any:
+        """f on one token: X of shape (1, d) -> scalar, or (B, 1, d) -> (B,)."""
+        with self.arith.context():
+            Xb, batched = as_batch(X, self.d, self.arith)
+            if Xb.shape[1] != 1:
+                raise ShapeError(f"an FFN reads one token (N = 1); got N = {Xb.shape[1]}")
+            z = Xb[:, 0, :] @ self.A
+            out = relu(z if self.b is None else z + self.b) @ self.w_o
+        return out if batched else out[0]
+
+
+def canonical_ffn(
+    A: Any, w_o: Any, arith: Arith = FLOAT64, rtol: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The canonical form of ``f(x) = w_o^T ReLU(A^T x)`` (Sec. 4.1, parity split).
+
+    ``f(x) = 1/2 u^T x + 1/2 sum_j c_j |n_j^T x|`` with ``u = A w_o``, one n_j per distinct
+    hyperplane (line through the origin) scaled so that its entry of largest magnitude
+    (the first such) is +1, ``c_j = sum_{k: w_k = lam_k n_j} a_k |lam_k|``, hyperplanes with
+    c_j = 0 dropped and the rest sorted lexicographically by n_j.  It is invariant under
+    permutation, positive rescaling, merging/splitting and orientation flips of zero-sum
+    subsets.  ``rtol`` (numeric arithmetics) merges normals equal to within rtol and drops
+    kinks below rtol times the largest.
+
+    Returns
+    -------
+    u : array (d,), N : array (L, d), c : array (L,)
+    """
+    with arith.context():
+        A, w_o = arith.asarray(A), arith.asarray(w_o)
+        u = A @ w_o
+        normals: list[np.ndarray] = []
+        weights: list[Any] = []
+        for k in range(A.shape[1]):
+            w = A[:, k]
+            if arith.is_zero(w_o[k]) or all(arith.is_zero(x) for x in w):
+                continue
+            n, lam = normalize_normal(w, arith)
+            for j, m in enumerate(normals):
+                if _same(m, n, arith, rtol):
+                    weights[j] = weights[j] + w_o[k] * abs(lam)
+                    break
+            else:
+                normals.append(n)
+                weights.append(w_o[k] * abs(lam))
+        scale = max((abs(float(x)) for x in weights), default=0.0)
+        keep = [j for j, c in enumerate(weights) if not _negligible_weight(c, arith, rtol * scale)]
+        order = sorted(keep, key=lambda j: tuple(float(x) for x in normals[j]))
+        N = arith.zeros((len(order), A.shape[0]))
+        for i, j in enumerate(order):
+            N[i] = normals[j]
+        return u, N, arith.asarray([weights[j] for j in order]) if order else arith.zeros((0,))
+
+
+def normalize_normal(w: np.ndarray, arith: Arith) -> tuple[np.ndarray, Any]:
+    """(n, lam) with w = lam n and the first entry of largest magnitude of n equal to +1."""
+    if arith.exact:  # exact comparisons: the first exact maximum
+        top = max(abs(x) for x in w)
+        i = next(k for k, x in enumerate(w) if abs(x) == top)
+    else:
+        i = int(np.argmax(arith.to_float(np.abs(w))))
+    lam = w[i]
+    return w / lam, lam
+
+
+def _same(m: np.ndarray, n: np.ndarray, arith: Arith, rtol: float) -> bool:
+    if arith.exact or rtol == 0:
+        return all(arith.is_zero(x - y) for x, y in zip(m, n))
+    return bool(np.max(np.abs(arith.to_float(m - n))) <= rtol)
+
+
+def _negligible_weight(c: Any, arith: Arith, rtol: float) -> bool:
+    if arith.exact or rtol == 0:
+        return arith.is_zero(c)
+    return abs(float(c)) <= rtol
+
+
+def evaluate_canonical(u: np.ndarray, N: np.ndarray, c: np.ndarray, x: np.ndarray) -> Any:
+    """``1/2 u^T x + 1/2 sum_j c_j |n_j^T x|`` for x of shape (d,) or (B, d) (any arithmetic)."""
+    x = np.asarray(x)
+    z = x @ N.T
+    absz = np.abs(z) if z.dtype != object else np.vectorize(abs, otypes=[object])(z)
+    return (x @ u + absz @ c) / 2
+
+
 __all__ = [
+    "ReluFFN",
+    "canonical_ffn",
+    "normalize_normal",
+    "evaluate_canonical",
     "Attention",
     "FactoredAttention",
     "OneLayerTransformer",

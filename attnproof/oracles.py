@@ -365,7 +365,78 @@ class ReducedOracle:
         return y if batched else y[0]
 
 
+@dataclass
+class DerivedOracle:
+    """An oracle built from another one (Sec. 4.1): each of its queries is answered by
+    ``cost`` queries of ``base``, which counts them too, so neither count can be lost.
+
+    Attributes
+    ----------
+    base : ValueOracle
+        The oracle actually asked.
+    queries : int
+        Queries answered by this derived oracle (``base.queries`` grows by ``cost`` each).
+    """
+
+    base: ValueOracle
+    queries: int = 0
+    cost: int = 1
+
+    @property
+    def d(self) -> int:
+        return self.base.d
+
+    @property
+    def model(self) -> Any:
+        """What the learner may know about the target's format (width and arithmetic)."""
+        return self.base.model
+
+    def __call__(self, X: Any) -> Any:
+        Xb, batched = as_batch(X, self.d, self.base.model.arith)
+        y = self._answer(Xb)
+        self.queries += Xb.shape[0]
+        return y if batched else y[0]
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+@dataclass
+class AntisymmetricOracle(DerivedOracle):
+    """VQ~(X) = VQ(X) - VQ(-X) (Sec. 4.1): two value queries per query, asked as one batch."""
+
+    cost: int = 2
+    #: max over batches of 2 max |VQ(+-X)| / max |VQ~(X)|: how much the difference amplifies the
+    #: value oracle's relative rounding (numeric arithmetics; 1 if never measured).
+    amplification: float = 1.0
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        y = np.asarray(self.base(np.concatenate([Xb, -Xb])))
+        n = Xb.shape[0]
+        out = y[:n] - y[n:]
+        if not self.base.model.arith.exact:  # scale of the two answers over scale of their difference
+            size = float(np.max(np.abs(np.asarray(y, dtype=float)), initial=0.0))
+            diff = float(np.max(np.abs(np.asarray(out, dtype=float)), initial=0.0))
+            if size > 0:
+                self.amplification = max(self.amplification, 2 * size / diff if diff > 0 else np.inf)
+        return out
+
+
+@dataclass
+class LinearMapOracle(DerivedOracle):
+    """VQ(X M^T): every token x is replaced by M x (one value query per query).
+
+    Scores become ``x_i^T (M^T W M) x_N``; inside a cone where the FFN is linear with
+    gradient g this is a Thm 4.1 oracle for ``(M^T W M, M^T g)`` (``sec4.1/cone-probe``).
+    """
+
+    M: np.ndarray | None = None
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        return np.asarray(self.base(Xb @ self.M.T))
+
+
 __all__ = [
-    "ValueOracle", "ApproxOracle", "DeclaresTolerance", "MembershipOracle", "ReducedOracle", "ADVERSARIES",
-    "QueryRecord", "Model",
+    "ValueOracle", "ApproxOracle", "DeclaresTolerance", "MembershipOracle", "ReducedOracle", "DerivedOracle",
+    "AntisymmetricOracle", "LinearMapOracle", "ADVERSARIES", "QueryRecord", "Model",
 ]

@@ -14,6 +14,10 @@ SMALL = {
     "skeleton-adaptive": {"rank": 2},
     "lowrank-cvx": {"rank": 1},
     "noisy": {},
+    "ffn": {"m": 6},
+    "transformer": {"m": 6},
+    "orthogonal-heads": {"H": 2},
+    "multihead-sbd": {"H": 2},
     "membership": {"eps_W": 1e-2},
     "membership-rotated": {"eps_W": 1e-2},
 }
