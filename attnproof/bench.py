@@ -61,7 +61,9 @@ def result_row(
     return row
 
 
-def random_target(d: int, rng: np.random.Generator, scale: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def random_target(
+    d: int, rng: np.random.Generator, scale: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """A generic target: W with i.i.d. N(0, scale^2) entries (default scale 1/sqrt(d)), v ~ N(0, I).
 
     Returned in float64; any arithmetic converts it exactly (binary floats are exact
@@ -131,7 +133,9 @@ def run_lowrank(
     elif learner == "lowrank-cvx":
         rec = learn_lowrank_cvx(oracle, m=m or 3 * rank * (2 * d - rank), rng=rng)
     else:
-        raise InvalidInputError(f"unknown low-rank learner {learner!r}: use skeleton, skeleton-adaptive or lowrank-cvx")
+        raise InvalidInputError(
+            f"unknown low-rank learner {learner!r}: use skeleton, skeleton-adaptive or lowrank-cvx"
+        )
     seconds = time.perf_counter() - t0
     return result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, rank=rank,
                       floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d)
@@ -148,7 +152,8 @@ def phase_transition(
                 m = max(1, int(round(ratio * r * (2 * d - r))))
                 errs = [run_lowrank(d, r, "lowrank-cvx", seed=s, m=m)["rel_err_W"] for s in seeds]
                 rows.append({"d": d, "rank": r, "ratio": ratio, "m": m,
-                             "success": float(np.mean([e < threshold for e in errs])), "max_rel_err": max(errs)})
+                             "success": float(np.mean([e < threshold for e in errs])),
+                             "max_rel_err": max(errs)})
     return rows
 
 
@@ -164,7 +169,9 @@ def recover_heads(
     fn = LEARNERS[learner].fn if learner in LEARNERS else None
     if fn is None or "bias" not in inspect.signature(fn).parameters:
         with_bias = sorted(n for n, lr in LEARNERS.items() if "bias" in inspect.signature(lr.fn).parameters)
-        raise InvalidInputError(f"learner {learner!r} does not learn heads with biases: use one of {with_bias}")
+        raise InvalidInputError(
+            f"learner {learner!r} does not learn heads with biases: use one of {with_bias}"
+        )
     rows = []
     for layer, head, model in heads:
         d, r = model.d, model.rank_bound
@@ -230,7 +237,9 @@ def precision_sweep(
     return [run_exact(d, arith, probes, seed) for arith in ["float64", *(f"mp:{p}" for p in digits)]]
 
 
-def margin_target(d: int, rng: np.random.Generator, W_bound: float = 2.0) -> tuple[np.ndarray, np.ndarray, float]:
+def margin_target(
+    d: int, rng: np.random.Generator, W_bound: float = 2.0
+) -> tuple[np.ndarray, np.ndarray, float]:
     """A target meeting Thm 6.1's assumptions: ||W*||_F = 0.9 W, ||v*||_2 = 1, mu = min |v*_i|."""
     W = rng.standard_normal((d, d))
     v = rng.standard_normal(d)
@@ -238,7 +247,9 @@ def margin_target(d: int, rng: np.random.Generator, W_bound: float = 2.0) -> tup
     return W * 0.9 * W_bound / np.linalg.norm(W), v, float(np.abs(v).min())
 
 
-def theorem_tolerances(design: str, eps_W: float, eps_v: float, W_bound: float, mu: float, d: int) -> Tolerances:
+def theorem_tolerances(
+    design: str, eps_W: float, eps_v: float, W_bound: float, mu: float, d: int
+) -> Tolerances:
     """The tolerance each design is proven to support (the paper's own for ``paper``)."""
     if design == PAPER.name:
         return paper_tolerances(eps_W, eps_v, W_bound, mu, d)
@@ -267,7 +278,8 @@ def run_noisy(
     tau = proven if tau is None else tau
     oracle = ApproxOracle(Attention(W, v), tau=tau, adversary=adversary, seed=seed)
     t0 = time.perf_counter()
-    rec = learn_noisy(oracle, W_bound=W_bound, mu=mu, design=DESIGNS[design])  # no eps: may probe past the proof
+    # no eps: may probe past the proof
+    rec = learn_noisy(oracle, W_bound=W_bound, mu=mu, design=DESIGNS[design])
     seconds = time.perf_counter() - t0
     row = result_row("noisy", d, seed, rec, oracle, seconds, W, v, design=design, adversary=adversary,
                      expected_queries=d + d * d)
@@ -376,7 +388,8 @@ def run_membership_rotated(
     model = Attention(W, v / np.linalg.norm(v), arith)
     oracle = MembershipOracle(model)
     t0 = time.perf_counter()
-    rec = learn_membership_rotated(oracle, W_bound=W_bound, eps_W=eps_W, delta_rot=delta_rot, rng=rng, arith=arith)
+    rec = learn_membership_rotated(oracle, W_bound=W_bound, eps_W=eps_W, delta_rot=delta_rot, rng=rng,
+                                   arith=arith)
     seconds = time.perf_counter() - t0
     with arith.context():
         unit = model.v / arith.sqrt(model.v @ model.v)
@@ -389,16 +402,18 @@ def run_membership_rotated(
 #: checks that the keys are exactly :data:`attnproof.proof.LEARNERS`).
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "exact": lambda d, arith, seed, probes="gaussian", scale=None: run_exact(d, arith, probes, seed, scale),
-    "skeleton": lambda d, arith, seed, rank, checks=0: run_lowrank(d, rank, "skeleton", arith, seed, checks=checks),
+    "skeleton": lambda d, arith, seed, rank, checks=0: run_lowrank(
+        d, rank, "skeleton", arith, seed, checks=checks),
     "skeleton-adaptive": lambda d, arith, seed, rank: run_lowrank(d, rank, "skeleton-adaptive", arith, seed),
     "lowrank-cvx": lambda d, arith, seed, rank, m=None: run_lowrank(d, rank, "lowrank-cvx", arith, seed, m=m),
     "noisy": lambda d, arith, seed, design="corrected", tau=None, adversary="worst", eps_W=0.1, eps_v=0.1,
     W_bound=2.0: run_noisy(d, design, tau, adversary, eps_W, eps_v, W_bound, seed),
     "membership": lambda d, arith, seed, method="bisect", W_bound=4.0, mu=None, eps_W=1e-3, delta=0.01,
     samples=None: run_membership(d, method, arith, seed, W_bound, mu, eps_W, delta, samples=samples),
-    "membership-rotated": lambda d, arith, seed, W_bound=4.0, eps_W=1e-3, delta_rot=0.05: run_membership_rotated(
-        d, arith, seed, W_bound, eps_W, delta_rot),
-    "orthogonal-heads": lambda d, arith, seed, H=2, checks=3: run_orthogonal_heads(d, H, arith, seed, checks=checks),
+    "membership-rotated": lambda d, arith, seed, W_bound=4.0, eps_W=1e-3,
+    delta_rot=0.05: run_membership_rotated(d, arith, seed, W_bound, eps_W, delta_rot),
+    "orthogonal-heads": lambda d, arith, seed, H=2, checks=3: run_orthogonal_heads(
+        d, H, arith, seed, checks=checks),
     "multihead-sbd": lambda d, arith, seed, H=2, hessians=None, tau=None, checks=3: run_multihead_sbd(
         d, H, arith, seed, hessians, tau, checks),
     "transformer": lambda d, arith, seed, m=None, route=None: run_transformer(
@@ -412,7 +427,9 @@ def options_of(learner: str) -> set[str]:
     return set(inspect.signature(RUNNERS[learner]).parameters) - {"d", "arith", "seed"}
 
 
-def run(learner: str, d: int, arith: str | Arith = "float64", seed: int = 0, **options: Any) -> dict[str, Any]:
+def run(
+    learner: str, d: int, arith: str | Arith = "float64", seed: int = 0, **options: Any
+) -> dict[str, Any]:
     """Run the registered learner ``learner`` on a random target of width d (see :data:`RUNNERS`).
 
     Raises
@@ -424,7 +441,10 @@ def run(learner: str, d: int, arith: str | Arith = "float64", seed: int = 0, **o
         raise InvalidInputError(f"unknown learner {learner!r}: use one of {sorted(LEARNERS)}")
     unknown = set(options) - options_of(learner)
     if unknown:
-        raise InvalidInputError(f"the {learner} learner takes no option {sorted(unknown)}; it takes {sorted(options_of(learner))}")
+        raise InvalidInputError(
+            f"the {learner} learner takes no option {sorted(unknown)}; "
+            f"it takes {sorted(options_of(learner))}"
+        )
     arith = parse(arith)
     if arith.family not in LEARNERS[learner].arithmetics:
         raise InvalidInputError(
@@ -731,7 +751,8 @@ def run_transformer(
         "query_formula": "(L+1)(d+1) + 3L + 4 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
         "ffn_queries": rec.diagnostics["ffn_queries"],
         "attention_queries": rec.diagnostics["attention_queries"],
-        "err_W": s.err_W, "rel_err_W": s.rel_err_W, "bits": s.bits, "exact": s.bits is None, "ffn_err": ffn_err,
+        "err_W": s.err_W, "rel_err_W": s.rel_err_W, "bits": s.bits, "exact": s.bits is None,
+        "ffn_err": ffn_err,
         "error_bound": bound, "within_bound": None if bound is None else s.err_W <= bound,
         "error_bound_ffn": rec.ffn.diagnostics.get("error_bound"),
         "restarts": len(rec.ffn.diagnostics["restarts"]),

@@ -171,7 +171,9 @@ def _describe(r: dict[str, Any]) -> str:
     if r["exact"]:
         bits = "exact"
     elif "bits_W" in r:
-        bits = f"{r['bits_W']:.1f} bits (W), " + ("exact v" if r["bits_v"] is None else f"{r['bits_v']:.1f} bits (v)")
+        bits = f"{r['bits_W']:.1f} bits (W), " + (
+            "exact v" if r["bits_v"] is None else f"{r['bits_v']:.1f} bits (v)"
+        )
     else:  # several heads: one figure for all of them
         bits = f"{r['bits']:.1f} bits"
     errors = f"err_W={r['err_W']:.3e}" + (f" rel_err_W={r['rel_err_W']:.3e}" if "rel_err_W" in r else "")
@@ -288,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="membership-rotated: probability the rotation misses the margin")
     r.add_argument("--route", choices=("antisymmetric", "cone"), default=None,
                    help="transformer: how W is learned (default: VQ~ when A w_o != 0, else the cone)")
-    r.add_argument("--H", dest="H", type=_positive_int, default=None, help="multi-head learners: heads (default 2)")
+    r.add_argument("--H", dest="H", type=_positive_int, default=None,
+                   help="multi-head learners: heads (default 2)")
     r.add_argument("--hessians", type=_positive_int, default=None,
                    help="multihead-sbd: probe Hessians (default max(2, d_h - 1))")
     r.add_argument("--json", action="store_true")

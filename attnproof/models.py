@@ -165,7 +165,9 @@ class FactoredAttention:
         Score bias and output offset, as for :class:`Attention`.
     """
 
-    def __init__(self, K: Any, Q: Any, v: Any, arith: Arith = FLOAT64, c: Any = None, beta: Any = None) -> None:
+    def __init__(
+        self, K: Any, Q: Any, v: Any, arith: Arith = FLOAT64, c: Any = None, beta: Any = None
+    ) -> None:
         self.arith = arith
         self.K, self.Q, self.v = arith.asarray(K), arith.asarray(Q), arith.asarray(v)
         if self.Q.ndim != 2:

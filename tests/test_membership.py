@@ -332,7 +332,8 @@ def test_only_the_direction_of_v_is_identifiable(target, c):
     rec_c, _ = attempt((W, c * v, W_bound, mu), 0.1)
     assert (rec is None) == (rec_c is None)
     if rec is not None:
-        assert np.array_equal(rec.W, rec_c.W) and np.array_equal(rec.v, rec_c.v) and rec.queries == rec_c.queries
+        assert (np.array_equal(rec.W, rec_c.W) and np.array_equal(rec.v, rec_c.v)
+                and rec.queries == rec_c.queries)
 
 
 def test_norm_bound_violation_is_named():

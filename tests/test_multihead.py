@@ -253,8 +253,8 @@ def test_orthogonal_heads_sympy_is_exact():
 def test_c1_violation_is_never_silently_recovered(target, seed):
     """A typed refusal (AssumptionError; NonIdentifiableError or PrecisionLossError when the
     violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's
-    function (held-out inputs of length 1..5): a violating target may still be *functionally* a C.1 target (e.g. a shared
-    head that merges), and then recovering that function is correct."""
+    function (held-out inputs of length 1..5): a violating target may still be *functionally* a C.1 target
+    (e.g. a shared head that merges), and then recovering that function is correct."""
     heads, bases, how = target
     oracle = ValueOracle(MultiHeadAttention(heads))
     try:

@@ -38,7 +38,8 @@ def recover_ffn(A, w, arith=FLOAT64, seed=0, **kw):
 
 def check_count(rec, oracle, d):
     """The exact query count: the oracle's count, the ledger and the formula in d and L."""
-    assert rec.queries == oracle.queries == rec.diagnostics["queries_formula"] + rec.diagnostics["reasked_queries"]
+    assert rec.queries == oracle.queries == (rec.diagnostics["queries_formula"]
+                                             + rec.diagnostics["reasked_queries"])
     assert rec.diagnostics["queries_formula"] == ffn_query_count(d, rec.L)
     assert rec.diagnostics["queries_formula"] == ((rec.L + 1) * (d + 1) + 3 * rec.L + 4 if d > 1 else 10)
     ledger = rec.diagnostics["ledger"]
@@ -361,7 +362,8 @@ def test_transformer_float64(target, seed, data):
     except (PrecisionLossError, NonIdentifiableError) as err:
         # the output guard also refuses a W* below float64's resolution (W* = 0 included)
         w_zero = isinstance(err, PrecisionLossError) and np.abs(W).max() < 1e-140
-        assert beyond_float64(A, w) or w_zero or (isinstance(err, NonIdentifiableError) and is_zero_function(A, w))
+        assert (beyond_float64(A, w) or w_zero
+                or (isinstance(err, NonIdentifiableError) and is_zero_function(A, w)))
         return
     route = rec.diagnostics["route"]
     assert route == ("cone" if kind == "even" else rec.diagnostics["route"])

@@ -21,4 +21,6 @@ from . import bias, definitions, exact, lowrank, membership, multihead, noisy, t
 #: room -> rooms it may import: the reductions the paper makes from one result to another.
 REDUCTIONS: dict[str, tuple[str, ...]] = {"transformer": ("exact",), "multihead": ("exact",)}
 
-__all__ = ["bias", "definitions", "exact", "lowrank", "membership", "multihead", "noisy", "transformer", "REDUCTIONS"]
+__all__ = [
+    "bias", "definitions", "exact", "lowrank", "membership", "multihead", "noisy", "transformer", "REDUCTIONS"
+]

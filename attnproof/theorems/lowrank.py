@@ -166,8 +166,8 @@ def _cross_error(
     ``unshorten`` = 1 / shorten).  With C = M'[:, J], R = M'[I, :], U = M'[I, J] (the pivots),
     ``A B = C U^{-1} R`` and ``d(C U^{-1} R) = dC Y + X dR - X dU Y`` with X = C U^{-1},
     Y = U^{-1} R, so ``||D^{-1} dC||_F ||Y||_2 + ||D^{-1} X||_2 (||dR||_F + ||dU||_F ||Y||_2)``
-    bounds it, each entry's error from :func:`attnproof.measure.value_errors`.  A stop on a small residual column adds
-    ``d`` times that residual plus its measurement error (the pivoting heuristic: the measured
+    bounds it, each entry's error from :func:`attnproof.measure.value_errors`.  A stop on a small residual
+    column adds ``d`` times that residual plus its measurement error (the pivoting heuristic: the measured
     column is the residual's largest; a W* = 0 is thus bounded by the resolution, not by 0).
     The unmeasured rest is 0 by the rank assumption (see ``checks``).
     """
