@@ -77,6 +77,16 @@ def _float_list(text: str) -> list[float]:
     return values
 
 
+def _hessian_source(text: str) -> str:
+    if text in ("exact", "fd"):
+        return text
+    return _arith(text) if text.startswith("mp:") else _fail(f"use exact, fd or mp:DIGITS: {text!r}")
+
+
+def _fail(message: str) -> Any:
+    raise argparse.ArgumentTypeError(message)
+
+
 def _arith(text: str) -> str:
     from .arith import parse
 
@@ -213,8 +223,20 @@ def _recover(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import phase_transition, run
+    from .bench import minimal_hessians, multihead_sbd_table, phase_transition, run
 
+    if args.what == "multihead":
+        rows = multihead_sbd_table(seeds=range(args.seeds), source=args.source)
+        minimal = minimal_hessians(rows)
+        if args.json:
+            print(json.dumps(_jsonable({"bench": "multihead", "results": rows, "minimal": minimal}), indent=2))
+        else:
+            for row in rows:
+                print(f"H={row['H']} d_h={row['d_h']} K={row['K']}: commutant {row['commutant']:.2f}, "
+                      f"random combination {row['random_combination']:.2f}")
+            for m in minimal:
+                print(f"H={m['H']} d_h={m['d_h']}: minimal K = {m['minimal_K']} (lower bound {m['lower_bound']})")
+        return 0
     if args.what == "phase":
         rows = phase_transition(args.d, args.rank or [1, 2, 4], args.ratios, range(args.seeds))
         if args.json:
@@ -298,12 +320,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(run=_recover)
 
     b = sub.add_parser("bench", help="query counts, errors and time over several d")
-    b.add_argument("what", choices=("exact", "lowrank", "phase"))
+    b.add_argument("what", choices=("exact", "lowrank", "phase", "multihead"))
     b.add_argument("--d", type=_int_list, default=[64, 256, 1024])
     b.add_argument("--rank", type=_int_list, default=None, help="lowrank: one rank per d; phase: ranks")
     b.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "lowrank-cvx"), default="skeleton")
     b.add_argument("--ratios", type=_float_list, default=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0])
     b.add_argument("--seeds", type=_positive_int, default=3)
+    b.add_argument("--source", default="exact", type=_hessian_source,
+                   help="multihead: Hessians exact (closed form), fd (finite differences) or mp:DIGITS")
     b.add_argument("--arith", type=_arith, default="float64")
     b.add_argument("--probes", choices=("gaussian", "basis"), default="gaussian")
     b.add_argument("--seed", type=_nonnegative_int, default=0)

@@ -120,3 +120,36 @@ def test_failed_recovery_gives_typed_error_and_nonzero_exit():
     r = cli("recover", "--d", "3", "--scale", "1e200")
     assert r.returncode == 1, r.stderr
     assert "PrecisionLossError" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--learner", "transformer", "--d", "4", "--m", "6"),
+        ("--learner", "ffn", "--d", "4", "--m", "6"),
+        ("--learner", "membership", "--d", "3"),
+        ("--learner", "membership", "--d", "3", "--method", "paper", "--samples", "200"),
+        ("--learner", "membership-rotated", "--d", "3", "--arith", "mp:40", "--eps-W", "0.01"),
+        ("--learner", "orthogonal-heads", "--d", "6", "--H", "2"),
+        ("--learner", "multihead-sbd", "--d", "4", "--H", "2"),
+    ],
+)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_every_new_learner_both_output_paths(args, as_json):
+    """Human-readable and --json output of each learner added with the new rooms; the paper's
+    membership learner on a small sample budget misses its guarantee and must exit 1."""
+    r = cli("recover", *args, *(["--json"] if as_json else []))
+    missed = "paper" in args
+    assert r.returncode == (1 if missed else 0), r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    if as_json:
+        doc = json.loads(r.stdout)
+        assert doc["queries"] == doc["queries_formula"] + doc["diagnostics"].get("reasked_queries", 0)
+    else:
+        assert f"{args[1]} d=" in r.stdout and "queries (formula" in r.stdout
+
+
+def test_bench_multihead_reports_the_minimal_hessian_counts():
+    r = cli("bench", "multihead", "--seeds", "1")
+    assert r.returncode == 0, r.stderr
+    assert "minimal K = 5 (lower bound 5)" in r.stdout  # H = 2, d_h = 6
