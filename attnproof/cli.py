@@ -229,13 +229,15 @@ def _bench(args: argparse.Namespace) -> int:
         rows = multihead_sbd_table(seeds=range(args.seeds), source=args.source)
         minimal = minimal_hessians(rows)
         if args.json:
-            print(json.dumps(_jsonable({"bench": "multihead", "results": rows, "minimal": minimal}), indent=2))
+            doc = {"bench": "multihead", "results": rows, "minimal": minimal}
+            print(json.dumps(_jsonable(doc), indent=2))
         else:
             for row in rows:
                 print(f"H={row['H']} d_h={row['d_h']} K={row['K']}: commutant {row['commutant']:.2f}, "
                       f"random combination {row['random_combination']:.2f}")
             for m in minimal:
-                print(f"H={m['H']} d_h={m['d_h']}: minimal K = {m['minimal_K']} (lower bound {m['lower_bound']})")
+                print(f"H={m['H']} d_h={m['d_h']}: minimal K = {m['minimal_K']} "
+                      f"(lower bound {m['lower_bound']})")
         return 0
     if args.what == "phase":
         rows = phase_transition(args.d, args.rank or [1, 2, 4], args.ratios, range(args.seeds))
