@@ -88,6 +88,7 @@ class Cross:
     cols: list[int]
     stop_col: int | None
     stop_residual: float
+    stop_threshold: float = 0.0
 
 
 def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_tol: float) -> Cross:
@@ -110,7 +111,7 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
     A, B = arith.zeros((d, 0)), arith.zeros((0, d))
     free_rows, free_cols = np.ones(d, dtype=bool), np.ones(d, dtype=bool)
     scale, floor, pivots, rows_used, cols_used = 0.0, 0.0, [], [], []
-    j, k0, first, stop_col, stop_residual = 0, 0, True, None, 0.0
+    j, k0, first, stop_col, stop_residual, stop_threshold = 0, 0, True, None, 0.0, 0.0
     policy = sparing(session.policy)  # a pivot column may be small compared with the rest of M
 
     def ask(kk: np.ndarray, ll: np.ndarray) -> np.ndarray:
@@ -135,6 +136,7 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
         i = int(np.argmax(mags))
         if mags[i] <= rank_tol * scale + floor:
             stop_col, stop_residual = j, max(float(mags[i]), 0.0)
+            stop_threshold = float(rank_tol * scale + floor)
             break  # the residual column vanishes: rank found
         cols = np.flatnonzero(~known[i, :])
         if len(cols):
@@ -154,7 +156,7 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
         j = int(np.argmax(rmags))
     session.diagnostics["rank_found"] = A.shape[1]
     session.diagnostics["pivot_ratio"] = (min(pivots) / max(pivots)) if pivots else 1.0
-    return Cross(A, B, M, known, L_all, k_all, rows_used, cols_used, stop_col, stop_residual)
+    return Cross(A, B, M, known, L_all, k_all, rows_used, cols_used, stop_col, stop_residual, stop_threshold)
 
 
 def _cross_error(
@@ -179,8 +181,9 @@ def _cross_error(
         probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm
     )
     trunc = 0.0
-    if cross.stop_col is not None:
-        trunc = d * float(np.max(unshorten)) * (cross.stop_residual + float(E[:, cross.stop_col].max()))
+    if cross.stop_col is not None:  # what was declared zero: up to the threshold in every entry
+        below = max(cross.stop_threshold, cross.stop_residual) + float(E[:, cross.stop_col].max())
+        trunc = d * float(np.max(unshorten)) * below
     if not cross.rows:
         return trunc
     Mf = arith.to_float(cross.M)
