@@ -261,7 +261,11 @@ def learn_skeleton(
         residual below that, or one that happens to be orthogonal to every checked pair (a
         probability-zero event for the random a, b).  ``check_residual`` reports what they saw.
     rank_tol : float, optional
-        Relative size below which a residual pivot counts as 0.
+        Relative size below which a residual pivot counts as 0 (default 0.1 sqrt(eps)).  When
+        the cross stops early on it, the reported bound adds d x that threshold for what was
+        declared zero, which assumes the measured column shows the residual's size (partial
+        pivoting's heuristic); a residual hidden from that column can exceed it (a pinned
+        counterexample: ``tests/test_lowrank.py``, open).  ``checks`` make this visible.
     bias : bool
         A head with biases: also recover c and beta (d + 1 more queries).
     rtol : float, optional
