@@ -324,7 +324,7 @@ def membership_target(
     """A target meeting Thm B.1's assumptions: ||W*||_F = 0.9 W and a unit v* with every |v*_i| >= mu
     (|v*_i|^2 = mu^2 + a random share of the spare mass 1 - d mu^2, random signs)."""
     if not 0 < mu <= 1 / np.sqrt(d):
-        raise ValueError(f"mu must be in (0, 1/sqrt(d)] for a unit v with every |v_i| >= mu; got {mu}")
+        raise InvalidInputError(f"mu must be in (0, 1/sqrt(d)] for a unit v with every |v_i| >= mu; got {mu}")
     W = rng.standard_normal((d, d))
     shares = rng.dirichlet(np.ones(d))
     v = rng.choice([-1.0, 1.0], d) * np.sqrt(mu**2 + shares * (1 - d * mu**2))
@@ -462,7 +462,7 @@ def orthogonal_heads_target(
     transform, orthogonal to the arithmetic's precision), ``W~ ~ N(0, 1/d_h)``, ``v~ ~ N(0, I)``."""
 
     if H < 1 or d % H:
-        raise ValueError(f"H must divide d; got d = {d}, H = {H}")
+        raise InvalidInputError(f"H must divide d; got d = {d}, H = {H}")
     dh = d // H
     bases = cayley_bases([dh] * H, rng.standard_normal((d, d)), arith)
     with arith.context():

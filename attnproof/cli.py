@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .bench import options_of
-from .errors import AttnproofError
+from .errors import AttnproofError, InvalidInputError
 from .oracles import ADVERSARIES
 from .proof import LEARNERS
 from .theorems.noisy import DESIGNS
@@ -377,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"argument --rank: rank {r} exceeds d = {d}")
     try:
         return args.run(args)
+    except InvalidInputError as exc:  # a bad argument found past argparse: still exit 2, one line
+        print(f"attnproof: error: {exc}", file=sys.stderr)
+        return 2
     except AttnproofError as exc:
         print(f"attnproof: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
