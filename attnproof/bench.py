@@ -213,16 +213,29 @@ def supported_range(
     return rows
 
 
-def markdown_table(rows: list[dict[str, Any]], columns: dict[str, str]) -> str:
-    """A Markdown table of ``rows`` (the book shows tables this way, not as printed text):
-    ``columns`` maps a row key to its header; floats print with 2 significant digits."""
-    def fmt(x: Any) -> str:
-        if isinstance(x, float):
-            return "–" if math.isnan(x) else f"{x:.2g}"
-        return "–" if x is None else str(x)
+def markdown_table(
+    rows: list[dict[str, Any]], columns: dict[str, str] | list[str], fmt: dict[str, str] | None = None
+) -> str:
+    """A Markdown table of ``rows`` (the book shows tables this way, not as printed text).
+
+    ``columns`` maps a row key to its header (a list: the keys are the headers); ``fmt`` maps a
+    key to a format string (default: floats with 2 significant digits).  A ``|`` in a cell is
+    escaped, so it cannot split the cell.
+    """
+    columns = columns if isinstance(columns, dict) else {c: c for c in columns}
+    fmt = fmt or {}
+
+    def cell(key: str, x: Any) -> str:
+        if key in fmt:
+            text = fmt[key].format(x)
+        elif isinstance(x, float):
+            text = "–" if math.isnan(x) else f"{x:.2g}"
+        else:
+            text = "–" if x is None else str(x)
+        return text.replace("|", "\\|")
 
     lines = ["| " + " | ".join(columns.values()) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(fmt(r.get(k)) for k in columns) + " |" for r in rows]
+    lines += ["| " + " | ".join(cell(k, r.get(k)) for k in columns) + " |" for r in rows]
     return "\n".join(lines)
 
 

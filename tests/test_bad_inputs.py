@@ -284,8 +284,10 @@ CLI_CELLS = [
          ("bench", "phase", "--d", "4", "--rank", "1", "--ratios", "nan")),
     cell("bench-negative-seed", 2, ("bench", "exact", "--d", "4", "--seed", "-1")),
     cell("bench-out-of-range-rank", 2, ("bench", "lowrank", "--d", "4", "--rank", "5")),
-    cell("recover-membership-mu-out-of-range", 2, ("recover", "--d", "4", "--learner", "membership", "--mu", "0.9")),
-    cell("recover-heads-not-dividing-d", 2, ("recover", "--d", "4", "--learner", "orthogonal-heads", "--H", "3")),
+    cell("recover-membership-mu-out-of-range", 2,
+         ("recover", "--d", "4", "--learner", "membership", "--mu", "0.9")),
+    cell("recover-heads-not-dividing-d", 2,
+         ("recover", "--d", "4", "--learner", "orthogonal-heads", "--H", "3")),
     cell("bench-accepted", 0, ("bench", "exact", "--d", "4")),
 ]
 
