@@ -55,6 +55,9 @@ class Identity:
     assumptions: str = ""
     simplifier: Callable[[sp.Expr], sp.Expr] = sp.simplify
     kind: str = "identity"  # or "bound"
+    #: What the proof covers: "all d" (symbolic size, or a reduction to a proven scalar
+    #: identity), "listed sizes: ..." (checked at fixed dimensions), or "scalar".
+    scope: str = ""
 
 
 REGISTRY: dict[str, Identity] = {}
@@ -68,6 +71,7 @@ def identity(
     uses: Iterable[str] = (),
     assumptions: str = "",
     simplifier: Callable[[sp.Expr], sp.Expr] = sp.simplify,
+    scope: str = "",
 ) -> Callable[[Callable[[], list[Pair]]], Callable[[], list[Pair]]]:
     """Register ``fn`` (returning (lhs, rhs) pairs) as the identity ``id``.
 
@@ -76,7 +80,7 @@ def identity(
     AttnproofError
         If the ID is already registered (IDs are stable and unique).
     """
-    return _registrar(id, paper, statement, uses, assumptions, simplifier, "identity")
+    return _registrar(id, paper, statement, uses, assumptions, simplifier, "identity", scope)
 
 
 #: A bound claim: a description and a quantity that must be >= 0, given either as a sympy
@@ -92,6 +96,7 @@ def bound(
     statement: str,
     uses: Iterable[str] = (),
     assumptions: str = "",
+    scope: str = "",
 ) -> Callable[[Callable[[], list[Claim]]], Callable[[], list[Claim]]]:
     """Register ``fn`` (returning ``(description, quantity)`` claims ``quantity >= 0``) as a bound.
 
@@ -100,7 +105,7 @@ def bound(
     cross-check evaluates sympy quantities at random points with mpmath (they must be >= 0)
     and reports the smallest margin found.
     """
-    return _registrar(id, paper, statement, uses, assumptions, sp.simplify, "bound")
+    return _registrar(id, paper, statement, uses, assumptions, sp.simplify, "bound", scope)
 
 
 def _registrar(
@@ -111,11 +116,14 @@ def _registrar(
     assumptions: str,
     simplifier: Callable[[sp.Expr], sp.Expr],
     kind: str,
+    scope: str,
 ) -> Callable[[Callable[[], list[Any]]], Callable[[], list[Any]]]:
     def deco(fn: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
         if id in REGISTRY:
             raise AttnproofError(f"identity {id!r} is registered twice")
-        REGISTRY[id] = Identity(id, paper, statement, fn, tuple(uses), assumptions, simplifier, kind)
+        REGISTRY[id] = Identity(
+            id, paper, statement, fn, tuple(uses), assumptions, simplifier, kind, scope
+        )
         return fn
 
     return deco
@@ -221,6 +229,7 @@ class Entry:
     passed: bool
     seconds: float
     sha256: str
+    scope: str = ""
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -249,7 +258,8 @@ class Entry:
         return (
             f"**{badge}** — `{self.id}` ({self.paper}{kind})\n\n"
             f"$$\n{self.statement}\n$$\n\n"
-            f"*Assumptions:* {self.assumptions or 'none'}. *Uses:* {uses}. "
+            f"*Assumptions:* {self.assumptions or 'none'}. *Scope:* {self.scope or 'not stated'}. "
+            f"*Uses:* {uses}. "
             f"*Evidence:* {evidence}; {self.seconds:.2f} s; SHA-256 `{self.sha256[:16]}…`\n"
         )
 
@@ -445,6 +455,7 @@ def verify(id: str) -> Entry:
         passed=own,
         seconds=time.perf_counter() - t0,
         sha256=digest,
+        scope=ident.scope,
         error=error,
     )
 
