@@ -54,7 +54,7 @@ class Identity:
     uses: tuple[str, ...] = ()
     assumptions: str = ""
     simplifier: Callable[[sp.Expr], sp.Expr] = sp.simplify
-    kind: str = "identity"  # or "bound"
+    kind: str = "identity"  # or "bound", or "run"
     #: What the proof covers: "all d" (symbolic size, or a reduction to a proven scalar
     #: identity), "listed sizes: ..." (checked at fixed dimensions), or "scalar".
     scope: str = ""
@@ -127,6 +127,31 @@ def _registrar(
         return fn
 
     return deco
+
+
+#: A run check: a description, the error measured and the error allowed; it passes when
+#: ``measured <= allowed`` with both finite (a NaN or an infinity never passes).
+Check = tuple[str, Any, Any]
+
+
+def run(
+    *,
+    id: str,
+    paper: str,
+    statement: str,
+    uses: Iterable[str] = (),
+    assumptions: str = "",
+    scope: str = "",
+) -> Callable[[Callable[[], list[Check]]], Callable[[], list[Check]]]:
+    """Register ``fn`` (returning ``(description, measured, allowed)`` checks) as a *run*.
+
+    A run executes a learner end to end in an arithmetic that is not sympy's (a float64
+    learner on a fixed adversary, or the learner in mpmath at high precision on a fixed rational
+    target) and compares what it returned with the target: the evidence is numeric, not a
+    proof, and says so in the certificate (``Entry.checks`` holds every check).  It is what makes
+    ``verify`` fail when the code path a user actually runs is wrong, not only the sympy path.
+    """
+    return _registrar(id, paper, statement, uses, assumptions, sp.simplify, "run", scope)
 
 
 @dataclass(frozen=True)
@@ -231,6 +256,8 @@ class Entry:
     sha256: str
     scope: str = ""
     error: str = ""
+    #: For a run: every check as ``{"check", "measured", "allowed", "passed"}`` (floats).
+    checks: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -356,7 +383,10 @@ class Certificate:
 
 
 def content_hash(ident: Identity, pairs: list[Pair]) -> str:
-    """SHA-256 of the identity's canonical statement and its (lhs, rhs) expressions."""
+    """SHA-256 of the identity's canonical statement and its (lhs, rhs) expressions.
+
+    For a run, ``pairs`` are ``(description, allowed)``: what is checked, not the measured
+    numbers (which may differ in the last bits between BLAS builds)."""
     h = hashlib.sha256()
     for part in (ident.id, ident.paper, ident.statement, ident.assumptions, ",".join(ident.uses)):
         h.update(part.encode())
@@ -423,24 +453,44 @@ def _check_bound(claims: list[Claim], seed: str) -> tuple[bool, float]:
     return proven, float(violation)
 
 
+def _check_run(checks: list[Check]) -> tuple[bool, float, list[dict[str, Any]]]:
+    """Evaluate run checks; returns (all passed, worst measured / allowed, the checks as dicts)."""
+    rows, worst = [], 0.0
+    for desc, measured, allowed in checks:
+        m, a = float(measured), float(allowed)
+        ok = bool(np.isfinite(m) and np.isfinite(a) and m <= a)
+        ratio = m / a if a > 0 and np.isfinite(m) else (0.0 if m <= 0 else float("inf"))
+        worst = max(worst, ratio)
+        rows.append({"check": desc, "measured": m, "allowed": a, "passed": ok})
+    return all(r["passed"] for r in rows), worst, rows
+
+
 def verify(id: str) -> Entry:
     """Verify one identity on its own (its ``uses`` are not checked here)."""
     ident = REGISTRY[id]
     t0 = time.perf_counter()
     error = ""
-    symbolic, numeric_err, digest, npairs = False, float("inf"), "", 0
+    symbolic, numeric_err, digest, npairs, rows = False, float("inf"), "", 0, []
+    ran = False
     try:
         pairs = ident.build()
         npairs = len(pairs)
-        digest = content_hash(ident, pairs)
-        if ident.kind == "bound":
+        if ident.kind == "run":
+            digest = content_hash(ident, [(desc, allowed) for desc, _, allowed in pairs])
+            ran, numeric_err, rows = _check_run(pairs)
+        elif ident.kind == "bound":
+            digest = content_hash(ident, pairs)
             symbolic, numeric_err = _check_bound(pairs, seed=id)
         else:
+            digest = content_hash(ident, pairs)
             symbolic = all(ident.simplifier(sp.sympify(lhs) - sp.sympify(rhs)) == 0 for lhs, rhs in pairs)
             numeric_err = numeric_check(pairs, seed=id)
     except Exception as exc:  # a failing proof is reported, not raised
         error = f"{type(exc).__name__}: {exc}"
-    own = bool(symbolic and numeric_err <= NUMERIC_TOL and npairs > 0 and not error)
+    if ident.kind == "run":  # numeric evidence: every check within what it allows
+        own = bool(ran and npairs > 0 and not error)
+    else:
+        own = bool(symbolic and numeric_err <= NUMERIC_TOL and npairs > 0 and not error)
     return Entry(
         id=ident.id,
         kind=ident.kind,
@@ -457,6 +507,7 @@ def verify(id: str) -> Entry:
         sha256=digest,
         scope=ident.scope,
         error=error,
+        checks=rows,
     )
 
 
@@ -554,6 +605,8 @@ __all__ = [
     "REGISTRY",
     "identity",
     "bound",
+    "run",
+    "Check",
     "verify",
     "verify_all",
     "numeric_check",

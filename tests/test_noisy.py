@@ -191,7 +191,8 @@ def test_margin_violation_is_detected():
 
 #: Content hashes of the room's identities, pinned when noisy_identities.py was merged in.
 NOISY_HASHES = {
-    "lemmaA.1/lipschitz-bound": "38d2455d9f30a87196bd2b35c4c83d0e3fa09b849c88223259cbed83538fb436",
+    # issue 12: now also checks the learner's own L and clip for every design (new content, same ID)
+    "lemmaA.1/lipschitz-bound": "0cb49204297c26217980480592a8b8f99eafa9123f1de438bf8bcec27788f263",
     "lemmaA.1/lipschitz-closed-form": "39eb2938e82eb134c4c46b307ffe7db9dd3c23e5c71ea1ace9197c030360bc7f",
     "lemmaA.1/logit-derivative": "1a50d32fb8c02c47fa6a9e1261d6fe5d2284c713ab1f1b013871a039f4387403",
     "thm6.1/erratum-E1": "5b0b6a7c44eee9fa943662d3668d8068596c5185120fa2caae8e29931dd80629",

@@ -46,6 +46,7 @@ the learner computes in.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import numbers
 from collections.abc import Iterator
@@ -66,8 +67,8 @@ from ..errors import (
 )
 from ..measure import Session
 from ..models import Attention, scores
-from ..oracles import DeclaresTolerance, ValueOracle
-from ..proof import Claim, Pair, bound, identity, learner, symbols
+from ..oracles import ADVERSARIES, ApproxOracle, DeclaresTolerance, ValueOracle
+from ..proof import LEARNERS, Check, Claim, Pair, bound, identity, learner, run, symbols
 from ..recovery import Recovery
 
 
@@ -204,6 +205,17 @@ def check_assumptions(
     return W_bound, mu, eps[0], eps[1]
 
 
+def support_threshold(mu: Any) -> Any:
+    """The split of Thm 6.1's proof: ``|v_hat_i| > mu / 2`` means ``v*_i != 0``.
+
+    With answers within ``tau < mu / 2``, a zero v*_i answers at most tau and a non-zero one at
+    least ``mu - tau``: mu / 2 is the one threshold that separates them for every such tau
+    (bound ``thm6.1/support-split``); the learner also refuses ``tau >=`` it.  Any arithmetic
+    (the bound evaluates it on a sympy symbol).
+    """
+    return mu / 2
+
+
 def paper_tolerances(eps_W: float, eps_v: float, W_bound: float, mu: float, d: int) -> Tolerances:
     """The proof's explicit tolerances (first case halved, as its last line says).
 
@@ -215,7 +227,7 @@ def paper_tolerances(eps_W: float, eps_v: float, W_bound: float, mu: float, d: i
     W_bound, mu, eps_W, eps_v = check_assumptions(W_bound, mu, eps_W, eps_v)
     d = _width(d)
     t = mu * eps_W / (160 * W_bound**2 * d)
-    return Tolerances(tau_f=t, tau_v=min(mu / 2, eps_v / math.sqrt(d), t))
+    return Tolerances(tau_f=t, tau_v=min(support_threshold(mu), eps_v / math.sqrt(d), t))
 
 
 def _per_tau(design: ProbeDesign, s: float, m: float) -> float:
@@ -241,8 +253,9 @@ def entry_error_per_tau(design: ProbeDesign, W_bound: float, mu: float) -> tuple
     design = _design(design)
     W_bound, mu, _, _ = check_assumptions(W_bound, mu)
     b = design.b(W_bound)
-    direct = _per_tau(design, b, mu / 2)
-    return direct, direct + _per_tau(design, b * design.pair_shrink, mu / 2)
+    m = support_threshold(mu)  # every row is divided by a |v_hat| above the split
+    direct = _per_tau(design, b, m)
+    return direct, direct + _per_tau(design, b * design.pair_shrink, m)
 
 
 #: Unit roundoff of float64.
@@ -334,7 +347,7 @@ def design_tolerances(
             f"are below the float64 resolution {floor.tau:.3g} of the answers (the error grows like "
             "d u W_bound^2 / mu); run the target and learner in higher precision"
         )
-    return Tolerances(tau_f=t, tau_v=min(math.nextafter(mu / 2 - floor.tau, 0), t_v, t))
+    return Tolerances(tau_f=t, tau_v=min(math.nextafter(support_threshold(mu) - floor.tau, 0), t_v, t))
 
 
 def _tolerance(oracle: Any, tau: Any) -> tuple[float, str]:
@@ -394,7 +407,8 @@ def _check_precision(
     relies_on=(
         "thm4.1/one-token", "lemmaA.1/lipschitz-bound", "lemmaA.1/logit-derivative",
         "lemmaA.1/lipschitz-closed-form", "thm6.1/probe-logit", "thm6.1/tolerance-algebra",
-        "thm6.1/paired-logit-corrected", "thm6.1/optimal-beta",
+        "thm6.1/paired-logit-corrected", "thm6.1/optimal-beta", "thm6.1/design-tolerances",
+        "thm6.1/support-split", "thm6.1/run-float64",
     ),
     arithmetics=("float64",),
     queries="d + d^2",
@@ -471,17 +485,18 @@ def learn_noisy(
     design = _design(design)
     W_bound, mu, eps_W, eps_v = check_assumptions(W_bound, mu, eps_W, eps_v)
     tau, source = _tolerance(oracle, tau)
-    if not tau < mu / 2:
+    split = support_threshold(mu)
+    if not tau < split:
         raise AssumptionError(
-            f"tau = {tau} >= mu/2 = {mu / 2}: an answer mu/2 fits both v*_i = 0 and |v*_i| = mu, so no "
+            f"tau = {tau} >= mu/2 = {split}: an answer mu/2 fits both v*_i = 0 and |v*_i| = mu, so no "
             "tolerance this large can separate the support of v*; Thm 6.1 guarantees nothing"
         )
     d = _width(oracle.d)
     floor = float64_floor(design, W_bound, d)
     tau_e = tau + floor.tau  # the tolerance the answers actually carry
-    if not tau_e < mu / 2:
+    if not tau_e < split:
         raise PrecisionLossError(
-            f"tau = {tau} < mu/2 = {mu / 2}, but with the float64 resolution of the answers "
+            f"tau = {tau} < mu/2 = {split}, but with the float64 resolution of the answers "
             f"({floor.tau:.3g}) it is not: float64 cannot separate the support of v*"
         )
     _check_precision(design, W_bound, mu, d, tau, floor, eps_W, eps_v)
@@ -498,7 +513,7 @@ def learn_noisy(
         )
     if np.linalg.norm(v) > 1 + math.sqrt(d) * tau_e:
         raise AssumptionError(f"||v_hat||_2 = {np.linalg.norm(v):.6g} contradicts ||v*||_2 <= 1 within tau")
-    nonzero = np.abs(v) > mu / 2
+    nonzero = np.abs(v) > split
     if not nonzero.any():
         raise NonIdentifiableError(
             f"every |v_hat_i| <= tau = {tau_e:.3g}: v* = 0 within the tolerance, so f* = 0 and W* "
@@ -574,12 +589,19 @@ def _iv_dps(dps: int) -> Iterator[None]:
         mpmath.iv.dps = saved
 
 
+def clip_enclosure(band: float = 0.5, dps: int = 60) -> Any:
+    """Rigorous enclosure of ``tau_clip = sigma(-band)`` (Thm 6.1's clipping level), at ``dps`` digits."""
+    with _iv_dps(dps):
+        return 1 / (1 + mpmath.iv.exp(mpmath.iv.mpf(band)))
+
+
 def lipschitz_enclosure(band: float = 0.5, dps: int = 60) -> Any:
     """Rigorous enclosure of Lemma A.1's constant ``L = 1 / (tau_clip (1 - tau_clip))``.
 
-    ``tau_clip = sigma(-band)``; interval arithmetic (``mpmath.iv``) at ``dps`` digits, leaving
-    mpmath's global precision as it was.  :attr:`ProbeDesign.lipschitz` is its float64 value
-    (``2 + 2 cosh(band)``, identity ``lemmaA.1/lipschitz-closed-form``).
+    ``tau_clip = sigma(-band)`` (:func:`clip_enclosure`); interval arithmetic (``mpmath.iv``) at
+    ``dps`` digits, leaving mpmath's global precision as it was.  :attr:`ProbeDesign.lipschitz`
+    is its float64 value (``2 + 2 cosh(band)``, identity ``lemmaA.1/lipschitz-closed-form``); the
+    bound ``lemmaA.1/lipschitz-bound`` checks that the learner's constant is this one.
 
     Examples
     --------
@@ -588,8 +610,21 @@ def lipschitz_enclosure(band: float = 0.5, dps: int = 60) -> Any:
     True
     """
     with _iv_dps(dps):
-        clip = 1 / (1 + mpmath.iv.exp(mpmath.iv.mpf(band)))
+        clip = clip_enclosure(band, dps)
         return 1 / (clip * (1 - clip))
+
+
+#: How close (in units of roundoff u = 2^-53, relative) a float64 constant of the learner must be
+#: to its rigorous enclosure: a few roundings, absorbed by design_tolerances' shrink (64 u).
+CONSTANT_ULPS = 8
+
+
+def _close(value: float, exact: Any) -> Any:
+    """``CONSTANT_ULPS u |exact| - |value - exact|`` as an interval: >= 0 iff the float64 ``value``
+    the learner uses is the rigorous ``exact`` (an interval) to CONSTANT_ULPS roundings."""
+    x = mpmath.iv.mpf(value)  # exact: a float64 has 53 bits
+    return CONSTANT_ULPS * UNIT_ROUNDOFF * abs(exact) - abs(x - exact)
+
 
 def _sigma(t: sp.Expr) -> sp.Expr:
     return 1 / (1 + sp.exp(-t))
@@ -599,13 +634,27 @@ def _sigma(t: sp.Expr) -> sp.Expr:
     id="lemmaA.1/lipschitz-bound",
     paper="Lemma A.1",
     statement=r"\tau_{\mathrm{clip}} = \sigma(-\tfrac12),\quad L_{\tau_{\mathrm{clip}}} = "
-    r"\frac{1}{\tau_{\mathrm{clip}}(1 - \tau_{\mathrm{clip}})} \le 5",
-    assumptions="interval arithmetic (mpmath.iv) at 60 digits encloses 5 - L",
+    r"\frac{1}{\tau_{\mathrm{clip}}(1 - \tau_{\mathrm{clip}})} \le 5"
+    r"\ \text{and the learner's } (L, \tau_{\mathrm{clip}}) \text{ are these, for every design's band}",
+    assumptions="interval arithmetic (mpmath.iv) at 60 digits encloses 5 - L; for each design in DESIGNS "
+    "the float64 ProbeDesign.lipschitz and ProbeDesign.clip that learn_noisy and design_tolerances use "
+    "are compared with the enclosures of 1 / (tau_clip (1 - tau_clip)) and sigma(-band) to 8 roundings",
+    scope="scalar (every design's band)",
 )
 def lipschitz_bound() -> list[Claim]:
     with _iv_dps(60):
         L = lipschitz_enclosure(0.5, dps=60)
-        return [("5 - L >= 0", 5 - L), ("L - 4 >= 0 (the constant is not loose by more than 1)", L - 4)]
+        claims: list[Claim] = [
+            ("5 - L >= 0", 5 - L), ("L - 4 >= 0 (the constant is not loose by more than 1)", L - 4),
+        ]
+        for design in DESIGNS.values():
+            claims += [
+                (f"{design.name}: ProbeDesign.lipschitz = L(band) to {CONSTANT_ULPS} roundings",
+                 _close(design.lipschitz, lipschitz_enclosure(design.band, dps=60))),
+                (f"{design.name}: ProbeDesign.clip = sigma(-band) to {CONSTANT_ULPS} roundings",
+                 _close(design.clip, clip_enclosure(design.band, dps=60))),
+            ]
+        return claims
 
 
 @identity(
@@ -715,6 +764,169 @@ def paired_logit_corrected() -> list[Claim]:
     ]
 
 
+#: Where ``thm6.1/design-tolerances`` evaluates design_tolerances: every combination of these.
+TOLERANCE_GRID = {
+    "d": (1, 2, 5, 30),
+    "W_bound": (2.0, 3.0, 16.0),
+    "mu": (1.0, 0.05),
+    "eps": ((0.5, 1e-4), (1e-3, 0.5), (1e-6, 1e-6)),  # (eps_W, eps_v)
+}
+
+
+def _grid() -> Iterator[tuple[int, float, float, float, float]]:
+    """Every point ``(d, W_bound, mu, eps_W, eps_v)`` of :data:`TOLERANCE_GRID`."""
+    g = TOLERANCE_GRID
+    for d, W_bound, mu, (eps_W, eps_v) in itertools.product(g["d"], g["W_bound"], g["mu"], g["eps"]):
+        yield d, W_bound, mu, eps_W, eps_v
+
+
+def _paper_entry_error(L: Any, a: Any, s: Any, tau_f: Any, tau_v: Any, mu: Any) -> Any:
+    """Thm 6.1's proof, Eq. (6) and Lemma A.1, for a probe of scale s, written from the paper:
+    ``|alpha_hat - alpha*| <= (tau_f + a tau_v) / (s mu / 2) + tau_v / (mu / 2)`` (``|v_hat_i| >= mu / 2``,
+    ``alpha* <= 1``) and ``|W_hat_ij - W*_ij| <= L / (a s) |alpha_hat - alpha*|``."""
+    return L / (a * s) * ((tau_f + a * tau_v) / (s * mu / 2) + tau_v / (mu / 2))
+
+
+def _design_claims(design: ProbeDesign, eps_W: float, eps_v: float, W_bound: float, mu: float,
+                   d: int) -> list[Claim]:
+    """The claims of ``thm6.1/design-tolerances`` at one point (intervals at 40 digits)."""
+    iv = mpmath.iv
+    tol = design_tolerances(design, eps_W, eps_v, W_bound, mu, d)
+    at = f"{design.name}, d={d}, W={W_bound:g}, mu={mu:g}, eps=({eps_W:g}, {eps_v:g})"
+    L = lipschitz_enclosure(design.band, dps=40)
+    a, b, W, m = iv.mpf(design.a), iv.mpf(design.b(W_bound)), iv.mpf(W_bound), iv.mpf(mu)
+    b_pair = b * iv.mpf(design.pair_shrink)
+    tau_f, tau_v = iv.mpf(tol.tau_f), iv.mpf(tol.tau_v)
+    slack = 1 + 4 * UNIT_ROUNDOFF  # b is a float64 quotient
+    paired = _paper_entry_error(L, a, b_pair, tau_f, tau_v, m) + _paper_entry_error(L, a, b, tau_f, tau_v, m)
+    return [
+        (f"{at}: a b W <= band (direct logits inside the clip band)", design.band * slack - a * b * W),
+        (f"{at}: a b_pair sqrt2 W <= band (paired logits, |W_ij + W_pj| <= sqrt2 ||W||_F)",
+         design.band * slack - a * b_pair * iv.sqrt(2) * W),
+        (f"{at}: tau_v <= mu / 2", m / 2 - tau_v),
+        (f"{at}: sqrt(d) tau_v <= eps_v", eps_v - iv.sqrt(d) * tau_v),
+        (f"{at}: d x (paired entry error) <= eps_W", eps_W - d * paired),
+    ]
+
+
+@bound(
+    id="thm6.1/design-tolerances",
+    paper="Thm 6.1, proof (corrected: Erratum E1)",
+    statement=r"\tau = \mathrm{design\_tolerances}(\ldots) \Rightarrow |a b W| \le \beta,\ "
+    r"|a b_{\mathrm{pair}} \sqrt2 W| \le \beta,\ \tau_v \le \tfrac{\mu}{2},\ \sqrt d\,\tau_v \le \epsilon_v,"
+    r"\ d\Big(\tfrac{L}{a b_{\mathrm{pair}}}\Delta_\alpha(b_{\mathrm{pair}}) + "
+    r"\tfrac{L}{a b}\Delta_\alpha(b)\Big) \le \epsilon_W,\ "
+    r"\Delta_\alpha(s) = \tfrac{\tau_f + a\tau_v}{s\mu/2} + \tfrac{\tau_v}{\mu/2}",
+    uses=("lemmaA.1/lipschitz-bound", "thm6.1/paired-logit-corrected"),
+    assumptions="the tolerances the learner is run at (design_tolerances, float64, for CORRECTED and TUNED) "
+    "against the paper's chain, Eq. (6) and Lemma A.1, re-evaluated in interval arithmetic with "
+    "L = 1 / (tau_clip (1 - tau_clip)) enclosed from its definition; on the grid TOLERANCE_GRID "
+    "(d = 1, 2, 5, 30; W = 2, 3, 16; mu = 1, 0.05; (eps_W, eps_v) = (0.5, 1e-4), (1e-3, 0.5), "
+    "(1e-6, 1e-6)); the paper's design is refused (Erratum E1)",
+    scope="listed sizes: d = 1, 2, 5, 30 (a grid of parameters)",
+)
+def design_tolerances_bound() -> list[Claim]:
+    claims: list[Claim] = []
+    with _iv_dps(40):
+        for design in (CORRECTED, TUNED):
+            for d, W_bound, mu, eps_W, eps_v in _grid():
+                claims += _design_claims(design, eps_W, eps_v, W_bound, mu, d)
+    try:
+        design_tolerances(PAPER, 0.5, 0.5, 2.0, 1.0, 2)
+        refused = -1
+    except AssumptionError:
+        refused = 1
+    claims.append(("design_tolerances refuses the paper's design (Erratum E1)", sp.Integer(refused)))
+    return claims
+
+
+@bound(
+    id="thm6.1/paper-tolerances",
+    paper="Thm 6.1, proof (last lines)",
+    statement=r"\mathrm{paper\_tolerances} = \Big(\tau_f = \frac{\mu\epsilon_W}{160 W^2 d},\ "
+    r"\tau_v = \min\big\{\tfrac{\mu}{2}, \tfrac{\epsilon_v}{\sqrt d}, "
+    r"\tfrac{\mu\epsilon_W}{160 W^2 d}\big\}\Big)",
+    assumptions="the paper's tau = mu eps_W / (80 W^2 d), halved ('dividing the tolerance values for the "
+    "first case by 2'), plus eps_v / sqrt d, which its first paragraph needs; the float64 "
+    "paper_tolerances compared with these closed forms in interval arithmetic to 8 roundings, on "
+    "TOLERANCE_GRID",
+    scope="listed sizes: d = 1, 2, 5, 30 (a grid of parameters)",
+)
+def paper_tolerances_bound() -> list[Claim]:
+    iv = mpmath.iv
+    claims: list[Claim] = []
+    with _iv_dps(40):
+        for d, W_bound, mu, eps_W, eps_v in _grid():
+            tol = paper_tolerances(eps_W, eps_v, W_bound, mu, d)
+            m = iv.mpf(mu)
+            tau = m * iv.mpf(eps_W) / (160 * iv.mpf(W_bound) ** 2 * d)
+            tau_v = min((m / 2, iv.mpf(eps_v) / iv.sqrt(d), tau), key=lambda x: x.mid)
+            at = f"d={d}, W={W_bound:g}, mu={mu:g}, eps=({eps_W:g}, {eps_v:g})"
+            claims += [(f"{at}: tau_f", _close(tol.tau_f, tau)), (f"{at}: tau_v", _close(tol.tau_v, tau_v))]
+    return claims
+
+
+@bound(
+    id="thm6.1/support-split",
+    paper="Thm 6.1, proof (approximating v*)",
+    statement=r"0 \le \tau < \tfrac{\mu}{2}:\quad v^\star_i = 0 \Rightarrow |\hat v_i| \le \tau < \theta,"
+    r"\quad |v^\star_i| \ge \mu \Rightarrow |\hat v_i| \ge \mu - \tau > \theta,"
+    r"\quad \theta = \mathrm{support\_threshold}(\mu) \ (= \tfrac{\mu}{2})",
+    assumptions="mu positive, tau = mu / 2 - s with s positive (every tolerance the learner accepts); "
+    "theta is the learner's own support_threshold evaluated on the sympy symbol mu",
+    scope="scalar (every mu > 0 and tau in [0, mu/2))",
+)
+def support_split() -> list[Claim]:
+    mu, s = sp.symbols("mu s", positive=True)
+    tau = mu / 2 - s
+    theta = support_threshold(mu)
+    return [
+        ("theta - tau > 0: a zero v*_i is classified zero", sp.simplify(theta - tau)),
+        ("(mu - tau) - theta > 0: a non-zero v*_i is classified non-zero", sp.simplify(mu - tau - theta)),
+    ]
+
+
+#: Fixed targets of ``thm6.1/run-float64`` (d = 3, ||W*||_F <= W_bound = 2, ||v*|| <= 1, margin 0.3):
+#: the second has a zero v*_1 (a paired probe) with W* concentrated on the paired entries (E1's worst case).
+NOISY_RUN_TARGETS = (
+    ([[0.5, -0.25, 0.75], [0.125, 1.0, -0.5], [-0.625, 0.25, 0.375]], [0.6, -0.3, 0.5]),
+    ([[1.25, 0.0, 0.0], [1.25, 0.0, 0.0], [0.0, 0.0, 0.5]], [0.0, 0.8, -0.3]),
+)
+
+
+@run(
+    id="thm6.1/run-float64",
+    paper="Thm 6.1",
+    statement=r"\|\hat W - W^\star\|_F \le \epsilon_W,\ \|\hat v - v^\star\|_2 \le \epsilon_v"
+    r"\ \text{from } d + d^2 \text{ answers within } \tau = \mathrm{design\_tolerances}(\ldots)",
+    uses=("thm6.1/design-tolerances", "thm6.1/support-split"),
+    assumptions="learn_noisy in float64 on NOISY_RUN_TARGETS (d = 3; one has v*_1 = 0, a paired probe), "
+    "W_bound = 2, mu = 0.3, eps_W = 0.5, eps_v = 1e-4 (so that eps_v, not eps_W, sets tau_v); designs "
+    "CORRECTED and TUNED; every adversary of ApproxOracle; the query count is LEARNERS['noisy'].count",
+    scope="listed sizes: d = 3 (fixed targets and adversaries)",
+)
+def run_float64() -> list[Check]:
+    W_bound, mu, eps_W, eps_v = 2.0, 0.3, 0.5, 1e-4
+    checks: list[Check] = []
+    for k, (W, v) in enumerate(NOISY_RUN_TARGETS):
+        W, v = np.array(W), np.array(v)
+        d = len(v)
+        for design in (CORRECTED, TUNED):
+            tau = design_tolerances(design, eps_W, eps_v, W_bound, mu, d).tau
+            for adversary in ADVERSARIES:
+                oracle = ApproxOracle(Attention(W, v), tau=tau, adversary=adversary)
+                rec = learn_noisy(oracle, W_bound=W_bound, mu=mu, eps_W=eps_W, eps_v=eps_v, design=design)
+                err = guarantee(rec, W, v)
+                at = f"target {k}, {design.name}, {adversary}"
+                checks += [
+                    (f"{at}: ||W_hat - W*||_F <= eps_W", err["err_W"], eps_W),
+                    (f"{at}: ||v_hat - v*||_2 <= eps_v", err["err_v"], eps_v),
+                    (f"{at}: ||W_hat - W*||_F <= the learner's error_bound", err["err_W"], rec.error_bound),
+                    (f"{at}: queries = count(d)", abs(rec.queries - LEARNERS["noisy"].count(d=d)), 0),
+                ]
+    return checks
+
+
 @identity(
     id="thm6.1/optimal-beta",
     paper="Thm 6.1 (beyond the paper)",
@@ -746,6 +958,8 @@ __all__ = [
     "Float64Floor",
     "float64_floor",
     "lipschitz_enclosure",
+    "clip_enclosure",
+    "support_threshold",
     "learn_noisy",
     "guarantee",
 ]

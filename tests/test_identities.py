@@ -1,0 +1,73 @@
+"""The registry checks the code that runs: mutants of the learners' constants fail ``verify``.
+
+Each test puts one mutant into the library (the kind of slip an audit found surviving every
+check) and asserts that the entries stating that constant now fail, and that they pass
+without it (the fixture ``certificate`` of ``tests/test_proof.py`` covers the unmutated run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from attnproof import proof
+from attnproof.theorems import noisy
+
+
+def _failing(ids: list[str]) -> set[str]:
+    return {i for i in ids if not proof.verify(i).own_passed}
+
+
+NOISY_CONSTANT_ENTRIES = [
+    "lemmaA.1/lipschitz-bound", "thm6.1/design-tolerances", "thm6.1/run-float64",
+]
+
+
+def test_noisy_constant_entries_pass_unmutated():
+    assert _failing(NOISY_CONSTANT_ENTRIES) == set()
+
+
+def test_lipschitz_mutant_fails_verify(monkeypatch):
+    """ProbeDesign.lipschitz = 2 + cosh(band) instead of 2 + 2 cosh(band): 26 % low at band 1/2."""
+    monkeypatch.setattr(noisy.ProbeDesign, "lipschitz", property(lambda self: 2 + math.cosh(self.band)))
+    assert _failing(NOISY_CONSTANT_ENTRIES) >= {"lemmaA.1/lipschitz-bound", "thm6.1/design-tolerances"}
+
+
+def test_tau_v_mutant_fails_verify(monkeypatch):
+    """design_tolerances' tau_v without its eps_v / sqrt(d) term: the v guarantee is missed."""
+    original = noisy.design_tolerances
+
+    def mutant(design, eps_W, eps_v, W_bound, mu, d):
+        tol = original(design, eps_W, eps_v, W_bound, mu, d)
+        floor = noisy.float64_floor(design, W_bound, d).tau
+        return dataclasses.replace(tol, tau_v=min(math.nextafter(mu / 2 - floor, 0), tol.tau_f))
+
+    monkeypatch.setattr(noisy, "design_tolerances", mutant)
+    assert _failing(NOISY_CONSTANT_ENTRIES) == {"thm6.1/design-tolerances", "thm6.1/run-float64"}
+
+
+def test_clip_mutant_fails_verify(monkeypatch):
+    """The clipping level sigma(-band) replaced by sigma(-2 band) (the interval too wide)."""
+    monkeypatch.setattr(noisy.ProbeDesign, "clip", property(lambda self: noisy.sigmoid(-2 * self.band)))
+    assert "lemmaA.1/lipschitz-bound" in _failing(NOISY_CONSTANT_ENTRIES)
+
+
+@pytest.mark.parametrize("threshold", [lambda mu: mu / 4, lambda mu: 3 * mu / 4, lambda mu: mu])
+def test_support_split_mutant_fails_verify(monkeypatch, threshold):
+    """The mu/2 zero / non-zero split of v_hat moved: some tolerance tau < mu/2 then misclassifies."""
+    monkeypatch.setattr(noisy, "support_threshold", threshold)
+    assert _failing(["thm6.1/support-split"]) == {"thm6.1/support-split"}
+
+
+def test_paper_tolerances_mutant_fails_verify(monkeypatch):
+    """The paper's tau with 80 instead of 160 (the proof's last line halves it)."""
+    original = noisy.paper_tolerances
+
+    def mutant(eps_W, eps_v, W_bound, mu, d):
+        tol = original(eps_W, eps_v, W_bound, mu, d)
+        return dataclasses.replace(tol, tau_f=2 * tol.tau_f)
+
+    monkeypatch.setattr(noisy, "paper_tolerances", mutant)
+    assert _failing(["thm6.1/paper-tolerances"]) == {"thm6.1/paper-tolerances"}
