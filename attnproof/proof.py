@@ -593,7 +593,32 @@ def symbols(prefix: str, shape: tuple[int, ...], **assumptions: Any) -> np.ndarr
     return out
 
 
+def paper_scores(W: Any, X: Any) -> list[sp.Expr]:
+    """``s_i = x_i^T W x_N`` (Sec. 3), written entry by entry from the paper.
+
+    For right-hand sides: an identity compares the library's model (:mod:`attnproof.models`)
+    with this independent transcription, never the model with itself.  ``X`` is (N, d).
+    """
+    N, d = len(X), len(X[0])
+    return [sp.Add(*(X[i][a] * W[a][b] * X[N - 1][b] for a in range(d) for b in range(d))) for i in range(N)]
+
+
+def paper_weights(W: Any, X: Any) -> list[sp.Expr]:
+    """``alpha(X, W)_i = e^{s_i} / sum_k e^{s_k}`` (Sec. 3), independent of :mod:`attnproof.models`."""
+    e = [sp.exp(s) for s in paper_scores(W, X)]
+    return [x / sp.Add(*e) for x in e]
+
+
+def paper_head(W: Any, v: Any, X: Any) -> sp.Expr:
+    """``f_{W,v}(X) = alpha(X, W)^T X v`` (Sec. 3), independent of :mod:`attnproof.models`."""
+    d = len(v)
+    return sp.Add(*(a * sp.Add(*(x[k] * v[k] for k in range(d))) for a, x in zip(paper_weights(W, X), X)))
+
+
 __all__ = [
+    "paper_scores",
+    "paper_weights",
+    "paper_head",
     "Identity",
     "Entry",
     "Learner",

@@ -71,3 +71,20 @@ def test_paper_tolerances_mutant_fails_verify(monkeypatch):
 
     monkeypatch.setattr(noisy, "paper_tolerances", mutant)
     assert _failing(["thm6.1/paper-tolerances"]) == {"thm6.1/paper-tolerances"}
+
+
+def _transposed_scores(X, W, c=None):
+    """A wrong score s_i = x_N^T W x_i (the query and key swapped): the bug that library-vs-library
+    identities could not see."""
+    k = X[:, -1, :] @ W  # (B, d): W^T x_N
+    s = (X @ k[:, :, None])[..., 0]
+    return s if c is None else s + X @ c
+
+
+@pytest.mark.parametrize("ident", ["prop7.1/multihead-collapse", "sec4.1/relu-antisymmetry"])
+def test_library_vs_paper_identities_see_a_wrong_score(monkeypatch, ident):
+    from attnproof import models
+
+    assert proof.verify(ident).own_passed
+    monkeypatch.setattr(models, "scores", _transposed_scores)
+    assert not proof.verify(ident).own_passed

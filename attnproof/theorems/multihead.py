@@ -80,7 +80,7 @@ from ..arith import FLOAT64, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError
 from ..models import Attention, MultiHeadAttention
 from ..oracles import ReducedOracle, ValueOracle
-from ..proof import Pair, identity, learner, symbols
+from ..proof import Pair, identity, learner, paper_head, symbols
 from ..recovery import MultiHeadRecovery, Recovery
 from .exact import learn_exact
 
@@ -740,7 +740,10 @@ def _mha(heads: list[tuple[Any, Any]], X: np.ndarray) -> sp.Expr:
     r"\ \text{for every such}\ \lambda",
     assumptions="A real d x d, b real d-vector, X real N x d, lambda_1..lambda_{H-1} real symbols "
     "and lambda_H = 1 - sum of the others (the identity holds for every real lambda on the "
-    "hyperplane, the paper's simplex included); (d, N, H) in {(2, 2, 2), (2, 2, 3), (2, 3, 2), (3, 2, 2)}",
+    "hyperplane, the paper's simplex included); left: the library's MultiHeadAttention; right: "
+    "the single head written from Sec. 3 (proof.paper_head), not the library's model; "
+    "(d, N, H) in {(2, 2, 2), (2, 2, 3), (2, 3, 2), (3, 2, 2)}",
+    scope="listed sizes: (d, N, H) = (2, 2, 2), (2, 2, 3), (2, 3, 2), (3, 2, 2)",
 )
 def multihead_collapse() -> list[Pair]:
     pairs: list[Pair] = []
@@ -753,7 +756,7 @@ def multihead_collapse() -> list[Pair]:
         lam = list(sp.symbols(f"lambda_1:{H}", real=True))
         lam.append(1 - sum(lam))
         heads = [(A, l * b) for l in lam]
-        pairs.append((MultiHeadAttention(heads, SYMPY)(X), Attention(A, b, SYMPY)(X)))
+        pairs.append((MultiHeadAttention(heads, SYMPY)(X), paper_head(A, b, X)))
     return pairs
 
 
