@@ -593,6 +593,26 @@ def symbols(prefix: str, shape: tuple[int, ...], **assumptions: Any) -> np.ndarr
     return out
 
 
+def recovery_checks(at: str, rec: Any, truth: dict[str, Any], arith: Any, digits: int | None) -> list[Check]:
+    """Checks for a run entry: a learner's result ``rec`` against the target it never saw.
+
+    ``truth`` maps attributes of ``rec`` (``W``, ``v``, ``c``, ``beta``) to the target's values in
+    ``arith``.  With ``digits`` (a high-precision run): each error, relative to the target's norm
+    (or absolute below norm 1), at most ``10^-digits``.  Without (float64): ``||W_hat - W*||_F``
+    within the learner's own a-posteriori ``error_bound``.
+    """
+    checks: list[Check] = []
+    with arith.context():
+        for name, x in truth.items():
+            diff = np.atleast_1d(np.asarray(getattr(rec, name) - x, dtype=object))
+            err = arith.norm(diff) / max(1.0, arith.norm(np.atleast_1d(np.asarray(x, dtype=object))))
+            if digits is not None:
+                checks.append((f"{at}: {name} error / max(1, |{name}*|) <= 1e-{digits}", err, 10.0**-digits))
+            elif name == "W":
+                checks.append((f"{at}: ||W_hat - W*||_F <= error_bound", arith.norm(diff), rec.error_bound))
+    return checks
+
+
 def paper_scores(W: Any, X: Any) -> list[sp.Expr]:
     """``s_i = x_i^T W x_N`` (Sec. 3), written entry by entry from the paper.
 
@@ -616,6 +636,7 @@ def paper_head(W: Any, v: Any, X: Any) -> sp.Expr:
 
 
 __all__ = [
+    "recovery_checks",
     "paper_scores",
     "paper_weights",
     "paper_head",
