@@ -30,6 +30,15 @@ REQUIRED = [
     "bias/value-offset",
     "bias/zero-token",
     "bias/zero-last-token",
+    # issue 12: the learners' own constants, counts and paths
+    "thm6.1/design-tolerances",
+    "thm6.1/paper-tolerances",
+    "thm6.1/support-split",
+    "thm4.1/end-to-end-paired",
+    "thm4.1/end-to-end-bias",
+    "thm4.1/query-count",
+    "thm5.1/query-count",
+    "thm5.1/skeleton-end-to-end",
 ]
 
 
@@ -142,3 +151,50 @@ def test_content_hash_pins_statement_and_expressions():
     assert h == proof.content_hash(ident, [(x, x)])
     assert h != proof.content_hash(ident, [(x, 2 * x)])
     assert h != proof.content_hash(proof.Identity("a/b", "p", "s'", lambda: []), [(x, x)])
+
+
+def test_every_entry_states_its_scope():
+    """All d (and how), listed sizes, or scalar: what the proof covers is said, never implied."""
+    import attnproof  # noqa: F401  (importing the package registers every entry)
+
+    for i, ident in proof.REGISTRY.items():
+        assert ident.scope.startswith(("all d", "listed sizes: ", "scalar")), (i, ident.scope)
+        if ident.kind == "run" or "end-to-end" in i:
+            assert ident.scope.startswith("listed sizes"), i  # learners run at fixed sizes, and say so
+
+
+def test_a_run_passes_only_when_every_check_is_within_what_it_allows(scratch_registry):
+    proof.run(id="test/run-ok", paper="-", statement="-", scope="scalar")(lambda: [("err", 1e-3, 1e-2)])
+    proof.run(id="test/run-over", paper="-", statement="-")(lambda: [("ok", 0.0, 0.0), ("err", 0.2, 0.1)])
+    proof.run(id="test/run-nan", paper="-", statement="-")(lambda: [("err", float("nan"), 1.0)])
+    proof.run(id="test/run-empty", paper="-", statement="-")(lambda: [])
+    ok = proof.verify("test/run-ok")
+    assert ok.passed and ok.kind == "run" and ok.numeric_max_err == pytest.approx(0.1)
+    assert ok.checks == [{"check": "err", "measured": 1e-3, "allowed": 1e-2, "passed": True}]
+    over = proof.verify("test/run-over")
+    assert not over.passed and [c["passed"] for c in over.checks] == [True, False]
+    assert over.numeric_max_err == pytest.approx(2.0)
+    assert not proof.verify("test/run-nan").passed
+    assert not proof.verify("test/run-empty").passed
+
+
+def test_run_entries_in_the_certificate(certificate):
+    runs = [e for e in certificate.entries if e.kind == "run"]
+    assert {"thm4.1/run-high-precision", "thm5.1/run-high-precision", "thm6.1/run-float64"} <= {
+        e.id for e in runs
+    }
+    for e in runs:
+        assert e.passed and e.checks and all(c["passed"] for c in e.checks) and len(e.sha256) == 64
+    doc = json.loads(certificate.to_json())
+    assert any(e["checks"] for e in doc["identities"])
+
+
+def test_paper_formulas_are_independent_of_the_model():
+    """proof.paper_head is Sec. 3's formula; a different score convention changes it."""
+    W = proof.symbols("W", (2, 2), real=True)
+    v, X = proof.symbols("v", (2,), real=True), proof.symbols("X", (2, 2), real=True)
+    s = proof.paper_scores(W, X)
+    assert sp.expand(s[0] - (X[0] @ W @ X[1])) == 0 and sp.expand(s[0] - (X[1] @ W @ X[0])) != 0
+    e = [sp.exp(x) for x in s]
+    head = (e[0] * (X[0] @ v) + e[1] * (X[1] @ v)) / (e[0] + e[1])
+    assert sp.simplify(proof.paper_head(W, v, X) - head) == 0

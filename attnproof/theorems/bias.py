@@ -35,6 +35,7 @@ from ..proof import Pair, identity, symbols
 
 @identity(
     id="bias/score-expansion",
+    scope="listed sizes: (r, d) = (2, 3)",
     paper="beyond the paper (real heads)",
     statement=r"\frac{(W_k x_i + b_k)^\top (W_q x_N + b_q)}{\sqrt r} = x_i^\top W x_N + c^\top x_i + "
     r"\underbrace{\tfrac{b_k^\top (W_q x_N + b_q)}{\sqrt r}}_{\text{constant in } i},\ "
@@ -55,6 +56,7 @@ def score_expansion() -> list[Pair]:
 
 @identity(
     id="bias/value-offset",
+    scope="listed sizes: (r, d, N) = (2, 3, 3)",
     paper="beyond the paper (real heads)",
     statement=r"\sum_i \alpha_i\, w_o^\top (W_v x_i + b_v) = \alpha^\top X v + \beta,\ "
     r"v = W_v^\top w_o,\ \beta = w_o^\top b_v \quad (\textstyle\sum_i \alpha_i = 1)",
@@ -75,6 +77,7 @@ def value_offset() -> list[Pair]:
 
 @identity(
     id="bias/zero-token",
+    scope="listed sizes: d = 1..4",
     paper="beyond the paper (real heads)",
     statement=r"f([0^\top]) = \beta,\qquad f([e_i^\top]) = v_i + \beta",
     assumptions="W real d x d, c, v real d-vectors, beta real; d = 1..4",
@@ -95,6 +98,7 @@ def zero_token() -> list[Pair]:
 
 @identity(
     id="bias/zero-last-token",
+    scope="listed sizes: d = 1..3",
     paper="beyond the paper (real heads)",
     statement=r"f\!\left(\begin{bmatrix}u^\top \\ 0^\top\end{bmatrix}\right) = "
     r"\beta + \sigma(c^\top u)\, u^\top v;"

@@ -14,6 +14,7 @@ QKV_SIZES = ((1, 2), (2, 2), (2, 3), (3, 2))
 
 @identity(
     id="sec3/qkv-merge",
+    scope="listed sizes: (r, d) = (1, 2), (2, 2), (2, 3), (3, 2); N = 2",
     paper="Sec. 3",
     statement=r"x^\top K^\top Q\, y = x^\top W y \text{ with } W = K^\top Q, \quad "
     r"X V^\top w_o = X v \text{ with } v = V^\top w_o, \text{ hence } "

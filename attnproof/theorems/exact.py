@@ -280,6 +280,7 @@ def _two_token_probe(u: np.ndarray, j: int) -> np.ndarray:
 
 @identity(
     id="thm4.1/one-token",
+    scope="listed sizes: d = 1..6",
     paper="Thm 4.1, phase (i)",
     statement=r"f_{W,v}([x^\top]) = x^\top v \quad \text{(independent of } W)",
     assumptions="W real d x d, v and x real d-vectors; for every d = 1..6",
@@ -296,6 +297,7 @@ def one_token() -> list[Pair]:
 
 @identity(
     id="thm4.1/softmax-to-sigmoid",
+    scope="scalar",
     paper="Thm 4.1, Eq. (1)",
     statement=r"\mathrm{softmax}(s_1, s_2)_1 = \frac{e^{s_1}}{e^{s_1} + e^{s_2}} = \sigma(s_1 - s_2)",
     assumptions="s_1, s_2 real",
@@ -309,6 +311,7 @@ def softmax_to_sigmoid() -> list[Pair]:
 
 @identity(
     id="thm4.1/score-difference",
+    scope="listed sizes: d = 1..6",
     paper="Thm 4.1, proof (ii)",
     statement=r"X = \begin{bmatrix}(u + e_j)^\top \\ e_j^\top\end{bmatrix} \Rightarrow "
     r"s_1 - s_2 = u^\top W e_j = u^\top w_j",
@@ -326,6 +329,7 @@ def score_difference() -> list[Pair]:
 
 @identity(
     id="thm4.1/label-affine",
+    scope="listed sizes: d = 1..3",
     paper="Thm 4.1, proof (ii)",
     statement=r"f_{W,v}\!\left(\begin{bmatrix}(u + e_j)^\top \\ e_j^\top\end{bmatrix}\right)"
     r" = v_j + \sigma(u^\top w_j)\,(u^\top v)",

@@ -667,6 +667,7 @@ def _sigma(t: sp.Expr) -> sp.Expr:
 
 @identity(
     id="thmB.1/sphere-constant",
+    scope="listed sizes: d = 1..8",
     paper="App. B, Eq. (12)",
     statement=r"R = \mathbb{E}_{x \sim U(S^{d-1})}|x_1| = \frac{\int_{-1}^1 |t|(1-t^2)^{\frac{d-3}{2}}dt}"
     r"{\int_{-1}^1 (1-t^2)^{\frac{d-3}{2}}dt} = "
@@ -686,6 +687,7 @@ def sphere_constant_identity() -> list[Pair]:
 
 @identity(
     id="thmB.1/halfspace-mean-d2",
+    scope="listed sizes: d = 2",
     paper="App. B, Eqs. (12)-(13)",
     statement=r"\frac{1}{2\pi}\int_0^{2\pi} \mathrm{sign}(v^\top x_\theta)\, x_\theta\, d\theta "
     r"= R_2\, v,\quad "
@@ -706,6 +708,7 @@ def halfspace_mean_d2() -> list[Pair]:
 
 @identity(
     id="thmB.1/hoeffding-count",
+    scope="scalar (t, R, delta, d positive symbols: every d)",
     paper="App. B, Eq. (15)",
     statement=r"k = \frac{2}{t^2R^2}\log\frac{2d}{\delta} \iff "
     r"2d\exp\left(-\frac{t^2R^2k}{2}\right) = \delta",
@@ -728,6 +731,7 @@ def _probe_value(d: int, i: int, j: int) -> tuple[sp.Expr, dict[str, sp.Expr]]:
 
 @identity(
     id="thmB.1/probe-value",
+    scope="listed sizes: d = 1..3",
     paper="App. B, Eqs. (16)-(19)",
     statement=r"X(a) = \begin{bmatrix}(\frac{s}{a}e_i + a e_j)^\top\\ (a e_j)^\top\end{bmatrix} \Rightarrow "
     r"f_{W,v}(X(a)) = a v_j + \sigma(s W_{ij})\frac{s}{a} v_i = v_i F(a),\ "
@@ -751,6 +755,7 @@ def probe_value() -> list[Pair]:
 
 @identity(
     id="thmB.1/monotone-derivative",
+    scope="listed sizes: d = 2",
     paper="App. B, Eq. (20)",
     statement=r"F'(a) = \frac{d}{da}\frac{f_{W,v}(X(a))}{v_i} = \alpha - \frac{\sigma(W_{ij}s)\,s}{a^2}",
     uses=("thmB.1/probe-value",),
@@ -768,6 +773,7 @@ def monotone_derivative() -> list[Pair]:
 
 @bound(
     id="thmB.1/monotone",
+    scope="scalar",
     paper="App. B, Eq. (20) and after",
     statement=r"s = -\frac{\mathrm{sign}(\alpha)}{2W} \Rightarrow \mathrm{sign}(\alpha)\,F'(a) = |\alpha| + "
     r"\frac{\sigma(W_{ij}s)}{2Wa^2} > 0:\ F \text{ strictly monotone, one sign change of MQ}(X(a))",
@@ -788,6 +794,7 @@ def monotone() -> list[Claim]:
 
 @bound(
     id="thmB.1/apriori-interval",
+    scope="scalar",
     paper="App. B, Eqs. (21)-(22)",
     statement=r"a^{\star 2} = \frac{\sigma(W_{ij}s)}{2W|\alpha|} \in "
     r"\left[\frac{\mu}{8W}, \frac{1}{2W\mu}\right]"
@@ -816,6 +823,7 @@ def apriori_interval_bound() -> list[Claim]:
 
 @identity(
     id="thmB.1/ratio-error",
+    scope="scalar",
     paper="App. B, Delta_alpha display",
     statement=r"\frac{v_j + \Delta_j}{v_i + \Delta_i} - \frac{v_j}{v_i} = "
     r"\frac{v_i\Delta_j - v_j\Delta_i}{v_i(v_i + \Delta_i)}\ \text{(the paper prints } v_i - \Delta_i"
@@ -829,6 +837,7 @@ def ratio_error() -> list[Pair]:
 
 @bound(
     id="thmB.1/ratio-bound",
+    scope="scalar",
     paper="App. B, Delta_alpha display",
     statement=r"|\Delta_\alpha| \le \frac{(|v_i| + |v_j|)\epsilon_v}{|v_i|(|v_i| - \epsilon_v)} \le "
     r"\frac{2\epsilon_v}{\mu(\mu - \epsilon_v)} \le \frac{4\epsilon_v}{\mu^2}\ (\epsilon_v \le \mu/2)",
@@ -853,6 +862,7 @@ def ratio_bound() -> list[Claim]:
 
 @bound(
     id="thmB.1/accuracy-algebra",
+    scope="scalar (interval arithmetic over the whole parameter box; every d through eps_W / d)",
     paper="App. B, Eqs. (26)-(29)",
     statement=r"\tau = \frac{\eta_W\mu^3}{64 L W^2},\ \epsilon_v = \frac{\epsilon_W\mu^3}{40Wd},\ "
     r"L = 4.26 \ge 2 + 2\cosh\tfrac12 \Rightarrow "
@@ -887,6 +897,7 @@ def accuracy_algebra() -> list[Claim]:
 
 @identity(
     id="thmB.1/angle-sign",
+    scope="listed sizes: d = 2..4",
     paper="beyond the paper (Thm B.1, step 1)",
     statement=r"v_j = v_0\tan\psi,\ x(\theta) = \sin\theta\, e_0 - \cos\theta\, e_j \Rightarrow "
     r"f_{W,v}([x(\theta)^\top]) = \frac{v_0}{\cos\psi}\sin(\theta - \psi)",
@@ -909,6 +920,7 @@ def angle_sign() -> list[Pair]:
 
 @bound(
     id="thmB.1/angle-to-vector",
+    scope="scalar (d a positive symbol: every d)",
     paper="beyond the paper (Thm B.1, step 1)",
     statement=r"|\hat\psi_j - \psi_j| \le \tau_\psi = \frac{\epsilon_v\mu^2}{16\sqrt d} \Rightarrow "
     r"\|\hat v - v^\star\|_\infty \le \frac{2\sqrt{d-1}}{\|w\|}\cdot\frac{8\tau_\psi}{\mu^2} \le \epsilon_v",
@@ -941,6 +953,7 @@ def angle_to_vector() -> list[Claim]:
 
 @identity(
     id="thmB.1/rotation",
+    scope="listed sizes: d = 2",
     paper="beyond the paper (Thm B.1 without the margin)",
     statement=r"Q^\top Q = I \Rightarrow f_{W,v}(Y Q^\top) = f_{Q^\top W Q,\, Q^\top v}(Y)",
     uses=("thm4.1/one-token",),

@@ -762,6 +762,7 @@ def multihead_collapse() -> list[Pair]:
 
 @identity(
     id="prop7.1/symmetries",
+    scope="listed sizes: d = 2, N = 3, H <= 3",
     paper="Prop. 7.1 (beyond the paper: the other exact symmetries)",
     statement=r"f^H \text{ is unchanged by } (\mathrm{i})\ \text{permuting heads},\ "
     r"(\mathrm{ii})\ (W, v) \to (W, a v), (W, (1 - a) v)\ "
@@ -790,6 +791,7 @@ def _phi(t: sp.Expr) -> sp.Expr:
 
 @identity(
     id="sec7/short-input-decomposition",
+    scope="listed sizes: H = 2, d = 1..3",
     paper="Sec. 7 (new: what inputs of length <= 2 see)",
     statement=r"f^H([x^\top]) = x^\top \textstyle\sum_h v^{(h)},\quad "
     r"f^H\!\left(\begin{bmatrix}x_1^\top \\ x_2^\top\end{bmatrix}\right) = "
@@ -813,6 +815,7 @@ def short_input_decomposition() -> list[Pair]:
 
 @identity(
     id="sec7/short-input-flip",
+    scope="listed sizes: d = 2, H = 2",
     paper="Sec. 7 (new: the length-<=2 symmetry group)",
     statement=r"N \le 2:\ f^H_{\{(W_h, v_h)\}}(X) = "
     r"f^{H+1}_{\{(s_h W_h,\, s_h v_h)\} \cup \{(0,\, 2\sum_{h \in S} v_h)\}}(X),"
@@ -835,6 +838,7 @@ def short_input_flip() -> list[Pair]:
 
 @identity(
     id="sec7/short-input-collapse",
+    scope="listed sizes: d = 1..3, N = 1, 2",
     paper="Sec. 7 (new: short inputs identify even less)",
     statement=r"N \le 2:\ \alpha(X, W)^\top X v + \alpha(X, -W)^\top X v = \alpha(X, 0)^\top X (2v) "
     r"= \tfrac{2}{N} \textstyle\sum_i x_i^\top v \quad (\sigma(s) + \sigma(-s) = 1)",
@@ -875,6 +879,7 @@ def _c1_target(Q: np.ndarray, dims: tuple[int, ...]) -> tuple[list, list, list]:
 
 @identity(
     id="propC.2/one-head",
+    scope="listed sizes: d = 3 (split 1 + 2), d = 4 (split 2 + 2)",
     paper="Prop. C.2, proof",
     statement=r"\text{rows of } X \text{ in } U_h \Rightarrow "
     r"f^H_{W,v}(X) = \alpha(X, W^{(h)})^\top X v^{(h)}",
@@ -894,6 +899,7 @@ def one_head() -> list[Pair]:
 
 @identity(
     id="propC.2/reduced-head",
+    scope="listed sizes: d = 3 (split 1 + 2), d = 4 (split 2 + 2)",
     paper="Prop. C.2, proof",
     statement=r"\mathrm{VQ}(Z E_h^\top) = \alpha(Z, \widetilde W^{(h)})^\top Z \widetilde v^{(h)},\quad "
     r"\widetilde W^{(h)} = E_h^\top W^{(h)} E_h,\ \widetilde v^{(h)} = E_h^\top v^{(h)}",
@@ -918,6 +924,7 @@ def reduced_head() -> list[Pair]:
 
 @identity(
     id="propC.2/end-to-end",
+    scope="listed sizes: d = 3 split 1 + 2 (end to end)",
     paper="Prop. C.2",
     statement=r"\mathrm{learn\_orthogonal\_heads}(\mathrm{VQ}, (E_h)_h) = (W^{(h)}, v^{(h)})_h "
     r"\text{ exactly, with } \textstyle\sum_h (d_h + d_h^2) \text{ queries}",
@@ -946,6 +953,7 @@ def _model_hessian(heads: list, q: np.ndarray, z: np.ndarray) -> sp.Matrix:
 
 @identity(
     id="sec7/probe-hessian",
+    scope="listed sizes: (d, H) = (1, 2), (2, 1)",
     paper="App. C, conjecture",
     statement=r"\nabla_z^2 F(z) = U D_2 U^\top + U D_1 V^\top + V D_1 U^\top,\ "
     r"D_1 = \mathrm{Diag}(\sigma'(U^\top z)),\ D_2 = \mathrm{Diag}(\sigma''(U^\top z) \odot V^\top z)",
@@ -966,6 +974,7 @@ def probe_hessian_identity() -> list[Pair]:
 
 @identity(
     id="sec7/hessian-at-zero",
+    scope="listed sizes: d = 3, H = 2",
     paper="App. C, conjecture",
     statement=r"4 \nabla_z^2 F(0) = U^{(j)} V^\top + V (U^{(j)})^\top,\quad U^{(j)} = [W^{(h)} e_j]_h",
     uses=("sec7/probe-hessian",),
@@ -989,6 +998,7 @@ def hessian_at_zero() -> list[Pair]:
 
 @identity(
     id="sec7/hessian-invariant",
+    scope="listed sizes: d = 3 (split 1 + 2), d = 4 (split 2 + 2)",
     paper="App. C, conjecture",
     statement=r"\text{C.1} \Rightarrow E_g^\top \nabla_z^2 F(z) E_h = 0 \ (g \ne h) \text{ for every } z:"
     r"\ \text{every Hessian leaves every } U_h \text{ invariant}",

@@ -659,6 +659,7 @@ def lipschitz_bound() -> list[Claim]:
 
 @identity(
     id="lemmaA.1/logit-derivative",
+    scope="scalar",
     paper="Lemma A.1, proof",
     statement=r"\frac{d}{dp}\,\sigma^{-1}(p) = \frac{1}{p(1-p)} \ \text{on}\ (0, 1)",
     assumptions="p in (0, 1): p positive and 1 - p = q positive",
@@ -672,6 +673,7 @@ def logit_derivative() -> list[Pair]:
 
 @identity(
     id="lemmaA.1/lipschitz-closed-form",
+    scope="scalar",
     paper="Lemma A.1 (generalised)",
     statement=r"\frac{1}{\sigma(-\beta)\,(1 - \sigma(-\beta))} = 2 + 2\cosh\beta",
     assumptions="beta real",
@@ -683,6 +685,7 @@ def lipschitz_closed_form() -> list[Pair]:
 
 @identity(
     id="thm6.1/probe-logit",
+    scope="listed sizes: d = 1..3",
     paper="Thm 6.1, proof, Eqs. (3)-(4)",
     statement=r"X = \begin{bmatrix}(b u + a e_j)^\top \\ (a e_j)^\top\end{bmatrix} \Rightarrow "
     r"s_1 - s_2 = a b\, u^\top W e_j,\quad f_{W,v}(X) = a v_j + \sigma(a b\, u^\top W e_j)\, b\, u^\top v",
@@ -707,6 +710,7 @@ def probe_logit() -> list[Pair]:
 
 @bound(
     id="thm6.1/tolerance-algebra",
+    scope="scalar (mu, eps_W, d, W symbols: every d)",
     paper="Thm 6.1, proof",
     statement=r"\tau_f = \tau_v = \frac{\mu\epsilon_W}{80 W^2 d},\ W \ge 2 \Rightarrow "
     r"\frac{2W}{\mu}\tau_f + \frac{W+2}{\mu}\tau_v \le \frac{\epsilon_W}{10 W d}"
@@ -731,6 +735,7 @@ def tolerance_algebra() -> list[Claim]:
 
 @bound(
     id="thm6.1/erratum-E1",
+    scope="scalar (a counterexample at d = 2)",
     paper="Thm 6.1, proof, case v*_i = 0 (Erratum E1)",
     statement=r"W^\star = \begin{bmatrix}\sqrt2 & 0\\ \sqrt2 & 0\end{bmatrix},\ W = 2:\quad "
     r"\|W^\star\|_F \le W \ \text{but}\ a b\,(W^\star_{11} + W^\star_{21}) = \tfrac{\sqrt2}{2} > \tfrac12",
@@ -748,6 +753,7 @@ def erratum_e1() -> list[Claim]:
 
 @bound(
     id="thm6.1/paired-logit-corrected",
+    scope="scalar",
     paper="Thm 6.1, corrected (Erratum E1)",
     statement=r"b_{\mathrm{pair}} = \frac{b}{\sqrt2}:\quad |a\, b_{\mathrm{pair}} (W_{ij} + W_{pj})| "
     r"\le \frac{a b}{\sqrt2}\sqrt2\sqrt{W_{ij}^2 + W_{pj}^2} \le a b W = \beta",
@@ -929,6 +935,7 @@ def run_float64() -> list[Check]:
 
 @identity(
     id="thm6.1/optimal-beta",
+    scope="scalar",
     paper="Thm 6.1 (beyond the paper)",
     statement=r"\frac{d}{d\beta}\,\frac{1 + \cosh\beta}{\beta^2} = "
     r"\frac{2\cosh^2(\beta/2)}{\beta^3}\left(\beta\tanh\tfrac{\beta}{2} - 2\right)",

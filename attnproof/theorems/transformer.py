@@ -993,6 +993,7 @@ def _relu_as_abs_cancel(e: sp.Expr) -> sp.Expr:
 
 @identity(
     id="sec4.1/relu-as-abs",
+    scope="scalar",
     paper="Sec. 4.1 (lemma)",
     statement=r"\mathrm{ReLU}(z) = \max(z, 0) = \tfrac{1}{2}(z + |z|)",
     assumptions="z real",
@@ -1043,6 +1044,7 @@ def _one_token(x: np.ndarray) -> np.ndarray:
 
 @identity(
     id="sec4.1/parity-split",
+    scope="listed sizes: (d, m) = (1, 2), (2, 2), (2, 3), (3, 2)",
     paper="Sec. 4.1 (beyond the paper)",
     statement=r"f(x) = w_o^\top \mathrm{ReLU}(A^\top x) = \tfrac12 u^\top x"
     r" + \tfrac12 \sum_k a_k |w_k^\top x|,"
@@ -1068,6 +1070,7 @@ def parity_split() -> list[Pair]:
 
 @identity(
     id="sec4.1/rescaling",
+    scope="listed sizes: (d, m) = (1, 2), (2, 2), (2, 3), (3, 2)",
     paper="Sec. 4.1 (identifiability, beyond the paper)",
     statement=r"w_o^\top \mathrm{ReLU}((A D)^\top x) \text{ with } w_o \to D^{-1} w_o \text{ is unchanged},"
     r"\ D = \mathrm{diag}(s_k),\ s_k > 0",
@@ -1092,6 +1095,7 @@ def rescaling() -> list[Pair]:
 
 @identity(
     id="sec4.1/zero-sum-flip",
+    scope="listed sizes: d = 2, m = 4",
     paper="Sec. 4.1 (identifiability, beyond the paper)",
     statement=r"\sum_{k \in S} a_k w_k = 0 \Rightarrow \text{flipping } w_k \to -w_k\ (k \in S)"
     r" \text{ leaves } f \text{ unchanged; e.g. } \mathrm{ReLU}(x_1) + \mathrm{ReLU}(x_2) + "
@@ -1143,6 +1147,7 @@ def _exact_target(k: int) -> tuple[np.ndarray, np.ndarray]:
 
 @identity(
     id="sec4.1/canonical-form",
+    scope="listed sizes: fixed rational targets, d = 2, 3",
     paper="Sec. 4.1 (identifiability, beyond the paper)",
     statement=r"w_o^\top \mathrm{ReLU}(A^\top x) = \tfrac12 u^\top x"
     r" + \tfrac12 \sum_{j=1}^{L} c_j |n_j^\top x|"
@@ -1164,6 +1169,7 @@ def canonical_form() -> list[Pair]:
 
 @identity(
     id="sec4.1/canonical-network",
+    scope="listed sizes: (d, L) = (2, 1), (2, 3), (3, 2)",
     paper="Sec. 4.1 (beyond the paper)",
     statement=r"\tfrac12 u^\top x + \tfrac12 \sum_j c_j |n_j^\top x| = \sum_j c_j \mathrm{ReLU}(n_j^\top x)"
     r" + \mathrm{ReLU}(g^\top x) - \mathrm{ReLU}(-g^\top x),\ g = \tfrac12 (u - \textstyle\sum_j c_j n_j)",
@@ -1193,6 +1199,7 @@ class _LinearTarget:
 
 @identity(
     id="sec4.1/piece-gradient",
+    scope="listed sizes: d = 1..4",
     paper="Sec. 4.1 (beyond the paper)",
     statement=r"f(x) = G^\top x \text{ near } x_0 \Rightarrow \frac{f(x_0 + h e_i) - f(x_0)}{h} = G_i"
     r"\ \text{and}\ G^\top x_0 - f(x_0) = 0 \ \text{(Euler: no bias)}",
@@ -1212,6 +1219,7 @@ def piece_gradient() -> list[Pair]:
 
 @identity(
     id="sec4.1/kink-intersection",
+    scope="listed sizes: d = 2, 3",
     paper="Sec. 4.1 (beyond the paper)",
     statement=r"G_b = G_a + \gamma n \Rightarrow s^* = -\frac{J^\top X_0}{J^\top \mathrm{dir}}"
     r"\ (J = G_b - G_a)"
@@ -1232,6 +1240,7 @@ def kink_intersection() -> list[Pair]:
 
 @identity(
     id="sec4.1/canonical-from-jumps",
+    scope="listed sizes: d = 2, 3",
     paper="Sec. 4.1 (beyond the paper)",
     statement=r"f = G_U^\top x + \sum_j \gamma_j \mathrm{ReLU}(s_j n_j^\top x),\ J_j = \gamma_j s_j n_j"
     r" \Rightarrow \mathrm{assemble}(G_U, G_U + \textstyle\sum_j J_j, \{J_j\}) \text{ evaluates to } f",
@@ -1261,6 +1270,7 @@ def canonical_from_jumps() -> list[Pair]:
 
 @identity(
     id="sec4.1/ffn-end-to-end",
+    scope="listed sizes: fixed rational targets, d = 2, 3 (end to end)",
     paper="Sec. 4.1 (A_FFN, beyond the paper)",
     statement=r"\mathrm{learn\_ffn}(\mathrm{VQ}_f) = \mathrm{canonical\_ffn}(A, w_o) \text{ exactly, with }"
     r" (L + 1)(d + 1) + 3L + 4 + \text{extra (ledgered) queries}",
@@ -1289,6 +1299,7 @@ def ffn_end_to_end() -> list[Pair]:
 
 @identity(
     id="sec4.1/cone-probe",
+    scope="listed sizes: d = m = 2",
     paper="Sec. 4.1 (beyond the paper: W* when A w_o = 0)",
     statement=r"\mathrm{sign}(A^\top x_i) = \sigma\ (i = 1, 2) \Rightarrow \mathrm{TF}(X) = "
     r"g^\top \alpha(X, W)^\top X,\ g = A\, \mathrm{diag}(\sigma > 0)\, w_o",
@@ -1314,6 +1325,7 @@ def cone_probe() -> list[Pair]:
 
 @identity(
     id="sec4.1/cone-linear-map",
+    scope="listed sizes: d = 2, N = 1..3",
     paper="Sec. 4.1 (beyond the paper)",
     statement=r"s_i(X M^\top, W) = s_i(X, M^\top W M),\ \text{so}\ g^\top \alpha(X M^\top, W)^\top X M^\top"
     r" = f_{M^\top W M,\, M^\top g}(X)",
@@ -1348,6 +1360,7 @@ def _transformer_end_to_end(A: list, w_o: list, route: str) -> list[Pair]:
 
 @identity(
     id="sec4.1/end-to-end",
+    scope="listed sizes: d = 2 (end to end)",
     paper="Sec. 4.1",
     statement=r"\mathrm{learn\_transformer}(\mathrm{VQ}_{\mathrm{TF}}) = W \text{ exactly: by VQ}\sim"
     r"\ (A w_o \neq 0) \text{ and by cone probes } (A w_o = 0,\ \mathrm{VQ}\sim\ \equiv 0)",
