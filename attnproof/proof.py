@@ -412,9 +412,16 @@ def numeric_check(pairs: list[Pair], seed: str, points: int = NUMERIC_POINTS) ->
 
     Both sides are compiled with ``sympy.lambdify(..., modules="mpmath")`` and evaluated at
     ``points`` random rational points (respecting the symbols' assumptions) at
-    :data:`NUMERIC_DPS` digits; no simplification is involved.
+    :data:`NUMERIC_DPS` digits; no simplification is involved.  Matrix expressions of symbolic
+    size (``MatrixSymbol``) are evaluated entrywise at a random size per point (:func:`concrete`).
     """
     rnd = random.Random(seed)
+    if any(sp.sympify(e).atoms(sp.MatrixSymbol) for pair in pairs for e in pair):
+        return max(_numeric_check(concrete(pairs, rnd), rnd, 1) for _ in range(points))
+    return _numeric_check(pairs, rnd, points)
+
+
+def _numeric_check(pairs: list[Pair], rnd: random.Random, points: int) -> float:
     exprs = [sp.sympify(e) for pair in pairs for e in pair]
     syms = sorted(set().union(*(e.free_symbols for e in exprs)), key=str)
     worst = mpmath.mpf(0)
@@ -427,6 +434,49 @@ def numeric_check(pairs: list[Pair], seed: str, points: int = NUMERIC_POINTS) ->
             for a, b in zip(vals[0::2], vals[1::2]):
                 worst = max(worst, abs(a - b) / (1 + abs(a)))
     return float(worst)
+
+
+#: Largest value of an integer dimension symbol in the numeric cross-check of a matrix identity.
+MAX_RANDOM_SIZE = 4
+
+
+def concrete(pairs: list[Pair], rnd: random.Random) -> list[Pair]:
+    """Matrix identities of symbolic size at one random size, as scalar (lhs, rhs) entry pairs.
+
+    Every dimension symbol gets a random value in 1..MAX_RANDOM_SIZE and every MatrixSymbol a
+    matrix of random rationals; scalar symbols stay symbols (the caller draws them).
+    """
+    exprs = [sp.sympify(e) for pair in pairs for e in pair]
+    mats = sorted(set().union(*(e.atoms(sp.MatrixSymbol) for e in exprs)), key=str)
+    dims = sorted({x for m in mats for n in m.shape for x in sp.sympify(n).free_symbols}, key=str)
+    size = {x: rnd.randint(1, MAX_RANDOM_SIZE) for x in dims}
+    values = {}
+    for m in mats:
+        shape = [int(sp.sympify(n).subs(size)) for n in m.shape]
+        values[sp.MatrixSymbol(m.name, *shape)] = sp.Matrix(
+            *shape, lambda i, j: sp.Rational(rnd.randint(-2000, 2000), 1000)
+        )
+    out: list[Pair] = []
+    for lhs, rhs in zip(exprs[0::2], exprs[1::2]):
+        sides = [sp.Matrix(sp.sympify(e).subs(size).xreplace(values).doit()) if isinstance(e, sp.MatrixExpr)
+                 else sp.sympify(e).subs(size).xreplace(values).doit() for e in (lhs, rhs)]
+        if isinstance(sides[0], sp.MatrixBase):
+            out.extend(zip(sides[0], sides[1]))
+        else:
+            out.append((sides[0], sides[1]))
+    return out
+
+
+def is_zero(x: Any) -> bool:
+    """Whether a simplified difference is 0: the scalar 0 or a zero matrix (of any size)."""
+    return x == 0 or bool(getattr(x, "is_ZeroMatrix", False))
+
+
+def expand_matrix(e: sp.Expr) -> sp.Expr:
+    """A simplifier for identities mixing matrix expressions of symbolic size and scalars: a
+    matrix expression is expanded (products distributed over sums and collected,
+    ``(A + B)^T C - A^T C - B^T C -> 0``, which sympy's ``simplify`` leaves), a scalar simplified."""
+    return sp.expand(e) if isinstance(e, sp.MatrixExpr) else sp.simplify(e)
 
 
 def _check_bound(claims: list[Claim], seed: str) -> tuple[bool, float]:
@@ -483,7 +533,7 @@ def verify(id: str) -> Entry:
             symbolic, numeric_err = _check_bound(pairs, seed=id)
         else:
             digest = content_hash(ident, pairs)
-            symbolic = all(ident.simplifier(sp.sympify(lhs) - sp.sympify(rhs)) == 0 for lhs, rhs in pairs)
+            symbolic = all(is_zero(ident.simplifier(sp.sympify(lhs) - sp.sympify(rhs))) for lhs, rhs in pairs)
             numeric_err = numeric_check(pairs, seed=id)
     except Exception as exc:  # a failing proof is reported, not raised
         error = f"{type(exc).__name__}: {exc}"

@@ -198,3 +198,31 @@ def test_paper_formulas_are_independent_of_the_model():
     e = [sp.exp(x) for x in s]
     head = (e[0] * (X[0] @ v) + e[1] * (X[1] @ v)) / (e[0] + e[1])
     assert sp.simplify(proof.paper_head(W, v, X) - head) == 0
+
+
+def test_matrix_identities_of_symbolic_size(scratch_registry):
+    """MatrixSymbol identities: proven by expansion, cross-checked entrywise at random sizes."""
+    d = sp.Symbol("d", integer=True, positive=True)
+    W, u, e = sp.MatrixSymbol("W", d, d), sp.MatrixSymbol("u", d, 1), sp.MatrixSymbol("e", d, 1)
+    proof.identity(id="test/matrix", paper="-", statement="-", simplifier=proof.expand_matrix)(
+        lambda: [((u + e).T * W * e - e.T * W * e, u.T * W * e)]
+    )
+    proof.identity(id="test/matrix-false", paper="-", statement="-", simplifier=proof.expand_matrix)(
+        lambda: [((u + e).T * W * e, u.T * W * e)]
+    )
+    good, bad = proof.verify("test/matrix"), proof.verify("test/matrix-false")
+    assert good.passed and good.numeric_max_err == 0
+    assert not bad.symbolic and bad.numeric_max_err > 1e-3 and not bad.passed
+
+
+def test_all_d_entries_use_symbolic_sizes():
+    import attnproof  # noqa: F401
+
+    for i, ident in proof.REGISTRY.items():
+        if ident.scope.startswith("all d") and ident.kind == "identity":
+            exprs = [sp.sympify(x) for pair in ident.build() for x in pair]
+            symbolic_sizes = {
+                n for x in exprs for m in x.atoms(sp.MatrixSymbol) for n in m.shape if not n.is_number
+            }
+            integer_symbols = {s for x in exprs for s in x.free_symbols if s.is_integer}
+            assert symbolic_sizes or integer_symbols, i  # a matrix of symbolic size, or a count on a symbol

@@ -30,7 +30,7 @@ import sympy as sp
 
 from ..arith import SYMPY
 from ..models import Attention
-from ..proof import Pair, identity, symbols
+from ..proof import Pair, expand_matrix, identity, symbols
 
 
 @identity(
@@ -122,6 +122,31 @@ def zero_last_token() -> list[Pair]:
             (model(np.array([p + q, q])), beta + q @ v + (p @ v) / (1 + sp.exp(-(p @ W @ q + c @ p))))
         )
     return pairs
+
+
+@identity(
+    id="bias/expansion-all-d",
+    paper="beyond the paper (real heads)",
+    statement=r"\forall r, d, N:\ (W_k x + b_k)^\top (W_q y + b_q) = x^\top (W_k^\top W_q) y "
+    r"+ x^\top (W_k^\top b_q) + b_k^\top (W_q y + b_q);\ \alpha^\top (X W_v^\top + \mathbf 1 b_v^\top) w_o = "
+    r"\alpha^\top X (W_v^\top w_o) + (\alpha^\top \mathbf 1)(b_v^\top w_o)",
+    simplifier=expand_matrix,
+    assumptions="W_q, W_k, W_v r x d, b_q, b_k, b_v, w_o r x 1, x, y d x 1, X N x d, alpha and 1 N x 1 "
+    "MatrixSymbols of symbolic sizes (x^T c = c^T x is a scalar; alpha^T 1 = 1 for softmax weights; "
+    "the 1/sqrt(r) is a scalar factor); "
+    "bias/score-expansion and bias/value-offset check the same at listed sizes",
+    scope="all d (and every r, N: MatrixSymbol algebra of symbolic size)",
+)
+def expansion_all_d() -> list[Pair]:
+    r, d, N = sp.symbols("r d N", integer=True, positive=True)
+    Wq, Wk, Wv = (sp.MatrixSymbol(n, r, d) for n in ("Wq", "Wk", "Wv"))
+    bq, bk, bv, wo = (sp.MatrixSymbol(n, r, 1) for n in ("bq", "bk", "bv", "wo"))
+    x, y, X = sp.MatrixSymbol("x", d, 1), sp.MatrixSymbol("y", d, 1), sp.MatrixSymbol("X", N, d)
+    alpha, ones = sp.MatrixSymbol("alpha", N, 1), sp.MatrixSymbol("J", N, 1)
+    return [
+        ((Wk * x + bk).T * (Wq * y + bq), x.T * (Wk.T * Wq) * y + x.T * (Wk.T * bq) + bk.T * (Wq * y + bq)),
+        (alpha.T * (X * Wv.T + ones * bv.T) * wo, alpha.T * X * (Wv.T * wo) + (alpha.T * ones) * (bv.T * wo)),
+    ]
 
 
 __all__: list[str] = []  # identities only: the learners are `bias=True` of exact and skeleton

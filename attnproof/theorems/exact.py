@@ -259,7 +259,7 @@ def _error_bound(
 # --- The identities this room relies on: proven about the library's own model and learner code
 # the identity section's own imports (kept here while the learner above is rewritten; fold into the top)
 from ..arith import MP  # noqa: E402
-from ..proof import LEARNERS, Check, recovery_checks, run  # noqa: E402
+from ..proof import LEARNERS, Check, expand_matrix, recovery_checks, run  # noqa: E402
 
 #: Widths at which the per-d identities are proven with fully symbolic W, v, x.
 SMALL_D = range(1, 7)
@@ -347,6 +347,43 @@ def label_affine() -> list[Pair]:
             y = model(_two_token_probe(u, j))
             pairs.append((y, v[j] + (u @ v) / (1 + sp.exp(-(u @ W[:, j])))))
     return pairs
+
+
+#: A dimension of symbolic size, for the identities proven for every d.
+D = sp.Symbol("d", integer=True, positive=True)
+
+
+def two_token_reduction() -> list[Pair]:
+    """The scalar half of the all-d proofs: with scores s_1, s_2 and values p_1, p_2 of two
+    tokens, ``softmax(s)^T p = p_2 + sigma(s_1 - s_2) (p_1 - p_2)``; one token: ``softmax(s)^T p = p``."""
+    s1, s2, p1, p2 = sp.symbols("s_1 s_2 p_1 p_2", real=True)
+    two = (sp.exp(s1) * p1 + sp.exp(s2) * p2) / (sp.exp(s1) + sp.exp(s2))
+    return [(two, p2 + (p1 - p2) / (1 + sp.exp(-(s1 - s2)))), (sp.exp(s1) * p1 / sp.exp(s1), p1)]
+
+
+@identity(
+    id="thm4.1/probes-all-d",
+    paper="Thm 4.1, proof (i) and (ii)",
+    statement=r"\forall d:\ X = \begin{bmatrix}(u + e)^\top \\ e^\top\end{bmatrix} \Rightarrow "
+    r"s_1 - s_2 = (u + e)^\top W e - e^\top W e = u^\top W e,\ "
+    r"(u + e)^\top v - e^\top v = u^\top v;\ \text{with}\ \tfrac{e^{s_1}p_1 + e^{s_2}p_2}{e^{s_1} + e^{s_2}}"
+    r" = p_2 + \sigma(s_1 - s_2)(p_1 - p_2):\ f_{W,v}(X) = e^\top v + \sigma(u^\top W e)\, u^\top v;\ "
+    r"f_{W,v}([x^\top]) = x^\top v",
+    uses=("thm4.1/softmax-to-sigmoid",),
+    simplifier=expand_matrix,
+    assumptions="W a d x d, u, e, v d x 1 MatrixSymbols of symbolic size d (any e, e_j included); "
+    "s_i = x_i^T W x_N (Sec. 3); the scalar two-token reduction with s_1, s_2, p_1, p_2 real; the numeric "
+    "cross-check draws d in 1..4; the library's own code at listed sizes: thm4.1/label-affine",
+    scope="all d (MatrixSymbol algebra of symbolic size, and a proven scalar reduction)",
+)
+def probes_all_d() -> list[Pair]:
+    W, u, e, v = (sp.MatrixSymbol(n, D, D if n == "W" else 1) for n in ("W", "u", "e", "v"))
+    x1 = u + e
+    return [
+        (x1.T * W * e - e.T * W * e, u.T * W * e),
+        (x1.T * v - e.T * v, u.T * v),
+        *two_token_reduction(),
+    ]
 
 
 def _count(d: Any, bias: bool = False) -> Any:

@@ -562,12 +562,30 @@ from collections.abc import Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
 from ..arith import MP  # noqa: E402
-from ..proof import LEARNERS, Check, recovery_checks, run  # noqa: E402
+from ..proof import LEARNERS, Check, expand_matrix, recovery_checks, run  # noqa: E402
 
 
 def _count(name: str, d: Any, r: Any, rank: Any, bias: bool = False) -> Any:
     """The query count the learner ``name`` registered (``LEARNERS[name].count``): one source."""
     return LEARNERS[name].count(d=d, r=r, rank=rank, bias=bias)
+
+
+@identity(
+    id="thm5.1/rank-one-all-d",
+    paper="Thm 5.1, proof",
+    statement=r"\forall d:\ X = \begin{bmatrix}(a + b)^\top \\ b^\top\end{bmatrix} \Rightarrow "
+    r"s_1 - s_2 = a^\top W b,\ (a + b)^\top v - b^\top v = a^\top v,\ \text{so}\ "
+    r"f_{W,v}(X) = b^\top v + \sigma(a^\top W b)\, a^\top v",
+    uses=("thm4.1/probes-all-d",),
+    simplifier=expand_matrix,
+    assumptions="W d x d, a, b, v d x 1 MatrixSymbols of symbolic size; the scalar two-token reduction is "
+    "thm4.1/probes-all-d's; the library's own code at listed sizes: thm5.1/rank-one-measurement",
+    scope="all d (MatrixSymbol algebra of symbolic size)",
+)
+def rank_one_all_d() -> list[Pair]:
+    d = sp.Symbol("d", integer=True, positive=True)
+    W, a, b, v = (sp.MatrixSymbol(n, d, d if n == "W" else 1) for n in ("W", "a", "b", "v"))
+    return [((a + b).T * W * b - b.T * W * b, a.T * W * b), ((a + b).T * v - b.T * v, a.T * v)]
 
 
 @identity(
