@@ -88,3 +88,15 @@ def test_library_vs_paper_identities_see_a_wrong_score(monkeypatch, ident):
     assert proof.verify(ident).own_passed
     monkeypatch.setattr(models, "scores", _transposed_scores)
     assert not proof.verify(ident).own_passed
+
+
+def test_estimator_mutant_fails_verify(monkeypatch):
+    """learn_noisy's estimator subtracting the wrong row for a paired probe (pivot off by one)."""
+    original = noisy.estimate
+
+    def mutant(y, v, nonzero, p, *rest):
+        return original(y, v, nonzero, (p + 1) % len(v), *rest)
+
+    assert _failing(["thm6.1/estimator"]) == set()
+    monkeypatch.setattr(noisy, "estimate", mutant)
+    assert _failing(["thm6.1/estimator", "thm6.1/run-float64"]) == {"thm6.1/estimator", "thm6.1/run-float64"}

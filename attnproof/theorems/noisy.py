@@ -57,7 +57,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from ..arith import FLOAT64, SYMPY
+from ..arith import FLOAT64, SYMPY, Arith
 from ..errors import (
     AssumptionError,
     InvalidInputError,
@@ -408,7 +408,7 @@ def _check_precision(
         "thm4.1/one-token", "lemmaA.1/lipschitz-bound", "lemmaA.1/logit-derivative",
         "lemmaA.1/lipschitz-closed-form", "thm6.1/probe-logit", "thm6.1/tolerance-algebra",
         "thm6.1/paired-logit-corrected", "thm6.1/optimal-beta", "thm6.1/design-tolerances",
-        "thm6.1/support-split", "thm6.1/run-float64",
+        "thm6.1/support-split", "thm6.1/estimator", "thm6.1/run-float64",
     ),
     arithmetics=("float64",),
     queries="d + d^2",
@@ -521,24 +521,13 @@ def learn_noisy(
         )
     p = int(np.argmax(np.abs(v)))
     a, b = design.a, design.b(W_bound)
-    scale_u = np.where(nonzero, b, b * design.pair_shrink)  # per row i
-    U = np.eye(d) * scale_u[:, None]
-    U[~nonzero, p] += scale_u[~nonzero]  # u = e_i + e_p for v*_i = 0
+    X, scale_u = probes(nonzero, p, a, b, b * design.pair_shrink, FLOAT64)
     i, j = np.divmod(np.arange(d * d), d)
-    X = np.zeros((d * d, 2, d))
-    X[:, 0, :] = U[i]
-    X[np.arange(d * d), 0, j] += a
-    X[np.arange(d * d), 1, j] = a
     y = np.asarray(oracle(X), dtype=np.float64)
     _check_answers(y, lambda k: f"two-token query for entry ({i[k]}, {j[k]})")
-    denom = np.where(nonzero, v, v[p])[i] * scale_u[i]  # b v_hat_i, or b_pair v_hat_p
-    alpha = (y - a * v[j]) / denom
     lo, hi = design.clip, 1 - design.clip
+    W, alpha = estimate(y, v, nonzero, p, scale_u, a, lambda t: np.clip(t, lo, hi), FLOAT64)
     clipped = int(np.sum((alpha < lo) | (alpha > hi)))
-    logits = FLOAT64.logit(np.clip(alpha, lo, hi)) / (a * scale_u[i])
-    T = logits.reshape(d, d)  # T[i, j] = u_i^T W e_j / |u scale|
-    W = T.copy()
-    W[~nonzero] -= T[p]  # paired rows measured W_ij + W_pj
     m = np.abs(np.where(nonzero, v, v[p]))  # the |v_hat| each row's answers were divided by
     pair_per_tau = _per_tau(design, b * design.pair_shrink, abs(v[p])) + _per_tau(design, b, abs(v[p]))
     rows = np.where(
@@ -557,6 +546,52 @@ def learn_noisy(
         "noisy", W=W, v=v, guard=False,
         W_error=math.inf if e1 else float(math.sqrt(d * np.sum(rows**2))), v_error=math.sqrt(d) * tau_e,
     )
+
+
+def probes(
+    nonzero: np.ndarray, p: int, a: Any, b: Any, b_pair: Any, arith: Arith
+) -> tuple[np.ndarray, np.ndarray]:
+    """Thm 6.1's d^2 two-token probes ``X = [(s u_i + a e_j)^T; (a e_j)^T]``, row-major in (i, j).
+
+    ``u_i = e_i`` at scale ``s = b`` where ``nonzero[i]``, else ``u_i = e_i + e_p`` at ``b_pair``.
+    Returns X (d^2, 2, d) and the scale of each row.  Any arithmetic (the sympy identity
+    ``thm6.1/estimator`` runs it on symbols).
+    """
+    d = len(nonzero)
+    scale_u = np.array([b if nz else b_pair for nz in nonzero], dtype=object)
+    U = arith.zeros((d, d))
+    for r in range(d):
+        U[r, r] = scale_u[r]
+        if not nonzero[r]:
+            U[r, p] = U[r, p] + scale_u[r]  # u = e_i + e_p for v*_i = 0
+    X = arith.zeros((d * d, 2, d))
+    for k, (r, c) in enumerate(itertools.product(range(d), range(d))):
+        X[k, 0, :] = U[r]
+        X[k, 0, c] = X[k, 0, c] + a
+        X[k, 1, c] = a
+    return X, scale_u if arith.exact else scale_u.astype(float)
+
+
+def estimate(
+    y: np.ndarray, v: np.ndarray, nonzero: np.ndarray, p: int, scale_u: np.ndarray, a: Any, clip: Any,
+    arith: Arith,
+) -> tuple[np.ndarray, np.ndarray]:
+    """W_hat from the answers y to :func:`probes` (Eqs. (5)-(6) and the paired case).
+
+    ``alpha_hat = (y - a v_hat_j) / (s v_hat_i)`` (``v_hat_p`` for a paired row), ``T_ij =
+    sigma^{-1}(clip(alpha_hat)) / (a s)``, and a paired row subtracts the pivot's:
+    ``W_hat_ij = T_ij - T_pj``.  Returns (W_hat, alpha_hat).  Any arithmetic.
+    """
+    d = len(v)
+    i, j = np.divmod(np.arange(d * d), d)
+    denom = np.array([v[r] if nonzero[r] else v[p] for r in i], dtype=object) * scale_u[i]
+    alpha = (y - a * v[j]) / denom
+    if not arith.exact:
+        alpha = alpha.astype(float)
+    T = (arith.logit(clip(alpha)) / (a * scale_u[i])).reshape(d, d)  # T[i, j] = u_i^T W e_j
+    W = T.copy()
+    W[~nonzero] -= T[p]  # paired rows measured W_ij + W_pj
+    return W, alpha
 
 
 def _check_answers(y: np.ndarray, query: Any) -> None:
@@ -892,6 +927,36 @@ def support_split() -> list[Claim]:
     ]
 
 
+@identity(
+    id="thm6.1/estimator",
+    paper="Thm 6.1, proof, Eqs. (3)-(5) and the case v*_i = 0",
+    statement=r"\hat f = f^\star,\ \hat v = v^\star \Rightarrow "
+    r"\mathrm{estimate}(\mathrm{answers\ to\ probes}) = W^\star"
+    r"\quad (\hat\alpha = \tfrac{f - a v_j}{s v_i},\ W_{ij} = \tfrac{\sigma^{-1}(\hat\alpha)}{a s},"
+    r"\ \text{paired rows: } - W_{pj})",
+    uses=("thm6.1/probe-logit", "lemmaA.1/logit-derivative"),
+    assumptions="the learner's own probes() and estimate() run in sympy on the exact answers of a symbolic "
+    "target (W real symbols, v nonzero real symbols, a, b, b_pair positive symbols); d = 2 with v_2 = 0 "
+    "and d = 3 with v_1 = 0 (paired probes through the pivot) and with every v_i nonzero; clip is the "
+    "identity there, as alpha* lies in the clipping band (thm6.1/design-tolerances, Lemma A.1)",
+    scope="listed sizes: d = 2, 3 (the estimator's algebra, exact answers)",
+)
+def estimator() -> list[Pair]:
+    a, b, b_pair = sp.symbols("a b b_pair", positive=True)
+    pairs: list[Pair] = []
+    for d, zero in ((2, (1,)), (3, (0,)), (3, ())):
+        W = symbols("W", (d, d), real=True)
+        v = symbols("v", (d,), real=True, nonzero=True)
+        v[list(zero)] = sp.Integer(0)
+        nonzero = np.array([k not in zero for k in range(d)])
+        p = next(k for k in range(d) if nonzero[k])
+        X, scale_u = probes(nonzero, p, a, b, b_pair, SYMPY)
+        y = np.array([Attention(W, v, SYMPY)(x) for x in X], dtype=object)
+        W_hat, _ = estimate(y, v, nonzero, p, scale_u, a, lambda t: t, SYMPY)
+        pairs.extend(zip(W_hat.reshape(-1), W.reshape(-1)))
+    return pairs
+
+
 #: Fixed targets of ``thm6.1/run-float64`` (d = 3, ||W*||_F <= W_bound = 2, ||v*|| <= 1, margin 0.3):
 #: the second has a zero v*_1 (a paired probe) with W* concentrated on the paired entries (E1's worst case).
 NOISY_RUN_TARGETS = (
@@ -968,5 +1033,7 @@ __all__ = [
     "clip_enclosure",
     "support_threshold",
     "learn_noisy",
+    "probes",
+    "estimate",
     "guarantee",
 ]
