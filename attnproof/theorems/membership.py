@@ -68,7 +68,7 @@ from ..arith import FLOAT64, MP, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError, QueryBudgetExceeded
 from ..models import Attention
 from ..oracles import MembershipOracle
-from ..proof import Claim, Pair, bound, identity, learner, symbols
+from ..proof import LEARNERS, Check, Claim, Pair, bound, identity, learner, run, symbols
 from ..recovery import Recovery
 
 #: Upper bound on the Lipschitz constant of sigma^{-1} on [sigma(-1/2), sigma(1/2)],
@@ -971,3 +971,41 @@ def rotation() -> list[Pair]:
         rhs = Attention(Q.T @ W @ Q, Q.T @ v, SYMPY)(Y)
         pairs.append((lhs, rhs))
     return pairs
+
+
+#: Fixed target of ``thmB.1/run``: ||W*||_F = 1.5 <= W_bound = 2, unit v* with every |v*_i| >= 0.5.
+MEMBERSHIP_RUN_TARGET = ([[1, sp.Rational(-1, 2)], [sp.Rational(1, 4), sp.Rational(3, 4)]],
+                         [sp.Rational(3, 5), sp.Rational(-4, 5)])
+
+
+@run(
+    id="thmB.1/run",
+    paper="Thm B.1",
+    statement=r"\|\hat W - W^\star\|_F \le \epsilon_W,\ \|\hat v - v^\star\|_\infty \le \epsilon_v = "
+    r"\tfrac{\epsilon_W\mu^3}{40 W d}\ \text{with exactly the counted membership queries}",
+    uses=("thmB.1/accuracy-algebra", "thmB.1/angle-to-vector", "thmB.1/monotone"),
+    assumptions="learn_membership (method bisect) on MEMBERSHIP_RUN_TARGET (d = 2), W_bound = 2, mu = 0.5, "
+    "in float64 with eps_W = 1e-6 and in mpmath (40 digits) with eps_W = 1e-25; the error within eps and "
+    "within the learner's a-posteriori error_bound; queries = LEARNERS['membership'].count",
+    scope="listed sizes: d = 2 (a fixed target)",
+)
+def membership_run() -> list[Check]:
+    W0, v0 = MEMBERSHIP_RUN_TARGET
+    W_bound, mu = 2.0, 0.5
+    checks: list[Check] = []
+    for arith, eps_W in ((FLOAT64, 1e-6), (MP(40), 1e-25)):
+        W_true, v_true = arith.asarray(W0), arith.asarray(v0)
+        oracle = MembershipOracle(Attention(W_true, v_true, arith))
+        rec = learn_membership(oracle, W_bound=W_bound, mu=mu, eps_W=eps_W, method="bisect", arith=arith)
+        with arith.context():
+            err_W = arith.norm(rec.W - W_true)
+            err_v = float(max(abs(x) for x in (rec.v - v_true)))
+        count = LEARNERS["membership"].count(d=2, method="bisect", W_bound=W_bound, mu=mu, eps_W=eps_W)
+        at = f"{arith.name}, eps_W = {eps_W:g}"
+        checks += [
+            (f"{at}: ||W_hat - W*||_F <= eps_W", err_W, eps_W),
+            (f"{at}: ||W_hat - W*||_F <= error_bound", err_W, rec.diagnostics["error_bound"]),
+            (f"{at}: ||v_hat - v*||_inf <= eps_v", err_v, paper_eps_v(eps_W, mu, W_bound, 2)),
+            (f"{at}: queries - count", abs(rec.queries - count), 0),
+        ]
+    return checks
