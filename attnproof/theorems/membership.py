@@ -362,7 +362,7 @@ def _logit(p: Any) -> Any:
     relies_on=(
         "thm4.1/one-token", "thmB.1/sphere-constant", "thmB.1/halfspace-mean-d2", "thmB.1/probe-value",
         "thmB.1/monotone", "thmB.1/apriori-interval", "thmB.1/ratio-error", "thmB.1/accuracy-algebra",
-        "thmB.1/angle-sign", "thmB.1/angle-to-vector", "lemmaA.1/lipschitz-closed-form",
+        "thmB.1/angle-sign", "thmB.1/angle-to-vector", "lemmaA.1/lipschitz-closed-form", "thmB.1/run",
     ),
     arithmetics=("float64", "mpmath"),
     queries="bisect: 1 + (d-1) n_v + d^2 n_W; paper: k + d^2 n_W (n_v, n_W = log2(width / tau))",

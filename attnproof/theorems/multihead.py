@@ -76,11 +76,11 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..arith import FLOAT64, SYMPY, Arith
+from ..arith import FLOAT64, MP, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError
 from ..models import Attention, MultiHeadAttention
 from ..oracles import ReducedOracle, ValueOracle
-from ..proof import Pair, identity, learner, paper_head, symbols
+from ..proof import Check, Pair, identity, learner, paper_head, recovery_checks, run, symbols
 from ..recovery import MultiHeadRecovery, Recovery
 from .exact import learn_exact
 
@@ -193,6 +193,7 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
         "propC.2/one-head",
         "propC.2/reduced-head",
         "propC.2/end-to-end",
+        "propC.2/run-high-precision",
         "thm4.1/one-token",
         "thm4.1/label-affine",
         "thm4.1/end-to-end-d2",
@@ -1019,3 +1020,47 @@ def hessian_invariant() -> list[Pair]:
                 if g != h:
                     pairs.extend((x, sp.Integer(0)) for x in (Eg.T @ A @ Eh).reshape(-1))
     return pairs
+
+
+#: Digits of ``propC.2/run-high-precision``; the errors must lie below 10^-(RUN_DPS - 10).
+RUN_DPS = 50
+
+
+def _rational_head(n: int, k: int) -> tuple[list, list]:
+    """A fixed rational reduced head (W~, v~) of width n, the k-th of a target."""
+    W = [[sp.Rational(k + 2 * i - j + 1, 3) for j in range(n)] for i in range(n)]
+    return W, [sp.Rational(2 * i - k, 2) + 1 for i in range(n)]
+
+
+@run(
+    id="propC.2/run-high-precision",
+    paper="Prop. C.2",
+    statement=r"\mathrm{learn\_orthogonal\_heads}\ \text{in mpmath (50 digits)}: \|\hat W^{(h)} - W^{(h)}\| "
+    r"\le 10^{-40};\ \text{in float64}: \le \text{its error\_bound};\ \text{the checks pass}",
+    uses=("propC.2/end-to-end",),
+    assumptions="the C.1 targets of propC.2/one-head (d = 3 split 1 + 2, d = 4 split 2 + 2, exactly "
+    "orthonormal rational bases) with fixed rational reduced heads, built inside the arithmetic's "
+    "precision; Gaussian probes (seed 0) and the default 3 check queries; mpmath at 50 digits and float64",
+    scope="listed sizes: d = 3, 4 (fixed targets)",
+)
+def run_high_precision() -> list[Check]:
+    checks: list[Check] = []
+    for arith in (MP(RUN_DPS), FLOAT64):
+        for Q, dims in _C1_CASES:
+            with arith.context():
+                Es = [arith.asarray(Q)[:, a:b] for a, b in itertools.pairwise(np.cumsum([0, *dims]))]
+                heads = [lift(*(arith.asarray(x) for x in _rational_head(n, k)), E)
+                         for k, (n, E) in enumerate(zip(dims, Es))]
+            oracle = ValueOracle(MultiHeadAttention(heads, arith))
+            rng = np.random.default_rng(0)
+            rec = learn_orthogonal_heads(oracle, Es, probes="gaussian", rng=rng, arith=arith)
+            for h, (got, (W, v)) in enumerate(zip(rec.heads, heads)):
+                at = f"{arith.name}, d = {Q.shape[0]}, head {h + 1}"
+                got_with_bound = Recovery(W=got.W, v=got.v, queries=got.queries, arith=got.arith,
+                                          diagnostics={"error_bound": rec.diagnostics.get("error_bound")})
+                digits = None if arith is FLOAT64 else RUN_DPS - 10
+                checks += recovery_checks(at, got_with_bound, {"W": W, "v": v}, arith, digits)
+            info = rec.diagnostics
+            checks.append((f"{arith.name}, d = {Q.shape[0]}: queries - (formula + re-asked)",
+                           abs(rec.queries - info["queries_formula"] - info["reasked_queries"]), 0))
+    return checks

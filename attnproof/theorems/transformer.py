@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..arith import FLOAT64, SYMPY, Arith, parse
+from ..arith import FLOAT64, MP, SYMPY, Arith, parse
 from ..errors import (
     AssumptionError,
     DegenerateProbeError,
@@ -85,7 +85,9 @@ from ..models import (
     scores,
 )
 from ..oracles import AntisymmetricOracle, LinearMapOracle, ValueOracle
-from ..proof import Pair, expand_matrix, identity, learner, paper_weights, symbols
+from ..proof import (
+    Check, Pair, expand_matrix, identity, learner, paper_weights, recovery_checks, run, symbols,
+)
 from .exact import learn_exact
 
 #: (d, N, m) sizes at which the antisymmetric-query identity is proven symbolically.
@@ -804,6 +806,8 @@ def transformer_query_count(d: int, L: int, route: str = "antisymmetric") -> int
     result="Sec. 4.1 (A_FFN and the cone route beyond the paper)",
     relies_on=(
         "sec4.1/relu-antisymmetry",
+        "sec4.1/antisymmetry-all-d",
+        "sec4.1/run-high-precision",
         "sec4.1/parity-split",
         "sec4.1/piece-gradient",
         "sec4.1/kink-intersection",
@@ -1407,3 +1411,39 @@ def end_to_end() -> list[Pair]:
     return _transformer_end_to_end(
         [[1, -1, 2], [1, 1, 0]], [1, -2, 1], "antisymmetric"
     ) + _transformer_end_to_end([[1, -1], [2, -2]], [1, 1], "cone")
+
+
+#: Digits of ``sec4.1/run-high-precision``; the errors must lie below 10^-(RUN_DPS - 10).
+RUN_DPS = 50
+
+
+@run(
+    id="sec4.1/run-high-precision",
+    paper="Sec. 4.1",
+    statement=r"\mathrm{learn\_transformer}\ \text{in mpmath (50 digits)}: \|\hat W - W^\star\| \le 10^{-40};"
+    r"\ \text{in float64}: \le \text{its error\_bound}",
+    uses=("sec4.1/end-to-end",),
+    assumptions="W* = [[1, -1/2], [1/4, 3/4]] with the FFNs of sec4.1/end-to-end (u = A w_o != 0: the VQ~ "
+    "route; the even FFN: the cone route), basis probes, path seed 1; mpmath at 50 digits and float64; "
+    "queries = the learner's formula plus its reported re-asks",
+    scope="listed sizes: d = 2 (fixed targets)",
+)
+def run_high_precision() -> list[Check]:
+    W0 = [[1, sp.Rational(-1, 2)], [sp.Rational(1, 4), sp.Rational(3, 4)]]
+    ffns = ((([[1, -1, 2], [1, 1, 0]], [1, -2, 1]), "antisymmetric"), (([[1, -1], [2, -2]], [1, 1]), "cone"))
+    checks: list[Check] = []
+    for arith in (MP(RUN_DPS), FLOAT64):
+        for (A, w_o), route in ffns:
+            truth = {"W": arith.asarray(W0)}
+            model = OneLayerTransformer(truth["W"], arith.asarray(A), arith.asarray(w_o), arith)
+            oracle = ValueOracle(model)
+            rec = learn_transformer(oracle, rng=np.random.default_rng(1), arith=arith, probes="basis")
+            at = f"{arith.name}, {route} route"
+            checks += recovery_checks(at, rec, truth, arith, None if arith is FLOAT64 else RUN_DPS - 10)
+            info = rec.diagnostics
+            checks += [
+                (f"{at}: route taken is {route} (1 if not)", float(info["route"] != route), 0),
+                (f"{at}: queries - (formula + re-asked)",
+                 abs(rec.queries - info["queries_formula"] - info["reasked_queries"]), 0),
+            ]
+    return checks
