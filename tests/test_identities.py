@@ -100,3 +100,19 @@ def test_estimator_mutant_fails_verify(monkeypatch):
     assert _failing(["thm6.1/estimator"]) == set()
     monkeypatch.setattr(noisy, "estimate", mutant)
     assert _failing(["thm6.1/estimator", "thm6.1/run-float64"]) == {"thm6.1/estimator", "thm6.1/run-float64"}
+
+
+@pytest.mark.parametrize(
+    ("name", "count", "entries"),
+    [
+        ("exact", lambda d, bias=False, **_: d + d * d + (d if bias else 0),
+         {"thm4.1/query-count", "thm4.1/end-to-end-bias", "thm4.1/run-high-precision"}),
+        ("skeleton", lambda d, r, rank, bias=False, **_: d + r * (2 * d - r) + (d + 1 if bias else 0),
+         {"thm5.1/query-count", "thm5.1/skeleton-end-to-end"}),
+        ("noisy", lambda d, **_: d * d, {"thm6.1/run-float64"}),
+    ],
+)
+def test_query_count_mutants_fail_verify(monkeypatch, name, count, entries):
+    """A registered count= that forgets a term (f([0]) with biases; the lower-rank column; phase 1)."""
+    monkeypatch.setitem(proof.LEARNERS, name, dataclasses.replace(proof.LEARNERS[name], count=count))
+    assert _failing(sorted(entries)) == entries

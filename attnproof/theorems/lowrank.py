@@ -624,14 +624,15 @@ SKELETON_TARGETS = (
 )
 
 
-def _skeleton_runs(arith: Any) -> Iterator[tuple[str, Any, dict[str, Any], int, int, bool]]:
-    """Run both skeleton learners (with and without biases) on SKELETON_TARGETS in ``arith``: yields
-    (what ran, the recovery, the truth, d, r, bias)."""
+def _skeleton_runs(arith: Any) -> Iterator[tuple[str, Any, dict[str, Any], Any]]:
+    """Run both skeleton learners (with and without biases; the declared rank r and r + 1) on
+    SKELETON_TARGETS in ``arith``: yields (what ran, the recovery, the truth, its registered count)."""
     for A, B, v0 in SKELETON_TARGETS:
         W0 = (sp.Matrix(A) * sp.Matrix(B)).tolist()
         d, r = len(v0), len(A[0])
-        for name, fn, kwargs in (
-            ("skeleton", learn_skeleton, {"rank": r}), ("skeleton-adaptive", learn_skeleton_adaptive, {})
+        for name, fn, rank in (
+            ("skeleton", learn_skeleton, r), ("skeleton", learn_skeleton, r + 1),
+            ("skeleton-adaptive", learn_skeleton_adaptive, None),
         ):
             for bias in (False, True):
                 truth = {"W": arith.asarray(W0), "v": arith.asarray(v0)}
@@ -640,10 +641,13 @@ def _skeleton_runs(arith: Any) -> Iterator[tuple[str, Any, dict[str, Any], int, 
                                  beta=arith.scalar(sp.Rational(-1, 2)))
                 model = Attention(truth["W"], truth["v"], arith, c=truth.get("c"), beta=truth.get("beta"))
                 oracle = ValueOracle(model)
+                kwargs = {} if rank is None else {"rank": rank}
                 rec = fn(oracle, rng=np.random.default_rng(0), arith=arith, bias=bias, **kwargs)
-                if oracle.queries != rec.queries:
-                    raise AssertionError(f"{name}: {rec.queries} queries reported, {oracle.queries} asked")
-                yield f"{name}, d={d}, r={r}{', bias' if bias else ''}", rec, truth, d, r, bias
+                if oracle.queries != rec.queries or rec.diagnostics["rank_found"] != r:
+                    raise AssertionError(f"{name}: {rec.queries} queries reported, {oracle.queries} asked, "
+                                         f"rank {rec.diagnostics['rank_found']} found for {r}")
+                at = f"{name}, d={d}, r={r}, declared {rank}{', bias' if bias else ''}"
+                yield at, rec, truth, _count(name, d, r, d if rank is None else rank, bias)
 
 
 @identity(
@@ -655,17 +659,15 @@ def _skeleton_runs(arith: Any) -> Iterator[tuple[str, Any, dict[str, Any], int, 
           "bias/zero-token", "bias/zero-last-token"),
     assumptions="the learners' own path (random orthonormal bases, cross_approximation with partial "
     "pivoting, the shortened rows, the bias prelude) run in sympy on the exact rational targets "
-    "SKELETON_TARGETS, (d, r) = (3, 1) and (4, 2), with and without biases; bases drawn with seed 0 and "
-    "made exact rationals",
+    "SKELETON_TARGETS, (d, r) = (3, 1) and (4, 2), declared rank r and r + 1 (a lower rank found), with and "
+    "without biases; bases drawn with seed 0 and made exact rationals",
     scope="listed sizes: (d, r) = (3, 1), (4, 2) (end to end, fixed rational targets)",
 )
 def skeleton_end_to_end() -> list[Pair]:
     pairs: list[Pair] = []
-    for at, rec, truth, d, r, bias in _skeleton_runs(SYMPY):
-        name = at.split(",")[0]
-        expected = _count(name, d, r, r if name == "skeleton" else d, bias)
-        if rec.queries != expected or rec.diagnostics["rank_found"] != r:
-            raise AssertionError(f"{at}: {rec.queries} queries (count {expected}), rank {rec.diagnostics}")
+    for at, rec, truth, count in _skeleton_runs(SYMPY):
+        if rec.queries != count:
+            raise AssertionError(f"{at}: {rec.queries} queries, the registered count is {count}")
         for key, x in truth.items():
             pairs.extend(zip(np.atleast_1d(getattr(rec, key)).reshape(-1), np.atleast_1d(x).reshape(-1)))
     return pairs
@@ -690,11 +692,9 @@ RUN_DPS = 50
 def run_high_precision() -> list[Check]:
     checks: list[Check] = []
     for arith in (MP(RUN_DPS), FLOAT64):
-        for at, rec, truth, d, r, bias in _skeleton_runs(arith):
+        for at, rec, truth, expected in _skeleton_runs(arith):
             at = f"{arith.name}, {at}"
-            name = at.split(", ")[1]
             checks += recovery_checks(at, rec, truth, arith, None if arith is FLOAT64 else RUN_DPS - 10)
-            expected = _count(name, d, r, r if name == "skeleton" else d, bias)
             reasked = rec.diagnostics["reasked_queries"]  # a saturated probe asked again at a smaller scale
             checks.append(
                 (f"{at}: queries - (count + re-asked {reasked})", abs(rec.queries - expected - reasked), 0)
