@@ -10,6 +10,16 @@ paper reference, a LaTeX statement, the identities it ``uses`` and a builder ret
    rational points that respect the assumptions, at 60 significant digits, and must agree to
    ``10^-50`` relative.
 
+Matrix identities of symbolic size (``sympy.MatrixSymbol``, for statements that hold for every
+d) are proven by expansion (:func:`expand_matrix`) and cross-checked entrywise at random sizes
+(:func:`concrete`).  A *bound* (:func:`bound`) is a list of claims ``quantity >= 0`` proven by
+sympy's assumptions or by an interval enclosure.  A *run* (:func:`run`) executes a learner end to
+end in float64 or in mpmath at high precision on a fixed target and checks what it returned
+(``measured <= allowed``): numeric evidence, labelled as such, that the code path users run is
+right, not only the sympy one.  Every entry states its ``scope``: "all d (how)", "listed sizes:
+..." or "scalar".  Right-hand sides are independent statements: the paper's formulas written here
+(:func:`paper_head`), closed forms, or rigorous enclosures, never the library function under test.
+
 An identity is *fully verified* only when it and everything it uses (transitively) verify.
 :func:`verify_all` returns a :class:`Certificate` (JSON, Markdown, LaTeX) whose entries carry a
 SHA-256 content hash of the canonical statement and expressions, so a citation pins exactly
