@@ -80,7 +80,7 @@ from ..arith import FLOAT64, MP, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError
 from ..models import Attention, MultiHeadAttention
 from ..oracles import ReducedOracle, ValueOracle
-from ..proof import Check, Pair, identity, learner, paper_head, recovery_checks, run, symbols
+from ..proof import Check, Pair, expand_matrix, identity, learner, paper_head, recovery_checks, run, symbols
 from ..recovery import MultiHeadRecovery, Recovery
 from .exact import learn_exact
 
@@ -759,6 +759,26 @@ def multihead_collapse() -> list[Pair]:
         heads = [(A, l * b) for l in lam]
         pairs.append((MultiHeadAttention(heads, SYMPY)(X), paper_head(A, b, X)))
     return pairs
+
+
+@identity(
+    id="prop7.1/collapse-all-d",
+    paper="Prop. 7.1",
+    statement=r"\forall d, N, H:\ \alpha^\top X (\lambda b) + \alpha^\top X (\mu b) = "
+    r"\alpha^\top X ((\lambda + \mu) b)\ \text{(two heads with the same } W = A \text{ merge), so by "
+    r"induction on } H\ \sum_{h=1}^H \alpha(X, A)^\top X (\lambda_h b) = "
+    r"\alpha(X, A)^\top X \big(\textstyle\sum_h \lambda_h\big) b = \alpha(X, A)^\top X b",
+    simplifier=expand_matrix,
+    assumptions="alpha = alpha(X, A) an N x 1, X an N x d, b a d x 1 MatrixSymbol of symbolic sizes; "
+    "lambda, mu real (every head shares alpha, since it shares W = A); H - 1 merges of the induction, "
+    "then sum_h lambda_h = 1; the library's model at listed (d, N, H): prop7.1/multihead-collapse",
+    scope="all d (and every N, H: MatrixSymbol algebra and induction on H)",
+)
+def collapse_all_d() -> list[Pair]:
+    d, N = sp.symbols("d N", integer=True, positive=True)
+    alpha, X, b = sp.MatrixSymbol("alpha", N, 1), sp.MatrixSymbol("X", N, d), sp.MatrixSymbol("b", d, 1)
+    lam, mu = sp.symbols("lambda mu", real=True)
+    return [(alpha.T * X * (lam * b) + alpha.T * X * (mu * b), alpha.T * X * ((lam + mu) * b))]
 
 
 @identity(
