@@ -355,10 +355,10 @@ D = sp.Symbol("d", integer=True, positive=True)
 
 def two_token_reduction() -> list[Pair]:
     """The scalar half of the all-d proofs: with scores s_1, s_2 and values p_1, p_2 of two
-    tokens, ``softmax(s)^T p = p_2 + sigma(s_1 - s_2) (p_1 - p_2)``; one token: ``softmax(s)^T p = p``."""
+    tokens, ``softmax(s)^T p = p_2 + sigma(s_1 - s_2) (p_1 - p_2)``."""
     s1, s2, p1, p2 = sp.symbols("s_1 s_2 p_1 p_2", real=True)
     two = (sp.exp(s1) * p1 + sp.exp(s2) * p2) / (sp.exp(s1) + sp.exp(s2))
-    return [(two, p2 + (p1 - p2) / (1 + sp.exp(-(s1 - s2)))), (sp.exp(s1) * p1 / sp.exp(s1), p1)]
+    return [(two, p2 + (p1 - p2) / (1 + sp.exp(-(s1 - s2))))]
 
 
 @identity(
@@ -367,8 +367,7 @@ def two_token_reduction() -> list[Pair]:
     statement=r"\forall d:\ X = \begin{bmatrix}(u + e)^\top \\ e^\top\end{bmatrix} \Rightarrow "
     r"s_1 - s_2 = (u + e)^\top W e - e^\top W e = u^\top W e,\ "
     r"(u + e)^\top v - e^\top v = u^\top v;\ \text{with}\ \tfrac{e^{s_1}p_1 + e^{s_2}p_2}{e^{s_1} + e^{s_2}}"
-    r" = p_2 + \sigma(s_1 - s_2)(p_1 - p_2):\ f_{W,v}(X) = e^\top v + \sigma(u^\top W e)\, u^\top v;\ "
-    r"f_{W,v}([x^\top]) = x^\top v",
+    r" = p_2 + \sigma(s_1 - s_2)(p_1 - p_2):\ f_{W,v}(X) = e^\top v + \sigma(u^\top W e)\, u^\top v",
     uses=("thm4.1/softmax-to-sigmoid",),
     simplifier=expand_matrix,
     assumptions="W a d x d, u, e, v d x 1 MatrixSymbols of symbolic size d (any e, e_j included); "

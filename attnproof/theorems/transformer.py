@@ -1042,14 +1042,14 @@ def relu_antisymmetry() -> list[Pair]:
     paper="Sec. 4.1",
     statement=r"\forall d, N, m:\ (-x_i)^\top W (-x_N) = x_i^\top W x_N "
     r"\Rightarrow \alpha(-X, W) = \alpha(X, W);\ "
-    r"z = X^\top\!\alpha \ldots:\ \alpha^\top(-X)A = -\alpha^\top X A,\ "
-    r"\tfrac{z + |z|}{2} - \tfrac{-z + |z|}{2} = z,\ (\alpha^\top X A)\, w_o = \alpha^\top X (A w_o)",
-    uses=("sec4.1/relu-as-abs",),
+    r"\alpha^\top(-X)A = -\alpha^\top X A,\ "
+    r"\mathrm{ReLU}(z) - \mathrm{ReLU}(-z) = z,\ (\alpha^\top X A)\, w_o = \alpha^\top X (A w_o)",
+    uses=("sec4.1/relu-as-abs", "sec4.1/relu-antisymmetry"),
     simplifier=expand_matrix,
     assumptions="W d x d, x_i, x_N d x 1, alpha N x 1, X N x d, A d x m, w_o m x 1 MatrixSymbols of symbolic "
-    "sizes; z real (ReLU entrywise, by sec4.1/relu-as-abs); together: TF(X) - TF(-X) = "
-    "w_o^T (ReLU(z) - ReLU(-z)) = alpha^T X (A w_o) with z = A^T X^T alpha; the library's model at listed "
-    "sizes: sec4.1/relu-antisymmetry",
+    "sizes; the scalar ReLU(z) - ReLU(-z) = z (entrywise) is sec4.1/relu-antisymmetry's first pair; "
+    "together: TF(X) - TF(-X) = w_o^T (ReLU(z) - ReLU(-z)) = alpha^T X (A w_o) with z = A^T X^T alpha; "
+    "the library's model at listed sizes: sec4.1/relu-antisymmetry",
     scope="all d (and every N, m: MatrixSymbol algebra of symbolic size, a proven scalar ReLU step)",
 )
 def antisymmetry_all_d() -> list[Pair]:
@@ -1057,11 +1057,9 @@ def antisymmetry_all_d() -> list[Pair]:
     W, x, y = sp.MatrixSymbol("W", d, d), sp.MatrixSymbol("x", d, 1), sp.MatrixSymbol("y", d, 1)
     alpha, X = sp.MatrixSymbol("alpha", N, 1), sp.MatrixSymbol("X", N, d)
     A, w_o = sp.MatrixSymbol("A", d, m), sp.MatrixSymbol("w", m, 1)
-    z = sp.Symbol("z", real=True)
     return [
         ((-x).T * W * (-y), x.T * W * y),
         (alpha.T * (-X) * A, -(alpha.T * X * A)),
-        ((z + sp.Abs(z)) / 2 - (-z + sp.Abs(-z)) / 2, z),
         ((alpha.T * X * A) * w_o, alpha.T * X * (A * w_o)),
     ]
 
