@@ -257,10 +257,6 @@ def _error_bound(
 
 
 # --- The identities this room relies on: proven about the library's own model and learner code
-# the identity section's own imports (kept here while the learner above is rewritten; fold into the top)
-from ..arith import MP  # noqa: E402
-from ..proof import LEARNERS, Check, expand_matrix, recovery_checks, run  # noqa: E402
-
 #: Widths at which the per-d identities are proven with fully symbolic W, v, x.
 SMALL_D = range(1, 7)
 
@@ -348,6 +344,10 @@ def label_affine() -> list[Pair]:
             pairs.append((y, v[j] + (u @ v) / (1 + sp.exp(-(u @ W[:, j])))))
     return pairs
 
+
+# the identity section's own imports (kept here while the learner above is rewritten; fold into the top)
+from ..arith import MP  # noqa: E402
+from ..proof import LEARNERS, Check, expand_matrix, recovery_checks, run  # noqa: E402
 
 #: A dimension of symbolic size, for the identities proven for every d.
 D = sp.Symbol("d", integer=True, positive=True)
