@@ -1028,7 +1028,7 @@ PERF_SCALES = tuple(10.0**e for e in range(-3, 4))
 #: exact one also gives the bits), ``heads``: how many heads of all-MiniLM-L6-v2 (None: all 72).
 #: ``full`` is issue 13's (about 5 min on 2 cores); ``small`` runs in seconds.
 PERF_SIZES: dict[str, dict[str, Any]] = {
-    "small": {"sweep": (8, 2), "skeleton": (128, 8), "exact": 64, "heads": 2},
+    "small": {"sweep": (8, 2), "skeleton": (128, 8), "exact": 64, "heads": 1},
     "medium": {"sweep": (16, 2), "skeleton": (512, 16), "exact": 256, "heads": 12},
     "full": {"sweep": (64, 4), "skeleton": (4096, 128), "exact": 1024, "heads": None},
 }
