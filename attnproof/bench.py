@@ -913,7 +913,7 @@ def _completed(
         raise InvalidInputError("Dask is not installed: pip install 'attnproof[scale]'") from None
     if scheduler is None:
         cluster = stack.enter_context(LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
             silence_logs=logging.ERROR,
         ))
         client = stack.enter_context(Client(cluster))
