@@ -1028,8 +1028,8 @@ PERF_SCALES = tuple(10.0**e for e in range(-3, 4))
 #: exact one also gives the bits), ``heads``: how many heads of all-MiniLM-L6-v2 (None: all 72).
 #: ``full`` is issue 13's (about 5 min on 2 cores); ``small`` runs in seconds.
 PERF_SIZES: dict[str, dict[str, Any]] = {
-    "small": {"sweep": (8, 2), "skeleton": (128, 8), "exact": 64, "heads": 1},
-    "medium": {"sweep": (16, 2), "skeleton": (512, 16), "exact": 256, "heads": 12},
+    "small": {"sweep": (16, 2), "skeleton": (128, 8), "exact": 64, "heads": 1},
+    "medium": {"sweep": (32, 4), "skeleton": (1024, 32), "exact": 256, "heads": 12},
     "full": {"sweep": (64, 4), "skeleton": (4096, 128), "exact": 1024, "heads": None},
 }
 
@@ -1047,7 +1047,9 @@ def perf_point(
     a score bias c ~ N(0, I) and an output offset beta ~ N(0, 1).  Keys of :func:`result_row`,
     plus ``part`` ("floor"), ``scale, bias, rank, floor_queries`` (the learner's count at the
     target's rank), ``queries_over_floor``, ``error_estimate`` (the learner's a-posteriori
-    estimate, when it reports one) and ``estimate_over_error``, ``bound_over_error``.
+    estimate, when it reports one) and ``estimate_over_error``, ``bound_over_error``, and
+    ``outcome``: ``recovered``, or ``refused: <typed error>`` when the learner refuses the target
+    (then only the keys above that need no recovery, ``queries`` counting what it spent).
     """
     rng = np.random.default_rng(seed)
     if learner == "exact":
@@ -1063,17 +1065,22 @@ def perf_point(
     else:
         model = FactoredAttention(K, Q, v, c=c, beta=beta)
     oracle = ValueOracle(model)
+    floor = LEARNERS[learner].count(d=d, r=rank, rank=rank, bias=bias)
+    where = {"part": "floor", "scale": scale, "bias": bias, "rank": rank if learner == "skeleton" else d,
+             "probes": probes if learner == "exact" else "random bases"}
     t0 = time.perf_counter()
-    if learner == "exact":
-        rec = learn_exact(oracle, probes=probes, rng=rng, bias=bias)
-        floor = LEARNERS["exact"].count(d=d, bias=bias)
-    else:
-        rec = learn_skeleton(oracle, rank=rank, rng=rng, bias=bias)
-        floor = LEARNERS["skeleton"].count(d=d, r=rank, rank=rank, bias=bias)
+    try:
+        if learner == "exact":
+            rec = learn_exact(oracle, probes=probes, rng=rng, bias=bias)
+        else:
+            rec = learn_skeleton(oracle, rank=rank, rng=rng, bias=bias)
+    except AttnproofError as exc:  # a refusal is an outcome of the sweep, not a crash of the bench
+        return {"learner": learner, "d": d, "seed": seed, **where,
+                "outcome": f"refused: {type(exc).__name__}", "queries": oracle.queries,
+                "floor_queries": floor, "queries_over_floor": None,
+                "within_bound": None, "seconds": time.perf_counter() - t0, "oracle_seconds": oracle.seconds}
     seconds = time.perf_counter() - t0
-    row = result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, part="floor", scale=scale,
-                     bias=bias, rank=rank if learner == "skeleton" else d,
-                     probes=probes if learner == "exact" else "random bases")
+    row = result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, outcome="recovered", **where)
     estimate = rec.diagnostics.get("error_estimate")
     row.update(
         floor_queries=floor, queries_over_floor=rec.queries / floor, error_estimate=estimate,
@@ -1129,13 +1136,15 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Issue 13's four ratios (and the heads) from the rows of :func:`perf_jobs`, each with its
     target from :data:`PERF_TARGETS` and whether it is ``met`` (None when not measured).
 
-    Keys: ``queries_over_floor`` (worst over the sweep, and that run), ``learner_over_oracle``
+    Keys: ``queries_over_floor`` (worst over the sweep's recovered runs, and that run),
+    ``refused`` (the sweep's runs the learner refused with a typed error), ``learner_over_oracle``
     (per timing run, with the learner's time breakdown when it reports one), ``bits`` (the
     exact timing run), ``tightness`` (error_estimate / true error over the sweep: min and max;
     ``bound_over_error_max`` the rigorous bound's looseness), ``heads`` (see
     :func:`heads_summary`; None when no head ran), ``cores``.
     """
-    floor = [r for r in rows if r.get("part") == "floor"]
+    swept = [r for r in rows if r.get("part") == "floor"]
+    floor = [r for r in swept if r["outcome"] == "recovered"]
     timed = [r for r in rows if r.get("part") == "time"]
     heads = [r for r in rows if r.get("part") == "heads"]
     target = PERF_TARGETS
@@ -1165,8 +1174,10 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
                  "met": None if not estimates else
                  1 / target["tightness"] <= min(estimates) <= max(estimates) <= target["tightness"],
                  "bound_over_error_max": max(bounds, default=None)}
-    return {"queries_over_floor": queries, "learner_over_oracle": times, "bits": bits, "tightness": tightness,
-            "heads": heads_summary(heads) if heads else None, "cores": os.cpu_count()}
+    refused = [{k: r[k] for k in ("learner", "probes", "bias", "scale", "outcome", "queries")}
+               for r in swept if r["outcome"] != "recovered"]
+    return {"queries_over_floor": queries, "refused": refused, "learner_over_oracle": times, "bits": bits,
+            "tightness": tightness, "heads": heads_summary(heads) if heads else None, "cores": os.cpu_count()}
 
 
 def heads_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1194,7 +1205,11 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
         return "–" if x is None else format(x, spec)
 
     rows = [{"ratio": "queries / floor (worst over scales 1e-3..1e3, biases, probes)",
-             "measured": fmt(q["max"], ".4f"), "target": f"<= {q['target']}", "met": q["met"]}]
+             "measured": fmt(q["max"], ".4f"), "target": f"<= {q['target']}", "met": q["met"]},
+            {"ratio": "targets of the sweep refused with a typed error",
+             "measured": "; ".join(f"{r['learner']} {r['probes']}{' bias' if r['bias'] else ''} "
+                                   f"||W|| = {r['scale']:.0e}: {r['outcome']}" for r in summary["refused"])
+             or "none", "target": "none", "met": not summary["refused"]}]
     for r in summary["learner_over_oracle"]:
         what = f"{r['learner']} d = {r['d']}" + (f" r = {r['rank']}" if r["rank"] != r["d"] else "")
         rows.append({"ratio": f"learner time / oracle time, {what} ({r['seconds']:.1f} s)",

@@ -253,9 +253,12 @@ def _describe_perf(row: dict[str, Any]) -> str:
         return _describe_head(row)
     if row["part"] == "time":
         return _describe(row)
-    return (f"{row['learner']} d={row['d']} r={row['rank']} probes={row['probes']} bias={row['bias']} "
-            f"||W||_F={row['scale']:.0e}: {row['queries']} queries / floor {row['floor_queries']} = "
-            f"{row['queries_over_floor']:.3f}, rel_err_W={row['rel_err_W']:.1e}")
+    where = (f"{row['learner']} d={row['d']} r={row['rank']} probes={row['probes']} bias={row['bias']} "
+             f"||W||_F={row['scale']:.0e}: ")
+    if row["outcome"] != "recovered":
+        return where + f"{row['outcome']} after {row['queries']} queries"
+    return where + (f"{row['queries']} queries / floor {row['floor_queries']} = "
+                    f"{row['queries_over_floor']:.3f}, rel_err_W={row['rel_err_W']:.1e}")
 
 
 def _print_failures(rows: list[dict[str, Any]]) -> int:

@@ -137,22 +137,25 @@ def test_perf_point_counts_against_the_registered_floor(learner, probes, bias):
         assert row["within_bound"] and row["bound_over_error"] >= 1
 
 
-def _floor_row(ratio, estimate):
+def _floor_row(ratio, estimate, outcome="recovered"):
     return {"part": "floor", "learner": "exact", "probes": "gaussian", "bias": False, "scale": ratio, "d": 4,
             "rank": 4, "queries": 20 * ratio, "floor_queries": 20, "queries_over_floor": ratio,
-            "estimate_over_error": estimate, "bound_over_error": 10 * ratio}
+            "estimate_over_error": estimate, "bound_over_error": 10 * ratio, "outcome": outcome}
 
 
 def test_perf_summary_takes_the_worst_run_and_checks_each_target():
-    rows = [_floor_row(1.0, 2.0), _floor_row(1.5, 0.5), _floor_row(1.005, None)]
+    refused = {**_floor_row(1.2, None, "refused: PrecisionLossError"), "queries_over_floor": None}
+    rows = [_floor_row(1.0, 2.0), _floor_row(1.5, 0.5), _floor_row(1.005, None), refused]
     s = perf_summary(rows)
     q = s["queries_over_floor"]
     assert q["max"] == 1.5 and q["worst"]["scale"] == 1.5 and q["met"] is False
+    assert [r["outcome"] for r in s["refused"]] == [refused["outcome"]]
     assert s["tightness"]["min"] == 0.5 and s["tightness"]["max"] == 2.0 and s["tightness"]["runs"] == 2
     assert s["tightness"]["met"] is True and s["tightness"]["bound_over_error_max"] == 15
     assert s["bits"]["met"] is None and s["heads"] is None and s["learner_over_oracle"] == []
-    near = perf_summary(rows[2:])["queries_over_floor"]
+    near = perf_summary(rows[2:3])["queries_over_floor"]
     assert near["met"] is (near["max"] <= PERF_TARGETS["queries_over_floor"])
     table = perf_table(s)
     assert table[0]["measured"] == f"{q['max']:.4f}" and table[0]["met"] == "NO"
+    assert "PrecisionLossError" in table[1]["measured"] and table[1]["met"] == "NO"
     assert {r["met"] for r in table} <= {"yes", "NO", "–"}
