@@ -1223,7 +1223,8 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
                  "measured": fmt(t["bound_over_error_max"], ".2g"), "target": ">= 1", "met": None})
     h = summary["heads"]
     if h is not None:
-        rows.append({"ratio": f"{h['heads']} MiniLM heads: worst rel. error of W (head {h['worst_head']})",
+        rows.append({"ratio": f"MiniLM heads ({h['heads']}): worst rel. error of W "
+                              f"(layer {h['worst_head'][0]} head {h['worst_head'][1]})",
                      "measured": f"{h['worst_rel_err_W']:.2g} ({h['worst_err_over_bound']:.2g} of its bound)",
                      "target": "within its bound", "met": h["all_within_bound"]})
     for r in rows:
