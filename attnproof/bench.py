@@ -48,6 +48,22 @@ from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn
 from .theorems.transformer import learn_ffn, learn_transformer
 
 
+#: While :func:`execute` runs jobs in this process: called with the number of queries each
+#: oracle call of the sweep runners answered (the progress bar counts them live); else None.
+_on_queries: Callable[[int], None] | None = None
+
+
+class _LiveOracle(ValueOracle):
+    """A :class:`ValueOracle` that reports each call's queries to :data:`_on_queries`."""
+
+    def __call__(self, X: Any) -> Any:
+        before = self.queries
+        y = super().__call__(X)
+        if _on_queries is not None:
+            _on_queries(self.queries - before)
+        return y
+
+
 def result_row(
     learner: str, d: int, seed: int, rec: Recovery, oracle: Any, seconds: float, W: Any, v: Any, **extra: Any
 ) -> dict[str, Any]:
@@ -98,7 +114,7 @@ def run_exact(
     rng = np.random.default_rng(seed)
     W, v = random_target(d, rng, scale)
     model = Attention(W, v, arith)
-    oracle = ValueOracle(model)
+    oracle = _LiveOracle(model)
     t0 = time.perf_counter()
     rec = learn_exact(oracle, probes=probes, rng=rng, arith=arith)
     seconds = time.perf_counter() - t0
@@ -131,7 +147,7 @@ def run_lowrank(
     rng = np.random.default_rng(seed)
     K, Q, v = low_rank_target(d, rank, rng)
     model = FactoredAttention(K, Q, v, arith)
-    oracle = ValueOracle(model)
+    oracle = _LiveOracle(model)
     t0 = time.perf_counter()
     if learner == "skeleton":
         rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks)
@@ -190,7 +206,7 @@ def recover_head(
     """
     fn = _head_learner(learner)
     d, r = model.d, model.rank_bound
-    oracle = ValueOracle(model)
+    oracle = _LiveOracle(model)
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     kwargs = {"rank": r} if learner == "skeleton" else {}
@@ -898,14 +914,22 @@ def _call(fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any]) -> dict[str
 
 
 def _completed(
-    jobs: list[Job], workers: int | None, scheduler: str | None, stack: ExitStack
+    jobs: list[Job], workers: int | None, scheduler: str | None, stack: ExitStack,
+    on_queries: Callable[[int], None] | None,
 ) -> Iterator[tuple[Job, dict[str, Any]]]:
     """(job, row) as each job finishes: in this process, in order (neither ``workers`` nor
-    ``scheduler``), or on Dask: a local cluster of ``workers`` single-threaded processes, or
-    the existing scheduler at ``scheduler``."""
+    ``scheduler``; ``on_queries`` hears of every oracle call of the sweep runners), or on Dask:
+    a local cluster of ``workers`` single-threaded processes, or the existing scheduler at
+    ``scheduler``."""
     if workers is None and scheduler is None:
+        global _on_queries
         for job in jobs:
-            yield job, job.fn(**job.kwargs)
+            _on_queries = on_queries
+            try:
+                row = job.fn(**job.kwargs)
+            finally:
+                _on_queries = None
+            yield job, row
         return
     try:
         from distributed import Client, LocalCluster, as_completed
@@ -932,6 +956,7 @@ def execute(
     workers: int | None = None,
     scheduler: str | None = None,
     out: str | Path | None = None,
+    on_queries: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[Job, dict[str, Any], bool]]:
     """Run independent jobs, yielding ``(job, row, resumed)`` as each one finishes.
 
@@ -942,6 +967,9 @@ def execute(
     With ``out``, each finished row is appended to that JSON-lines file as it arrives, and jobs
     already in it are not run again: they are yielded first, with ``resumed=True``, as read
     back from the file (JSON values: floats, lists, null for non-finite numbers).
+    ``on_queries`` is called with the queries of each oracle call of the sweep runners
+    (:func:`run_exact`, :func:`run_lowrank`, :func:`recover_head`, :func:`perf_point`) while
+    they run in this process: a progress bar can count queries live, not only when a job ends.
 
     Raises
     ------
@@ -954,7 +982,8 @@ def execute(
             yield job, done[job.key], True
     with ExitStack() as stack:
         write = _results_writer(out, stack)
-        for job, row in _completed([j for j in jobs if j.key not in done], workers, scheduler, stack):
+        todo = [j for j in jobs if j.key not in done]
+        for job, row in _completed(todo, workers, scheduler, stack, on_queries):
             write(job.key, row)
             yield job, row, False
 
@@ -1064,7 +1093,7 @@ def perf_point(
         model: Attention | FactoredAttention = Attention(W, v, c=c, beta=beta)
     else:
         model = FactoredAttention(K, Q, v, c=c, beta=beta)
-    oracle = ValueOracle(model)
+    oracle = _LiveOracle(model)
     floor = LEARNERS[learner].count(d=d, r=rank, rank=rank, bias=bias)
     where = {"part": "floor", "scale": scale, "bias": bias, "rank": rank if learner == "skeleton" else d,
              "probes": probes if learner == "exact" else "random bases"}

@@ -219,11 +219,18 @@ def _execute(
     from .bench import execute
 
     rows: dict[str, dict[str, Any]] = {}
+    live = [0]  # queries the running job has asked so far (in this process)
+
+    def on_queries(n: int) -> None:
+        live[0] += n
+        bar.update(n)
+
     with tqdm(total=sum(j.queries for j in jobs), unit="queries", unit_scale=True, file=sys.stderr,
               delay=PROGRESS_DELAY, disable=args.quiet or args.json, dynamic_ncols=True) as bar:
-        for job, row, resumed in execute(jobs, args.workers, args.scheduler, args.out):
+        for job, row, resumed in execute(jobs, args.workers, args.scheduler, args.out, on_queries):
             rows[job.key] = row
-            bar.update(job.queries)
+            bar.update(job.queries - live[0])  # a finished job counts as its expected queries
+            live[0] = 0
             if not args.json:
                 line = describe(row) + (" (resumed)" if resumed else "")
                 if not bar.disable and bar.last_print_t >= bar.start_t + bar.delay:  # the bar is shown

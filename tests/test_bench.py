@@ -13,6 +13,7 @@ from attnproof.bench import (
     PERF_TARGETS,
     RUNNERS,
     Job,
+    exact_jobs,
     execute,
     head_jobs,
     jsonable,
@@ -159,3 +160,13 @@ def test_perf_summary_takes_the_worst_run_and_checks_each_target():
     assert table[0]["measured"] == f"{q['max']:.4f}" and table[0]["met"] == "NO"
     assert "PrecisionLossError" in table[1]["measured"] and table[1]["met"] == "NO"
     assert {r["met"] for r in table} <= {"yes", "NO", "–"}
+
+
+def test_execute_reports_every_query_live_in_process():
+    heard = []
+    jobs = exact_jobs([4, 6]) + lowrank_jobs([8], [2])
+    rows = [row for _, row, _ in execute(jobs, on_queries=heard.append)]
+    assert sum(heard) == sum(r["queries"] for r in rows) and len(heard) >= len(jobs)
+    heard.clear()
+    list(execute(exact_jobs([4])))  # no listener: the hook is cleared after a run
+    assert heard == []
