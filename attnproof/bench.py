@@ -921,6 +921,8 @@ def _completed(
     ``scheduler``; ``on_queries`` hears of every oracle call of the sweep runners), or on Dask:
     a local cluster of ``workers`` single-threaded processes, or the existing scheduler at
     ``scheduler``."""
+    if not jobs:
+        return
     if workers is None and scheduler is None:
         global _on_queries
         for job in jobs:

@@ -191,12 +191,24 @@ def _failed(r: dict[str, Any]) -> str | None:
     return None
 
 
+def _expected_queries(learner: str, d: int, options: dict[str, Any]) -> int:
+    """The registry's query count for ``learner`` at d and ``options``, or 0 when the count
+    needs what only the run finds (the progress bar then counts without a total)."""
+    try:
+        return int(LEARNERS[learner].count(d=d, r=options.get("rank"), **options))
+    except (TypeError, KeyError):
+        return 0
+
+
 def _recover(args: argparse.Namespace) -> int:
-    from .bench import run
+    from .bench import Job, run
 
     options = {k: getattr(args, k) for k in _LEARNER_OPTIONS if getattr(args, k) is not None}
-    result = run(args.learner, args.d, args.arith, args.seed, **options)
-    print(json.dumps(jsonable(result), indent=2) if args.json else _describe(result))
+    kwargs = {"learner": args.learner, "d": args.d, "arith": args.arith, "seed": args.seed, **options}
+    job = Job("recover", run, kwargs, _expected_queries(args.learner, args.d, options))
+    (result,) = _execute(args, [job], _describe)
+    if args.json:
+        print(json.dumps(jsonable(result), indent=2))
     failure = _failed(result)
     if failure:
         print(f"attnproof: {failure}", file=sys.stderr)
@@ -225,11 +237,12 @@ def _execute(
         live[0] += n
         bar.update(n)
 
-    with tqdm(total=sum(j.queries for j in jobs), unit="queries", unit_scale=True, file=sys.stderr,
+    scale_out = [getattr(args, k, None) for k in ("workers", "scheduler", "out")]  # recover has none
+    with tqdm(total=sum(j.queries for j in jobs) or None, unit="queries", unit_scale=True, file=sys.stderr,
               delay=PROGRESS_DELAY, disable=args.quiet or args.json, dynamic_ncols=True) as bar:
-        for job, row, resumed in execute(jobs, args.workers, args.scheduler, args.out, on_queries):
+        for job, row, resumed in execute(jobs, *scale_out, on_queries=on_queries):
             rows[job.key] = row
-            bar.update(job.queries - live[0])  # a finished job counts as its expected queries
+            bar.update(job.queries - live[0] if job.queries else 0)  # a job ends at its expected count
             live[0] = 0
             if not args.json:
                 line = describe(row) + (" (resumed)" if resumed else "")
@@ -433,6 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--hessians", type=_positive_int, default=None,
                    help="multihead-sbd: probe Hessians (default max(2, d_h - 1))")
     r.add_argument("--json", action="store_true", help=_JSON_HELP)
+    r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     r.set_defaults(run=_recover)
 
     jobs = _jobs_options()
