@@ -307,17 +307,20 @@ def test_bench_perf_both_output_paths(capsys, tmp_path):
     assert "| queries / floor" in text and f"| {s['queries_over_floor']['max']:.4f} |" in text
 
 
-def test_progress_bar_counts_queries_on_stderr_and_quiet_silences_it(capsys, monkeypatch):
+@pytest.mark.parametrize(
+    "args,dims", [(("bench", "exact", "--d", "4,8"), (4, 8)), (("recover", "--d", "8"), (8,))]
+)
+def test_progress_bar_counts_queries_on_stderr_and_quiet_silences_it(capsys, monkeypatch, args, dims):
     import attnproof.cli
 
     monkeypatch.setattr(attnproof.cli, "PROGRESS_DELAY", 0.0)
-    status, text, err = _main(capsys, "bench", "exact", "--d", "4,8")
-    total = sum(d + d * d for d in (4, 8))
+    status, text, err = _main(capsys, *args)
+    total = sum(d + d * d for d in dims)
     assert status == 0 and re.search(rf"\b{total}(\.0)?/{total}(\.0)? .*queries/s", err), err
-    assert "Traceback" not in err and len(text.strip().splitlines()) == 2
-    status, _, err = _main(capsys, "bench", "exact", "--d", "4,8", "--quiet")
+    assert "Traceback" not in err and len(text.strip().splitlines()) == len(dims)
+    status, _, err = _main(capsys, *args, "--quiet")
     assert status == 0 and err == ""
-    status, _, err = _main(capsys, "bench", "exact", "--d", "4,8", "--json")
+    status, _, err = _main(capsys, *args, "--json")
     assert status == 0 and err == ""
 
 
