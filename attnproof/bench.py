@@ -1243,7 +1243,9 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
              or "none", "target": "none", "met": not summary["refused"]}]
     for r in summary["learner_over_oracle"]:
         what = f"{r['learner']} d = {r['d']}" + (f" r = {r['rank']}" if r["rank"] != r["d"] else "")
-        rows.append({"ratio": f"learner time / oracle time, {what} ({r['seconds']:.1f} s)",
+        parts = ", ".join(f"{k} {v:.1f} s" for k, v in (r["breakdown"] or {}).items())
+        rows.append({"ratio": f"learner time / oracle time, {what} ({r['seconds']:.1f} s"
+                              + (f": {parts})" if parts else ")"),
                      "measured": fmt(r["ratio"], ".2f"), "target": f"<= {r['target']}", "met": r["met"]})
     rows.append({"ratio": f"bits of W at d = {b['d']}", "measured": fmt(b["bits_W"], ".1f"),
                  "target": f">= {b['target']}", "met": b["met"]})

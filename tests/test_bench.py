@@ -170,3 +170,13 @@ def test_execute_reports_every_query_live_in_process():
     heard.clear()
     list(execute(exact_jobs([4])))  # no listener: the hook is cleared after a run
     assert heard == []
+
+
+def test_perf_summary_times_each_run_and_shows_the_learners_breakdown():
+    breakdown = {"oracle": 1.5, "basis": 0.25, "assembly": 0.5, "solve": 0.125}
+    timed = {"part": "time", "learner": "skeleton", "d": 8, "rank": 2, "seconds": 3.0, "oracle_seconds": 2.0,
+             "learner_seconds": 1.0, "diagnostics": {"time": breakdown}}
+    (t,) = perf_summary([timed])["learner_over_oracle"]
+    assert t["ratio"] == 0.5 and t["met"] is (0.5 <= PERF_TARGETS["learner_over_oracle"])
+    row = next(r for r in perf_table(perf_summary([timed])) if r["ratio"].startswith("learner time"))
+    assert all(f"{k} {v:.1f} s" in row["ratio"] for k, v in breakdown.items()) and row["measured"] == "0.50"
