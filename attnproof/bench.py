@@ -1239,7 +1239,7 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
              "measured": fmt(q["max"], ".4f"), "target": f"<= {q['target']}", "met": q["met"]},
             {"ratio": "targets of the sweep refused with a typed error",
              "measured": "; ".join(f"{r['learner']} {r['probes']}{' bias' if r['bias'] else ''} "
-                                   f"||W|| = {r['scale']:.0e}: {r['outcome']}" for r in summary["refused"])
+                                   f"at norm {r['scale']:.0e}: {r['outcome']}" for r in summary["refused"])
              or "none", "target": "none", "met": not summary["refused"]}]
     for r in summary["learner_over_oracle"]:
         what = f"{r['learner']} d = {r['d']}" + (f" r = {r['rank']}" if r["rank"] != r["d"] else "")
