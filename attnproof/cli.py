@@ -193,10 +193,11 @@ def _failed(r: dict[str, Any]) -> str | None:
 
 def _expected_queries(learner: str, d: int, options: dict[str, Any]) -> int:
     """The registry's query count for ``learner`` at d and ``options``, or 0 when the count
-    needs what only the run finds (the progress bar then counts without a total)."""
+    needs what only the run finds, or refuses the options (the progress bar then counts without
+    a total, and the run itself reports what is wrong with the options)."""
     try:
         return int(LEARNERS[learner].count(d=d, r=options.get("rank"), **options))
-    except (TypeError, KeyError):
+    except (TypeError, KeyError, AttnproofError):
         return 0
 
 
