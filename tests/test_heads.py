@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attnproof.errors import InvalidInputError
-from attnproof.heads import bert_head, load_checkpoint
+from attnproof.heads import bert_head, checkpoint_heads, load_checkpoint
 
 safetensors = pytest.importorskip("safetensors.numpy")
 
@@ -43,3 +43,31 @@ def test_bad_head_index_and_missing_tensors_are_typed(tmp_path):
         bert_head(tensors, 0, 2, 2)
     with pytest.raises(InvalidInputError, match="no tensor"):
         bert_head(tensors, 1, 0, 2)
+
+
+def test_checkpoint_heads_reads_every_layer_and_head_under_any_prefix(tmp_path):
+    t = write_layer(tmp_path, n_heads=2)
+    prefixed = {"bert." + k: v.astype(np.float32) for k, v in t.items()}
+    prefixed.update({"bert." + k.replace("layer.0", "layer.1"): v.astype(np.float32) for k, v in t.items()})
+    safetensors.save_file(prefixed, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text('{"num_attention_heads": 2}')
+    heads = checkpoint_heads(tmp_path)
+    assert [(layer, h) for layer, h, _ in heads] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    tensors, _ = load_checkpoint(tmp_path)
+    X = np.random.default_rng(2).standard_normal((3, 8))
+    assert heads[3][2](X) == bert_head(tensors, 1, 1, 2, prefix="bert.")(X)
+    assert len(checkpoint_heads(tmp_path, n_heads=4)) == 8
+
+
+def test_checkpoint_heads_refusals_are_typed(tmp_path):
+    write_layer(tmp_path)
+    with pytest.raises(InvalidInputError, match="num_attention_heads"):
+        checkpoint_heads(tmp_path)  # no config.json, no n_heads
+    with pytest.raises(InvalidInputError, match="cannot read"):
+        checkpoint_heads(tmp_path / "missing.safetensors", n_heads=2)
+    (tmp_path / "junk.safetensors").write_bytes(b"not a checkpoint")
+    with pytest.raises(InvalidInputError, match="cannot read"):
+        checkpoint_heads(tmp_path / "junk.safetensors", n_heads=2)
+    safetensors.save_file({"x": np.zeros(2, np.float32)}, str(tmp_path / "empty.safetensors"))
+    with pytest.raises(InvalidInputError, match="no tensor named like"):
+        checkpoint_heads(tmp_path / "empty.safetensors", n_heads=2)
