@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import functools
 import json
 import os
 import re
@@ -319,7 +320,9 @@ CLAIMS: tuple[Claim, ...] = (
        r"$\Vert\hat v - v^\star\Vert \le \epsilon_v$, $\Vert\hat W - W^\star\Vert_F \le \epsilon_W$ "
        r"from AVQ with $O(d^2)$ queries",
        f"test:{T}noisy.py::test_paper_design_has_no_valid_tolerance",
-       depends=("lemmaA.1", "thm6.1/eq3-4", "thm6.1/eq5-6", "thm6.1/queries")),
+       depends=("lemmaA.1", "thm6.1/eq3-4", "thm6.1/eq5-6", "thm6.1/queries"),
+       reason="false as stated (Erratum E1): the erratum's witnesses and the corrected claim "
+              "thm6.1/corrected carry the evidence"),
     _c("thm6.1/corrected", "Thm 6.1, corrected (Erratum E1)", "result", "noisy",
        r"Thm 6.1 holds with the paired probes scaled by $1/\sqrt 2$ (and $\tau_v \le \epsilon_v/\sqrt d$)",
        "learner:noisy",
@@ -701,9 +704,13 @@ def _pytest(args: list[str], **kw: Any) -> subprocess.Popen[str]:
 
 def collect(node_ids: Iterable[str]) -> set[str]:
     """The node IDs (parameters stripped) that pytest collects from the files of ``node_ids``."""
-    files = sorted({n.split("::")[0] for n in node_ids})
-    out, _ = _pytest(["--collect-only", "-q", *files]).communicate()
-    return {line.split("[")[0] for line in out.splitlines() if "::" in line}
+    return _collect_files(tuple(sorted({n.split("::")[0] for n in node_ids})))
+
+
+@functools.lru_cache(maxsize=8)
+def _collect_files(files: tuple[str, ...]) -> frozenset[str]:
+    out, _ = _pytest(["--collect-only", "-q", "-o", "addopts=", *files]).communicate()
+    return frozenset(line.split("[")[0] for line in out.splitlines() if "::" in line)
 
 
 def check_node_ids(node_ids: Iterable[str]) -> None:
@@ -1071,10 +1078,28 @@ def evaluate(
     return Ledger(list(results.values()), errata_results, tests, _now(), time.perf_counter() - t0)
 
 
-def write(out: str | os.PathLike[str], certificate: Certificate, run_tests: bool = True) -> Ledger:
-    """Write ``ledger.json`` and ``ledger.md`` into ``out`` (``attnproof verify --out DIR`` calls
-    this with the certificate it just computed) and return the ledger."""
-    ledger = evaluate(certificate, run_tests=run_tests)
+def closure(ids: Iterable[str], claims: Sequence[Claim] = CLAIMS) -> tuple[Claim, ...]:
+    """The claims ``ids`` and everything they depend on, in ledger order (to evaluate a part)."""
+    by_id = {c.id: c for c in claims}
+    wanted: set[str] = set()
+    stack = list(ids)
+    while stack:
+        i = stack.pop()
+        if i not in wanted:
+            wanted.add(i)
+            stack.extend(by_id[i].depends)
+    return tuple(c for c in claims if c.id in wanted)
+
+
+def write(
+    out: str | os.PathLike[str], certificate: Certificate, *, outcomes: Outcomes | None = None
+) -> Ledger:
+    """Write ``ledger.json`` and ``ledger.md`` into ``out`` and return the ledger.
+
+    ``attnproof verify --out DIR`` calls this with the certificate it just computed; the linked
+    tests are run now (a pytest subprocess) unless recorded ``outcomes`` are given.
+    """
+    ledger = evaluate(certificate, outcomes, run_tests=outcomes is None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "ledger.json").write_text(ledger.to_json())
@@ -1178,6 +1203,6 @@ def main(argv: list[str] | None = None) -> int:
 __all__ = [
     "CLAIMS", "ERRATA", "INDEPENDENT_KINDS", "Claim", "Erratum", "Check", "parse_check", "Outcomes",
     "OutcomeRecorder", "collect", "check_node_ids", "run_tests", "start_tests", "finish_tests", "evaluate",
-    "write", "draw", "Ledger", "ClaimResult", "CheckResult", "ErratumResult", "linked_node_ids",
+    "write", "draw", "closure", "Ledger", "ClaimResult", "CheckResult", "ErratumResult", "linked_node_ids",
     "linked_identities", "build_parser", "main",
 ]
