@@ -38,6 +38,7 @@ node IDs that way in a subprocess (while the identities and benchmarks run in th
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as _dt
 import functools
 import json
@@ -490,7 +491,7 @@ ERRATA: tuple[Erratum, ...] = (
                 f"test:{T}noisy.py::test_erratum_e1_fails_for_every_tolerance",
                 "id:thm6.1/erratum-E1"),
         corrected="thm6.1/corrected",
-        source="attnproof/theorems/noisy.py; book/noisy.md; tests/test_noisy.py",
+        source="attnproof/theorems/noisy.py; book/noisy.md; tests/test_noisy.py (commits 1d105ab, 847a8bf)",
     ),
     Erratum(
         id="S1",
@@ -502,7 +503,7 @@ ERRATA: tuple[Erratum, ...] = (
         correction="$|v^\\star_p| \\ge \\mu$ suffices (the margin assumption) and is what the learner uses.",
         checks=(f"test:{T}noisy.py::test_corrected_theorem_6_1",),
         corrected="thm6.1/corrected",
-        source="book/noisy.md",
+        source="book/noisy.md (commit a85d244)",
     ),
     Erratum(
         id="S2",
@@ -520,7 +521,7 @@ ERRATA: tuple[Erratum, ...] = (
                    "(computed by `design_tolerances`).",
         checks=("id:thm6.1/tolerance-algebra", f"test:{T}noisy.py::test_corrected_theorem_6_1"),
         corrected="thm6.1/corrected",
-        source="book/noisy.md",
+        source="book/noisy.md (commit a85d244)",
     ),
     Erratum(
         id="S3",
@@ -537,7 +538,7 @@ ERRATA: tuple[Erratum, ...] = (
         checks=("id:thmB.1/accuracy-algebra",
                 f"test:{T}membership.py::test_paper_verbatim_meets_theorem_b1_at_d1"),
         corrected="thmB.1",
-        source="attnproof/theorems/membership.py; book/membership.md",
+        source="attnproof/theorems/membership.py; book/membership.md (commit baa4a67)",
     ),
     Erratum(
         id="S4",
@@ -550,9 +551,29 @@ ERRATA: tuple[Erratum, ...] = (
         correction="$\\hat\\alpha - \\alpha = (v_i\\Delta_j - v_j\\Delta_i)/(v_i(v_i + \\Delta_i))$.",
         checks=("id:thmB.1/ratio-error", "id:thmB.1/ratio-bound"),
         corrected="thmB.1/delta-alpha",
-        source="attnproof/theorems/membership.py; book/membership.md",
+        source="attnproof/theorems/membership.py; book/membership.md (commit baa4a67)",
     ),
 )
+
+
+
+
+def strict_xfails(tests: str | os.PathLike[str] = ROOT / "tests") -> list[tuple[str, str]]:
+    """Every test decorated ``@pytest.mark.xfail(strict=True, reason=...)`` in ``tests``, as
+    ``(node ID, reason)``: each is an erratum's witness (in :data:`ERRATA`) or an open
+    counterexample of the library (the errata page lists both)."""
+    found = []
+    for path in sorted(Path(tests).glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and ast.unparse(deco.func).endswith("mark.xfail"):
+                    kw = {k.arg: k.value for k in deco.keywords}
+                    if "strict" in kw and ast.literal_eval(kw["strict"]) is True:
+                        reason = ast.literal_eval(kw["reason"]) if "reason" in kw else ""
+                        found.append((f"{Path(tests).name}/{path.name}::{node.name}", reason))
+    return found
 
 
 # --- checks ------------------------------------------------------------------------------
@@ -612,9 +633,20 @@ def linked_node_ids() -> list[str]:
     return list(dict.fromkeys(c.target for c in _all_checks() if c.kind == "property"))
 
 
+def _identities(checks: Iterable[Check]) -> list[str]:
+    ids: list[str] = []
+    for c in checks:
+        if c.kind == "learner":
+            ids += LEARNERS[c.target].relies_on
+        elif c.spec.startswith("id:"):
+            ids.append(c.target)
+    return list(dict.fromkeys(ids))
+
+
 def linked_identities() -> list[str]:
-    """Every registry ID the ledger links (directly, not through ``uses``)."""
-    return list(dict.fromkeys(c.target for c in _all_checks() if c.target in REGISTRY))
+    """The registry IDs the ledger's checks need: linked ones and those the linked learners rely
+    on (their ``uses`` are added by :func:`attnproof.proof.verify_all`)."""
+    return _identities(_all_checks())
 
 
 # --- pytest outcomes ---------------------------------------------------------------------
@@ -1039,7 +1071,7 @@ def evaluate(
         proc = start_tests(nodes, path) if run_tests and nodes else None
         try:
             if certificate is None:
-                certificate = verify_all([ch.target for ch in parsed.values() if ch.target in REGISTRY])
+                certificate = verify_all(_identities(parsed.values()))
             benches = {s: _bench_check(ch) for s, ch in parsed.items() if ch.spec.startswith("bench:")}
         finally:
             if proc is not None:
@@ -1203,6 +1235,6 @@ def main(argv: list[str] | None = None) -> int:
 __all__ = [
     "CLAIMS", "ERRATA", "INDEPENDENT_KINDS", "Claim", "Erratum", "Check", "parse_check", "Outcomes",
     "OutcomeRecorder", "collect", "check_node_ids", "run_tests", "start_tests", "finish_tests", "evaluate",
-    "write", "draw", "closure", "Ledger", "ClaimResult", "CheckResult", "ErratumResult", "linked_node_ids",
-    "linked_identities", "build_parser", "main",
+    "write", "draw", "closure", "strict_xfails", "Ledger", "ClaimResult", "CheckResult", "ErratumResult",
+    "linked_node_ids", "linked_identities", "build_parser", "main",
 ]
