@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
+import tomllib
 
 import pytest
 
@@ -254,3 +255,14 @@ def test_write_puts_ledger_files_beside_the_certificate(real_results, full_cert,
     ledger = L.write(tmp_path / "cert", full_cert, outcomes=L.Outcomes.load(path))
     assert json.loads((tmp_path / "cert" / "ledger.json").read_text())["summary"] == ledger.summary()
     assert "## Errata" in (tmp_path / "cert" / "ledger.md").read_text()
+
+
+def test_citation_cff_cites_this_version_and_the_paper():
+    yaml = pytest.importorskip("yaml")
+    root = L.ROOT
+    cff = yaml.safe_load((root / "CITATION.cff").read_text())
+    version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    assert cff["cff-version"] == "1.2.0" and cff["version"] == version
+    paper = cff["preferred-citation"]
+    assert "2601.16873" in paper["url"] and paper == cff["references"][0]
+    assert all(f"{a['given-names']} {a['family-names']}" for a in paper["authors"])
