@@ -1064,6 +1064,11 @@ def evaluate(
         unknown = [d for d in c.depends if d not in ids]
         if unknown:
             raise AttnproofError(f"claim {c.id!r} depends on unknown claims {unknown}")
+    by_claim: dict[str, list[Erratum]] = {}
+    for e in errata:
+        if e.claim not in ids or (e.corrected and e.corrected not in ids):
+            raise AttnproofError(f"erratum {e.id} names an unknown claim")
+        by_claim.setdefault(e.claim, []).append(e)
     parsed = {s: parse_check(s) for c in [*claims, *errata] for s in c.checks}
     nodes = list(dict.fromkeys(ch.target for ch in parsed.values() if ch.kind == "property"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -1091,11 +1096,6 @@ def evaluate(
         return _identity_check(ch, certificate)
 
     results = {c.id: ClaimResult(c, [result(s) for s in c.checks]) for c in claims}
-    by_claim: dict[str, list[Erratum]] = {}
-    for e in errata:
-        if e.claim not in ids or (e.corrected and e.corrected not in ids):
-            raise AttnproofError(f"erratum {e.id} names an unknown claim")
-        by_claim.setdefault(e.claim, []).append(e)
     for i, es in by_claim.items():  # a slip's proof is part of its claim's evidence
         results[i].errata = [e.id for e in es]
         results[i].checks += [result(s) for e in es if e.kind != "erratum" for s in e.checks]
