@@ -1140,17 +1140,15 @@ def write(
     return ledger
 
 
-def draw(ledger: Ledger, ax: Any = None) -> Any:
-    """Draw the claims' dependency graph coloured by status with matplotlib (offline).
+#: The colour of each status in :func:`draw`.
+COLOURS = {"verified": "#2ca02c", "erratum": "#ff7f0e", "open": "#1f77b4", "not yet implemented": "#9e9e9e",
+           "unverified dependency": "#e6c229", "not run": "#d9d9d9", "failed": "#d62728"}
 
-    Claims are placed in columns by dependency depth (a claim to the right of everything it
-    depends on); an erratum is drawn with a dashed edge to its correction.
-    """
-    import matplotlib.pyplot as plt
 
-    colours = {"verified": "#2ca02c", "erratum": "#ff7f0e", "open": "#1f77b4",
-               "not yet implemented": "#9e9e9e", "unverified dependency": "#e6c229",
-               "not run": "#d9d9d9", "failed": "#d62728"}
+def layout(ledger: Ledger) -> tuple[dict[str, tuple[int, float]], dict[str, float]]:
+    """Positions for :func:`draw`: one horizontal lane per book chapter (in ledger order), a
+    claim's column its dependency depth (right of everything it depends on); claims sharing a
+    lane and a column are stacked.  Returns the positions and each lane's centre."""
     depth: dict[str, int] = {}
 
     def level(i: str) -> int:
@@ -1158,30 +1156,56 @@ def draw(ledger: Ledger, ax: Any = None) -> Any:
             depth[i] = 1 + max((level(d) for d in ledger.claim(i).claim.depends), default=-1)
         return depth[i]
 
-    columns: dict[int, list[str]] = {}
+    lanes: dict[str, dict[int, list[str]]] = {}
     for c in ledger.claims:
-        columns.setdefault(level(c.claim.id), []).append(c.claim.id)
-    pos = {i: (x, -y) for x, ids in columns.items() for y, i in enumerate(ids)}
+        lanes.setdefault(c.claim.chapter, {}).setdefault(level(c.claim.id), []).append(c.claim.id)
+    pos: dict[str, tuple[int, float]] = {}
+    centres: dict[str, float] = {}
+    top = 0.0
+    for lane, columns in lanes.items():
+        height = max(map(len, columns.values()))
+        for x, ids in columns.items():
+            for k, i in enumerate(ids):
+                pos[i] = (x, top - k - (height - len(ids)) / 2)
+        centres[lane] = top - (height - 1) / 2
+        top -= height + 0.6
+    return pos, centres
+
+
+def draw(ledger: Ledger, ax: Any = None) -> Any:
+    """Draw the claims' dependency graph coloured by status with matplotlib (offline).
+
+    One lane per chapter (see :func:`layout`); an arrow runs from a claim to each claim that
+    depends on it, a dashed orange arrow from an erratum to its correction.
+    """
+    import matplotlib.pyplot as plt
+
+    pos, centres = layout(ledger)
+    width = 1 + max(x for x, _ in pos.values())
     if ax is None:
-        _, ax = plt.subplots(figsize=(3.2 * len(columns), 0.42 * max(map(len, columns.values())) + 1))
+        _, ax = plt.subplots(figsize=(2.3 * width + 1.2, 0.34 * (1 - min(y for _, y in pos.values())) + 1))
+    boxes = {
+        c.claim.id: ax.text(*pos[c.claim.id], c.claim.id, ha="center", va="center", fontsize=7, zorder=3,
+                            bbox=dict(boxstyle="round,pad=0.25", fc=COLOURS[c.status], ec="black", lw=0.4))
+        for c in ledger.claims
+    }
     for c in ledger.claims:
-        x1, y1 = pos[c.claim.id]
-        for d in c.claim.depends:
-            x0, y0 = pos[d]
-            ax.annotate("", (x1 - 0.02, y1), (x0 + 0.02, y0),
-                        arrowprops=dict(arrowstyle="->", color="#888888", lw=0.6, alpha=0.7))
+        edges = [(d, c.claim.id, dict(color="#777777", lw=0.6, alpha=0.8)) for d in c.claim.depends]
         if c.correction:
-            x0, y0 = pos[c.correction]
-            ax.annotate("", (x0, y0), (x1, y1), arrowprops=dict(arrowstyle="->", ls="--", color="#ff7f0e"))
-    for c in ledger.claims:
-        x, y = pos[c.claim.id]
-        ax.text(x, y, c.claim.id, ha="center", va="center", fontsize=7,
-                bbox=dict(boxstyle="round,pad=0.25", fc=colours[c.status], ec="black", lw=0.4))
-    for status, colour in colours.items():
-        ax.scatter([], [], color=colour, label=status, s=60, edgecolors="black", linewidths=0.4)
-    ax.legend(loc="lower right", fontsize=8, frameon=True)
-    ax.set_xlim(-0.6, len(columns) - 0.4)
-    ax.set_ylim(-max(map(len, columns.values())) - 0.2, 0.8)
+            edges.append((c.claim.id, c.correction, dict(color="#ff7f0e", lw=1.0, ls="--")))
+        for a, b, style in edges:
+            right = pos[b][0] > pos[a][0]
+            ax.annotate("", xy=(0 if right else 0.5, 0.5 if right else 1), xycoords=boxes[b],
+                        xytext=(1 if right else 0.5, 0.5 if right else 0), textcoords=boxes[a],
+                        arrowprops=dict(arrowstyle="-|>", mutation_scale=7, shrinkA=1, shrinkB=1,
+                                        connectionstyle="arc3,rad=0.08", **style))
+    for lane, y in centres.items():
+        ax.text(-0.75, y, lane, ha="right", va="center", fontsize=8, style="italic")
+    for status, colour in COLOURS.items():
+        ax.scatter([], [], color=colour, label=status, s=50, marker="s", edgecolors="black", linewidths=0.4)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(COLOURS), fontsize=7, frameon=False)
+    ax.set_xlim(-1.6, width - 0.4)
+    ax.set_ylim(min(y for _, y in pos.values()) - 0.6, 0.6)
     ax.axis("off")
     return ax
 
@@ -1235,6 +1259,6 @@ def main(argv: list[str] | None = None) -> int:
 __all__ = [
     "CLAIMS", "ERRATA", "INDEPENDENT_KINDS", "Claim", "Erratum", "Check", "parse_check", "Outcomes",
     "OutcomeRecorder", "collect", "check_node_ids", "run_tests", "start_tests", "finish_tests", "evaluate",
-    "write", "draw", "closure", "strict_xfails", "Ledger", "ClaimResult", "CheckResult", "ErratumResult",
-    "linked_node_ids", "linked_identities", "build_parser", "main",
+    "write", "draw", "layout", "COLOURS", "closure", "strict_xfails", "Ledger", "ClaimResult", "CheckResult",
+    "ErratumResult", "linked_node_ids", "linked_identities", "build_parser", "main",
 ]
