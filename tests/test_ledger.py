@@ -268,3 +268,12 @@ def test_citation_cff_cites_this_version_and_the_paper():
     readme = (root / "README.md").read_text()  # the README names the same authors, in order
     names = [a["family-names"] for a in paper["authors"]]
     assert ", ".join(names) in readme
+
+
+def test_every_strict_xfail_naming_an_erratum_is_its_linked_witness():
+    """The errata page splits the strict xfails into errata witnesses and open library issues."""
+    witnesses = {L.parse_check(s).target for e in L.ERRATA for s in e.checks if s.startswith("xfail:")}
+    found = L.strict_xfails()
+    assert witnesses <= {node for node, _ in found}
+    for node, reason in found:
+        assert ("Erratum" in reason) == (node in witnesses), node
