@@ -277,3 +277,16 @@ def test_every_strict_xfail_naming_an_erratum_is_its_linked_witness():
     assert witnesses <= {node for node, _ in found}
     for node, reason in found:
         assert ("Erratum" in reason) == (node in witnesses), node
+
+
+def test_the_map_places_every_claim_right_of_what_it_depends_on():
+    results = [L.ClaimResult(c, [], status="verified") for c in L.CLAIMS]
+    ledger = L.Ledger(results, [], {}, "", 0.0)
+    pos, lanes = L.layout(ledger)
+    assert all(pos[d][0] < pos[c.id][0] for c in L.CLAIMS for d in c.depends)
+    assert len(set(pos.values())) == len(pos), "no two boxes on one spot"
+    assert set(lanes) == {c.chapter for c in L.CLAIMS}
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ax = L.draw(ledger)
+    assert {t.get_text() for t in ax.texts} >= {c.id for c in L.CLAIMS}
