@@ -726,8 +726,13 @@ class OutcomeRecorder:
             {"commit": _git_commit(), "created": _now(), "tests": self.tests}, indent=1))
 
 
+def has_tests() -> bool:
+    """Whether the test suite sits beside the package (a source checkout, not an installed copy)."""
+    return (ROOT / "tests" / "conftest.py").exists()
+
+
 def _pytest(args: list[str], **kw: Any) -> subprocess.Popen[str]:
-    if not (ROOT / "tests" / "conftest.py").exists():
+    if not has_tests():
         raise AttnproofError(f"no test suite beside the package ({ROOT / 'tests'}): use a source checkout")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=ROOT,
@@ -1082,7 +1087,7 @@ def evaluate(
             if proc is not None:
                 outcomes = finish_tests(proc, path)
                 outcomes.source = "pytest run by the ledger"
-    if not run_tests and (ROOT / "tests" / "conftest.py").exists():  # pytest checked them when it ran
+    if not run_tests and has_tests():  # when it runs them, pytest itself refuses a missing node ID
         check_node_ids(nodes)
 
     def result(s: str) -> CheckResult:
@@ -1129,9 +1134,10 @@ def write(
     """Write ``ledger.json`` and ``ledger.md`` into ``out`` and return the ledger.
 
     ``attnproof verify --out DIR`` calls this with the certificate it just computed; the linked
-    tests are run now (a pytest subprocess) unless recorded ``outcomes`` are given.
+    tests are run now (a pytest subprocess) unless recorded ``outcomes`` are given or the test
+    suite is absent (an installed copy: the tests are then *not run*).
     """
-    ledger = evaluate(certificate, outcomes, run_tests=outcomes is None)
+    ledger = evaluate(certificate, outcomes, run_tests=outcomes is None and has_tests())
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "ledger.json").write_text(ledger.to_json())
@@ -1258,7 +1264,7 @@ def main(argv: list[str] | None = None) -> int:
 
 __all__ = [
     "CLAIMS", "ERRATA", "INDEPENDENT_KINDS", "Claim", "Erratum", "Check", "parse_check", "Outcomes",
-    "OutcomeRecorder", "collect", "check_node_ids", "run_tests", "start_tests", "finish_tests", "evaluate",
+    "OutcomeRecorder", "has_tests", "collect", "check_node_ids", "run_tests", "start_tests", "finish_tests", "evaluate",
     "write", "draw", "layout", "COLOURS", "closure", "strict_xfails", "Ledger", "ClaimResult", "CheckResult",
     "ErratumResult", "linked_node_ids", "linked_identities", "build_parser", "main",
 ]
