@@ -1263,8 +1263,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 __all__ = [
-    "CLAIMS", "ERRATA", "INDEPENDENT_KINDS", "Claim", "Erratum", "Check", "parse_check", "Outcomes",
-    "OutcomeRecorder", "has_tests", "collect", "check_node_ids", "run_tests", "start_tests", "finish_tests", "evaluate",
-    "write", "draw", "layout", "COLOURS", "closure", "strict_xfails", "Ledger", "ClaimResult", "CheckResult",
-    "ErratumResult", "linked_node_ids", "linked_identities", "build_parser", "main",
+    "CLAIMS", "ERRATA", "INDEPENDENT_KINDS", "COLOURS", "Claim", "Erratum", "Check", "parse_check",
+    "Outcomes", "OutcomeRecorder", "has_tests", "collect", "check_node_ids", "run_tests", "start_tests",
+    "finish_tests", "evaluate", "write", "draw", "layout", "closure", "strict_xfails", "Ledger",
+    "ClaimResult", "CheckResult", "ErratumResult", "linked_node_ids", "linked_identities", "build_parser",
+    "main",
 ]
