@@ -37,3 +37,21 @@ def _reset_mpmath_precision():
     mpmath.mp.dps = 15
     yield
     mpmath.mp.dps = 15
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--ledger-results",
+        metavar="PATH",
+        default=None,
+        help="write every test's outcome (with the commit and a timestamp) to PATH for `attnproof ledger`",
+    )
+
+
+def pytest_configure(config):
+    """With ``--ledger-results PATH``, record outcomes for the verification ledger."""
+    path = config.getoption("--ledger-results")
+    if path:
+        from attnproof.ledger import OutcomeRecorder
+
+        config.pluginmanager.register(OutcomeRecorder(path), "attnproof-ledger-results")

@@ -4,7 +4,9 @@ Levels, from the ground up (a module may import only from strictly lower levels,
 own level where listed as a peer):
 
     errors -> arith, proof -> models, recovery -> oracles, heads -> measure -> prelude
-           -> theorems/<room> -> strategies, bench -> cli -> the package
+           -> theorems/<room> -> strategies, bench, ledger -> cli -> the package
+
+(``ledger`` sits beside ``bench``, whose runners it uses for its measured checks.)
 
 Inside ``theorems/`` rooms never import each other, except along a reduction the paper makes,
 declared in ``attnproof.theorems.REDUCTIONS``.
@@ -34,6 +36,7 @@ LEVELS = {
     "theorems": 6,  # every room; the package __init__ only gathers them
     "strategies": 7,
     "bench": 7,
+    "ledger": 7,  # the verification ledger: runs bench's runners as measured checks
     "cli": 8,
     "__init__": 9,
 }
