@@ -1,4 +1,4 @@
-"""Command line: ``attnproof verify``, ``recover``, ``bench`` and ``recover-model``.
+"""Command line: ``attnproof verify``, ``ledger``, ``recover``, ``bench`` and ``recover-model``.
 
 Human-readable output by default, ``--json`` for machines.  Bad arguments exit with status 2
 and one line on stderr; a failed recovery prints its typed error and exits with status 1.
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import ledger
 from .bench import LOWRANK_LEARNERS, PERF_SIZES, jsonable, options_of
 from .errors import AttnproofError, InvalidInputError
 from .oracles import ADVERSARIES
@@ -119,6 +120,7 @@ def _verify(args: argparse.Namespace) -> int:
             (out / "certificate.json").write_text(cert.to_json())
             (out / "certificate.md").write_text(cert.to_markdown())
             (out / "certificate.tex").write_text(cert.to_latex())
+            ledger.write(out, cert)  # ledger.{json,md}: the claims, with this certificate's entries
         except OSError as exc:
             print(
                 f"attnproof: error: cannot write the certificate to {args.out!r}: {exc.strerror or exc}",
@@ -402,12 +404,17 @@ def _jobs_options() -> argparse.ArgumentParser:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="attnproof", description="Learning attention with queries (arXiv 2601.16873).")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND",
-                           help="verify, recover, bench or recover-model")
+                           help="verify, ledger, recover, bench or recover-model")
 
     v = sub.add_parser("verify", help="verify every registered identity; exit 0 iff all pass")
     v.add_argument("--json", action="store_true", help=_JSON_HELP)
-    v.add_argument("--out", metavar="DIR", help="also write certificate.{json,md,tex} to DIR")
+    v.add_argument("--out", metavar="DIR",
+                   help="also write certificate.{json,md,tex} and ledger.{json,md} to DIR")
     v.set_defaults(run=_verify)
+
+    led = sub.add_parser("ledger", help=ledger.SUMMARY)
+    ledger.add_arguments(led)
+    led.set_defaults(run=ledger.run)
 
     r = sub.add_parser("recover", help="recover a random target through a counting oracle")
     r.add_argument("--d", type=_positive_int, required=True, help="the width d of the target (W is d x d)")

@@ -143,6 +143,7 @@ CLAIMS: tuple[Claim, ...] = (
     _c("sec3/qkv-merge", "Sec. 3", "equation", "intro",
        r"$x_i^\top K^\top Q x_N = x_i^\top W x_N$ and $X V^\top w_o = X v$",
        "id:sec3/qkv-merge",
+       "id:sec3/qkv-merge-all-d",
        f"test:{T}models.py::test_from_qkv_merges_as_in_sec3",
        depends=("sec3/model",)),
     # --- Thm 4.1 --------------------------------------------------------------------------
@@ -155,6 +156,7 @@ CLAIMS: tuple[Claim, ...] = (
        r"$\alpha(u; j) = \sigma(s_1 - s_2) = \sigma(u^\top w_j)$ for $X = [(u + e_j)^\top; e_j^\top]$",
        "id:thm4.1/softmax-to-sigmoid",
        "id:thm4.1/score-difference",
+       "id:thm4.1/probes-all-d",
        f"test:{T}measure.py::test_session_measures_p_W_q_within_its_error_model",
        depends=("sec3/model",)),
     _c("thm4.1/label", "Thm 4.1, proof (ii)", "equation", "exact",
@@ -166,6 +168,7 @@ CLAIMS: tuple[Claim, ...] = (
        r"$u_\ell = e_\ell$ if $v_\ell \ne 0$, else $e_\ell + e_p$: $t_\ell = W_{\ell j}$ or "
        r"$W_{\ell j} + W_{pj}$",
        f"test:{T}exact.py::test_sparse_v_uses_the_papers_paired_probes",
+       "id:thm4.1/end-to-end-paired",
        "bench:exact d=4 probes=basis",
        depends=("thm4.1/label",)),
     _c("thm4.1/gaussian-probes", "Thm 4.1, proof (ii)", "probability", "exact",
@@ -175,6 +178,7 @@ CLAIMS: tuple[Claim, ...] = (
        depends=("thm4.1/label",)),
     _c("thm4.1/queries", "Thm 4.1", "query count", "exact",
        r"$d + d^2$ value queries",
+       "id:thm4.1/query-count",
        f"test:{T}exact.py::test_exactly_d_plus_d2_queries_when_no_probe_saturates",
        "bench:exact d=8",
        depends=("thm4.1/phase-i",)),
@@ -189,6 +193,9 @@ CLAIMS: tuple[Claim, ...] = (
        "learner:exact",
        "id:thm4.1/end-to-end-d2",
        "id:thm4.1/end-to-end-d3",
+       "id:thm4.1/end-to-end-bias",
+       "id:bias/expansion-all-d",
+       "id:thm4.1/run-high-precision",
        f"test:{T}exact.py::test_sympy_recovery_is_exact",
        f"test:{T}exact.py::test_float64_recovery_within_derived_bound",
        "bench:exact d=8",
@@ -233,6 +240,7 @@ CLAIMS: tuple[Claim, ...] = (
        r"$\mathcal{A}_{\mathrm{FFN}}$ (Thm 4.1 on $\widetilde{\mathrm{VQ}}$)",
        "learner:transformer",
        "id:sec4.1/end-to-end",
+       "id:sec4.1/run-high-precision",
        f"test:{T}transformer.py::test_transformer_sympy_exact_both_routes",
        f"test:{T}transformer.py::test_transformer_float64",
        "bench:transformer d=3",
@@ -253,6 +261,7 @@ CLAIMS: tuple[Claim, ...] = (
        r"$X = [(a + b)^\top; b^\top]$: $\alpha = \sigma(a^\top W b)$, "
        r"$t = \sigma^{-1}((y - b^\top v)/a^\top v) = \langle a b^\top, W \rangle$",
        "id:thm5.1/rank-one-measurement",
+       "id:thm5.1/rank-one-all-d",
        f"test:{T}measure.py::test_probe_batch_builds_the_documented_tokens",
        depends=("thm4.1/eq1", "thm4.1/label")),
     _c("thm5.1/a-not-perp-v", "Thm 5.1, proof", "probability", "lowrank",
@@ -284,6 +293,9 @@ CLAIMS: tuple[Claim, ...] = (
        r"Deterministic exact recovery at the floor $d + r(2d - r)$ queries (cross approximation)",
        "learner:skeleton",
        "id:thm5.1/skeleton-reconstruction",
+       "id:thm5.1/skeleton-end-to-end",
+       "id:thm5.1/run-high-precision",
+       "id:thm5.1/query-count",
        f"test:{T}lowrank.py::test_skeleton_uses_exactly_the_floor_and_is_accurate",
        f"test:{T}lowrank.py::test_skeleton_is_exact_in_mpmath",
        "bench:skeleton d=6 rank=2",
@@ -309,6 +321,7 @@ CLAIMS: tuple[Claim, ...] = (
        r"\epsilon_W/(10Wd)$",
        "id:thm6.1/tolerance-algebra",
        f"test:{T}noisy.py::test_tolerance_is_explicit",
+       "id:thm6.1/paper-tolerances",
        depends=("thm6.1/eq3-4",)),
     _c("thm6.1/queries", "Thm 6.1", "query count", "noisy",
        r"$d + d^2$ approximate value queries with $\tau = O(\min\{\mu, \epsilon_v/\sqrt d, "
@@ -328,6 +341,10 @@ CLAIMS: tuple[Claim, ...] = (
        r"Thm 6.1 holds with the paired probes scaled by $1/\sqrt 2$ (and $\tau_v \le \epsilon_v/\sqrt d$)",
        "learner:noisy",
        "id:thm6.1/paired-logit-corrected",
+       "id:thm6.1/design-tolerances",
+       "id:thm6.1/support-split",
+       "id:thm6.1/estimator",
+       "id:thm6.1/run-float64",
        f"test:{T}noisy.py::test_corrected_theorem_6_1",
        "bench:noisy d=3 design=corrected",
        "bench:noisy d=4 design=tuned",
@@ -337,6 +354,7 @@ CLAIMS: tuple[Claim, ...] = (
        r"Equal $W^{(h)} = A$ and $v^{(h)} = \lambda_h b$ with $\sum \lambda_h = 1$ give the same "
        r"function: multi-head attention is not identifiable",
        "id:prop7.1/multihead-collapse",
+       "id:prop7.1/collapse-all-d",
        f"test:{T}multihead.py::test_equivalent_pairs_compute_the_same_function",
        f"test:{T}multihead.py::test_equivalent_pairs_agree_to_mpmath_precision",
        depends=("appC/merge",)),
@@ -377,6 +395,7 @@ CLAIMS: tuple[Claim, ...] = (
        r"the heads",
        "learner:orthogonal-heads",
        "id:propC.2/end-to-end",
+       "id:propC.2/run-high-precision",
        f"test:{T}multihead.py::test_orthogonal_heads_sympy_is_exact",
        f"test:{T}multihead.py::test_orthogonal_heads_float64_within_bound",
        "bench:orthogonal-heads d=4",
@@ -454,6 +473,7 @@ CLAIMS: tuple[Claim, ...] = (
        r"From membership queries, w.p. $1 - \delta$: $\Vert\hat v - v^\star\Vert_\infty \le \epsilon_v$, "
        r"$\Vert\hat W - W^\star\Vert_F \le \epsilon_W$",
        "learner:membership",
+       "id:thmB.1/run",
        f"test:{T}membership.py::test_bisect_meets_theorem_b1",
        f"test:{T}membership.py::test_paper_verbatim_meets_theorem_b1_at_d1",
        "bench:membership d=3",
@@ -1224,11 +1244,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"attnproof ledger: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``attnproof ledger`` (the CLI wires it as a subcommand)."""
-    p = _Parser(prog="attnproof ledger", description=(
-        "The paper's claims, their checks and computed status. Exit 0 when every status is as it "
-        "should be, 1 when a linked check failed or did not run, 2 for a bad argument."))
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``attnproof ledger`` (shared by :func:`build_parser` and the CLI's subcommand)."""
     p.add_argument("--json", action="store_true", help="machine-readable output")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--run-tests", action="store_true",
@@ -1236,12 +1253,22 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--results", metavar="PATH",
                      help="test outcomes recorded by `pytest --ledger-results PATH`")
     p.add_argument("--errata", action="store_true", help="also print the errata (text output)")
+
+
+#: What ``attnproof ledger`` does, in one line (its parser's description and the CLI's help).
+SUMMARY = ("the paper's claims, their checks and computed status; exit 0 when every status is as it "
+           "should be, 1 when a linked check failed or did not run, 2 for a bad argument")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``attnproof ledger`` when run on its own (:func:`main`)."""
+    p = _Parser(prog="attnproof ledger", description=SUMMARY[0].upper() + SUMMARY[1:] + ".")
+    add_arguments(p)
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``attnproof ledger [--json] [--run-tests | --results PATH] [--errata]``."""
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Evaluate and print the ledger for parsed ``args`` (see :func:`add_arguments`)."""
     try:
         outcomes = None
         if args.results:
@@ -1262,10 +1289,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ledger.passed else 1
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``attnproof ledger [--json] [--run-tests | --results PATH] [--errata]``."""
+    return run(build_parser().parse_args(argv))
+
+
 __all__ = [
     "CLAIMS", "ERRATA", "INDEPENDENT_KINDS", "COLOURS", "Claim", "Erratum", "Check", "parse_check",
     "Outcomes", "OutcomeRecorder", "has_tests", "collect", "check_node_ids", "run_tests", "start_tests",
     "finish_tests", "evaluate", "write", "draw", "layout", "closure", "strict_xfails", "Ledger",
     "ClaimResult", "CheckResult", "ErratumResult", "linked_node_ids", "linked_identities", "build_parser",
-    "main",
+    "add_arguments", "run", "main", "SUMMARY",
 ]
