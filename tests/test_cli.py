@@ -185,7 +185,7 @@ def test_every_subcommand_and_flag_has_a_help_text():
     parsers = _parsers(parser)
     assert {"attnproof recover-model", "attnproof bench", "attnproof verify"} <= {n for n, _ in parsers}
     helps = _subcommand_helps(parser)
-    assert set(helps) == {"verify", "recover", "bench", "recover-model"}
+    assert set(helps) == {"verify", "ledger", "recover", "bench", "recover-model"}
     assert all(h and h.strip() for h in helps.values()), helps
     for name, p in parsers:
         for action in p._actions:
@@ -349,3 +349,10 @@ def test_job_commands_refuse_bad_arguments_with_one_line(capsys, args):
     out = capsys.readouterr()
     assert status == 2 and out.out == "", out.err
     assert len(out.err.strip().splitlines()) == 1 and out.err.startswith("attnproof: error:"), out.err
+
+
+def test_ledger_subcommand_reads_recorded_outcomes_and_refuses_a_missing_file(tmp_path):
+    r = cli("ledger", "--results", str(tmp_path / "absent.json"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no results file" in r.stderr
+    r = cli("ledger", "--run-tests", "--results", "x")
+    assert r.returncode == 2 and "not allowed with" in r.stderr
