@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from attnproof import proof
@@ -116,3 +117,13 @@ def test_query_count_mutants_fail_verify(monkeypatch, name, count, entries):
     """A registered count= that forgets a term (f([0]) with biases; the lower-rank column; phase 1)."""
     monkeypatch.setitem(proof.LEARNERS, name, dataclasses.replace(proof.LEARNERS[name], count=count))
     assert _failing(sorted(entries)) == entries
+
+
+def test_rotated_membership_mutant_fails_verify(monkeypatch):
+    """RotatedQueries asking Y Q instead of Y Q^T (the tokens rotated the wrong way)."""
+    from attnproof.theorems import membership
+
+    assert _failing(["thmB.1/run-rotated"]) == set()
+    monkeypatch.setattr(membership.RotatedQueries, "__call__",
+                        lambda self, Y: self.oracle(np.asarray(Y) @ self.Q))
+    assert _failing(["thmB.1/run-rotated"]) == {"thmB.1/run-rotated"}
