@@ -142,3 +142,13 @@ def test_sbd_finite_difference_mutant_fails_verify(monkeypatch):
     assert _failing(["sec7/run-sbd"]) == set()
     monkeypatch.setattr(multihead, "fd_hessian", mutant)
     assert _failing(["sec7/run-sbd"]) == {"sec7/run-sbd"}
+
+
+def test_cvx_measurement_mutant_fails_verify(monkeypatch):
+    """learn_lowrank_cvx fed the measurements t_k = a_k^T W* b_k with the wrong sign."""
+    from attnproof.theorems import lowrank
+
+    original = lowrank.bilinear_values
+    assert _failing(["thm5.1/run-cvx"]) == set()
+    monkeypatch.setattr(lowrank, "bilinear_values", lambda *args: -original(*args))
+    assert _failing(["thm5.1/run-cvx"]) == {"thm5.1/run-cvx"}
