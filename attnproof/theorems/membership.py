@@ -546,7 +546,7 @@ class RotatedQueries:
     relies_on=(
         "thm4.1/one-token", "thmB.1/probe-value", "thmB.1/monotone", "thmB.1/apriori-interval",
         "thmB.1/ratio-error", "thmB.1/ratio-bound", "thmB.1/accuracy-algebra", "thmB.1/angle-sign",
-        "thmB.1/angle-to-vector", "thmB.1/rotation",
+        "thmB.1/angle-to-vector", "thmB.1/rotation", "thmB.1/run-rotated",
     ),
     arithmetics=("float64", "mpmath"),
     queries="1 + (d-1) n_v + d^2 n_W at mu' = delta_rot / (2 d c_d)",

@@ -622,6 +622,7 @@ def subspace_error(bases: list[np.ndarray], truth: list[np.ndarray], arith: Arit
         "propC.2/one-head",
         "propC.2/reduced-head",
         "propC.2/end-to-end",
+        "sec7/run-sbd",
     ),
     arithmetics=("float64", "mpmath"),
     queries="K (2 d^2 + 1) + sum_h (d_h + d_h^2) + checks, K Hessians",
