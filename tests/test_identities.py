@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from attnproof import proof
@@ -116,3 +117,38 @@ def test_query_count_mutants_fail_verify(monkeypatch, name, count, entries):
     """A registered count= that forgets a term (f([0]) with biases; the lower-rank column; phase 1)."""
     monkeypatch.setitem(proof.LEARNERS, name, dataclasses.replace(proof.LEARNERS[name], count=count))
     assert _failing(sorted(entries)) == entries
+
+
+def test_rotated_membership_mutant_fails_verify(monkeypatch):
+    """RotatedQueries asking Y Q instead of Y Q^T (the tokens rotated the wrong way)."""
+    from attnproof.theorems import membership
+
+    assert _failing(["thmB.1/run-rotated"]) == set()
+    monkeypatch.setattr(membership.RotatedQueries, "__call__",
+                        lambda self, Y: self.oracle(np.asarray(Y) @ self.Q))
+    assert _failing(["thmB.1/run-rotated"]) == {"thmB.1/run-rotated"}
+
+
+def test_sbd_finite_difference_mutant_fails_verify(monkeypatch):
+    """fd_hessian's mixed differences divided by 2 h^2 instead of 4 h^2 (off-diagonal entries doubled)."""
+    from attnproof.theorems import multihead
+
+    original = multihead.fd_hessian
+
+    def mutant(*args):
+        Hs = original(*args)
+        return 2 * Hs - np.diag(np.diag(Hs))
+
+    assert _failing(["sec7/run-sbd"]) == set()
+    monkeypatch.setattr(multihead, "fd_hessian", mutant)
+    assert _failing(["sec7/run-sbd"]) == {"sec7/run-sbd"}
+
+
+def test_cvx_measurement_mutant_fails_verify(monkeypatch):
+    """learn_lowrank_cvx fed the measurements t_k = a_k^T W* b_k with the wrong sign."""
+    from attnproof.theorems import lowrank
+
+    original = lowrank.bilinear_values
+    assert _failing(["thm5.1/run-cvx"]) == set()
+    monkeypatch.setattr(lowrank, "bilinear_values", lambda *args: -original(*args))
+    assert _failing(["thm5.1/run-cvx"]) == {"thm5.1/run-cvx"}

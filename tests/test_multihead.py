@@ -21,6 +21,7 @@ from attnproof.errors import (
 from attnproof.models import MultiHeadAttention, scores
 from attnproof.oracles import ReducedOracle, ValueOracle
 from attnproof.recovery import score_heads
+from attnproof.proof import LEARNERS
 from attnproof.theorems.multihead import (
     cayley_bases,
     fd_hessian,
@@ -185,6 +186,7 @@ def test_orthogonal_heads_exact_query_count_without_checks():
     ]
     rec, oracle = _learn(heads, bases, checks=0)
     assert rec.queries == oracle.queries == (2 + 4) + (3 + 9) + (1 + 1)
+    assert LEARNERS["orthogonal-heads"].count(d=6, H=3, checks=0, dims=[2, 3, 1]) == rec.queries
 
 
 @pytest.mark.parametrize("dps", [30, 60, 90])

@@ -702,6 +702,57 @@ def run_high_precision() -> list[Check]:
     return checks
 
 
+#: Fixed rank-1 target (a, b, v) of ``thm5.1/run-cvx``: W* = a b^T / 4, v* / 2, at d = 10, where the
+#: paper's m = 3 r (2d - r) = 57 measurements are fewer than the d^2 = 100 unknowns.
+CVX_RUN_TARGET = ([1, -1, 2, 0, 1, -2, 1, 0, -1, 1], [1, 2, 0, -1, 1, 1, -2, 0, 1, -1],
+                  [1, -2, 0, 1, 3, -1, 2, 0, 1, -1])
+#: The allowance of ``thm5.1/run-cvx``: ``CVX_RUN_FACTOR * tol * ||W*||_*`` with tol the solver's
+#: stopping tolerance (Clarabel's default relative gap and feasibility tolerances).  At the
+#: sharp minimum of exact recovery the error is the tolerance over the sharpness, which Thm A.2's
+#: unspecified RUB constant governs; measured 0.2 here, up to 16 on other targets and seeds: not a proof.
+CVX_RUN_FACTOR = 100
+
+
+def _solver_tolerance() -> float:
+    """Clarabel's default stopping tolerance: the largest of its gap and feasibility tolerances."""
+    import clarabel
+
+    s = clarabel.DefaultSettings()
+    return max(s.tol_gap_abs, s.tol_gap_rel, s.tol_feas)
+
+
+@run(
+    id="thm5.1/run-cvx",
+    paper="Thm 5.1 (with Thm A.2)",
+    statement=r"\mathrm{learn\_lowrank\_cvx},\ m = 3r(2d - r):\ \|\hat W - W^\star\|_F,\ "
+    r"\|\hat v - v^\star\|_2 \le 100\, \mathrm{tol}\, \|W^\star\|_*\ \text{with } d + m "
+    r"\text{ queries (plus those re-asked)}",
+    uses=("thm5.1/rank-one-measurement", "thm4.1/one-token"),
+    assumptions="CVX_RUN_TARGET (d = 10, r = 1, m = 57 < d^2), Gaussian measurements drawn with seed 0, "
+    "the default solver (Clarabel) and its default tolerance tol = 1e-8; float64 only (cvxpy solves in "
+    "floating point); CVX_RUN_FACTOR = 100 is a measured constant (0.2 needed here; Thm 5.1's RUB "
+    "constant is unspecified); queries = LEARNERS['lowrank-cvx'].count plus the re-asked queries",
+    scope="listed sizes: (d, r) = (10, 1) (a fixed target)",
+)
+def run_cvx() -> list[Check]:
+    a, b, v0 = (np.asarray(x, dtype=float) / 2 for x in CVX_RUN_TARGET)
+    W, v = np.outer(a, b), v0
+    d, r = len(v), 1
+    m = 3 * r * (2 * d - r)
+    oracle = ValueOracle(Attention(W, v))
+    rec = learn_lowrank_cvx(oracle, m=m, rng=np.random.default_rng(0))
+    allowed = CVX_RUN_FACTOR * _solver_tolerance() * np.linalg.norm(W, "nuc")
+    reasked = rec.diagnostics["reasked_queries"]
+    at = f"float64, d = {d}, r = {r}, m = {m}"
+    return [
+        (f"{at}: ||W_hat - W*||_F <= {CVX_RUN_FACTOR} tol ||W*||_*", np.linalg.norm(rec.W - W), allowed),
+        (f"{at}: ||v_hat - v*||_2 <= {CVX_RUN_FACTOR} tol ||W*||_*", np.linalg.norm(rec.v - v), allowed),
+        (f"{at}: queries - (count + re-asked {reasked})",
+         abs(rec.queries - LEARNERS["lowrank-cvx"].count(d=d, m=m) - reasked), 0),
+        (f"{at}: queries asked - queries reported", abs(oracle.queries - rec.queries), 0),
+    ]
+
+
 __all__ = [
     "learn_skeleton",
     "learn_skeleton_adaptive",

@@ -546,7 +546,7 @@ class RotatedQueries:
     relies_on=(
         "thm4.1/one-token", "thmB.1/probe-value", "thmB.1/monotone", "thmB.1/apriori-interval",
         "thmB.1/ratio-error", "thmB.1/ratio-bound", "thmB.1/accuracy-algebra", "thmB.1/angle-sign",
-        "thmB.1/angle-to-vector", "thmB.1/rotation",
+        "thmB.1/angle-to-vector", "thmB.1/rotation", "thmB.1/run-rotated",
     ),
     arithmetics=("float64", "mpmath"),
     queries="1 + (d-1) n_v + d^2 n_W at mu' = delta_rot / (2 d c_d)",
@@ -1008,4 +1008,54 @@ def membership_run() -> list[Check]:
             (f"{at}: ||v_hat - v*||_inf <= eps_v", err_v, paper_eps_v(eps_W, mu, W_bound, 2)),
             (f"{at}: queries - count", abs(rec.queries - count), 0),
         ]
+    return checks
+
+
+#: Fixed targets of ``thmB.1/run-rotated``: v* with a zero entry (no margin at all, what the rotation
+#: is for) at d = 2 and d = 3; ||W*||_F <= W_bound = 2, ||v*|| = 1.
+ROTATED_RUN_TARGETS = (
+    ([[1, sp.Rational(-1, 2)], [sp.Rational(1, 4), sp.Rational(3, 4)]], [1, 0]),
+    ([[sp.Rational(1, 2), 0, -1], [sp.Rational(1, 3), sp.Rational(1, 2), 0],
+      [0, sp.Rational(-1, 4), sp.Rational(1, 2)]], [0, sp.Rational(3, 5), sp.Rational(-4, 5)]),
+)
+
+
+@run(
+    id="thmB.1/run-rotated",
+    paper="beyond the paper (Thm B.1 without the margin)",
+    statement=r"\mathrm{learn\_membership\_rotated}:\ \|\hat W - W^\star\|_F \le \epsilon_W,\ "
+    r"\|\hat v - v^\star\|_2 \le \sqrt d\, \epsilon_v(\mu'),\ \mu' = \tfrac{\delta_{rot}}{2 d c_d},\ "
+    r"\text{with exactly the counted membership queries, for } v^\star \text{ with a zero entry}",
+    uses=("thmB.1/rotation", "thmB.1/run"),
+    assumptions="ROTATED_RUN_TARGETS (d = 2, 3; a zero entry of v*: learn_membership itself refuses them), "
+    "W_bound = 2, Q drawn with seed 0 (for which min |Q^T v*| >= mu' holds: the learner raises otherwise); "
+    "float64 with eps_W = 1e-2, delta_rot = 0.2 (float64's floor rules out a smaller mu') and mpmath (40 "
+    "digits) with eps_W = 1e-10, delta_rot = 0.01; the errors also within the learner's a-posteriori "
+    "error_bound and error_bound_v2; queries = LEARNERS['membership-rotated'].count",
+    scope="listed sizes: d = 2, 3 (fixed targets)",
+)
+def rotated_run() -> list[Check]:
+    W_bound = 2.0
+    checks: list[Check] = []
+    for arith, eps_W, delta_rot in ((FLOAT64, 1e-2, 0.2), (MP(40), 1e-10, 0.01)):
+        for W0, v0 in ROTATED_RUN_TARGETS:
+            d = len(v0)
+            W_true, v_true = arith.asarray(W0), arith.asarray(v0)
+            oracle = MembershipOracle(Attention(W_true, v_true, arith))
+            rec = learn_membership_rotated(oracle, W_bound=W_bound, eps_W=eps_W, delta_rot=delta_rot,
+                                           rng=np.random.default_rng(0), arith=arith)
+            with arith.context():
+                err_W, err_v = arith.norm(rec.W - W_true), arith.norm(rec.v - v_true)
+            count = LEARNERS["membership-rotated"].count(d=d, W_bound=W_bound, eps_W=eps_W,
+                                                         delta_rot=delta_rot)
+            eps_v = paper_eps_v(eps_W, rotation_margin(d, delta_rot), W_bound, d)
+            at = f"{arith.name}, d = {d}, eps_W = {eps_W:g}"
+            checks += [
+                (f"{at}: ||W_hat - W*||_F <= eps_W", err_W, eps_W),
+                (f"{at}: ||W_hat - W*||_F <= error_bound", err_W, rec.diagnostics["error_bound"]),
+                (f"{at}: ||v_hat - v*||_2 <= sqrt(d) eps_v(mu')", err_v, math.sqrt(d) * eps_v),
+                (f"{at}: ||v_hat - v*||_2 <= error_bound_v2", err_v, rec.diagnostics["error_bound_v2"]),
+                (f"{at}: queries - count", abs(rec.queries - count), 0),
+                (f"{at}: queries asked - queries reported", abs(oracle.queries - rec.queries), 0),
+            ]
     return checks
