@@ -284,6 +284,7 @@ CLAIMS: tuple[Claim, ...] = (
        r"For $v^\star \ne 0$ and rank $W^\star \le r$, w.p. $\ge 1 - e^{-\Omega(m)}$ exact recovery "
        r"with $d + m$ queries, $m = O(rd)$",
        "learner:lowrank-cvx",
+       "id:thm5.1/run-cvx",
        f"test:{T}lowrank.py::test_nuclear_norm_learner_recovers_a_small_target",
        "bench:lowrank-cvx d=4 rank=1 tol=1e-6",
        depends=("thmA.2", "thm5.1/measurement", "thm5.1/a-not-perp-v", "thm5.1/eq2", "thm5.1/queries"),
@@ -417,6 +418,7 @@ CLAIMS: tuple[Claim, ...] = (
     _c("appC/conjecture", "App. C, conjecture", "conjecture", "multihead",
        r"Under Assumption C.1 multi-head attention is learnable from value (or Hessian) queries",
        "learner:multihead-sbd",
+       "id:sec7/run-sbd",
        f"test:{T}multihead.py::test_sbd_end_to_end_float64_and_mpmath",
        "bench:multihead-sbd d=4 tol=1e-5",
        depends=("appC/invariance", "propC.2"),
@@ -483,6 +485,7 @@ CLAIMS: tuple[Claim, ...] = (
     _c("thmB.1/rotated", "beyond Thm B.1", "beyond the paper", "membership",
        r"Thm B.1 without the margin, by rotating the tokens",
        "learner:membership-rotated",
+       "id:thmB.1/run-rotated",
        "id:thmB.1/rotation",
        f"test:{T}membership.py::test_rotated_learner_needs_no_margin",
        f"test:{T}membership.py::test_rotation_margin_holds_with_the_stated_probability",
