@@ -337,15 +337,14 @@ class Certificate:
         return "\n".join(lines) + "\n"
 
     def learners_markdown(self) -> str:
-        """The learners as a Markdown table, each verified through the identities it relies on."""
-        lines = ["| learner | result | arithmetics | queries | relies on | verified |", "|---" * 6 + "|"]
-        lines += [
-            f"| `{lr.name}` | {lr.result} | {', '.join(lr.arithmetics)} | {lr.queries} | "
-            f"{', '.join(f'`{u}`' for u in lr.relies_on)} | "
-            f"{'yes' if lr.passed else 'NO: ' + ', '.join(lr.failing)} |"
+        """The learners as a Markdown list: each one's result, arithmetics and query count, and
+        whether it is verified through the identities it relies on (listed)."""
+        return "".join(
+            f"* `{lr.name}` ({lr.result}; {', '.join(lr.arithmetics)}; queries {lr.queries}): "
+            f"**{'verified' if lr.passed else 'NOT verified: ' + ', '.join(lr.failing)}** through "
+            f"{', '.join(f'`{u}`' for u in lr.relies_on)}\n"
             for lr in self.learners
-        ]
-        return "\n".join(lines) + "\n"
+        )
 
     def summary(self) -> str:
         """One paragraph: when, how many, whether all verified, how long, with which versions."""
@@ -444,12 +443,15 @@ def latex_escape(text: str) -> str:
     return out.replace("…", r"\dots{}").replace("—", "---").replace("✓", "").replace("✗", "")
 
 
-#: Where a long statement may be broken: after a top-level comma or semicolon followed by a
-#: space, at \quad / \qquad, before an implication arrow or a "and" / "hence", at an explicit \\.
+#: Where a long statement is broken first (only at the top level): after a comma or semicolon
+#: followed by a space, at \quad / \qquad, at a colon followed by a space, at an explicit \\
+#: (these separators are dropped, a comma or semicolon kept), and before an implication arrow.
 _BREAK = re.compile(
-    r"\\\\|[,;]?\s*\\q?quad(?![A-Za-z])|,\\ "
-    r"|(?=\\(?:Long)?[Rr]ightarrow(?![A-Za-z]))|(?:\\ )?(?=\\text\{\s*(?:and|hence)\s*\})"
+    r"\\\\|[,;]?\s*\\q?quad(?![A-Za-z])|[,;]\\ |(?<=:)\s*\\(?:q?quad(?![A-Za-z])| )"
+    r"|(?:\\ )?(?=\\(?:Long)?[Rr]ightarrow(?![A-Za-z]))"
 )
+#: Where a part still too long is broken: before a relation or a \text{...} of words.
+_RELATION = re.compile(r"(?=(?:\\ )?(?:\\(?:le|ge|leq|geq)(?![A-Za-z])|[=<>]|\\text\{\s*[A-Za-z]))")
 _OPEN = re.compile(r"\\(?:begin\{[^}]*\}|left(?![A-Za-z]))|\{")
 _CLOSE = re.compile(r"\\(?:end\{[^}]*\}|right(?![A-Za-z]))|\}")
 
@@ -459,34 +461,54 @@ def _visual_length(tex: str) -> int:
     return len(re.sub(r"[{}^_\s]", "", re.sub(r"\\[A-Za-z]+|\\.", "x", tex)))
 
 
-def display_math(tex: str, width: int = 56) -> str:
-    """``tex`` broken into centred lines (``gathered``) of at most about ``width`` glyphs.
-
-    Lines break only at the top level (outside braces, ``\\left..\\right`` and environments),
-    at the separators of :data:`_BREAK`; a statement that fits is returned unchanged.
-    """
-    pieces, start, depth, i = [], 0, 0, 0
+def _split(tex: str, at: re.Pattern[str]) -> list[str]:
+    r"""``tex`` cut at the top-level matches of ``at`` (outside braces, parentheses,
+    ``\left..\right`` and environments); a matched separator is dropped except its comma or
+    semicolon."""
+    pieces, start, depth, parens, i = [], 0, 0, 0, 0
     while i < len(tex):
         if (m := _OPEN.match(tex, i)) or (m := _CLOSE.match(tex, i)):
             depth += 1 if m.re is _OPEN else -1
             i = m.end()
-        elif depth == 0 and i > start and (m := _BREAK.match(tex, i)):
+        elif tex[i] in "()" and depth == 0:
+            parens = parens + 1 if tex[i] == "(" else max(parens - 1, 0)
+            i += 1
+        elif depth == parens == 0 and i > start and (m := at.match(tex, i)):
             sep = m.group().lstrip()
             pieces.append(tex[start:i] + (sep[:1] if sep[:1] in ",;" else ""))
-            start = m.end()  # a separator is dropped (its comma kept); an arrow starts the next line
+            start = m.end()  # a lookahead match leaves its text to start the next piece
             i = max(start, i + 1)
-        elif tex[i] == "\\":
-            i += 2
         else:
-            i += 1
+            i += 2 if tex[i] == "\\" else 1
     pieces.append(tex[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def _pack(pieces: list[str], width: int) -> list[str]:
+    """Consecutive pieces joined into lines of at most ``width`` glyphs where they fit."""
     lines: list[str] = []
-    for piece in (p.strip() for p in pieces if p.strip()):
+    for piece in pieces:
         if lines and _visual_length(lines[-1] + piece) <= width:
             lines[-1] += " " + piece
         else:
             lines.append(piece)
-    if len(lines) == 1:  # it fits, or it has no separator to break at
+    return lines
+
+
+def display_math(tex: str, width: int = 48) -> str:
+    """``tex`` broken into centred lines (``gathered``) of at most about ``width`` glyphs.
+
+    Lines break at the separators of :data:`_BREAK`, and a part still longer than ``width`` at
+    the relations of :data:`_RELATION`, never inside a group; a statement that fits, or has
+    nowhere to break, is returned unchanged.
+    """
+    lines: list[str] = []
+    for part in _split(tex, _BREAK):
+        if _visual_length(part) > width:
+            lines += _pack(_split(part, _RELATION), width)
+        else:
+            lines += _pack([part], width) if not lines else _pack([lines.pop(), part], width)
+    if len(lines) == 1:
         return tex
     return "\\begin{gathered}\n" + " \\\\\n".join(lines) + "\n\\end{gathered}"
 
