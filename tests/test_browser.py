@@ -43,7 +43,8 @@ OVERFLOWS = """(selector) => {
       found.push(`<${el.tagName.toLowerCase()} class="${el.getAttribute("class") || ""}"> ` +
                  `scrollWidth ${el.scrollWidth} > clientWidth ${el.clientWidth} ` +
                  `or right ${Math.round(box.right)} > column ${Math.round(column.right)}: ` +
-                 `${(el.innerText || el.alt || "").slice(0, 80)}`);
+                 (el.innerText || el.alt || "").replace(/[\uD800-\uDFFF]/g, "")
+                   .replace(/\s+/g, " ").slice(0, 80));
     }
   }
   return found;
@@ -67,8 +68,9 @@ def open_page(browser, path: Path, width: int = WIDTH):
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file:", "data:"))
                else (remote.append(route.request.url), route.abort()))
     page.goto(path.as_uri(), wait_until="load")
-    page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
-    page.evaluate("MathJax.startup.promise")
+    if page.evaluate("() => !!document.querySelector('script[src*=mathjax]')"):  # pages with maths
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+        page.evaluate("MathJax.startup.promise")
     page.evaluate("""() => {
       document.querySelectorAll("details").forEach(d => d.open = true);
       document.querySelectorAll(".toggle-hidden").forEach(e => e.classList.remove("toggle-hidden"));
