@@ -30,7 +30,7 @@ CONTAINERS = ("article.bd-article, article.bd-article :is(pre, div.highlight, di
               "table, .pst-scrollable-table-container, div.math, mjx-container[display='true'], img, figure, "
               ".admonition, details)")
 
-OVERFLOWS = """(selector) => {
+OVERFLOWS = r"""(selector) => {
   const article = document.querySelector("article.bd-article");
   const column = article.getBoundingClientRect();
   const found = [];
