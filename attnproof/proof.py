@@ -34,6 +34,7 @@ import importlib.metadata
 import json
 import platform
 import random
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -275,29 +276,57 @@ class Entry:
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
 
-    def to_markdown(self) -> str:
-        """A MyST/Markdown block: verification badge, ID, paper reference, statement, evidence."""
+    def citation(self, version: str | None = None) -> str:
+        """One line that pins this entry: ID, paper reference, attnproof version, full SHA-256."""
+        return (
+            f"attnproof identity {self.id} ({self.paper}), verified with attnproof "
+            f"{version or _version()}, SHA-256 {self.sha256}"
+        )
+
+    def bibtex(self, version: str | None = None, year: int | None = None) -> str:
+        """A BibTeX ``@misc`` entry citing this identity (ID, paper reference, version, SHA-256)."""
+        key = "attnproof:" + re.sub(r"[^A-Za-z0-9.:-]", "-", self.id)
+        return (
+            f"@misc{{{key},\n"
+            f"  title = {{attnproof identity \\texttt{{{latex_escape(self.id)}}} "
+            f"({latex_escape(self.paper)})}},\n"
+            "  author = {{The attnproof developers}},\n"
+            f"  year = {{{year or _dt.date.today().year}}},\n"
+            f"  note = {{Verified with attnproof {version or _version()}; SHA-256 {self.sha256}; "
+            f"after Bhattamishra, Shah, Hahn and Kanade, arXiv:2601.16873}},\n"
+            f"  url = {{{PAPER_URL}}}\n"
+            "}"
+        )
+
+    def to_markdown(self, version: str | None = None, year: int | None = None) -> str:
+        """A MyST/Markdown block: an anchor named by the ID, the verification badge, the paper
+        reference, the statement (broken into lines that fit a book's column), the typeset
+        assumptions, the evidence, and a collapsed one-click citation (BibTeX)."""
         badge = "✓ verified" if self.passed else (
             "! own checks pass, a used identity fails" if self.own_passed else "✗ NOT verified"
         )
         uses = ", ".join(f"`{u}`" for u in self.uses) or "nothing"
         done = "yes" if self.symbolic else "no"
         if self.kind == "bound":
-            kind, evidence = ", bound", (
+            kind, method = ", bound", (
                 f"rigorous proof of {self.pairs} claims (sympy's assumptions system or an mpmath interval "
-                f"enclosure) ({done}); numeric violation at random points {self.numeric_max_err:.1e}"
+                f"enclosure) ({done}); numeric violation at random points"
             )
         else:
-            kind, evidence = "", (
+            kind, method = "", (
                 f"sympy simplification to 0 ({done}) over {self.pairs} expression pairs; mpmath cross-check "
-                f"at {NUMERIC_DPS} digits, max relative disagreement {self.numeric_max_err:.1e}"
+                f"at {NUMERIC_DPS} digits, max relative disagreement"
             )
         return (
+            f'<span id="{self.id}"></span>\n\n'
             f"**{badge}** — `{self.id}` ({self.paper}{kind})\n\n"
-            f"$$\n{self.statement}\n$$\n\n"
-            f"*Assumptions:* {self.assumptions or 'none'}. *Scope:* {self.scope or 'not stated'}. "
-            f"*Uses:* {uses}. "
-            f"*Evidence:* {evidence}; {self.seconds:.2f} s; SHA-256 `{self.sha256[:16]}…`\n"
+            f"$$\n{display_math(self.statement)}\n$$\n\n"
+            f"*Assumptions:* {typeset(self.assumptions or 'none')}. "
+            f"*Scope:* {typeset(self.scope or 'not stated')}. *Uses:* {uses}. "
+            f"*Evidence:* {method} {self.numeric_max_err:.1e}; {self.seconds:.2f} s; "
+            f"SHA-256 `{self.sha256[:16]}…`\n\n"
+            f"<details><summary>Cite <code>{self.id}</code></summary>\n\n"
+            f"```bibtex\n{self.bibtex(version, year)}\n```\n\n</details>\n"
         )
 
 
@@ -334,39 +363,41 @@ class Certificate:
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2)
 
-    def to_markdown(self) -> str:
-        lines = [
-            "# attnproof verification certificate",
-            "",
-            f"Created {self.created}; {len(self.entries)} identities; "
-            f"{'all verified' if self.passed else 'NOT all verified'} in {self.seconds:.1f} s.",
-            "",
-            "Versions: " + ", ".join(f"{k} {v}" for k, v in self.versions.items()),
-            "",
-            "| ID | paper | symbolic | numeric max err | uses | verified | s | SHA-256 |",
-            "|---|---|---|---|---|---|---|---|",
+    def identities_markdown(self) -> str:
+        """The identities as one narrow Markdown table: ID, paper, verified, seconds, SHA-256 prefix
+        (what each one uses and its evidence are in its badge, :meth:`_repr_markdown_`)."""
+        lines = ["| ID | paper | verified | s | SHA-256 (prefix) |", "|---" * 5 + "|"]
+        lines += [
+            f"| `{e.id}` | {e.paper} | {'yes' if e.passed else 'NO'} | {e.seconds:.2f} | `{e.sha256[:16]}` |"
+            for e in self.entries
         ]
-        for e in self.entries:
-            lines.append(
-                f"| `{e.id}` | {e.paper} | {'yes' if e.symbolic else 'NO'} | {e.numeric_max_err:.1e} | "
-                f"{', '.join(f'`{u}`' for u in e.uses) or '-'} | {'yes' if e.passed else 'NO'} | "
-                f"{e.seconds:.2f} | `{e.sha256[:16]}` |"
-            )
-        if self.learners:
-            lines += [
-                "",
-                "## Learners, verified through the identities they rely on",
-                "",
-                "| learner | result | arithmetics | queries | relies on | verified |",
-                "|---|---|---|---|---|---|",
-            ]
-            for lr in self.learners:
-                lines.append(
-                    f"| `{lr.name}` | {lr.result} | {', '.join(lr.arithmetics)} | {lr.queries} | "
-                    f"{', '.join(f'`{u}`' for u in lr.relies_on)} | "
-                    f"{'yes' if lr.passed else 'NO: ' + ', '.join(lr.failing)} |"
-                )
         return "\n".join(lines) + "\n"
+
+    def learners_markdown(self) -> str:
+        """The learners as a Markdown list: each one's result, arithmetics and query count, and
+        whether it is verified through the identities it relies on (listed)."""
+        return "".join(
+            f"* `{lr.name}` ({lr.result}; {', '.join(lr.arithmetics)}; queries {lr.queries}): "
+            f"**{'verified' if lr.passed else 'NOT verified: ' + ', '.join(lr.failing)}** through "
+            f"{', '.join(f'`{u}`' for u in lr.relies_on)}\n"
+            for lr in self.learners
+        )
+
+    def summary(self) -> str:
+        """One paragraph: when, how many, whether all verified, how long, with which versions."""
+        return (
+            f"Created {self.created}; {len(self.entries)} identities; "
+            f"{'all verified' if self.passed else 'NOT all verified'} in {self.seconds:.1f} s. "
+            "Versions: " + ", ".join(f"{k} {v}" for k, v in self.versions.items()) + "."
+        )
+
+    def to_markdown(self) -> str:
+        """The whole certificate as one Markdown document (``attnproof verify --out``)."""
+        parts = ["# attnproof verification certificate", self.summary(), self.identities_markdown()]
+        if self.learners:
+            parts += ["## Learners, verified through the identities they rely on", self.learners_markdown()]
+        parts += ["## Every identity", self._repr_markdown_()]
+        return "\n\n".join(p.strip("\n") for p in parts) + "\n"
 
     def select(self, ids: Iterable[str]) -> Certificate:
         """The same verification restricted to ``ids`` (in that order), e.g. to show in a chapter
@@ -376,20 +407,186 @@ class Certificate:
 
     def _repr_markdown_(self) -> str:
         """In a notebook: each entry's badge block (the book shows certificates this way)."""
-        return "\n".join(e.to_markdown() for e in self.entries)
+        version, year = self.versions.get("attnproof"), int(self.created[:4])
+        return "\n".join(e.to_markdown(version, year) for e in self.entries)
 
     def to_latex(self) -> str:
+        """A standalone LaTeX document (compiles with pdflatex and texlive-latex-base alone): the
+        summary, one table row per identity and its statement; every text field is escaped."""
         rows = [
-            r"\begin{tabular}{llllr}",
-            r"\hline ID & paper & verified & SHA-256 (prefix) & s \\ \hline",
+            rf"\texttt{{{latex_escape(e.id)}}} & {latex_escape(e.paper)} & {'yes' if e.passed else 'no'} & "
+            rf"{e.seconds:.2f} & \texttt{{{e.sha256[:16]}}} \\"
+            for e in self.entries
         ]
-        for e in self.entries:
-            rows.append(
-                rf"\texttt{{{e.id}}} & {e.paper} & {'yes' if e.passed else 'no'} & "
-                rf"\texttt{{{e.sha256[:16]}}} & {e.seconds:.2f} \\"
-            )
-        rows.append(r"\hline \end{tabular}")
-        return "\n".join(rows) + "\n"
+        statements = [
+            rf"\paragraph{{\texttt{{{latex_escape(e.id)}}}}} ({latex_escape(e.paper)}) "
+            "\n" rf"\[ {display_math(e.statement)} \]" "\n"
+            rf"\noindent\emph{{Assumptions:}} {latex_escape(e.assumptions or 'none')}. "
+            rf"SHA-256 \texttt{{{e.sha256}}}."
+            for e in self.entries
+        ]
+        return "\n".join([
+            r"\documentclass[10pt]{article}",
+            r"\usepackage[T1]{fontenc}",
+            r"\usepackage[margin=2cm]{geometry}",
+            r"\usepackage{amsmath,amssymb,longtable}",
+            r"\begin{document}",
+            r"\section*{attnproof verification certificate}",
+            latex_escape(self.summary()),
+            r"\begin{longtable}{lllrl}",
+            r"\hline ID & paper & verified & s & SHA-256 (prefix) \\ \hline \endhead",
+            *rows,
+            r"\hline \end{longtable}",
+            r"\section*{Statements}",
+            *statements,
+            r"\end{document}",
+        ]) + "\n"
+
+
+#: The paper this library implements, and how to cite it.
+PAPER_URL = "https://arxiv.org/abs/2601.16873"
+PAPER_BIBTEX = """@article{bhattamishra2026provably,
+  title = {Provably Learning Attention with Queries},
+  author = {Bhattamishra, Satwik and Shah, Kulin and Hahn, Michael and Kanade, Varun},
+  journal = {arXiv preprint arXiv:2601.16873},
+  year = {2026},
+  url = {https://arxiv.org/abs/2601.16873}
+}"""
+
+
+def software_bibtex(version: str | None = None, year: int | None = None) -> str:
+    """A BibTeX ``@software`` entry citing this library at ``version`` (default: the installed one)."""
+    version = version or _version()
+    return (
+        f"@software{{attnproof,\n"
+        "  title = {attnproof: learning attention with queries, every step proven},\n"
+        "  author = {{The attnproof developers}},\n"
+        f"  version = {{{version}}},\n"
+        f"  year = {{{year or _dt.date.today().year}}},\n"
+        "  note = {A reference implementation of Bhattamishra et al., arXiv:2601.16873}\n"
+        "}"
+    )
+
+_LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+    "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` as LaTeX text: every character special to LaTeX escaped, non-ASCII spelled out."""
+    out = "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+    return out.replace("…", r"\dots{}").replace("—", "---").replace("✓", "").replace("✗", "")
+
+
+#: Where a long statement is broken first (only at the top level): after a comma or semicolon
+#: followed by a space, at \quad / \qquad, at a colon followed by a space, at an explicit \\
+#: (these separators are dropped, a comma or semicolon kept), and before an implication arrow.
+_BREAK = re.compile(
+    r"\\\\|[,;]?\s*\\q?quad(?![A-Za-z])|[,;]\\ |(?<=:)\s*\\(?:q?quad(?![A-Za-z])| )"
+    r"|(?:\\ )?(?=\\(?:Long)?[Rr]ightarrow(?![A-Za-z]))"
+)
+#: Where a part still too long is broken: before a relation or a \text{...} of words.
+_RELATION = re.compile(r"(?=(?:\\ )?(?:\\(?:le|ge|leq|geq)(?![A-Za-z])|[=<>]|\\text\{\s*[A-Za-z]))")
+_OPEN = re.compile(r"\\(?:begin\{[^}]*\}|left(?![A-Za-z]))|\{")
+_CLOSE = re.compile(r"\\(?:end\{[^}]*\}|right(?![A-Za-z]))|\}")
+
+
+def _visual_length(tex: str) -> int:
+    """A rough count of the glyphs ``tex`` shows (a command is one glyph, braces none)."""
+    return len(re.sub(r"[{}^_\s]", "", re.sub(r"\\[A-Za-z]+|\\.", "x", tex)))
+
+
+def _split(tex: str, at: re.Pattern[str]) -> list[str]:
+    r"""``tex`` cut at the top-level matches of ``at`` (outside braces, parentheses,
+    ``\left..\right`` and environments); a matched separator is dropped except its comma or
+    semicolon."""
+    pieces, start, depth, parens, i = [], 0, 0, 0, 0
+    while i < len(tex):
+        if (m := _OPEN.match(tex, i)) or (m := _CLOSE.match(tex, i)):
+            depth += 1 if m.re is _OPEN else -1
+            i = m.end()
+        elif tex[i] in "()" and depth == 0:
+            parens = parens + 1 if tex[i] == "(" else max(parens - 1, 0)
+            i += 1
+        elif depth == parens == 0 and i > start and (m := at.match(tex, i)):
+            sep = m.group().lstrip()
+            pieces.append(tex[start:i] + (sep[:1] if sep[:1] in ",;" else ""))
+            start = m.end()  # a lookahead match leaves its text to start the next piece
+            i = max(start, i + 1)
+        else:
+            i += 2 if tex[i] == "\\" else 1
+    pieces.append(tex[start:])
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def _pack(pieces: list[str], width: int) -> list[str]:
+    """Consecutive pieces joined into lines of at most ``width`` glyphs where they fit."""
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and _visual_length(lines[-1] + piece) <= width:
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    return lines
+
+
+def display_math(tex: str, width: int = 48) -> str:
+    """``tex`` broken into centred lines (``gathered``) of at most about ``width`` glyphs.
+
+    Lines break at the separators of :data:`_BREAK`, and a part still longer than ``width`` at
+    the relations of :data:`_RELATION`, never inside a group; a statement that fits, or has
+    nowhere to break, is returned unchanged.
+    """
+    lines: list[str] = []
+    for part in _split(tex, _BREAK):
+        if _visual_length(part) > width:
+            lines += _pack(_split(part, _RELATION), width)
+        else:
+            lines += _pack([part], width) if not lines else _pack([lines.pop(), part], width)
+    if len(lines) == 1:
+        return tex
+    return "\\begin{gathered}\n" + " \\\\\n".join(lines) + "\n\\end{gathered}"
+
+
+_GREEK = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "Delta": "Δ", "eps": "ε", "epsilon": "ε",
+    "eta": "η", "theta": "θ", "lambda": "λ", "mu": "μ", "pi": "π", "sigma": "σ", "tau": "τ",
+    "phi": "φ", "psi": "ψ",
+}
+_TYPESET = [
+    (re.compile(r"(?<![A-Za-z0-9])(?<![A-Za-z0-9]{2}_)(" + "|".join(_GREEK) + r")(?![A-Za-z0-9])"),
+     lambda m: _GREEK[m.group(1)]),
+    (re.compile(r"(?<=[A-Za-zα-ω])_hat\b"), lambda m: "\u0302"),
+    (re.compile(r">="), lambda m: "≥"), (re.compile(r"<="), lambda m: "≤"),
+    (re.compile(r"!="), lambda m: "≠"), (re.compile(r"->"), lambda m: "→"),
+    (re.compile(r"\+-"), lambda m: "±"), (re.compile(r"\boo\b"), lambda m: "∞"),
+    (re.compile(r"\bsqrt\b ?"), lambda m: "√"),
+    (re.compile(r"(?<=\b[A-Za-z0-9]) x (?=[A-Za-z0-9]\b)"), lambda m: " × "),
+    (re.compile(r"\^T\b"), lambda m: "ᵀ"), (re.compile(r"\^2\b"), lambda m: "²"),
+    (re.compile(r"\^\{?-1\}?"), lambda m: "⁻¹"),
+    (re.compile(r"(?<![A-Za-z0-9_])([A-Za-zα-ωΔ\^*]{1,2})_\{?([A-Za-z0-9α-ω]{1,3}|\{[^}]*\})\}?(?![A-Za-z0-9_])"),
+     lambda m: f"{m.group(1)}<sub>{m.group(2).strip('{}')}</sub>"),
+]
+
+
+def typeset(text: str) -> str:
+    """Plain-ASCII maths in prose (``mu >= 2``, ``W_ij``, ``x^T``) as typeset text (``μ ≥ 2``,
+    W<sub>ij</sub>, xᵀ); code spans in backticks are left alone."""
+    parts = text.split("`")
+    for k in range(0, len(parts), 2):  # outside backticks
+        for pattern, repl in _TYPESET:
+            parts[k] = pattern.sub(repl, parts[k])
+    return "`".join(parts)
+
+
+def learner_markdown(name: str) -> str:
+    """One line naming the learner ``name``, its result and the identities it relies on (the
+    book links every ID to its entry in the certificate)."""
+    lr = LEARNERS[name]
+    return (f"`{lr.name}` ({lr.result}, {', '.join(lr.arithmetics)}; queries {lr.queries}) relies on "
+            + ", ".join(f"`{i}`" for i in lr.relies_on) + ".")
 
 
 def content_hash(ident: Identity, pairs: list[Pair]) -> str:

@@ -1,0 +1,109 @@
+"""Every page of the built book, as a reader's browser shows it: headless Chromium at 1280 px,
+offline (any request that is not a local file fails the test), math typeset by the local
+MathJax, collapsed boxes opened. Nothing in a page's main content may be wider than its column:
+no element scrolls sideways and none sticks out of the article.
+
+Needs the ``playwright`` Python package and a system Chromium (``/usr/bin/chromium``); no browser
+is ever downloaded. Skips, saying which is missing, where either is absent.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from test_book import html, pages  # noqa: F401  (the book fixture, and the pages its toc lists)
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
+)
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+WIDTH = 1280
+
+#: Elements of the article that must fit its column: the article itself, code and outputs,
+#: tables and their scroll containers, display maths, figures, admonitions.
+CONTAINERS = ("article.bd-article, article.bd-article :is(pre, div.highlight, div.cell_output, div.output, "
+              "table, .pst-scrollable-table-container, div.math, mjx-container[display='true'], img, figure, "
+              ".admonition, details)")
+
+OVERFLOWS = r"""(selector) => {
+  const article = document.querySelector("article.bd-article");
+  const column = article.getBoundingClientRect();
+  const found = [];
+  for (const el of document.querySelectorAll(selector)) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 && box.height === 0) continue;  // not displayed
+    const scrolls = el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).display !== "inline";
+    const sticksOut = box.right > column.right + 1 || box.left < column.left - 1;
+    if (scrolls || sticksOut) {
+      found.push(`<${el.tagName.toLowerCase()} class="${el.getAttribute("class") || ""}"> ` +
+                 `scrollWidth ${el.scrollWidth} > clientWidth ${el.clientWidth} ` +
+                 `or right ${Math.round(box.right)} > column ${Math.round(column.right)}: ` +
+                 (el.innerText || el.alt || "").replace(/[\uD800-\uDFFF]/g, "")
+                   .replace(/\s+/g, " ").slice(0, 80));
+    }
+  }
+  return found;
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def open_page(browser, path: Path, width: int = WIDTH):
+    """``path`` loaded offline at ``width`` px, maths typeset, every collapsed box opened."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    remote: list[str] = []
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(("file:", "data:"))
+               else (remote.append(route.request.url), route.abort()))
+    page.goto(path.as_uri(), wait_until="load")
+    if page.evaluate("() => !!document.querySelector('script[src*=mathjax]')"):  # pages with maths
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
+        page.evaluate("MathJax.startup.promise")
+    page.evaluate("""() => {
+      document.querySelectorAll("details").forEach(d => d.open = true);
+      document.querySelectorAll(".toggle-hidden").forEach(e => e.classList.remove("toggle-hidden"));
+      document.querySelectorAll(".dropdown").forEach(e => e.classList.add("toggle-shown"));
+    }""")
+    page.wait_for_timeout(200)
+    return page, remote
+
+
+@pytest.mark.book
+def test_nothing_is_wider_than_the_column_at_1280_px(html, browser):  # noqa: F811
+    problems = {}
+    listed = pages(html)
+    for path in listed:
+        page, remote = open_page(browser, path)
+        found = page.evaluate(OVERFLOWS, CONTAINERS)
+        if remote:
+            found.append(f"requested from the network: {remote[:3]}")
+        if found:
+            problems[path.name] = found
+        page.close()
+    assert len(listed) >= 10
+    assert not problems, "\n".join(f"{name}:\n  " + "\n  ".join(f[:12]) for name, f in problems.items())
+
+
+@pytest.mark.book
+def test_the_layout_check_catches_a_wide_element(html, browser):  # noqa: F811
+    page, _ = open_page(browser, html / "intro.html")
+    page.evaluate("""() => {
+      const pre = document.createElement("pre");
+      pre.style.whiteSpace = "pre";
+      pre.textContent = "x".repeat(400);
+      document.querySelector("article.bd-article").appendChild(pre);
+    }""")
+    assert page.evaluate(OVERFLOWS, CONTAINERS), "a 400-character unwrapped line was not reported"
+    page.close()
