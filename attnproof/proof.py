@@ -312,11 +312,25 @@ class Entry:
                 f"rigorous proof of {self.pairs} claims (sympy's assumptions system or an mpmath interval "
                 f"enclosure) ({done}); numeric violation at random points"
             )
+        elif self.kind == "run":
+            kind, method = ", run", (
+                f"the learner run end to end, {self.pairs} checks each within what it allows "
+                f"({'yes' if self.own_passed else 'no'}); worst measured / allowed"
+            )
         else:
             kind, method = "", (
                 f"sympy simplification to 0 ({done}) over {self.pairs} expression pairs; mpmath cross-check "
                 f"at {NUMERIC_DPS} digits, max relative disagreement"
             )
+        checks = "".join(
+            f"| {c['check'].replace('|', chr(92) + '|')} | {c['measured']:.2e} | {c['allowed']:.2e} "
+            f"| {'yes' if c['passed'] else 'NO'} |\n"
+            for c in self.checks
+        )
+        if checks:
+            checks = ("<details><summary>The run's checks</summary>\n\n"
+                      "| check | measured | allowed | within |\n|---|---|---|---|\n"
+                      + checks + "\n</details>\n\n")
         return (
             f'<span id="{self.id}"></span>\n\n'
             f"**{badge}** — `{self.id}` ({self.paper}{kind})\n\n"
@@ -325,6 +339,7 @@ class Entry:
             f"*Scope:* {typeset(self.scope or 'not stated')}. *Uses:* {uses}. "
             f"*Evidence:* {method} {self.numeric_max_err:.1e}; {self.seconds:.2f} s; "
             f"SHA-256 `{self.sha256[:16]}…`\n\n"
+            f"{checks}"
             f"<details><summary>Cite <code>{self.id}</code></summary>\n\n"
             f"```bibtex\n{self.bibtex(version, year)}\n```\n\n</details>\n"
         )
