@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .errors import NonIdentifiableError, PrecisionLossError
-from .measure import Probes, Session, sparing, value_errors
+from .measure import Probes, Session, value_errors
 
 def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
     """(beta, v*) from one-token queries: d queries (beta = 0), or d + 1 with ``bias``.
@@ -41,7 +41,7 @@ def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
     oracle, arith = session.oracle, session.arith
     d = oracle.d
     tokens = np.concatenate([arith.zeros((1, d)), arith.eye(d)]) if bias else arith.eye(d)
-    answers = arith.asarray(oracle(tokens[:, None, :]))
+    answers = arith.asarray(session.ask(tokens[:, None, :]))
     arith.check_finite(answers, "the oracle's one-token answers")
     beta, v = (answers[0], answers[1:] - answers[0]) if bias else (arith.scalar(0), answers)
     if all(arith.is_zero(x) for x in v):
@@ -73,7 +73,7 @@ def learn_score_bias(
     probes = Probes(P, arith.zeros((1, P.shape[1])), v, arith, offset=beta)
     rows = np.arange(P.shape[0])
     entries = (rows, np.zeros_like(rows))
-    L, k = session.measure_adaptively(probes, entries, policy=sparing(session.policy))
+    L, k = session.measure_adaptively(probes, entries)
     t_c = L / arith.pow2(k)
     if arith.exact:  # exact arithmetic: no rounding error to bound
         return t_c, None

@@ -12,10 +12,11 @@ Beyond the paper (float64 and mpmath only; sympy is exact and needs none of it):
 
 * Probes are scaled by powers of two, ``X = c [(u + e_j)^T; e_j^T]`` with ``c = 2^k``: the logit
   becomes ``c^2 u^T w_j`` and the label ``c (v_j + alpha u^T v)``, with no rounding introduced.
-  A probe whose logit saturates the sigmoid (``|c^2 u^T w_j| > accept``) is asked again with a
-  smaller c; if every logit is tiny (W far below 1) all probes are asked again with a larger c.
-  Each extra query is counted and reported.  With unit-scale targets no probe is rescaled and
-  the learner uses exactly d + d^2 queries, as the theorem says (:mod:`attnproof.measure`).
+  The learner learns the size of W from its first measurements (batches of growing size) and
+  asks the rest at the scale they call for; a probe whose logit still saturates the sigmoid
+  (``|c^2 u^T w_j| > accept``) is asked again with a smaller c (:mod:`attnproof.measure`).  Each
+  extra query is counted and reported: a few for a target of any size, and none for most
+  unit-scale targets, which cost exactly d + d^2 queries, as the theorem says.
 * Near-degenerate probes are avoided: the basis family pairs e_l with the pivot e_p whenever
   |v_l| < 10^-3 |v_p| (the paper does so only when v_l = 0; the result is exact either way),
   and Gaussian rows with |u^T v| < 10^-1 ||v||_2 are redrawn (a redraw costs no query; the

@@ -29,7 +29,7 @@ import sympy as sp
 
 from ..arith import FLOAT64, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
-from ..measure import Probes, ScalePolicy, Session, bilinear_values, resolution, sparing, value_errors
+from ..measure import Probes, Scale, ScalePolicy, Session, bilinear_values, resolution, value_errors
 from ..models import Attention, scores
 from ..oracles import ValueOracle
 from ..prelude import prepare_probes, read_v
@@ -75,7 +75,8 @@ class Cross:
 
     ``M`` holds the measured entries (``known``), ``L`` and ``k`` their logits and scale
     exponents (for the error bound), ``rows`` / ``cols`` the pivots in order, ``stop_residual``
-    the largest residual of the column that showed the rank (0 if none was measured).
+    the largest residual of the column that showed the rank (0 if none was measured), ``scale``
+    what the measurements learned about the size of W* (for later measurements).
     """
 
     A: np.ndarray
@@ -89,6 +90,7 @@ class Cross:
     stop_col: int | None
     stop_residual: float
     stop_threshold: float = 0.0
+    scale: Scale | None = None
 
 
 def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_tol: float) -> Cross:
@@ -111,16 +113,12 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
     A, B = arith.zeros((d, 0)), arith.zeros((0, d))
     free_rows, free_cols = np.ones(d, dtype=bool), np.ones(d, dtype=bool)
     scale, floor, pivots, rows_used, cols_used = 0.0, 0.0, [], [], []
-    j, k0, first, stop_col, stop_residual, stop_threshold = 0, 0, True, None, 0.0, 0.0
-    policy = sparing(session.policy)  # a pivot column may be small compared with the rest of M
+    j, stop_col, stop_residual, stop_threshold = 0, None, 0.0, 0.0
+    learned = Scale()  # the size of W* (far from unit, maybe), learned by the first measurements
 
     def ask(kk: np.ndarray, ll: np.ndarray) -> np.ndarray:
-        """Measure entries (kk, ll) of M; the first batch settles the scale (W* may be far from
-        unit size), the later ones start there."""
-        nonlocal k0, first
-        L, k = session.measure_adaptively(probes, (kk, ll), k0, first, policy)
-        if first and len(k):
-            k0, first = int(np.median(k)), False
+        """Measure entries (kk, ll) of M at the scale learned so far."""
+        L, k = session.measure_adaptively(probes, (kk, ll), learned)
         M[kk, ll], L_all[kk, ll], k_all[kk, ll], known[kk, ll] = probes.values(L, k, kk), L, k, True
         return k
 
@@ -156,7 +154,9 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
         j = int(np.argmax(rmags))
     session.diagnostics["rank_found"] = A.shape[1]
     session.diagnostics["pivot_ratio"] = (min(pivots) / max(pivots)) if pivots else 1.0
-    return Cross(A, B, M, known, L_all, k_all, rows_used, cols_used, stop_col, stop_residual, stop_threshold)
+    return Cross(
+        A, B, M, known, L_all, k_all, rows_used, cols_used, stop_col, stop_residual, stop_threshold, learned
+    )
 
 
 def _cross_error(
@@ -378,9 +378,9 @@ def _learn_by_crosses(
                     FLOAT64.norm(probes.linear_err * unshorten) + 4 * arith.eps * c_norm
                 )
         if checks and W_error is not None:  # what the checks cannot exclude joins the bound
-            W_error += _check_rank(session, probes, W, c, checks, rng, W_error, session.promise(rtol))
+            W_error += _check_rank(session, probes, cross, W, c, checks, rng, W_error, session.promise(rtol))
         elif checks:
-            _check_rank(session, probes, W, c, checks, rng, W_error, session.promise(rtol))
+            _check_rank(session, probes, cross, W, c, checks, rng, W_error, session.promise(rtol))
     r = session.diagnostics["rank_found"]
     session.diagnostics["seconds"] = time.perf_counter() - t0
     return session.recovery(
@@ -392,6 +392,7 @@ def _learn_by_crosses(
 def _check_rank(
     session: Session,
     probes: Probes,
+    cross: Cross,
     W: np.ndarray,
     c: np.ndarray | None,
     checks: int,
@@ -417,7 +418,7 @@ def _check_rank(
         A, B, probes.v, arith, offset=probes.offset, linear=linear, scale_query_only=probes.scale_query_only
     )
     idx = np.arange(checks)
-    L, k = session.measure_adaptively(fresh, (idx, idx))
+    L, k = session.measure_adaptively(fresh, (idx, idx), cross.scale)
     measured = fresh.values(L, k, idx)
     predicted = np.array([A[i] @ W @ B[i] for i in range(checks)], dtype=measured.dtype)
     gaps = arith.magnitudes(measured - predicted)
