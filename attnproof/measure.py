@@ -24,9 +24,11 @@ A learner measures through one :class:`Session` (oracle, arithmetic, scaling pol
 diagnostics it fills and a reusable probe buffer).  Diagnostics written here, the schema every
 learner shares: ``rescaled_probes`` (probes asked again at another scale), ``global_rescales``
 (batches moved to a larger scale because every logit was lost to rounding), ``reasked_queries``
-(every query beyond the learner's formula that this cost), ``max_abs_logit`` and ``time``
-(seconds spent in the oracle, ``'oracle'``, and assembling probes, ``'assembly'``; a learner
-adds ``'basis'`` and ``'solve'``).
+(every query beyond the learner's formula that this cost), ``max_abs_logit`` and ``time``, the
+session's wall-clock seconds in four parts that add up to the whole: ``'oracle'`` (inside the
+oracle's calls), ``'basis'`` (drawing the probe vectors), ``'assembly'`` (building the probe
+batches) and ``'solve'`` (everything else: inverting the answers, pivoting, the solve or the
+reconstruction, the error bound).
 """
 
 from __future__ import annotations
@@ -281,6 +283,7 @@ class Session:
     max_batch_bytes: int = 2**28
     diagnostics: dict[str, Any] = field(default_factory=dict)
     start: int = field(init=False)
+    started: float = field(init=False)
     time: dict[str, float] = field(
         default_factory=lambda: dict.fromkeys(("oracle", "basis", "assembly", "solve"), 0.0), init=False
     )
@@ -297,6 +300,7 @@ class Session:
             raise InvalidInputError(f"max_batch_bytes must be an integer >= 1; got {mbb!r}")
         self.policy = self.policy or ScalePolicy()
         self.start = self.oracle.queries
+        self.started = time.perf_counter()
 
     @property
     def queries(self) -> int:
@@ -351,7 +355,8 @@ class Session:
             W* = 0 in float64) raises here too: the answer would be noise with no digit right.
         """
         info = self.diagnostics
-        info["time"] = dict(self.time)
+        elapsed = time.perf_counter() - self.started
+        info["time"] = dict(self.time, solve=max(0.0, elapsed - sum(self.time.values())))
         info["queries_formula"] = LEARNERS[learner].count(d=self.oracle.d, **count)
         info.setdefault("reasked_queries", 0)
         if W_error is not None and not guard:

@@ -130,7 +130,8 @@ def learn_exact(
     session = Session(oracle, arith, policy or ScalePolicy(), max_batch_bytes)
     with arith.context():
         beta, v = read_v(session, bias)
-        Z, info = probe_matrix(probes, v, arith, rng)
+        with session.timed("basis"):
+            Z, info = probe_matrix(probes, v, arith, rng)
         session.diagnostics.update(info)
         Z_inv_norm = 1 / np.linalg.svd(arith.to_float(Z), compute_uv=False)[-1] if bias else 1.0
         probe_set, _ = prepare_probes(session, Z, None, v, beta, bias, Z_inv_norm)

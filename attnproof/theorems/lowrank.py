@@ -358,7 +358,8 @@ def _learn_by_crosses(
     t0 = time.perf_counter()
     with arith.context():
         beta, v = read_v(session, bias)
-        P, Q = random_bases(d, v, rng, arith)
+        with session.timed("basis"):
+            P, Q = random_bases(d, v, rng, arith)
         probes, shorten = prepare_probes(session, P, Q, v, beta, bias)
         cross = cross_approximation(session, probes, max_rank, rank_tol)
         P_inv, Q_inv = arith.inverse_of_orthogonal(P), arith.inverse_of_orthogonal(Q)
