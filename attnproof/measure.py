@@ -10,7 +10,7 @@ Thm 5.1 and the skeleton learner use random p and q.
 The probe scale ``s = 2^k`` multiplies the logit by 4^k and the label by 2^k *without
 rounding*.  The learner does not know the size of W*, so it learns it from its own first
 measurements (beyond the paper): a call measures its entries in batches of growing size (1, 2,
-4, ... while nothing is known, then 8, 16, ...), and every batch is asked at the scale that maps
+4, ...), and every batch is asked at the scale that maps
 the largest informative value seen so far (a :class:`Scale`, which a learner measuring in
 several calls carries from one to the next) to a logit of at most ``ScalePolicy.ceiling``.  A
 probe whose logit still saturates the sigmoid is asked again with a smaller s; a batch whose
@@ -68,8 +68,9 @@ class ScalePolicy:
         A logit with |L| >= informative tells the size of its value (relative error about
         eps / informative); smaller ones (0 included) are lost to rounding and tell nothing.
     pilot : int
-        The first batch of a call when the scale is already known (1 while it is not); batches
-        then double.
+        Until this many informative values are known, the scale aims at a quarter of the
+        ceiling (a few samples underestimate the largest value); it also caps the probes moved
+        up together while every value is lost to rounding.
     trust : float
         A saturated logit with |L| <= trust is still accurate enough to retarget from; above
         it (or for an answer outside (0, 1)) the scale is divided by 2^shrink_log2.
@@ -167,6 +168,18 @@ class Probes:
     linear: np.ndarray | None = None
     scale_query_only: bool = False
     linear_err: np.ndarray | None = None
+    _scaled: dict[tuple[float, float], tuple[Any, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def scaled(self, a: float, b: float) -> tuple[np.ndarray, np.ndarray | None]:
+        """(a P, b Q) for powers of two a, b (exact), kept for the last (a, b) asked: the
+        batches of a call share one scale, so each reads them without rescaling its rows."""
+        if (a, b) not in self._scaled:
+            self._scaled.clear()
+            Q = None if self.Q is None else (self.Q if b == 1 else self.Q * b)
+            self._scaled[a, b] = (self.P if a == 1 else self.P * a, Q)
+        return self._scaled[a, b]
 
     @property
     def order(self) -> int:
@@ -199,6 +212,40 @@ class Probes:
         return (L / s - bias) / s
 
 
+def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
+    """A random orthogonal d x d matrix ``H C D`` in O(d^2) (float64; orthogonal to rounding).
+
+    D flips the sign of each column at random, C is the orthonormal DCT-II matrix
+    ``C[k, n] = sqrt(2/d) cos(pi k (2n + 1) / (2d))`` (row 0: sqrt(1/d)) and H the reflection
+    ``I - 2 h h^T / h^T h`` with a Gaussian h.  Every row ``e_k^T H C D`` is spread over all
+    coordinates like a Haar-random one (``|p^T x| ~ ||x|| / sqrt(d)`` for a fixed x, coherent
+    x = e_i included), and the Gaussian h makes the rows a continuous random family, so a fixed
+    W* meets a degenerate skeleton with probability 0 -- as with Haar-random bases, whose two
+    dense QR factorisations cost O(d^3) (the learner's largest cost at d = 4096).
+    """
+    k, n = np.arange(d)[:, None], np.arange(d)[None, :]
+    angle = (k * (2 * n + 1)) % (4 * d)  # exact integers: the cosine's argument reduced exactly
+    C = np.cos(angle * (np.pi / (2 * d)))
+    C *= math.sqrt(2.0 / d)
+    C[0] = math.sqrt(1.0 / d)
+    C *= rng.choice([-1.0, 1.0], size=d)
+    h = rng.standard_normal(d)
+    C -= np.outer(h * (2 / (h @ h)), h @ C)
+    return C
+
+
+def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``P`` (orthogonal, float64) followed by the Householder reflection that maps P v / ||v|| to
+    a random sign vector / sqrt(d): every row then has ``p_k^T v = +-||v|| / sqrt(d)``, so no probe
+    divides by a small ``p^T v`` (the label error is amplified by ``(|p^T v| + 2 |q^T v|) / |p^T v|``)."""
+    d = P.shape[0]
+    u = P @ v / np.linalg.norm(v)
+    h = u - rng.choice([-1.0, 1.0], size=d) / math.sqrt(d)
+    if np.linalg.norm(h) > 0:
+        P = P - np.outer(2 * h / (h @ h), h @ P)
+    return P
+
+
 def probe_batch(
     probes: Probes,
     kk: np.ndarray,
@@ -208,13 +255,37 @@ def probe_batch(
 ) -> np.ndarray:
     """The two-token probes ``s [(p_k + q_l)^T; q_l^T]`` for each (k, l), shape (B, 2, d).
 
-    ``out`` (float64 only) is a reusable buffer of shape (>= B, 2, d): refilling it costs a
-    fraction of allocating fresh pages for every batch.  With q_l = e_l (``Q is None``) and
-    whole columns in order (k = 0..d-1 for each l), the first tokens are a broadcast of P.
+    (``[(p_k + s q_l)^T; (s q_l)^T]`` with ``probes.scale_query_only``.)  ``out`` (float64 only)
+    is a reusable buffer of shape (>= B, 2, d), filled in place: refilling it costs a fraction of
+    allocating fresh pages for every batch.  When every probe of the batch has the same scale
+    (the rule: a batch is asked at its learned scale), the rows are read from copies of P and Q
+    scaled once (:meth:`Probes.scaled`) and each token is written in one pass: a column of M
+    (q fixed) as ``p_k + q`` straight from P, a row (p fixed) as ``q_l + p``.
     """
     P, Q, arith = probes.P, probes.Q, probes.arith
     B, d = len(kk), probes.d
     rows = np.arange(B)
+    if out is not None and (s is None or not B or np.all(s == s[0])):
+        X = out[:B]
+        first, second = X[:, 0, :], X[:, 1, :]
+        scale = 1.0 if s is None or not B else float(s[0])
+        Ps, Qs = probes.scaled(1.0 if probes.scale_query_only else scale, scale)
+        if Qs is None:
+            _gather(Ps, kk, first)
+            second[...] = 0
+            first[rows, ll] += scale
+            second[rows, ll] = scale
+        elif B and np.all(ll == ll[0]):
+            second[...] = Qs[ll[0]]
+            _gather(Ps, kk, first, plus=Qs[ll[0]])
+        else:
+            _gather(Qs, ll, second)
+            if B and np.all(kk == kk[0]):
+                np.add(second, Ps[kk[0]], out=first)
+            else:
+                _gather(Ps, kk, first)
+                first += second
+        return X
     if out is None:
         X = arith.zeros((B, 2, d))
         X[:, 0, :] = P[kk]
@@ -241,22 +312,29 @@ def probe_batch(
     return X
 
 
-def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
-    """out[b] = M[idx[b]] without a temporary: a broadcast when idx is constant or cycles
-    through every row of M in order (whole columns / rows of a skeleton), else an in-place take."""
+def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray, plus: np.ndarray | None = None) -> None:
+    """out[b] = M[idx[b]] (+ the vector ``plus``) without a temporary of out's size: a broadcast
+    when idx is constant or cycles through every row of M in order (whole columns / rows of a
+    skeleton), slice copies for runs of consecutive rows, else an in-place take."""
     m = M.shape[0]
     B = len(idx)
     if B and np.all(idx == idx[0]):
-        out[...] = M[idx[0]]
+        out[...] = M[idx[0]] if plus is None else M[idx[0]] + plus
     elif B % m == 0 and np.array_equal(idx.reshape(-1, m), np.broadcast_to(np.arange(m), (B // m, m))):
-        out.reshape(B // m, m, -1)[...] = M
+        out.reshape(B // m, m, -1)[...] = M if plus is None else M + plus
     else:
         breaks = np.flatnonzero(np.diff(idx) != 1) + 1  # runs of consecutive rows: slice copies
         if len(breaks) < max(64, B // 8):
             for a, b in zip(np.concatenate([[0], breaks]), np.concatenate([breaks, [B]])):
-                out[a:b] = M[idx[a] : idx[a] + (b - a)]
+                run = M[idx[a] : idx[a] + (b - a)]
+                if plus is None:
+                    out[a:b] = run
+                else:
+                    np.add(run, plus, out=out[a:b])
         else:
             np.take(M, idx, axis=0, out=out, mode="clip")  # idx is in range: no buffering
+            if plus is not None:
+                out += plus
 
 
 @dataclass
@@ -472,7 +550,7 @@ class Session:
         mags = np.zeros(n)
         rescaled = np.zeros(n, dtype=bool)
         jumps, reasked = scale.jumps, 0
-        start, size = 0, policy.pilot if scale.known else 1
+        start, size = 0, 1  # a call may measure values of another size (a pivot row): one probe first
         while start < n:  # at most log2(n) + 1 batches
             b = np.arange(start, min(n, start + size))
             k[b] = scale.k
@@ -651,6 +729,8 @@ __all__ = [
     "Probes",
     "Session",
     "probe_batch",
+    "random_orthogonal",
+    "balanced",
     "resolution",
     "value_errors",
     "bilinear_values",

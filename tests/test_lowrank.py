@@ -64,6 +64,33 @@ def test_skeleton_queries_stay_at_the_floor_at_every_scale(dr, scale, mantissa, 
     assert score(rec, model.W, model.v, FLOAT64).err_W <= rec.error_bound
 
 
+@given(
+    st.integers(1, 12).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, d - 1), st.integers(0, d - 1))),
+    st.sampled_from(["entry", "column", "row"]), ast.scales(-3, 3), seeds,
+)
+@example((4, 0, 0), "entry", 1.0, 0)  # e_1 e_1^T
+def test_coherent_targets_against_the_structured_bases(dij, shape, scale, seed):
+    """The O(d^2) bases (DCT with random signs and a random reflection, not Haar) on the targets
+    most aligned with the coordinate axes: W = e_i e_j^T, a single column w e_j^T, a single row
+    e_i w^T.  Rank 1 is found at the floor, and W is recovered within its bound."""
+    (d, i, j), rng = dij, np.random.default_rng(seed)
+    W = np.zeros((d, d))
+    if shape == "entry":
+        W[i, j] = scale
+    elif shape == "column":
+        W[:, j] = rng.standard_normal(d) * scale
+    else:
+        W[i, :] = rng.standard_normal(d) * scale
+    v = rng.standard_normal(d)
+    oracle = ValueOracle(Attention(W, v))
+    rec = learn_skeleton_adaptive(oracle, rng=rng)
+    assert rec.diagnostics["rank_found"] == 1
+    floor = d + (2 * d - 1) + (d - 1)  # the skeleton of rank 1, and the column that shows rank 1
+    assert rec.queries == oracle.queries == floor + rec.diagnostics["reasked_queries"] <= floor + PILOT_SLACK
+    s = score(rec, W, v, FLOAT64)
+    assert s.err_W <= rec.error_bound and s.rel_err_W < 1e-9  # as for generic targets
+
+
 @given(ast.low_rank_targets(), seeds)
 @example((np.array([[3.75529917e-37]]), np.array([-1.0]), 1), 0)  # tiny W: upscaled, then shrunk 8 times
 def test_skeleton_on_adversarial_factors(target, seed):
@@ -208,5 +235,7 @@ def test_open_rank_cut_below_rank_tol_escapes_the_bound():
     W = np.zeros((4, 4))
     W[1, 2], W[0, 3] = 1.0, 3.90625e-09
     v = np.array([-1.0, 0.0, 0.0, 0.0])
-    rec = learn_skeleton(ValueOracle(Attention(W, v)), rank=2, rng=np.random.default_rng(0))
+    # seed 11 with the O(d^2) bases of measure.random_orthogonal (25 of the first 300 seeds escape;
+    # the pinned seed 0 was a witness with the earlier Haar-random bases)
+    rec = learn_skeleton(ValueOracle(Attention(W, v)), rank=2, rng=np.random.default_rng(11))
     assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound

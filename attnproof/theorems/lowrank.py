@@ -29,7 +29,10 @@ import sympy as sp
 
 from ..arith import FLOAT64, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
-from ..measure import Probes, Scale, ScalePolicy, Session, bilinear_values, resolution, value_errors
+from ..measure import (
+    Probes, Scale, ScalePolicy, Session, balanced, bilinear_values, random_orthogonal, resolution,
+    value_errors,
+)
 from ..models import Attention, scores
 from ..oracles import ValueOracle
 from ..prelude import prepare_probes, read_v
@@ -41,21 +44,14 @@ def random_bases(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random orthonormal bases P, Q of R^d (as rows) with P v* balanced.
 
-    Q is Haar-random; P is Haar-random followed by the Householder reflection that maps
-    P v* / ||v*|| to a random sign vector / sqrt(d), so every ``p_k^T v* = +-||v*|| / sqrt(d)``:
-    no probe divides by a small ``p^T v*`` (the label error is amplified by
-    ``(|p^T v| + 2 |q^T v|) / |p^T v|``).  A symbolic v* has no numeric size: P stays Haar-random.
+    Both are :func:`attnproof.measure.random_orthogonal` (O(d^2), no QR); P is followed by the
+    reflection of :func:`attnproof.measure.balanced`, so every ``p_k^T v* = +-||v*|| / sqrt(d)``.
+    A symbolic v* has no numeric size: P is then left unbalanced.
     """
-    R = np.linalg.qr(rng.standard_normal((d, d)))[0].T
-    Q = np.linalg.qr(rng.standard_normal((d, d)))[0].T
+    P, Q = random_orthogonal(d, rng), random_orthogonal(d, rng)
     if math.isfinite(arith.norm(v)):
-        vf = arith.to_float(v)
-        u = R @ vf / np.linalg.norm(vf)
-        w = rng.choice([-1.0, 1.0], size=d) / np.sqrt(d)
-        h = u - w
-        if np.linalg.norm(h) > 0:
-            R = R - np.outer(2 * h / (h @ h), h @ R)
-    return arith.asarray(R), arith.asarray(Q)
+        P = balanced(P, arith.to_float(v), rng)
+    return arith.asarray(P), arith.asarray(Q)
 
 
 def reconstruct(M: np.ndarray, k: int, arith: Arith) -> np.ndarray:
