@@ -168,6 +168,7 @@ class Probes:
     linear: np.ndarray | None = None
     scale_query_only: bool = False
     linear_err: np.ndarray | None = None
+    linear_typical: np.ndarray | None = None
     _scaled: dict[tuple[float, float], tuple[Any, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -656,6 +657,7 @@ def value_errors(
     entries: tuple[np.ndarray, np.ndarray],
     W_norm: float,
     c_norm: float = 0.0,
+    Wq: np.ndarray | None = None,
 ) -> np.ndarray:
     """First-order bound on the rounding error of each measured value p^T W* q (float64).
 
@@ -671,19 +673,32 @@ def value_errors(
     * alpha = (label - beta - base) / (p^T v) then carries those errors over |p^T v|, and the logit
       ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``;
     * the value is ``(L / s - c^T p) / s`` or ``(L - c^T p) / s``: the logit error over s^2 (or s),
-      plus the error of the measured c^T p (``probes.linear_err``) over s.
+      plus the error of the measured c^T p (``probes.linear_err``; ``linear_typical`` for the
+      estimate) over s.
+
+    With ``Wq`` (per entry, ``||W q|| / ||q||`` of the recovered W) the same model gives the
+    *typical* error instead of a bound (an estimate, not a certificate): one rounding is off by
+    eps / sqrt(3) (the RMS of a uniform error), a dot product ``x^T y`` by about that times
+    ``|x^T y| + ||x o y||`` (x o y: its summands; ``||x|| ||y|| / sqrt(d)`` when y is spread out),
+    so the label's error is that for ``x_i^T v``, the score's for ``x_i^T (W x_2)`` and ``x_i^T c``
+    (plus the rounding of ``W x_2`` itself), and a one-token answer is exact without an offset.
+    A learner adds these up in quadrature through its solve.
 
     The same formula serves float64 and mpmath (eps = 10^-dps).  Returned as float64.
     """
     arith = probes.arith
-    eps = arith.resolution
+    typical = Wq is not None
+    eps = arith.resolution / math.sqrt(3) if typical else arith.resolution  # RMS of a uniform rounding
     kk, ll = entries
     P = arith.to_float(probes.P)
     Q = None if probes.Q is None else arith.to_float(probes.Q)
     v = arith.to_float(probes.v)
     beta = abs(float(arith.to_float(probes.offset)))
-    g = (probes.d + 4) * eps
-    v_err = 4 * eps * (np.linalg.norm(v) + np.sqrt(probes.d) * beta)
+    d = probes.d
+    g = eps if typical else (d + 4) * eps
+    # the one-token answers: exact without an offset; typically eps |beta| per entry, and a unit
+    # vector meets d of those in a sum of random sign
+    v_err = eps * beta if typical else 4 * eps * (np.linalg.norm(v) + np.sqrt(d) * beta)
     p_norm = np.linalg.norm(P, axis=1)[kk]
     q_norm = np.ones(len(ll)) if Q is None else np.linalg.norm(Q, axis=1)[ll]
     pv = np.abs(arith.to_float(probes.pv))[kk]
@@ -694,12 +709,25 @@ def value_errors(
         x1, x2, sx, sq = s * (p_norm + q_norm), s * q_norm, s, np.ones_like(s)
     alpha = FLOAT64.sigmoid(arith.to_float(L))
     vn = np.linalg.norm(v)
-    dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4
-    dalpha = (dy / sx + sq * q_norm * v_err + alpha * p_norm * v_err) / pv + 2 * eps
-    ds = g * (W_norm * (x1 + x2) * x2 + c_norm * (x1 + x2))
+    if typical:  # eps times the label's terms: |x^T v| and ||x o v|| (x o v: the summands)
+        qv = np.abs(arith.to_float(probes.qv))[ll]
+        pvv = np.sqrt((P * P) @ (v * v))[kk]
+        qvv = np.abs(v)[ll] if Q is None else np.sqrt((Q * Q) @ (v * v))[ll]
+        if probes.scale_query_only:
+            x1v, x1vv = np.abs(pv + s * qv), np.sqrt(pvv**2 + (s * qvv) ** 2)
+        else:
+            x1v, x1vv = s * np.abs(pv + qv), s * np.sqrt(pvv**2 + qvv**2)
+        dy = eps * (beta + x1v + s * qv + x1vv + s * qvv)
+    else:
+        dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4
+    dalpha = (dy / sx + sq * q_norm * v_err + alpha * p_norm * v_err) / pv + (eps if typical else 2 * eps)
+    # typical: ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c), and W x_2's own rounding
+    size = (Wq + W_norm / np.sqrt(d)) / np.sqrt(d) if typical else W_norm
+    ds = g * (size * (x1 + x2) * x2 + c_norm * (x1 + x2) / (np.sqrt(d) if typical else 1))
     with np.errstate(divide="ignore"):
         dL = dalpha / (alpha * (1 - alpha)) + ds
-    lin = 0.0 if probes.linear_err is None else probes.linear_err[kk]
+    lin = probes.linear_typical if typical else probes.linear_err
+    lin = 0.0 if lin is None else lin[kk]
     if probes.scale_query_only:
         return (dL + lin) / s
     return (dL / s + lin) / s

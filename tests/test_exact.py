@@ -27,7 +27,7 @@ from attnproof.theorems.exact import learn_exact
 
 from helpers import seeds
 
-probe_families = st.sampled_from(["gaussian", "basis"])
+probe_families = st.sampled_from(["orthogonal", "gaussian", "basis"])
 
 
 def recover(W, v, probes="gaussian", seed=0, arith=FLOAT64, **kw):
@@ -207,7 +207,8 @@ def test_degenerate_gaussian_row_is_redrawn_and_reported():
     "kwargs,err",
     [
         (dict(probes="gaussian"), InvalidInputError),  # no rng
-        (dict(probes="orthogonal", rng=np.random.default_rng(0)), InvalidInputError),
+        (dict(probes="hadamard", rng=np.random.default_rng(0)), InvalidInputError),
+        (dict(probes="orthogonal"), InvalidInputError),  # no rng
         (dict(probes=np.eye(2)), ShapeError),
         (dict(probes=np.array([[1.0, 0, 0], [0, np.nan, 0], [0, 0, 1]])), InvalidInputError),
     ],
