@@ -435,7 +435,8 @@ class Session:
         """
         info = self.diagnostics
         elapsed = time.perf_counter() - self.started
-        info["time"] = dict(self.time, solve=max(0.0, elapsed - sum(self.time.values())))
+        measured = self.time["oracle"] + self.time["basis"] + self.time["assembly"]
+        info["time"] = dict(self.time, solve=max(0.0, elapsed - measured))
         info["queries_formula"] = LEARNERS[learner].count(d=self.oracle.d, **count)
         info.setdefault("reasked_queries", 0)
         if W_error is not None and not guard:
@@ -709,6 +710,8 @@ def value_errors(
         x1, x2, sx, sq = s * (p_norm + q_norm), s * q_norm, s, np.ones_like(s)
     alpha = FLOAT64.sigmoid(arith.to_float(L))
     vn = np.linalg.norm(v)
+    # a bound adds the errors; independent roundings add in quadrature
+    add = (lambda *t: np.sqrt(sum(np.square(x) for x in t))) if typical else (lambda *t: sum(t))
     if typical:  # eps times the label's terms: |x^T v| and ||x o v|| (x o v: the summands)
         qv = np.abs(arith.to_float(probes.qv))[ll]
         pvv = np.sqrt((P * P) @ (v * v))[kk]
@@ -717,20 +720,20 @@ def value_errors(
             x1v, x1vv = np.abs(pv + s * qv), np.sqrt(pvv**2 + (s * qvv) ** 2)
         else:
             x1v, x1vv = s * np.abs(pv + qv), s * np.sqrt(pvv**2 + qvv**2)
-        dy = eps * (beta + x1v + s * qv + x1vv + s * qvv)
+        dy = eps * add(beta, x1v, s * qv, x1vv, s * qvv)
     else:
         dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4
-    dalpha = (dy / sx + sq * q_norm * v_err + alpha * p_norm * v_err) / pv + (eps if typical else 2 * eps)
+    dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps if typical else 2 * eps)
     # typical: ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c), and W x_2's own rounding
     size = (Wq + W_norm / np.sqrt(d)) / np.sqrt(d) if typical else W_norm
-    ds = g * (size * (x1 + x2) * x2 + c_norm * (x1 + x2) / (np.sqrt(d) if typical else 1))
+    ds = g * add(size * (x1 + x2) * x2, c_norm * (x1 + x2) / (np.sqrt(d) if typical else 1))
     with np.errstate(divide="ignore"):
-        dL = dalpha / (alpha * (1 - alpha)) + ds
+        dL = add(dalpha / (alpha * (1 - alpha)), ds)
     lin = probes.linear_typical if typical else probes.linear_err
     lin = 0.0 if lin is None else lin[kk]
     if probes.scale_query_only:
-        return (dL + lin) / s
-    return (dL / s + lin) / s
+        return add(dL, lin) / s
+    return add(dL / s, lin) / s
 
 
 def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray) -> np.ndarray:

@@ -145,14 +145,19 @@ def learn_exact(
         entries = _all_entries(d)
         L, k = session.measure_adaptively(probe_set, entries)
         T = probe_set.values(L, k, entries[0]).reshape(d, d).T  # T[l, j] = u_l^T w_j (shortened u_l)
-        W = arith.solve(probe_set.P, T)
-        c = arith.solve(probe_set.P, probe_set.linear) if bias else None
+        if info["probes"] == "orthogonal":  # (D Z)^{-1} = Z^T D^{-1}: a product, no LU
+            Z_inv = arith.inverse_of_orthogonal(Z)
+            W = Z_inv @ (T / shorten[:, None])
+            c = Z_inv @ (probe_set.linear / shorten) if bias else None
+        else:
+            W = arith.solve(probe_set.P, T)
+            c = arith.solve(probe_set.P, probe_set.linear) if bias else None
         W_error = None
         if not arith.exact:  # exact arithmetic has no rounding error to bound
             D = arith.to_float(shorten)  # the measured rows are D Z: ||(D Z)^{-1}|| <= ||Z^{-1}|| / min D
             norms = Z_inv_norm / D.min(), Z_norm * D.max()
             W_error, c_error, cond = _error_bound(probe_set, W, c, L, k, *norms)
-            estimate = _error_estimate(probe_set, W, c, L, k, info["probes"] == "orthogonal")
+            estimate = _error_estimate(probe_set, W, c, L, k, info["probes"] == "orthogonal", cond)
             session.diagnostics.update(cond_Z=cond, error_bound_c=c_error, error_estimate=estimate)
         return session.recovery(
             "exact", W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol, bias=bias
@@ -310,13 +315,19 @@ def _error_bound(
 
 
 def _error_estimate(
-    probes: Probes, W: np.ndarray, c: np.ndarray | None, L: np.ndarray, k: np.ndarray, orthogonal: bool
+    probes: Probes,
+    W: np.ndarray,
+    c: np.ndarray | None,
+    L: np.ndarray,
+    k: np.ndarray,
+    orthogonal: bool,
+    cond: float,
 ) -> float:
     """An estimate of ||W_hat - W*||_F (not a bound): the typical rounding error of each measured
     value (:func:`attnproof.measure.value_errors` with ``Wq``), carried through ``W = Z^{-1} T``
     in quadrature -- column l of Z^{-1} spreads the errors of row l of T, ``||Z^{-1} e_l||`` each
-    (1 / shorten_l for the orthogonal family; else from Z^{-1}) -- plus ``eps ||W||_F`` for the
-    solve and the final rounding."""
+    (1 / shorten_l for the orthogonal family; else from Z^{-1}) -- plus ``eps cond(Z) ||W||_F``
+    for the solve (a backward-stable solve's forward error) and the final rounding."""
     arith = probes.arith
     d = probes.d
     Wf = arith.to_float(W)
@@ -327,7 +338,7 @@ def _error_estimate(
     rows = np.sqrt(np.sum(sigma.reshape(d, d) ** 2, axis=0))  # ||row l of dT||: entry e = j d + l
     Zf = arith.to_float(probes.P)
     spread = 1 / np.linalg.norm(Zf, axis=1) if orthogonal else np.linalg.norm(np.linalg.inv(Zf), axis=0)
-    return float(np.linalg.norm(spread * rows) + arith.resolution * arith.norm(W))
+    return float(np.linalg.norm(spread * rows) + arith.resolution * cond * arith.norm(W))
 
 
 # --- The identities this room relies on: proven about the library's own model and learner code

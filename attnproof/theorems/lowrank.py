@@ -192,6 +192,40 @@ def _cross_error(
     return float(FLOAT64.norm(dC) * nY + nX * (FLOAT64.norm(dR) + FLOAT64.norm(dU) * nY) + trunc)
 
 
+def _cross_estimate(
+    probes: Probes, cross: Cross, W: np.ndarray, c_norm: float, unshorten: np.ndarray
+) -> float:
+    """An estimate of ||W_hat - W*||_F (not a bound): the typical rounding error of each measured
+    entry (:func:`attnproof.measure.value_errors` with ``Wq = ||M e_l||``, as P is orthogonal)
+    through ``d(C U^{-1} R) = dC Y + X dR - X dU Y`` in quadrature, plus ``eps ||W||_F`` for the
+    reconstruction's own rounding.  Rounding only: what a stop declared zero is not in it."""
+    arith = probes.arith
+    d = probes.d
+    W_norm = arith.norm(W)
+    if not cross.rows:
+        return float(arith.resolution * W_norm)
+    Af, Bf = arith.to_float(cross.A), arith.to_float(cross.B)
+    Mq = np.sqrt(np.einsum("kl,km,ml->l", Bf, Af.T @ Af, Bf))  # ||M e_l|| = ||A B e_l||
+    E = np.zeros((d, d))
+    rows, cols = np.nonzero(cross.known)
+    E[rows, cols] = value_errors(
+        probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm, Wq=Mq[cols]
+    )
+    Mf = arith.to_float(cross.M)
+    I, J = cross.rows, cross.cols
+    U = Mf[np.ix_(I, J)]
+    X = np.linalg.solve(U.T, Mf[:, J].T).T * unshorten[:, None]
+    Y = np.linalg.solve(U, Mf[I, :])
+    x, y = np.linalg.norm(X, axis=0), np.linalg.norm(Y, axis=1)  # ||X e_k||, ||e_k^T Y||
+    dC, dR, dU = E[:, J] * unshorten[:, None], E[I, :], E[np.ix_(I, J)]
+    terms = (
+        np.sum(np.linalg.norm(dC, axis=0) ** 2 * y**2)
+        + np.sum(x**2 * np.linalg.norm(dR, axis=1) ** 2)
+        + np.sum(np.outer(x, y) ** 2 * dU**2)
+    )
+    return float(math.sqrt(terms) + arith.resolution * W_norm)
+
+
 #: What both skeleton learners rest on: phase 1, the bilinear measurement, the skeleton, biases.
 SKELETON_RELIES_ON = (
     "thm4.1/one-token", "thm4.1/label-affine",
@@ -370,6 +404,7 @@ def _learn_by_crosses(
                 _cross_error(session, probes, cross, W_norm, c_norm, unshorten)
                 + (d + 4) * arith.eps * d * W_norm
             )
+            session.diagnostics["error_estimate"] = _cross_estimate(probes, cross, W, c_norm, unshorten)
             if bias:
                 session.diagnostics["error_bound_c"] = (
                     FLOAT64.norm(probes.linear_err * unshorten) + 4 * arith.eps * c_norm
