@@ -222,7 +222,11 @@ class Float64(Arith):
         return float(np.max(np.abs(a))) if a.size else 0.0
 
     def check_finite(self, a: np.ndarray, what: str) -> None:
-        if not np.all(np.isfinite(a)):
+        # one pass with no temporary: a finite sum proves every entry finite (NaN and +-inf
+        # propagate); only a sum that overflowed (or a non-finite entry) needs the entrywise test
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.sum(a)
+        if not np.isfinite(total) and not np.all(np.isfinite(a)):
             raise NonFiniteError(f"{what} holds NaN or infinite entries")
 
     def to_float(self, a: Any) -> np.ndarray:

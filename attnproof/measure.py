@@ -8,21 +8,36 @@ For vectors p, q the query ``X = s [(p + q)^T; q^T]`` has score difference
 Thm 5.1 and the skeleton learner use random p and q.
 
 The probe scale ``s = 2^k`` multiplies the logit by 4^k and the label by 2^k *without
-rounding*.  A probe whose logit saturates the sigmoid is asked again with a smaller s; if every
-logit of a pass is tiny (W far below unit scale), every probe is asked again with a larger s.
-Extra queries are counted by the oracle and reported.  Exact arithmetic (sympy) never rescales.
+rounding*.  The learner does not know the size of W*, so it learns it from its own first
+measurements (beyond the paper): a call measures its entries in batches of growing size (1, 2,
+4, ...), and every batch is asked at the scale that maps
+the largest informative value seen so far (a :class:`Scale`, which a learner measuring in
+several calls carries from one to the next) to a logit of at most ``ScalePolicy.ceiling``.  A
+probe whose logit still saturates the sigmoid is asked again with a smaller s; a batch whose
+logits are all lost to rounding moves the scale up for the next batch; and the few probes asked
+before the scale was known, at a smaller s than it turned out to need, are asked again at the
+end.  So a target of any size costs a handful of re-asked queries, not a second pass over
+every probe.  Extra queries are counted by the oracle and reported.  Exact arithmetic (sympy)
+never rescales.
 
 A learner measures through one :class:`Session` (oracle, arithmetic, scaling policy, the
 diagnostics it fills and a reusable probe buffer).  Diagnostics written here, the schema every
-learner shares: ``rescaled_probes`` (probes asked at another scale), ``global_rescales`` (passes
-re-asked at a larger scale), ``reasked_queries`` (every query beyond the learner's formula that
-this cost) and ``max_abs_logit``.
+learner shares: ``rescaled_probes`` (probes asked again at another scale), ``global_rescales``
+(batches moved to a larger scale because every logit was lost to rounding), ``reasked_queries``
+(every query beyond the learner's formula that this cost), ``max_abs_logit`` and ``time``, the
+session's wall-clock seconds in four parts that add up to the whole: ``'oracle'`` (inside the
+oracle's calls), ``'basis'`` (drawing the probe vectors), ``'assembly'`` (building the probe
+batches) and ``'solve'`` (everything else: inverting the answers, pivoting, the solve or the
+reconstruction, the error bound).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -44,41 +59,93 @@ class ScalePolicy:
     accept : float
         A logit with |L| <= accept is used as measured (float64 loses ~e^accept * 2^-53).
     goal : float
-        |logit| aimed at when a probe is rescaled.
+        |logit| aimed at when a saturated probe is rescaled.
+    ceiling : float
+        The largest informative value seen so far is asked at a logit of at most this (within
+        a factor 4 below it for whole-probe scaling, 2 for query-only): accept / ceiling is the
+        headroom left for larger values still to come.
+    informative : float
+        A logit with |L| >= informative tells the size of its value (relative error about
+        eps / informative); smaller ones (0 included) are lost to rounding and tell nothing.
+    pilot : int
+        Until this many informative values are known, the scale aims at a quarter of the
+        ceiling (a few samples underestimate the largest value); it also caps the probes moved
+        up together while every value is lost to rounding.
     trust : float
         A saturated logit with |L| <= trust is still accurate enough to retarget from; above
         it (or for an answer outside (0, 1)) the scale is divided by 2^shrink_log2.
     shrink_log2 : int
-        log2 of the factor by which c^2 shrinks for a fully saturated probe.
+        log2 of the factor by which the logit shrinks for a fully saturated probe.
     tiny : float
-        If every |logit| of a pass is below this, W is far below unit scale and every probe is
-        asked again with a larger c.
+        The scale moves up when the largest value is asked below this.  A probe asked before
+        the scale was known, with a logit below this and 256 times or more below what the learned
+        scale would give it, is asked again at the learned scale.
     max_k : int
         Largest |k| allowed (s in [2^-max_k, 2^max_k]); beyond it precision is lost.
-    zero_jump : int
-        Step of k when every logit of a pass is exactly 0 (W = 0 or below resolution).
     rounds : int
         Bound on the number of per-probe rescaling rounds (termination guarantee).
     """
 
     accept: float = 8.0
     goal: float = 2.0
+    ceiling: float = 4.0
+    informative: float = 1e-6
+    pilot: int = 8
     trust: float = 30.0
     shrink_log2: int = 16
     tiny: float = 0.25
     max_k: int = 240
-    zero_jump: int = 120
     rounds: int = 64
 
 
-def sparing(policy: ScalePolicy | None) -> ScalePolicy:
-    """``policy`` with the global upscaling reserved for logits lost to rounding (< 1e-6).
+@dataclass
+class Scale:
+    """What a learner has learned about the size of the values it measures (one probe set).
 
-    For learners that measure in many small batches (one column at a time): a batch whose
-    values are merely small is accurate enough and must not cost a second pass.
+    ``log2_top`` is log2 of the largest informative ``|p^T W* q|`` measured so far (-inf: none
+    yet), ``count`` how many informative values were measured, ``jumps`` how many times the
+    scale moved up past rounding, and ``k`` the scale exponent the next batch is asked at.
+    Values are scale-free (``p^T W* q`` itself), so one Scale serves every call on the same
+    probe set.
     """
-    policy = policy or ScalePolicy()
-    return replace(policy, tiny=min(policy.tiny, 1e-6))
+
+    k: int = 0
+    log2_top: float = -math.inf
+    jumps: int = 0
+    count: int = 0
+
+    @property
+    def known(self) -> bool:
+        """Has an informative value been measured?"""
+        return self.log2_top > -math.inf
+
+    def learn(self, log2_values: np.ndarray, order: int, policy: ScalePolicy) -> None:
+        """Take in log2 |p^T W* q| of the informative values of a batch (possibly none).
+
+        The scale moves down as soon as the largest value would be asked above the ceiling; it
+        moves up only when the largest value is asked below ``tiny`` (from fewer than
+        ``policy.pilot`` values: below tiny / 16), so a unit-scale W* stays at s = 1.  It moves
+        to where the largest value is asked at the ceiling -- at a quarter of it while fewer
+        than ``policy.pilot`` values are known, as a few samples underestimate the largest."""
+        if len(log2_values):
+            self.log2_top = max(self.log2_top, float(np.max(log2_values)))
+            self.count += len(log2_values)
+        if not self.known:
+            return
+        enough = self.count >= policy.pilot
+        ceiling = policy.ceiling if enough else policy.ceiling / 4
+        asked = self.log2_top + order * self.k  # log2 of the largest value's logit at the current k
+        low = math.log2(policy.tiny) - (0 if enough else 4)
+        if asked > math.log2(policy.ceiling) or asked < low:
+            k = math.floor((math.log2(ceiling) - self.log2_top) / order)
+            self.k = max(-policy.max_k, min(policy.max_k, k))
+
+    def jump(self, log2_logit: float, order: int, policy: ScalePolicy) -> None:
+        """Nothing informative yet, every logit at most 2^log2_logit: move the scale up so that
+        such a logit would reach the ceiling (a value lost to rounding becomes readable)."""
+        step = max(1, math.floor((math.log2(policy.ceiling) - log2_logit) / order))
+        if self.k < policy.max_k:
+            self.k, self.jumps = min(policy.max_k, self.k + step), self.jumps + 1
 
 
 @dataclass(frozen=True)
@@ -101,6 +168,19 @@ class Probes:
     linear: np.ndarray | None = None
     scale_query_only: bool = False
     linear_err: np.ndarray | None = None
+    linear_typical: np.ndarray | None = None
+    _scaled: dict[tuple[float, float], tuple[Any, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def scaled(self, a: float, b: float) -> tuple[np.ndarray, np.ndarray | None]:
+        """(a P, b Q) for powers of two a, b (exact), kept for the last (a, b) asked: the
+        batches of a call share one scale, so each reads them without rescaling its rows."""
+        if (a, b) not in self._scaled:
+            self._scaled.clear()
+            Q = None if self.Q is None else (self.Q if b == 1 else self.Q * b)
+            self._scaled[a, b] = (self.P if a == 1 else self.P * a, Q)
+        return self._scaled[a, b]
 
     @property
     def order(self) -> int:
@@ -133,6 +213,40 @@ class Probes:
         return (L / s - bias) / s
 
 
+def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
+    """A random orthogonal d x d matrix ``H C D`` in O(d^2) (float64; orthogonal to rounding).
+
+    D flips the sign of each column at random, C is the orthonormal DCT-II matrix
+    ``C[k, n] = sqrt(2/d) cos(pi k (2n + 1) / (2d))`` (row 0: sqrt(1/d)) and H the reflection
+    ``I - 2 h h^T / h^T h`` with a Gaussian h.  Every row ``e_k^T H C D`` is spread over all
+    coordinates like a Haar-random one (``|p^T x| ~ ||x|| / sqrt(d)`` for a fixed x, coherent
+    x = e_i included), and the Gaussian h makes the rows a continuous random family, so a fixed
+    W* meets a degenerate skeleton with probability 0 -- as with Haar-random bases, whose two
+    dense QR factorisations cost O(d^3) (the learner's largest cost at d = 4096).
+    """
+    k, n = np.arange(d)[:, None], np.arange(d)[None, :]
+    angle = (k * (2 * n + 1)) % (4 * d)  # exact integers: the cosine's argument reduced exactly
+    C = np.cos(angle * (np.pi / (2 * d)))
+    C *= math.sqrt(2.0 / d)
+    C[0] = math.sqrt(1.0 / d)
+    C *= rng.choice([-1.0, 1.0], size=d)
+    h = rng.standard_normal(d)
+    C -= np.outer(h * (2 / (h @ h)), h @ C)
+    return C
+
+
+def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``P`` (orthogonal, float64) followed by the Householder reflection that maps P v / ||v|| to
+    a random sign vector / sqrt(d): every row then has ``p_k^T v = +-||v|| / sqrt(d)``, so no probe
+    divides by a small ``p^T v`` (the label error is amplified by ``(|p^T v| + 2 |q^T v|) / |p^T v|``)."""
+    d = P.shape[0]
+    u = P @ v / np.linalg.norm(v)
+    h = u - rng.choice([-1.0, 1.0], size=d) / math.sqrt(d)
+    if np.linalg.norm(h) > 0:
+        P = P - np.outer(2 * h / (h @ h), h @ P)
+    return P
+
+
 def probe_batch(
     probes: Probes,
     kk: np.ndarray,
@@ -142,13 +256,37 @@ def probe_batch(
 ) -> np.ndarray:
     """The two-token probes ``s [(p_k + q_l)^T; q_l^T]`` for each (k, l), shape (B, 2, d).
 
-    ``out`` (float64 only) is a reusable buffer of shape (>= B, 2, d): refilling it costs a
-    fraction of allocating fresh pages for every batch.  With q_l = e_l (``Q is None``) and
-    whole columns in order (k = 0..d-1 for each l), the first tokens are a broadcast of P.
+    (``[(p_k + s q_l)^T; (s q_l)^T]`` with ``probes.scale_query_only``.)  ``out`` (float64 only)
+    is a reusable buffer of shape (>= B, 2, d), filled in place: refilling it costs a fraction of
+    allocating fresh pages for every batch.  When every probe of the batch has the same scale
+    (the rule: a batch is asked at its learned scale), the rows are read from copies of P and Q
+    scaled once (:meth:`Probes.scaled`) and each token is written in one pass: a column of M
+    (q fixed) as ``p_k + q`` straight from P, a row (p fixed) as ``q_l + p``.
     """
     P, Q, arith = probes.P, probes.Q, probes.arith
     B, d = len(kk), probes.d
     rows = np.arange(B)
+    if out is not None and (s is None or not B or np.all(s == s[0])):
+        X = out[:B]
+        first, second = X[:, 0, :], X[:, 1, :]
+        scale = 1.0 if s is None or not B else float(s[0])
+        Ps, Qs = probes.scaled(1.0 if probes.scale_query_only else scale, scale)
+        if Qs is None:
+            _gather(Ps, kk, first)
+            second[...] = 0
+            first[rows, ll] += scale
+            second[rows, ll] = scale
+        elif B and np.all(ll == ll[0]):
+            second[...] = Qs[ll[0]]
+            _gather(Ps, kk, first, plus=Qs[ll[0]])
+        else:
+            _gather(Qs, ll, second)
+            if B and np.all(kk == kk[0]):
+                np.add(second, Ps[kk[0]], out=first)
+            else:
+                _gather(Ps, kk, first)
+                first += second
+        return X
     if out is None:
         X = arith.zeros((B, 2, d))
         X[:, 0, :] = P[kk]
@@ -175,22 +313,29 @@ def probe_batch(
     return X
 
 
-def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
-    """out[b] = M[idx[b]] without a temporary: a broadcast when idx is constant or cycles
-    through every row of M in order (whole columns / rows of a skeleton), else an in-place take."""
+def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray, plus: np.ndarray | None = None) -> None:
+    """out[b] = M[idx[b]] (+ the vector ``plus``) without a temporary of out's size: a broadcast
+    when idx is constant or cycles through every row of M in order (whole columns / rows of a
+    skeleton), slice copies for runs of consecutive rows, else an in-place take."""
     m = M.shape[0]
     B = len(idx)
     if B and np.all(idx == idx[0]):
-        out[...] = M[idx[0]]
+        out[...] = M[idx[0]] if plus is None else M[idx[0]] + plus
     elif B % m == 0 and np.array_equal(idx.reshape(-1, m), np.broadcast_to(np.arange(m), (B // m, m))):
-        out.reshape(B // m, m, -1)[...] = M
+        out.reshape(B // m, m, -1)[...] = M if plus is None else M + plus
     else:
         breaks = np.flatnonzero(np.diff(idx) != 1) + 1  # runs of consecutive rows: slice copies
         if len(breaks) < max(64, B // 8):
             for a, b in zip(np.concatenate([[0], breaks]), np.concatenate([breaks, [B]])):
-                out[a:b] = M[idx[a] : idx[a] + (b - a)]
+                run = M[idx[a] : idx[a] + (b - a)]
+                if plus is None:
+                    out[a:b] = run
+                else:
+                    np.add(run, plus, out=out[a:b])
         else:
             np.take(M, idx, axis=0, out=out, mode="clip")  # idx is in range: no buffering
+            if plus is not None:
+                out += plus
 
 
 @dataclass
@@ -217,6 +362,10 @@ class Session:
     max_batch_bytes: int = 2**28
     diagnostics: dict[str, Any] = field(default_factory=dict)
     start: int = field(init=False)
+    started: float = field(init=False)
+    time: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(("oracle", "basis", "assembly", "solve"), 0.0), init=False
+    )
     _buffer: np.ndarray | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -230,11 +379,26 @@ class Session:
             raise InvalidInputError(f"max_batch_bytes must be an integer >= 1; got {mbb!r}")
         self.policy = self.policy or ScalePolicy()
         self.start = self.oracle.queries
+        self.started = time.perf_counter()
 
     @property
     def queries(self) -> int:
         """Queries asked since the session began."""
         return self.oracle.queries - self.start
+
+    @contextmanager
+    def timed(self, part: str) -> Iterator[None]:
+        """Add the wall-clock time of the block to ``time[part]`` (oracle, basis, assembly, solve)."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.time[part] += time.perf_counter() - t0
+
+    def ask(self, X: np.ndarray) -> Any:
+        """The oracle's answers to the batch X (its time goes to ``time['oracle']``)."""
+        with self.timed("oracle"):
+            return self.oracle(X)
 
     def recovery(
         self,
@@ -270,6 +434,9 @@ class Session:
             W* = 0 in float64) raises here too: the answer would be noise with no digit right.
         """
         info = self.diagnostics
+        elapsed = time.perf_counter() - self.started
+        measured = self.time["oracle"] + self.time["basis"] + self.time["assembly"]
+        info["time"] = dict(self.time, solve=max(0.0, elapsed - measured))
         info["queries_formula"] = LEARNERS[learner].count(d=self.oracle.d, **count)
         info.setdefault("reasked_queries", 0)
         if W_error is not None and not guard:
@@ -337,8 +504,10 @@ class Session:
         arith = self.arith
         kk, ll = entries
         pv, qv = probes.pv, probes.qv
-        s = None if not np.any(k[sl]) else arith.pow2(k[sl])
-        answers = self.oracle(probe_batch(probes, kk[sl], ll[sl], s, buffer))
+        with self.timed("assembly"):
+            s = None if not np.any(k[sl]) else arith.pow2(k[sl])
+            X = probe_batch(probes, kk[sl], ll[sl], s, buffer)
+        answers = self.ask(X)
         y = arith.asarray(answers, copy=False) - probes.offset
         if s is None:
             base = qv[ll[sl]]
@@ -352,17 +521,16 @@ class Session:
         self,
         probes: Probes,
         entries: tuple[np.ndarray, np.ndarray],
-        k0: int = 0,
-        global_rescale: bool = True,
+        scale: Scale | None = None,
         policy: ScalePolicy | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Logits for ``entries`` with probe scales adapted until every one is well conditioned.
 
         Returns the logits L and the scale exponents k (see :meth:`Probes.values`); fills the
-        session's diagnostics.  ``k0`` is the starting scale exponent (a learner measuring in
-        several batches passes the scale its first batch settled on); ``global_rescale=False``
-        keeps a batch whose values all happen to be small from being re-asked at a larger
-        scale; ``policy`` overrides the session's policy for this call.
+        session's diagnostics.  The entries are asked in batches of growing size, each at the
+        scale ``scale`` has learned so far (see the module docstring); ``scale`` carries that
+        knowledge from one call to the next on the same probe set (default: a fresh one, which
+        starts at s = 1); ``policy`` overrides the session's policy for this call.
 
         Raises
         ------
@@ -376,52 +544,111 @@ class Session:
             L, k = self.measure(probes, entries)
             info.setdefault("rescaled_probes", 0)
             return L, k
+        scale = Scale() if scale is None else scale
         kk, ll = entries
-        L, k = self.measure(probes, entries, np.full(len(kk), k0, dtype=np.int64))
-        mags = arith.magnitudes(L)
-        global_rescales = reasked = 0
-        # W far below unit scale: every logit sits in sigma's flat middle; scale every probe up.
-        # k only grows and is capped at max_k, so this loop ends (at most max_k / zero_jump + 2
-        # passes); if every logit is still 0 at s^2 = 2^(2 max_k), W* = 0 to that resolution.
-        while global_rescale and len(mags) and np.all(np.isfinite(mags)) and mags.max() < policy.tiny:
-            top = float(mags.max())
-            step = policy.zero_jump if top == 0 else math.ceil(math.log2(policy.goal / top) / probes.order)
-            step = min(step, policy.max_k - int(k.max()))
-            if step <= 0:
+        n = len(kk)
+        L = np.empty(n, dtype=arith.dtype)
+        k = np.zeros(n, dtype=np.int64)
+        mags = np.zeros(n)
+        rescaled = np.zeros(n, dtype=bool)
+        jumps, reasked = scale.jumps, 0
+        start, size = 0, 1  # a call may measure values of another size (a pivot row): one probe first
+        while start < n:  # at most log2(n) + 1 batches
+            b = np.arange(start, min(n, start + size))
+            k[b] = scale.k
+            reasked += self._settle(probes, entries, L, k, mags, b, rescaled, policy)
+            self._learn(probes, entries, L, k, mags, b, scale, policy)
+            start, size = start + len(b), 2 * size
+        # every value lost to rounding: W* tiny or 0; move a few spread-out probes up until one is
+        # informative (each jump keeps a lost value below the ceiling)
+        search = np.unique(np.linspace(0, n - 1, min(n, policy.pilot)).astype(np.int64))
+        while n and not scale.known:
+            self._learn(probes, entries, L, k, mags, search, scale, policy, patient=False)
+            if scale.known or scale.k <= int(k[search].max()):  # at the largest scale: W* = 0 to resolution
                 break
-            k = k + step
-            L, k = self.measure(probes, entries, k)
-            mags = arith.magnitudes(L)
-            global_rescales += 1
-            reasked += len(kk)
-        rescaled = np.zeros(len(kk), dtype=bool)
-        for _ in range(policy.rounds):
-            bad = ~np.isfinite(mags) | (mags > policy.accept)
-            if not bad.any():
-                break
-            rescaled |= bad
-            trusted = bad & np.isfinite(mags) & (mags <= policy.trust)
-            with np.errstate(divide="ignore"):
-                ratio = np.log2(policy.goal / np.where(trusted, mags, 1.0))
-            retarget = np.floor(ratio / probes.order).astype(np.int64)
-            k = np.where(trusted, k + retarget, np.where(bad, k - policy.shrink_log2 // probes.order, k))
-            if np.any(np.abs(k) > policy.max_k):
-                raise PrecisionLossError(
-                    f"a probe's sigmoid stays saturated even at scale 2^-{policy.max_k}: "
-                    f"the target is beyond {arith.name}'s range; use mpmath with more digits"
-                )
-            idx = np.flatnonzero(bad)
-            reasked += len(idx)
-            Lb, _ = self.measure(probes, (kk[idx], ll[idx]), k[idx])
-            L[idx] = Lb
-            mags[idx] = arith.magnitudes(Lb)
-        else:
-            raise PrecisionLossError(f"probe rescaling did not converge in {policy.rounds} rounds")
+            k[search] = scale.k
+            reasked += len(search) + self._settle(probes, entries, L, k, mags, search, rescaled, policy)
+            rescaled[search] = True
+        # probes asked before the scale was known, at one 256 times smaller or more than it turned out
+        # to allow: ask them again (a probe that then saturates is rescaled like any other)
+        early = np.flatnonzero((probes.order * (scale.k - k) >= 8) & (mags < policy.tiny))
+        if early.size:
+            k[early] = scale.k
+            reasked += len(early) + self._settle(probes, entries, L, k, mags, early, rescaled, policy)
+            rescaled[early] = True
+            self._learn(probes, entries, L, k, mags, early, scale, policy)
         info["rescaled_probes"] = info.get("rescaled_probes", 0) + int(rescaled.sum())
-        info["global_rescales"] = info.get("global_rescales", 0) + global_rescales
+        info["global_rescales"] = info.get("global_rescales", 0) + scale.jumps - jumps
         info["reasked_queries"] = info.get("reasked_queries", 0) + reasked
         info["max_abs_logit"] = max(info.get("max_abs_logit", 0.0), float(mags.max(initial=0.0)))
         return L, k
+
+    def _settle(
+        self,
+        probes: Probes,
+        entries: tuple[np.ndarray, np.ndarray],
+        L: np.ndarray,
+        k: np.ndarray,
+        mags: np.ndarray,
+        b: np.ndarray,
+        rescaled: np.ndarray,
+        policy: ScalePolicy,
+    ) -> int:
+        """Ask the probes ``b`` at their scales k[b] and ask again every one whose logit saturates
+        (retargeted to ``goal`` from a trusted logit, else shrunk by 2^shrink_log2) until none
+        does; fills L, k, mags in place and returns the number of queries asked again."""
+        kk, ll = entries
+        L[b], _ = self.measure(probes, (kk[b], ll[b]), k[b])
+        mags[b] = self.arith.magnitudes(L[b])
+        reasked = 0
+        for _ in range(policy.rounds):
+            bad = b[~np.isfinite(mags[b]) | (mags[b] > policy.accept)]
+            if not bad.size:
+                return reasked
+            rescaled[bad] = True
+            m = mags[bad]
+            trusted = np.isfinite(m) & (m <= policy.trust)
+            with np.errstate(divide="ignore"):
+                retarget = np.floor(np.log2(policy.goal / np.where(trusted, m, 1.0)) / probes.order)
+            k[bad] += np.where(trusted, retarget.astype(np.int64), -(policy.shrink_log2 // probes.order))
+            if np.any(np.abs(k[bad]) > policy.max_k):
+                raise PrecisionLossError(
+                    f"a probe's sigmoid stays saturated even at scale 2^-{policy.max_k}: "
+                    f"the target is beyond {self.arith.name}'s range; use mpmath with more digits"
+                )
+            reasked += len(bad)
+            L[bad], _ = self.measure(probes, (kk[bad], ll[bad]), k[bad])
+            mags[bad] = self.arith.magnitudes(L[bad])
+        raise PrecisionLossError(f"probe rescaling did not converge in {policy.rounds} rounds")
+
+    def _learn(
+        self,
+        probes: Probes,
+        entries: tuple[np.ndarray, np.ndarray],
+        L: np.ndarray,
+        k: np.ndarray,
+        mags: np.ndarray,
+        b: np.ndarray,
+        scale: Scale,
+        policy: ScalePolicy,
+        patient: bool = True,
+    ) -> None:
+        """Update ``scale`` from the settled batch ``b``: its informative values, or, if it has
+        none and nothing is known yet, a jump past the rounding that hid them -- when its logits
+        are clearly above rounding noise (a tiny W*), or else only if not ``patient`` (every
+        entry was lost: zeros alone do not tell a tiny W* from a sparse one)."""
+        arith, order = self.arith, probes.order
+        kk, ll = entries
+        # |s^order p^T W* q|: the logit without the score bias, which does not grow with s
+        signal = arith.magnitudes(probes.values(L[b], k[b], kk[b]) * arith.pow2(order * k[b]))
+        with np.errstate(divide="ignore"):
+            log2_values = np.log2(signal) - order * k[b]
+        scale.learn(log2_values[signal >= policy.informative], order, policy)
+        if not scale.known:
+            top = float(signal.max(initial=0.0))
+            noise = float(np.max(resolution(probes, (kk[b], ll[b]), k[b]) * np.ldexp(1.0, order * k[b])))
+            if top > 1024 * noise or not patient:  # clearly a tiny W*, or the last resort
+                scale.jump(math.log2(max(top, noise)), order, policy)
 
 
 def value_errors(
@@ -431,6 +658,7 @@ def value_errors(
     entries: tuple[np.ndarray, np.ndarray],
     W_norm: float,
     c_norm: float = 0.0,
+    Wq: np.ndarray | None = None,
 ) -> np.ndarray:
     """First-order bound on the rounding error of each measured value p^T W* q (float64).
 
@@ -446,19 +674,32 @@ def value_errors(
     * alpha = (label - beta - base) / (p^T v) then carries those errors over |p^T v|, and the logit
       ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``;
     * the value is ``(L / s - c^T p) / s`` or ``(L - c^T p) / s``: the logit error over s^2 (or s),
-      plus the error of the measured c^T p (``probes.linear_err``) over s.
+      plus the error of the measured c^T p (``probes.linear_err``; ``linear_typical`` for the
+      estimate) over s.
+
+    With ``Wq`` (per entry, ``||W q|| / ||q||`` of the recovered W) the same model gives the
+    *typical* error instead of a bound (an estimate, not a certificate): one rounding is off by
+    eps / sqrt(3) (the RMS of a uniform error), a dot product ``x^T y`` by about that times
+    ``|x^T y| + ||x o y||`` (x o y: its summands; ``||x|| ||y|| / sqrt(d)`` when y is spread out),
+    so the label's error is that for ``x_i^T v``, the score's for ``x_i^T (W x_2)`` and ``x_i^T c``
+    (plus the rounding of ``W x_2`` itself), and a one-token answer is exact without an offset.
+    A learner adds these up in quadrature through its solve.
 
     The same formula serves float64 and mpmath (eps = 10^-dps).  Returned as float64.
     """
     arith = probes.arith
-    eps = arith.resolution
+    typical = Wq is not None
+    eps = arith.resolution / math.sqrt(3) if typical else arith.resolution  # RMS of a uniform rounding
     kk, ll = entries
     P = arith.to_float(probes.P)
     Q = None if probes.Q is None else arith.to_float(probes.Q)
     v = arith.to_float(probes.v)
     beta = abs(float(arith.to_float(probes.offset)))
-    g = (probes.d + 4) * eps
-    v_err = 4 * eps * (np.linalg.norm(v) + np.sqrt(probes.d) * beta)
+    d = probes.d
+    g = eps if typical else (d + 4) * eps
+    # the one-token answers: exact without an offset; typically eps |beta| per entry, and a unit
+    # vector meets d of those in a sum of random sign
+    v_err = eps * beta if typical else 4 * eps * (np.linalg.norm(v) + np.sqrt(d) * beta)
     p_norm = np.linalg.norm(P, axis=1)[kk]
     q_norm = np.ones(len(ll)) if Q is None else np.linalg.norm(Q, axis=1)[ll]
     pv = np.abs(arith.to_float(probes.pv))[kk]
@@ -469,15 +710,30 @@ def value_errors(
         x1, x2, sx, sq = s * (p_norm + q_norm), s * q_norm, s, np.ones_like(s)
     alpha = FLOAT64.sigmoid(arith.to_float(L))
     vn = np.linalg.norm(v)
-    dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4
-    dalpha = (dy / sx + sq * q_norm * v_err + alpha * p_norm * v_err) / pv + 2 * eps
-    ds = g * (W_norm * (x1 + x2) * x2 + c_norm * (x1 + x2))
+    # a bound adds the errors; independent roundings add in quadrature
+    add = (lambda *t: np.sqrt(sum(np.square(x) for x in t))) if typical else (lambda *t: sum(t))
+    if typical:  # eps times the label's terms: |x^T v| and ||x o v|| (x o v: the summands)
+        qv = np.abs(arith.to_float(probes.qv))[ll]
+        pvv = np.sqrt((P * P) @ (v * v))[kk]
+        qvv = np.abs(v)[ll] if Q is None else np.sqrt((Q * Q) @ (v * v))[ll]
+        if probes.scale_query_only:
+            x1v, x1vv = np.abs(pv + s * qv), np.sqrt(pvv**2 + (s * qvv) ** 2)
+        else:
+            x1v, x1vv = s * np.abs(pv + qv), s * np.sqrt(pvv**2 + qvv**2)
+        dy = eps * add(beta, x1v, s * qv, x1vv, s * qvv)
+    else:
+        dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4
+    dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps if typical else 2 * eps)
+    # typical: ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c), and W x_2's own rounding
+    size = (Wq + W_norm / np.sqrt(d)) / np.sqrt(d) if typical else W_norm
+    ds = g * add(size * (x1 + x2) * x2, c_norm * (x1 + x2) / (np.sqrt(d) if typical else 1))
     with np.errstate(divide="ignore"):
-        dL = dalpha / (alpha * (1 - alpha)) + ds
-    lin = 0.0 if probes.linear_err is None else probes.linear_err[kk]
+        dL = add(dalpha / (alpha * (1 - alpha)), ds)
+    lin = probes.linear_typical if typical else probes.linear_err
+    lin = 0.0 if lin is None else lin[kk]
     if probes.scale_query_only:
-        return (dL + lin) / s
-    return (dL / s + lin) / s
+        return add(dL, lin) / s
+    return add(dL / s, lin) / s
 
 
 def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray) -> np.ndarray:
@@ -500,10 +756,12 @@ def bilinear_values(L: np.ndarray, k: np.ndarray, arith: Arith) -> np.ndarray:
 
 __all__ = [
     "ScalePolicy",
-    "sparing",
+    "Scale",
     "Probes",
     "Session",
     "probe_batch",
+    "random_orthogonal",
+    "balanced",
     "resolution",
     "value_errors",
     "bilinear_values",

@@ -19,12 +19,13 @@ call.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from .errors import NonIdentifiableError, PrecisionLossError
-from .measure import Probes, Session, sparing, value_errors
+from .measure import Probes, Session, value_errors
 
 def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
     """(beta, v*) from one-token queries: d queries (beta = 0), or d + 1 with ``bias``.
@@ -41,7 +42,7 @@ def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
     oracle, arith = session.oracle, session.arith
     d = oracle.d
     tokens = np.concatenate([arith.zeros((1, d)), arith.eye(d)]) if bias else arith.eye(d)
-    answers = arith.asarray(oracle(tokens[:, None, :]))
+    answers = arith.asarray(session.ask(tokens[:, None, :]))
     arith.check_finite(answers, "the oracle's one-token answers")
     beta, v = (answers[0], answers[1:] - answers[0]) if bias else (arith.scalar(0), answers)
     if all(arith.is_zero(x) for x in v):
@@ -62,22 +63,27 @@ def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
 
 def learn_score_bias(
     session: Session, P: np.ndarray, v: np.ndarray, beta: Any, P_inv_norm: float = 1.0
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """t_k = c^T p_k from the probes ``s [p_k^T; 0^T]`` (zero last token), one query each.
 
     The logit is ``s c^T p_k`` (linear in the scale s = 2^k), so ``t = L / 2^k``.  Also returns
     the rounding-error bound of each t_k (:func:`attnproof.measure.value_errors`, with
-    ``||c|| <= ||P^{-1}||_2 ||t||``), or None in exact arithmetic.
+    ``||c|| <= ||P^{-1}||_2 ||t||``) and its typical size (the same model's estimate, with
+    ``||c|| ~ sqrt(d) ||t|| / ||P||_F``), or None twice in exact arithmetic.
     """
     arith = session.arith
     probes = Probes(P, arith.zeros((1, P.shape[1])), v, arith, offset=beta)
     rows = np.arange(P.shape[0])
     entries = (rows, np.zeros_like(rows))
-    L, k = session.measure_adaptively(probes, entries, policy=sparing(session.policy))
+    L, k = session.measure_adaptively(probes, entries)
     t_c = L / arith.pow2(k)
     if arith.exact:  # exact arithmetic: no rounding error to bound
-        return t_c, None
-    return t_c, value_errors(probes, L, k, entries, W_norm=0.0, c_norm=P_inv_norm * arith.norm(t_c))
+        return t_c, None, None
+    t_norm = arith.norm(t_c)
+    bound = value_errors(probes, L, k, entries, W_norm=0.0, c_norm=P_inv_norm * t_norm)
+    c_typical = math.sqrt(P.shape[0]) * t_norm / arith.norm(P)
+    typical = value_errors(probes, L, k, entries, W_norm=0.0, c_norm=c_typical, Wq=np.zeros(len(rows)))
+    return t_c, bound, typical
 
 
 def tame_rows(t_c: np.ndarray, session: Session, bound: float = 2.0) -> np.ndarray:
@@ -105,7 +111,8 @@ def prepare_probes(
     """The probe set of a learner measuring ``p_k^T W* q_l`` (rows of P and Q; Q None = basis).
 
     Without biases this is ``Probes(P, Q, v)``.  With ``bias`` it also runs the score-bias
-    prelude (d queries: ``linear`` = c^T p_k, ``linear_err`` its error bound; ``P_inv_norm`` is
+    prelude (d queries: ``linear`` = c^T p_k, ``linear_err`` its error bound and
+    ``linear_typical`` its typical size; ``P_inv_norm`` is
     ||P^{-1}||_2, 1 for an orthonormal basis), shortens the rows whose |c^T p_k| would saturate
     the sigmoid by exact powers of two, and scales only the query token.
 
@@ -120,11 +127,13 @@ def prepare_probes(
     arith = session.arith
     if not bias:
         return Probes(P, Q, v, arith), arith.pow2(np.zeros(P.shape[0], dtype=np.int64))
-    t_c, t_err = learn_score_bias(session, P, v, beta, P_inv_norm)
+    t_c, t_err, t_typical = learn_score_bias(session, P, v, beta, P_inv_norm)
     shorten = tame_rows(t_c, session)
+    D = arith.to_float(shorten)
     probes = Probes(
         P * shorten[:, None], Q, v, arith, offset=beta, linear=t_c * shorten, scale_query_only=True,
-        linear_err=None if t_err is None else t_err * arith.to_float(shorten),
+        linear_err=None if t_err is None else t_err * D,
+        linear_typical=None if t_typical is None else t_typical * D,
     )
     return probes, shorten
 

@@ -75,6 +75,18 @@ def test_check_finite():
         SYMPY.asarray([float("nan")])
 
 
+@given(st.lists(st.sampled_from([1.0, -2.5, 1e308, -1e308, 5e-324]), max_size=6), st.data())
+def test_float_check_finite_is_exact_when_the_sum_overflows(entries, data):
+    """Finite entries whose sum overflows (1e308 + 1e308) pass; one NaN or infinity anywhere
+    (inf and -inf together sum to NaN) is refused."""
+    a = np.array(entries)
+    FLOAT64.check_finite(a, "x")
+    bad = data.draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+    at = data.draw(st.integers(0, len(entries)))
+    with pytest.raises(NonFiniteError):
+        FLOAT64.check_finite(np.insert(a, at, bad), "x")
+
+
 def test_mp_context_restores_global_precision():
     before = mpmath.mp.dps
     with MP(200).context():

@@ -27,7 +27,8 @@ from attnproof.theorems.exact import learn_exact
 
 from helpers import seeds
 
-probe_families = st.sampled_from(["gaussian", "basis"])
+probe_families = st.sampled_from(["orthogonal", "gaussian", "basis"])
+estimated_families = st.sampled_from(["orthogonal", "basis"])  # error_estimate within 10x (issue 13)
 
 
 def recover(W, v, probes="gaussian", seed=0, arith=FLOAT64, **kw):
@@ -110,6 +111,67 @@ def test_exactly_d_plus_d2_queries_when_no_probe_saturates(d, data):
     assert rec.diagnostics["reasked_queries"] == 0
 
 
+#: What learning a target's size costs (issue 13): a generic target -- i.i.d. Gaussian W at any
+#: scale ||W|| from 1e-3 to 1e3, with or without biases -- is recovered with at most the floor plus
+#: this many re-asked queries, whatever its scale (measured: at most 6 in 1500 random draws of d,
+#: scale, probes and biases; before the learner learned the scale, such a W cost up to 2x the floor).
+PILOT_SLACK = 8
+
+
+@given(st.integers(1, 12), ast.scales(-3, 3), st.floats(1.0, 10.0), probe_families, st.booleans(), seeds)
+def test_queries_stay_at_the_floor_at_every_scale(d, scale, mantissa, probes, bias, seed):
+    rng = np.random.default_rng(seed)
+    W, v = rng.standard_normal((d, d)) * scale * mantissa, rng.standard_normal(d)
+    c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+    oracle = ValueOracle(Attention(W, v, c=c, beta=beta))
+    rec = learn_exact(oracle, probes=probes, rng=rng, bias=bias)
+    floor = d + d * d + (d + 1 if bias else 0)
+    assert rec.queries == oracle.queries == floor + rec.diagnostics["reasked_queries"]
+    assert rec.queries <= floor + PILOT_SLACK
+    assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound
+
+
+@given(st.integers(16, 32), ast.scales(-3, 3), st.floats(1.0, 10.0), estimated_families, seeds)
+def test_error_estimate_is_within_10x_of_the_true_error(d, scale, mantissa, probes, seed):
+    """``error_estimate`` (typical rounding carried through the solve; issue 13) is within a factor
+    10 of ||W_hat - W*||_F for generic targets at every scale, where the certified ``error_bound``
+    is 10^3-10^5 times above.  (From d = 16 on: with few error terms the true error is a
+    sum of few roundings and may fall far below its typical size by chance.  Gaussian probes are
+    left out: with cond(Z) in the hundreds the estimate can be 10-15 times above, open.)"""
+    rng = np.random.default_rng(seed)
+    W, v = rng.standard_normal((d, d)) * scale * mantissa, rng.standard_normal(d)
+    rec = learn_exact(ValueOracle(Attention(W, v)), probes=probes, rng=rng)
+    err, estimate = score(rec, W, v, FLOAT64).err_W, rec.diagnostics["error_estimate"]
+    assert err / 10 <= estimate <= 10 * err
+
+
+@pytest.mark.xfail(strict=True, reason="open: the estimate can be 10-15x above the true error")
+def test_open_error_estimate_15x_above_the_error():
+    """Found by the thorough profile: d = 16, W ~ 325 N(0, 1), orthogonal probes, seed 2: estimate
+    7.6e-11 against a true error of 5.0e-12.  A fix must model the rounding that these probes do
+    not suffer (the ci profile's draws stay within 10x)."""
+    rng = np.random.default_rng(2)
+    W, v = rng.standard_normal((16, 16)) * 325.0, rng.standard_normal(16)
+    rec = learn_exact(ValueOracle(Attention(W, v)), probes="orthogonal", rng=rng)
+    assert rec.diagnostics["error_estimate"] <= 10 * score(rec, W, v, FLOAT64).err_W
+
+
+@given(
+    ast.targets(w_scale=ast.scales(-3, 3), v_scale=ast.scales(-3, 3)), probe_families, st.booleans(), seeds
+)
+def test_error_estimate_does_not_fall_10x_below_the_error_on_adversarial_targets(target, probes, bias, seed):
+    """On Hypothesis targets (zeros, repeats, mixed magnitudes, and biases) the estimate may be far
+    above a true error made of a few roundings, but it is not 10 times below it."""
+    W, v = target
+    rng = np.random.default_rng(seed)
+    c, beta = (rng.standard_normal(len(v)), 0.5) if bias else (None, None)
+    try:
+        rec = learn_exact(ValueOracle(Attention(W, v, c=c, beta=beta)), probes=probes, rng=rng, bias=bias)
+    except PrecisionLossError:  # the output guard refused (test_trust: refusals are typed, never wrong)
+        return
+    assert score(rec, W, v, FLOAT64).err_W <= 10 * rec.diagnostics["error_estimate"]
+
+
 @given(ast.low_rank_targets(), probe_families, seeds)
 def test_low_rank_targets(target, probes, seed):
     W, v, r = target
@@ -187,7 +249,8 @@ def test_degenerate_gaussian_row_is_redrawn_and_reported():
     "kwargs,err",
     [
         (dict(probes="gaussian"), InvalidInputError),  # no rng
-        (dict(probes="orthogonal", rng=np.random.default_rng(0)), InvalidInputError),
+        (dict(probes="hadamard", rng=np.random.default_rng(0)), InvalidInputError),
+        (dict(probes="orthogonal"), InvalidInputError),  # no rng
         (dict(probes=np.eye(2)), ShapeError),
         (dict(probes=np.array([[1.0, 0, 0], [0, np.nan, 0], [0, 0, 1]])), InvalidInputError),
     ],

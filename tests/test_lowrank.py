@@ -41,6 +41,73 @@ def test_skeleton_uses_exactly_the_floor_and_is_accurate(dr, seed):
     assert s.rel_err_W < 1e-9 if r else s.err_W == 0
 
 
+#: What learning a target's size costs (issue 13): generic factors K, Q at any scale of W = K^T Q from
+#: 1e-3 to 1e3 (with or without biases) cost at most the floor plus this many re-asked queries
+#: (measured: at most 6 in 500 random draws; before, factor scale 3 at d = 64 cost 33 more).
+PILOT_SLACK = 8
+
+
+@given(
+    st.integers(1, 12).flatmap(lambda d: st.tuples(st.just(d), st.integers(1, d))),
+    ast.scales(-3, 3), st.floats(1.0, 10.0), st.booleans(), seeds,
+)
+def test_skeleton_queries_stay_at_the_floor_at_every_scale(dr, scale, mantissa, bias, seed):
+    (d, r), rng = dr, np.random.default_rng(seed)
+    K, Q, v = low_rank_target(d, r, rng)
+    c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+    model = FactoredAttention(K * (scale * mantissa), Q, v, c=c, beta=beta)
+    oracle = ValueOracle(model)
+    rec = learn_skeleton(oracle, rank=r, rng=rng, bias=bias)
+    floor = d + r * (2 * d - r) + (d + 1 if bias else 0)
+    assert rec.queries == oracle.queries == floor + rec.diagnostics["reasked_queries"]
+    assert rec.queries <= floor + PILOT_SLACK
+    assert score(rec, model.W, model.v, FLOAT64).err_W <= rec.error_bound
+
+
+@given(
+    st.integers(16, 32).flatmap(lambda d: st.tuples(st.just(d), st.integers(1, d))),
+    ast.scales(-3, 3), st.floats(1.0, 10.0), st.booleans(), seeds,
+)
+def test_skeleton_error_estimate_is_within_10x_of_the_true_error(dr, scale, mantissa, bias, seed):
+    """``error_estimate`` (typical rounding through d(C U^-1 R); issue 13) is within a factor 10
+    of ||W_hat - W*||_F for generic factors at every scale, with or without biases (measured:
+    0.12 .. 9.9 in 200 random draws, d = 8..32)."""
+    (d, r), rng = dr, np.random.default_rng(seed)
+    K, Q, v = low_rank_target(d, r, rng)
+    c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+    model = FactoredAttention(K * (scale * mantissa), Q, v, c=c, beta=beta)
+    rec = learn_skeleton(ValueOracle(model), rank=r, rng=rng, bias=bias)
+    err, estimate = score(rec, model.W, model.v, FLOAT64).err_W, rec.diagnostics["error_estimate"]
+    assert err / 10 <= estimate <= 10 * err
+
+
+@given(
+    st.integers(1, 12).flatmap(lambda d: st.tuples(st.just(d), st.integers(0, d - 1), st.integers(0, d - 1))),
+    st.sampled_from(["entry", "column", "row"]), ast.scales(-3, 3), seeds,
+)
+@example((4, 0, 0), "entry", 1.0, 0)  # e_1 e_1^T
+def test_coherent_targets_against_the_structured_bases(dij, shape, scale, seed):
+    """The O(d^2) bases (DCT with random signs and a random reflection, not Haar) on the targets
+    most aligned with the coordinate axes: W = e_i e_j^T, a single column w e_j^T, a single row
+    e_i w^T.  Rank 1 is found at the floor, and W is recovered within its bound."""
+    (d, i, j), rng = dij, np.random.default_rng(seed)
+    W = np.zeros((d, d))
+    if shape == "entry":
+        W[i, j] = scale
+    elif shape == "column":
+        W[:, j] = rng.standard_normal(d) * scale
+    else:
+        W[i, :] = rng.standard_normal(d) * scale
+    v = rng.standard_normal(d)
+    oracle = ValueOracle(Attention(W, v))
+    rec = learn_skeleton_adaptive(oracle, rng=rng)
+    assert rec.diagnostics["rank_found"] == 1
+    floor = d + (2 * d - 1) + (d - 1)  # the skeleton of rank 1, and the column that shows rank 1
+    assert rec.queries == oracle.queries == floor + rec.diagnostics["reasked_queries"] <= floor + PILOT_SLACK
+    s = score(rec, W, v, FLOAT64)
+    assert s.err_W <= rec.error_bound and s.rel_err_W < 1e-9  # as for generic targets
+
+
 @given(ast.low_rank_targets(), seeds)
 @example((np.array([[3.75529917e-37]]), np.array([-1.0]), 1), 0)  # tiny W: upscaled, then shrunk 8 times
 def test_skeleton_on_adversarial_factors(target, seed):
@@ -185,5 +252,7 @@ def test_open_rank_cut_below_rank_tol_escapes_the_bound():
     W = np.zeros((4, 4))
     W[1, 2], W[0, 3] = 1.0, 3.90625e-09
     v = np.array([-1.0, 0.0, 0.0, 0.0])
-    rec = learn_skeleton(ValueOracle(Attention(W, v)), rank=2, rng=np.random.default_rng(0))
+    # seed 11 with the O(d^2) bases of measure.random_orthogonal (25 of the first 300 seeds escape;
+    # the pinned seed 0 was a witness with the earlier Haar-random bases)
+    rec = learn_skeleton(ValueOracle(Attention(W, v)), rank=2, rng=np.random.default_rng(11))
     assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound

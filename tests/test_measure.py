@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 from attnproof.arith import FLOAT64, MP
 from attnproof.errors import PrecisionLossError
-from attnproof.measure import Probes, ScalePolicy, Session, probe_batch, value_errors
+from attnproof.measure import (
+    Probes, ScalePolicy, Session, balanced, probe_batch, random_orthogonal, value_errors,
+)
 from attnproof.models import Attention
 from attnproof.oracles import ValueOracle
 
@@ -57,3 +59,35 @@ def test_saturation_beyond_the_scale_range_raises_and_terminates():
     with pytest.raises(PrecisionLossError, match="saturated"):
         session.measure_adaptively(Probes(np.eye(2), None, v, FLOAT64), (np.array([0]), np.array([0])))
     assert oracle.queries <= 1 + ScalePolicy().rounds
+
+
+@given(
+    st.integers(1, 6), st.integers(0, 2**32 - 1), st.sampled_from(["column", "row", "scattered"]),
+    st.booleans(), st.booleans(), st.integers(-3, 3),
+)
+def test_buffered_probe_batch_equals_the_documented_tokens(d, seed, shape, basis, query_only, e):
+    """The one-pass assembly into a buffer (rows read from scaled copies of P and Q) writes exactly
+    the tokens ``s [(p + q)^T; q^T]`` (``[(p + s q)^T; (s q)^T]`` query-only) of the plain path."""
+    rng = np.random.default_rng(seed)
+    P, Q = rng.standard_normal((d, d)), None if basis else rng.standard_normal((d, d))
+    probes = Probes(P, Q, np.ones(d), FLOAT64, scale_query_only=query_only)
+    n = 2 * d
+    fixed, free = np.full(n, d - 1), rng.integers(0, d, n)
+    kk = {"column": rng.integers(0, d, n), "row": fixed, "scattered": free}[shape]
+    ll = {"column": fixed, "row": free, "scattered": rng.integers(0, d, n)}[shape]
+    s = np.full(n, 2.0**e)
+    buffered = probe_batch(probes, kk, ll, s, np.full((n + 3, 2, d), np.nan)).copy()
+    assert np.array_equal(buffered, probe_batch(probes, kk, ll, s))
+    again = probe_batch(probes, kk, ll, s, np.zeros((n, 2, d)))  # the cached scaled copies, reused
+    assert np.array_equal(again, buffered)
+
+
+@given(st.integers(1, 64), st.integers(0, 2**32 - 1))
+def test_random_orthogonal_and_balanced_bases(d, seed):
+    """O(d^2) bases: orthogonal to rounding (a product of d-term sums: d eps per entry), spread
+    over every coordinate, and balanced: |p_k^T v| = ||v|| / sqrt(d) for every row."""
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal(d)
+    P = balanced(random_orthogonal(d, rng), v, rng)
+    assert np.abs(P @ P.T - np.eye(d)).max() <= 8 * d * FLOAT64.eps
+    assert np.allclose(np.abs(P @ v), np.linalg.norm(v) / np.sqrt(d), rtol=16 * d * FLOAT64.eps, atol=0)

@@ -3,7 +3,7 @@
 The central property of the trust issue, run over :func:`attnproof.strategies.hostile_targets`
 (mixed scales 1e+-150, tiny and huge W, W = 0 with tiny v, huge score bias and offset, a rank
 larger than declared, a near-singular v, mpmath at 5..15 digits) for every learner that reports
-an a-posteriori bound: the exact learner (Gaussian and basis probes), the skeleton learner
+an a-posteriori bound: the exact learner (orthogonal, Gaussian and basis probes), the skeleton learner
 (declared rank, with rank checks) and the adaptive skeleton; heads with biases go through their
 ``bias=True`` paths.  Thm 6.1's learner has its own honest-bound property over adversarial
 oracles (``tests/test_noisy.py``); the nuclear-norm learner reports no bound (Thm 5.1's constant
@@ -25,7 +25,7 @@ from attnproof.theorems.lowrank import learn_skeleton, learn_skeleton_adaptive
 
 from helpers import seeds
 
-LEARNERS = ("exact-gaussian", "exact-basis", "skeleton", "skeleton-adaptive")
+LEARNERS = ("exact-orthogonal", "exact-gaussian", "exact-basis", "skeleton", "skeleton-adaptive")
 
 
 def learn(name: str, h: ast.HostileTarget, seed: int):

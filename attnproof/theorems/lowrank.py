@@ -29,7 +29,10 @@ import sympy as sp
 
 from ..arith import FLOAT64, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
-from ..measure import Probes, ScalePolicy, Session, bilinear_values, resolution, sparing, value_errors
+from ..measure import (
+    Probes, Scale, ScalePolicy, Session, balanced, bilinear_values, random_orthogonal, resolution,
+    value_errors,
+)
 from ..models import Attention, scores
 from ..oracles import ValueOracle
 from ..prelude import prepare_probes, read_v
@@ -41,21 +44,14 @@ def random_bases(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Random orthonormal bases P, Q of R^d (as rows) with P v* balanced.
 
-    Q is Haar-random; P is Haar-random followed by the Householder reflection that maps
-    P v* / ||v*|| to a random sign vector / sqrt(d), so every ``p_k^T v* = +-||v*|| / sqrt(d)``:
-    no probe divides by a small ``p^T v*`` (the label error is amplified by
-    ``(|p^T v| + 2 |q^T v|) / |p^T v|``).  A symbolic v* has no numeric size: P stays Haar-random.
+    Both are :func:`attnproof.measure.random_orthogonal` (O(d^2), no QR); P is followed by the
+    reflection of :func:`attnproof.measure.balanced`, so every ``p_k^T v* = +-||v*|| / sqrt(d)``.
+    A symbolic v* has no numeric size: P is then left unbalanced.
     """
-    R = np.linalg.qr(rng.standard_normal((d, d)))[0].T
-    Q = np.linalg.qr(rng.standard_normal((d, d)))[0].T
+    P, Q = random_orthogonal(d, rng), random_orthogonal(d, rng)
     if math.isfinite(arith.norm(v)):
-        vf = arith.to_float(v)
-        u = R @ vf / np.linalg.norm(vf)
-        w = rng.choice([-1.0, 1.0], size=d) / np.sqrt(d)
-        h = u - w
-        if np.linalg.norm(h) > 0:
-            R = R - np.outer(2 * h / (h @ h), h @ R)
-    return arith.asarray(R), arith.asarray(Q)
+        P = balanced(P, arith.to_float(v), rng)
+    return arith.asarray(P), arith.asarray(Q)
 
 
 def reconstruct(M: np.ndarray, k: int, arith: Arith) -> np.ndarray:
@@ -75,7 +71,8 @@ class Cross:
 
     ``M`` holds the measured entries (``known``), ``L`` and ``k`` their logits and scale
     exponents (for the error bound), ``rows`` / ``cols`` the pivots in order, ``stop_residual``
-    the largest residual of the column that showed the rank (0 if none was measured).
+    the largest residual of the column that showed the rank (0 if none was measured), ``scale``
+    what the measurements learned about the size of W* (for later measurements).
     """
 
     A: np.ndarray
@@ -89,6 +86,7 @@ class Cross:
     stop_col: int | None
     stop_residual: float
     stop_threshold: float = 0.0
+    scale: Scale | None = None
 
 
 def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_tol: float) -> Cross:
@@ -111,16 +109,12 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
     A, B = arith.zeros((d, 0)), arith.zeros((0, d))
     free_rows, free_cols = np.ones(d, dtype=bool), np.ones(d, dtype=bool)
     scale, floor, pivots, rows_used, cols_used = 0.0, 0.0, [], [], []
-    j, k0, first, stop_col, stop_residual, stop_threshold = 0, 0, True, None, 0.0, 0.0
-    policy = sparing(session.policy)  # a pivot column may be small compared with the rest of M
+    j, stop_col, stop_residual, stop_threshold = 0, None, 0.0, 0.0
+    learned = Scale()  # the size of W* (far from unit, maybe), learned by the first measurements
 
     def ask(kk: np.ndarray, ll: np.ndarray) -> np.ndarray:
-        """Measure entries (kk, ll) of M; the first batch settles the scale (W* may be far from
-        unit size), the later ones start there."""
-        nonlocal k0, first
-        L, k = session.measure_adaptively(probes, (kk, ll), k0, first, policy)
-        if first and len(k):
-            k0, first = int(np.median(k)), False
+        """Measure entries (kk, ll) of M at the scale learned so far."""
+        L, k = session.measure_adaptively(probes, (kk, ll), learned)
         M[kk, ll], L_all[kk, ll], k_all[kk, ll], known[kk, ll] = probes.values(L, k, kk), L, k, True
         return k
 
@@ -156,7 +150,9 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
         j = int(np.argmax(rmags))
     session.diagnostics["rank_found"] = A.shape[1]
     session.diagnostics["pivot_ratio"] = (min(pivots) / max(pivots)) if pivots else 1.0
-    return Cross(A, B, M, known, L_all, k_all, rows_used, cols_used, stop_col, stop_residual, stop_threshold)
+    return Cross(
+        A, B, M, known, L_all, k_all, rows_used, cols_used, stop_col, stop_residual, stop_threshold, learned
+    )
 
 
 def _cross_error(
@@ -194,6 +190,40 @@ def _cross_error(
     nX, nY = np.linalg.norm(X, 2), np.linalg.norm(Y, 2)
     dC, dR, dU = E[:, J] * unshorten[:, None], E[I, :], E[np.ix_(I, J)]
     return float(FLOAT64.norm(dC) * nY + nX * (FLOAT64.norm(dR) + FLOAT64.norm(dU) * nY) + trunc)
+
+
+def _cross_estimate(
+    probes: Probes, cross: Cross, W: np.ndarray, c_norm: float, unshorten: np.ndarray
+) -> float:
+    """An estimate of ||W_hat - W*||_F (not a bound): the typical rounding error of each measured
+    entry (:func:`attnproof.measure.value_errors` with ``Wq = ||M e_l||``, as P is orthogonal)
+    through ``d(C U^{-1} R) = dC Y + X dR - X dU Y`` in quadrature, plus ``eps ||W||_F`` for the
+    reconstruction's own rounding.  Rounding only: what a stop declared zero is not in it."""
+    arith = probes.arith
+    d = probes.d
+    W_norm = arith.norm(W)
+    if not cross.rows:
+        return float(arith.resolution * W_norm)
+    Af, Bf = arith.to_float(cross.A), arith.to_float(cross.B)
+    Mq = np.sqrt(np.einsum("kl,km,ml->l", Bf, Af.T @ Af, Bf))  # ||M e_l|| = ||A B e_l||
+    E = np.zeros((d, d))
+    rows, cols = np.nonzero(cross.known)
+    E[rows, cols] = value_errors(
+        probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm, Wq=Mq[cols]
+    )
+    Mf = arith.to_float(cross.M)
+    I, J = cross.rows, cross.cols
+    U = Mf[np.ix_(I, J)]
+    X = np.linalg.solve(U.T, Mf[:, J].T).T * unshorten[:, None]
+    Y = np.linalg.solve(U, Mf[I, :])
+    x, y = np.linalg.norm(X, axis=0), np.linalg.norm(Y, axis=1)  # ||X e_k||, ||e_k^T Y||
+    dC, dR, dU = E[:, J] * unshorten[:, None], E[I, :], E[np.ix_(I, J)]
+    terms = (
+        np.sum(np.linalg.norm(dC, axis=0) ** 2 * y**2)
+        + np.sum(x**2 * np.linalg.norm(dR, axis=1) ** 2)
+        + np.sum(np.outer(x, y) ** 2 * dU**2)
+    )
+    return float(math.sqrt(terms) + arith.resolution * W_norm)
 
 
 #: What both skeleton learners rest on: phase 1, the bilinear measurement, the skeleton, biases.
@@ -358,7 +388,8 @@ def _learn_by_crosses(
     t0 = time.perf_counter()
     with arith.context():
         beta, v = read_v(session, bias)
-        P, Q = random_bases(d, v, rng, arith)
+        with session.timed("basis"):
+            P, Q = random_bases(d, v, rng, arith)
         probes, shorten = prepare_probes(session, P, Q, v, beta, bias)
         cross = cross_approximation(session, probes, max_rank, rank_tol)
         P_inv, Q_inv = arith.inverse_of_orthogonal(P), arith.inverse_of_orthogonal(Q)
@@ -373,14 +404,15 @@ def _learn_by_crosses(
                 _cross_error(session, probes, cross, W_norm, c_norm, unshorten)
                 + (d + 4) * arith.eps * d * W_norm
             )
+            session.diagnostics["error_estimate"] = _cross_estimate(probes, cross, W, c_norm, unshorten)
             if bias:
                 session.diagnostics["error_bound_c"] = (
                     FLOAT64.norm(probes.linear_err * unshorten) + 4 * arith.eps * c_norm
                 )
         if checks and W_error is not None:  # what the checks cannot exclude joins the bound
-            W_error += _check_rank(session, probes, W, c, checks, rng, W_error, session.promise(rtol))
+            W_error += _check_rank(session, probes, cross, W, c, checks, rng, W_error, session.promise(rtol))
         elif checks:
-            _check_rank(session, probes, W, c, checks, rng, W_error, session.promise(rtol))
+            _check_rank(session, probes, cross, W, c, checks, rng, W_error, session.promise(rtol))
     r = session.diagnostics["rank_found"]
     session.diagnostics["seconds"] = time.perf_counter() - t0
     return session.recovery(
@@ -392,6 +424,7 @@ def _learn_by_crosses(
 def _check_rank(
     session: Session,
     probes: Probes,
+    cross: Cross,
     W: np.ndarray,
     c: np.ndarray | None,
     checks: int,
@@ -417,7 +450,7 @@ def _check_rank(
         A, B, probes.v, arith, offset=probes.offset, linear=linear, scale_query_only=probes.scale_query_only
     )
     idx = np.arange(checks)
-    L, k = session.measure_adaptively(fresh, (idx, idx))
+    L, k = session.measure_adaptively(fresh, (idx, idx), cross.scale)
     measured = fresh.values(L, k, idx)
     predicted = np.array([A[i] @ W @ B[i] for i in range(checks)], dtype=measured.dtype)
     gaps = arith.magnitudes(measured - predicted)
