@@ -904,6 +904,8 @@ def _bench_check(check: Check) -> CheckResult:
 
 
 def _identity_check(check: Check, cert: Certificate) -> CheckResult:
+    if check.target not in {x.id for x in cert.entries}:  # e.g. a certificate of selected IDs
+        return CheckResult(check.spec, check.kind, "not run", False, "not in this certificate")
     e = cert.entry(check.target)
     outcome = "passed" if e.passed else "failed"
     detail = e.error or ("" if e.passed else "own checks pass, a used identity fails" if e.own_passed else "")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import attnproof  # noqa: F401  (importing the package registers every identity)
-from attnproof import proof
+from attnproof import ledger, proof
 from attnproof.cli import main as cli_main
 from attnproof.proof import REGISTRY, Certificate, Entry, display_math, latex_escape, typeset
 
@@ -126,7 +126,11 @@ def test_every_statement_compiles_in_the_latex_certificate(every_entry, tmp_path
 def test_the_cli_certificate_compiles(tmp_path, monkeypatch):
     ids = ["thm6.1/erratum-E1", "thm4.1/softmax-to-sigmoid"]  # "v*_i" in its paper reference broke it
     monkeypatch.setattr(proof, "verify_all", lambda ids_=None, _f=proof.verify_all: _f(ids))
+    written = []  # the ledger beside it (tests/test_ledger.py covers ledger.write itself)
+    monkeypatch.setattr(ledger, "write", lambda out, cert: written.append((out, cert)))
     assert cli_main(["verify", "--out", str(tmp_path)]) == 0
+    assert [str(out) for out, _ in written] == [str(tmp_path)]
+    assert sorted(e.id for e in written[0][1].entries) == sorted(ids)
     tex = (tmp_path / "certificate.tex").read_text()
     assert "v*\\_i" in tex
     r = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "certificate.tex"],

@@ -91,6 +91,16 @@ def test_an_unknown_identity_in_a_claim_fails_the_evaluation(cert):
         L.evaluate(cert, outcomes(), claims=[claim("a", "id:thm4.1/no-such-identity")], errata=())
 
 
+def test_a_registered_identity_outside_the_certificate_is_not_run(cert):
+    """``verify --out`` may write the ledger of a certificate of selected IDs: the others are not
+    run in it, so the claims linking them are not verified."""
+    absent = "thm4.1/label-affine"
+    ledger = L.evaluate(cert, outcomes(), claims=[claim("a", "id:" + IDS[0], "id:" + absent)], errata=())
+    result = ledger.claim("a")
+    assert [c.outcome for c in result.checks] == ["passed", "not run"]
+    assert result.status != "verified"
+
+
 def test_a_missing_node_id_is_detected(cert):
     missing = "tests/test_layers.py::test_that_does_not_exist"
     with pytest.raises(AttnproofError, match="test_that_does_not_exist"):
