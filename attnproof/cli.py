@@ -421,7 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("recover", help="recover a random target through a counting oracle")
     r.add_argument("--d", type=_positive_int, required=True, help="the width d of the target (W is d x d)")
     r.add_argument("--arith", type=_arith, default="float64", help="float64, mp:DIGITS or sympy")
-    r.add_argument("--probes", choices=("gaussian", "basis"), default=None, help="exact (default: gaussian)")
+    r.add_argument("--probes", choices=("orthogonal", "gaussian", "basis"), default=None,
+                   help="exact: random orthogonal (default), i.i.d. Gaussian or the paper's basis probes")
     r.add_argument("--seed", type=_nonnegative_int, default=0,
                    help="seed of the target and the learner's draws")
     r.add_argument("--scale", type=_positive_float, default=None,
@@ -477,7 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="multihead: Hessians exact (closed form), fd (finite differences) or mp:DIGITS")
     b.add_argument("--arith", type=_arith, default="float64",
                    help="exact, lowrank: float64, mp:DIGITS or sympy")
-    b.add_argument("--probes", choices=("gaussian", "basis"), default="gaussian", help="exact: the probes")
+    b.add_argument("--probes", choices=("orthogonal", "gaussian", "basis"), default="orthogonal",
+                   help="exact: the probes (random orthogonal, i.i.d. Gaussian or the paper's basis)")
     b.add_argument("--seed", type=_nonnegative_int, default=0,
                    help="seed of the targets and the learners' draws")
     b.add_argument("--heads", type=_positive_int, default=None, metavar="N",

@@ -138,8 +138,8 @@ class ValueOracle:
         n = Xb.shape[0]
         if self.budget is not None and self.queries + n > self.budget:
             raise QueryBudgetExceeded(
-                f"query budget of {self.budget} exhausted: {self.queries} used, "
-                f"a batch of {n} more was refused"
+                f"a batch of {n} queries would exceed the query budget of {self.budget}: "
+                f"{self.queries} used, {self.budget - self.queries} left"
             )
         t0 = time.perf_counter()
         y = self._answer(Xb)

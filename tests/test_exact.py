@@ -22,7 +22,7 @@ from attnproof.errors import (
 from attnproof.models import Attention
 from attnproof.oracles import ValueOracle
 from attnproof.recovery import score
-from attnproof.measure import ScalePolicy
+from attnproof.measure import PILOT_SLACK, ScalePolicy
 from attnproof.theorems.exact import learn_exact
 
 from helpers import seeds
@@ -111,11 +111,6 @@ def test_exactly_d_plus_d2_queries_when_no_probe_saturates(d, data):
     assert rec.diagnostics["reasked_queries"] == 0
 
 
-#: What learning a target's size costs (issue 13): a generic target -- i.i.d. Gaussian W at any
-#: scale ||W|| from 1e-3 to 1e3, with or without biases -- is recovered with at most the floor plus
-#: this many re-asked queries, whatever its scale (measured: at most 6 in 1500 random draws of d,
-#: scale, probes and biases; before the learner learned the scale, such a W cost up to 2x the floor).
-PILOT_SLACK = 8
 
 
 @given(st.integers(1, 12), ast.scales(-3, 3), st.floats(1.0, 10.0), probe_families, st.booleans(), seeds)

@@ -31,7 +31,8 @@ def test_one_sequence_is_one_query(batches):
 def test_budget_refuses_a_batch_whole():
     o = oracle(budget=5)
     o(np.ones((4, 1, 3)))
-    with pytest.raises(QueryBudgetExceeded, match="budget of 5"):
+    with pytest.raises(QueryBudgetExceeded, match="batch of 2 queries would exceed the query budget of 5: "
+                                                  "4 used, 1 left"):
         o(np.ones((2, 1, 3)))
     assert o.queries == 4  # the refused batch was not answered, not counted
     o(np.ones((1, 3)))

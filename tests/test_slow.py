@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from attnproof.bench import recover_heads, run_exact, run_lowrank
+from attnproof.measure import PILOT_SLACK
 
 pytestmark = pytest.mark.slow
 
@@ -28,6 +29,6 @@ def test_every_minilm_head():
 
     rows = recover_heads(minilm_heads())
     assert len(rows) == 72
-    assert all(x["queries"] == x["floor_queries"] for x in rows)
+    assert all(x["queries"] <= x["floor_queries"] + PILOT_SLACK for x in rows)
     assert max(x["rel_err_W"] for x in rows) < 1e-8 and max(x["rel_err_c"] for x in rows) < 1e-10
     assert np.median([x["rel_err_W"] for x in rows]) < 1e-10

@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..arith import FLOAT64, SYMPY, Arith
+from ..arith import FLOAT64, MP, SYMPY, Arith
 from ..errors import DegenerateProbeError, InvalidInputError, ShapeError
 from ..measure import Probes, ScalePolicy, Session, balanced, random_orthogonal, value_errors
 from ..models import Attention, scores
 from ..oracles import ValueOracle
 from ..prelude import prepare_probes, read_v
-from ..proof import Pair, identity, learner, symbols
+from ..proof import LEARNERS, Check, Pair, expand_matrix, identity, learner, recovery_checks, run, symbols
 from ..recovery import Recovery
 
 #: Basis family: u_l = e_l + e_p replaces e_l when |v_l| < DEGENERACY_RATIO max |v| (the paper
@@ -59,8 +59,10 @@ GAUSSIAN_COND = 100
     result="Thm 4.1",
     relies_on=(
         "thm4.1/one-token", "thm4.1/softmax-to-sigmoid", "thm4.1/score-difference", "thm4.1/label-affine",
-        "thm4.1/end-to-end-d2", "thm4.1/end-to-end-d3",
+        "thm4.1/end-to-end-d2", "thm4.1/end-to-end-d3", "thm4.1/end-to-end-paired", "thm4.1/end-to-end-bias",
+        "thm4.1/probes-all-d", "thm4.1/query-count", "thm4.1/run-high-precision",
         "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
+        "bias/expansion-all-d",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
     queries="d + d^2 (+ d + 1 with biases)",
@@ -428,11 +430,6 @@ def label_affine() -> list[Pair]:
             y = model(_two_token_probe(u, j))
             pairs.append((y, v[j] + (u @ v) / (1 + sp.exp(-(u @ W[:, j])))))
     return pairs
-
-
-# the identity section's own imports (kept here while the learner above is rewritten; fold into the top)
-from ..arith import MP  # noqa: E402
-from ..proof import LEARNERS, Check, expand_matrix, recovery_checks, run  # noqa: E402
 
 #: A dimension of symbolic size, for the identities proven for every d.
 D = sp.Symbol("d", integer=True, positive=True)

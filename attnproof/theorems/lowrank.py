@@ -22,12 +22,14 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from ..arith import FLOAT64, SYMPY, Arith
+from ..arith import FLOAT64, MP, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ..measure import (
     Probes, Scale, ScalePolicy, Session, balanced, bilinear_values, random_orthogonal, resolution,
@@ -36,7 +38,7 @@ from ..measure import (
 from ..models import Attention, scores
 from ..oracles import ValueOracle
 from ..prelude import prepare_probes, read_v
-from ..proof import Pair, identity, learner, symbols
+from ..proof import LEARNERS, Check, Pair, expand_matrix, identity, learner, recovery_checks, run, symbols
 from ..recovery import Recovery
 
 def random_bases(
@@ -229,7 +231,8 @@ def _cross_estimate(
 #: What both skeleton learners rest on: phase 1, the bilinear measurement, the skeleton, biases.
 SKELETON_RELIES_ON = (
     "thm4.1/one-token", "thm4.1/label-affine",
-    "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction",
+    "thm5.1/rank-one-measurement", "thm5.1/skeleton-reconstruction", "thm5.1/rank-one-all-d",
+    "thm5.1/query-count", "thm5.1/skeleton-end-to-end", "thm5.1/run-high-precision",
     "bias/score-expansion", "bias/value-offset", "bias/zero-token", "bias/zero-last-token",
 )
 
@@ -480,7 +483,7 @@ def _check_rank(
 @learner(
     name="lowrank-cvx",
     result="Thm 5.1",
-    relies_on=("thm4.1/one-token", "thm4.1/label-affine", "thm5.1/rank-one-measurement"),
+    relies_on=("thm4.1/one-token", "thm4.1/label-affine", "thm5.1/rank-one-measurement", "thm5.1/run-cvx"),
     arithmetics=("float64",),
     queries="d + m (the CLI's default m = 3 r(2d - r))",
     count=lambda d, m, **_: d + m,
@@ -588,14 +591,6 @@ def skeleton_reconstruction() -> list[Pair]:
     pairs.append((sp.summation(2 * dd - 2 * s - 1, (s, 0, rr - 1)), rr * (2 * dd - rr)))
     pairs.append((rr * (2 * dd - rr), dd**2 - (dd - rr) ** 2))
     return pairs
-
-
-# the identity section's own imports (kept here while the learner above is rewritten; fold into the top)
-from collections.abc import Iterator  # noqa: E402
-from typing import Any  # noqa: E402
-
-from ..arith import MP  # noqa: E402
-from ..proof import LEARNERS, Check, expand_matrix, recovery_checks, run  # noqa: E402
 
 
 def _count(name: str, d: Any, r: Any, rank: Any, bias: bool = False) -> Any:
