@@ -20,11 +20,12 @@ exists is reported ``stale``), and runs each one:
    checks; it stops at the first failing identity, the mutated module's own identities
    first) -> ``killed by verify``.
 
-Each mutant runs in a temporary copy of the tree (``attnproof/``, ``tests/``, ``pyproject.toml``),
-never in the work tree, with bytecode writing off (a stale ``.pyc`` of the same size and second
-would otherwise hide a mutant); the copy is removed on exit, interruption included.  A run that
-exceeds ``--timeout`` counts as killed (by timeout).  Before the mutants, the clean copy must
-pass both steps, or the run stops.  The results go to ``mutation/results.json``.
+Each mutant runs in a temporary copy of the tree (``attnproof/``, ``tests/``, the ``book/``
+sources, ``pyproject.toml``), never in the work tree, with bytecode writing off (a stale ``.pyc``
+of the same size and second would otherwise hide a mutant); the copy is removed on exit,
+interruption included.  A run that exceeds ``--timeout`` counts as killed (by timeout).  Before
+the mutants, the clean copy must pass both steps, or the run stops.  The results go to
+``mutation/results.json``; ``--rerun`` runs a results file's survivors again (after new tests).
 """
 
 from __future__ import annotations
@@ -330,9 +331,11 @@ for i in ids:
 
 
 def _copy_tree(dest: Path, root: Path = ROOT) -> None:
-    """The parts of the tree a mutant run needs, without bytecode caches."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache")
-    for part in ("attnproof", "tests"):
+    """The parts of the tree a mutant run needs (the book's sources: some tests read a chapter),
+    without bytecode caches or the built book."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "_build",
+                                    ".jupyter_cache")
+    for part in ("attnproof", "tests", "book"):
         shutil.copytree(root / part, dest / part, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         if (root / name).exists():
@@ -355,28 +358,29 @@ def _module(path: str) -> str:
     return path.removesuffix(".py").replace("/", ".")
 
 
-def test_command(path: str) -> list[str]:
-    """The pytest command for a mutant of ``path``: its mapped tests, the kill tests, its doctests."""
+def pytest_command(path: str, kill_tests: bool = True) -> list[str]:
+    """The pytest command for a mutant of ``path``: its mapped tests, the kill tests (unless
+    ``kill_tests`` is false: the score before they were written), its doctests."""
     files = [f for f in TEST_MAP.get(path, ()) if (ROOT / f).exists()]
-    files += [KILL_TESTS] if (ROOT / KILL_TESTS).exists() else []
+    files += [KILL_TESTS] if kill_tests and (ROOT / KILL_TESTS).exists() else []
     return [sys.executable, "-m", "pytest", *PYTEST_FLAGS, *files, path]
 
 
-def run_mutant(m: Mutant, work: Path, timeout: float, verify: str) -> None:
+def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: bool = True) -> None:
     """Run one mutant in the copy ``work`` (restoring the file afterwards) and record the outcome.
 
     ``verify``: "all" (always run the identity verification; curated mutants always do),
-    "survivors" (only when the tests miss the mutant) or "none".
+    "survivors" (only when the tests miss the mutant) or "none" (keep what is recorded).
     """
     target = work / m.path
     original = target.read_text()
     t0 = time.perf_counter()
     try:
         target.write_text(m.source)
-        code, tail = _run(test_command(m.path), work, timeout)
+        code, tail = _run(pytest_command(m.path, kill_tests), work, timeout)
         m.killed_by_tests = code != 0
         m.failing = tail if code != 0 else ""
-        if m.curated or verify == "all" or (verify == "survivors" and code == 0):
+        if verify == "all" or (verify == "survivors" and (m.curated or code == 0)):
             vcode, vtail = _run([sys.executable, "-c", VERIFY_SCRIPT, _module(m.path)], work, timeout)
             m.killed_by_verify = vcode != 0
             if vcode != 0 and not m.failing:
@@ -389,10 +393,10 @@ def run_mutant(m: Mutant, work: Path, timeout: float, verify: str) -> None:
     m.seconds = round(time.perf_counter() - t0, 1)
 
 
-def baseline(work: Path, timeout: float, verify: bool, paths: list[str]) -> str:
+def baseline(work: Path, timeout: float, verify: bool, paths: list[str], kill_tests: bool = True) -> str:
     """'' if the clean copy passes every test command used and verify, else what failed."""
     for path in sorted(set(paths)):
-        code, tail = _run(test_command(path), work, timeout)
+        code, tail = _run(pytest_command(path, kill_tests), work, timeout)
         if code != 0:
             return f"clean tree fails the tests for {path}: {tail}"
     if verify:
@@ -400,6 +404,25 @@ def baseline(work: Path, timeout: float, verify: bool, paths: list[str]) -> str:
         if code != 0:
             return f"clean tree fails verify: {tail}"
     return ""
+
+
+def rerun_set(previous: dict[str, object], mutants: list[Mutant]) -> list[Mutant]:
+    """The mutants of a previous results file, regenerated: its survivors (and those its run never
+    reached) pending again with their verify outcome kept, the rest as they were recorded."""
+    by_id = {m.id: m for m in mutants}
+    out = []
+    for rec in previous["mutants"]:  # type: ignore[index]
+        m = by_id.get(rec["id"])
+        if m is None or not m.source:  # the source moved on: the recorded mutant no longer exists
+            m = Mutant(**{k: rec[k] for k in ("id", "path", "line", "operator", "before", "after")},
+                       curated=rec["curated"], status="stale", failing="no longer generated")
+        elif rec["status"] in ("survived", "pending"):
+            m.killed_by_verify = rec["killed_by_verify"]
+        else:
+            for k in ("status", "killed_by_tests", "killed_by_verify", "failing", "seconds"):
+                setattr(m, k, rec[k])
+        out.append(m)
+    return out
 
 
 def summarize(mutants: list[Mutant]) -> dict[str, object]:
@@ -431,6 +454,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the identity verification for every mutant (slow: about two minutes "
                         "each), only for those the tests miss (default; curated mutants always), or never")
     parser.add_argument("--no-curated", action="store_true", help="skip the curated mutants")
+    parser.add_argument("--no-kill-tests", action="store_true",
+                        help=f"leave out {KILL_TESTS} (the score before its tests were written)")
+    parser.add_argument("--rerun", default="", help="a results file: run again, tests only (its verify "
+                        "outcomes are kept), the mutants that survived in it; write all of them to --out")
     parser.add_argument("--only", default="", help="run only mutants whose id contains this text")
     parser.add_argument("--list", action="store_true", help="list the chosen mutants and exit")
     parser.add_argument("--out", default=str(ROOT / "mutation" / "results.json"))
@@ -439,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     pool = [m for f in target_files() for m in generate(f)]
     chosen = sample(pool, args.sample, args.seed) + ([] if args.no_curated else curated())
     chosen = [m for m in chosen if args.only in m.id]
+    if args.rerun:
+        chosen = rerun_set(json.loads(Path(args.rerun).read_text()), pool + curated())
     if args.list:
         for m in chosen:
             print(f"{m.id}  {m.before!r} -> {m.after!r}  [{m.status}]")
@@ -447,19 +476,22 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="attnproof-mutation-") as tmp:
         work = Path(tmp)
         _copy_tree(work)
-        problem = baseline(work, args.timeout, args.verify != "none", [m.path for m in chosen])
+        todo = [m for m in chosen if m.status == "pending"]
+        problem = baseline(work, args.timeout, args.verify != "none", [m.path for m in todo],
+                           not args.no_kill_tests)
         if problem:
             print(problem, file=sys.stderr)
             return 2
         for n, m in enumerate(chosen, 1):
-            if m.status == "stale":
-                print(f"[{n}/{len(chosen)}] {m.id}: stale ({m.failing})", flush=True)
+            if m.status != "pending":
+                print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (kept) {m.failing}", flush=True)
                 continue
-            run_mutant(m, work, args.timeout, args.verify)
+            run_mutant(m, work, args.timeout, "none" if args.rerun else args.verify, not args.no_kill_tests)
             print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (tests {m.killed_by_tests}, verify "
                   f"{m.killed_by_verify}) {m.seconds} s", flush=True)
     summary = summarize(chosen)
     doc = {
+        "rerun_of": args.rerun or None,
         "command": " ".join(["tools/mutation.py", *(argv if argv is not None else sys.argv[1:])]),
         "started": started,
         "pool": len(pool),
