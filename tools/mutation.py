@@ -16,9 +16,9 @@ exists is reported ``stale``), and runs each one:
 1. the module's fast tests (:data:`TEST_MAP`, plus ``tests/test_mutation_kills.py`` and the
    module's doctests) with ``-x -p no:cacheprovider -m 'not slow and not book'`` under the
    default derandomized ``ci`` Hypothesis profile -> ``killed by tests``;
-2. separately, the verification of every registered identity (what ``attnproof verify``
-   checks; it stops at the first failing identity, the mutated module's own identities
-   first) -> ``killed by verify``.
+2. separately, the verification of the registered identities (what ``attnproof verify``
+   checks: those that can execute the mutated module, i.e. defined in a module that imports
+   it; it stops at the first failure) -> ``killed by verify``.
 
 Each mutant runs in a temporary copy of the tree (``attnproof/``, ``tests/``, the ``book/``
 sources, ``pyproject.toml``), never in the work tree, with bytecode writing off (a stale ``.pyc``
@@ -37,6 +37,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -313,16 +314,35 @@ def sample(mutants: list[Mutant], n: int, seed: int) -> list[Mutant]:
 
 # --- running a mutant -----------------------------------------------------------------------
 
-#: Runs every registered identity, the mutated module's first, and exits 1 at the first failure:
-#: the same verdict as ``attnproof verify`` (which passes iff every identity passes), sooner.
+#: Runs the registered identities that can execute the mutated module (those defined in it or in a
+#: module importing it, directly or through others: rooms in theorems/ do not import each other)
+#: and exits 1 at the first failure; "" runs every identity.  The verdict of ``attnproof verify``
+#: (which passes iff every identity passes) for this mutant, sooner.
 VERIFY_SCRIPT = """
 import sys
+from types import ModuleType
 from attnproof.cli import build_parser
 from attnproof import proof
 build_parser()  # imports every room, so the registry is complete
-first = sys.argv[1]
-ids = sorted(proof.REGISTRY, key=lambda i: proof.REGISTRY[i].build.__module__ != first)
-for i in ids:
+target = sys.argv[1]
+
+def deps(name):
+    out = set()
+    for value in vars(sys.modules[name]).values():
+        dep = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+        if isinstance(dep, str) and dep.startswith("attnproof") and dep in sys.modules:
+            out.add(dep)
+    return out
+
+def reaches(name, seen):
+    if name == target:
+        return True
+    seen.add(name)
+    return any(reaches(d, seen) for d in deps(name) - seen)
+
+for i, ident in proof.REGISTRY.items():
+    if target and not reaches(ident.build.__module__, set()):
+        continue
     e = proof.verify(i)
     if not e.own_passed:
         print(i, e.error[:200])
@@ -370,7 +390,8 @@ def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: b
     """Run one mutant in the copy ``work`` (restoring the file afterwards) and record the outcome.
 
     ``verify``: "all" (always run the identity verification; curated mutants always do),
-    "survivors" (only when the tests miss the mutant) or "none" (keep what is recorded).
+    "survivors" (only when the tests miss the mutant and no verify outcome is recorded) or
+    "none" (keep what is recorded).
     """
     target = work / m.path
     original = target.read_text()
@@ -380,7 +401,7 @@ def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: b
         code, tail = _run(pytest_command(m.path, kill_tests), work, timeout)
         m.killed_by_tests = code != 0
         m.failing = tail if code != 0 else ""
-        if verify == "all" or (verify == "survivors" and (m.curated or code == 0)):
+        if verify == "all" or (verify == "survivors" and code == 0 and m.killed_by_verify is None):
             vcode, vtail = _run([sys.executable, "-c", VERIFY_SCRIPT, _module(m.path)], work, timeout)
             m.killed_by_verify = vcode != 0
             if vcode != 0 and not m.failing:
@@ -452,16 +473,20 @@ def main(argv: list[str] | None = None) -> int:
                         "counts as killed by timeout")
     parser.add_argument("--verify", choices=("all", "survivors", "none"), default="survivors",
                         help="run the identity verification for every mutant (slow: about two minutes "
-                        "each), only for those the tests miss (default; curated mutants always), or never")
+                        "each), only for those the tests miss (default), or never")
     parser.add_argument("--no-curated", action="store_true", help="skip the curated mutants")
     parser.add_argument("--no-kill-tests", action="store_true",
                         help=f"leave out {KILL_TESTS} (the score before its tests were written)")
-    parser.add_argument("--rerun", default="", help="a results file: run again, tests only (its verify "
-                        "outcomes are kept), the mutants that survived in it; write all of them to --out")
+    parser.add_argument("--rerun", default="", help="a results file: run the mutants that survived in it "
+                        "again (its verify outcomes are kept); write all of them to --out")
     parser.add_argument("--only", default="", help="run only mutants whose id contains this text")
     parser.add_argument("--list", action="store_true", help="list the chosen mutants and exit")
     parser.add_argument("--out", default=str(ROOT / "mutation" / "results.json"))
     args = parser.parse_args(argv)
+    # a background job may start with SIGINT ignored, and SIGTERM would skip the clean-up: both
+    # must unwind through the temporary directory's removal
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     pool = [m for f in target_files() for m in generate(f)]
     chosen = sample(pool, args.sample, args.seed) + ([] if args.no_curated else curated())
@@ -473,6 +498,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m.id}  {m.before!r} -> {m.after!r}  [{m.status}]")
         return 0
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    command = " ".join(["tools/mutation.py", *(argv if argv is not None else sys.argv[1:])])
+
+    def write(complete: bool) -> dict[str, object]:
+        """The results so far (after every mutant, so an interrupted run keeps what it measured)."""
+        summary = summarize(chosen)
+        doc = {"command": command, "rerun_of": args.rerun or None, "started": started, "complete": complete,
+               "pool": len(pool), "summary": summary,
+               "mutants": [{k: v for k, v in asdict(m).items() if k != "source"} for m in chosen]}
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
+        return summary
+
     with tempfile.TemporaryDirectory(prefix="attnproof-mutation-") as tmp:
         work = Path(tmp)
         _copy_tree(work)
@@ -486,21 +523,11 @@ def main(argv: list[str] | None = None) -> int:
             if m.status != "pending":
                 print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (kept) {m.failing}", flush=True)
                 continue
-            run_mutant(m, work, args.timeout, "none" if args.rerun else args.verify, not args.no_kill_tests)
+            run_mutant(m, work, args.timeout, args.verify, not args.no_kill_tests)
             print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (tests {m.killed_by_tests}, verify "
                   f"{m.killed_by_verify}) {m.seconds} s", flush=True)
-    summary = summarize(chosen)
-    doc = {
-        "rerun_of": args.rerun or None,
-        "command": " ".join(["tools/mutation.py", *(argv if argv is not None else sys.argv[1:])]),
-        "started": started,
-        "pool": len(pool),
-        "summary": summary,
-        "mutants": [{k: v for k, v in asdict(m).items() if k != "source"} for m in chosen],
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
-    print(json.dumps(summary, indent=2))
+            write(complete=False)
+    print(json.dumps(write(complete=True), indent=2))
     return 0
 
 
