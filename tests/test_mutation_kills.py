@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnproof.arith import FLOAT64
+from attnproof.errors import DegenerateProbeError
 from attnproof.measure import ScalePolicy
 from attnproof.models import Attention, attention_weights
 from attnproof.oracles import ApproxOracle, ValueOracle
@@ -184,6 +185,23 @@ def test_gaussian_probes_redraw_the_documented_eight_percent_of_rows():
     p = math.erf(0.1 / math.sqrt(2))
     mean, sd = n * p / (1 - p), math.sqrt(n * p) / (1 - p)
     assert abs(total - mean) <= 6 * sd
+
+
+@pytest.mark.parametrize("d", [12, 16, 32])
+def test_custom_probe_within_dot_product_rounding_of_v_perp_is_refused(d):
+    """A custom probe row with |u^T v| = d eps ||u|| ||v|| -- the rounding bound of a d-term dot
+    product, so indistinguishable from u^T v = 0 -- is refused.  v = e_1 makes u^T v = u_1
+    exactly; the other rows (e_1, e_1 + e_j) keep Z well conditioned, so the refusal is about u."""
+    v = np.zeros(d)
+    v[0] = 1.0
+    Z = np.zeros((d, d))
+    Z[0, 1] = 1.0
+    Z[0, 0] = d * EPS * np.linalg.norm(Z[0])
+    Z[1:, 0] = 1.0
+    Z[np.arange(2, d), np.arange(2, d)] = 1.0
+    assert np.linalg.cond(Z) < 10 * d
+    with pytest.raises(DegenerateProbeError, match="u_0 has u"):
+        probe_matrix(Z, v, FLOAT64, None)
 
 
 @pytest.mark.parametrize("scale", [1e-3, 1e-5, 1e-7])
