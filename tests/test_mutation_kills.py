@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnproof.arith import FLOAT64
-from attnproof.errors import DegenerateProbeError
+from attnproof.errors import DegenerateProbeError, PrecisionLossError
 from attnproof.measure import ScalePolicy
 from attnproof.models import Attention, attention_weights
 from attnproof.oracles import ApproxOracle, ValueOracle
@@ -129,6 +129,21 @@ def test_design_tolerance_tau_v_delivers_eps_v(d, eps_v, design):
     tol = design_tolerances(design, eps_W, eps_v, W_bound, mu, d)
     floor = float64_floor(design, W_bound, d)
     assert math.sqrt(d) * (tol.tau_v + floor.tau) <= eps_v
+
+
+@pytest.mark.parametrize("d", [1, 4, 9])
+def test_noisy_learner_refuses_an_eps_v_that_only_float64_rounding_breaks(d):
+    """eps_v between the proven sqrt(d) tau and the float64 total sqrt(d) (tau + floor): the exact
+    analysis would deliver it, float64 cannot, so the learner refuses before any query."""
+    W_bound, mu, tau = 2.0, 0.5 / math.sqrt(d), 1e-6
+    floor = float64_floor(CORRECTED, W_bound, d)
+    eps_v = math.sqrt(d) * (tau + floor.tau / 2)
+    assert math.sqrt(d) * tau <= eps_v < math.sqrt(d) * (tau + floor.tau)
+    rng = np.random.default_rng(d)
+    oracle = ApproxOracle(Attention(rng.standard_normal((d, d)) * 0.1, np.full(d, mu)), tau=tau)
+    with pytest.raises(PrecisionLossError, match="eps_v"):
+        learn_noisy(oracle, W_bound=W_bound, mu=mu, eps_W=0.9, eps_v=eps_v)
+    assert oracle.queries == 0
 
 
 def _margin_target(d: int, zeros: int, mu: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
