@@ -1,0 +1,270 @@
+"""Properties that the mutation run (``tools/mutation.py``) found unguarded.
+
+Each test states a contract of the public API: a scoring definition, an oracle's counting or
+adversary, a constant's defining formula, a tolerance's promise, a scale policy's landing
+interval, a learner's query count.  ``mutation/SURVIVORS.md`` lists which mutant each one kills.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attnproof.arith import FLOAT64
+from attnproof.errors import DegenerateProbeError, PrecisionLossError
+from attnproof.measure import ScalePolicy
+from attnproof.models import Attention, attention_weights
+from attnproof.oracles import ApproxOracle, ValueOracle
+from attnproof.recovery import MultiHeadRecovery, Recovery, score, score_heads
+from attnproof.theorems.exact import learn_exact, probe_matrix
+from attnproof.theorems.lowrank import learn_skeleton
+from attnproof.theorems.noisy import (
+    CORRECTED,
+    TUNED,
+    design_tolerances,
+    float64_floor,
+    guarantee,
+    learn_noisy,
+)
+
+seeds = st.integers(0, 2**32 - 1)
+EPS = np.finfo(float).eps
+
+
+# --- scoring (recovery.py) ------------------------------------------------------------------
+
+
+@given(st.integers(2, 6), seeds)
+def test_score_err_W_is_the_frobenius_norm_of_the_difference(d, seed):
+    """err_W and err_v are Frobenius / 2-norms, not the largest entry (which they exceed for d >= 2)."""
+    rng = np.random.default_rng(seed)
+    W, v = rng.standard_normal((d, d)), rng.standard_normal(d)
+    dW, dv = rng.standard_normal((d, d)), rng.standard_normal(d)
+    s = score(Recovery(W=W + dW, v=v + dv, queries=0, arith=FLOAT64), W, v)
+    # rounding: forming W + dW - W costs an ulp of |W| + |dW| per entry, the norm a few more
+    tol_W = 4 * d * EPS * (np.linalg.norm(W) + np.linalg.norm(dW))
+    tol_v = 4 * d * EPS * (np.linalg.norm(v) + np.linalg.norm(dv))
+    assert abs(s.err_W - np.linalg.norm(dW)) <= tol_W
+    assert abs(s.err_v - np.linalg.norm(dv)) <= tol_v
+    assert s.err_W > np.abs(dW).max() + tol_W  # a d x d Gaussian difference has more than one entry
+
+
+@given(st.integers(1, 5), st.integers(-30, 30), st.integers(1, 40), seeds)
+def test_bits_are_binary_digits_of_agreement(d, top_exp, err_exp, seed):
+    """max |W*| = 2^a and an error 2^(a - b) in one entry is b bits (powers of two: log2 is exact);
+    the same for a multi-head score.  Positive: more bits means a better recovery."""
+    rng = np.random.default_rng(seed)
+    W = np.ldexp(rng.uniform(-1, 1, (d, d)), top_exp)
+    i, j = rng.integers(d, size=2)
+    W[i, j] = 2.0**top_exp  # the largest entry, exactly
+    v = np.ones(d)
+    W_hat = W.copy()
+    W_hat[i, j] += 2.0 ** (top_exp - err_exp)  # exact: one bit of W[i, j] at position -err_exp
+    rec = Recovery(W=W_hat, v=v, queries=0, arith=FLOAT64)
+    assert score(rec, W, v).bits_W == err_exp
+    heads = MultiHeadRecovery(heads=(rec,), bases=(np.eye(d),), queries=0, arith="float64")
+    # score_heads counts against the largest entry of W* and v* = 1: 2^max(a, 0)
+    expected = max(top_exp, 0) - top_exp + err_exp
+    assert score_heads(heads, [(W, v)], FLOAT64)["bits"] == expected
+
+
+# --- oracles.py -------------------------------------------------------------------------------
+
+
+def test_approx_oracle_counts_a_repeated_query():
+    """Every query is counted, also one the oracle remembers (its answer is then the same)."""
+    rng = np.random.default_rng(0)
+    model = Attention(rng.standard_normal((3, 3)), rng.standard_normal(3))
+    for adversary in ("worst", "random", "bias", "round"):
+        oracle = ApproxOracle(model, tau=1e-3, adversary=adversary)
+        X = rng.standard_normal((4, 2, 3))
+        first = oracle(X)
+        again = oracle(np.concatenate([X[:2], rng.standard_normal((1, 2, 3))]))
+        assert oracle.queries == 7
+        assert np.array_equal(again[:2], first[:2])
+
+
+@given(st.integers(1, 6), seeds)
+def test_worst_adversary_moves_the_implied_attention_weight_away_from_one_half(d, seed):
+    """For two tokens the error eta = y - f shifts alpha_1 = (y - x_2^T v) / ((x_1 - x_2)^T v)
+    by eta / slope: the worst adversary pushes it away from 1/2 by the full tau / |slope|."""
+    rng = np.random.default_rng(seed)
+    W, v = rng.standard_normal((d, d)), rng.standard_normal(d)
+    model = Attention(W, v)
+    tau = 1e-4
+    oracle = ApproxOracle(model, tau=tau, adversary="worst")
+    X = rng.standard_normal((16, 2, d))
+    eta = oracle(X) - model(X)
+    slope = (X[:, 0, :] - X[:, 1, :]) @ v
+    alpha1 = attention_weights(X, W, FLOAT64)[:, 0]
+    shift = eta / slope
+    ok = np.abs(alpha1 - 0.5) > 1e-12
+    assert np.all(shift[ok] * (alpha1[ok] - 0.5) > 0)
+    # |eta| = tau up to the rounding of f + eta (an ulp of f, and the step back inside the band)
+    assert np.allclose(np.abs(eta), tau, rtol=0, atol=4 * np.spacing(np.abs(model(X)).max()))
+
+
+# --- Thm 6.1 (theorems/noisy.py) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("design", [CORRECTED, TUNED], ids=lambda x: x.name)
+def test_lipschitz_constant_is_the_logit_slope_at_the_clip(design):
+    """Lemma A.1: L = max of (sigma^{-1})' = 1 / (p (1 - p)) over [p_clip, 1 - p_clip], reached at
+    the clip p_clip = 1 / (1 + e^band); evaluated here from the definition, not the closed form."""
+    p = 1 / (1 + math.exp(design.band))
+    assert design.lipschitz == pytest.approx(1 / (p * (1 - p)), rel=16 * EPS)
+    grid = np.linspace(p, 1 - p, 1001)
+    assert design.lipschitz >= (1 / (grid * (1 - grid))).max() * (1 - 16 * EPS)
+
+
+@given(st.integers(1, 8), st.floats(1e-6, 1e-2), st.sampled_from([CORRECTED, TUNED]))
+def test_design_tolerance_tau_v_delivers_eps_v(d, eps_v, design):
+    """``sqrt(d) (tau_v + floor) <= eps_v``: every entry of v_hat within tau_v plus float64's floor,
+    so ||v_hat - v*||_2 <= eps_v, whatever eps_W allows for W."""
+    W_bound, mu, eps_W = 2.0, 0.5 / math.sqrt(d), 0.5
+    tol = design_tolerances(design, eps_W, eps_v, W_bound, mu, d)
+    floor = float64_floor(design, W_bound, d)
+    assert math.sqrt(d) * (tol.tau_v + floor.tau) <= eps_v
+
+
+@pytest.mark.parametrize("d", [1, 4, 9])
+def test_noisy_learner_refuses_an_eps_v_that_only_float64_rounding_breaks(d):
+    """eps_v between the proven sqrt(d) tau and the float64 total sqrt(d) (tau + floor): the exact
+    analysis would deliver it, float64 cannot, so the learner refuses before any query."""
+    W_bound, mu, tau = 2.0, 0.5 / math.sqrt(d), 1e-6
+    floor = float64_floor(CORRECTED, W_bound, d)
+    eps_v = math.sqrt(d) * (tau + floor.tau / 2)
+    assert math.sqrt(d) * tau <= eps_v < math.sqrt(d) * (tau + floor.tau)
+    rng = np.random.default_rng(d)
+    oracle = ApproxOracle(Attention(rng.standard_normal((d, d)) * 0.1, np.full(d, mu)), tau=tau)
+    with pytest.raises(PrecisionLossError, match="eps_v"):
+        learn_noisy(oracle, W_bound=W_bound, mu=mu, eps_W=0.9, eps_v=eps_v)
+    assert oracle.queries == 0
+
+
+def _margin_target(d: int, zeros: int, mu: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """v* with ``zeros`` zero entries and every other |v*_i| exactly mu (the margin's edge)."""
+    v = mu * rng.choice([-1.0, 1.0], d)
+    v[rng.choice(d, zeros, replace=False)] = 0.0
+    W = rng.standard_normal((d, d))
+    return W / np.linalg.norm(W) * 1.5, v
+
+
+@pytest.mark.parametrize("design", [CORRECTED, TUNED], ids=lambda x: x.name)
+@pytest.mark.parametrize("seed", range(4))
+def test_noisy_learner_splits_zero_and_margin_entries_of_v_exactly(design, seed):
+    """|v*_i| = mu answered pulled towards 0 by the worst adversary is still non-zero, and v*_i = 0
+    still zero (the split sits at mu / 2, tau away from both): the paired rows are exactly the
+    zero entries, and both guarantees hold."""
+    rng = np.random.default_rng(seed)
+    d, mu, eps_W, eps_v = 4, 0.4, 0.1, 0.05
+    W, v = _margin_target(d, 1 + seed % 2, mu, rng)
+    tol = design_tolerances(design, eps_W, eps_v, 2.0, mu, d)
+    oracle = ApproxOracle(Attention(W, v), tau=tol.tau, adversary="worst")
+    rec = learn_noisy(oracle, W_bound=2.0, mu=mu, eps_W=eps_W, eps_v=eps_v, design=design)
+    assert rec.diagnostics["paired_rows"] == int(np.sum(v == 0))
+    achieved = guarantee(rec, W, v)
+    assert achieved["err_W"] <= eps_W and achieved["err_v"] <= eps_v
+
+
+def test_noisy_learner_meets_eps_v_at_the_designed_tolerance():
+    """eps_v much finer than eps_W: the designed tau still delivers ||v_hat - v*||_2 <= eps_v
+    against the worst adversary (tau_v must carry eps_v / sqrt(d))."""
+    rng = np.random.default_rng(3)
+    d, mu, eps_W, eps_v = 4, 0.3, 0.5, 1e-4
+    v = rng.uniform(mu, 0.5, d) * rng.choice([-1.0, 1.0], d)
+    W = rng.standard_normal((d, d))
+    W = W / np.linalg.norm(W) * 1.9
+    for design in (CORRECTED, TUNED):
+        tol = design_tolerances(design, eps_W, eps_v, 2.0, mu, d)
+        oracle = ApproxOracle(Attention(W, v), tau=tol.tau, adversary="worst")
+        rec = learn_noisy(oracle, W_bound=2.0, mu=mu, eps_W=eps_W, eps_v=eps_v, design=design)
+        achieved = guarantee(rec, W, v)
+        assert achieved["err_v"] <= eps_v and achieved["err_W"] <= eps_W
+
+
+# --- Thm 4.1 probes and the scale policy (theorems/exact.py, measure.py) ---------------------
+
+
+def test_gaussian_probes_redraw_the_documented_eight_percent_of_rows():
+    """A row is redrawn when |u^T v| < ||v|| / 10: for d = 1 (cond = 1, no matrix redraws) each
+    draw fails with p = P(|z| < 0.1) = erf(0.1 / sqrt 2) ~ 0.08, so n probe matrices redraw a
+    geometric total of mean n p / (1 - p); the count must sit within 6 standard deviations."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    total = sum(probe_matrix("gaussian", np.array([1.0]), FLOAT64, rng)[1]["redrawn_rows"] for _ in range(n))
+    p = math.erf(0.1 / math.sqrt(2))
+    mean, sd = n * p / (1 - p), math.sqrt(n * p) / (1 - p)
+    assert abs(total - mean) <= 6 * sd
+
+
+@pytest.mark.parametrize("d", [12, 16, 32])
+def test_custom_probe_within_dot_product_rounding_of_v_perp_is_refused(d):
+    """A custom probe row with |u^T v| = d eps ||u|| ||v|| -- the rounding bound of a d-term dot
+    product, so indistinguishable from u^T v = 0 -- is refused.  v = e_1 makes u^T v = u_1
+    exactly; the other rows (e_1, e_1 + e_j) keep Z well conditioned, so the refusal is about u."""
+    v = np.zeros(d)
+    v[0] = 1.0
+    Z = np.zeros((d, d))
+    Z[0, 1] = 1.0
+    Z[0, 0] = d * EPS * np.linalg.norm(Z[0])
+    Z[1:, 0] = 1.0
+    Z[np.arange(2, d), np.arange(2, d)] = 1.0
+    assert np.linalg.cond(Z) < 10 * d
+    with pytest.raises(DegenerateProbeError, match="u_0 has u"):
+        probe_matrix(Z, v, FLOAT64, None)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e-5, 1e-7])
+@pytest.mark.parametrize("bias", [False, True])
+def test_global_upscale_lands_tiny_logits_at_the_goal(scale, bias):
+    """W* far below unit scale: the global upscaling multiplies every logit by 2^(order k) with the
+    smallest k reaching the policy's goal, so the largest lands in [goal, 2^order goal) and no
+    probe needs a second, individual rescaling.  order = 2 when the whole probe is scaled
+    (logit ~ s^2), 1 when only the query token is (heads with biases; c = 0 here)."""
+    rng = np.random.default_rng(7)
+    d, policy = 4, ScalePolicy()
+    W, v = scale * rng.standard_normal((d, d)), rng.standard_normal(d)
+    model = Attention(W, v, c=np.zeros(d), beta=0.0) if bias else Attention(W, v)
+    rec = learn_exact(ValueOracle(model), probes="gaussian", rng=rng, bias=bias)
+    order = 1 if bias else 2
+    diag = rec.diagnostics
+    assert diag["global_rescales"] >= 1 and diag["rescaled_probes"] == 0
+    assert policy.goal * (1 - 1e-9) <= diag["max_abs_logit"] < 2**order * policy.goal * (1 + 1e-9)
+
+
+# --- Thm 5.1 (theorems/lowrank.py) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("ratio", [1e-3, 1e-5, 1e-7])
+def test_skeleton_keeps_a_weak_component_above_float64_resolution(ratio):
+    """sigma_2 / sigma_1 = ratio, far above sqrt(eps) ~ 1.5e-8: the declared rank 2 is found and
+    W* recovered to the relative accuracy of a well-conditioned target (not cut at rank 1)."""
+    rng = np.random.default_rng(11)
+    d = 6
+    U, _ = np.linalg.qr(rng.standard_normal((d, 2)))
+    V, _ = np.linalg.qr(rng.standard_normal((d, 2)))
+    W = U @ np.diag([1.0, ratio]) @ V.T
+    v = rng.standard_normal(d)
+    rec = learn_skeleton(ValueOracle(Attention(W, v)), rank=2, rng=rng)
+    assert rec.diagnostics["rank_found"] == 2
+    s = score(rec, W, v)
+    assert s.err_W <= rec.error_bound
+    assert s.rel_err_W < 1e-9  # the accuracy tests/test_lowrank.py asks of generic targets
+
+
+@given(st.integers(1, 8).flatmap(lambda d: st.tuples(st.just(d), st.integers(1, d))), seeds)
+def test_registered_count_of_the_biased_skeleton_is_what_the_oracle_counted(dr, seed):
+    """The learner's queries_formula (the registered count: v and beta with d + 1 one-token
+    queries, f([0]) included, then d + r(2d - r)) plus its re-asked probes is the oracle's count."""
+    d, r = dr
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((d, r)) @ rng.standard_normal((r, d))
+    model = Attention(W, rng.standard_normal(d), c=rng.standard_normal(d), beta=float(rng.standard_normal()))
+    oracle = ValueOracle(model)
+    rec = learn_skeleton(oracle, rank=r, rng=rng, bias=True)
+    assert rec.diagnostics["queries_formula"] + rec.diagnostics["reasked_queries"] == oracle.queries

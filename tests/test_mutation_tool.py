@@ -1,0 +1,164 @@
+"""The mutation tool (``tools/mutation.py``): what it mutates, what it skips, how it samples, and
+that it never leaves a mutant behind.  Fast: nothing here runs a mutant's tests."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("attnproof_mutation_tool", ROOT / "tools" / "mutation.py")
+tool = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = tool  # dataclasses resolve their module through sys.modules
+_spec.loader.exec_module(tool)
+
+SAMPLE = '''"""Docstring with 2 and 0.1 in it."""
+import math
+
+
+def f(x, y: int = 3) -> float:
+    """Also a docstring: 1e-6."""
+    if x < 0.1 * y:
+        raise ValueError(f"x = {x + 1} too small")
+    return math.log2(abs(abs(x)) + 2) - max(x, -y)
+'''
+
+
+def _module(tmp_path: Path, text: str = SAMPLE, name: str = "m.py") -> str:
+    (tmp_path / name).write_text(text)
+    return name
+
+
+def test_every_mutant_parses_differs_and_changes_one_span(tmp_path):
+    mutants = tool.generate(_module(tmp_path), root=tmp_path)
+    original = ast.dump(ast.parse(SAMPLE))
+    dumps = [ast.dump(ast.parse(m.source)) for m in mutants]
+    assert mutants and original not in dumps
+    assert len(set(dumps)) == len(dumps)  # no two mutants are the same program
+    for m in mutants:  # the text outside the mutated expression is byte-identical
+        lo = SAMPLE.index(m.before) if SAMPLE.count(m.before) == 1 else None
+        if lo is not None:
+            assert m.source == SAMPLE[:lo] + f"({m.after})" + SAMPLE[lo + len(m.before):]
+
+
+def test_the_operators_the_issue_names_are_generated(tmp_path):
+    ops = {m.operator for m in tool.generate(_module(tmp_path), root=tmp_path)}
+    for op in ("Lt->LtE", "Mult->Div", "const 0.1->0.01", "log2->log10", "max->min", "drop-abs",
+               "drop-negation", "drop-right-term", "Sub->Add"):
+        assert op in ops, op
+
+
+def test_docstrings_fstrings_raise_and_annotations_are_not_mutated(tmp_path):
+    mutants = tool.generate(_module(tmp_path), root=tmp_path)
+    assert all(m.line not in (1, 6, 8) for m in mutants)  # docstrings and the raise statement
+    assert {m.before for m in mutants if m.line == 5} == {"3"}  # the default, not the annotations
+
+
+def test_no_op_mutants_are_skipped(tmp_path):
+    """abs(abs(x)) -> abs(x) is one program whichever abs is dropped: one mutant, not two; and
+    ``1.0 -> 1`` style rewrites never appear because their AST equals the original's."""
+    mutants = tool.generate(_module(tmp_path, "y = abs(abs(x))\n"), root=tmp_path)
+    assert [m.operator for m in mutants] == ["drop-abs"]
+
+
+def test_sampling_is_deterministic_and_seeded():
+    pool = list(range(500))
+    mutants = [tool.Mutant(id=str(i), path="p", line=i, operator="o", before="a", after="b") for i in pool]
+    a, b = tool.sample(mutants, 40, seed=0), tool.sample(mutants, 40, seed=0)
+    assert [m.id for m in a] == [m.id for m in b] and len(a) == 40
+    assert [m.id for m in a] != [m.id for m in tool.sample(mutants, 40, seed=1)]
+    assert [int(m.id) for m in a] == sorted(int(m.id) for m in a)  # source order kept
+    assert tool.sample(mutants, 10_000, seed=0) == mutants
+
+
+@pytest.mark.parametrize("copies, stale", [(1, False), (0, True), (2, True)])
+def test_curated_patch_applies_once_or_is_reported_stale(tmp_path, monkeypatch, copies, stale):
+    c = tool.CURATED[0]
+    (tmp_path / c.path).parent.mkdir(parents=True)
+    (tmp_path / c.path).write_text("x = 1\n" + (c.old + "\n") * copies)
+    monkeypatch.setattr(tool, "CURATED", (c,))
+    (m,) = tool.curated(root=tmp_path)
+    assert (m.status == "stale") == stale
+    if not stale:
+        assert m.source == "x = 1\n" + c.new + "\n" and m.line == 2
+
+
+def test_curated_snippets_name_real_modules():
+    targets = set(tool.target_files())
+    assert len({c.name for c in tool.CURATED}) == len(tool.CURATED)
+    assert all(c.path in targets and c.old != c.new for c in tool.CURATED)
+
+
+def test_targets_and_test_map_cover_each_other():
+    targets = tool.target_files()
+    assert "attnproof/measure.py" in targets and "attnproof/theorems/exact.py" in targets
+    assert not any(t.endswith("__init__.py") for t in targets)
+    assert set(targets) <= set(tool.TEST_MAP)
+    assert all((ROOT / f).exists() for files in tool.TEST_MAP.values() for f in files)
+
+
+def test_a_mutant_is_restored_even_when_its_run_is_interrupted(tmp_path, monkeypatch):
+    path = _module(tmp_path)
+    (m, *_) = tool.generate(path, root=tmp_path)
+
+    def interrupted(*args, **kwargs):
+        assert (tmp_path / path).read_text() == m.source  # the mutant is in place while it runs
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tool, "_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tool.run_mutant(m, tmp_path, timeout=1, verify="none")
+    assert (tmp_path / path).read_text() == SAMPLE
+
+
+@pytest.mark.parametrize("tests_code, verify_code, status", [
+    (1, None, "killed"), (0, 1, "killed"), (0, 0, "survived"), (None, None, "timeout"),
+])
+def test_a_mutant_is_killed_by_tests_or_by_verify(tmp_path, monkeypatch, tests_code, verify_code, status):
+    path = _module(tmp_path)
+    (m, *_) = tool.generate(path, root=tmp_path)
+    codes = iter([tests_code, verify_code])
+
+    def run(cmd, cwd, timeout):
+        code = next(codes)
+        return code, "timeout" if code is None else "tail"
+
+    monkeypatch.setattr(tool, "_run", run)
+    tool.run_mutant(m, tmp_path, timeout=1, verify="survivors")
+    assert m.status == status
+    assert m.killed_by_tests == (tests_code != 0)
+    assert m.killed_by_verify == (None if tests_code != 0 else verify_code != 0)
+
+
+def test_score_counts_killed_over_run():
+    def mk(i, status, verify=None):
+        return tool.Mutant(id=str(i), path="p", line=i, operator="o", before="a", after="b", status=status,
+                           killed_by_tests=status == "killed" and not verify, killed_by_verify=verify)
+
+    s = tool.summarize([mk(0, "killed"), mk(1, "killed", True), mk(2, "survived", False), mk(3, "stale"),
+                        mk(4, "timeout")])
+    assert (s["ran"], s["killed"], s["stale"], s["timeout"], s["killed_by_verify"]) == (4, 3, 1, 1, 1)
+    assert s["score"] == 0.75 and s["survived"] == ["2"]
+
+
+def test_rerun_keeps_kills_and_verify_outcomes(tmp_path):
+    path = _module(tmp_path)
+    a, b, *_ = tool.generate(path, root=tmp_path)
+    previous = {"mutants": [
+        dict(id=a.id, path=a.path, line=a.line, operator=a.operator, before=a.before, after=a.after,
+             curated=False, status="killed", killed_by_tests=True, killed_by_verify=None, failing="x",
+             seconds=1.0),
+        dict(id=b.id, path=b.path, line=b.line, operator=b.operator, before=b.before, after=b.after,
+             curated=False, status="survived", killed_by_tests=False, killed_by_verify=False, failing="",
+             seconds=1.0),
+        dict(id="gone", path=path, line=1, operator="o", before="a", after="b", curated=False,
+             status="survived", killed_by_tests=False, killed_by_verify=False, failing="", seconds=1.0),
+    ]}
+    ra, rb, gone = tool.rerun_set(json.loads(json.dumps(previous)), [a, b])
+    assert (ra.status, rb.status, gone.status) == ("killed", "pending", "stale")
+    assert rb.killed_by_verify is False and rb.source

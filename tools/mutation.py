@@ -1,0 +1,536 @@
+"""Opt-in mutation run over the library's core: how many small bugs do the tests and ``verify`` catch?
+
+One command (from the repository root; 10-30 s per mutant the tests kill, up to a few minutes
+for one that needs ``verify``; the recorded run of 43 mutants took about 35 minutes)::
+
+    .venv/bin/python tools/mutation.py --sample 30 --seed 0
+
+It builds every candidate mutant of the target modules (``attnproof/theorems/``, ``measure.py``,
+``oracles.py``, ``models.py``, ``recovery.py``) with a small AST mutator (operator swaps,
+comparison boundary flips, constants 2 -> 1 / 0.1 -> 0.01 / 1e-6 -> 1e-2, dropped terms,
+log2 -> log10, max <-> min, abs dropped, negation dropped), drops the mutants whose AST equals
+the original or another mutant's (no-ops such as ``1.0`` -> ``1``), samples ``--sample`` of
+them with ``random.Random(seed)`` from a deterministic order, adds the curated mutants of
+:data:`CURATED` (the audit's named survivors, each a snippet patch; a snippet that no longer
+exists is reported ``stale``), and runs each one:
+
+1. the module's fast tests (:data:`TEST_MAP`, plus ``tests/test_mutation_kills.py`` and the
+   module's doctests) with ``-x -p no:cacheprovider -m 'not slow and not book'`` under the
+   default derandomized ``ci`` Hypothesis profile -> ``killed by tests``;
+2. separately, the verification of the registered identities (what ``attnproof verify``
+   checks: those that can execute the mutated module, i.e. defined in a module that imports
+   it; it stops at the first failure) -> ``killed by verify``.
+
+Each mutant runs in a temporary copy of the tree (``attnproof/``, ``tests/``, the ``book/``
+sources, ``pyproject.toml``), never in the work tree, with bytecode writing off (a stale ``.pyc``
+of the same size and second would otherwise hide a mutant); the copy is removed on exit,
+interruption included.  A run that exceeds ``--timeout`` counts as killed (by timeout).  Before
+the mutants, the clean copy must pass both steps, or the run stops.  The results go to
+``mutation/results.json``; ``--rerun`` runs a results file's survivors again (after new tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: The modules mutated (relative to the repository root); ``attnproof/theorems/`` is expanded.
+TARGETS = ("attnproof/theorems", "attnproof/measure.py", "attnproof/oracles.py",
+           "attnproof/models.py", "attnproof/recovery.py")
+
+#: The fast test files run against a mutant of each module (besides tests/test_mutation_kills.py).
+TEST_MAP: dict[str, tuple[str, ...]] = {
+    "attnproof/measure.py": ("tests/test_measure.py", "tests/test_exact.py", "tests/test_lowrank.py",
+                             "tests/test_bias.py"),
+    "attnproof/oracles.py": ("tests/test_oracles.py", "tests/test_noisy.py", "tests/test_membership.py"),
+    "attnproof/models.py": ("tests/test_models.py", "tests/test_exact.py"),
+    "attnproof/recovery.py": ("tests/test_recovery.py",),
+    "attnproof/theorems/bias.py": ("tests/test_bias.py",),
+    "attnproof/theorems/definitions.py": ("tests/test_models.py",),
+    "attnproof/theorems/exact.py": ("tests/test_exact.py",),
+    "attnproof/theorems/lowrank.py": ("tests/test_lowrank.py",),
+    "attnproof/theorems/membership.py": ("tests/test_membership.py",),
+    "attnproof/theorems/multihead.py": ("tests/test_multihead.py",),
+    "attnproof/theorems/noisy.py": ("tests/test_noisy.py",),
+    "attnproof/theorems/transformer.py": ("tests/test_transformer.py",),
+}
+KILL_TESTS = "tests/test_mutation_kills.py"
+PYTEST_FLAGS = ("-x", "-q", "-p", "no:cacheprovider", "-m", "not slow and not book")
+
+
+@dataclass(frozen=True)
+class Curated:
+    """A named mutant: replace the unique occurrence of ``old`` in ``path`` by ``new``."""
+
+    name: str
+    path: str
+    old: str
+    new: str
+    what: str
+
+
+#: The audit's named survivors (issue 12), as precise patches.
+CURATED: tuple[Curated, ...] = (
+    Curated("gaussian-margin", "attnproof/theorems/exact.py", "GAUSSIAN_MARGIN = 0.1",
+            "GAUSSIAN_MARGIN = 0.01", "Gaussian-probe margin constant 0.1 -> 0.01"),
+    Curated("noisy-zero-split", "attnproof/theorems/noisy.py", "nonzero = np.abs(v) > mu / 2",
+            "nonzero = np.abs(v) > mu", "the mu/2 zero / non-zero split of v_hat moved to mu"),
+    Curated("skeleton-rank-tol", "attnproof/theorems/lowrank.py",
+            "rank_tol = 0.1 * math.sqrt(arith.eps) if rank_tol is None",
+            "rank_tol = 1e-2 if rank_tol is None", "skeleton rank-cut tolerance 0.1 sqrt(eps) -> 1e-2"),
+    Curated("floor-count-bias", "attnproof/theorems/lowrank.py", "(d + 1 if bias else 0)",
+            "(d if bias else 0)", "the floor query count forgets f([0]) with biases"),
+    Curated("query-only-order", "attnproof/measure.py", "return 1 if self.scale_query_only else 2",
+            "return 2 if self.scale_query_only else 1", "query-only scaling order swapped"),
+    Curated("global-upscale-overshoot", "attnproof/measure.py",
+            "math.ceil(math.log2(policy.goal / top) / probes.order)",
+            "math.ceil(math.log2(policy.goal / top))", "global upscaling ignores the order (overshoots)"),
+    Curated("approx-remembered-uncounted", "attnproof/oracles.py",
+            "        return np.array([self._memory[key] for key in keys])",
+            "        self.queries -= len(keys) - len(new)\n"
+            "        return np.array([self._memory[key] for key in keys])",
+            "ApproxOracle does not count a remembered query"),
+    Curated("worst-toward-half", "attnproof/oracles.py", "away = np.where(alpha1 >= 0.5, 1.0, -1.0)",
+            "away = np.where(alpha1 >= 0.5, -1.0, 1.0)", "the worst adversary pushes alpha toward 1/2"),
+    Curated("bits-wrong-sign", "attnproof/recovery.py", "return arith.log2_abs_max(truth) - err",
+            "return err - arith.log2_abs_max(truth)", "scoring with bits of the wrong sign"),
+    Curated("max-entry-not-frobenius", "attnproof/recovery.py",
+            "err_W, norm_W = arith.norm(dW), arith.norm(W)",
+            "err_W, norm_W = arith.norm(dW.ravel()[[int(abs(dW.ravel()).argmax())]]), arith.norm(W)",
+            "scored error of W: the max entry instead of the Frobenius norm"),
+    Curated("bits-base-10", "attnproof/recovery.py", "math.log2(top) - math.log2(max_err)",
+            "math.log10(top) - math.log10(max_err)", "bits in base 10 instead of base 2"),
+    Curated("lipschitz-cosh", "attnproof/theorems/noisy.py", "return 2 + 2 * math.cosh(self.band)",
+            "return 2 + math.cosh(self.band)", "ProbeDesign.lipschitz = 2 + cosh(beta)"),
+    Curated("tau-v-no-eps-v", "attnproof/theorems/noisy.py",
+            "t_v = (eps_v / math.sqrt(d) - floor.tau) * shrink", "t_v = t",
+            "design_tolerances' tau_v without eps_v / sqrt(d)"),
+)
+
+
+@dataclass
+class Mutant:
+    """One mutant: where, what, and (after the run) what killed it."""
+
+    id: str
+    path: str
+    line: int
+    operator: str
+    before: str
+    after: str
+    source: str = field(repr=False, default="")
+    curated: bool = False
+    status: str = "pending"  # killed | survived | stale | timeout
+    killed_by_tests: bool | None = None
+    killed_by_verify: bool | None = None
+    failing: str = ""
+    seconds: float = 0.0
+
+
+# --- the mutator ----------------------------------------------------------------------------
+
+_SWAP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
+         ast.FloorDiv: ast.Div, ast.Pow: ast.Mult}
+_CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
+        ast.NotEq: ast.Eq}
+_NAMES = {"log2": "log10", "log10": "log2", "max": "min", "min": "max", "amax": "amin", "amin": "amax",
+          "maximum": "minimum", "minimum": "maximum", "floor": "ceil", "ceil": "floor"}
+
+
+def _constant_variants(value: object) -> list[object]:
+    """The constants a numeric constant is mutated to (2 -> 1, 0.1 -> 0.01, 1e-6 -> 1e-2, ...)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return []
+    if isinstance(value, int):
+        return [1 if value == 2 else (0 if value == 1 else value + 1)]
+    out: list[object] = [value / 10]
+    if 0 < abs(value) <= 1e-3:
+        out.append(value * 1e4)
+    if value in (0.5, 2.0):
+        out.append(1.0)
+    return out
+
+
+def _skipped(tree: ast.Module) -> set[int]:
+    """ids of nodes not worth mutating: docstrings, f-strings, raise statements, annotations, __all__."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        sub: list[ast.AST] = []
+        if isinstance(node, (ast.JoinedStr, ast.Raise)):
+            sub = [node]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            sub = [a.annotation for a in node.args.args + node.args.kwonlyargs if a.annotation]
+            sub += [node.returns] if node.returns else []
+        elif isinstance(node, ast.AnnAssign):
+            sub = [node.annotation]
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
+                                                  for t in node.targets):
+            sub = [node]
+        for s in sub:
+            skip.update(id(n) for n in ast.walk(s))
+    return skip
+
+
+def _variants(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    """(operator name, replacement node) for every mutation of ``node`` itself."""
+    if isinstance(node, ast.BinOp):
+        new_op = _SWAP.get(type(node.op))
+        if new_op is not None:
+            yield f"{type(node.op).__name__}->{new_op.__name__}", ast.BinOp(node.left, new_op(), node.right)
+        if isinstance(node.op, (ast.Add, ast.Sub)):
+            yield "drop-right-term", node.left
+            if isinstance(node.op, ast.Add):
+                yield "drop-left-term", node.right
+        if isinstance(node.op, (ast.Mult, ast.Div)):
+            yield "drop-factor", node.left
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+        new_cmp = _CMP.get(type(node.ops[0]))
+        if new_cmp is not None:
+            yield f"{type(node.ops[0]).__name__}->{new_cmp.__name__}", ast.Compare(
+                node.left, [new_cmp()], node.comparators)
+    elif isinstance(node, ast.Constant):
+        for value in _constant_variants(node.value):
+            yield f"const {node.value!r}->{value!r}", ast.Constant(value)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        yield "drop-negation", node.operand
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        yield "drop-not", node.operand
+    elif isinstance(node, ast.BoolOp):
+        yield "and<->or", ast.BoolOp(ast.Or() if isinstance(node.op, ast.And) else ast.And(), node.values)
+    elif isinstance(node, ast.Call):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name in _NAMES:
+            func = copy.copy(node.func)
+            if isinstance(func, ast.Attribute):
+                func.attr = _NAMES[name]
+            else:
+                func.id = _NAMES[name]
+            yield f"{name}->{_NAMES[name]}", ast.Call(func, node.args, node.keywords)
+        if name == "abs" and len(node.args) == 1:
+            yield "drop-abs", node.args[0]
+
+
+def _offsets(source: str) -> list[int]:
+    """Character offset of the start of each line (1-based lines; AST columns are UTF-8 bytes)."""
+    starts, total = [0, 0], 0
+    for line in source.splitlines(keepends=True):
+        total += len(line)
+        starts.append(total)
+    return starts
+
+
+def _span(source: str, starts: list[int], node: ast.AST) -> tuple[int, int]:
+    """Character span of ``node`` in ``source`` (columns converted from UTF-8 bytes)."""
+    def at(line: int, col: int) -> int:
+        text = source[starts[line]:starts[line + 1]]
+        return starts[line] + len(text.encode()[:col].decode())
+    return at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
+
+
+def generate(path: str, root: Path = ROOT) -> list[Mutant]:
+    """Every non-trivial mutant of one module, in source order; no-ops and duplicates dropped.
+
+    A mutant replaces one expression's source text by the unparsed mutated expression (in
+    parentheses), so the rest of the file is byte-identical; it is kept only if it parses and
+    its AST differs from the original's and from every earlier mutant's.
+    """
+    source = (root / path).read_text()
+    tree = ast.parse(source)
+    skip, starts = _skipped(tree), _offsets(source)
+    seen = {ast.dump(tree)}
+    out: list[Mutant] = []
+    nodes = [n for n in ast.walk(tree) if isinstance(n, ast.expr) and id(n) not in skip]
+    nodes.sort(key=lambda n: (n.lineno, n.col_offset, n.end_lineno or 0, n.end_col_offset or 0))
+    for node in nodes:
+        lo, hi = _span(source, starts, node)
+        for operator, new in _variants(node):
+            text = ast.unparse(new)
+            mutated = source[:lo] + f"({text})" + source[hi:]
+            try:
+                dump = ast.dump(ast.parse(mutated))
+            except SyntaxError:
+                continue
+            if dump in seen:
+                continue
+            seen.add(dump)
+            out.append(Mutant(
+                id=f"{path}:{node.lineno}:{node.col_offset}:{operator}", path=path, line=node.lineno,
+                operator=operator, before=source[lo:hi], after=text, source=mutated,
+            ))
+    return out
+
+
+def curated(root: Path = ROOT) -> list[Mutant]:
+    """The curated mutants; a patch whose snippet is missing or not unique is ``stale``."""
+    out = []
+    for c in CURATED:
+        source = (root / c.path).read_text()
+        found = source.count(c.old)
+        line = source[: source.find(c.old)].count("\n") + 1 if found else 0
+        m = Mutant(id=f"curated:{c.name}", path=c.path, line=line, operator=c.what, before=c.old,
+                   after=c.new, curated=True)
+        if found == 1:
+            m.source = source.replace(c.old, c.new)
+        else:
+            m.status = "stale"
+            m.failing = f"snippet found {found} times in {c.path}"
+        out.append(m)
+    return out
+
+
+def target_files(root: Path = ROOT) -> list[str]:
+    """The mutated modules, sorted (``attnproof/theorems/*.py`` expanded, ``__init__`` excluded)."""
+    files: list[str] = []
+    for t in TARGETS:
+        p = root / t
+        if p.is_dir():
+            files += [f"{t}/{f.name}" for f in sorted(p.glob("*.py")) if f.name != "__init__.py"]
+        else:
+            files.append(t)
+    return sorted(files)
+
+
+def sample(mutants: list[Mutant], n: int, seed: int) -> list[Mutant]:
+    """``n`` mutants drawn with ``random.Random(seed)`` from the list (order kept), or all of them."""
+    if n >= len(mutants):
+        return list(mutants)
+    picked = sorted(random.Random(seed).sample(range(len(mutants)), n))
+    return [mutants[i] for i in picked]
+
+
+# --- running a mutant -----------------------------------------------------------------------
+
+#: Runs the registered identities that can execute the mutated module (those defined in it or in a
+#: module importing it, directly or through others: rooms in theorems/ do not import each other)
+#: and exits 1 at the first failure; "" runs every identity.  The verdict of ``attnproof verify``
+#: (which passes iff every identity passes) for this mutant, sooner.
+VERIFY_SCRIPT = """
+import sys
+from types import ModuleType
+from attnproof.cli import build_parser
+from attnproof import proof
+build_parser()  # imports every room, so the registry is complete
+target = sys.argv[1]
+
+def deps(name):
+    out = set()
+    for value in vars(sys.modules[name]).values():
+        dep = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+        if isinstance(dep, str) and dep.startswith("attnproof") and dep in sys.modules:
+            out.add(dep)
+    return out
+
+def reaches(name, seen):
+    if name == target:
+        return True
+    seen.add(name)
+    return any(reaches(d, seen) for d in deps(name) - seen)
+
+for i, ident in proof.REGISTRY.items():
+    if target and not reaches(ident.build.__module__, set()):
+        continue
+    e = proof.verify(i)
+    if not e.own_passed:
+        print(i, e.error[:200])
+        sys.exit(1)
+"""
+
+
+def _copy_tree(dest: Path, root: Path = ROOT) -> None:
+    """The parts of the tree a mutant run needs (the book's sources: some tests read a chapter),
+    without bytecode caches or the built book."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "_build",
+                                    ".jupyter_cache")
+    for part in ("attnproof", "tests", "book"):
+        shutil.copytree(root / part, dest / part, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        if (root / name).exists():
+            shutil.copy2(root / name, dest / name)
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float) -> tuple[int | None, str]:
+    """(exit code, or None on timeout; the output's last lines)."""
+    env = dict(os.environ, PYTHONPATH=str(cwd), PYTHONDONTWRITEBYTECODE="1")
+    env.pop("HYPOTHESIS_PROFILE", None)  # the derandomized default profile
+    try:
+        out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timeout"
+    lines = (out.stdout + out.stderr).strip().splitlines()
+    return out.returncode, "\n".join(lines[-3:])
+
+
+def _module(path: str) -> str:
+    return path.removesuffix(".py").replace("/", ".")
+
+
+def pytest_command(path: str, kill_tests: bool = True) -> list[str]:
+    """The pytest command for a mutant of ``path``: its mapped tests, the kill tests (unless
+    ``kill_tests`` is false: the score before they were written), its doctests."""
+    files = [f for f in TEST_MAP.get(path, ()) if (ROOT / f).exists()]
+    files += [KILL_TESTS] if kill_tests and (ROOT / KILL_TESTS).exists() else []
+    return [sys.executable, "-m", "pytest", *PYTEST_FLAGS, *files, path]
+
+
+def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: bool = True) -> None:
+    """Run one mutant in the copy ``work`` (restoring the file afterwards) and record the outcome.
+
+    ``verify``: "all" (always run the identity verification; curated mutants always do),
+    "survivors" (only when the tests miss the mutant and no verify outcome is recorded) or
+    "none" (keep what is recorded).
+    """
+    target = work / m.path
+    original = target.read_text()
+    t0 = time.perf_counter()
+    try:
+        target.write_text(m.source)
+        code, tail = _run(pytest_command(m.path, kill_tests), work, timeout)
+        m.killed_by_tests = code != 0
+        m.failing = tail if code != 0 else ""
+        if verify == "all" or (verify == "survivors" and code == 0 and m.killed_by_verify is None):
+            vcode, vtail = _run([sys.executable, "-c", VERIFY_SCRIPT, _module(m.path)], work, timeout)
+            m.killed_by_verify = vcode != 0
+            if vcode != 0 and not m.failing:
+                m.failing = "verify: " + vtail
+    finally:
+        target.write_text(original)
+    timed_out = "timeout" in (m.failing, m.failing.removeprefix("verify: "))
+    killed = m.killed_by_tests or m.killed_by_verify
+    m.status = "timeout" if timed_out else ("killed" if killed else "survived")
+    m.seconds = round(time.perf_counter() - t0, 1)
+
+
+def baseline(work: Path, timeout: float, verify: bool, paths: list[str], kill_tests: bool = True) -> str:
+    """'' if the clean copy passes every test command used and verify, else what failed."""
+    for path in sorted(set(paths)):
+        code, tail = _run(pytest_command(path, kill_tests), work, timeout)
+        if code != 0:
+            return f"clean tree fails the tests for {path}: {tail}"
+    if verify:
+        code, tail = _run([sys.executable, "-c", VERIFY_SCRIPT, ""], work, timeout)
+        if code != 0:
+            return f"clean tree fails verify: {tail}"
+    return ""
+
+
+def rerun_set(previous: dict[str, object], mutants: list[Mutant]) -> list[Mutant]:
+    """The mutants of a previous results file, regenerated: its survivors (and those its run never
+    reached) pending again with their verify outcome kept, the rest as they were recorded."""
+    by_id = {m.id: m for m in mutants}
+    out = []
+    for rec in previous["mutants"]:  # type: ignore[index]
+        m = by_id.get(rec["id"])
+        if m is None or not m.source:  # the source moved on: the recorded mutant no longer exists
+            m = Mutant(**{k: rec[k] for k in ("id", "path", "line", "operator", "before", "after")},
+                       curated=rec["curated"], status="stale", failing="no longer generated")
+        elif rec["status"] in ("survived", "pending"):
+            m.killed_by_verify = rec["killed_by_verify"]
+        else:
+            for k in ("status", "killed_by_tests", "killed_by_verify", "failing", "seconds"):
+                setattr(m, k, rec[k])
+        out.append(m)
+    return out
+
+
+def summarize(mutants: list[Mutant]) -> dict[str, object]:
+    """Counts and the score (killed / non-stale mutants that ran), overall and for verify alone."""
+    ran = [m for m in mutants if m.status in ("killed", "survived", "timeout")]
+    killed = [m for m in ran if m.status != "survived"]
+    by_verify = [m for m in ran if m.killed_by_verify]
+    verified = [m for m in ran if m.killed_by_verify is not None]
+    return {
+        "ran": len(ran),
+        "killed": len(killed),
+        "timeout": sum(m.status == "timeout" for m in ran),
+        "killed_by_tests": sum(bool(m.killed_by_tests) for m in ran),
+        "killed_by_verify": len(by_verify),
+        "verify_ran": len(verified),
+        "stale": sum(m.status == "stale" for m in mutants),
+        "survived": [m.id for m in ran if m.status == "survived"],
+        "score": round(len(killed) / len(ran), 4) if ran else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sample", type=int, default=60, help="random mutants to run (besides the curated)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the deterministic sample")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per step before a mutant "
+                        "counts as killed by timeout")
+    parser.add_argument("--verify", choices=("all", "survivors", "none"), default="survivors",
+                        help="run the identity verification for every mutant (slow: about two minutes "
+                        "each), only for those the tests miss (default), or never")
+    parser.add_argument("--no-curated", action="store_true", help="skip the curated mutants")
+    parser.add_argument("--no-kill-tests", action="store_true",
+                        help=f"leave out {KILL_TESTS} (the score before its tests were written)")
+    parser.add_argument("--rerun", default="", help="a results file: run the mutants that survived in it "
+                        "again (its verify outcomes are kept); write all of them to --out")
+    parser.add_argument("--only", default="", help="run only mutants whose id contains this text")
+    parser.add_argument("--list", action="store_true", help="list the chosen mutants and exit")
+    parser.add_argument("--out", default=str(ROOT / "mutation" / "results.json"))
+    args = parser.parse_args(argv)
+    # a background job may start with SIGINT ignored, and SIGTERM would skip the clean-up: both
+    # must unwind through the temporary directory's removal
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    pool = [m for f in target_files() for m in generate(f)]
+    chosen = sample(pool, args.sample, args.seed) + ([] if args.no_curated else curated())
+    chosen = [m for m in chosen if args.only in m.id]
+    if args.rerun:
+        chosen = rerun_set(json.loads(Path(args.rerun).read_text()), pool + curated())
+    if args.list:
+        for m in chosen:
+            print(f"{m.id}  {m.before!r} -> {m.after!r}  [{m.status}]")
+        return 0
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    command = " ".join(["tools/mutation.py", *(argv if argv is not None else sys.argv[1:])])
+
+    def write(complete: bool) -> dict[str, object]:
+        """The results so far (after every mutant, so an interrupted run keeps what it measured)."""
+        summary = summarize(chosen)
+        doc = {"command": command, "rerun_of": args.rerun or None, "started": started, "complete": complete,
+               "pool": len(pool), "summary": summary,
+               "mutants": [{k: v for k, v in asdict(m).items() if k != "source"} for m in chosen]}
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
+        return summary
+
+    with tempfile.TemporaryDirectory(prefix="attnproof-mutation-") as tmp:
+        work = Path(tmp)
+        _copy_tree(work)
+        todo = [m for m in chosen if m.status == "pending"]
+        problem = baseline(work, args.timeout, args.verify != "none", [m.path for m in todo],
+                           not args.no_kill_tests)
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
+        for n, m in enumerate(chosen, 1):
+            if m.status != "pending":
+                print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (kept) {m.failing}", flush=True)
+                continue
+            run_mutant(m, work, args.timeout, args.verify, not args.no_kill_tests)
+            print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (tests {m.killed_by_tests}, verify "
+                  f"{m.killed_by_verify}) {m.seconds} s", flush=True)
+            write(complete=False)
+    print(json.dumps(write(complete=True), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
