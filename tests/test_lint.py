@@ -17,6 +17,7 @@ def test_ruff_is_clean():
     if ruff is None:
         pytest.skip("ruff is not installed (it comes with the [test] extra)")
     out = subprocess.run(
-        [ruff, "check", "attnproof", "tests", "book/_ext", "dev.py"], cwd=ROOT, capture_output=True, text=True
+        [ruff, "check", "attnproof", "tests", "tools", "book/_ext", "dev.py"],
+        cwd=ROOT, capture_output=True, text=True,
     )
     assert out.returncode == 0, out.stdout + out.stderr
