@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from attnproof.bench import recover_heads, run_exact, run_lowrank
+from attnproof.errors import PrecisionLossError
 from attnproof.measure import PILOT_SLACK
 
 pytestmark = pytest.mark.slow
@@ -13,13 +14,20 @@ pytestmark = pytest.mark.slow
 
 def test_exact_recovery_at_d_1024():
     r = run_exact(1024, "float64", "gaussian", seed=0)
-    assert r["queries"] == 1024 + 1024**2
+    assert 1024 + 1024**2 <= r["queries"] <= 1024 + 1024**2 + PILOT_SLACK
     assert r["rel_err_W"] < 1e-9
 
 
+@pytest.mark.xfail(
+    strict=True, raises=PrecisionLossError,
+    reason="open: with the structured (DCT + reflection) bases this draw's pivots are poor (ratio "
+           "0.053) and the rigorous bound, 7.8e-4 ||W||, exceeds the default promise 6.4e-4 ||W|| "
+           "although the true error is 4.3e-11: the learner refuses instead of answering (issue 13)",
+)
 def test_skeleton_at_llama_head_size():
     r = run_lowrank(4096, 128, "skeleton", seed=0)
-    assert r["queries"] == 4096 + 128 * (2 * 4096 - 128) == 1_036_288
+    floor = 4096 + 128 * (2 * 4096 - 128)
+    assert floor <= r["queries"] <= floor + PILOT_SLACK
     assert r["rel_err_W"] < 1e-9
 
 
