@@ -984,7 +984,8 @@ class Ledger:
         return c.status
 
     def to_markdown(self, links: bool = False) -> str:
-        """The claims table; ``links`` renders the chapter column as MyST ``{doc}`` links."""
+        """The claims: a table (CLI, ``ledger.md``) or, with ``links``, a list for the book (a
+        statement's maths cannot wrap inside a table cell) whose chapters are MyST ``{doc}`` links."""
         s = self.summary()
         t = self.tests
         lines = [
@@ -993,16 +994,20 @@ class Ledger:
             + f"; tests from {t.get('source') or 'no pytest run'}"
             + (f" (commit {t['commit'][:12]}, {t['created']})" if t.get("commit") else "") + ".",
             "",
-            "| claim | paper | statement | status | evidence (kinds) | chapter |",
-            "|---|---|---|---|---|---|",
         ]
+        if not links:
+            lines += ["| claim | paper | statement | status | evidence (kinds) | chapter |",
+                      "|---|---|---|---|---|---|"]
         for c in self.claims:
             cl = c.claim
-            chapter = f"{{doc}}`{cl.chapter}`" if links else cl.chapter
             n = sum(r.passed for r in c.checks)
             evidence = f"{n}/{len(c.checks)} passed ({', '.join(c.kinds) or 'none'})"
-            cells = [f"`{cl.id}`", cl.paper, cl.statement, self.status_text(c), evidence, chapter]
-            lines.append("| " + " | ".join(x.replace("|", r"\|") for x in cells) + " |")
+            if links:
+                lines.append(f"* **`{cl.id}`** ({cl.paper}, {{doc}}`{cl.chapter}`): *{self.status_text(c)}*, "
+                             f"{evidence}. {cl.statement}")
+            else:
+                cells = [f"`{cl.id}`", cl.paper, cl.statement, self.status_text(c), evidence, cl.chapter]
+                lines.append("| " + " | ".join(x.replace("|", r"\|") for x in cells) + " |")
         return "\n".join(lines) + "\n"
 
     def errata_markdown(self) -> str:

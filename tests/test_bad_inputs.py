@@ -104,7 +104,7 @@ API = [
     cell("exact-zero-max-batch-bytes", InvalidInputError,
          lambda: learn_exact(oracle(), probes="basis", max_batch_bytes=0)),
     cell("exact-out-of-range-probes", InvalidInputError,
-         lambda: learn_exact(oracle(), probes="orthogonal", rng=rng())),
+         lambda: learn_exact(oracle(), probes="hadamard", rng=rng())),
     cell("exact-numpy-float32-probes", ACCEPTED,
          lambda: learn_exact(oracle(), probes=np.eye(3, dtype=np.float32))),
     cell("exact-numpy-int-max-batch-bytes", ACCEPTED,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from attnproof.arith import FLOAT64
 from attnproof.errors import DegenerateProbeError, PrecisionLossError
-from attnproof.measure import ScalePolicy
+from attnproof.measure import PILOT_SLACK, ScalePolicy
 from attnproof.models import Attention, attention_weights
 from attnproof.oracles import ApproxOracle, ValueOracle
 from attnproof.recovery import MultiHeadRecovery, Recovery, score, score_heads
@@ -219,22 +219,34 @@ def test_custom_probe_within_dot_product_rounding_of_v_perp_is_refused(d):
         probe_matrix(Z, v, FLOAT64, None)
 
 
-@pytest.mark.parametrize("scale", [1e-3, 1e-5, 1e-7])
-@pytest.mark.parametrize("bias", [False, True])
-def test_global_upscale_lands_tiny_logits_at_the_goal(scale, bias):
-    """W* far below unit scale: the global upscaling multiplies every logit by 2^(order k) with the
-    smallest k reaching the policy's goal, so the largest lands in [goal, 2^order goal) and no
-    probe needs a second, individual rescaling.  order = 2 when the whole probe is scaled
-    (logit ~ s^2), 1 when only the query token is (heads with biases; c = 0 here)."""
+@pytest.mark.parametrize(
+    "scale,bias", [(1e-3, False), (1e-5, False), (1e-7, False), (1e-3, True), (1e3, True)]
+)
+def test_the_learned_scale_lands_far_targets_below_saturation_within_the_slack(scale, bias):
+    """W* far from unit scale: the learner learns its size from the first measurements, so every
+    accepted logit stays below the policy's ``accept`` level and the re-asks stay within
+    PILOT_SLACK (a scale that overshoots saturates probes and re-asks them; one that undershoots
+    loses the measurements to rounding)."""
     rng = np.random.default_rng(7)
     d, policy = 4, ScalePolicy()
     W, v = scale * rng.standard_normal((d, d)), rng.standard_normal(d)
-    model = Attention(W, v, c=np.zeros(d), beta=0.0) if bias else Attention(W, v)
+    model = Attention(W, v, c=rng.standard_normal(d), beta=0.0) if bias else Attention(W, v)
     rec = learn_exact(ValueOracle(model), probes="gaussian", rng=rng, bias=bias)
-    order = 1 if bias else 2
     diag = rec.diagnostics
-    assert diag["global_rescales"] >= 1 and diag["rescaled_probes"] == 0
-    assert policy.goal * (1 - 1e-9) <= diag["max_abs_logit"] < 2**order * policy.goal * (1 + 1e-9)
+    assert diag["reasked_queries"] <= PILOT_SLACK
+    assert policy.ceiling / 4 <= diag["max_abs_logit"] <= policy.accept
+
+
+@pytest.mark.xfail(strict=True, reason="open: a head declared with biases whose score bias c is exactly 0 "
+                   "answers the c^T p prelude with exact zeros, which tell nothing about the scale: the "
+                   "prelude re-asks each probe at growing scales (41 re-asks at d = 4, ~92 at d = 16)")
+@pytest.mark.parametrize("d", [4, 16])
+def test_open_a_zero_score_bias_costs_prelude_reasks(d):
+    rng = np.random.default_rng(7)
+    W, v = rng.standard_normal((d, d)), rng.standard_normal(d)
+    rec = learn_exact(ValueOracle(Attention(W, v, c=np.zeros(d), beta=0.0)), probes="gaussian", rng=rng,
+                      bias=True)
+    assert rec.diagnostics["reasked_queries"] <= PILOT_SLACK
 
 
 # --- Thm 5.1 (theorems/lowrank.py) ----------------------------------------------------------
