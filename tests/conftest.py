@@ -39,6 +39,16 @@ def _reset_mpmath_precision():
     mpmath.mp.dps = 15
 
 
+@pytest.fixture(scope="session")
+def full_certificate():
+    """One verification of every registered identity (about a minute), shared by the test modules
+    that read the whole certificate (tests/test_proof.py, tests/test_ledger.py)."""
+    import attnproof  # noqa: F401  (importing the package registers every identity)
+    from attnproof import proof
+
+    return proof.verify_all()
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--ledger-results",
