@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .arith import FLOAT64, Arith, parse
-from .errors import AttnproofError, InvalidInputError
+from .errors import AttnproofError, InvalidInputError, PrecisionLossError
 from .heads import minilm_heads
 from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
 from .oracles import ADVERSARIES, ApproxOracle, MembershipOracle, ValueOracle
@@ -164,13 +164,22 @@ def run_lowrank(
                       floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d)
 
 
+def _cvx_error(d: int, rank: int, seed: int, m: int) -> float:
+    """The nuclear-norm learner's relative error, or inf when it refuses (its solver broke down):
+    a refusal is a failure to recover, not a crash of the sweep."""
+    try:
+        return run_lowrank(d, rank, "lowrank-cvx", seed=seed, m=m)["rel_err_W"]
+    except PrecisionLossError:
+        return math.inf
+
+
 def phase_point(
     d: int, rank: int, ratio: float, seeds: list[int], threshold: float = 1e-6
 ) -> dict[str, Any]:
     """One point of :func:`phase_transition`: the nuclear-norm learner's success rate at
     m = ratio r (2d - r) measurements over ``seeds`` (success: relative error below ``threshold``)."""
     m = max(1, int(round(ratio * rank * (2 * d - rank))))
-    errs = [run_lowrank(d, rank, "lowrank-cvx", seed=s, m=m)["rel_err_W"] for s in seeds]
+    errs = [_cvx_error(d, rank, s, m) for s in seeds]
     return {"d": d, "rank": rank, "ratio": ratio, "m": m,
             "success": float(np.mean([e < threshold for e in errs])), "max_rel_err": max(errs)}
 

@@ -252,3 +252,20 @@ def test_open_rank_cut_below_rank_tol_escapes_the_bound():
     # the pinned seed 0 was a witness with the earlier Haar-random bases)
     rec = learn_skeleton(ValueOracle(Attention(W, v)), rank=2, rng=np.random.default_rng(11))
     assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound
+
+
+def test_a_solver_breakdown_is_a_typed_refusal_and_a_failed_phase_point(monkeypatch):
+    """Clarabel can fail numerically (seen: d = 24, r = 4, m = 704 > d^2): the learner raises
+    PrecisionLossError, not cvxpy's SolverError, and the phase sweep counts it as a failure."""
+    cp = pytest.importorskip("cvxpy")
+    from attnproof.bench import phase_point
+
+    def broken(self, *args, **kwargs):
+        raise cp.error.SolverError("Solver 'CLARABEL' failed.")
+
+    monkeypatch.setattr(cp.Problem, "solve", broken)
+    K, Q, v = low_rank_target(6, 1, np.random.default_rng(0))
+    with pytest.raises(PrecisionLossError, match="could not be solved"):
+        learn_lowrank_cvx(ValueOracle(Attention(K.T @ Q, v)), m=20, rng=np.random.default_rng(1))
+    point = phase_point(6, 1, 2.0, [0])
+    assert point["success"] == 0.0 and point["max_rel_err"] == float("inf")

@@ -534,7 +534,12 @@ def learn_lowrank_cvx(
     t0 = time.perf_counter()
     with warnings.catch_warnings():  # "may be inaccurate" is reported as the status instead
         warnings.simplefilter("ignore", UserWarning)
-        problem.solve(solver=solver)
+        try:
+            problem.solve(solver=solver)
+        except cp.error.SolverError as exc:  # a numerical breakdown of the solver: typed, not raw
+            raise PrecisionLossError(
+                f"the nuclear-norm program (d = {d}, m = {m}) could not be solved: {exc}"
+            ) from exc
     info.update(status=problem.status, solver_seconds=time.perf_counter() - t0)
     if W.value is None:
         raise PrecisionLossError(f"the nuclear-norm program ended with status {problem.status!r}")
