@@ -11,15 +11,27 @@ from attnproof.bench import PERF_SCALES
 from helpers import cli
 
 
-def test_verify_json_passes_with_required_ids():
-    r = cli("verify", "--json")
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout)
-    assert doc["passed"] is True
-    ids = {e["id"] for e in doc["identities"]}
-    assert {"sec3/qkv-merge", "thm4.1/end-to-end-d2", "prop7.1/multihead-collapse"} <= ids
-    for e in doc["identities"]:
-        assert {"id", "paper", "symbolic", "numeric_max_err", "passed", "seconds"} <= set(e)
+@pytest.mark.parametrize("json_output", [True, False])
+def test_verify_both_output_paths_pass_with_required_ids(capsys, monkeypatch, full_certificate, json_output):
+    """``attnproof verify`` with and without --json, on the suite's one verification of every
+    identity (tests/test_proof.py checks that verification; this checks what the CLI makes of it)."""
+    from attnproof import proof
+
+    monkeypatch.setattr(proof, "verify_all", lambda ids=None: full_certificate)
+    status, out, err = _main(capsys, "verify", *(["--json"] if json_output else []))
+    assert status == 0, err
+    required = {"sec3/qkv-merge", "thm4.1/end-to-end-d2", "prop7.1/multihead-collapse",
+                "thm4.1/run-high-precision"}
+    if json_output:
+        doc = json.loads(out)
+        assert doc["passed"] is True
+        assert required <= {e["id"] for e in doc["identities"]}
+        keys = {"id", "kind", "scope", "paper", "symbolic", "numeric_max_err", "passed", "seconds"}
+        assert all(keys <= set(e) for e in doc["identities"])
+    else:
+        lines = out.splitlines()
+        assert all(any(line.startswith("ok") and f" {i} " in line for line in lines) for i in required)
+        assert "worst measured/allowed" in out and lines[-1].startswith("all ")
 
 
 def test_recover_mp60_is_exact_to_working_precision():
