@@ -27,7 +27,7 @@ from .errors import AttnproofError, InvalidInputError, PrecisionLossError
 from .heads import minilm_heads
 from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
 from .oracles import ADVERSARIES, ApproxOracle, MembershipOracle, ValueOracle
-from .proof import LEARNERS
+from .verify.registry import LEARNERS
 from .recovery import Recovery, score, score_heads
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive

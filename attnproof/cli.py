@@ -19,12 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import ledger
 from .bench import LOWRANK_LEARNERS, PERF_SIZES, jsonable, options_of
 from .errors import AttnproofError, InvalidInputError
 from .oracles import ADVERSARIES
-from .proof import LEARNERS
+from .verify.registry import LEARNERS
 from .theorems.noisy import DESIGNS
+from .verify import cli as verify_cli
 
 
 class _Parser(argparse.ArgumentParser):
@@ -102,7 +102,19 @@ def _arith(text: str) -> str:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from .proof import verify_all
+    from .verify import REGISTRY, verify_all, write
+    from .verify.certificate import Entry
+    from .verify.cli import say
+
+    done = []
+
+    def progress(x: Any) -> None:  # one line per identity, then per learner, on stderr
+        if isinstance(x, Entry):
+            done.append(x)
+            say(f"verify [{len(done)}/{len(REGISTRY)}] {x.id}: {'ok' if x.own_passed else 'FAILED'} "
+                f"({x.seconds:.1f} s)")
+        else:
+            say(f"verify learner {x.name}: {'ok' if x.passed else 'NOT verified'}")
 
     if args.out:  # fail before minutes of verification, not after
         try:
@@ -113,14 +125,18 @@ def _verify(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    cert = verify_all()
+    cert = verify_all(progress=None if args.quiet else progress)
+    if not args.quiet:
+        say(f"verify: {'all' if cert.passed else 'NOT all'} {len(cert.entries)} identities and "
+            f"{len(cert.learners)} learners verified in {cert.seconds:.1f} s")
     if args.out:
         out = Path(args.out)
         try:
             (out / "certificate.json").write_text(cert.to_json())
             (out / "certificate.md").write_text(cert.to_markdown())
             (out / "certificate.tex").write_text(cert.to_latex())
-            ledger.write(out, cert)  # ledger.{json,md}: the claims, with this certificate's entries
+            # ledger.{json,md}: the claims, with this certificate's entries
+            write(out, cert, progress=None if args.quiet else say)
         except OSError as exc:
             print(
                 f"attnproof: error: cannot write the certificate to {args.out!r}: {exc.strerror or exc}",
@@ -132,7 +148,7 @@ def _verify(args: argparse.Namespace) -> int:
         doc["identities"] = [
             {k: e[k] for k in (
                 "id", "kind", "paper", "scope", "symbolic", "numeric_max_err", "passed", "seconds", "sha256",
-                "uses", "error", "checks",
+                "uses", "error", "checks", "checkers",
             )}
             for e in doc["identities"]
         ]
@@ -412,11 +428,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help=_JSON_HELP)
     v.add_argument("--out", metavar="DIR",
                    help="also write certificate.{json,md,tex} and ledger.{json,md} to DIR")
+    v.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     v.set_defaults(run=_verify)
 
-    led = sub.add_parser("ledger", help=ledger.SUMMARY)
-    ledger.add_arguments(led)
-    led.set_defaults(run=ledger.run)
+    led = sub.add_parser("ledger", help=verify_cli.SUMMARY)
+    verify_cli.add_arguments(led)
+    led.set_defaults(run=verify_cli.run_ledger)
 
     r = sub.add_parser("recover", help="recover a random target through a counting oracle")
     r.add_argument("--d", type=_positive_int, required=True, help="the width d of the target (W is d x d)")

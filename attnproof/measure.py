@@ -46,7 +46,7 @@ import numpy as np
 from .arith import FLOAT64, Arith
 from .errors import InvalidInputError, PrecisionLossError
 from .oracles import ValueOracle
-from .proof import LEARNERS
+from .verify.registry import LEARNERS
 from .recovery import Recovery
 
 

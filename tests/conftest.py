@@ -44,9 +44,9 @@ def full_certificate():
     """One verification of every registered identity (about a minute), shared by the test modules
     that read the whole certificate (tests/test_proof.py, tests/test_ledger.py)."""
     import attnproof  # noqa: F401  (importing the package registers every identity)
-    from attnproof import proof
+    from attnproof.verify import verify_all
 
-    return proof.verify_all()
+    return verify_all()
 
 
 def pytest_addoption(parser):
@@ -62,6 +62,6 @@ def pytest_configure(config):
     """With ``--ledger-results PATH``, record outcomes for the verification ledger."""
     path = config.getoption("--ledger-results")
     if path:
-        from attnproof.ledger import OutcomeRecorder
+        from attnproof.verify.outcomes import OutcomeRecorder
 
         config.pluginmanager.register(OutcomeRecorder(path), "attnproof-ledger-results")

@@ -27,7 +27,7 @@ from attnproof.bench import (
     run,
 )
 from attnproof.errors import InvalidInputError
-from attnproof.proof import LEARNERS, REGISTRY
+from attnproof.verify.registry import LEARNERS, REGISTRY
 
 SMALL = {
     "exact": {},

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import attnproof  # noqa: F401  (importing the package registers every identity)
-from attnproof.proof import REGISTRY
+from attnproof.verify.registry import REGISTRY
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 JB = Path(sys.executable).parent / "jupyter-book"

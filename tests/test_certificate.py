@@ -3,6 +3,7 @@ and a BibTeX citation per identity, and a LaTeX certificate that compiles."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -12,9 +13,10 @@ from pathlib import Path
 import pytest
 
 import attnproof  # noqa: F401  (importing the package registers every identity)
-from attnproof import ledger, proof
+import attnproof.verify as package
 from attnproof.cli import main as cli_main
-from attnproof.proof import REGISTRY, Certificate, Entry, display_math, latex_escape, typeset
+from attnproof.verify import REGISTRY, Certificate, Entry, Identity, content_hash
+from attnproof.verify.render import display_math, latex_escape, typeset
 
 PDFLATEX = shutil.which("pdflatex")
 needs_pdflatex = pytest.mark.skipif(
@@ -22,13 +24,13 @@ needs_pdflatex = pytest.mark.skipif(
 )
 
 
-def unverified(ident: proof.Identity) -> Entry:
+def unverified(ident: Identity) -> Entry:
     """An entry of ``ident`` as rendered, without running its (slow) proof: what the renderers
     see of every registered statement, paper reference and assumption."""
     return Entry(id=ident.id, kind=ident.kind, paper=ident.paper, statement=ident.statement,
                  assumptions=ident.assumptions, uses=list(ident.uses), pairs=1, symbolic=True,
                  numeric_max_err=0.0, own_passed=True, passed=True, seconds=0.0,
-                 sha256=proof.content_hash(ident, []), scope=ident.scope)
+                 sha256=content_hash(ident, []), scope=ident.scope)
 
 
 @pytest.fixture(scope="module")
@@ -125,9 +127,10 @@ def test_every_statement_compiles_in_the_latex_certificate(every_entry, tmp_path
 @needs_pdflatex
 def test_the_cli_certificate_compiles(tmp_path, monkeypatch):
     ids = ["thm6.1/erratum-E1", "thm4.1/softmax-to-sigmoid"]  # "v*_i" in its paper reference broke it
-    monkeypatch.setattr(proof, "verify_all", lambda ids_=None, _f=proof.verify_all: _f(ids))
-    written = []  # the ledger beside it (tests/test_ledger.py covers ledger.write itself)
-    monkeypatch.setattr(ledger, "write", lambda out, cert: written.append((out, cert)))
+    verify_all = package.verify_all
+    monkeypatch.setattr(package, "verify_all", lambda progress=None: verify_all(ids, progress=progress))
+    written = []  # the ledger beside it (tests/test_ledger.py covers the ledger's write itself)
+    monkeypatch.setattr(package, "write", lambda out, cert, progress=None: written.append((out, cert)))
     assert cli_main(["verify", "--out", str(tmp_path)]) == 0
     assert [str(out) for out, _ in written] == [str(tmp_path)]
     assert sorted(e.id for e in written[0][1].entries) == sorted(ids)
@@ -136,3 +139,21 @@ def test_the_cli_certificate_compiles(tmp_path, monkeypatch):
     r = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "certificate.tex"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:]
+
+
+def test_verify_says_what_it_does_on_stderr_and_keeps_json_on_stdout(monkeypatch, capsys):
+    """Issue 18: a line per identity and per learner as each ends, and the total, on stderr."""
+    ids = ["thm4.1/one-token", "thm4.1/softmax-to-sigmoid"]
+    verify_all = package.verify_all
+    monkeypatch.setattr(package, "verify_all", lambda progress=None: verify_all(ids, progress=progress))
+    assert cli_main(["verify", "--json"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    lines = err.splitlines()
+    assert len(lines) == len(doc["identities"]) + len(doc["learners"]) + 1
+    for k, e in enumerate(doc["identities"]):
+        assert lines[k].startswith(f"verify [{k + 1}/{len(REGISTRY)}] {e['id']}: ok ("), lines[k]
+        assert set(e["checkers"]) == {"sympy", "mpmath"}
+    assert lines[-1].startswith(f"verify: all {len(ids)} identities and ")
+    assert cli_main(["verify", "--json", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

@@ -15,9 +15,9 @@ from helpers import cli
 def test_verify_both_output_paths_pass_with_required_ids(capsys, monkeypatch, full_certificate, json_output):
     """``attnproof verify`` with and without --json, on the suite's one verification of every
     identity (tests/test_proof.py checks that verification; this checks what the CLI makes of it)."""
-    from attnproof import proof
+    from attnproof import verify as proof
 
-    monkeypatch.setattr(proof, "verify_all", lambda ids=None: full_certificate)
+    monkeypatch.setattr(proof, "verify_all", lambda ids=None, progress=None: full_certificate)
     status, out, err = _main(capsys, "verify", *(["--json"] if json_output else []))
     assert status == 0, err
     required = {"sec3/qkv-merge", "thm4.1/end-to-end-d2", "prop7.1/multihead-collapse",

@@ -13,12 +13,12 @@ import math
 import numpy as np
 import pytest
 
-from attnproof import proof
+from attnproof import verify
 from attnproof.theorems import noisy
 
 
 def _failing(ids: list[str]) -> set[str]:
-    return {i for i in ids if not proof.verify(i).own_passed}
+    return {i for i in ids if not verify.verify(i).own_passed}
 
 
 NOISY_CONSTANT_ENTRIES = [
@@ -86,9 +86,9 @@ def _transposed_scores(X, W, c=None):
 def test_library_vs_paper_identities_see_a_wrong_score(monkeypatch, ident):
     from attnproof import models
 
-    assert proof.verify(ident).own_passed
+    assert verify.verify(ident).own_passed
     monkeypatch.setattr(models, "scores", _transposed_scores)
-    assert not proof.verify(ident).own_passed
+    assert not verify.verify(ident).own_passed
 
 
 def test_estimator_mutant_fails_verify(monkeypatch):
@@ -115,7 +115,7 @@ def test_estimator_mutant_fails_verify(monkeypatch):
 )
 def test_query_count_mutants_fail_verify(monkeypatch, name, count, entries):
     """A registered count= that forgets a term (f([0]) with biases; the lower-rank column; phase 1)."""
-    monkeypatch.setitem(proof.LEARNERS, name, dataclasses.replace(proof.LEARNERS[name], count=count))
+    monkeypatch.setitem(verify.LEARNERS, name, dataclasses.replace(verify.LEARNERS[name], count=count))
     assert _failing(sorted(entries)) == entries
 
 

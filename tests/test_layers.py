@@ -3,10 +3,13 @@
 Levels, from the ground up (a module may import only from strictly lower levels, or from its
 own level where listed as a peer):
 
-    errors -> arith, proof -> models, recovery -> oracles, heads -> measure -> prelude
-           -> theorems/<room> -> strategies, bench, ledger -> cli -> the package
+    errors -> arith, verify.{registry, ...} -> models, recovery -> oracles, heads -> measure
+           -> prelude -> theorems/<room> -> strategies, bench, verify.{evidence, ledger, cli}
+           -> cli -> the package
 
-(``ledger`` sits beside ``bench``, whose runners it uses for its measured checks.)
+(``verify/`` spans two floors: its registries, checkers, graph, certificate and renderers sit
+where ``proof.py`` sat, under the rooms; its evidence kinds, ledger and CLI sit beside ``bench``,
+whose runners they use for measured checks.  A level keyed ``a.b`` covers the module ``a.b``.)
 
 Inside ``theorems/`` rooms never import each other, except along a reduction the paper makes,
 declared in ``attnproof.theorems.REDUCTIONS``.
@@ -26,7 +29,15 @@ PACKAGE = Path(__file__).resolve().parent.parent / "attnproof"
 LEVELS = {
     "errors": 0,
     "arith": 1,
-    "proof": 1,
+    "verify": 1,  # the package face (lazy, no import) and any verify/ module not listed here
+    "verify.registry": 1,  # verify/'s floor-1 modules are peers, as arith and proof were
+    "verify.formulas": 1,
+    "verify.checkers": 1,
+    "verify.graph": 1,
+    "verify.certificate": 1,
+    "verify.claims": 1,
+    "verify.outcomes": 1,
+    "verify.render": 1,
     "models": 2,
     "recovery": 2,
     "oracles": 3,
@@ -36,7 +47,9 @@ LEVELS = {
     "theorems": 6,  # every room; the package __init__ only gathers them
     "strategies": 7,
     "bench": 7,
-    "ledger": 7,  # the verification ledger: runs bench's runners as measured checks
+    "verify.evidence": 7,  # the evidence kinds: runs bench's runners as measured checks
+    "verify.ledger": 7,
+    "verify.cli": 7,
     "cli": 8,
     "__init__": 9,
 }
@@ -73,9 +86,14 @@ def imports(path: Path, root: Path = PACKAGE) -> set[str]:
     return {m for m in out if m}
 
 
+def key(module: str) -> str:
+    """The entry of LEVELS that covers ``module``: its own dotted name, or its top package."""
+    parts = (module or "__init__").split(".")
+    return ".".join(parts[:2]) if ".".join(parts[:2]) in LEVELS else parts[0]
+
+
 def level(module: str) -> int:
-    head = module.split(".")[0] if module else "__init__"
-    return LEVELS[head]
+    return LEVELS[key(module)]
 
 
 MODULES = {module_name(p) or "__init__": p for p in PACKAGE.rglob("*.py")}
@@ -95,7 +113,7 @@ def test_no_module_imports_upward(module):
     for target in GRAPH[module]:
         assert level(target) <= own, f"{module} (level {own}) imports {target} (level {level(target)})"
         if level(target) == own and own != LEVELS["theorems"]:
-            assert module.split(".")[0] != target.split(".")[0] or module == target, (module, target)
+            assert key(module) != key(target) or module == target, (module, target)
 
 
 def test_rooms_import_no_sibling_except_declared_reductions():

@@ -1,5 +1,5 @@
-"""The verification ledger (attnproof.ledger): coverage of the paper, links that resolve, status
-computed from what ran, the pytest outcome recorder, and ``ledger.main``'s outputs."""
+"""The verification ledger (attnproof.verify): coverage of the paper, links that resolve, status
+computed from what ran, the pytest outcome recorder, and ``attnproof ledger``'s outputs."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import tomllib
 
 import pytest
 
-from attnproof import ledger as L
+from attnproof import verify as L
 from attnproof.errors import AttnproofError
-from attnproof.proof import verify_all
+from attnproof.verify import cli, evidence
+from attnproof.verify import ledger as ledger_module
+from attnproof.verify import outcomes as recorded
+from attnproof.verify import verify_all
 
 #: Cheap identities used by the synthetic ledgers below.
 IDS = ("thm4.1/softmax-to-sigmoid", "thm4.1/one-token")
@@ -181,11 +184,12 @@ def test_a_dependency_cycle_is_an_error(cert):
 
 
 def test_a_benchmark_check_is_measured_and_can_fail():
-    ok = L._bench_check(L.parse_check("bench:exact d=3"))
+    ok = evidence.bench_evidence(L.parse_check("bench:exact d=3"), None)
     assert ok.passed and ok.kind == "benchmark" and "12 queries" in ok.detail
     high = L.parse_check("bench:exact d=3 arith=mp:50")
-    assert high.kind == "run" and L._bench_check(high).passed
-    strict = L._bench_check(L.parse_check("bench:lowrank-cvx d=4 rank=1 tol=0"))  # no error is 0.0 in float64
+    assert high.kind == "run" and evidence.bench_evidence(high, None).passed
+    # no error is 0.0 in float64
+    strict = evidence.bench_evidence(L.parse_check("bench:lowrank-cvx d=4 rank=1 tol=0"), None)
     assert not strict.passed and strict.outcome == "failed"
 
 
@@ -197,12 +201,13 @@ def test_outcomes_come_from_an_actual_pytest_run(tmp_path):
     got = L.run_tests([PASSING, XFAIL], path)
     assert got.outcome(PASSING) == "passed" and got.outcome(XFAIL) == "xfailed"
     assert got.outcome(OTHER) == "not run"
-    head = subprocess.run(["git", "-C", str(L.ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    head = subprocess.run(["git", "-C", str(recorded.ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True)
     assert got.commit == head.stdout.strip() and got.created
     assert json.loads(path.read_text())["tests"] == got.tests
 
 
-# --- ledger.main -------------------------------------------------------------------------
+# --- attnproof ledger -------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +221,7 @@ def full_cert(full_certificate):
 def real_results(tmp_path, full_cert, monkeypatch):
     """A results file in the recorder's format marking every linked test as it is expected to
     end (passed, or xfailed for an erratum's witness): exercises the output paths, not the suite."""
-    monkeypatch.setattr(L, "verify_all", lambda ids: full_cert)
+    monkeypatch.setattr(ledger_module, "verify_all", lambda ids, progress=None: full_cert)
     expected = {}
     for spec in [s for c in L.CLAIMS for s in c.checks] + [s for e in L.ERRATA for s in e.checks]:
         check = L.parse_check(spec)
@@ -229,7 +234,7 @@ def real_results(tmp_path, full_cert, monkeypatch):
 
 def test_main_json(real_results, capsys):
     path, _ = real_results
-    assert L.main(["--json", "--results", str(path)]) == 0
+    assert cli.main(["--json", "--results", str(path)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {c["id"] for c in data["claims"]} == {c.id for c in L.CLAIMS}
     by_id = {c["id"]: c for c in data["claims"]}
@@ -239,15 +244,40 @@ def test_main_json(real_results, capsys):
     assert data["summary"]["passed"] and data["tests"]["commit"] == "c0ffee"
 
 
+def test_main_says_what_it_does_on_stderr_as_it_goes(real_results, capsys):
+    """Issue 18: a line per measured check and per claim as each ends, and the total at the end,
+    all on stderr (stdout is the JSON, unchanged); --quiet silences them."""
+    path, _ = real_results
+    assert cli.main(["--json", "--results", str(path)]) == 0
+    out, err = capsys.readouterr()
+    json.loads(out)
+    lines = err.splitlines()
+    for c in L.CLAIMS:
+        assert any(line.startswith(f"claim {c.id}: ") for line in lines), c.id
+    benches = {s for c in L.CLAIMS for s in c.checks if s.startswith("bench:")}
+    assert sum(line.startswith(("benchmark ", "run ")) for line in lines) == len(benches)
+    assert lines[-1].startswith(f"ledger: {len(L.CLAIMS)} claims, ") and "as it should be: yes" in lines[-1]
+    assert cli.main(["--json", "--quiet", "--results", str(path)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_linked_tests_are_reported_as_they_end(tmp_path):
+    seen = []
+    got = L.run_tests([PASSING, XFAIL], tmp_path / "r.json", progress=seen.append)
+    assert got.outcome(PASSING) == "passed"
+    assert [line.split()[0] for line in seen] == [PASSING, XFAIL]
+    assert "PASSED" in seen[0] and "XFAIL" in seen[1]
+
+
 def test_main_text_and_a_failed_check_exits_1(real_results, capsys, tmp_path):
     path, expected = real_results
-    assert L.main(["--results", str(path), "--errata"]) == 0
+    assert cli.main(["--results", str(path), "--errata"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n| `") == len(L.CLAIMS) and "### E1 (erratum)" in out
     failed = dict(expected, **{"tests/test_exact.py::test_sympy_recovery_is_exact": "failed"})
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"tests": failed}))
-    assert L.main(["--results", str(bad)]) == 1
+    assert cli.main(["--results", str(bad)]) == 1
     assert "| `thm4.1` |" in capsys.readouterr().out
 
 
@@ -255,7 +285,7 @@ def test_main_text_and_a_failed_check_exits_1(real_results, capsys, tmp_path):
                                   ["--run-tests", "--results", "x.json"]])
 def test_main_bad_arguments_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:
-        code = L.main(argv)
+        code = cli.main(argv)
         raise SystemExit(code)
     assert exc.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
@@ -270,7 +300,7 @@ def test_write_puts_ledger_files_beside_the_certificate(real_results, full_cert,
 
 def test_citation_cff_cites_this_version_and_the_paper():
     yaml = pytest.importorskip("yaml")
-    root = L.ROOT
+    root = recorded.ROOT
     cff = yaml.safe_load((root / "CITATION.cff").read_text())
     version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
     assert cff["cff-version"] == "1.2.0" and cff["version"] == version

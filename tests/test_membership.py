@@ -21,7 +21,8 @@ from attnproof.errors import (
 )
 from attnproof.models import Attention
 from attnproof.oracles import MembershipOracle
-from attnproof.proof import REGISTRY, verify_all
+from attnproof.verify.certificate import verify_all
+from attnproof.verify.registry import REGISTRY
 from attnproof.theorems import membership
 from attnproof.theorems.membership import (
     _bisect,

@@ -21,7 +21,7 @@ from attnproof.errors import (
 from attnproof.models import MultiHeadAttention, scores
 from attnproof.oracles import ReducedOracle, ValueOracle
 from attnproof.recovery import score_heads
-from attnproof.proof import LEARNERS
+from attnproof.verify.registry import LEARNERS
 from attnproof.theorems.multihead import (
     cayley_bases,
     fd_hessian,

@@ -207,7 +207,7 @@ def test_room_is_one_module_with_unchanged_identities():
     import importlib.util
     import inspect
 
-    from attnproof.proof import REGISTRY, content_hash
+    from attnproof.verify.registry import content_hash, REGISTRY
     from attnproof.theorems import noisy
 
     assert importlib.util.find_spec("attnproof.theorems.noisy_identities") is None

@@ -323,7 +323,7 @@ VERIFY_SCRIPT = """
 import sys
 from types import ModuleType
 from attnproof.cli import build_parser
-from attnproof import proof
+from attnproof import verify as proof
 build_parser()  # imports every room, so the registry is complete
 target = sys.argv[1]
 

@@ -30,7 +30,9 @@ import sympy as sp
 
 from ..arith import SYMPY
 from ..models import Attention
-from ..proof import Pair, expand_matrix, identity, symbols
+from ..verify.checkers import expand_matrix
+from ..verify.formulas import symbols
+from ..verify.registry import identity, Pair
 
 
 @identity(

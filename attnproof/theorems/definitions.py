@@ -7,7 +7,9 @@ import sympy as sp
 
 from ..arith import SYMPY
 from ..models import Attention
-from ..proof import Pair, expand_matrix, identity, symbols
+from ..verify.checkers import expand_matrix
+from ..verify.formulas import symbols
+from ..verify.registry import identity, Pair
 
 #: (r, d) sizes at which the merge is proven with fully symbolic matrices.
 QKV_SIZES = ((1, 2), (2, 2), (2, 3), (3, 2))

@@ -42,7 +42,9 @@ from ..measure import Probes, ScalePolicy, Session, balanced, random_orthogonal,
 from ..models import Attention, scores
 from ..oracles import ValueOracle
 from ..prelude import prepare_probes, read_v
-from ..proof import LEARNERS, Check, Pair, expand_matrix, identity, learner, recovery_checks, run, symbols
+from ..verify.checkers import expand_matrix
+from ..verify.formulas import recovery_checks, symbols
+from ..verify.registry import identity, learner, LEARNERS, Pair, run_check as run, RunCheck as Check
 from ..recovery import Recovery
 
 #: Basis family: u_l = e_l + e_p replaces e_l when |v_l| < DEGENERACY_RATIO max |v| (the paper

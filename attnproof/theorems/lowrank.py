@@ -38,7 +38,9 @@ from ..measure import (
 from ..models import Attention, scores
 from ..oracles import ValueOracle
 from ..prelude import prepare_probes, read_v
-from ..proof import LEARNERS, Check, Pair, expand_matrix, identity, learner, recovery_checks, run, symbols
+from ..verify.checkers import expand_matrix
+from ..verify.formulas import recovery_checks, symbols
+from ..verify.registry import identity, learner, LEARNERS, Pair, run_check as run, RunCheck as Check
 from ..recovery import Recovery
 
 def random_bases(

@@ -68,7 +68,10 @@ from ..arith import FLOAT64, MP, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError, QueryBudgetExceeded
 from ..models import Attention
 from ..oracles import MembershipOracle
-from ..proof import LEARNERS, Check, Claim, Pair, bound, identity, learner, run, symbols
+from ..verify.formulas import symbols
+from ..verify.registry import (
+    LEARNERS, BoundClaim as Claim, Pair, RunCheck as Check, bound, identity, learner, run_check as run,
+)
 from ..recovery import Recovery
 
 #: Upper bound on the Lipschitz constant of sigma^{-1} on [sigma(-1/2), sigma(1/2)],

@@ -80,18 +80,9 @@ from ..arith import FLOAT64, MP, SYMPY, Arith
 from ..errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError
 from ..models import Attention, MultiHeadAttention
 from ..oracles import ReducedOracle, ValueOracle
-from ..proof import (
-    LEARNERS,
-    Check,
-    Pair,
-    expand_matrix,
-    identity,
-    learner,
-    paper_head,
-    recovery_checks,
-    run,
-    symbols,
-)
+from ..verify.checkers import expand_matrix
+from ..verify.formulas import paper_head, recovery_checks, symbols
+from ..verify.registry import identity, learner, LEARNERS, Pair, run_check as run, RunCheck as Check
 from ..recovery import MultiHeadRecovery, Recovery
 from .exact import learn_exact
 

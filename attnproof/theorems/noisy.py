@@ -68,7 +68,10 @@ from ..errors import (
 from ..measure import Session
 from ..models import Attention, scores
 from ..oracles import ADVERSARIES, ApproxOracle, DeclaresTolerance, ValueOracle
-from ..proof import LEARNERS, Check, Claim, Pair, bound, identity, learner, run, symbols
+from ..verify.formulas import symbols
+from ..verify.registry import (
+    LEARNERS, BoundClaim as Claim, Pair, RunCheck as Check, bound, identity, learner, run_check as run,
+)
 from ..recovery import Recovery
 
 

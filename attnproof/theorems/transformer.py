@@ -85,9 +85,9 @@ from ..models import (
     scores,
 )
 from ..oracles import AntisymmetricOracle, LinearMapOracle, ValueOracle
-from ..proof import (
-    Check, Pair, expand_matrix, identity, learner, paper_weights, recovery_checks, run, symbols,
-)
+from ..verify.checkers import expand_matrix
+from ..verify.formulas import paper_weights, recovery_checks, symbols
+from ..verify.registry import identity, learner, Pair, run_check as run, RunCheck as Check
 from .exact import learn_exact
 
 #: (d, N, m) sizes at which the antisymmetric-query identity is proven symbolically.

@@ -15,7 +15,7 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 import attnproof  # noqa: F401  (importing the package registers every identity)
-from attnproof.proof import REGISTRY
+from attnproof.verify.registry import REGISTRY
 
 
 class IdentityLinks(SphinxPostTransform):

@@ -1,0 +1,160 @@
+"""One graph of typed nodes (identities, learners, claims), with one closure and one status.
+
+Every node rests on others: an identity on the identities it ``uses``, a learner on the
+identities it ``relies_on``, a claim of the paper on the claims it ``depends`` on.  A node's
+*own* status comes from its own evidence (its checkers, or its linked checks); its status in the
+graph is :func:`resolve`'s, the one rule for all three kinds (as a Lean blueprint colours a
+theorem): a node whose own evidence is ``verified`` stays verified only when everything it rests
+on is *sound* (verified, or an erratum whose correction is verified); otherwise it is an
+``unverified dependency`` and names what blocks it.  Any other own status (failed, not run, open,
+erratum, not yet implemented) is kept.  A node on a dependency cycle is never verified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..errors import AttnproofError
+
+#: Every status a node can have.
+VERIFIED = "verified"
+FAILED = "failed"
+NOT_RUN = "not run"
+OPEN = "open"
+ERRATUM = "erratum"
+NOT_IMPLEMENTED = "not yet implemented"
+UNVERIFIED_DEPENDENCY = "unverified dependency"
+STATUSES = (VERIFIED, ERRATUM, OPEN, NOT_IMPLEMENTED, UNVERIFIED_DEPENDENCY, NOT_RUN, FAILED)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node of the verification graph.
+
+    Attributes
+    ----------
+    id : str
+        The identity ID, learner name or claim ID.
+    kind : str
+        ``identity``, ``bound``, ``run``, ``learner`` or ``claim``.
+    rests_on : tuple of str
+        The nodes it rests on (``uses``, ``relies_on`` or ``depends``).
+    corrected_by : str
+        For an erratum's claim: the claim stating the correction.
+    """
+
+    id: str
+    kind: str
+    rests_on: tuple[str, ...] = ()
+    corrected_by: str = ""
+
+
+@dataclass
+class Status:
+    """A node's resolved status and what blocks it (failing evidence or unsound nodes)."""
+
+    status: str
+    blocking: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return self.status == VERIFIED
+
+
+class Graph:
+    """Nodes in registration order, looked up by ID."""
+
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        self.nodes: dict[str, Node] = {n.id: n for n in nodes}
+
+    def __contains__(self, id: object) -> bool:
+        return id in self.nodes
+
+    def closure(self, ids: Iterable[str]) -> list[str]:
+        """``ids`` and everything they rest on, transitively, in the graph's order.
+
+        Raises
+        ------
+        KeyError
+            For an ID (given or rested on) that is not a node.
+        """
+        wanted: set[str] = set()
+        stack = list(ids)
+        while stack:
+            i = stack.pop()
+            if i not in self.nodes:
+                raise KeyError(f"unknown node {i!r}")
+            if i not in wanted:
+                wanted.add(i)
+                stack.extend(self.nodes[i].rests_on)
+        return [i for i in self.nodes if i in wanted]
+
+    def cycle(self) -> list[str]:
+        """A dependency cycle as a path of IDs, or [] when there is none."""
+        state: dict[str, int] = {}
+
+        def visit(i: str, path: list[str]) -> list[str]:
+            if state.get(i) == 1:
+                return [*path, i]
+            if state.get(i) == 2 or i not in self.nodes:
+                return []
+            state[i] = 1
+            for d in self.nodes[i].rests_on:
+                if found := visit(d, [*path, i]):
+                    return found
+            state[i] = 2
+            return []
+
+        for i in self.nodes:
+            if found := visit(i, []):
+                return found
+        return []
+
+    def resolve(self, own: Callable[[str], Status], *, cycles: str = "fail") -> dict[str, Status]:
+        """Every node's status from its own (``own(id)``) and what it rests on (module docstring).
+
+        Parameters
+        ----------
+        own : callable
+            A node's status from its own evidence alone (``blocking``: its failing evidence).
+        cycles : {"fail", "raise"}
+            A node on a cycle is never verified; with ``"raise"`` a cycle is an error instead.
+
+        Raises
+        ------
+        AttnproofError
+            With ``cycles="raise"``, naming a node on the cycle.
+        """
+        if cycles == "raise" and (loop := self.cycle()):
+            raise AttnproofError(f"the dependencies have a cycle through {loop[-1]!r}")
+        done: dict[str, Status] = {}
+
+        def sound(i: str, stack: tuple[str, ...]) -> bool:
+            if i not in self.nodes or i in stack:  # missing, or on a cycle: never sound
+                return False
+            st = status(i, stack)
+            fix = self.nodes[i].corrected_by
+            return st.verified or st.status == ERRATUM and bool(fix) and status(fix, ()).verified
+
+        def status(i: str, stack: tuple[str, ...]) -> Status:
+            if i in done:
+                return done[i]
+            rests_on = self.nodes[i].rests_on
+            unsound = [d for d in rests_on if not sound(d, (*stack, i))]
+            st = own(i)
+            if st.verified and unsound:
+                st = Status(UNVERIFIED_DEPENDENCY, unsound)
+            done[i] = st
+            return st
+
+        for i in self.nodes:
+            status(i, ())
+        return done
+
+
+__all__ = [
+    "VERIFIED", "FAILED", "NOT_RUN", "OPEN", "ERRATUM", "NOT_IMPLEMENTED", "UNVERIFIED_DEPENDENCY",
+    "STATUSES",
+    "Node", "Status", "Graph",
+]
