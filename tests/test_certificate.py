@@ -22,6 +22,10 @@ PDFLATEX = shutil.which("pdflatex")
 needs_pdflatex = pytest.mark.skipif(
     PDFLATEX is None, reason="pdflatex is not installed (Debian: apt-get install texlive-latex-base)"
 )
+PDFTOTEXT = shutil.which("pdftotext")
+needs_pdftotext = pytest.mark.skipif(
+    PDFTOTEXT is None, reason="pdftotext is not installed (Debian: apt-get install poppler-utils)"
+)
 
 
 def unverified(ident: Identity) -> Entry:
@@ -122,6 +126,27 @@ def test_every_statement_compiles_in_the_latex_certificate(every_entry, tmp_path
     r = pdflatex(cert.to_latex(), tmp_path)
     assert r.returncode == 0, r.stdout[-3000:]
     assert (tmp_path / "doc.pdf").stat().st_size > 10_000
+
+
+@needs_pdflatex
+@needs_pdftotext
+def test_every_id_and_full_hash_survives_pdftotext(every_entry, tmp_path):
+    """Issue 18: the table fits the page (no overfull box), and every ID and every full SHA-256
+    reads back intact from the PDF (no ligature eats the "ffi" of ``thm4.1/label-affine``, no hash
+    is cut at the margin); every identity's BibTeX entry is printed, with the paper's and this
+    software's."""
+    r = pdflatex(every_entry.to_latex(), tmp_path)
+    assert r.returncode == 0, r.stdout[-3000:]
+    overfull = re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", (tmp_path / "doc.log").read_text())
+    assert all(float(w) < 2.0 for w in overfull), overfull
+    subprocess.run([PDFTOTEXT, "doc.pdf", "doc.txt"], cwd=tmp_path, check=True, timeout=120)
+    text = (tmp_path / "doc.txt").read_text()
+    assert "thm4.1/label-affine" in text
+    for e in every_entry.entries:
+        assert e.id in text, e.id
+        assert e.sha256 in text, f"{e.id}: SHA-256 {e.sha256} not intact in the PDF's text"
+        assert e.bibtex("test", 2026).splitlines()[0] in text, f"{e.id}: no BibTeX entry"
+    assert "@article{bhattamishra2026provably," in text and "@software{attnproof," in text
 
 
 @needs_pdflatex

@@ -282,38 +282,71 @@ def entries_markdown(cert: Certificate) -> str:
     return "\n".join(entry_markdown(e, version or version_of_attnproof(), year) for e in cert.entries)
 
 
+def _tt(text: str) -> str:
+    r"""``text`` (an ID, a hash, a BibTeX line) in the typewriter font: no ligatures (``ffi`` stays
+    three letters through ``pdftotext``), escaped, medium weight (a bold tt is substituted by a
+    roman font that has ligatures), and breakable only at spaces and after ``/``."""
+    return r"\texttt{\mdseries " + latex_escape(text).replace("/", r"/\allowbreak{}") + "}"
+
+
+def _bibtex_latex(bib: str) -> str:
+    """A BibTeX entry as typewriter lines (a long field wraps at its spaces, a hash never)."""
+    return (r"\par\noindent{\ttfamily\mdseries\footnotesize\raggedright\hangindent=2em" "\n"
+            + " \\\\\n".join(latex_escape(line).replace("  ", r"\ \ ") for line in bib.splitlines())
+            + r"\par}\medskip")
+
+
 def certificate_latex(cert: Certificate) -> str:
     """A standalone LaTeX document (compiles with pdflatex and texlive-latex-base alone): the
-    summary, one table row per identity and its statement; every text field is escaped."""
+    summary, one table row per identity, each statement with its full SHA-256, and the BibTeX
+    entries (the paper, this software, every identity); every text field is escaped.
+
+    The table fits the text width (wrapping paper references, never an ID or a hash); IDs,
+    hashes and BibTeX are set in the typewriter font, which has no ligatures, so every ID and
+    every full hash survives ``pdftotext`` intact (``tests/test_certificate.py`` checks it).
+    """
+    version, year = cert.versions.get("attnproof") or version_of_attnproof(), int(cert.created[:4])
     rows = [
-        rf"\texttt{{{latex_escape(e.id)}}} & {latex_escape(e.paper)} & {'yes' if e.passed else 'no'} & "
-        rf"{e.seconds:.2f} & \texttt{{{e.sha256[:16]}}} \\"
+        rf"{_tt(e.id)} & {latex_escape(e.paper)} & {'yes' if e.passed else 'no'} & "
+        rf"{e.seconds:.2f} & {_tt(e.sha256[:16])} \\"
         for e in cert.entries
     ]
     statements = [
-        rf"\paragraph{{\texttt{{{latex_escape(e.id)}}}}} ({latex_escape(e.paper)}) "
+        rf"\subsection*{{{_tt(e.id)}}} ({latex_escape(e.paper)}) "
         "\n" rf"\[ {display_math(e.statement)} \]" "\n"
-        rf"\noindent\emph{{Assumptions:}} {latex_escape(e.assumptions or 'none')}. "
-        rf"SHA-256 \texttt{{{e.sha256}}}."
+        rf"\noindent\emph{{Assumptions:}} {latex_escape(e.assumptions or 'none')}." "\n"
+        rf"\par\noindent SHA-256: {{\small {_tt(e.sha256)}}}"
         for e in cert.entries
     ]
+    bibtex = [_bibtex_latex(PAPER_BIBTEX), _bibtex_latex(software_bibtex(version, year))]
+    bibtex += [_bibtex_latex(entry_bibtex(e, version, year)) for e in cert.entries]
     return "\n".join([
         r"\documentclass[10pt]{article}",
         r"\usepackage[T1]{fontenc}",
+        r"\input{glyphtounicode}\pdfgentounicode=1",
+        # prose too, where microtype is installed (texlive-latex-recommended): no ligatures
+        r"\IfFileExists{microtype.sty}{\usepackage[expansion=false]{microtype}"
+        r"\DisableLigatures{encoding = *, family = *}}{}",
         r"\usepackage[margin=2cm]{geometry}",
-        r"\usepackage{amsmath,amssymb,longtable}",
+        r"\usepackage{amsmath,amssymb,array,longtable}",
         r"\begin{document}",
         r"\section*{attnproof verification certificate}",
         latex_escape(certificate_summary(cert)),
-        r"\begin{longtable}{lllrl}",
+        r"\begingroup\small\setlength{\tabcolsep}{4pt}",
+        r"\begin{longtable}{@{}>{\raggedright\arraybackslash}p{0.33\textwidth}"
+        r">{\raggedright\arraybackslash}p{0.25\textwidth}crl@{}}",
         r"\hline ID & paper & verified & s & SHA-256 (prefix) \\ \hline \endhead",
         *rows,
         r"\hline \end{longtable}",
+        r"\endgroup",
         r"\section*{Statements}",
         *statements,
+        r"\section*{Citing}",
+        "The paper, this software, and every identity (its ID, paper reference, version and full SHA-256).",
+        r"\medskip",
+        *bibtex,
         r"\end{document}",
     ]) + "\n"
-
 
 
 # --- a ledger ----------------------------------------------------------------------------
