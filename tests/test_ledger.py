@@ -79,6 +79,22 @@ def test_erratum_e1_is_ledger_data_with_its_strict_xfail_witness():
     assert e1.claim == "thm6.1" and "xfail:tests/test_noisy.py::test_theorem_6_1_as_stated" in e1.checks
 
 
+def test_a_claim_registered_later_is_evaluated_and_an_id_is_never_registered_twice(cert, monkeypatch):
+    """The registration API a room will use to declare its own claims next to its learner."""
+    from attnproof.verify import claims as registered
+
+    monkeypatch.setattr(registered, "CLAIMS", list(registered.CLAIMS))
+    monkeypatch.setattr(ledger_module, "CLAIMS", registered.CLAIMS)
+    new = registered.register_claim(claim("test/new", "id:" + IDS[0]))
+    assert registered.CLAIMS[-1] is new
+    with pytest.raises(AttnproofError, match="twice"):
+        registered.register_claim(claim("test/new"))
+    with pytest.raises(AttnproofError, match="twice"):
+        registered.register_erratum(L.ERRATA[0])
+    ledger = L.evaluate(cert, outcomes(), claims=L.closure(["test/new"]), errata=())
+    assert statuses(ledger) == {"test/new": "verified"}
+
+
 # --- links that do not resolve -----------------------------------------------------------
 
 

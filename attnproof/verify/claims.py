@@ -78,6 +78,7 @@ class Erratum:
 
 def claim(id: str, paper: str, kind: str, chapter: str, statement: str, *checks: str,
        depends: Sequence[str] = (), reason: str = "", open: bool = False) -> Claim:
+    """A :class:`Claim`, its check links written one per argument (one line each in the data)."""
     return Claim(id, paper, kind, statement, chapter, tuple(checks), tuple(depends), reason, open)
 
 
