@@ -11,6 +11,7 @@ import sympy as sp
 from attnproof.errors import AttnproofError
 from attnproof.verify import certificate as verifier
 from attnproof.verify import checkers, formulas, registry
+from attnproof.verify.render import latex_escape
 
 REQUIRED = [
     "sec3/qkv-merge",
@@ -88,8 +89,9 @@ def test_certificate_formats(certificate):
     for e in doc["identities"]:
         assert len(e["sha256"]) == 64 and e["seconds"] >= 0
     md, tex = certificate.to_markdown(), certificate.to_latex()
-    for i in REQUIRED:
-        assert f"`{i}`" in md and rf"\texttt{{{i}}}" in tex
+    for i in REQUIRED:  # in LaTeX: typewriter, medium weight, breakable only after "/"
+        shown = latex_escape(i).replace("/", r"/\allowbreak{}")
+        assert f"`{i}`" in md and rf"\texttt{{\mdseries {shown}}}" in tex
 
 
 @pytest.fixture
