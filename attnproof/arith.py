@@ -19,7 +19,13 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .errors import AttnproofError, DegenerateProbeError, InvalidInputError, NonFiniteError, PrecisionLossError
+from .errors import (
+    AttnproofError,
+    DegenerateProbeError,
+    InvalidInputError,
+    NonFiniteError,
+    PrecisionLossError,
+)
 
 
 class Arith(ABC):

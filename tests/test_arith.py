@@ -265,7 +265,10 @@ def test_interval_context_restores_the_saved_precision(arith):
         mpmath.iv.dps = 15
 
 
-@pytest.mark.parametrize("arith,digits,error", [(FLOAT64, 15, PrecisionLossError), (MP(40), 40, PrecisionLossError),
-                                                (SYMPY, 15, DegenerateProbeError)], ids=lambda x: getattr(x, "name", ""))
+@pytest.mark.parametrize(
+    "arith,digits,error",
+    [(FLOAT64, 15, PrecisionLossError), (MP(40), 40, PrecisionLossError), (SYMPY, 15, DegenerateProbeError)],
+    ids=["float64", "mp:40", "sympy"],
+)
 def test_digits_and_what_an_unresolved_disagreement_means(arith, digits, error):
     assert arith.digits == digits and arith.unresolved is error
