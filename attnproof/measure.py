@@ -643,12 +643,13 @@ class BilinearSession(Session):
         self.policy = self.policy or ScalePolicy()
 
     def _chunk(self, n: int, d: int) -> tuple[int, np.ndarray | None]:
-        """Batch size and (float64) buffer for n probes of width d."""
-        if self.arith.dtype is object:  # object arrays are built per batch: a buffer only pays for float64
-            return max(n, 1), None
+        """Batch size and (float64) buffer for n probes of width d (no buffer, one batch, where
+        the arithmetic builds its arrays per batch: :meth:`Arith.buffer`)."""
         rows = max(1, min(n, self.max_batch_bytes // (2 * d * 8)))
         if self._buffer is None or self._buffer.shape[1:] != (2, d) or len(self._buffer) < rows:
-            self._buffer = np.empty((rows, 2, d))
+            self._buffer = self.arith.buffer((rows, 2, d))
+        if self._buffer is None:
+            return max(n, 1), None
         return len(self._buffer), self._buffer
 
     def measure(
