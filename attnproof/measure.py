@@ -575,6 +575,7 @@ class Session:
         v_error: float | None = None,
         rtol: float | None = None,
         guard: bool = True,
+        reasked: int | Literal["rest"] | None = None,
         **count: Any,
     ) -> Recovery:
         """The learner's :class:`Recovery`, closed (:meth:`close`) and guarded.
@@ -584,8 +585,8 @@ class Session:
         learner's a-posteriori bound on ||W_hat - W*||_F, reported as ``error_bound``
         (``v_error`` as ``error_bound_v``).  ``guard=False`` is for a learner whose promise is
         absolute and checked before it queries (Thm 6.1's eps_W): its bound is reported,
-        possibly infinite, and not compared with ``rtol``.  ``learner`` (transitional; a name is
-        accepted too) is for a session built without one.
+        possibly infinite, and not compared with ``rtol``.  ``reasked`` as for :meth:`close`.
+        ``learner`` (transitional; a name is accepted too) is for a session built without one.
 
         Raises
         ------
@@ -599,7 +600,7 @@ class Session:
         """
         if learner is not None:
             self.learner = learner
-        info = self.close(error_bound=W_error, error_bound_v=v_error, **count)
+        info = self.close(reasked=reasked, error_bound=W_error, error_bound_v=v_error, **count)
         if W_error is not None and guard:
             why = " (a W* this small, or saturated/ill-conditioned probes)"
             info["promised_rtol"] = self.guard(W_error, self.arith.norm(W), rtol, why=why)
