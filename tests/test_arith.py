@@ -37,7 +37,7 @@ def test_mp_logit_inverts_sigmoid_to_working_precision():
     with a.context():
         t = a.asarray([mpmath.mpf("3.25"), mpmath.mpf("-17.5")])
         back = a.logit(a.sigmoid(t))
-        assert max(abs(x - y) for x, y in zip(back, t)) < mpmath.mpf(10) ** -70
+        assert max(abs(x - y) for x, y in zip(back, t, strict=True)) < mpmath.mpf(10) ** -70
 
 
 def test_mp_logit_of_invalid_probability_is_nan():

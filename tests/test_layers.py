@@ -10,6 +10,9 @@ own level where listed as a peer):
 
 Inside ``theorems/`` rooms never import each other, except along a reduction the paper makes,
 declared in ``attnproof.theorems.REDUCTIONS``.
+
+A second rule (issue 19): no module but ``arith.py`` branches on the arithmetic; what differs
+between float64, mpmath and sympy is a method of ``Arith`` (a per-room allow-list shrinks to 0).
 """
 
 from __future__ import annotations
