@@ -389,6 +389,8 @@ class Session:
     learner : Learner, keyword only
         The registered learner (``attnproof.proof.LEARNERS[name]``, or the ``@learner``'s
         record): its ``count`` gives ``queries_formula``; the arithmetic must be one it declares.
+        (Transitional: a registered *name*, resolved when first needed, as exact/lowrank/noisy
+        still pass it to :meth:`recovery`.)
     diagnostics : dict, keyword only
         Learner-specific facts; the session adds the shared schema when it closes.
 
