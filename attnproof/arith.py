@@ -155,6 +155,25 @@ class Arith(ABC):
             order = np.argsort(self.to_float(lam), kind="stable")
             return lam[order], Q[:, order]
 
+    def right_singular(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Singular values of M, ascending, and its right singular vectors (the columns of V),
+        from the eigen-decomposition of ``M^T M`` in this arithmetic (float64: numpy's SVD of M,
+        which does not square the condition number)."""
+        with self.context():
+            lam, V = self.eigh(M.T @ M)
+            return np.array([self.sqrt(abs(x)) for x in lam], dtype=object), V
+
+    def qr(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``A = Q R``, Q orthogonal, R upper triangular with a non-negative diagonal (the unique
+        QR of a full-rank A: Gaussian A gives a Haar-random Q), computed in this arithmetic."""
+        with self.context():
+            Q, R = mpmath.qr(mpmath.matrix(np.asarray(A).tolist()))
+            sign = [mpmath.sign(R[k, k]) for k in range(min(R.rows, R.cols))]
+            n = len(sign)
+            Qs = np.array([[Q[i, k] * sign[k] for k in range(n)] for i in range(Q.rows)], dtype=object)
+            Rs = np.array([[R[k, j] * sign[k] for j in range(R.cols)] for k in range(n)], dtype=object)
+            return Qs, Rs
+
     @abstractmethod
     def scalar(self, x: Any) -> Any:
         """Convert one number to this arithmetic."""
@@ -379,6 +398,15 @@ class Float64(Arith):
     def eigh(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.linalg.eigh((M + M.T) / 2)
 
+    def right_singular(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _, s, Vt = np.linalg.svd(M)
+        return s[::-1], Vt[::-1].T
+
+    def qr(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Q, R = np.linalg.qr(A)
+        sign = np.sign(np.diag(R))
+        return Q * sign, R * sign[:, None]
+
 
 class MP(Arith):
     """mpmath at ``dps`` significant decimal digits (object arrays of ``mpf``).
@@ -562,6 +590,10 @@ class Sympy(Arith):
         lam = np.array([sp.simplify(p[0]) for p in pairs], dtype=object)
         Q = np.array([[sp.simplify(x) for x in p[1]] for p in pairs], dtype=object).T
         return lam, Q
+
+    def qr(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Q, R = sp.Matrix(np.asarray(A, dtype=object).tolist()).QRdecomposition()  # diag R > 0
+        return np.array(Q.tolist(), dtype=object), np.array(R.tolist(), dtype=object)
 
 
 def _elementwise(fn: Any, a: Any) -> np.ndarray:

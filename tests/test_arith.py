@@ -281,3 +281,27 @@ def test_buffer_only_where_arrays_are_machine_numbers(arith):
         assert buf.shape == (3, 2, 4) and buf.dtype == np.float64
     else:  # object arrays are built per batch: nothing to reuse
         assert buf is None
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_qr_has_a_non_negative_diagonal(arith):
+    A = arith.asarray([[0, 2], [-3, 1]])
+    Q, R = arith.qr(A)
+    with arith.context():
+        assert all(_close(arith, x, y) for x, y in zip((Q @ R).reshape(-1), A.reshape(-1), strict=True))
+        QtQ = Q.T @ Q
+        assert all(_close(arith, QtQ[i, j], arith.scalar(int(i == j))) for i in range(2) for j in range(2))
+    assert all(arith.to_float(np.diag(R)) >= 0) and arith.is_zero(R[1, 0])
+    if arith is FLOAT64:  # numpy's QR, its signs fixed: what the rooms computed before
+        Qn, Rn = np.linalg.qr(np.array([[0.0, 2.0], [-3.0, 1.0]]))
+        assert np.array_equal(Q, Qn * np.sign(np.diag(Rn)))
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_right_singular_values_ascending_with_their_vectors(arith):
+    M = arith.asarray([[3, 0], [0, 0], [0, 4]])  # singular values 3, 4; M^T M = diag(9, 16)
+    s, V = arith.right_singular(M)
+    assert _close(arith, s[0], arith.scalar(3)) and _close(arith, s[1], arith.scalar(4))
+    with arith.context():
+        for k in range(2):  # ||M v_k|| = s_k and ||v_k|| = 1
+            assert _close(arith, arith.hypot(M @ V[:, k]), s[k]) and _close(arith, arith.hypot(V[:, k]), 1)
