@@ -12,7 +12,8 @@ import contextlib
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import mpmath
@@ -115,11 +116,14 @@ class Arith(ABC):
         with self.context():
             return mpmath.sqrt(mpmath.fsum(x * x for x in np.asarray(w, dtype=object).reshape(-1)))
 
-    def closed_form(self, expr: Any) -> Any:
-        """The value of a closed form (a sympy expression such as ``gamma(d/2) / sqrt(pi)``) in
-        this arithmetic: itself in sympy, correctly rounded to the working digits otherwise
-        (evaluated with guard digits first)."""
-        return self.scalar(sp.sympify(expr))
+    def evaluate(self, formula: Callable[[Any], Any]) -> Any:
+        """A closed form in this arithmetic: ``formula(m)`` written with mpmath's names
+        (``m.mpf``, ``m.pi``, ``m.sqrt``, ``m.gamma``, ``m.exp``, ``m.log``, the trig functions),
+        e.g. ``lambda m: m.gamma(m.mpf(d) / 2) / m.sqrt(m.pi)``.  mpmath: evaluated at its digits;
+        float64: at 30 digits, then rounded once (correctly rounded but for ties); sympy: the
+        same names are sympy's, so the result is the exact expression."""
+        with self.context():
+            return formula(mpmath)
 
     def abs_max_scalar(self, a: Any) -> Any:
         """max |a_i| as a number to compute with (0 for an empty array): the exact largest entry
@@ -392,8 +396,9 @@ class Float64(Arith):
     def hypot(self, w: Any) -> float:
         return math.hypot(*np.asarray(w, dtype=np.float64).reshape(-1))
 
-    def closed_form(self, expr: Any) -> float:
-        return float(sp.N(sp.sympify(expr), 30))  # 30 digits, then one rounding: correctly rounded
+    def evaluate(self, formula: Callable[[Any], Any]) -> float:
+        with mpmath.workdps(30):  # 30 digits, then one rounding
+            return float(formula(mpmath))
 
     def eigh(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.linalg.eigh((M + M.T) / 2)
@@ -560,8 +565,8 @@ class Sympy(Arith):
     def hypot(self, w: Any) -> sp.Expr:
         return sp.sqrt(sum((x**2 for x in np.asarray(w, dtype=object).reshape(-1)), sp.Integer(0)))
 
-    def closed_form(self, expr: Any) -> sp.Expr:
-        return sp.sympify(expr)
+    def evaluate(self, formula: Callable[[Any], Any]) -> sp.Expr:
+        return formula(_SYMPY_AS_MPMATH)
 
     def abs_max_scalar(self, a: Any) -> sp.Expr:
         return max((abs(t) for t in np.asarray(a, dtype=object).reshape(-1)), default=sp.Integer(0))
@@ -612,6 +617,12 @@ def magnitude(x: Any) -> mpmath.mpf:
         return mpmath.mpf(str(abs(x).evalf(mpmath.mp.dps + 5)))
     return abs(mpmath.mpf(x))
 
+
+#: sympy under mpmath's names, for :meth:`Arith.evaluate` (``mpf(3) / 2`` is the rational 3/2)
+_SYMPY_AS_MPMATH = SimpleNamespace(
+    mpf=sp.sympify, pi=sp.pi, e=sp.E, sqrt=sp.sqrt, exp=sp.exp, log=sp.log, gamma=sp.gamma,
+    sin=sp.sin, cos=sp.cos, tan=sp.tan, atan=sp.atan,
+)
 
 #: The smallest positive float64 (subnormal): what a non-zero value below float64's range rounds to.
 _TINY = 5e-324

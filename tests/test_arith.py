@@ -182,18 +182,26 @@ def test_hypot_is_a_number_of_the_arithmetic(arith):
         assert isinstance(r, mpmath.mpf)
 
 
+def _sphere(d):
+    """E|x_1| on S^{d-1} = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)), written with mpmath's names."""
+    return lambda m: m.gamma(m.mpf(d) / 2) / (m.sqrt(m.pi) * m.gamma(m.mpf(d + 1) / 2))
+
+
 @pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
-def test_closed_form_is_correctly_rounded(arith):
-    R = arith.closed_form("gamma(3/2) / (sqrt(pi) * gamma(2))")  # E|x_1| on S^2 = 1/2
-    assert _close(arith, R, arith.scalar(1) / 2)
-    third = arith.closed_form("1/3")
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 30])
+def test_evaluate_a_closed_form(arith, d):
+    R = arith.evaluate(_sphere(d))
+    exact = sp.gamma(sp.Rational(d, 2)) / (sp.sqrt(sp.pi) * sp.gamma(sp.Rational(d + 1, 2)))
     if arith is SYMPY:
-        assert third == sp.Rational(1, 3)
-    elif arith is FLOAT64:
-        assert third == 1 / 3
-    else:
+        assert sp.simplify(R - exact) == 0
+    elif arith is FLOAT64:  # at 30 digits, then one rounding
+        with mpmath.workdps(30):
+            assert R == float(_sphere(d)(mpmath)) and isinstance(R, float)
+        assert R == pytest.approx(float(sp.N(exact, 30)), rel=2**-52)
+    else:  # mpmath at its own digits, bit for bit
         with arith.context():
-            assert third == mpmath.mpf(1) / 3
+            assert R == _sphere(d)(mpmath)
+        assert _close(arith, R, arith.scalar(exact))
 
 
 @pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
