@@ -490,6 +490,8 @@ class Sympy(Arith):
     name = family = "sympy"
     exact = True
     eps = 0.0
+    unresolved = DegenerateProbeError
+    _library = sp
 
     def scalar(self, x: Any) -> sp.Expr:
         if isinstance(x, (float, np.floating)):
@@ -555,8 +557,6 @@ class Sympy(Arith):
     def is_singular(self, A: np.ndarray) -> bool:
         return sp.Matrix(np.asarray(A, dtype=object).tolist()).det() == 0
 
-    unresolved = DegenerateProbeError
-    _library = sp
 
     @property
     def pi(self) -> sp.Expr:
