@@ -116,6 +116,14 @@ class Arith(ABC):
         with self.context():
             return mpmath.sqrt(mpmath.fsum(x * x for x in np.asarray(w, dtype=object).reshape(-1)))
 
+    def closed_form(self, expr: Any) -> Any:
+        """The value of a closed form given as a sympy expression (e.g. ``gamma(d/2) / sqrt(pi)``)
+        in this arithmetic: itself in sympy, correctly rounded to the working digits otherwise
+        (sympy evaluates it with guard digits first).  Unlike :meth:`evaluate`, which computes an
+        mpmath formula at the working digits, this is exact to the last digit: the two can differ
+        in the last digit of an mpmath result."""
+        return self.scalar(sp.sympify(expr))
+
     def evaluate(self, formula: Callable[[Any], Any]) -> Any:
         """A closed form in this arithmetic: ``formula(m)`` written with mpmath's names
         (``m.mpf``, ``m.pi``, ``m.sqrt``, ``m.gamma``, ``m.exp``, ``m.log``, the trig functions),
@@ -396,6 +404,9 @@ class Float64(Arith):
     def hypot(self, w: Any) -> float:
         return math.hypot(*np.asarray(w, dtype=np.float64).reshape(-1))
 
+    def closed_form(self, expr: Any) -> float:
+        return float(sp.N(sp.sympify(expr), 30))  # 30 digits, then one rounding: correctly rounded
+
     def evaluate(self, formula: Callable[[Any], Any]) -> float:
         with mpmath.workdps(30):  # 30 digits, then one rounding
             return float(formula(mpmath))
@@ -564,6 +575,9 @@ class Sympy(Arith):
 
     def hypot(self, w: Any) -> sp.Expr:
         return sp.sqrt(sum((x**2 for x in np.asarray(w, dtype=object).reshape(-1)), sp.Integer(0)))
+
+    def closed_form(self, expr: Any) -> sp.Expr:
+        return sp.sympify(expr)
 
     def evaluate(self, formula: Callable[[Any], Any]) -> sp.Expr:
         return formula(_SYMPY_AS_MPMATH)

@@ -182,6 +182,20 @@ def test_hypot_is_a_number_of_the_arithmetic(arith):
         assert isinstance(r, mpmath.mpf)
 
 
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_closed_form_is_correctly_rounded(arith):
+    R = arith.closed_form("gamma(3/2) / (sqrt(pi) * gamma(2))")  # E|x_1| on S^2 = 1/2
+    assert _close(arith, R, arith.scalar(1) / 2)
+    third = arith.closed_form("1/3")
+    if arith is SYMPY:
+        assert third == sp.Rational(1, 3)
+    elif arith is FLOAT64:
+        assert third == 1 / 3
+    else:
+        with arith.context():
+            assert third == mpmath.mpf(1) / 3
+
+
 def _sphere(d):
     """E|x_1| on S^{d-1} = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)), written with mpmath's names."""
     return lambda m: m.gamma(m.mpf(d) / 2) / (m.sqrt(m.pi) * m.gamma(m.mpf(d + 1) / 2))
