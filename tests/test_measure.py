@@ -13,8 +13,9 @@ from attnproof.measure import (
     BilinearSession, Probes, ScalePolicy, Session, balanced, probe_batch, random_orthogonal, value_errors,
 )
 from attnproof.models import Attention, MultiHeadAttention, OneLayerTransformer, ReluFFN
-from attnproof.oracles import AntisymmetricOracle, MembershipOracle, ValueOracle
+from attnproof.oracles import ValueOracle
 from attnproof.proof import LEARNERS
+from attnproof.theorems.membership import MembershipOracle
 
 
 def test_probe_batch_builds_the_documented_tokens():
@@ -101,6 +102,18 @@ def _oracle(d=2):
     return ValueOracle(Attention(np.eye(d), np.arange(1.0, d + 1)))
 
 
+class _Twice:
+    """A derived oracle: each of its queries costs two queries of ``base`` (asked as X and -X)."""
+
+    def __init__(self, base):
+        self.base, self.d, self.queries = base, base.d, 0
+
+    def __call__(self, X):
+        y = self.base(np.concatenate([X, -X]))
+        self.queries += len(X)
+        return y[: len(X)] - y[len(X):]
+
+
 def test_base_session_counts_times_books_and_closes_with_the_registered_count():
     oracle = _oracle()
     oracle(np.zeros((3, 1, 2)))  # queries before the session are not its own
@@ -109,7 +122,7 @@ def test_base_session_counts_times_books_and_closes_with_the_registered_count():
         session.ask(np.eye(2)[:, None, :])
     with session.phase("pairs"):
         session.ask(np.ones((1, 2, 2)))
-        session.ask(np.ones((1, 2, 2)), via=AntisymmetricOracle(oracle))  # counted where it lands
+        session.ask(np.ones((1, 2, 2)), via=_Twice(oracle))  # counted where it lands: 2
     assert session.queries == 5 and session.spent == {"v": 2, "pairs": 3}
     info = session.close(reasked="rest")
     assert info["queries_formula"] == 2 + 4 and info["reasked_queries"] == 5 - 6
