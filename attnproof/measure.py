@@ -531,8 +531,9 @@ class Session:
         allowed = promise if size is None else promise * size
         if not (math.isfinite(bound) and bound <= allowed):
             times = "" if size is None else f" x {of} = {allowed:.3g}"
+            name = "the learner" if self.learner is None else self.registered.name
             raise PrecisionLossError(
-                f"{self.registered.name}: the a-posteriori bound on {what} is {bound:.3g}, above the "
+                f"{name}: the a-posteriori bound on {what} is {bound:.3g}, above the "
                 f"promised {promise:.1g}{times}: {self.arith.name} cannot resolve this target to that "
                 f"accuracy{why}; use mpmath with more digits (arith=MP(dps)) or rescale the inputs"
             )

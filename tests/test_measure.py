@@ -149,6 +149,8 @@ def test_guard_relative_absolute_and_not_finite():
         session.guard(1.0, 1.0, 0.1, of="||f||")
     with pytest.raises(PrecisionLossError):
         session.guard(float("nan"), 1.0, 1.0)
+    with pytest.raises(PrecisionLossError, match="^the learner: "):  # no learner: still the guard's error
+        Session(_oracle(), FLOAT64).guard(2.0, 1.0, 1.0)
 
 
 def test_recovery_guards_with_the_session_learner_or_a_transitional_name():
