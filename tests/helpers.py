@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 from hypothesis import strategies as st
@@ -28,3 +30,16 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "attnproof.cli", *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+#: The book's source folder.
+BOOK = Path(__file__).resolve().parent.parent / "book"
+JB = Path(sys.executable).parent / "jupyter-book"
+
+
+def build(source: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``jupyter-book build source -W --keep-going`` (warnings are errors); output and seconds."""
+    t0 = time.perf_counter()
+    r = subprocess.run([str(JB), "build", str(source), "-W", "--keep-going", *args],
+                       capture_output=True, text=True, timeout=3600)
+    return r, time.perf_counter() - t0

@@ -2,44 +2,24 @@
 (tables are tables, every identity ID links to its certificate entry, numbers in the prose come
 from cells), and its math renders without a network.
 
-The fixture builds into ``book/_build``, the location ``python3 dev.py all`` builds into, so the
-two share jupyter-book's execution cache: an unchanged book is not executed twice.
+The ``html`` fixture (``conftest.py``, one build per session, shared with ``test_browser.py``)
+builds into ``book/_build``, the location both ``dev.py`` commands build into before pytest runs,
+so all share jupyter-book's execution cache: an unchanged book is not executed twice.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
-import time
 from html import unescape
 from pathlib import Path
 
 import pytest
 
+from helpers import BOOK, build
+
 import attnproof  # noqa: F401  (importing the package registers every identity)
 from attnproof.verify.registry import REGISTRY
-
-BOOK = Path(__file__).resolve().parent.parent / "book"
-JB = Path(sys.executable).parent / "jupyter-book"
-
-
-def build(source: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    """``jupyter-book build source -W --keep-going`` (warnings are errors); output and seconds."""
-    t0 = time.perf_counter()
-    r = subprocess.run([str(JB), "build", str(source), "-W", "--keep-going", *args],
-                       capture_output=True, text=True, timeout=3600)
-    return r, time.perf_counter() - t0
-
-
-@pytest.fixture(scope="module")
-def html() -> Path:
-    r, seconds = build(BOOK)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    print(f"book built in {seconds:.0f} s")
-    return BOOK / "_build" / "html"
-
 
 def pages(html: Path) -> list[Path]:
     """Every page the table of contents lists: the root and the links of the navigation."""

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_book import html, pages  # noqa: F401  (the book fixture, and the pages its toc lists)
+from test_book import pages  # the pages the book's table of contents lists
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
@@ -81,7 +81,7 @@ def open_page(browser, path: Path, width: int = WIDTH):
 
 
 @pytest.mark.book
-def test_nothing_is_wider_than_the_column_at_1280_px(html, browser):  # noqa: F811
+def test_nothing_is_wider_than_the_column_at_1280_px(html, browser):
     problems = {}
     listed = pages(html)
     for path in listed:
@@ -97,7 +97,7 @@ def test_nothing_is_wider_than_the_column_at_1280_px(html, browser):  # noqa: F8
 
 
 @pytest.mark.book
-def test_the_layout_check_catches_a_wide_element(html, browser):  # noqa: F811
+def test_the_layout_check_catches_a_wide_element(html, browser):
     page, _ = open_page(browser, html / "intro.html")
     page.evaluate("""() => {
       const pre = document.createElement("pre");
