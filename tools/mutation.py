@@ -14,8 +14,9 @@ them with ``random.Random(seed)`` from a deterministic order, adds the curated m
 :data:`CURATED` (the audit's named survivors, each a snippet patch; a snippet that no longer
 exists is reported ``stale``), and runs each one:
 
-1. the module's fast tests (:func:`tests_for`: its room's ``tests/test_<room>.py``, or :data:`TEST_MAP`, plus ``tests/test_mutation_kills.py`` and the
-   module's doctests) with ``-x -p no:cacheprovider -m 'not slow and not book'`` under the
+1. the module's fast tests (:func:`tests_for`: its room's ``tests/test_<room>.py``, or
+   :data:`TEST_MAP`; plus ``tests/test_mutation_kills.py`` and the module's doctests) with
+   ``-x -p no:cacheprovider -m 'not slow and not book'`` under the
    default derandomized ``ci`` Hypothesis profile -> ``killed by tests``;
 2. separately, the verification of the registered identities (what ``attnproof verify``
    checks: those that can execute the mutated module, i.e. defined in a module that imports
@@ -312,7 +313,8 @@ def target_files(root: Path = ROOT) -> list[str]:
     for t in TARGETS:
         p = root / t
         if p.is_dir():
-            files += [f.relative_to(root).as_posix() for f in sorted(p.rglob("*.py")) if f != p / "__init__.py"]
+            files += [f.relative_to(root).as_posix() for f in sorted(p.rglob("*.py"))
+                      if f != p / "__init__.py"]
         else:
             files.append(t)
     return sorted(files)
