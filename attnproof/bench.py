@@ -29,7 +29,8 @@ from .arith import FLOAT64, Arith, parse
 from .errors import AttnproofError, InvalidInputError
 from .heads import minilm_heads
 from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
-from .oracles import ApproxOracle, MembershipOracle, ValueOracle, listening
+from .measure import Session
+from .oracles import ApproxOracle, MembershipOracle, ValueOracle
 from .proof import LEARNERS
 from .recovery import Recovery, score, score_heads
 from .room import Job, job_key, result_row
@@ -676,7 +677,7 @@ def _completed(
     on_queries: Callable[[int], None] | None,
 ) -> Iterator[tuple[Job, dict[str, Any]]]:
     """(job, row) as each job finishes: in this process, in order (neither ``workers`` nor
-    ``scheduler``; ``on_queries`` hears of every oracle call), or on Dask:
+    ``scheduler``; ``on_queries`` hears of every session's asks), or on Dask:
     a local cluster of ``workers`` single-threaded processes, or the existing scheduler at
     ``scheduler``."""
     if not jobs:
@@ -686,7 +687,7 @@ def _completed(
             if on_queries is None:
                 row = job.fn(**job.kwargs)
             else:
-                with listening(on_queries):
+                with Session.observe(on_queries):
                     row = job.fn(**job.kwargs)
             yield job, row
         return
@@ -726,9 +727,9 @@ def execute(
     With ``out``, each finished row is appended to that JSON-lines file as it arrives, and jobs
     already in it are not run again: they are yielded first, with ``resumed=True``, as read
     back from the file (JSON values: floats, lists, null for non-finite numbers).
-    ``on_queries`` is called with the queries of each oracle call while the jobs run in this
-    process (:func:`attnproof.oracles.listening`): a progress bar can count queries live, not
-    only when a job ends.
+    ``on_queries`` is called with the queries of each of a learner's asks while the jobs run in
+    this process (:meth:`attnproof.measure.Session.observe`): a progress bar can count queries
+    live, not only when a job ends.
 
     Raises
     ------
