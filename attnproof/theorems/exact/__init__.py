@@ -489,8 +489,8 @@ def _end_to_end(d: int, probe_matrices: list, zero: tuple[int, ...] = ()) -> lis
             raise AssertionError(f"learner used {rec.queries} queries, its registered count is {_count(d)}")
         if zero and rec.diagnostics.get("paired_rows") != len(zero):
             raise AssertionError(f"expected {len(zero)} paired probes; got {rec.diagnostics}")
-        pairs.extend(zip(rec.W.reshape(-1), W.reshape(-1)))
-        pairs.extend(zip(rec.v, v))
+        pairs.extend(zip(rec.W.reshape(-1), W.reshape(-1), strict=True))
+        pairs.extend(zip(rec.v, v, strict=True))
     return pairs
 
 
@@ -556,7 +556,8 @@ def end_to_end_bias() -> list[Pair]:
         rec = learn_exact(oracle, probes="basis", arith=SYMPY, bias=True)
         if rec.queries != _count(d, bias=True) or oracle.queries != rec.queries:
             raise AssertionError(f"learner used {rec.queries} queries, its count is {_count(d, bias=True)}")
-        pairs += list(zip(rec.W.reshape(-1), W.reshape(-1))) + list(zip(rec.c, c)) + list(zip(rec.v, v))
+        pairs += list(zip(rec.W.reshape(-1), W.reshape(-1), strict=True))
+        pairs += list(zip(rec.c, c, strict=True)) + list(zip(rec.v, v, strict=True))
         pairs.append((rec.beta, beta))
     return pairs
 

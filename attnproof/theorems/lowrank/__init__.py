@@ -591,7 +591,7 @@ def skeleton_reconstruction() -> list[Pair]:
     pairs: list[Pair] = []
     for d, r in ((2, 1), (3, 1), (3, 2), (4, 2)):
         M = symbols("A", (d, r), real=True) @ symbols("B", (r, d), real=True)
-        pairs.extend(zip(reconstruct(M, r, SYMPY).reshape(-1), M.reshape(-1)))
+        pairs.extend(zip(reconstruct(M, r, SYMPY).reshape(-1), M.reshape(-1), strict=True))
     dd, rr = sp.symbols("d r", positive=True)
     # cross approximation: step s measures d - s column entries and d - s - 1 row entries
     s = sp.Symbol("s", integer=True)
@@ -704,7 +704,8 @@ def skeleton_end_to_end() -> list[Pair]:
         if rec.queries != count:
             raise AssertionError(f"{at}: {rec.queries} queries, the registered count is {count}")
         for key, x in truth.items():
-            pairs.extend(zip(np.atleast_1d(getattr(rec, key)).reshape(-1), np.atleast_1d(x).reshape(-1)))
+            got, want = np.atleast_1d(getattr(rec, key)).reshape(-1), np.atleast_1d(x).reshape(-1)
+            pairs.extend(zip(got, want, strict=True))
     return pairs
 
 

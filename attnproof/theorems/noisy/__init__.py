@@ -199,7 +199,7 @@ def check_assumptions(
         )
     if mu > 1:
         raise AssumptionError(f"mu = {mu} > 1 contradicts ||v*||_2 <= 1")
-    for name, e in zip(("eps_W", "eps_v"), eps):
+    for name, e in zip(("eps_W", "eps_v"), eps, strict=True):
         if e is not None and not 0 < e < 1:
             raise AssumptionError(f"Thm 6.1 is stated for {name} in (0, 1); got {e}")
     return W_bound, mu, eps[0], eps[1]
@@ -951,7 +951,7 @@ def estimator() -> list[Pair]:
         X, scale_u = probes(nonzero, p, a, b, b_pair, SYMPY)
         y = np.array([Attention(W, v, SYMPY)(x) for x in X], dtype=object)
         W_hat, _ = estimate(y, v, nonzero, p, scale_u, a, lambda t: t, SYMPY)
-        pairs.extend(zip(W_hat.reshape(-1), W.reshape(-1)))
+        pairs.extend(zip(W_hat.reshape(-1), W.reshape(-1), strict=True))
     return pairs
 
 
