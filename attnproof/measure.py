@@ -21,7 +21,7 @@ every probe.  Extra queries are counted by the oracle and reported.  Exact arith
 never rescales.
 
 Every learner works through one :class:`Session` (oracle, arithmetic, its registered
-:class:`~attnproof.proof.Learner`, query counting, timing, the output guard, and the result
+:class:`~attnproof.verify.registry.Learner`, query counting, timing, the output guard, and the result
 closed with the shared schema: ``queries_formula``, ``reasked_queries``, ``error_bound``,
 ``time``); a learner that measures ``p^T W* q`` uses :class:`BilinearSession`, the layer on top
 (scaling policy, a reusable probe buffer, the adaptive measurement).  Diagnostics written by the
@@ -373,7 +373,7 @@ class Oracle(Protocol):
 class Session:
     """One learner's session with its oracle: the base every learner shares (Sec. 3's currency).
 
-    Carries the oracle, the arithmetic, the registered :class:`~attnproof.proof.Learner` (its
+    Carries the oracle, the arithmetic, the registered :class:`~attnproof.verify.registry.Learner` (its
     query count, its arithmetics), the queries asked since the session began, wall-clock time by
     part, and the diagnostics the learner fills; it asks the oracle (:meth:`ask`), books queries
     by phase (:meth:`phase`), applies the output guard (:meth:`guard`) and closes the result
@@ -387,7 +387,7 @@ class Session:
         derived oracle): the session counts *its* queries.
     arith : Arith
     learner : Learner, keyword only
-        The registered learner (``attnproof.proof.LEARNERS[name]``, or the ``@learner``'s
+        The registered learner (``attnproof.verify.registry.LEARNERS[name]``, or the ``@learner``'s
         record): its ``count`` gives ``queries_formula``; the arithmetic must be one it declares.
         (Transitional: a registered *name*, resolved when first needed, as exact/lowrank/noisy
         still pass it to :meth:`recovery`.)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ..arith import SYMPY
-from ..models import Attention
-from ..verify.checkers import expand_matrix
-from ..verify.formulas import symbols
-from ..verify.registry import identity, Pair
+from ...arith import SYMPY
+from ...models import Attention
+from ...verify.checkers import expand_matrix
+from ...verify.formulas import symbols
+from ...verify.registry import Pair, identity
 
 #: (r, d) sizes at which the merge is proven with fully symbolic matrices.
 QKV_SIZES = ((1, 2), (2, 2), (2, 3), (3, 2))
@@ -34,7 +34,7 @@ def qkv_merge() -> list[Pair]:
         X = symbols("X", (2, d), real=True)
         model = Attention.from_qkv(Q, K, V, w_o, arith=SYMPY)
         pairs.append(((K @ x) @ (Q @ y), x @ model.W @ y))
-        pairs.extend(zip(X @ (V.T @ w_o), X @ model.v))
+        pairs.extend(zip(X @ (V.T @ w_o), X @ model.v, strict=True))
         # the full single-head attention of Sec. 3, written with Q, K, V, w_o directly
         scores = [(K @ X[i]) @ (Q @ X[-1]) for i in range(2)]
         weights = SYMPY.softmax(np.array(scores, dtype=object))

@@ -29,19 +29,19 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..arith import FLOAT64, MP, SYMPY, Arith
-from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
-from ..measure import (
-    Probes, Scale, ScalePolicy, Session, balanced, bilinear_values, random_orthogonal, resolution,
+from ...arith import FLOAT64, MP, SYMPY, Arith
+from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
+from ...measure import (
+    BilinearSession, Probes, Scale, ScalePolicy, balanced, bilinear_values, random_orthogonal, resolution,
     value_errors,
 )
-from ..models import Attention, scores
-from ..oracles import ValueOracle
-from ..prelude import prepare_probes, read_v
-from ..verify.checkers import expand_matrix
-from ..verify.formulas import recovery_checks, symbols
-from ..verify.registry import identity, learner, LEARNERS, Pair, run_check as run, RunCheck as Check
-from ..recovery import Recovery
+from ...models import Attention, scores
+from ...oracles import ValueOracle
+from ...prelude import prepare_probes, read_v
+from ...verify.checkers import expand_matrix
+from ...verify.formulas import recovery_checks, symbols
+from ...verify.registry import LEARNERS, RunCheck as Check, Pair, identity, learner, run_check as run
+from ...recovery import Recovery
 
 def random_bases(
     d: int, v: np.ndarray, rng: np.random.Generator, arith: Arith
@@ -93,7 +93,7 @@ class Cross:
     scale: Scale | None = None
 
 
-def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_tol: float) -> Cross:
+def cross_approximation(session: BilinearSession, probes: Probes, max_rank: int, rank_tol: float) -> Cross:
     """Pivoted cross approximation of ``M = P W* Q^T``, each entry one bilinear query.
 
     Step s measures the pivot column j_s where not yet known (d - s entries), picks the row
@@ -160,7 +160,8 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
 
 
 def _cross_error(
-    session: Session, probes: Probes, cross: Cross, W_norm: float, c_norm: float, unshorten: np.ndarray
+    session: BilinearSession, probes: Probes, cross: Cross, W_norm: float, c_norm: float,
+    unshorten: np.ndarray,
 ) -> float:
     """First-order bound on ||D^{-1} (A B - M')||_F from the measurement errors of the skeleton.
 
@@ -329,9 +330,10 @@ def learn_skeleton(
         raise InvalidInputError(f"rank must be an integer in [0, d = {d}]; got {rank!r}")
     if not (isinstance(checks, (int, np.integer)) and not isinstance(checks, bool) and 0 <= checks <= d):
         raise InvalidInputError(f"checks must be an integer in [0, d = {d}]; got {checks!r}")
-    session = Session(oracle, arith, policy or ScalePolicy(), max_batch_bytes)
+    session = BilinearSession(oracle, arith, policy or ScalePolicy(), max_batch_bytes,
+                              learner=LEARNERS["skeleton"])
     session.diagnostics.update(learner="skeleton", rank_declared=int(rank))
-    return _learn_by_crosses(session, "skeleton", int(rank), rng, int(checks), rank_tol, bias, rtol)
+    return _learn_by_crosses(session, int(rank), rng, int(checks), rank_tol, bias, rtol)
 
 
 @learner(
@@ -368,14 +370,14 @@ def learn_skeleton_adaptive(
     >>> rec.diagnostics["rank_found"], rec.queries, 8 + 3 * (2 * 8 - 3) + (8 - 3)
     (3, 52, 52)
     """
-    session = Session(oracle, arith, policy or ScalePolicy(), max_batch_bytes)
+    session = BilinearSession(oracle, arith, policy or ScalePolicy(), max_batch_bytes,
+                              learner=LEARNERS["skeleton-adaptive"])
     session.diagnostics.update(learner="skeleton-adaptive", rank_declared=None)
-    return _learn_by_crosses(session, "skeleton-adaptive", oracle.d, rng, 0, rank_tol, bias, rtol)
+    return _learn_by_crosses(session, oracle.d, rng, 0, rank_tol, bias, rtol)
 
 
 def _learn_by_crosses(
-    session: Session,
-    name: str,
+    session: BilinearSession,
     max_rank: int,
     rng: np.random.Generator,
     checks: int,
@@ -421,13 +423,13 @@ def _learn_by_crosses(
     r = session.diagnostics["rank_found"]
     session.diagnostics["seconds"] = time.perf_counter() - t0
     return session.recovery(
-        name, W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol,
+        W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol,
         r=r, rank=max_rank, bias=bias, checks=checks,
     )
 
 
 def _check_rank(
-    session: Session,
+    session: BilinearSession,
     probes: Probes,
     cross: Cross,
     W: np.ndarray,
@@ -519,7 +521,7 @@ def learn_lowrank_cvx(
         raise InvalidInputError(f"m (the number of measurements) must be an integer >= 1; got {m!r}")
     if not hasattr(rng, "standard_normal"):
         raise InvalidInputError("the nuclear-norm learner needs an explicit numpy.random.Generator (rng=...)")
-    session = Session(oracle, FLOAT64, policy or ScalePolicy())
+    session = BilinearSession(oracle, FLOAT64, policy or ScalePolicy(), learner=LEARNERS["lowrank-cvx"])
     info = session.diagnostics
     info.update(learner="lowrank-cvx", m=int(m), solver=solver)
     _, v = read_v(session)
@@ -549,7 +551,7 @@ def learn_lowrank_cvx(
     info["residual"] = float(np.max(np.abs(np.sum((A @ What) * B, axis=1) - t)))
     # No a-posteriori error bound: Thm 5.1's guarantee needs the RUB constant C, which the paper
     # leaves unspecified; the measurement residual is reported instead (no output guard here).
-    return session.recovery("lowrank-cvx", W=What, v=v, m=int(m))
+    return session.recovery(W=What, v=v, m=int(m))
 
 
 # --- The identities this room relies on: proven about the library's own model and learner code
@@ -591,7 +593,7 @@ def skeleton_reconstruction() -> list[Pair]:
     pairs: list[Pair] = []
     for d, r in ((2, 1), (3, 1), (3, 2), (4, 2)):
         M = symbols("A", (d, r), real=True) @ symbols("B", (r, d), real=True)
-        pairs.extend(zip(reconstruct(M, r, SYMPY).reshape(-1), M.reshape(-1)))
+        pairs.extend(zip(reconstruct(M, r, SYMPY).reshape(-1), M.reshape(-1), strict=True))
     dd, rr = sp.symbols("d r", positive=True)
     # cross approximation: step s measures d - s column entries and d - s - 1 row entries
     s = sp.Symbol("s", integer=True)
@@ -704,7 +706,8 @@ def skeleton_end_to_end() -> list[Pair]:
         if rec.queries != count:
             raise AssertionError(f"{at}: {rec.queries} queries, the registered count is {count}")
         for key, x in truth.items():
-            pairs.extend(zip(np.atleast_1d(getattr(rec, key)).reshape(-1), np.atleast_1d(x).reshape(-1)))
+            got, want = np.atleast_1d(getattr(rec, key)).reshape(-1), np.atleast_1d(x).reshape(-1)
+            pairs.extend(zip(got, want, strict=True))
     return pairs
 
 
@@ -726,10 +729,10 @@ RUN_DPS = 50
 )
 def run_high_precision() -> list[Check]:
     checks: list[Check] = []
-    for arith in (MP(RUN_DPS), FLOAT64):
+    for arith, digits in ((MP(RUN_DPS), RUN_DPS - 10), (FLOAT64, None)):  # None: within its own bound
         for at, rec, truth, expected in _skeleton_runs(arith):
             at = f"{arith.name}, {at}"
-            checks += recovery_checks(at, rec, truth, arith, None if arith is FLOAT64 else RUN_DPS - 10)
+            checks += recovery_checks(at, rec, truth, arith, digits)
             reasked = rec.diagnostics["reasked_queries"]  # a saturated probe asked again at a smaller scale
             checks.append(
                 (f"{at}: queries - (count + re-asked {reasked})", abs(rec.queries - expected - reasked), 0)

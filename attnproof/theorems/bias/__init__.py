@@ -28,11 +28,11 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ..arith import SYMPY
-from ..models import Attention
-from ..verify.checkers import expand_matrix
-from ..verify.formulas import symbols
-from ..verify.registry import identity, Pair
+from ...arith import SYMPY
+from ...models import Attention
+from ...verify.checkers import expand_matrix
+from ...verify.formulas import symbols
+from ...verify.registry import Pair, identity
 
 
 @identity(
