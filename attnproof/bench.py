@@ -26,12 +26,18 @@ from .arith import FLOAT64, Arith, parse
 from .errors import AttnproofError, InvalidInputError, PrecisionLossError
 from .heads import minilm_heads
 from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
-from .oracles import ADVERSARIES, ApproxOracle, MembershipOracle, ValueOracle
+from .oracles import ADVERSARIES, ApproxOracle, ValueOracle
 from .proof import LEARNERS
 from .recovery import Recovery, score, score_heads
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
-from .theorems.membership import information_floor, learn_membership, learn_membership_rotated
+from .theorems.membership import (
+    MembershipOracle,
+    information_floor,
+    learn_membership,
+    learn_membership_rotated,
+    membership_target,
+)
 from .theorems.multihead import (
     cayley_bases,
     fd_hessian,
@@ -380,19 +386,6 @@ def tolerance_headroom(
     paper = paper_tolerances(eps, eps, 2.0, mu, d).tau
     return {"design": design, "safe_multiplier": safe, "proven_over_paper": proven[0] / paper,
             "empirical_over_paper": safe * proven[0] / paper}
-
-
-def membership_target(
-    d: int, rng: np.random.Generator, W_bound: float, mu: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """A target meeting Thm B.1's assumptions: ||W*||_F = 0.9 W and a unit v* with every |v*_i| >= mu
-    (|v*_i|^2 = mu^2 + a random share of the spare mass 1 - d mu^2, random signs)."""
-    if not 0 < mu <= 1 / np.sqrt(d):
-        raise InvalidInputError(f"mu must be in (0, 1/sqrt(d)] for a unit v with every |v_i| >= mu; got {mu}")
-    W = rng.standard_normal((d, d))
-    shares = rng.dirichlet(np.ones(d))
-    v = rng.choice([-1.0, 1.0], d) * np.sqrt(mu**2 + shares * (1 - d * mu**2))
-    return W * 0.9 * W_bound / np.linalg.norm(W), v / np.linalg.norm(v)
 
 
 def run_membership(

@@ -287,26 +287,6 @@ class ApproxOracle(ValueOracle):
         return int.from_bytes(digest.digest()[:8], "little") / 2**63 - 1.0
 
 
-# --- membership queries (App. B) --------------------------------------------------------
-
-
-@dataclass
-class MembershipOracle(ValueOracle):
-    """Membership queries MQ(X) = 1[f*(X) > 0] (App. B, Eq. (8)): one bit per query.
-
-    Counts queries and enforces the budget exactly like :class:`ValueOracle` (it is one, with
-    a thresholded answer).  Convention, as in Eq. (8): ``f*(X) = 0`` answers **0** (the
-    "else" branch), so ``h = 2 MQ - 1`` of Eq. (11) equals sign(f*) except on the zero set.
-    Answers are ``numpy.int8`` 0/1; the sign is taken in the model's own arithmetic (an
-    mpmath model at 50 digits answers at 50 digits).
-    """
-
-    def _answer(self, Xb: np.ndarray) -> np.ndarray:
-        f = np.asarray(self.model(Xb))
-        return np.array([1 if x > 0 else 0 for x in f.reshape(-1)], dtype=np.int8).reshape(f.shape)
-
-
-
 @dataclass
 class ReducedOracle:
     """Value queries in the reduced coordinates of a subspace U = range(E) (proof of Prop. C.2).
@@ -437,6 +417,6 @@ class LinearMapOracle(DerivedOracle):
 
 
 __all__ = [
-    "ValueOracle", "ApproxOracle", "DeclaresTolerance", "MembershipOracle", "ReducedOracle", "DerivedOracle",
+    "ValueOracle", "ApproxOracle", "DeclaresTolerance", "ReducedOracle", "DerivedOracle",
     "AntisymmetricOracle", "LinearMapOracle", "ADVERSARIES", "QueryRecord", "Model",
 ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import doctest
+import importlib
 import math
+import pkgutil
 
 import numpy as np
 import pytest
@@ -20,11 +22,10 @@ from attnproof.errors import (
     QueryBudgetExceeded,
 )
 from attnproof.models import Attention
-from attnproof.oracles import MembershipOracle
 from attnproof.proof import REGISTRY, verify_all
 from attnproof.theorems import membership
 from attnproof.theorems.membership import (
-    _bisect,
+    MembershipOracle,
     check_assumptions,
     check_target,
     hoeffding_radius,
@@ -39,6 +40,7 @@ from attnproof.theorems.membership import (
     sphere_constant,
     step_counts,
 )
+from attnproof.theorems.membership.learners import _bisect
 
 #: eps_W near 1 and small ones explicitly; float64 refuses (before any query) what it cannot resolve.
 epsilons = st.one_of(st.sampled_from([0.999, 0.5, 0.1, 1e-2, 1e-3]), st.floats(1e-4, 0.999))
@@ -396,4 +398,7 @@ def test_rotated_learner_needs_no_margin(target, seed):
 
 
 def test_docstring_examples():
-    assert doctest.testmod(membership, verbose=False).failed == 0
+    """Every module of the room (the learners' examples live in ``membership.learners``)."""
+    results = [doctest.testmod(importlib.import_module(f"{membership.__name__}.{m.name}"), verbose=False)
+               for m in pkgutil.iter_modules(membership.__path__)]
+    assert sum(r.failed for r in results) == 0 and sum(r.attempted for r in results) > 0
