@@ -19,10 +19,11 @@ from attnproof.errors import (
     ShapeError,
 )
 from attnproof.models import MultiHeadAttention, scores
-from attnproof.oracles import ReducedOracle, ValueOracle
+from attnproof.oracles import ValueOracle
 from attnproof.recovery import score_heads
 from attnproof.proof import LEARNERS
 from attnproof.theorems.multihead import (
+    ReducedOracle,
     cayley_bases,
     fd_hessian,
     fd_queries,
