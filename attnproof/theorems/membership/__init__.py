@@ -93,9 +93,10 @@ from .parameters import (
 )
 
 __all__ = [
-    "CHUNK", "L_BAND", "MAX_VERBATIM_SAMPLES", "METHODS", "TAU_CONST", "MembershipOracle", "RotatedQueries",
-    "angle_probes", "angle_tau", "apriori_interval", "bisection_steps", "check_assumptions", "check_precision",
-    "check_target", "entry_error_bound", "hoeffding_delta", "hoeffding_radius", "hoeffding_samples", "identities",
-    "information_floor", "learn_membership", "learn_membership_rotated", "membership_target", "paper_eps_v",
-    "paper_tau", "probe", "query_count", "random_orthogonal", "rotation_margin", "sphere_constant", "step_counts",
+    "CHUNK", "L_BAND", "MAX_VERBATIM_SAMPLES", "METHODS", "TAU_CONST", "MembershipOracle",
+    "RotatedQueries", "angle_probes", "angle_tau", "apriori_interval", "bisection_steps",
+    "check_assumptions", "check_precision", "check_target", "entry_error_bound", "hoeffding_delta",
+    "hoeffding_radius", "hoeffding_samples", "identities", "information_floor", "learn_membership",
+    "learn_membership_rotated", "membership_target", "paper_eps_v", "paper_tau", "probe", "query_count",
+    "random_orthogonal", "rotation_margin", "sphere_constant", "step_counts",
 ]
