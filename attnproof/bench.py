@@ -32,7 +32,13 @@ from .recovery import Recovery, score, score_heads
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
 from .theorems.membership import (
+    DELTA,
+    DELTA_ROT,
+    EPS_W,
+    METHOD,
+    W_BOUND,
     MembershipOracle,
+    default_mu,
     information_floor,
     learn_membership,
     learn_membership_rotated,
@@ -387,25 +393,25 @@ def tolerance_headroom(
 
 def run_membership(
     d: int,
-    method: str = "bisect",
+    method: str = METHOD,
     arith: str | Arith = "float64",
     seed: int = 0,
-    W_bound: float = 4.0,
+    W_bound: float = W_BOUND,
     mu: float | None = None,
-    eps_W: float = 1e-3,
-    delta: float = 0.01,
+    eps_W: float = EPS_W,
+    delta: float = DELTA,
     **opts: Any,
 ) -> dict[str, Any]:
     """Recover a Thm B.1 target through a counting MembershipOracle and score it.
 
-    ``mu`` defaults to ``1 / (2 sqrt(d))`` (any unit v* with every |v*_i| >= mu exists up to
-    1 / sqrt(d)).  ``opts`` go to :func:`~attnproof.theorems.membership.learn_membership`
-    (``samples`` for ``paper``).  :func:`result_row`'s keys (``err_v`` against the unit v*:
+    ``mu`` defaults to :func:`~attnproof.theorems.membership.default_mu`, ``1 / (2 sqrt(d))``.
+    ``opts`` go to :func:`~attnproof.theorems.membership.learn_membership` (``samples`` for
+    ``paper``).  :func:`result_row`'s keys (``err_v`` against the unit v*:
     only the direction is identifiable from signs), plus ``method, floor_queries, err_v_inf,
     eps_W, eps_v, W_bound, mu, delta, guarantee_met``.
     """
     arith = parse(arith)
-    mu = 1 / (2 * math.sqrt(d)) if mu is None else mu
+    mu = default_mu(d) if mu is None else mu
     rng = np.random.default_rng(seed)
     W, v = membership_target(d, rng, W_bound, mu)
     model = Attention(W, v, arith)
@@ -429,8 +435,8 @@ def run_membership(
 
 
 def run_membership_rotated(
-    d: int, arith: str | Arith = "mp:50", seed: int = 0, W_bound: float = 4.0, eps_W: float = 1e-3,
-    delta_rot: float = 0.05,
+    d: int, arith: str | Arith = "mp:50", seed: int = 0, W_bound: float = W_BOUND, eps_W: float = EPS_W,
+    delta_rot: float = DELTA_ROT,
 ) -> dict[str, Any]:
     """Thm B.1 without the margin (rotated tokens) on a target whose v* has zero entries: the
     first half of v*'s coordinates are 0, which the paper's learner cannot handle.  Keys as
@@ -462,10 +468,10 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "lowrank-cvx": lambda d, arith, seed, rank, m=None: run_lowrank(d, rank, "lowrank-cvx", arith, seed, m=m),
     "noisy": lambda d, arith, seed, design="corrected", tau=None, adversary="worst", eps_W=0.1, eps_v=0.1,
     W_bound=2.0: run_noisy(d, design, tau, adversary, eps_W, eps_v, W_bound, seed),
-    "membership": lambda d, arith, seed, method="bisect", W_bound=4.0, mu=None, eps_W=1e-3, delta=0.01,
+    "membership": lambda d, arith, seed, method=METHOD, W_bound=W_BOUND, mu=None, eps_W=EPS_W, delta=DELTA,
     samples=None: run_membership(d, method, arith, seed, W_bound, mu, eps_W, delta, samples=samples),
-    "membership-rotated": lambda d, arith, seed, W_bound=4.0, eps_W=1e-3,
-    delta_rot=0.05: run_membership_rotated(d, arith, seed, W_bound, eps_W, delta_rot),
+    "membership-rotated": lambda d, arith, seed, W_bound=W_BOUND, eps_W=EPS_W,
+    delta_rot=DELTA_ROT: run_membership_rotated(d, arith, seed, W_bound, eps_W, delta_rot),
     "orthogonal-heads": lambda d, arith, seed, H=2, checks=3: run_orthogonal_heads(
         d, H, arith, seed, checks=checks),
     "multihead-sbd": lambda d, arith, seed, H=2, hessians=None, tau=None, checks=3: run_multihead_sbd(

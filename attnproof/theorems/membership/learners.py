@@ -22,12 +22,18 @@ from ...recovery import Recovery
 from .oracle import MembershipOracle, RotatedQueries
 from .parameters import (
     CHUNK,
+    DELTA,
+    DELTA_ROT,
+    EPS_W,
     MAX_VERBATIM_SAMPLES,
+    METHOD,
     METHODS,
+    W_BOUND,
     angle_tau,
     apriori_interval,
     check_assumptions,
     check_precision,
+    default_mu,
     hoeffding_delta,
     hoeffding_radius,
     hoeffding_samples,
@@ -145,8 +151,8 @@ def _logit(p: Any) -> Any:
     ),
     arithmetics=("float64", "mpmath"),
     queries="bisect: 1 + (d-1) n_v + d^2 n_W; paper: k + d^2 n_W (n_v, n_W = log2(width / tau))",
-    count=lambda d, method="bisect", W_bound=4.0, mu=0.1, eps_W=1e-3, delta=0.01, samples=None, **_: (
-        query_count(d, method, W_bound, mu, eps_W, delta, samples)),
+    count=lambda d, method=METHOD, W_bound=W_BOUND, mu=None, eps_W=EPS_W, delta=DELTA, samples=None, **_: (
+        query_count(d, method, W_bound, default_mu(d) if mu is None else mu, eps_W, delta, samples)),
 )
 def learn_membership(
     oracle: MembershipOracle,
@@ -154,8 +160,8 @@ def learn_membership(
     W_bound: float,
     mu: float,
     eps_W: float,
-    delta: float = 0.01,
-    method: str = "bisect",
+    delta: float = DELTA,
+    method: str = METHOD,
     samples: int | None = None,
     rng: np.random.Generator | None = None,
     arith: Arith = FLOAT64,
@@ -289,7 +295,7 @@ def random_orthogonal(d: int, rng: np.random.Generator, arith: Arith = FLOAT64) 
     ),
     arithmetics=("float64", "mpmath"),
     queries="1 + (d-1) n_v + d^2 n_W at mu' = delta_rot / (2 d c_d)",
-    count=lambda d, W_bound=4.0, eps_W=1e-3, delta_rot=0.01, **_: query_count(
+    count=lambda d, W_bound=W_BOUND, eps_W=EPS_W, delta_rot=DELTA_ROT, **_: query_count(
         d, "bisect", W_bound, rotation_margin(d, delta_rot), eps_W, 0.5),
 )
 def learn_membership_rotated(
@@ -297,7 +303,7 @@ def learn_membership_rotated(
     *,
     W_bound: float,
     eps_W: float,
-    delta_rot: float = 0.01,
+    delta_rot: float = DELTA_ROT,
     rng: np.random.Generator | None = None,
     arith: Arith = FLOAT64,
 ) -> Recovery:

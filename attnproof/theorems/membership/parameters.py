@@ -28,7 +28,28 @@ TAU_CONST = 1 / 8
 MAX_VERBATIM_SAMPLES = 10**8
 #: Samples per oracle call in the sampling step (memory, not queries).
 CHUNK = 2**16
+#: The learners' methods: App. B verbatim, and the angle bisection (beyond the paper).
 METHODS = ("paper", "bisect")
+
+# --- the defaults, declared once (the learners, the registered counts and the bench read them) ---
+
+#: The method when none is named.
+METHOD = "bisect"
+#: The known norm bound ``W >= 2`` of a bench run or a count when none is given (a learner takes
+#: it as a required argument: it is the theorem's known W).
+W_BOUND = 4.0
+#: The accuracy asked for W when none is given.
+EPS_W = 1e-3
+#: The failure probability of ``paper``'s sampling step.
+DELTA = 0.01
+#: The probability that the rotation misses the margin (``learn_membership_rotated``).
+DELTA_ROT = 0.01
+
+
+def default_mu(d: int) -> float:
+    """The margin of a bench run or a count when none is given: ``1 / (2 sqrt d)``, inside the
+    theorem's range ``(0, 1/sqrt(d)]`` at every d (a unit v* with every ``|v*_i| >= mu`` exists)."""
+    return 1 / (2 * math.sqrt(d))
 
 
 # --- the parameters of the theorem ---------------------------------------------------------
