@@ -19,7 +19,13 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from .errors import InvalidInputError, NonFiniteError
+from .errors import (
+    AttnproofError,
+    DegenerateProbeError,
+    InvalidInputError,
+    NonFiniteError,
+    PrecisionLossError,
+)
 
 
 class Arith(ABC):
@@ -45,11 +51,109 @@ class Arith(ABC):
     #: magnitudes a learner's one-token answers may have without the two-token labels over- or
     #: underflowing (None: no limit, as in mpmath's and sympy's unbounded exponents)
     safe_range: tuple[float, float] | None = None
+    #: significant decimal digits a rounding model of this arithmetic works with (float64: 15;
+    #: mpmath: its dps; sympy: float64's, which only sizes numerical side computations, as
+    #: :attr:`resolution` does)
+    digits: int = 15
+    #: what to raise when two values that must agree do not: in floating point the precision
+    #: ran out (PrecisionLossError); in exact arithmetic the input itself is degenerate
+    unresolved: type[AttnproofError] = PrecisionLossError
+    #: where the elementary functions (sin, cos, tan) come from
+    _library: Any = mpmath
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
         """Context inside which this arithmetic's global settings are in force."""
         yield
+
+    @contextlib.contextmanager
+    def interval(self, dps: int | None = None) -> Iterator[Any]:
+        """``mpmath.iv`` at ``dps`` digits for the block (default: :attr:`digits` + 10 guard
+        digits), restoring the precision it had before, even on error; yields ``mpmath.iv``.
+
+        mpmath's interval precision is global state: a block that sets ``mpmath.iv.dps`` by hand
+        and "restores" a fixed value (15) leaks into every enclosure computed afterwards.
+        """
+        dps = self.digits + 10 if dps is None else dps
+        if isinstance(dps, bool) or not isinstance(dps, (int, np.integer)) or dps < 1:
+            raise InvalidInputError(f"interval precision must be an integer >= 1 digit; got {dps!r}")
+        saved = mpmath.iv.dps
+        mpmath.iv.dps = int(dps)
+        try:
+            yield mpmath.iv
+        finally:
+            mpmath.iv.dps = saved
+
+    @property
+    def pi(self) -> Any:
+        """pi in this arithmetic (float64: ``math.pi``; mpmath: at its digits; sympy: ``sympy.pi``)."""
+        with self.context():
+            return +mpmath.pi
+
+    def sin(self, x: Any) -> Any:
+        """sin of a scalar, or elementwise of an array, in this arithmetic."""
+        return self._map("sin", x)
+
+    def cos(self, x: Any) -> Any:
+        """cos of a scalar, or elementwise of an array, in this arithmetic."""
+        return self._map("cos", x)
+
+    def tan(self, x: Any) -> Any:
+        """tan of a scalar, or elementwise of an array, in this arithmetic."""
+        return self._map("tan", x)
+
+    def _map(self, name: str, x: Any) -> Any:
+        """The function ``name`` of :attr:`_library` at this arithmetic's precision, on a scalar
+        or elementwise on an array (of this arithmetic's dtype)."""
+        fn = getattr(self._library, name)
+        with self.context():
+            return _elementwise(fn, x).astype(self.dtype) if isinstance(x, np.ndarray) else fn(x)
+
+    def hypot(self, w: Any) -> Any:
+        """The Euclidean length ``sqrt(sum_i w_i^2)`` of a vector, as a number of this arithmetic
+        (unlike :meth:`norm`, which returns a float): exact in sympy."""
+        with self.context():
+            return mpmath.sqrt(mpmath.fsum(x * x for x in np.asarray(w, dtype=object).reshape(-1)))
+
+    def closed_form(self, expr: Any) -> Any:
+        """The value of a closed form (a sympy expression such as ``gamma(d/2) / sqrt(pi)``) in
+        this arithmetic: itself in sympy, correctly rounded to the working digits otherwise
+        (evaluated with guard digits first)."""
+        return self.scalar(sp.sympify(expr))
+
+    def abs_max_scalar(self, a: Any) -> Any:
+        """max |a_i| as a number to compute with (0 for an empty array): the exact largest entry
+        in sympy, a Python float (as :meth:`abs_max`) in floating point."""
+        return self.abs_max(a)
+
+    def argmax_abs(self, a: Any) -> int:
+        """Index of the first entry of largest magnitude (exact comparisons in sympy)."""
+        return int(np.argmax(self.to_float(np.abs(np.asarray(a)))))
+
+    def within(self, x: Any, tol: float) -> bool:
+        """Is |x| <= tol?  In exact arithmetic: is x provably 0 (``tol`` is then ignored, as
+        every tolerance of a rounding model is 0 there)."""
+        return bool(abs(float(x)) <= tol)
+
+    def simplify(self, a: np.ndarray) -> np.ndarray:
+        """Entries in canonical form: sympy simplifies each (e.g. ``exp(-s) exp(s)`` to 1); a
+        floating-point array is returned as it is."""
+        return a
+
+    def nsimplify(self, a: np.ndarray) -> np.ndarray:
+        """Entries given as floats read as the simplest exact numbers they round (sympy's
+        ``nsimplify``: 0.5 -> 1/2, 0.7071067811865476 -> sqrt(2)/2); unchanged in floating point."""
+        return a
+
+    def eigh(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of the symmetric part
+        ``(M + M^T) / 2``, computed in this arithmetic."""
+        with self.context():
+            lam, Q = mpmath.eigsy(mpmath.matrix(((M + M.T) / 2).tolist()))
+            lam = np.array([lam[i] for i in range(lam.rows)], dtype=object)
+            Q = np.array(Q.tolist(), dtype=object)
+            order = np.argsort(self.to_float(lam), kind="stable")
+            return lam[order], Q[:, order]
 
     @abstractmethod
     def scalar(self, x: Any) -> Any:
@@ -180,6 +284,7 @@ class Float64(Arith):
     eps = float(np.finfo(np.float64).eps) / 2
     dtype = np.float64
     safe_range = (2.0**-900, 2.0**900)
+    _library = math  # the libm functions, as the rooms computed them before (numpy's may differ by an ulp)
 
     def scalar(self, x: Any) -> float:
         return float(x)
@@ -253,6 +358,19 @@ class Float64(Arith):
     def inverse_of_orthogonal(self, P: np.ndarray) -> np.ndarray:
         return P.T
 
+    @property
+    def pi(self) -> float:
+        return math.pi
+
+    def hypot(self, w: Any) -> float:
+        return math.hypot(*np.asarray(w, dtype=np.float64).reshape(-1))
+
+    def closed_form(self, expr: Any) -> float:
+        return float(sp.N(sp.sympify(expr), 30))  # 30 digits, then one rounding: correctly rounded
+
+    def eigh(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.linalg.eigh((M + M.T) / 2)
+
 
 class MP(Arith):
     """mpmath at ``dps`` significant decimal digits (object arrays of ``mpf``).
@@ -267,6 +385,7 @@ class MP(Arith):
         self.dps = int(dps)
         self.name, self.family = f"mp:{dps}", "mpmath"
         self.eps = 10.0 ** (-dps)
+        self.digits = self.dps
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
@@ -394,6 +513,47 @@ class Sympy(Arith):
 
     def is_singular(self, A: np.ndarray) -> bool:
         return sp.Matrix(np.asarray(A, dtype=object).tolist()).det() == 0
+
+    unresolved = DegenerateProbeError
+    _library = sp
+
+    @property
+    def pi(self) -> sp.Expr:
+        return sp.pi
+
+    def hypot(self, w: Any) -> sp.Expr:
+        return sp.sqrt(sum((x**2 for x in np.asarray(w, dtype=object).reshape(-1)), sp.Integer(0)))
+
+    def closed_form(self, expr: Any) -> sp.Expr:
+        return sp.sympify(expr)
+
+    def abs_max_scalar(self, a: Any) -> sp.Expr:
+        return max((abs(t) for t in np.asarray(a, dtype=object).reshape(-1)), default=sp.Integer(0))
+
+    def argmax_abs(self, a: Any) -> int:
+        w = list(np.asarray(a, dtype=object).reshape(-1))
+        top = max(abs(x) for x in w)
+        return next(k for k, x in enumerate(w) if abs(x) == top)
+
+    def within(self, x: Any, tol: float) -> bool:
+        return self.is_zero(x)
+
+    def simplify(self, a: np.ndarray) -> np.ndarray:
+        return _elementwise(sp.simplify, a)
+
+    def nsimplify(self, a: np.ndarray) -> np.ndarray:
+        return _elementwise(sp.nsimplify, a)
+
+    def eigh(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        S = sp.Matrix(np.asarray((M + M.T) / 2, dtype=object).tolist())
+        pairs = []
+        for lam, _, vectors in S.eigenvects():
+            for q in sp.GramSchmidt(vectors, orthonormal=True):
+                pairs.append((lam, q))
+        pairs.sort(key=lambda p: float(sp.N(p[0])))
+        lam = np.array([sp.simplify(p[0]) for p in pairs], dtype=object)
+        Q = np.array([[sp.simplify(x) for x in p[1]] for p in pairs], dtype=object).T
+        return lam, Q
 
 
 def _elementwise(fn: Any, a: Any) -> np.ndarray:
