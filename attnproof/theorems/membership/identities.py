@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import mpmath
 import numpy as np
 import sympy as sp
 
@@ -24,6 +23,9 @@ from .parameters import (
     rotation_margin,
     sphere_constant,
 )
+
+#: Digits of the interval enclosures (``mpmath.iv``) in this room's bounds.
+IV_DPS = 30
 
 
 def _sigma(t: sp.Expr) -> sp.Expr:
@@ -172,18 +174,13 @@ def apriori_interval_bound() -> list[Claim]:
     Wb, mu = sp.symbols("W mu", positive=True)
     q, r = sp.symbols("q r", nonnegative=True)
     lo, hi = apriori_interval(Wb, mu, SYMPY)
-    iv = mpmath.iv
-    saved = iv.dps
-    iv.dps = 30
-    try:
+    with FLOAT64.interval(IV_DPS) as iv:
         sig = 1 / (1 + iv.exp(-iv.mpf([-0.5, 0.5])))
         return [
             ("sigma(t) - 1/4 >= 0 on |t| <= 1/2", sig - iv.mpf(1) / 4),
             ("a*^2 - lo^2 >= 0", sp.expand((sp.Rational(1, 4) + q) * (mu + r) / (2 * Wb) - lo**2)),
             ("hi^2 - a*^2 >= 0", sp.factor(sp.together(hi**2 - (1 - q) / (2 * Wb * (mu + r))))),
         ]
-    finally:
-        iv.dps = saved
 
 
 @identity(
@@ -247,17 +244,12 @@ def accuracy_algebra() -> list[Claim]:
     ratio = entry_error_bound(Wb, mu, paper_tau(eps, mu, Wb, d), paper_eps_v(eps, mu, Wb, d)) / (eps / d)
     ratio = sp.cancel(sp.powsimp(ratio.subs({mu: u**2, Wb: 2 / z**2, eps: eta * d}), force=True))
     ratio = sp.nsimplify(ratio, rational=True)  # the constants 4.26 and 1/8 as the rationals they denote
-    iv = mpmath.iv
-    saved = iv.dps
-    iv.dps = 30
-    try:
+    with FLOAT64.interval(IV_DPS) as iv:
         fn = sp.lambdify((u, z, eta), ratio, modules=[{"mpf": iv.mpf, "sqrt": iv.sqrt}, "mpmath"])
         box = iv.mpf([0, 1])
         L = 2 + iv.exp(iv.mpf(1) / 2) + iv.exp(-iv.mpf(1) / 2)
         return [("L_BAND - (2 + 2 cosh 1/2) >= 0", iv.mpf(str(L_BAND)) - L),
                 ("1 - error / eta_W >= 0", 1 - fn(box, box, box))]
-    finally:
-        iv.dps = saved
 
 
 @identity(
@@ -301,13 +293,9 @@ def angle_to_vector() -> list[Claim]:
     eps, mu, d = sp.symbols("epsilon_v mu d", positive=True)
     mu1 = 1 / (1 + y)
     tau = angle_tau(eps, mu, d)
-    iv = mpmath.iv
-    saved = iv.dps
-    iv.dps = 30
-    try:  # tau_psi is linear in eps_v <= mu / 2 and largest at d = 1: tau_psi / mu <= angle_tau(1/2, mu, 1)
+    # tau_psi is linear in eps_v <= mu / 2 and largest at d = 1: tau_psi / mu <= angle_tau(1/2, mu, 1)
+    with FLOAT64.interval(IV_DPS) as iv:
         small = 1 / (2 * iv.sqrt(2)) - angle_tau(iv.mpf(1) / 2, iv.mpf([0, 1]), iv.mpf(1))
-    finally:
-        iv.dps = saved
     return [
         ("2/mu^2 - (1 + 1/mu^2) >= 0", sp.expand(2 / mu1**2 - 1 - 1 / mu1**2)),
         ("(mu/(2 sqrt 2) - tau_psi) / mu >= 0 over mu in [0, 1]", small),

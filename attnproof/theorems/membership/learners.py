@@ -13,9 +13,8 @@ from typing import Any
 
 import mpmath
 import numpy as np
-import sympy as sp
 
-from ...arith import FLOAT64, MP, SYMPY, Arith
+from ...arith import FLOAT64, Arith
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError, QueryBudgetExceeded
 from ...proof import learner
 from ...recovery import Recovery
@@ -78,22 +77,12 @@ def probe(i: int, j: int, a: Any, s: Any, d: int, arith: Arith = FLOAT64) -> np.
     return X
 
 
-def _trig(arith: Arith) -> tuple[Any, Any, Any]:
-    """(sin, cos, tan) of the arithmetic."""
-    if arith is SYMPY:
-        return sp.sin, sp.cos, sp.tan
-    if arith is FLOAT64:
-        return math.sin, math.cos, math.tan
-    return mpmath.sin, mpmath.cos, mpmath.tan
-
-
 def angle_probes(theta: Any, d: int, arith: Arith = FLOAT64) -> np.ndarray:
     """One-token queries ``x(theta_j) = sin(theta_j) e_0 - cos(theta_j) e_j``, j = 1..d-1: (d-1, 1, d)."""
-    sin, cos, _ = _trig(arith)
     X = arith.zeros((d - 1, 1, d))
     for j, t in enumerate(theta, start=1):
-        X[j - 1, 0, 0] = sin(t)
-        X[j - 1, 0, j] = -cos(t)
+        X[j - 1, 0, 0] = arith.sin(t)
+        X[j - 1, 0, j] = -arith.cos(t)
     return X
 
 
@@ -106,15 +95,13 @@ def _v_by_angles(oracle: MembershipOracle, n_v: int, arith: Arith) -> tuple[np.n
         e0 = arith.zeros((1, d))
         e0[0, 0] = arith.scalar(1)
         sign0 = 1 if oracle(e0) == 1 else -1
-        half_pi = arith.scalar(mpmath.pi / 2) if arith is not FLOAT64 else math.pi / 2
-        lo = np.array([-half_pi] * (d - 1), dtype=object if arith is not FLOAT64 else float)
+        lo = np.array([-arith.pi / 2] * (d - 1), dtype=arith.dtype)
         hi = -lo
         # sign(v_0) sign(v^T x(theta)) = sign(theta - psi): theta below psi answers 0 if v_0 > 0
         lo, hi = _bisect(oracle, lo, hi, lambda t: angle_probes(t, d, arith), np.int8(sign0 < 0), n_v, arith)
-        tan = _trig(arith)[2]
-        w = np.array([arith.scalar(1)] + [tan((a + b) / 2) for a, b in zip(lo, hi)], dtype=object)
-        norm = mpmath.sqrt(mpmath.fsum(x * x for x in w)) if arith is not FLOAT64 else math.hypot(*w)
-        v = arith.asarray(sign0 * w / norm)
+        w = np.array([arith.scalar(1)] + [arith.tan((a + b) / 2) for a, b in zip(lo, hi, strict=True)],
+                     dtype=object)
+        v = arith.asarray(sign0 * w / arith.hypot(w))
         iv_w = [mpmath.iv.mpf(1)] + [mpmath.iv.tan(mpmath.iv.mpf([a, b])) for a, b in zip(lo, hi)]
         iv_norm = mpmath.iv.sqrt(sum(x * x for x in iv_w))
         return v, [sign0 * x / iv_norm for x in iv_w]
@@ -228,42 +215,38 @@ def learn_membership(
     diag: dict[str, Any] = {"method": method, "n_W": n_W, "eps_v": eps_v,
                             "tau": paper_tau(eps_W, mu, W_bound, d),
                             "direction_only": "v_hat estimates v*/||v*||: signs are invariant under v -> c v"}
-    iv_dps = (arith.dps if isinstance(arith, MP) else 15) + 10
-    with mpmath.workdps(iv_dps):
-        mpmath.iv.dps = iv_dps
-        try:
-            if method == "bisect":
-                diag.update(n_v=n_v, tau_psi=angle_tau(eps_v, mu, d))
-                v, v_iv = _v_by_angles(oracle, n_v, arith)
-                diag["confidence"] = 1.0
-            else:
-                verbatim = hoeffding_samples(eps_v, d, delta)
-                if samples is None and verbatim > MAX_VERBATIM_SAMPLES:
-                    raise QueryBudgetExceeded(
-                        f"the verbatim Hoeffding count is k = {verbatim:.3e} queries "
-                        f"(eps_v = {eps_v:.3e}); pass "
-                        "samples=k explicitly: the learner reports the radius and probability that k buys"
-                    )
-                k = verbatim if samples is None else samples
-                if not isinstance(k, (int, np.integer)) or k < 1:
-                    raise InvalidInputError(f"samples must be a positive integer; got {k!r}")
-                if oracle.remaining is not None and k + d * d * n_W > oracle.remaining:
-                    raise QueryBudgetExceeded(f"{k + d * d * n_W} queries needed, {oracle.remaining} left")
-                v, v_iv = _v_by_sampling(oracle, int(k), delta, rng or np.random.default_rng(0), arith)
-                diag.update(k=int(k), k_verbatim=verbatim, eps_v_bought=hoeffding_radius(k, d, delta),
-                            delta_bought=hoeffding_delta(k, eps_v, d), confidence=1 - delta)
-            small = [i for i, x in enumerate(v_iv) if abs(x).b < mu]
-            if small:
-                raise AssumptionError(
-                    f"|v*_i / ||v*||| < mu = {mu} certainly at i = {small}: the margin assumption fails "
-                    "(a zero entry of v*?); see check_target for what stays identifiable"
+    iv_dps = arith.digits + 10  # the enclosures and the a-posteriori bounds: 10 guard digits
+    with mpmath.workdps(iv_dps), arith.interval(iv_dps):
+        if method == "bisect":
+            diag.update(n_v=n_v, tau_psi=angle_tau(eps_v, mu, d))
+            v, v_iv = _v_by_angles(oracle, n_v, arith)
+            diag["confidence"] = 1.0
+        else:
+            verbatim = hoeffding_samples(eps_v, d, delta)
+            if samples is None and verbatim > MAX_VERBATIM_SAMPLES:
+                raise QueryBudgetExceeded(
+                    f"the verbatim Hoeffding count is k = {verbatim:.3e} queries "
+                    f"(eps_v = {eps_v:.3e}); pass "
+                    "samples=k explicitly: the learner reports the radius and probability that k buys"
                 )
-            W, w_iv, diag["boundary_hits"] = _w_by_bisection(oracle, v, v_iv, W_bound, mu, n_W, arith)
-            diag.update(_posterior(W, w_iv, v, v_iv, eps_W, eps_v))
-            # a bisection ending on an end of Eq. (22)'s interval means a* may lie outside it
-            diag["guarantee_met"] = diag["guarantee_met"] and diag["boundary_hits"] == 0
-        finally:
-            mpmath.iv.dps = 15
+            k = verbatim if samples is None else samples
+            if not isinstance(k, (int, np.integer)) or k < 1:
+                raise InvalidInputError(f"samples must be a positive integer; got {k!r}")
+            if oracle.remaining is not None and k + d * d * n_W > oracle.remaining:
+                raise QueryBudgetExceeded(f"{k + d * d * n_W} queries needed, {oracle.remaining} left")
+            v, v_iv = _v_by_sampling(oracle, int(k), delta, rng or np.random.default_rng(0), arith)
+            diag.update(k=int(k), k_verbatim=verbatim, eps_v_bought=hoeffding_radius(k, d, delta),
+                        delta_bought=hoeffding_delta(k, eps_v, d), confidence=1 - delta)
+        small = [i for i, x in enumerate(v_iv) if abs(x).b < mu]
+        if small:
+            raise AssumptionError(
+                f"|v*_i / ||v*||| < mu = {mu} certainly at i = {small}: the margin assumption fails "
+                "(a zero entry of v*?); see check_target for what stays identifiable"
+            )
+        W, w_iv, diag["boundary_hits"] = _w_by_bisection(oracle, v, v_iv, W_bound, mu, n_W, arith)
+        diag.update(_posterior(W, w_iv, v, v_iv, eps_W, eps_v))
+        # a bisection ending on an end of Eq. (22)'s interval means a* may lie outside it
+        diag["guarantee_met"] = diag["guarantee_met"] and diag["boundary_hits"] == 0
     queries = oracle.queries - start
     diag.update(queries_formula=query_count(d, method, W_bound, mu, eps_W, delta, diag.get("k")),
                 reasked_queries=0)  # a bisection never re-asks: every query halves an interval
@@ -369,9 +352,8 @@ def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound
         def probes(a: np.ndarray) -> np.ndarray:
             return np.stack([probe(i, j, x, t, d, arith) for i, j, x, t in zip(i_idx, j_idx, a, s)])
 
-        kind = float if arith is FLOAT64 else object
-        lo, hi = _bisect(oracle, np.array([a_lo] * (d * d), dtype=kind),
-                         np.array([a_hi] * (d * d), dtype=kind), probes, lo_answer, n_W, arith)
+        lo, hi = _bisect(oracle, np.array([a_lo] * (d * d), dtype=arith.dtype),
+                         np.array([a_hi] * (d * d), dtype=arith.dtype), probes, lo_answer, n_W, arith)
         band = (1 / (1 + mpmath.exp(mpmath.mpf(1) / 2)), 1 / (1 + mpmath.exp(-mpmath.mpf(1) / 2)))
 
         def clip(p: Any) -> Any:

@@ -16,7 +16,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from ...arith import FLOAT64, MP, SYMPY, Arith
+from ...arith import FLOAT64, MP, Arith
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
 
 #: Upper bound on the Lipschitz constant of sigma^{-1} on [sigma(-1/2), sigma(1/2)],
@@ -112,11 +112,7 @@ def paper_eps_v(eps_W: float, mu: float, W_bound: float, d: int) -> float:
 
 def sphere_constant(d: int, arith: Arith = FLOAT64) -> Any:
     """``R = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)) = E|x_1|``, x uniform on S^{d-1} (Eq. (12))."""
-    if arith is SYMPY:
-        return sp.gamma(sp.Rational(d, 2)) / (sp.sqrt(sp.pi) * sp.gamma(sp.Rational(d + 1, 2)))
-    with arith.context() if arith is not FLOAT64 else mpmath.workdps(30):  # float64: correctly rounded
-        R = mpmath.gamma(mpmath.mpf(d) / 2) / (mpmath.sqrt(mpmath.pi) * mpmath.gamma(mpmath.mpf(d + 1) / 2))
-        return float(R) if arith is FLOAT64 else R
+    return arith.closed_form(sp.gamma(sp.Rational(d, 2)) / (sp.sqrt(sp.pi) * sp.gamma(sp.Rational(d + 1, 2))))
 
 
 def hoeffding_samples(eps_v: float, d: int, delta: float) -> int:
@@ -138,10 +134,9 @@ def hoeffding_delta(k: int, eps_v: float, d: int) -> float:
 
 def apriori_interval(W_bound: Any, mu: Any, arith: Arith = FLOAT64) -> tuple[Any, Any]:
     """Eq. (22): the sign change of MQ(X(a)) lies in ``[sqrt(mu / (8W)), sqrt(1 / (2 W mu))]``."""
-    sqrt = sp.sqrt if arith is SYMPY else mpmath.sqrt
     with arith.context():
         W, m = arith.scalar(W_bound), arith.scalar(mu)
-        return sqrt(m / (8 * W)), sqrt(1 / (2 * W * m))
+        return arith.sqrt(m / (8 * W)), arith.sqrt(1 / (2 * W * m))
 
 
 def paper_tau(eps_W: Any, mu: Any, W_bound: Any, d: Any) -> Any:
