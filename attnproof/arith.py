@@ -170,6 +170,11 @@ class Arith(ABC):
         out.fill(self.scalar(0))
         return out
 
+    def buffer(self, shape: tuple[int, ...]) -> np.ndarray | None:
+        """An uninitialised array to fill in place batch after batch, or None where arrays are
+        built per batch (object arrays: every entry is a new Python number, nothing to reuse)."""
+        return None
+
     def eye(self, d: int) -> np.ndarray:
         """The d x d identity."""
         out = self.zeros((d, d))
@@ -297,6 +302,9 @@ class Float64(Arith):
 
     def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
         return np.zeros(shape)
+
+    def buffer(self, shape: tuple[int, ...]) -> np.ndarray:
+        return np.empty(shape)
 
     def eye(self, d: int) -> np.ndarray:
         return np.eye(d)

@@ -575,6 +575,7 @@ class Session:
         v_error: float | None = None,
         rtol: float | None = None,
         guard: bool = True,
+        reasked: int | Literal["rest"] | None = None,
         **count: Any,
     ) -> Recovery:
         """The learner's :class:`Recovery`, closed (:meth:`close`) and guarded.
@@ -584,8 +585,8 @@ class Session:
         learner's a-posteriori bound on ||W_hat - W*||_F, reported as ``error_bound``
         (``v_error`` as ``error_bound_v``).  ``guard=False`` is for a learner whose promise is
         absolute and checked before it queries (Thm 6.1's eps_W): its bound is reported,
-        possibly infinite, and not compared with ``rtol``.  ``learner`` (transitional; a name is
-        accepted too) is for a session built without one.
+        possibly infinite, and not compared with ``rtol``.  ``reasked`` as for :meth:`close`.
+        ``learner`` (transitional; a name is accepted too) is for a session built without one.
 
         Raises
         ------
@@ -599,7 +600,7 @@ class Session:
         """
         if learner is not None:
             self.learner = learner
-        info = self.close(error_bound=W_error, error_bound_v=v_error, **count)
+        info = self.close(reasked=reasked, error_bound=W_error, error_bound_v=v_error, **count)
         if W_error is not None and guard:
             why = " (a W* this small, or saturated/ill-conditioned probes)"
             info["promised_rtol"] = self.guard(W_error, self.arith.norm(W), rtol, why=why)
@@ -643,12 +644,13 @@ class BilinearSession(Session):
         self.policy = self.policy or ScalePolicy()
 
     def _chunk(self, n: int, d: int) -> tuple[int, np.ndarray | None]:
-        """Batch size and (float64) buffer for n probes of width d."""
-        if self.arith.dtype is object:  # object arrays are built per batch: a buffer only pays for float64
-            return max(n, 1), None
+        """Batch size and (float64) buffer for n probes of width d (no buffer, one batch, where
+        the arithmetic builds its arrays per batch: :meth:`Arith.buffer`)."""
         rows = max(1, min(n, self.max_batch_bytes // (2 * d * 8)))
         if self._buffer is None or self._buffer.shape[1:] != (2, d) or len(self._buffer) < rows:
-            self._buffer = np.empty((rows, 2, d))
+            self._buffer = self.arith.buffer((rows, 2, d))
+        if self._buffer is None:
+            return max(n, 1), None
         return len(self._buffer), self._buffer
 
     def measure(

@@ -37,7 +37,7 @@ def test_mp_logit_inverts_sigmoid_to_working_precision():
     with a.context():
         t = a.asarray([mpmath.mpf("3.25"), mpmath.mpf("-17.5")])
         back = a.logit(a.sigmoid(t))
-        assert max(abs(x - y) for x, y in zip(back, t)) < mpmath.mpf(10) ** -70
+        assert max(abs(x - y) for x, y in zip(back, t, strict=True)) < mpmath.mpf(10) ** -70
 
 
 def test_mp_logit_of_invalid_probability_is_nan():
@@ -272,3 +272,12 @@ def test_interval_context_restores_the_saved_precision(arith):
 )
 def test_digits_and_what_an_unresolved_disagreement_means(arith, digits, error):
     assert arith.digits == digits and arith.unresolved is error
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_buffer_only_where_arrays_are_machine_numbers(arith):
+    buf = arith.buffer((3, 2, 4))
+    if arith is FLOAT64:  # refilled in place batch after batch
+        assert buf.shape == (3, 2, 4) and buf.dtype == np.float64
+    else:  # object arrays are built per batch: nothing to reuse
+        assert buf is None

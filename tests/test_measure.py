@@ -148,6 +148,8 @@ def test_recovery_guards_with_the_session_learner_or_a_transitional_name():
         Session(_oracle(), FLOAT64).recovery("exact", W=W, v=v, W_error=1.0)  # transitional: a name
     unguarded = Session(_oracle(), FLOAT64).recovery("noisy", W=W, v=v, W_error=np.inf, guard=False)
     assert unguarded.error_bound == np.inf and "promised_rtol" not in unguarded.diagnostics
+    rest = Session(_oracle(), FLOAT64, learner=LEARNERS["exact"]).recovery(W=W, v=v, reasked="rest")
+    assert rest.queries == 0 and rest.diagnostics["reasked_queries"] == -6  # nothing asked: 6 short
 
 
 def test_session_refuses_an_arithmetic_its_learner_does_not_declare_and_an_uncounted_oracle():
