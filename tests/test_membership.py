@@ -21,6 +21,7 @@ from attnproof.errors import (
     PrecisionLossError,
     QueryBudgetExceeded,
 )
+from attnproof.measure import Session
 from attnproof.models import Attention
 from attnproof.proof import REGISTRY, verify_all
 from attnproof.theorems import membership
@@ -218,7 +219,8 @@ def test_every_bisection_stops_at_the_floor(width, steps):
     oracle = MembershipOracle(Attention(np.eye(1), np.ones(1)))
     lo, hi = np.array([1.0]), np.array([1.0 + width])
     try:
-        lo, hi = _bisect(oracle, lo, hi, lambda t: t[:, None, None] - 1.5, np.int8(0), steps, FLOAT64)
+        lo, hi = _bisect(Session(oracle, FLOAT64), lo, hi, lambda t: t[:, None, None] - 1.5, np.int8(0),
+                         steps)
     except PrecisionLossError:
         assert oracle.queries < 1100 + 64
     else:

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...arith import FLOAT64, Arith
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError, QueryBudgetExceeded
-from ...proof import learner
+from ...measure import Session
+from ...proof import LEARNERS, learner
 from ...recovery import Recovery
 from .oracle import MembershipOracle, RotatedQueries
 from .parameters import (
@@ -47,8 +48,8 @@ from .parameters import (
 # --- the learners --------------------------------------------------------------------------
 
 
-def _bisect(oracle: MembershipOracle, lo: np.ndarray, hi: np.ndarray, probes: Any, lo_answer: np.ndarray,
-            steps: int, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
+def _bisect(session: Session, lo: np.ndarray, hi: np.ndarray, probes: Any, lo_answer: np.ndarray,
+            steps: int) -> tuple[np.ndarray, np.ndarray]:
     """``steps`` parallel bisections (one batch per step); ``probes(t)`` builds the queries at
     the midpoints t, and an answer equal to ``lo_answer`` moves ``lo`` up.  The intervals stay
     closed, so a zero answer (f = 0) at the midpoint is consistent either way.
@@ -61,8 +62,8 @@ def _bisect(oracle: MembershipOracle, lo: np.ndarray, hi: np.ndarray, probes: An
     for _ in range(steps):
         mid = (lo + hi) / 2
         if np.any((mid == lo) | (mid == hi)):
-            raise PrecisionLossError(f"{arith.name} cannot halve a bisection interval further")
-        ans = np.asarray(oracle(probes(mid)))
+            raise PrecisionLossError(f"{session.arith.name} cannot halve a bisection interval further")
+        ans = np.asarray(session.ask(probes(mid)))
         up = ans == lo_answer
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
     return lo, hi
@@ -86,19 +87,19 @@ def angle_probes(theta: Any, d: int, arith: Arith = FLOAT64) -> np.ndarray:
     return X
 
 
-def _v_by_angles(oracle: MembershipOracle, n_v: int, arith: Arith) -> tuple[np.ndarray, list]:
+def _v_by_angles(session: Session, n_v: int) -> tuple[np.ndarray, list]:
     """sign(v_0) with one query, then every psi_j = atan(v_j / v_0) by bisection.
 
     Returns the unit v_hat and the enclosures (mpmath.iv) of v*/||v*||."""
-    d = oracle.d
+    arith, d = session.arith, session.oracle.d
     with arith.context():
         e0 = arith.zeros((1, d))
         e0[0, 0] = arith.scalar(1)
-        sign0 = 1 if oracle(e0) == 1 else -1
+        sign0 = 1 if session.ask(e0) == 1 else -1
         lo = np.array([-arith.pi / 2] * (d - 1), dtype=arith.dtype)
         hi = -lo
         # sign(v_0) sign(v^T x(theta)) = sign(theta - psi): theta below psi answers 0 if v_0 > 0
-        lo, hi = _bisect(oracle, lo, hi, lambda t: angle_probes(t, d, arith), np.int8(sign0 < 0), n_v, arith)
+        lo, hi = _bisect(session, lo, hi, lambda t: angle_probes(t, d, arith), np.int8(sign0 < 0), n_v)
         w = np.array([arith.scalar(1)] + [arith.tan((a + b) / 2) for a, b in zip(lo, hi, strict=True)],
                      dtype=object)
         v = arith.asarray(sign0 * w / arith.hypot(w))
@@ -107,16 +108,16 @@ def _v_by_angles(oracle: MembershipOracle, n_v: int, arith: Arith) -> tuple[np.n
         return v, [sign0 * x / iv_norm for x in iv_w]
 
 
-def _v_by_sampling(oracle: MembershipOracle, k: int, delta: float, rng: np.random.Generator,
-                   arith: Arith) -> tuple[np.ndarray, list]:
+def _v_by_sampling(session: Session, k: int, delta: float,
+                   rng: np.random.Generator) -> tuple[np.ndarray, list]:
     """Eq. (14): v_hat = (1 / (R k)) sum (2 MQ(x_i) - 1) x_i, x_i uniform on the sphere, in chunks;
     the enclosures are v_hat +- t (Hoeffding radius at delta)."""
-    d = oracle.d
+    arith, d = session.arith, session.oracle.d
     total = np.zeros(d)
     for start in range(0, k, CHUNK):
         x = rng.standard_normal((min(CHUNK, k - start), d))
         x /= np.linalg.norm(x, axis=1, keepdims=True)
-        h = 2.0 * np.asarray(oracle(x[:, None, :]), dtype=float) - 1.0
+        h = 2.0 * np.asarray(session.ask(x[:, None, :]), dtype=float) - 1.0
         total += h @ x
     with arith.context():
         v = arith.asarray(total) / (sphere_constant(d, arith) * k)
@@ -209,17 +210,17 @@ def learn_membership(
     if method not in METHODS:
         raise InvalidInputError(f"unknown method {method!r}: use one of {METHODS}")
     check_precision(d, W_bound, mu, eps_W, method, arith)
-    start = oracle.queries
+    session = Session(oracle, arith, learner=_MEMBERSHIP)
     eps_v = paper_eps_v(eps_W, mu, W_bound, d)
     n_v, n_W = step_counts(d, W_bound, mu, eps_W)
-    diag: dict[str, Any] = {"method": method, "n_W": n_W, "eps_v": eps_v,
-                            "tau": paper_tau(eps_W, mu, W_bound, d),
-                            "direction_only": "v_hat estimates v*/||v*||: signs are invariant under v -> c v"}
+    diag = session.diagnostics
+    diag.update(method=method, n_W=n_W, eps_v=eps_v, tau=paper_tau(eps_W, mu, W_bound, d),
+                direction_only="v_hat estimates v*/||v*||: signs are invariant under v -> c v")
     iv_dps = arith.digits + 10  # the enclosures and the a-posteriori bounds: 10 guard digits
     with mpmath.workdps(iv_dps), arith.interval(iv_dps):
         if method == "bisect":
             diag.update(n_v=n_v, tau_psi=angle_tau(eps_v, mu, d))
-            v, v_iv = _v_by_angles(oracle, n_v, arith)
+            v, v_iv = _v_by_angles(session, n_v)
             diag["confidence"] = 1.0
         else:
             verbatim = hoeffding_samples(eps_v, d, delta)
@@ -234,7 +235,7 @@ def learn_membership(
                 raise InvalidInputError(f"samples must be a positive integer; got {k!r}")
             if oracle.remaining is not None and k + d * d * n_W > oracle.remaining:
                 raise QueryBudgetExceeded(f"{k + d * d * n_W} queries needed, {oracle.remaining} left")
-            v, v_iv = _v_by_sampling(oracle, int(k), delta, rng or np.random.default_rng(0), arith)
+            v, v_iv = _v_by_sampling(session, int(k), delta, rng or np.random.default_rng(0))
             diag.update(k=int(k), k_verbatim=verbatim, eps_v_bought=hoeffding_radius(k, d, delta),
                         delta_bought=hoeffding_delta(k, eps_v, d), confidence=1 - delta)
         small = [i for i, x in enumerate(v_iv) if abs(x).b < mu]
@@ -243,14 +244,17 @@ def learn_membership(
                 f"|v*_i / ||v*||| < mu = {mu} certainly at i = {small}: the margin assumption fails "
                 "(a zero entry of v*?); see check_target for what stays identifiable"
             )
-        W, w_iv, diag["boundary_hits"] = _w_by_bisection(oracle, v, v_iv, W_bound, mu, n_W, arith)
-        diag.update(_posterior(W, w_iv, v, v_iv, eps_W, eps_v))
-        # a bisection ending on an end of Eq. (22)'s interval means a* may lie outside it
-        diag["guarantee_met"] = diag["guarantee_met"] and diag["boundary_hits"] == 0
-    queries = oracle.queries - start
-    diag.update(queries_formula=query_count(d, method, W_bound, mu, eps_W, delta, diag.get("k")),
-                reasked_queries=0)  # a bisection never re-asks: every query halves an interval
-    return Recovery(W=W, v=v, queries=queries, arith=arith, diagnostics=diag)
+        W, w_iv, diag["boundary_hits"] = _w_by_bisection(session, v, v_iv, W_bound, mu, n_W)
+        err_W, err_v, diag["max_entry_bound"] = _posterior(W, w_iv, v, v_iv)
+    # a bisection ending on an end of Eq. (22)'s interval means a* may lie outside it
+    diag["guarantee_met"] = err_W <= eps_W and err_v <= eps_v and diag["boundary_hits"] == 0
+    # the bounds are the theorem's promise, checked above (guarantee_met), not a relative guard; a
+    # bisection never re-asks: every query halves an interval
+    return session.recovery(W=W, v=v, W_error=err_W, v_error=err_v, guard=False, reasked=0, method=method,
+                            W_bound=W_bound, mu=mu, eps_W=eps_W, delta=delta, samples=diag.get("k"))
+
+
+_MEMBERSHIP = LEARNERS["membership"]
 
 
 # --- beyond the paper: dropping the margin by rotating the tokens ---------------------------
@@ -319,6 +323,7 @@ def learn_membership_rotated(
     (True, True)
     """
     d = oracle.d
+    session = Session(oracle, arith, learner=_ROTATED)
     mu_rot = rotation_margin(d, delta_rot)
     Q = random_orthogonal(d, rng or np.random.default_rng(0), arith)
     inner = learn_membership(RotatedQueries(oracle, Q), W_bound=W_bound, mu=mu_rot, eps_W=eps_W, delta=0.5,
@@ -326,19 +331,24 @@ def learn_membership_rotated(
     with arith.context():
         W, v = Q @ inner.W @ Q.T, Q @ inner.v
         margin = float(min(abs(x) for x in inner.v))
-    diag = dict(inner.diagnostics, method="rotated", mu_rot=mu_rot, delta_rot=delta_rot, margin_found=margin,
-                queries_formula=query_count(d, "bisect", W_bound, mu_rot, eps_W, 0.5),
-                error_bound_v2=math.sqrt(d) * inner.diagnostics["error_bound_v"], confidence=1 - delta_rot)
-    return Recovery(W=W, v=v, queries=inner.queries, arith=arith.name, diagnostics=diag)
+    err_W, err_v = inner.diagnostics["error_bound"], inner.diagnostics["error_bound_v"]
+    session.diagnostics.update(inner.diagnostics, method="rotated", mu_rot=mu_rot, delta_rot=delta_rot,
+                               margin_found=margin, error_bound_v2=math.sqrt(d) * err_v,
+                               confidence=1 - delta_rot)
+    return session.recovery(W=W, v=v, W_error=err_W, v_error=err_v, guard=False, reasked=0, W_bound=W_bound,
+                            eps_W=eps_W, delta_rot=delta_rot)
 
 
-def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound: float, mu: float, n_W: int,
-                    arith: Arith) -> tuple[np.ndarray, list, int]:
+_ROTATED = LEARNERS["membership-rotated"]
+
+
+def _w_by_bisection(session: Session, v: np.ndarray, v_iv: list, W_bound: float, mu: float,
+                    n_W: int) -> tuple[np.ndarray, list, int]:
     """Eqs. (18)-(28) for all d^2 entries in parallel: one batch of d^2 probes per step.
 
     Returns W_hat, the enclosures ``(interval, i, j)`` of W*_ij, and how many bisections ended
     on an end of the a-priori interval (0 whenever the assumptions hold)."""
-    d = oracle.d
+    arith, d = session.arith, session.oracle.d
     iv = mpmath.iv
     with arith.context():
         a_lo, a_hi = apriori_interval(W_bound, mu, arith)
@@ -352,8 +362,8 @@ def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound
         def probes(a: np.ndarray) -> np.ndarray:
             return np.stack([probe(i, j, x, t, d, arith) for i, j, x, t in zip(i_idx, j_idx, a, s)])
 
-        lo, hi = _bisect(oracle, np.array([a_lo] * (d * d), dtype=arith.dtype),
-                         np.array([a_hi] * (d * d), dtype=arith.dtype), probes, lo_answer, n_W, arith)
+        lo, hi = _bisect(session, np.array([a_lo] * (d * d), dtype=arith.dtype),
+                         np.array([a_hi] * (d * d), dtype=arith.dtype), probes, lo_answer, n_W)
         band = (1 / (1 + mpmath.exp(mpmath.mpf(1) / 2)), 1 / (1 + mpmath.exp(-mpmath.mpf(1) / 2)))
 
         def clip(p: Any) -> Any:
@@ -371,16 +381,15 @@ def _w_by_bisection(oracle: MembershipOracle, v: np.ndarray, v_iv: list, W_bound
     return W, w_iv, hits
 
 
-def _posterior(W: np.ndarray, w_iv: list, v: np.ndarray, v_iv: list, eps_W: float,
-               eps_v: float) -> dict[str, Any]:
-    """A-posteriori bounds from the enclosures: the largest distance from the estimate to an
-    end of its enclosure (certain for bisect; on the Hoeffding event for paper)."""
+def _posterior(W: np.ndarray, w_iv: list, v: np.ndarray, v_iv: list) -> tuple[float, float, float]:
+    """A-posteriori bounds from the enclosures, the largest distance from the estimate to an end
+    of its enclosure (certain for bisect; on the Hoeffding event for paper): on
+    ``||W_hat - W*||_F``, on ``||v_hat - v*||_inf`` and on the largest entry error of W."""
     def dist(x: Any, enc: Any) -> mpmath.mpf:
         return max(abs(mpmath.mpf(x) - enc.a), abs(mpmath.mpf(x) - enc.b))
 
     entry = [dist(W[i, j], e) for e, i, j in w_iv]
     err_W = float(mpmath.sqrt(mpmath.fsum(e * e for e in entry)))
     err_v = float(max(dist(x, e) for x, e in zip(v, v_iv)))
-    return {"error_bound": err_W, "error_bound_v": err_v, "max_entry_bound": float(max(entry)),
-            "guarantee_met": err_W <= eps_W and err_v <= eps_v}
+    return err_W, err_v, float(max(entry))
 

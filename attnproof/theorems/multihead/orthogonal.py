@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from ...arith import FLOAT64, Arith
-from ...errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError
+from ...errors import AssumptionError, InvalidInputError, ShapeError
 from ...models import MultiHeadAttention
 from ...oracles import ValueOracle
-from ...proof import learner
+from ...measure import Session
+from ...proof import LEARNERS, learner
 from ...recovery import MultiHeadRecovery, Recovery
 from ..exact import learn_exact
 from .maps import lift
@@ -69,11 +69,8 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
     with arith.context():
         E_all = np.concatenate(out, axis=1)
         G = E_all.T @ E_all - arith.eye(d)
-        if arith.exact:
-            bad = any(not arith.is_zero(sp.nsimplify(x)) for x in G.reshape(-1))
-        else:
-            bad = arith.abs_max(G) > 64 * d * arith.eps
-    if bad:
+        ok = all(arith.within(x, 64 * d * arith.eps) for x in arith.nsimplify(G).reshape(-1))
+    if not ok:
         raise AssumptionError(
             "the bases are not orthonormal and pairwise orthogonal (E^T E != I): Prop. C.2 needs "
             "orthonormal bases E_h of pairwise orthogonal subspaces U_h"
@@ -163,36 +160,29 @@ def learn_orthogonal_heads(
     """
     if not isinstance(checks, int) or checks < 0:
         raise InvalidInputError(f"checks must be a non-negative integer; got {checks!r}")
-    d = oracle.d
-    start = oracle.queries
+    session = Session(oracle, arith, learner=_ORTHOGONAL_HEADS)
     with arith.context():
-        Es = check_bases(bases, d, arith)
-        if arith.exact:
-            Es = [np.vectorize(sp.nsimplify, otypes=[object])(E) for E in Es]
+        Es = [arith.nsimplify(E) for E in check_bases(bases, oracle.d, arith)]  # sympy: exact bases
         heads: list[Recovery] = []
         for E in Es:
             sub = ReducedOracle(oracle, E)
             red = learn_exact(sub, probes=probes, rng=rng, arith=arith)
             W, v = lift(red.W, red.v, E)
-            heads.append(
-                Recovery(W=W, v=v, queries=sub.queries, arith=arith.name, diagnostics=red.diagnostics)
-            )
-    info: dict[str, Any] = {"d_h": [E.shape[1] for E in Es], "checks": checks}
-    info.update(  # the shared schema: the paper's count, and what probe rescaling added to it
-        queries_formula=sum(k + k * k for k in info["d_h"]) + checks,
-        reasked_queries=sum(int(h.diagnostics.get("reasked_queries", 0)) for h in heads),
-    )
-    if not arith.exact:
-        info["error_bound"] = _error_bound(heads, Es, d, arith)
-        if tol is not None and not info["error_bound"] <= tol:
-            raise PrecisionLossError(
-                f"a-posteriori bound {info['error_bound']:.3g} on the heads' error "
-                f"exceeds the promised {tol:.3g}"
-            )
-    rec = MultiHeadRecovery(tuple(heads), tuple(Es), oracle.queries - start, arith.name, info)
+            heads.append(Recovery(W=W, v=v, queries=sub.queries, arith=arith, diagnostics=red.diagnostics))
+    dims = [E.shape[1] for E in Es]
+    session.diagnostics.update(d_h=dims, checks=checks)
+    # floating point only: exact arithmetic has no rounding error to bound
+    bound = None if arith.exact else _error_bound(heads, Es, oracle.d, arith)
+    if tol is not None and bound is not None:
+        session.guard(bound, None, tol, what="the heads' sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2)")
     if checks:
-        info["check_residual"] = _check(oracle, rec, checks, rng, arith)
-    return MultiHeadRecovery(tuple(heads), tuple(Es), oracle.queries - start, arith.name, info)
+        session.diagnostics["check_residual"] = _check(session, heads, bound, checks, rng)
+    info = session.close(reasked=sum(int(h.diagnostics.get("reasked_queries", 0)) for h in heads),
+                         error_bound=bound, H=len(Es), dims=dims, checks=checks)
+    return MultiHeadRecovery(tuple(heads), tuple(Es), session.queries, arith.name, info)
+
+
+_ORTHOGONAL_HEADS = LEARNERS["orthogonal-heads"]
 
 
 def _error_bound(heads: list[Recovery], Es: list[np.ndarray], d: int, arith: Arith) -> float:
@@ -220,56 +210,49 @@ def _error_bound(heads: list[Recovery], Es: list[np.ndarray], d: int, arith: Ari
     return float(np.sqrt(total))
 
 
-def _check(
-    oracle: ValueOracle, rec: MultiHeadRecovery, checks: int, rng: np.random.Generator | None, arith: Arith
-) -> float:
-    """Ask ``checks`` random length-3 queries and compare with the recovered model.
+def _check(session: Session, heads: list[Recovery], bound: float | None, checks: int,
+           rng: np.random.Generator | None) -> float:
+    """Ask ``checks`` random length-3 queries and compare with the recovered heads (whose
+    a-posteriori error bound is ``bound``; None in exact arithmetic).
 
     Tolerance (numeric arithmetics), first order in the errors: the softmax is 2-Lipschitz from
     the scores (max norm) to the weights (1-norm), and ``|x_i^T dW x_N| <= |x_i| |x_N| ||dW||_F``,
     so a head contributes ``max_i |x_i^T dv| + 2 max_i |x_i^T v| max_i |x_i| |x_N| eps_W``;
     twice that (second-order slack) plus ``4 (d + N + 4) eps`` times the answer's magnitude.
-    Exact arithmetic: the answers must be equal.  Returns the worst residual over tolerance.
+    Exact arithmetic (eps = 0, no bound): the tolerance is 0 and the answers must be equal
+    (:meth:`~attnproof.arith.Arith.within`).  Returns the worst residual over tolerance.
 
     Raises
     ------
     AssumptionError
         If some answer disagrees beyond the tolerance.
     """
-    d = oracle.d
+    arith, d = session.arith, session.oracle.d
     gen = rng if rng is not None else np.random.default_rng(0)
     X = arith.asarray(gen.standard_normal((checks, CHECK_LENGTH, d)))
-    y = arith.asarray(oracle(X))
-    model = MultiHeadAttention(rec.params, arith)
-    pred = arith.asarray(model(X))
+    y = arith.asarray(session.ask(X))
+    pred = arith.asarray(MultiHeadAttention([(h.W, h.v) for h in heads], arith)(X))
+    eps_W = 0.0 if bound is None else bound
     worst = 0.0
     for b in range(checks):
         with arith.context():
-            diff = y[b] - pred[b]
-        if arith.exact:
-            ok = arith.is_zero(sp.simplify(diff))
-            ratio = 0.0 if ok else float("inf")
-        else:
-            Xf = arith.to_float(X[b])
-            norms = np.linalg.norm(Xf, axis=1)
-            eps_W = rec.diagnostics["error_bound"]
-            size, tol = 0.0, 0.0
-            for head in rec.heads:
-                xv = np.abs(Xf @ arith.to_float(head.v))
-                size += float(xv.max())
-                eps_v = 4 * (d + 4) * arith.eps * float(np.abs(arith.to_float(head.v)).sum())
-                tol += (
-                    float(norms.max()) * eps_v + 2 * float(xv.max()) * float(norms.max() * norms[-1]) * eps_W
-                )
-            tol = 2 * tol + 4 * (d + CHECK_LENGTH + 4) * arith.eps * size * (1 + float(norms.max()) ** 2)
-            ratio = abs(float(arith.to_float(np.array([diff]))[0])) / tol if tol > 0 else float("inf")
-            ok = ratio <= 1
+            diff = arith.simplify(np.array([y[b] - pred[b]], dtype=object))[0]
+        Xf = arith.to_float(X[b])
+        norms = np.linalg.norm(Xf, axis=1)
+        size, tol = 0.0, 0.0
+        for head in heads:
+            xv = np.abs(Xf @ arith.to_float(head.v))
+            size += float(xv.max())
+            eps_v = 4 * (d + 4) * arith.eps * float(np.abs(arith.to_float(head.v)).sum())
+            tol += float(norms.max()) * eps_v + 2 * float(xv.max()) * float(norms.max() * norms[-1]) * eps_W
+        tol = 2 * tol + 4 * (d + CHECK_LENGTH + 4) * arith.eps * size * (1 + float(norms.max()) ** 2)
+        residual = abs(float(arith.to_float(np.array([diff]))[0]))
+        ok = arith.within(diff, tol)
         if not ok:
             raise AssumptionError(
                 f"check query {b} (length {CHECK_LENGTH}) disagrees with the recovered heads "
-                f"(|f*(X) - f_hat(X)| = {abs(float(arith.to_float(np.array([diff]))[0])):.3g}): "
-                "the target does "
-                "not satisfy Assumption C.1 for the given bases, so Prop. C.2 does not apply"
+                f"(|f*(X) - f_hat(X)| = {residual:.3g}): the target does not satisfy Assumption C.1 "
+                "for the given bases, so Prop. C.2 does not apply"
             )
-        worst = max(worst, ratio)
+        worst = max(worst, residual / tol if tol > 0 else 0.0)
     return worst

@@ -3,6 +3,7 @@ and :func:`learn_multihead_sbd` (Hessians -> SBD -> Prop. C.2, the subspaces not
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,8 @@ from ...arith import FLOAT64, Arith
 from ...errors import InvalidInputError, ShapeError
 from ...models import MultiHeadAttention
 from ...oracles import ValueOracle
-from ...proof import learner
+from ...measure import Session
+from ...proof import LEARNERS, learner
 from ...recovery import MultiHeadRecovery
 from .orthogonal import CHECK_LENGTH, DEFAULT_CHECKS, heads_count, learn_orthogonal_heads
 
@@ -49,21 +51,22 @@ def fd_queries(d: int) -> int:
     return 2 * d * d + 1
 
 
-def fd_hessian(oracle: ValueOracle, q: Any, z: Any, step: Any, arith: Arith) -> np.ndarray:
-    """``nabla^2 F(z)`` by central differences of value queries (App. C), ``2 d^2 + 1`` queries.
+def fd_hessian(ask: Callable[[Any], Any], q: Any, z: Any, step: Any, arith: Arith) -> np.ndarray:
+    """``nabla^2 F(z)`` by central differences of value queries (App. C), ``2 d^2 + 1`` queries,
+    asked as one batch of ``ask`` (a value oracle, or a learner's ``Session.ask``); d = len(q).
 
     Diagonal: ``(F(z + h e_a) - 2 F(z) + F(z - h e_a)) / h^2``; off-diagonal:
     ``(F(z + h e_a + h e_b) - F(z + h e_a - h e_b) - F(z - h e_a + h e_b) + F(z - h e_a - h e_b)) / (4 h^2)``.
     Truncation error O(h^2 ||f^(4)||), rounding O(eps |f| / h^2): ``h ~ eps^(1/4)`` balances them.
     """
-    d = oracle.d
     with arith.context():
         q, z, h = arith.asarray(q), arith.asarray(z), arith.scalar(step)
+        d = q.shape[0]
         I = arith.eye(d) * h
         pairs = [(a, b) for a in range(d) for b in range(a + 1, d)]
         pts = [z] + [z + s * I[a] for a in range(d) for s in (1, -1)]
         pts += [z + s * I[a] + t * I[b] for a, b in pairs for s in (1, -1) for t in (1, -1)]
-        y = arith.asarray(oracle(np.stack([hessian_probe(p, q) for p in pts])))
+        y = arith.asarray(ask(np.stack([hessian_probe(p, q) for p in pts])))
         Hs = arith.zeros((d, d))
         for a in range(d):
             Hs[a, a] = (y[1 + 2 * a] - 2 * y[0] + y[2 + 2 * a]) / (h * h)
@@ -71,20 +74,6 @@ def fd_hessian(oracle: ValueOracle, q: Any, z: Any, step: Any, arith: Arith) -> 
             pp, pm, mp_, mm = y[1 + 2 * d + 4 * k : 5 + 2 * d + 4 * k]
             Hs[a, b] = Hs[b, a] = (pp - pm - mp_ + mm) / (4 * h * h)
         return Hs
-
-
-def _eigh(M: np.ndarray, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric matrix, in ``arith``."""
-    if arith is FLOAT64:
-        return np.linalg.eigh((M + M.T) / 2)
-    import mpmath
-
-    with arith.context():
-        lam, Q = mpmath.eigsy(mpmath.matrix(((M + M.T) / 2).tolist()))
-        lam = np.array([lam[i] for i in range(lam.rows)], dtype=object)
-        Q = np.array(Q.tolist(), dtype=object)
-        order = np.argsort(arith.to_float(lam), kind="stable")
-        return lam[order], Q[:, order]
 
 
 def _split_by_gaps(lam: np.ndarray, blocks: int, arith: Arith) -> list[np.ndarray]:
@@ -152,7 +141,7 @@ def sbd_commutant(
             _, s, Vt = np.linalg.svd(M)
             s, null_basis = s[::-1], Vt[::-1].T  # ascending
         else:
-            lam, null_basis = _eigh(M.T @ M, arith)
+            lam, null_basis = arith.eigh(M.T @ M)
             s = np.array([abs(x) for x in lam], dtype=object) ** 0.5
         sf = np.maximum(arith.to_float(s), 64 * d * arith.eps * max(float(arith.to_float(s).max()), 1e-300))
         ratios = sf[1:] / sf[:-1]
@@ -162,7 +151,7 @@ def sbd_commutant(
         X = arith.zeros((d, d))
         for k, (a, b) in enumerate(idx):
             X[a, b] = X[b, a] = x[k]
-        lam, Q = _eigh(X, arith)
+        lam, Q = arith.eigh(X)
         groups = _split_by_gaps(lam, m, arith)
     bases = [Q[:, g] for g in groups]
     return bases, {
@@ -306,36 +295,40 @@ def learn_multihead_sbd(
     d = oracle.d
     if not isinstance(hessians, int) or not 1 <= hessians <= d:
         raise InvalidInputError(f"hessians must be an integer in [1, d = {d}]; got {hessians!r}")
-    if arith.exact:
-        raise InvalidInputError("finite differences need a numeric arithmetic (float64 or mpmath)")
-    start = oracle.queries
+    session = Session(oracle, arith, learner=_MULTIHEAD_SBD)  # finite differences: float64 or mpmath
     if not (isinstance(noise, (int, float)) and 0 <= noise < 1):
         raise InvalidInputError(f"noise must be a number in [0, 1); got {noise!r}")
     level = max(arith.eps, noise)
     h = step if step is not None else 2.0 ** round(np.log2(level) / 4)
-    with arith.context():
+    with arith.context(), session.phase("hessians"):
         I, zero = arith.eye(d), arith.zeros(d)
-        As = [fd_hessian(oracle, I[j], zero, h, arith) for j in range(hessians)]
-    hq = oracle.queries - start
+        As = [fd_hessian(session.ask, I[j], zero, h, arith) for j in range(hessians)]
     bases, sbd = sbd_commutant(As, rng, arith, null_tol=level**0.25)  # FD error ~ level^(1/2)
-    rec = learn_orthogonal_heads(oracle, bases, arith=arith, checks=0, rng=rng)
-    info = dict(
+    with session.phase("heads"):
+        rec = learn_orthogonal_heads(oracle, bases, arith=arith, checks=0, rng=rng)
+    info = session.diagnostics
+    info.update(
         rec.diagnostics,
         sbd=sbd,
-        hessian_queries=hq,
-        heads_queries=rec.queries,
+        hessian_queries=session.spent["hessians"],
+        heads_queries=session.spent["heads"],
         sbd_residual=_off_block(As, bases, arith),
         fd_step=float(h),
     )
     # the C.2 bound holds *given* the blocks; the blocks' own error (finite differences) is not bounded
     info["error_bound_given_blocks"] = info.pop("error_bound")
-    info["queries_formula"] = hq + info["queries_formula"] + checks
+    info.pop("error_bound_v", None)
     if checks:
         X = arith.asarray(rng.standard_normal((checks, CHECK_LENGTH, d)))
-        y, pred = oracle(X), MultiHeadAttention(rec.params, arith)(X)
+        y, pred = session.ask(X), MultiHeadAttention(rec.params, arith)(X)
         with arith.context():
             info["check_residual"] = arith.abs_max(arith.asarray(y) - arith.asarray(pred))
-    return MultiHeadRecovery(rec.heads, rec.bases, oracle.queries - start, arith.name, info)
+    session.close(reasked=rec.diagnostics["reasked_queries"], K=hessians, H=len(bases),
+                  dims=[B.shape[1] for B in bases], checks=checks)
+    return MultiHeadRecovery(rec.heads, rec.bases, session.queries, arith.name, info)
+
+
+_MULTIHEAD_SBD = LEARNERS["multihead-sbd"]
 
 
 def _off_block(As: list[np.ndarray], bases: list[np.ndarray], arith: Arith) -> float:
