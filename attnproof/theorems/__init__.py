@@ -16,11 +16,19 @@ The room convention (every result follows it):
 * Tests live in ``tests/test_<room>.py``; the chapter in ``book/<room>.md``.
 """
 
-from . import bias, definitions, exact, lowrank, membership, multihead, noisy, transformer  # noqa: F401
+import importlib
+import pkgutil
+from pathlib import Path
+
+#: Every room, found by its folder (or module) here: adding a result needs no line in this file.
+ROOMS: tuple[str, ...] = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)))
 
 #: room -> rooms it may import: the reductions the paper makes from one result to another.
 REDUCTIONS: dict[str, tuple[str, ...]] = {"transformer": ("exact",), "multihead": ("exact",)}
 
-__all__ = [
-    "bias", "definitions", "exact", "lowrank", "membership", "multihead", "noisy", "transformer", "REDUCTIONS"
-]
+for _room in ROOMS:
+    importlib.import_module(f"{__name__}.{_room}")  # registers its identities and learners
+    if (Path(__path__[0]) / _room / "runner.py").is_file():
+        importlib.import_module(f"{__name__}.{_room}.runner")  # registers its bench runners
+
+__all__ = ["ROOMS", "REDUCTIONS", *ROOMS]

@@ -57,14 +57,14 @@ runs through the oracle's query budget.
 **The room.**  :mod:`.parameters` (the known parameters, every constant and count),
 :mod:`.oracle` (:class:`MembershipOracle`, the rotated window), :mod:`.learners` (the learners
 and their ``@learner`` facts), :mod:`.identities` (the identities, bounds and runs the learners
-rely on) and :mod:`.bench` (the bench's target and runners).  Everything public is importable
+rely on) and :mod:`.runner` (the learners' options, the bench's target and runners,
+registered with :mod:`attnproof.room`).  Everything public is importable
 from ``attnproof.theorems.membership``.
 """
 
 from __future__ import annotations
 
 from . import identities
-from .bench import membership_target
 from .learners import angle_probes, learn_membership, learn_membership_rotated, probe, random_orthogonal
 from .oracle import MembershipOracle, RotatedQueries
 from .parameters import (
@@ -103,7 +103,7 @@ __all__ = [
     "MembershipOracle", "RotatedQueries", "TAU_CONST", "W_BOUND", "angle_probes", "angle_tau",
     "apriori_interval", "bisection_steps", "check_assumptions", "check_precision", "check_target",
     "default_mu", "entry_error_bound", "hoeffding_delta", "hoeffding_radius", "hoeffding_samples",
-    "identities", "information_floor", "learn_membership", "learn_membership_rotated",
-    "membership_target", "paper_eps_v", "paper_tau", "probe", "query_count", "random_orthogonal",
-    "rotation_margin", "sphere_constant", "step_counts",
+    "identities", "information_floor", "learn_membership", "learn_membership_rotated", "paper_eps_v",
+    "paper_tau", "probe", "query_count", "random_orthogonal", "rotation_margin", "sphere_constant",
+    "step_counts",
 ]

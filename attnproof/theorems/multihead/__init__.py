@@ -57,7 +57,7 @@ simultaneous block diagonalisations (SBD) are implemented: :func:`sbd_random_com
 ``K < d_h - 1`` that kernel is non-zero in each such head, the kernels of different heads form
 one common invariant subspace on which every A_k is 0, and the finest SBD cannot separate
 them: at least ``max_h d_h - 1`` Hessians (and at least 1) are necessary.  That this many also
-*suffice* for generic heads is measured (:func:`multihead_sbd_table`), not
+*suffice* for generic heads is measured (:func:`~.runner.multihead_sbd_table`), not
 proven.  A random combination ``sum_k c_k A_k`` has rank <= 2 on each U_h, so with
 ``d_h >= 3`` its eigenvalue 0 has multiplicity ``sum_h (d_h - 2)`` spread over all heads: the
 random-combination heuristic cannot split that eigenspace, whatever K.
@@ -70,14 +70,14 @@ is not proven).
 **The room.**  :mod:`.maps` (reduced coordinates, the short-input flip, C.1 bases),
 :mod:`.oracle` (:class:`ReducedOracle`), :mod:`.orthogonal` (Prop. C.2's learner),
 :mod:`.sbd` (App. C's Hessians, the SBDs and their learner), :mod:`.identities` (the identities
-and runs) and :mod:`.bench` (the bench's target and experiments).  Everything public is
+and runs) and :mod:`.runner` (the learners' options and runners, the bench's target and
+the Hessian / SBD experiment, registered with :mod:`attnproof.room`).  Everything public is
 importable from ``attnproof.theorems.multihead``.
 """
 
 from __future__ import annotations
 
 from . import identities
-from .bench import minimal_hessians, multihead_sbd_table, orthogonal_heads_target
 from .maps import cayley_bases, flip_heads, lift, reduced_parameters
 from .oracle import ReducedOracle
 from .orthogonal import CHECK_LENGTH, DEFAULT_CHECKS, check_bases, heads_count, learn_orthogonal_heads
@@ -96,7 +96,6 @@ from .sbd import (
 __all__ = [
     "CHECK_LENGTH", "DEFAULT_CHECKS", "ReducedOracle", "cayley_bases", "check_bases", "fd_hessian",
     "fd_queries", "flip_heads", "heads_count", "hessian_probe", "identities", "learn_multihead_sbd",
-    "learn_orthogonal_heads", "lift", "min_hessians", "minimal_hessians", "multihead_sbd_table",
-    "orthogonal_heads_target", "probe_hessian", "reduced_parameters", "sbd_commutant",
-    "sbd_random_combination", "subspace_error",
+    "learn_orthogonal_heads", "lift", "min_hessians", "probe_hessian", "reduced_parameters",
+    "sbd_commutant", "sbd_random_combination", "subspace_error",
 ]
