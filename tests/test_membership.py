@@ -23,12 +23,20 @@ from attnproof.errors import (
 )
 from attnproof.measure import Session
 from attnproof.models import Attention
-from attnproof.proof import REGISTRY, verify_all
+from attnproof.bench import run
+from attnproof.proof import LEARNERS, REGISTRY, verify_all
 from attnproof.theorems import membership
 from attnproof.theorems.membership import (
+    DELTA,
+    DELTA_ROT,
+    EPS_W,
+    METHOD,
+    METHODS,
+    W_BOUND,
     MembershipOracle,
     check_assumptions,
     check_target,
+    default_mu,
     hoeffding_radius,
     hoeffding_samples,
     information_floor,
@@ -42,6 +50,7 @@ from attnproof.theorems.membership import (
     step_counts,
 )
 from attnproof.theorems.membership.learners import _bisect
+from attnproof.theorems.membership.runner import MembershipOptions, RotatedOptions
 
 #: eps_W near 1 and small ones explicitly; float64 refuses (before any query) what it cannot resolve.
 epsilons = st.one_of(st.sampled_from([0.999, 0.5, 0.1, 1e-2, 1e-3]), st.floats(1e-4, 0.999))
@@ -404,3 +413,17 @@ def test_docstring_examples():
     results = [doctest.testmod(importlib.import_module(f"{membership.__name__}.{m.name}"), verbose=False)
                for m in pkgutil.iter_modules(membership.__path__)]
     assert sum(r.failed for r in results) == 0 and sum(r.attempted for r in results) > 0
+
+
+def test_the_defaults_are_declared_once():
+    """One declaration of the defaults (issue 19): the registered counts, the bench's options and
+    the runners agree, so the count the CLI shows for a default run is the run's own count (the
+    count's mu was 0.1 and the bench's 1/(2 sqrt d); the rotated bench's delta_rot 0.05 and the
+    learner's 0.01)."""
+    for name, arith in (("membership", "float64"), ("membership-rotated", "mp:40")):
+        r = run(name, 3, arith, 0, eps_W=1e-2)
+        assert r["queries"] == r["queries_formula"] == LEARNERS[name].count(d=3, eps_W=1e-2)
+    assert r["diagnostics"]["delta_rot"] == DELTA_ROT == RotatedOptions().delta_rot
+    choices = {f.name: (f.default, opt.choices) for f, _, opt in MembershipOptions.fields()}
+    assert choices["method"] == (METHOD, METHODS) and choices["W_bound"][0] == W_BOUND
+    assert LEARNERS["membership"].count(d=7) == query_count(7, METHOD, W_BOUND, default_mu(7), EPS_W, DELTA)

@@ -80,7 +80,7 @@ from __future__ import annotations
 from . import identities
 from .maps import cayley_bases, flip_heads, lift, reduced_parameters
 from .oracle import ReducedOracle
-from .orthogonal import CHECK_LENGTH, DEFAULT_CHECKS, check_bases, heads_count, learn_orthogonal_heads
+from .orthogonal import CHECK_LENGTH, DEFAULT_CHECKS, HEADS, check_bases, heads_count, learn_orthogonal_heads
 from .sbd import (
     fd_hessian,
     fd_queries,
@@ -94,8 +94,8 @@ from .sbd import (
 )
 
 __all__ = [
-    "CHECK_LENGTH", "DEFAULT_CHECKS", "ReducedOracle", "cayley_bases", "check_bases", "fd_hessian",
-    "fd_queries", "flip_heads", "heads_count", "hessian_probe", "identities", "learn_multihead_sbd",
-    "learn_orthogonal_heads", "lift", "min_hessians", "probe_hessian", "reduced_parameters",
-    "sbd_commutant", "sbd_random_combination", "subspace_error",
+    "CHECK_LENGTH", "DEFAULT_CHECKS", "HEADS", "ReducedOracle", "cayley_bases", "check_bases",
+    "fd_hessian", "fd_queries", "flip_heads", "heads_count", "hessian_probe", "identities",
+    "learn_multihead_sbd", "learn_orthogonal_heads", "lift", "min_hessians", "probe_hessian",
+    "reduced_parameters", "sbd_commutant", "sbd_random_combination", "subspace_error",
 ]

@@ -27,9 +27,11 @@ from .oracle import ReducedOracle
 CHECK_LENGTH = 3
 #: Held-out check queries the learners ask by default.
 DEFAULT_CHECKS = 3
+#: Heads of a run or a count when none is given (H equal subspaces of width d / H).
+HEADS = 2
 
 
-def heads_count(d: int, H: int = 1, dims: Any = None) -> int:
+def heads_count(d: int, H: int = HEADS, dims: Any = None) -> int:
     """Value queries of Prop. C.2's per-head learning: ``sum_h (d_h + d_h^2)``, for the head widths
     ``dims`` (default H equal widths d / H)."""
     return sum(n + n * n for n in (dims if dims is not None else [d // H] * H))
@@ -95,7 +97,7 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
     ),
     arithmetics=("float64", "mpmath", "sympy"),
     queries="sum_h (d_h + d_h^2) + checks (3)",
-    count=lambda d, H=1, checks=DEFAULT_CHECKS, dims=None, **_: heads_count(d, H, dims) + checks,
+    count=lambda d, H=HEADS, checks=DEFAULT_CHECKS, dims=None, **_: heads_count(d, H, dims) + checks,
 )
 def learn_orthogonal_heads(
     oracle: ValueOracle,

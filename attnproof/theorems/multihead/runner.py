@@ -25,7 +25,7 @@ from ...proof import LEARNERS
 from ...recovery import MultiHeadRecovery, score_heads
 from ...room import Options, option, runner
 from .maps import cayley_bases
-from .orthogonal import DEFAULT_CHECKS, learn_orthogonal_heads
+from .orthogonal import DEFAULT_CHECKS, HEADS, learn_orthogonal_heads
 from .sbd import (
     fd_hessian,
     fd_queries,
@@ -36,10 +36,6 @@ from .sbd import (
     sbd_random_combination,
     subspace_error,
 )
-
-#: Heads of a bench run when none is given.
-HEADS = 2
-
 
 def _check_heads(d: int, H: int) -> None:
     """A C.1 target of H equal subspaces needs H to divide d."""
@@ -281,6 +277,6 @@ def run_multihead_sbd(
 
 
 __all__ = [
-    "HEADS", "MultiheadSBDOptions", "OrthogonalHeadsOptions", "minimal_hessians", "multihead_sbd_table",
+    "MultiheadSBDOptions", "OrthogonalHeadsOptions", "minimal_hessians", "multihead_sbd_table",
     "orthogonal_heads_target", "run_multihead_sbd", "run_orthogonal_heads",
 ]

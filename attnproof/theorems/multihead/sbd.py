@@ -15,7 +15,7 @@ from ...oracles import ValueOracle
 from ...measure import Session
 from ...proof import LEARNERS, learner
 from ...recovery import MultiHeadRecovery
-from .orthogonal import CHECK_LENGTH, DEFAULT_CHECKS, heads_count, learn_orthogonal_heads
+from .orthogonal import CHECK_LENGTH, DEFAULT_CHECKS, HEADS, heads_count, learn_orthogonal_heads
 
 
 def hessian_probe(z: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -234,7 +234,7 @@ def subspace_error(bases: list[np.ndarray], truth: list[np.ndarray], arith: Arit
     ),
     arithmetics=("float64", "mpmath"),
     queries="K (2 d^2 + 1) + sum_h (d_h + d_h^2) + checks, K Hessians",
-    count=lambda d, H=1, K=None, checks=DEFAULT_CHECKS, dims=None, **_: (
+    count=lambda d, H=HEADS, K=None, checks=DEFAULT_CHECKS, dims=None, **_: (
         (K if K is not None else min_hessians(d // H)) * fd_queries(d) + heads_count(d, H, dims) + checks
     ),
 )
