@@ -12,7 +12,8 @@ import contextlib
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import mpmath
@@ -116,10 +117,21 @@ class Arith(ABC):
             return mpmath.sqrt(mpmath.fsum(x * x for x in np.asarray(w, dtype=object).reshape(-1)))
 
     def closed_form(self, expr: Any) -> Any:
-        """The value of a closed form (a sympy expression such as ``gamma(d/2) / sqrt(pi)``) in
-        this arithmetic: itself in sympy, correctly rounded to the working digits otherwise
-        (evaluated with guard digits first)."""
+        """The value of a closed form given as a sympy expression (e.g. ``gamma(d/2) / sqrt(pi)``)
+        in this arithmetic: itself in sympy, correctly rounded to the working digits otherwise
+        (sympy evaluates it with guard digits first).  Unlike :meth:`evaluate`, which computes an
+        mpmath formula at the working digits, this is exact to the last digit: the two can differ
+        in the last digit of an mpmath result."""
         return self.scalar(sp.sympify(expr))
+
+    def evaluate(self, formula: Callable[[Any], Any]) -> Any:
+        """A closed form in this arithmetic: ``formula(m)`` written with mpmath's names
+        (``m.mpf``, ``m.pi``, ``m.sqrt``, ``m.gamma``, ``m.exp``, ``m.log``, the trig functions),
+        e.g. ``lambda m: m.gamma(m.mpf(d) / 2) / m.sqrt(m.pi)``.  mpmath: evaluated at its digits;
+        float64: at 30 digits, then rounded once (correctly rounded but for ties); sympy: the
+        same names are sympy's, so the result is the exact expression."""
+        with self.context():
+            return formula(mpmath)
 
     def abs_max_scalar(self, a: Any) -> Any:
         """max |a_i| as a number to compute with (0 for an empty array): the exact largest entry
@@ -154,6 +166,25 @@ class Arith(ABC):
             Q = np.array(Q.tolist(), dtype=object)
             order = np.argsort(self.to_float(lam), kind="stable")
             return lam[order], Q[:, order]
+
+    def right_singular(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Singular values of M, ascending, and its right singular vectors (the columns of V),
+        from the eigen-decomposition of ``M^T M`` in this arithmetic (float64: numpy's SVD of M,
+        which does not square the condition number)."""
+        with self.context():
+            lam, V = self.eigh(M.T @ M)
+            return np.array([self.sqrt(abs(x)) for x in lam], dtype=object), V
+
+    def qr(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``A = Q R``, Q orthogonal, R upper triangular with a non-negative diagonal (the unique
+        QR of a full-rank A: Gaussian A gives a Haar-random Q), computed in this arithmetic."""
+        with self.context():
+            Q, R = mpmath.qr(mpmath.matrix(np.asarray(A).tolist()))
+            sign = [mpmath.sign(R[k, k]) for k in range(min(R.rows, R.cols))]
+            n = len(sign)
+            Qs = np.array([[Q[i, k] * sign[k] for k in range(n)] for i in range(Q.rows)], dtype=object)
+            Rs = np.array([[R[k, j] * sign[k] for j in range(R.cols)] for k in range(n)], dtype=object)
+            return Qs, Rs
 
     @abstractmethod
     def scalar(self, x: Any) -> Any:
@@ -376,8 +407,21 @@ class Float64(Arith):
     def closed_form(self, expr: Any) -> float:
         return float(sp.N(sp.sympify(expr), 30))  # 30 digits, then one rounding: correctly rounded
 
+    def evaluate(self, formula: Callable[[Any], Any]) -> float:
+        with mpmath.workdps(30):  # 30 digits, then one rounding
+            return float(formula(mpmath))
+
     def eigh(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.linalg.eigh((M + M.T) / 2)
+
+    def right_singular(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _, s, Vt = np.linalg.svd(M)
+        return s[::-1], Vt[::-1].T
+
+    def qr(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Q, R = np.linalg.qr(A)
+        sign = np.sign(np.diag(R))
+        return Q * sign, R * sign[:, None]
 
 
 class MP(Arith):
@@ -457,6 +501,8 @@ class Sympy(Arith):
     name = family = "sympy"
     exact = True
     eps = 0.0
+    unresolved = DegenerateProbeError
+    _library = sp
 
     def scalar(self, x: Any) -> sp.Expr:
         if isinstance(x, (float, np.floating)):
@@ -522,8 +568,6 @@ class Sympy(Arith):
     def is_singular(self, A: np.ndarray) -> bool:
         return sp.Matrix(np.asarray(A, dtype=object).tolist()).det() == 0
 
-    unresolved = DegenerateProbeError
-    _library = sp
 
     @property
     def pi(self) -> sp.Expr:
@@ -534,6 +578,9 @@ class Sympy(Arith):
 
     def closed_form(self, expr: Any) -> sp.Expr:
         return sp.sympify(expr)
+
+    def evaluate(self, formula: Callable[[Any], Any]) -> sp.Expr:
+        return formula(_SYMPY_AS_MPMATH)
 
     def abs_max_scalar(self, a: Any) -> sp.Expr:
         return max((abs(t) for t in np.asarray(a, dtype=object).reshape(-1)), default=sp.Integer(0))
@@ -563,6 +610,10 @@ class Sympy(Arith):
         Q = np.array([[sp.simplify(x) for x in p[1]] for p in pairs], dtype=object).T
         return lam, Q
 
+    def qr(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Q, R = sp.Matrix(np.asarray(A, dtype=object).tolist()).QRdecomposition()  # diag R > 0
+        return np.array(Q.tolist(), dtype=object), np.array(R.tolist(), dtype=object)
+
 
 def _elementwise(fn: Any, a: Any) -> np.ndarray:
     """Apply a scalar function to every entry of an object array (keeps the shape)."""
@@ -580,6 +631,12 @@ def magnitude(x: Any) -> mpmath.mpf:
         return mpmath.mpf(str(abs(x).evalf(mpmath.mp.dps + 5)))
     return abs(mpmath.mpf(x))
 
+
+#: sympy under mpmath's names, for :meth:`Arith.evaluate` (``mpf(3) / 2`` is the rational 3/2)
+_SYMPY_AS_MPMATH = SimpleNamespace(
+    mpf=sp.sympify, pi=sp.pi, e=sp.E, sqrt=sp.sqrt, exp=sp.exp, log=sp.log, gamma=sp.gamma,
+    sin=sp.sin, cos=sp.cos, tan=sp.tan, atan=sp.atan,
+)
 
 #: The smallest positive float64 (subnormal): what a non-zero value below float64's range rounds to.
 _TINY = 5e-324

@@ -389,6 +389,8 @@ class Session:
     learner : Learner, keyword only
         The registered learner (``attnproof.proof.LEARNERS[name]``, or the ``@learner``'s
         record): its ``count`` gives ``queries_formula``; the arithmetic must be one it declares.
+        (Transitional: a registered *name*, resolved when first needed, as exact/lowrank/noisy
+        still pass it to :meth:`recovery`.)
     diagnostics : dict, keyword only
         Learner-specific facts; the session adds the shared schema when it closes.
 
@@ -529,8 +531,9 @@ class Session:
         allowed = promise if size is None else promise * size
         if not (math.isfinite(bound) and bound <= allowed):
             times = "" if size is None else f" x {of} = {allowed:.3g}"
+            name = "the learner" if self.learner is None else self.registered.name
             raise PrecisionLossError(
-                f"{self.registered.name}: the a-posteriori bound on {what} is {bound:.3g}, above the "
+                f"{name}: the a-posteriori bound on {what} is {bound:.3g}, above the "
                 f"promised {promise:.1g}{times}: {self.arith.name} cannot resolve this target to that "
                 f"accuracy{why}; use mpmath with more digits (arith=MP(dps)) or rescale the inputs"
             )

@@ -196,6 +196,28 @@ def test_closed_form_is_correctly_rounded(arith):
             assert third == mpmath.mpf(1) / 3
 
 
+def _sphere(d):
+    """E|x_1| on S^{d-1} = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)), written with mpmath's names."""
+    return lambda m: m.gamma(m.mpf(d) / 2) / (m.sqrt(m.pi) * m.gamma(m.mpf(d + 1) / 2))
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 30])
+def test_evaluate_a_closed_form(arith, d):
+    R = arith.evaluate(_sphere(d))
+    exact = sp.gamma(sp.Rational(d, 2)) / (sp.sqrt(sp.pi) * sp.gamma(sp.Rational(d + 1, 2)))
+    if arith is SYMPY:
+        assert sp.simplify(R - exact) == 0
+    elif arith is FLOAT64:  # at 30 digits, then one rounding
+        with mpmath.workdps(30):
+            assert R == float(_sphere(d)(mpmath)) and isinstance(R, float)
+        assert R == pytest.approx(float(sp.N(exact, 30)), rel=2**-52)
+    else:  # mpmath at its own digits, bit for bit
+        with arith.context():
+            assert R == _sphere(d)(mpmath)
+        assert _close(arith, R, arith.scalar(exact))
+
+
 @pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
 def test_abs_max_scalar_and_argmax_abs(arith):
     a = arith.asarray([1, -3, 3, 2])
@@ -281,3 +303,27 @@ def test_buffer_only_where_arrays_are_machine_numbers(arith):
         assert buf.shape == (3, 2, 4) and buf.dtype == np.float64
     else:  # object arrays are built per batch: nothing to reuse
         assert buf is None
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_qr_has_a_non_negative_diagonal(arith):
+    A = arith.asarray([[0, 2], [-3, 1]])
+    Q, R = arith.qr(A)
+    with arith.context():
+        assert all(_close(arith, x, y) for x, y in zip((Q @ R).reshape(-1), A.reshape(-1), strict=True))
+        QtQ = Q.T @ Q
+        assert all(_close(arith, QtQ[i, j], arith.scalar(int(i == j))) for i in range(2) for j in range(2))
+    assert all(arith.to_float(np.diag(R)) >= 0) and arith.is_zero(R[1, 0])
+    if arith is FLOAT64:  # numpy's QR, its signs fixed: what the rooms computed before
+        Qn, Rn = np.linalg.qr(np.array([[0.0, 2.0], [-3.0, 1.0]]))
+        assert np.array_equal(Q, Qn * np.sign(np.diag(Rn)))
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_right_singular_values_ascending_with_their_vectors(arith):
+    M = arith.asarray([[3, 0], [0, 0], [0, 4]])  # singular values 3, 4; M^T M = diag(9, 16)
+    s, V = arith.right_singular(M)
+    assert _close(arith, s[0], arith.scalar(3)) and _close(arith, s[1], arith.scalar(4))
+    with arith.context():
+        for k in range(2):  # ||M v_k|| = s_k and ||v_k|| = 1
+            assert _close(arith, arith.hypot(M @ V[:, k]), s[k]) and _close(arith, arith.hypot(V[:, k]), 1)

@@ -12,9 +12,10 @@ from attnproof.errors import InvalidInputError, PrecisionLossError
 from attnproof.measure import (
     BilinearSession, Probes, ScalePolicy, Session, balanced, probe_batch, random_orthogonal, value_errors,
 )
-from attnproof.models import Attention
-from attnproof.oracles import AntisymmetricOracle, ValueOracle
+from attnproof.models import Attention, MultiHeadAttention, OneLayerTransformer, ReluFFN
+from attnproof.oracles import ValueOracle
 from attnproof.proof import LEARNERS
+from attnproof.theorems.membership import MembershipOracle
 
 
 def test_probe_batch_builds_the_documented_tokens():
@@ -101,6 +102,18 @@ def _oracle(d=2):
     return ValueOracle(Attention(np.eye(d), np.arange(1.0, d + 1)))
 
 
+class _Twice:
+    """A derived oracle: each of its queries costs two queries of ``base`` (asked as X and -X)."""
+
+    def __init__(self, base):
+        self.base, self.d, self.queries = base, base.d, 0
+
+    def __call__(self, X):
+        y = self.base(np.concatenate([X, -X]))
+        self.queries += len(X)
+        return y[: len(X)] - y[len(X):]
+
+
 def test_base_session_counts_times_books_and_closes_with_the_registered_count():
     oracle = _oracle()
     oracle(np.zeros((3, 1, 2)))  # queries before the session are not its own
@@ -109,7 +122,7 @@ def test_base_session_counts_times_books_and_closes_with_the_registered_count():
         session.ask(np.eye(2)[:, None, :])
     with session.phase("pairs"):
         session.ask(np.ones((1, 2, 2)))
-        session.ask(np.ones((1, 2, 2)), via=AntisymmetricOracle(oracle))  # counted where it lands
+        session.ask(np.ones((1, 2, 2)), via=_Twice(oracle))  # counted where it lands: 2
     assert session.queries == 5 and session.spent == {"v": 2, "pairs": 3}
     info = session.close(reasked="rest")
     assert info["queries_formula"] == 2 + 4 and info["reasked_queries"] == 5 - 6
@@ -136,6 +149,8 @@ def test_guard_relative_absolute_and_not_finite():
         session.guard(1.0, 1.0, 0.1, of="||f||")
     with pytest.raises(PrecisionLossError):
         session.guard(float("nan"), 1.0, 1.0)
+    with pytest.raises(PrecisionLossError, match="^the learner: "):  # no learner: still the guard's error
+        Session(_oracle(), FLOAT64).guard(2.0, 1.0, 1.0)
 
 
 def test_recovery_guards_with_the_session_learner_or_a_transitional_name():
@@ -177,3 +192,36 @@ def test_transitional_positional_form_builds_the_bilinear_layer():
     assert type(Session(oracle, FLOAT64, max_batch_bytes=64)) is BilinearSession
     assert type(Session(oracle, FLOAT64)) is Session
     assert BilinearSession(oracle, FLOAT64).TIME_PARTS == ("oracle", "basis", "assembly", "solve")
+
+
+def _run(name, oracle, **kwargs):
+    return LEARNERS[name].fn(oracle, **kwargs)
+
+
+def test_the_registered_count_is_what_every_non_bilinear_learner_reports_today():
+    """``Session.formula`` (the registered Learner's count) gives the ``queries_formula`` each
+    learner that does not use the session yet computes inline: switching them over keeps it."""
+    rng = np.random.default_rng
+    W, v = np.array([[1.0, -0.5], [0.25, 1.5]]), np.array([0.6, -0.8])
+    E = np.eye(4)
+    heads = [(np.diag([1.0, 2.0, 0, 0]), np.array([1.0, -1.0, 0, 0])),
+             (np.diag([0, 0, 0.5, -1.0]), np.array([0, 0, 2.0, 1.0]))]
+    A, w_o = np.array([[1.0, 0.0, -1.0], [0.0, 1.0, -1.0]]), np.ones(3)
+    runs = [
+        ("membership", MembershipOracle(Attention(W, v)), dict(W_bound=2.0, mu=0.5, eps_W=1e-6),
+         lambda rec: dict(method="bisect", W_bound=2.0, mu=0.5, eps_W=1e-6, delta=0.01)),
+        ("membership-rotated", MembershipOracle(Attention(W, np.array([1.0, 0.0]), MP(40))),
+         dict(W_bound=2.0, eps_W=1e-3, rng=rng(0), arith=MP(40)),
+         lambda rec: dict(W_bound=2.0, eps_W=1e-3, delta_rot=0.01)),
+        ("orthogonal-heads", ValueOracle(MultiHeadAttention(heads)),
+         dict(bases=[E[:, :2], E[:, 2:]]), lambda rec: dict(H=2, dims=[2, 2])),
+        ("multihead-sbd", ValueOracle(MultiHeadAttention(heads)), dict(hessians=1, rng=rng(0), checks=0),
+         lambda rec: dict(H=2, K=1, dims=[2, 2], checks=0)),
+        ("ffn", ValueOracle(ReluFFN(A, w_o)), dict(rng=rng(0)), lambda rec: dict(L=rec.L)),
+        ("transformer", ValueOracle(OneLayerTransformer(np.eye(2), A, w_o)), dict(rng=rng(0)),
+         lambda rec: dict(L=rec.ffn.L, route=rec.diagnostics["route"])),
+    ]
+    for name, oracle, kwargs, count in runs:
+        rec = _run(name, oracle, **kwargs)
+        session = Session(oracle, FLOAT64, learner=LEARNERS[name])
+        assert session.formula(**count(rec)) == rec.diagnostics["queries_formula"], name
