@@ -272,3 +272,19 @@ def test_perf_summary_times_each_run_and_shows_the_learners_breakdown():
     assert t["ratio"] == 0.5 and t["met"] is (0.5 <= PERF_TARGETS["learner_over_oracle"])
     row = next(r for r in perf_table(perf_summary([timed])) if r["ratio"].startswith("learner time"))
     assert all(f"{k} {v:.1f} s" in row["ratio"] for k, v in breakdown.items()) and row["measured"] == "0.50"
+
+
+def test_the_package_exports_every_registered_learner_and_what_it_needs():
+    """Issue 18 item 9: ``from attnproof import learn_transformer`` (every learner), with the
+    models and oracles they learn from."""
+    import attnproof
+
+    exported = {name: getattr(attnproof, name) for name in attnproof.__all__}
+    assert {lr.fn.__name__ for lr in LEARNERS.values()} <= set(exported)
+    assert all(exported[lr.fn.__name__] is lr.fn for lr in LEARNERS.values())
+    assert {"Attention", "FactoredAttention", "MultiHeadAttention", "OneLayerTransformer", "ReluFFN",
+            "ValueOracle", "ApproxOracle", "MembershipOracle"} <= set(exported)
+    from attnproof import (  # noqa: F401  -- the line the issue asks to work
+        learn_ffn, learn_membership, learn_membership_rotated, learn_multihead_sbd, learn_orthogonal_heads,
+        learn_transformer,
+    )
