@@ -263,13 +263,8 @@ _MEMBERSHIP = LEARNERS["membership"]
 def random_orthogonal(d: int, rng: np.random.Generator, arith: Arith = FLOAT64) -> np.ndarray:
     """A Haar-random orthogonal Q (QR of a Gaussian matrix, signs fixed), orthogonal to the
     arithmetic's precision (mpmath: the QR is done at its digits)."""
-    G = rng.standard_normal((d, d))
-    if arith is FLOAT64:
-        Q, R = np.linalg.qr(G)
-        return Q * np.sign(np.diag(R))
-    with arith.context():
-        Q, R = mpmath.qr(mpmath.matrix(G.tolist()))
-        return np.array([[Q[i, k] * mpmath.sign(R[k, k]) for k in range(d)] for i in range(d)], dtype=object)
+    Q, _ = arith.qr(rng.standard_normal((d, d)))  # R's diagonal >= 0: the unique QR, Haar-random Q
+    return Q
 
 
 @learner(

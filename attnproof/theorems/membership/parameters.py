@@ -112,7 +112,7 @@ def paper_eps_v(eps_W: float, mu: float, W_bound: float, d: int) -> float:
 
 def sphere_constant(d: int, arith: Arith = FLOAT64) -> Any:
     """``R = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)) = E|x_1|``, x uniform on S^{d-1} (Eq. (12))."""
-    return arith.closed_form(sp.gamma(sp.Rational(d, 2)) / (sp.sqrt(sp.pi) * sp.gamma(sp.Rational(d + 1, 2))))
+    return arith.evaluate(lambda m: m.gamma(m.mpf(d) / 2) / (m.sqrt(m.pi) * m.gamma(m.mpf(d + 1) / 2)))
 
 
 def hoeffding_samples(eps_v: float, d: int, delta: float) -> int:

@@ -137,12 +137,7 @@ def sbd_commutant(
             S[a, b] = S[b, a] = arith.scalar(1)
             cols.append(np.concatenate([(S @ A - A @ S).reshape(-1) for A in As]))
         M = np.stack(cols, axis=1)
-        if arith is FLOAT64:
-            _, s, Vt = np.linalg.svd(M)
-            s, null_basis = s[::-1], Vt[::-1].T  # ascending
-        else:
-            lam, null_basis = arith.eigh(M.T @ M)
-            s = np.array([abs(x) for x in lam], dtype=object) ** 0.5
+        s, null_basis = arith.right_singular(M)  # ascending
         sf = np.maximum(arith.to_float(s), 64 * d * arith.eps * max(float(arith.to_float(s).max()), 1e-300))
         ratios = sf[1:] / sf[:-1]
         m = int(np.argmax(ratios)) + 1 if null_tol is None else max(1, int(np.sum(sf < null_tol * sf.max())))
