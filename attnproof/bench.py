@@ -25,74 +25,21 @@ from typing import Any
 import numpy as np
 
 from . import room
-from .arith import FLOAT64, Arith, parse
+from .arith import Arith, parse
 from .errors import AttnproofError, InvalidInputError
 from .heads import minilm_heads
 from .models import Attention, FactoredAttention, OneLayerTransformer, ReluFFN
-from .oracles import ValueOracle, listening
+from .measure import Session
+from .oracles import ValueOracle
 from .proof import LEARNERS
 from .recovery import Recovery, score
 from .room import Job, job_key, result_row
 from .theorems.exact import learn_exact
 from .theorems.exact.runner import random_target
 from .theorems.lowrank import learn_skeleton
+from .theorems.bias.runner import head_jobs, heads_summary
 from .theorems.lowrank.runner import low_rank_target
 from .theorems.transformer import learn_ffn, learn_transformer
-
-
-def _head_learner(learner: str) -> Callable[..., Recovery]:
-    """The registered learner ``learner`` if it learns heads with biases, else a typed refusal."""
-    fn = LEARNERS[learner].fn if learner in LEARNERS else None
-    if fn is None or "bias" not in inspect.signature(fn).parameters:
-        with_bias = sorted(n for n, lr in LEARNERS.items() if "bias" in inspect.signature(lr.fn).parameters)
-        raise InvalidInputError(
-            f"learner {learner!r} does not learn heads with biases: use one of {with_bias}"
-        )
-    return fn
-
-
-def recover_head(
-    layer: int, head: int, model: FactoredAttention, learner: str = "skeleton", seed: int = 0
-) -> dict[str, Any]:
-    """Recover (W, c, v, beta) of one real head with biases through a counting oracle.
-
-    ``learner``: ``skeleton`` (rank r = the head dimension), ``skeleton-adaptive`` or
-    ``exact`` (Thm 4.1 with biases).  Keys: ``layer, head, queries``, the two reference counts
-    ``floor_queries`` = d + 1 + d + r(2d - r) and ``dense_queries`` = d + 1 + d + d^2,
-    ``rank_found``, ``err_W``, relative errors of W, c, v, ``err_beta`` (absolute), the
-    learner's ``error_bound`` on W, ``within_bound``, ``seconds, oracle_seconds``.
-    """
-    fn = _head_learner(learner)
-    d, r = model.d, model.rank_bound
-    oracle = ValueOracle(model)
-    rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
-    kwargs = {"rank": r} if learner == "skeleton" else {}
-    rec = fn(oracle, rng=rng, bias=True, **kwargs)
-    seconds = time.perf_counter() - t0
-    s = score(rec, model.W, model.v, c=model.c, beta=model.beta)
-    return {
-        "layer": layer, "head": head, "queries": rec.queries,
-        "floor_queries": LEARNERS["skeleton"].count(d=d, r=r, rank=r, bias=True),
-        "dense_queries": LEARNERS["exact"].count(d=d, bias=True),
-        "rank_found": rec.diagnostics.get("rank_found", d),
-        "err_W": s.err_W,
-        "rel_err_W": s.rel_err_W,
-        "rel_err_c": s.err_c / max(FLOAT64.norm(model.c), 1e-300),
-        "rel_err_v": s.rel_err_v,
-        "err_beta": s.err_beta,
-        "error_bound": rec.error_bound,
-        "within_bound": None if rec.error_bound is None else s.err_W <= rec.error_bound,
-        "seconds": seconds, "oracle_seconds": oracle.seconds,
-    }
-
-
-def recover_heads(
-    heads: list[tuple[int, int, Any]], learner: str = "skeleton", seed: int = 0
-) -> list[dict[str, Any]]:
-    """:func:`recover_head` for each (layer, head, model) of ``heads``, in order."""
-    _head_learner(learner)  # refuse before the first head
-    return [recover_head(layer, head, model, learner, seed) for layer, head, model in heads]
 
 
 def markdown_table(
@@ -362,7 +309,7 @@ def _completed(
     on_queries: Callable[[int], None] | None,
 ) -> Iterator[tuple[Job, dict[str, Any]]]:
     """(job, row) as each job finishes: in this process, in order (neither ``workers`` nor
-    ``scheduler``; ``on_queries`` hears of every oracle call), or on Dask:
+    ``scheduler``; ``on_queries`` hears of every session's asks), or on Dask:
     a local cluster of ``workers`` single-threaded processes, or the existing scheduler at
     ``scheduler``."""
     if not jobs:
@@ -372,7 +319,7 @@ def _completed(
             if on_queries is None:
                 row = job.fn(**job.kwargs)
             else:
-                with listening(on_queries):
+                with Session.observe(on_queries):
                     row = job.fn(**job.kwargs)
             yield job, row
         return
@@ -412,9 +359,9 @@ def execute(
     With ``out``, each finished row is appended to that JSON-lines file as it arrives, and jobs
     already in it are not run again: they are yielded first, with ``resumed=True``, as read
     back from the file (JSON values: floats, lists, null for non-finite numbers).
-    ``on_queries`` is called with the queries of each oracle call while the jobs run in this
-    process (:func:`attnproof.oracles.listening`): a progress bar can count queries live, not
-    only when a job ends.
+    ``on_queries`` is called with the queries of each of a learner's asks while the jobs run in
+    this process (:meth:`attnproof.measure.Session.observe`): a progress bar can count queries
+    live, not only when a job ends.
 
     Raises
     ------
@@ -433,23 +380,7 @@ def execute(
             yield job, row, False
 
 
-def head_jobs(
-    heads: list[tuple[int, int, FactoredAttention]], learner: str = "skeleton", seed: int = 0,
-    source: str = "",
-) -> list[Job]:
-    """One :func:`recover_head` job per (layer, head, model) of ``heads``; ``source`` (the
-    checkpoint) goes into the keys."""
-    _head_learner(learner)
-    return [
-        Job(job_key("head", source=source, layer=layer, head=h, learner=learner, seed=seed), recover_head,
-            {"layer": layer, "head": h, "model": model, "learner": learner, "seed": seed},
-            model.d + 1 + LEARNERS["skeleton" if learner == "skeleton" else "exact"].count(
-                d=model.d, r=model.rank_bound, rank=model.rank_bound))
-        for layer, h, model in heads
-    ]
-
-
-# --- issue 13's performance ratios ----------------------------------------------------------
+# --- the performance targets: queries / floor, learner / oracle time, bits, tightness -------
 
 #: Target norms ||W*||_F of the query-count sweep.
 PERF_SCALES = tuple(10.0**e for e in range(-3, 4))
@@ -612,22 +543,6 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "tightness": tightness, "heads": heads_summary(heads) if heads else None, "cores": os.cpu_count()}
 
 
-def heads_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Over the rows of :func:`recover_head`: ``heads`` (count), ``ranks_found``,
-    ``worst_rel_err_W`` and ``worst_head`` (layer, head), ``worst_err_over_bound`` (that head's
-    error over its own bound), ``max_err_over_bound`` (over every head), ``all_within_bound``,
-    ``seconds`` (summed over the heads)."""
-    worst = max(rows, key=lambda r: r["rel_err_W"])
-    return {
-        "heads": len(rows), "ranks_found": sorted({r["rank_found"] for r in rows}),
-        "worst_rel_err_W": worst["rel_err_W"], "worst_head": [worst["layer"], worst["head"]],
-        "worst_err_over_bound": _ratio_or_none(worst["err_W"], worst["error_bound"]),
-        "max_err_over_bound": max((_ratio_or_none(r["err_W"], r["error_bound"]) or 0.0) for r in rows),
-        "all_within_bound": all(r["within_bound"] is not False for r in rows),
-        "seconds": sum(r["seconds"] for r in rows),
-    }
-
-
 def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """:func:`perf_summary` as rows ``ratio, measured, target, met`` (for :func:`markdown_table`;
     ``met`` is yes, NO, or – when not measured or no target)."""
@@ -672,8 +587,6 @@ __all__ = [
     "job_key",
     "read_results",
     "execute",
-    "recover_head",
-    "head_jobs",
     "PERF_SCALES",
     "PERF_SIZES",
     "PERF_TARGETS",
@@ -681,7 +594,6 @@ __all__ = [
     "perf_jobs",
     "perf_summary",
     "perf_table",
-    "heads_summary",
     "transformer_target",
     "run_ffn",
     "run_transformer",
@@ -690,5 +602,4 @@ __all__ = [
     "markdown_table",
     "options_of",
     "result_row",
-    "recover_heads",
 ]

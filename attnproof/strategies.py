@@ -744,7 +744,8 @@ def _orthogonal_targets(
     else:
         cuts = np.cumsum([0, *sizes])
         bases = [np.eye(d)[:, a:b] for a, b in itertools.pairwise(cuts)]
-    heads = [lift(draw(matrices(k, scale)), draw(vectors(k, scale)), E) for k, E in zip(sizes, bases)]
+    heads = [lift(draw(matrices(k, scale)), draw(vectors(k, scale)), E)
+             for k, E in zip(sizes, bases, strict=True)]
     return heads, bases
 
 

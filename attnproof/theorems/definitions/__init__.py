@@ -32,7 +32,7 @@ def qkv_merge() -> list[Pair]:
         X = symbols("X", (2, d), real=True)
         model = Attention.from_qkv(Q, K, V, w_o, arith=SYMPY)
         pairs.append(((K @ x) @ (Q @ y), x @ model.W @ y))
-        pairs.extend(zip(X @ (V.T @ w_o), X @ model.v))
+        pairs.extend(zip(X @ (V.T @ w_o), X @ model.v, strict=True))
         # the full single-head attention of Sec. 3, written with Q, K, V, w_o directly
         scores = [(K @ X[i]) @ (Q @ X[-1]) for i in range(2)]
         weights = SYMPY.softmax(np.array(scores, dtype=object))

@@ -38,7 +38,7 @@ import sympy as sp
 
 from ...arith import FLOAT64, MP, SYMPY, Arith
 from ...errors import DegenerateProbeError, InvalidInputError, ShapeError
-from ...measure import Probes, ScalePolicy, Session, balanced, random_orthogonal, value_errors
+from ...measure import BilinearSession, Probes, ScalePolicy, balanced, random_orthogonal, value_errors
 from ...models import Attention, scores
 from ...oracles import ValueOracle
 from ...prelude import prepare_probes, read_v
@@ -138,7 +138,8 @@ def learn_exact(
     (6, True)
     """
     d = oracle.d
-    session = Session(oracle, arith, policy or ScalePolicy(), max_batch_bytes)
+    session = BilinearSession(oracle, arith, policy or ScalePolicy(), max_batch_bytes,
+                              learner=LEARNERS["exact"])
     with arith.context():
         beta, v = read_v(session, bias)
         with session.timed("basis"):
@@ -164,7 +165,7 @@ def learn_exact(
             estimate = _error_estimate(probe_set, W, c, L, k, info["probes"] == "orthogonal", cond)
             session.diagnostics.update(cond_Z=cond, error_bound_c=c_error, error_estimate=estimate)
         return session.recovery(
-            "exact", W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol, bias=bias
+            W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol, bias=bias
         )
 
 
@@ -488,8 +489,8 @@ def _end_to_end(d: int, probe_matrices: list, zero: tuple[int, ...] = ()) -> lis
             raise AssertionError(f"learner used {rec.queries} queries, its registered count is {_count(d)}")
         if zero and rec.diagnostics.get("paired_rows") != len(zero):
             raise AssertionError(f"expected {len(zero)} paired probes; got {rec.diagnostics}")
-        pairs.extend(zip(rec.W.reshape(-1), W.reshape(-1)))
-        pairs.extend(zip(rec.v, v))
+        pairs.extend(zip(rec.W.reshape(-1), W.reshape(-1), strict=True))
+        pairs.extend(zip(rec.v, v, strict=True))
     return pairs
 
 
@@ -555,7 +556,8 @@ def end_to_end_bias() -> list[Pair]:
         rec = learn_exact(oracle, probes="basis", arith=SYMPY, bias=True)
         if rec.queries != _count(d, bias=True) or oracle.queries != rec.queries:
             raise AssertionError(f"learner used {rec.queries} queries, its count is {_count(d, bias=True)}")
-        pairs += list(zip(rec.W.reshape(-1), W.reshape(-1))) + list(zip(rec.c, c)) + list(zip(rec.v, v))
+        pairs += list(zip(rec.W.reshape(-1), W.reshape(-1), strict=True))
+        pairs += list(zip(rec.c, c, strict=True)) + list(zip(rec.v, v, strict=True))
         pairs.append((rec.beta, beta))
     return pairs
 
@@ -600,7 +602,7 @@ RUN_DPS = 50
 def run_high_precision() -> list[Check]:
     W0, v0, c0, beta0 = RUN_TARGET
     checks: list[Check] = []
-    for arith in (MP(RUN_DPS), FLOAT64):
+    for arith, digits in ((MP(RUN_DPS), RUN_DPS - 10), (FLOAT64, None)):  # None: within its own bound
         for probes, bias in (("gaussian", False), ("basis", False), ("gaussian", True)):
             truth = {"W": arith.asarray(W0), "v": arith.asarray(v0)}
             if bias:
@@ -609,7 +611,7 @@ def run_high_precision() -> list[Check]:
             rec = learn_exact(ValueOracle(model), probes=probes, rng=np.random.default_rng(0), arith=arith,
                               bias=bias)
             at = f"{arith.name}, {probes} probes{', bias' if bias else ''}"
-            checks += recovery_checks(at, rec, truth, arith, None if arith is FLOAT64 else RUN_DPS - 10)
+            checks += recovery_checks(at, rec, truth, arith, digits)
             reasked = rec.diagnostics["reasked_queries"]  # a saturated probe asked again at a smaller scale
             checks.append((f"{at}: queries - (count(d) + re-asked {reasked})",
                            abs(rec.queries - _count(3, bias) - reasked), 0))

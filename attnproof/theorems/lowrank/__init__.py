@@ -32,7 +32,7 @@ import sympy as sp
 from ...arith import FLOAT64, MP, SYMPY, Arith
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ...measure import (
-    Probes, Scale, ScalePolicy, Session, balanced, bilinear_values, random_orthogonal, resolution,
+    BilinearSession, Probes, Scale, ScalePolicy, balanced, bilinear_values, random_orthogonal, resolution,
     value_errors,
 )
 from ...models import Attention, scores
@@ -91,7 +91,7 @@ class Cross:
     scale: Scale | None = None
 
 
-def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_tol: float) -> Cross:
+def cross_approximation(session: BilinearSession, probes: Probes, max_rank: int, rank_tol: float) -> Cross:
     """Pivoted cross approximation of ``M = P W* Q^T``, each entry one bilinear query.
 
     Step s measures the pivot column j_s where not yet known (d - s entries), picks the row
@@ -158,7 +158,8 @@ def cross_approximation(session: Session, probes: Probes, max_rank: int, rank_to
 
 
 def _cross_error(
-    session: Session, probes: Probes, cross: Cross, W_norm: float, c_norm: float, unshorten: np.ndarray
+    session: BilinearSession, probes: Probes, cross: Cross, W_norm: float, c_norm: float,
+    unshorten: np.ndarray,
 ) -> float:
     """First-order bound on ||D^{-1} (A B - M')||_F from the measurement errors of the skeleton.
 
@@ -327,9 +328,10 @@ def learn_skeleton(
         raise InvalidInputError(f"rank must be an integer in [0, d = {d}]; got {rank!r}")
     if not (isinstance(checks, (int, np.integer)) and not isinstance(checks, bool) and 0 <= checks <= d):
         raise InvalidInputError(f"checks must be an integer in [0, d = {d}]; got {checks!r}")
-    session = Session(oracle, arith, policy or ScalePolicy(), max_batch_bytes)
+    session = BilinearSession(oracle, arith, policy or ScalePolicy(), max_batch_bytes,
+                              learner=LEARNERS["skeleton"])
     session.diagnostics.update(learner="skeleton", rank_declared=int(rank))
-    return _learn_by_crosses(session, "skeleton", int(rank), rng, int(checks), rank_tol, bias, rtol)
+    return _learn_by_crosses(session, int(rank), rng, int(checks), rank_tol, bias, rtol)
 
 
 @learner(
@@ -366,14 +368,14 @@ def learn_skeleton_adaptive(
     >>> rec.diagnostics["rank_found"], rec.queries, 8 + 3 * (2 * 8 - 3) + (8 - 3)
     (3, 52, 52)
     """
-    session = Session(oracle, arith, policy or ScalePolicy(), max_batch_bytes)
+    session = BilinearSession(oracle, arith, policy or ScalePolicy(), max_batch_bytes,
+                              learner=LEARNERS["skeleton-adaptive"])
     session.diagnostics.update(learner="skeleton-adaptive", rank_declared=None)
-    return _learn_by_crosses(session, "skeleton-adaptive", oracle.d, rng, 0, rank_tol, bias, rtol)
+    return _learn_by_crosses(session, oracle.d, rng, 0, rank_tol, bias, rtol)
 
 
 def _learn_by_crosses(
-    session: Session,
-    name: str,
+    session: BilinearSession,
     max_rank: int,
     rng: np.random.Generator,
     checks: int,
@@ -419,13 +421,13 @@ def _learn_by_crosses(
     r = session.diagnostics["rank_found"]
     session.diagnostics["seconds"] = time.perf_counter() - t0
     return session.recovery(
-        name, W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol,
+        W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol,
         r=r, rank=max_rank, bias=bias, checks=checks,
     )
 
 
 def _check_rank(
-    session: Session,
+    session: BilinearSession,
     probes: Probes,
     cross: Cross,
     W: np.ndarray,
@@ -517,7 +519,7 @@ def learn_lowrank_cvx(
         raise InvalidInputError(f"m (the number of measurements) must be an integer >= 1; got {m!r}")
     if not hasattr(rng, "standard_normal"):
         raise InvalidInputError("the nuclear-norm learner needs an explicit numpy.random.Generator (rng=...)")
-    session = Session(oracle, FLOAT64, policy or ScalePolicy())
+    session = BilinearSession(oracle, FLOAT64, policy or ScalePolicy(), learner=LEARNERS["lowrank-cvx"])
     info = session.diagnostics
     info.update(learner="lowrank-cvx", m=int(m), solver=solver)
     _, v = read_v(session)
@@ -547,7 +549,7 @@ def learn_lowrank_cvx(
     info["residual"] = float(np.max(np.abs(np.sum((A @ What) * B, axis=1) - t)))
     # No a-posteriori error bound: Thm 5.1's guarantee needs the RUB constant C, which the paper
     # leaves unspecified; the measurement residual is reported instead (no output guard here).
-    return session.recovery("lowrank-cvx", W=What, v=v, m=int(m))
+    return session.recovery(W=What, v=v, m=int(m))
 
 
 # --- The identities this room relies on: proven about the library's own model and learner code
@@ -589,7 +591,7 @@ def skeleton_reconstruction() -> list[Pair]:
     pairs: list[Pair] = []
     for d, r in ((2, 1), (3, 1), (3, 2), (4, 2)):
         M = symbols("A", (d, r), real=True) @ symbols("B", (r, d), real=True)
-        pairs.extend(zip(reconstruct(M, r, SYMPY).reshape(-1), M.reshape(-1)))
+        pairs.extend(zip(reconstruct(M, r, SYMPY).reshape(-1), M.reshape(-1), strict=True))
     dd, rr = sp.symbols("d r", positive=True)
     # cross approximation: step s measures d - s column entries and d - s - 1 row entries
     s = sp.Symbol("s", integer=True)
@@ -702,7 +704,8 @@ def skeleton_end_to_end() -> list[Pair]:
         if rec.queries != count:
             raise AssertionError(f"{at}: {rec.queries} queries, the registered count is {count}")
         for key, x in truth.items():
-            pairs.extend(zip(np.atleast_1d(getattr(rec, key)).reshape(-1), np.atleast_1d(x).reshape(-1)))
+            got, want = np.atleast_1d(getattr(rec, key)).reshape(-1), np.atleast_1d(x).reshape(-1)
+            pairs.extend(zip(got, want, strict=True))
     return pairs
 
 
@@ -724,10 +727,10 @@ RUN_DPS = 50
 )
 def run_high_precision() -> list[Check]:
     checks: list[Check] = []
-    for arith in (MP(RUN_DPS), FLOAT64):
+    for arith, digits in ((MP(RUN_DPS), RUN_DPS - 10), (FLOAT64, None)):  # None: within its own bound
         for at, rec, truth, expected in _skeleton_runs(arith):
             at = f"{arith.name}, {at}"
-            checks += recovery_checks(at, rec, truth, arith, None if arith is FLOAT64 else RUN_DPS - 10)
+            checks += recovery_checks(at, rec, truth, arith, digits)
             reasked = rec.diagnostics["reasked_queries"]  # a saturated probe asked again at a smaller scale
             checks.append(
                 (f"{at}: queries - (count + re-asked {reasked})", abs(rec.queries - expected - reasked), 0)

@@ -199,7 +199,7 @@ def check_assumptions(
         )
     if mu > 1:
         raise AssumptionError(f"mu = {mu} > 1 contradicts ||v*||_2 <= 1")
-    for name, e in zip(("eps_W", "eps_v"), eps):
+    for name, e in zip(("eps_W", "eps_v"), eps, strict=True):
         if e is not None and not 0 < e < 1:
             raise AssumptionError(f"Thm 6.1 is stated for {name} in (0, 1); got {e}")
     return W_bound, mu, eps[0], eps[1]
@@ -500,8 +500,8 @@ def learn_noisy(
             f"({floor.tau:.3g}) it is not: float64 cannot separate the support of v*"
         )
     _check_precision(design, W_bound, mu, d, tau, floor, eps_W, eps_v)
-    session = Session(oracle, FLOAT64)
-    v = np.asarray(oracle(np.eye(d)[:, None, :]), dtype=np.float64)
+    session = Session(oracle, FLOAT64, learner=LEARNERS["noisy"])
+    v = np.asarray(session.ask(np.eye(d)[:, None, :]), dtype=np.float64)
     _check_answers(v, lambda k: f"one-token query X = [e_{k}]")
     inside = (np.abs(v) > tau_e) & (np.abs(v) < mu - tau_e)
     if inside.any():
@@ -523,7 +523,7 @@ def learn_noisy(
     a, b = design.a, design.b(W_bound)
     X, scale_u = probes(nonzero, p, a, b, b * design.pair_shrink, FLOAT64)
     i, j = np.divmod(np.arange(d * d), d)
-    y = np.asarray(oracle(X), dtype=np.float64)
+    y = np.asarray(session.ask(X), dtype=np.float64)
     _check_answers(y, lambda k: f"two-token query for entry ({i[k]}, {j[k]})")
     lo, hi = design.clip, 1 - design.clip
     W, alpha = estimate(y, v, nonzero, p, scale_u, a, lambda t: np.clip(t, lo, hi), FLOAT64)
@@ -543,7 +543,7 @@ def learn_noisy(
     # the promise (eps_W, eps_v at the proven tau) was checked before any query; the bound says
     # what holds at the tau actually used (infinite for PAPER's paired rows: Erratum E1)
     return session.recovery(
-        "noisy", W=W, v=v, guard=False,
+        W=W, v=v, guard=False,
         W_error=math.inf if e1 else float(math.sqrt(d * np.sum(rows**2))), v_error=math.sqrt(d) * tau_e,
     )
 
@@ -569,7 +569,7 @@ def probes(
         X[k, 0, :] = U[r]
         X[k, 0, c] = X[k, 0, c] + a
         X[k, 1, c] = a
-    return X, scale_u if arith.exact else scale_u.astype(float)
+    return X, arith.asarray(scale_u)  # float64: plain floats; sympy: exact, as built
 
 
 def estimate(
@@ -585,9 +585,7 @@ def estimate(
     d = len(v)
     i, j = np.divmod(np.arange(d * d), d)
     denom = np.array([v[r] if nonzero[r] else v[p] for r in i], dtype=object) * scale_u[i]
-    alpha = (y - a * v[j]) / denom
-    if not arith.exact:
-        alpha = alpha.astype(float)
+    alpha = arith.asarray((y - a * v[j]) / denom)  # float64: plain floats; sympy: exact
     T = (arith.logit(clip(alpha)) / (a * scale_u[i])).reshape(d, d)  # T[i, j] = u_i^T W e_j
     W = T.copy()
     W[~nonzero] -= T[p]  # paired rows measured W_ij + W_pj
@@ -953,7 +951,7 @@ def estimator() -> list[Pair]:
         X, scale_u = probes(nonzero, p, a, b, b_pair, SYMPY)
         y = np.array([Attention(W, v, SYMPY)(x) for x in X], dtype=object)
         W_hat, _ = estimate(y, v, nonzero, p, scale_u, a, lambda t: t, SYMPY)
-        pairs.extend(zip(W_hat.reshape(-1), W.reshape(-1)))
+        pairs.extend(zip(W_hat.reshape(-1), W.reshape(-1), strict=True))
     return pairs
 
 

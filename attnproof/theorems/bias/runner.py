@@ -1,0 +1,120 @@
+"""Real heads with biases on the bench: every head of a checkpoint, recovered and scored.
+
+The room's registration with the engine (:mod:`attnproof.room`): a head of a BERT-style
+checkpoint (:mod:`attnproof.heads`) is a :class:`~attnproof.models.FactoredAttention` with score
+bias c and output offset beta; any registered learner that takes ``bias`` recovers it
+(``skeleton`` at rank = the head dimension, ``skeleton-adaptive``, ``exact``), found in the
+learner registry by that capability, not imported.  ``attnproof bench heads`` and
+``attnproof recover-model`` run these jobs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...arith import FLOAT64
+from ...errors import InvalidInputError
+from ...models import FactoredAttention
+from ...oracles import ValueOracle
+from ...proof import LEARNERS
+from ...recovery import Recovery, score
+from ...room import Job, job_key
+
+
+def _head_learner(learner: str) -> Callable[..., Recovery]:
+    """The registered learner ``learner`` if it learns heads with biases, else a typed refusal."""
+    fn = LEARNERS[learner].fn if learner in LEARNERS else None
+    if fn is None or "bias" not in inspect.signature(fn).parameters:
+        with_bias = sorted(n for n, lr in LEARNERS.items() if "bias" in inspect.signature(lr.fn).parameters)
+        raise InvalidInputError(
+            f"learner {learner!r} does not learn heads with biases: use one of {with_bias}"
+        )
+    return fn
+
+
+def recover_head(
+    layer: int, head: int, model: FactoredAttention, learner: str = "skeleton", seed: int = 0
+) -> dict[str, Any]:
+    """Recover (W, c, v, beta) of one real head with biases through a counting oracle.
+
+    ``learner``: ``skeleton`` (rank r = the head dimension), ``skeleton-adaptive`` or
+    ``exact`` (Thm 4.1 with biases).  Keys: ``layer, head, queries``, the two reference counts
+    ``floor_queries`` = d + 1 + d + r(2d - r) and ``dense_queries`` = d + 1 + d + d^2,
+    ``rank_found``, ``err_W``, relative errors of W, c, v, ``err_beta`` (absolute), the
+    learner's ``error_bound`` on W, ``within_bound``, ``seconds, oracle_seconds``.
+    """
+    fn = _head_learner(learner)
+    d, r = model.d, model.rank_bound
+    oracle = ValueOracle(model)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    kwargs = {"rank": r} if learner == "skeleton" else {}
+    rec = fn(oracle, rng=rng, bias=True, **kwargs)
+    seconds = time.perf_counter() - t0
+    s = score(rec, model.W, model.v, c=model.c, beta=model.beta)
+    return {
+        "layer": layer, "head": head, "queries": rec.queries,
+        "floor_queries": LEARNERS["skeleton"].count(d=d, r=r, rank=r, bias=True),
+        "dense_queries": LEARNERS["exact"].count(d=d, bias=True),
+        "rank_found": rec.diagnostics.get("rank_found", d),
+        "err_W": s.err_W,
+        "rel_err_W": s.rel_err_W,
+        "rel_err_c": s.err_c / max(FLOAT64.norm(model.c), 1e-300),
+        "rel_err_v": s.rel_err_v,
+        "err_beta": s.err_beta,
+        "error_bound": rec.error_bound,
+        "within_bound": None if rec.error_bound is None else s.err_W <= rec.error_bound,
+        "seconds": seconds, "oracle_seconds": oracle.seconds,
+    }
+
+
+def recover_heads(
+    heads: list[tuple[int, int, Any]], learner: str = "skeleton", seed: int = 0
+) -> list[dict[str, Any]]:
+    """:func:`recover_head` for each (layer, head, model) of ``heads``, in order."""
+    _head_learner(learner)  # refuse before the first head
+    return [recover_head(layer, head, model, learner, seed) for layer, head, model in heads]
+
+
+def head_jobs(
+    heads: list[tuple[int, int, FactoredAttention]], learner: str = "skeleton", seed: int = 0,
+    source: str = "",
+) -> list[Job]:
+    """One :func:`recover_head` job per (layer, head, model) of ``heads``; ``source`` (the
+    checkpoint) goes into the keys."""
+    _head_learner(learner)
+    return [
+        Job(job_key("head", source=source, layer=layer, head=h, learner=learner, seed=seed), recover_head,
+            {"layer": layer, "head": h, "model": model, "learner": learner, "seed": seed},
+            model.d + 1 + LEARNERS["skeleton" if learner == "skeleton" else "exact"].count(
+                d=model.d, r=model.rank_bound, rank=model.rank_bound))
+        for layer, h, model in heads
+    ]
+
+
+def heads_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the rows of :func:`recover_head`: ``heads`` (count), ``ranks_found``,
+    ``worst_rel_err_W`` and ``worst_head`` (layer, head), ``worst_err_over_bound`` (that head's
+    error over its own bound), ``max_err_over_bound`` (over every head), ``all_within_bound``,
+    ``seconds`` (summed over the heads)."""
+    worst = max(rows, key=lambda r: r["rel_err_W"])
+    return {
+        "heads": len(rows), "ranks_found": sorted({r["rank_found"] for r in rows}),
+        "worst_rel_err_W": worst["rel_err_W"], "worst_head": [worst["layer"], worst["head"]],
+        "worst_err_over_bound": _ratio(worst["err_W"], worst["error_bound"]),
+        "max_err_over_bound": max((_ratio(r["err_W"], r["error_bound"]) or 0.0) for r in rows),
+        "all_within_bound": all(r["within_bound"] is not False for r in rows),
+        "seconds": sum(r["seconds"] for r in rows),
+    }
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    return None if a is None or b is None or not b else float(a) / float(b)
+
+
+__all__ = ["recover_head", "recover_heads", "head_jobs", "heads_summary"]
