@@ -9,11 +9,11 @@ they learn (:mod:`attnproof.models`) and the oracles they ask (:mod:`attnproof.o
 
 from .arith import FLOAT64, MP, SYMPY, Arith
 from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
-from .oracles import ApproxOracle, MembershipOracle, ValueOracle
+from .oracles import ApproxOracle, ValueOracle
 from .recovery import Recovery, score
 from .theorems.exact import learn_exact
 from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
-from .theorems.membership import learn_membership, learn_membership_rotated
+from .theorems.membership import MembershipOracle, learn_membership, learn_membership_rotated
 from .theorems.multihead import learn_multihead_sbd, learn_orthogonal_heads
 from .theorems.noisy import learn_noisy
 from .theorems.transformer import learn_ffn, learn_transformer

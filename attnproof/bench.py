@@ -25,33 +25,20 @@ from typing import Any
 import numpy as np
 
 from . import room
-from .arith import FLOAT64, Arith, parse
+from .arith import Arith, parse
 from .errors import AttnproofError, InvalidInputError
 from .heads import minilm_heads
-from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
+from .models import Attention, FactoredAttention, OneLayerTransformer, ReluFFN
 from .measure import Session
-from .oracles import ApproxOracle, MembershipOracle, ValueOracle
+from .oracles import ValueOracle
 from .verify.registry import LEARNERS
-from .recovery import Recovery, score, score_heads
+from .recovery import Recovery, score
 from .room import Job, job_key, result_row
 from .theorems.exact import learn_exact
 from .theorems.exact.runner import random_target
 from .theorems.lowrank import learn_skeleton
 from .theorems.bias.runner import head_jobs, heads_summary
 from .theorems.lowrank.runner import low_rank_target
-from .theorems.membership import information_floor, learn_membership, learn_membership_rotated
-from .theorems.multihead import (
-    cayley_bases,
-    fd_hessian,
-    fd_queries,
-    learn_multihead_sbd,
-    learn_orthogonal_heads,
-    min_hessians,
-    probe_hessian,
-    sbd_commutant,
-    sbd_random_combination,
-    subspace_error,
-)
 from .theorems.transformer import learn_ffn, learn_transformer
 
 
@@ -81,98 +68,10 @@ def markdown_table(
     return "\n".join(lines)
 
 
-def membership_target(
-    d: int, rng: np.random.Generator, W_bound: float, mu: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """A target meeting Thm B.1's assumptions: ||W*||_F = 0.9 W and a unit v* with every |v*_i| >= mu
-    (|v*_i|^2 = mu^2 + a random share of the spare mass 1 - d mu^2, random signs)."""
-    if not 0 < mu <= 1 / np.sqrt(d):
-        raise InvalidInputError(f"mu must be in (0, 1/sqrt(d)] for a unit v with every |v_i| >= mu; got {mu}")
-    W = rng.standard_normal((d, d))
-    shares = rng.dirichlet(np.ones(d))
-    v = rng.choice([-1.0, 1.0], d) * np.sqrt(mu**2 + shares * (1 - d * mu**2))
-    return W * 0.9 * W_bound / np.linalg.norm(W), v / np.linalg.norm(v)
-
-
-def run_membership(
-    d: int,
-    method: str = "bisect",
-    arith: str | Arith = "float64",
-    seed: int = 0,
-    W_bound: float = 4.0,
-    mu: float | None = None,
-    eps_W: float = 1e-3,
-    delta: float = 0.01,
-    **opts: Any,
-) -> dict[str, Any]:
-    """Recover a Thm B.1 target through a counting MembershipOracle and score it.
-
-    ``mu`` defaults to ``1 / (2 sqrt(d))`` (any unit v* with every |v*_i| >= mu exists up to
-    1 / sqrt(d)).  ``opts`` go to :func:`~attnproof.theorems.membership.learn_membership`
-    (``samples`` for ``paper``).  :func:`result_row`'s keys (``err_v`` against the unit v*:
-    only the direction is identifiable from signs), plus ``method, floor_queries, err_v_inf,
-    eps_W, eps_v, W_bound, mu, delta, guarantee_met``.
-    """
-    arith = parse(arith)
-    mu = 1 / (2 * math.sqrt(d)) if mu is None else mu
-    rng = np.random.default_rng(seed)
-    W, v = membership_target(d, rng, W_bound, mu)
-    model = Attention(W, v, arith)
-    oracle = MembershipOracle(model)
-    opts = {k: x for k, x in opts.items() if x is not None}
-    t0 = time.perf_counter()
-    rec = learn_membership(oracle, W_bound=W_bound, mu=mu, eps_W=eps_W, delta=delta, method=method,
-                           rng=rng, arith=arith, **opts)
-    seconds = time.perf_counter() - t0
-    with arith.context():  # the float64 v* is unit only to rounding: score against its exact direction
-        unit = model.v / arith.sqrt(model.v @ model.v)
-        err_inf = max(abs(x - y) for x, y in zip(rec.v, unit))
-    row = result_row("membership", d, seed, rec, oracle, seconds, model.W, unit, method=method,
-                     floor_queries=information_floor(d, W_bound, eps_W))
-    diag = rec.diagnostics
-    row.update(
-        err_v_inf=float(err_inf), eps_W=eps_W, eps_v=diag["eps_v"], W_bound=W_bound, mu=mu, delta=delta,
-        guarantee_met=row["err_W"] <= eps_W and float(err_inf) <= diag["eps_v"] and diag["guarantee_met"],
-    )
-    return row
-
-
-def run_membership_rotated(
-    d: int, arith: str | Arith = "mp:50", seed: int = 0, W_bound: float = 4.0, eps_W: float = 1e-3,
-    delta_rot: float = 0.05,
-) -> dict[str, Any]:
-    """Thm B.1 without the margin (rotated tokens) on a target whose v* has zero entries: the
-    first half of v*'s coordinates are 0, which the paper's learner cannot handle.  Keys as
-    :func:`run_membership` (no ``method``)."""
-    arith = parse(arith)
-    rng = np.random.default_rng(seed)
-    W, v = membership_target(d, rng, W_bound, 1 / math.sqrt(d))
-    v[: d // 2] = 0.0
-    model = Attention(W, v / np.linalg.norm(v), arith)
-    oracle = MembershipOracle(model)
-    t0 = time.perf_counter()
-    rec = learn_membership_rotated(oracle, W_bound=W_bound, eps_W=eps_W, delta_rot=delta_rot, rng=rng,
-                                   arith=arith)
-    seconds = time.perf_counter() - t0
-    with arith.context():
-        unit = model.v / arith.sqrt(model.v @ model.v)
-    row = result_row("membership-rotated", d, seed, rec, oracle, seconds, model.W, unit, eps_W=eps_W)
-    row["guarantee_met"] = row["err_W"] <= eps_W and bool(rec.diagnostics["guarantee_met"])
-    return row
-
-
 #: learner name -> runner(d, arith, seed, **options) for the learners whose rooms do not yet
 #: register a runner in :data:`attnproof.room.RUNNERS` (a test checks that the two tables
 #: together are exactly :data:`attnproof.verify.registry.LEARNERS`).
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
-    "membership": lambda d, arith, seed, method="bisect", W_bound=4.0, mu=None, eps_W=1e-3, delta=0.01,
-    samples=None: run_membership(d, method, arith, seed, W_bound, mu, eps_W, delta, samples=samples),
-    "membership-rotated": lambda d, arith, seed, W_bound=4.0, eps_W=1e-3,
-    delta_rot=0.05: run_membership_rotated(d, arith, seed, W_bound, eps_W, delta_rot),
-    "orthogonal-heads": lambda d, arith, seed, H=2, checks=3: run_orthogonal_heads(
-        d, H, arith, seed, checks=checks),
-    "multihead-sbd": lambda d, arith, seed, H=2, hessians=None, tau=None, checks=3: run_multihead_sbd(
-        d, H, arith, seed, hessians, tau, checks),
     "transformer": lambda d, arith, seed, m=None, route=None: run_transformer(
         d, 2 * d if m is None else m, arith, seed, **({} if route is None else {"route": route})),
     "ffn": lambda d, arith, seed, m=None: run_ffn(d, 2 * d if m is None else m, arith, seed),
@@ -232,219 +131,6 @@ def _room_runners() -> list[Any]:
     """The rooms' ``runner`` modules (registered on import of :mod:`attnproof.theorems`)."""
     return [m for n, m in sorted(sys.modules.items())
             if n.startswith("attnproof.theorems.") and n.endswith(".runner")]
-
-# --- multi-head attention (Sec. 7, App. C) --------------------------------------------------
-
-
-def orthogonal_heads_target(
-    d: int, H: int, rng: np.random.Generator, arith: Arith = FLOAT64
-) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
-    """A generic Assumption C.1 target: H equal subspaces of a random rotation (Cayley
-    transform, orthogonal to the arithmetic's precision), ``W~ ~ N(0, 1/d_h)``, ``v~ ~ N(0, I)``."""
-
-    if H < 1 or d % H:
-        raise InvalidInputError(f"H must divide d; got d = {d}, H = {H}")
-    dh = d // H
-    bases = cayley_bases([dh] * H, rng.standard_normal((d, d)), arith)
-    with arith.context():
-        heads = [
-            (
-                E @ arith.asarray(rng.standard_normal((dh, dh)) / np.sqrt(dh)) @ E.T,
-                E @ arith.asarray(rng.standard_normal(dh)),
-            )
-            for E in bases
-        ]
-    return heads, bases
-
-
-def _multihead_result(
-    rec: Any, heads: list, arith: Arith, seconds: float, oracle: ValueOracle
-) -> dict[str, Any]:
-
-    s = score_heads(rec, heads, arith)
-    bound = rec.diagnostics.get("error_bound")
-    return {
-        "queries": rec.queries,
-        "queries_formula": rec.diagnostics.get("queries_formula"),
-        "error_bound": bound,
-        "within_bound": None if bound is None else s["err_W"] <= bound,
-        "err_W": s["err_W"],
-        "err_v": s["err_v"],
-        "max_entry_err": s["max_entry_err"],
-        "bits": s["bits"],
-        "exact": s["exact"],
-        "seconds": seconds,
-        "oracle_seconds": oracle.seconds,
-        "learner_seconds": seconds - oracle.seconds,
-        "diagnostics": rec.diagnostics,
-    }
-
-
-def run_orthogonal_heads(
-    d: int, H: int, arith: str | Arith = "float64", seed: int = 0, **opts: Any
-) -> dict[str, Any]:
-    """Recover a random C.1 target with :func:`learn_orthogonal_heads` (Prop. C.2), bases known.
-
-    ``opts`` go to the learner (``probes``, ``checks``, ``tol``).  Keys: ``d, H, learner, arith,
-    seed, queries, expected_queries`` (the registry's formula ``sum_h (d_h + d_h^2) + checks``),
-    ``err_W, err_v, max_entry_err, bits, exact, error_bound, seconds, oracle_seconds``.
-    """
-
-    arith = parse(arith)
-    rng = np.random.default_rng(seed)
-    heads, bases = orthogonal_heads_target(d, H, rng, arith)
-    oracle = ValueOracle(MultiHeadAttention(heads, arith))
-    t0 = time.perf_counter()
-    rec = learn_orthogonal_heads(oracle, bases, arith=arith, rng=rng, **opts)
-    seconds = time.perf_counter() - t0
-    checks = opts.get("checks", 3)
-    result: dict[str, Any] = {
-        "d": d,
-        "H": H,
-        "learner": "orthogonal-heads",
-        "arith": arith.name,
-        "seed": seed,
-        "expected_queries": LEARNERS["orthogonal-heads"].count(d=d, H=H, checks=checks),
-    }
-    result.update(_multihead_result(rec, heads, arith, seconds, oracle))
-    result["error_bound"] = rec.diagnostics.get("error_bound")
-    return result
-
-
-def multihead_sbd_table(
-    shapes: tuple[tuple[int, int], ...] = ((2, 2), (3, 2), (2, 3), (3, 3), (2, 4), (3, 4), (2, 5), (2, 6)),
-    seeds: range = range(5),
-    source: str = "exact",
-    tol: float = 1e-6,
-) -> list[dict[str, Any]]:
-    """The Hessian / SBD experiment: for each (H, d_h) and K = 1 .. d_h + 1 Hessians of App. C's F
-    at z = 0 (q = e_1 .. e_K), how often each SBD method returns the head subspaces.
-
-    ``source``: ``exact`` (closed form, float64), ``fd`` (finite differences of value queries,
-    float64, step 2^-13) or ``mp:DIGITS`` (finite differences in mpmath).  A method succeeds
-    when the largest sin(angle) between a true subspace and its block is below ``tol``.
-
-    Returns one row per (H, d_h, K): ``H, d_h, d, K, commutant`` / ``random_combination``
-    (success rates), ``commutant_blocks`` / ``random_blocks`` (block sizes of the first seed),
-    ``hessian_error`` (max entry error of the Hessians against the closed form) and
-    ``hessian_queries`` (value queries per Hessian, 0 for ``exact``).
-    """
-
-    arith = FLOAT64 if source in ("exact", "fd") else parse(source)
-    rows = []
-    for H, dh in shapes:
-        d = H * dh
-        for K in range(1, dh + 2):
-            ok_c = ok_r = 0
-            blocks_c = blocks_r = None
-            herr = 0.0
-            for seed in seeds:
-                rng = np.random.default_rng(seed)
-                heads, bases = orthogonal_heads_target(d, H, rng, arith)
-                I, zero = arith.eye(d), arith.zeros(d)
-                exact = [probe_hessian(heads, I[j], zero, arith) for j in range(K)]
-                if source == "exact":
-                    As = exact
-                else:
-                    oracle = ValueOracle(MultiHeadAttention(heads, arith))
-                    step = 2.0 ** round(np.log2(arith.eps) / 4)
-                    As = [fd_hessian(oracle, I[j], zero, step, arith) for j in range(K)]
-                    with arith.context():
-                        herr = max(herr, max(arith.abs_max(A - B) for A, B in zip(As, exact)))
-                null_tol = None if source == "exact" else arith.eps**0.25
-                found, info = sbd_commutant(As, rng, arith, null_tol=null_tol)
-                ok_c += subspace_error(found, bases, arith) < tol
-                naive, ninfo = sbd_random_combination(
-                    [arith.to_float(A) for A in As], rng, tol=1e-8 if source == "exact" else 1e-4
-                )
-                ok_r += subspace_error(naive, bases) < tol
-                if blocks_c is None:
-                    blocks_c, blocks_r = info["block_sizes"], ninfo["block_sizes"]
-            n = len(seeds)
-            rows.append(
-                {
-                    "H": H,
-                    "d_h": dh,
-                    "d": d,
-                    "K": K,
-                    "commutant": ok_c / n,
-                    "random_combination": ok_r / n,
-                    "commutant_blocks": sorted(blocks_c),
-                    "random_blocks": blocks_r,
-                    "hessian_error": herr,
-                    "hessian_queries": 0 if source == "exact" else fd_queries(d),
-                }
-            )
-    return rows
-
-
-def minimal_hessians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """From :func:`multihead_sbd_table`: per (H, d_h), the least K at which the commutant method
-    succeeded on every seed (and stays successful for larger K in the table), against the
-    necessity bound max(2, d_h - 1) (1 when d_h = 1)."""
-
-    out = []
-    for H, dh in sorted({(r["H"], r["d_h"]) for r in rows}):
-        ks = sorted((r["K"], r["commutant"]) for r in rows if (r["H"], r["d_h"]) == (H, dh))
-        good = [k for k, rate in ks if rate == 1 and all(rr == 1 for kk, rr in ks if kk >= k)]
-        out.append(
-            {"H": H, "d_h": dh, "minimal_K": min(good) if good else None, "lower_bound": min_hessians(dh)}
-        )
-    return out
-
-
-def run_multihead_sbd(
-    d: int,
-    H: int,
-    arith: str | Arith = "float64",
-    seed: int = 0,
-    hessians: int | None = None,
-    tau: float | None = None,
-    checks: int = 3,
-) -> dict[str, Any]:
-    """End to end without the subspaces: finite-difference Hessians -> commutant SBD -> Prop. C.2.
-
-    ``hessians`` defaults to max(2, d_h - 1) (1 when d_h = 1); ``tau`` (float64 only) answers
-    through an :class:`ApproxOracle` with the ``random`` adversary (noise uniform in
-    [-tau, tau]).  Keys: as :func:`run_orthogonal_heads`, plus ``hessians, tau,
-    hessian_queries, heads_queries, subspace_error, sbd_residual, commutant_dim,
-    check_residual``; ``err_W`` is inf when the blocks found do not match the heads.
-    """
-
-    arith = parse(arith)
-    rng = np.random.default_rng(seed)
-    heads, bases = orthogonal_heads_target(d, H, rng, arith)
-    dh = d // H
-    K = hessians if hessians is not None else min_hessians(dh)
-    model = MultiHeadAttention(heads, arith)
-    oracle = (
-        ValueOracle(model) if tau is None else ApproxOracle(model, tau=tau, adversary="random", seed=seed)
-    )
-    t0 = time.perf_counter()
-    rec = learn_multihead_sbd(oracle, hessians=K, rng=rng, arith=arith, checks=checks, noise=tau or 0.0)
-    seconds = time.perf_counter() - t0
-    result: dict[str, Any] = {
-        "d": d,
-        "H": H,
-        "learner": "multihead-sbd",
-        "arith": arith.name,
-        "seed": seed,
-        "hessians": K,
-        "tau": tau,
-        "expected_queries": LEARNERS["multihead-sbd"].count(d=d, H=H, K=K, checks=checks),
-    }
-    result.update(_multihead_result(rec, heads, arith, seconds, oracle))
-    info = rec.diagnostics
-    result.update(
-        hessian_queries=info["hessian_queries"],
-        heads_queries=info["heads_queries"],
-        subspace_error=subspace_error(list(rec.bases), bases, arith),
-        sbd_residual=info["sbd_residual"],
-        commutant_dim=info["sbd"]["commutant_dim"],
-        check_residual=float(info.get("check_residual", 0.0)),
-    )
-    return result
-
 
 def transformer_target(
     d: int, m: int, rng: np.random.Generator, even: bool = False
@@ -911,17 +597,9 @@ __all__ = [
     "transformer_target",
     "run_ffn",
     "run_transformer",
-    "membership_target",
-    "run_membership",
-    "run_membership_rotated",
     "RUNNERS",
     "run",
     "markdown_table",
     "options_of",
     "result_row",
-    "orthogonal_heads_target",
-    "run_orthogonal_heads",
-    "multihead_sbd_table",
-    "minimal_hessians",
-    "run_multihead_sbd",
 ]

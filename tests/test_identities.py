@@ -131,16 +131,16 @@ def test_rotated_membership_mutant_fails_verify(monkeypatch):
 
 def test_sbd_finite_difference_mutant_fails_verify(monkeypatch):
     """fd_hessian's mixed differences divided by 2 h^2 instead of 4 h^2 (off-diagonal entries doubled)."""
-    from attnproof.theorems import multihead
+    from attnproof.theorems.multihead import sbd
 
-    original = multihead.fd_hessian
+    original = sbd.fd_hessian
 
     def mutant(*args):
         Hs = original(*args)
         return 2 * Hs - np.diag(np.diag(Hs))
 
     assert _failing(["sec7/run-sbd"]) == set()
-    monkeypatch.setattr(multihead, "fd_hessian", mutant)
+    monkeypatch.setattr(sbd, "fd_hessian", mutant)
     assert _failing(["sec7/run-sbd"]) == {"sec7/run-sbd"}
 
 

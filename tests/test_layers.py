@@ -190,11 +190,9 @@ ALLOWED_ARITH_BRANCHES = {
     # the rooms and the levels they brought branches into (issue 19: to be driven to 0)
     "models": 5,
     "oracles": 2,
-    "theorems.exact": 2,
-    "theorems.lowrank": 2,
-    "theorems.membership": 13,
-    "theorems.multihead": 8,
-    "theorems.noisy": 2,
+    "theorems.exact": 1,
+    "theorems.lowrank": 1,
+    "theorems.multihead": 1,
     "theorems.transformer": 25,
 }
 

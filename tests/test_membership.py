@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import doctest
+import importlib
 import math
+import pkgutil
 
 import numpy as np
 import pytest
@@ -19,15 +21,23 @@ from attnproof.errors import (
     PrecisionLossError,
     QueryBudgetExceeded,
 )
+from attnproof.measure import Session
 from attnproof.models import Attention
-from attnproof.oracles import MembershipOracle
+from attnproof.bench import run
 from attnproof.verify.certificate import verify_all
-from attnproof.verify.registry import REGISTRY
+from attnproof.verify.registry import LEARNERS, REGISTRY
 from attnproof.theorems import membership
 from attnproof.theorems.membership import (
-    _bisect,
+    DELTA,
+    DELTA_ROT,
+    EPS_W,
+    METHOD,
+    METHODS,
+    W_BOUND,
+    MembershipOracle,
     check_assumptions,
     check_target,
+    default_mu,
     hoeffding_radius,
     hoeffding_samples,
     information_floor,
@@ -40,6 +50,8 @@ from attnproof.theorems.membership import (
     sphere_constant,
     step_counts,
 )
+from attnproof.theorems.membership.learners import _bisect
+from attnproof.theorems.membership.runner import MembershipOptions, RotatedOptions
 
 #: eps_W near 1 and small ones explicitly; float64 refuses (before any query) what it cannot resolve.
 epsilons = st.one_of(st.sampled_from([0.999, 0.5, 0.1, 1e-2, 1e-3]), st.floats(1e-4, 0.999))
@@ -217,7 +229,8 @@ def test_every_bisection_stops_at_the_floor(width, steps):
     oracle = MembershipOracle(Attention(np.eye(1), np.ones(1)))
     lo, hi = np.array([1.0]), np.array([1.0 + width])
     try:
-        lo, hi = _bisect(oracle, lo, hi, lambda t: t[:, None, None] - 1.5, np.int8(0), steps, FLOAT64)
+        lo, hi = _bisect(Session(oracle, FLOAT64), lo, hi, lambda t: t[:, None, None] - 1.5, np.int8(0),
+                         steps)
     except PrecisionLossError:
         assert oracle.queries < 1100 + 64
     else:
@@ -397,4 +410,21 @@ def test_rotated_learner_needs_no_margin(target, seed):
 
 
 def test_docstring_examples():
-    assert doctest.testmod(membership, verbose=False).failed == 0
+    """Every module of the room (the learners' examples live in ``membership.learners``)."""
+    results = [doctest.testmod(importlib.import_module(f"{membership.__name__}.{m.name}"), verbose=False)
+               for m in pkgutil.iter_modules(membership.__path__)]
+    assert sum(r.failed for r in results) == 0 and sum(r.attempted for r in results) > 0
+
+
+def test_the_defaults_are_declared_once():
+    """One declaration of the defaults (issue 19): the registered counts, the bench's options and
+    the runners agree, so the count the CLI shows for a default run is the run's own count (the
+    count's mu was 0.1 and the bench's 1/(2 sqrt d); the rotated bench's delta_rot 0.05 and the
+    learner's 0.01)."""
+    for name, arith in (("membership", "float64"), ("membership-rotated", "mp:40")):
+        r = run(name, 3, arith, 0, eps_W=1e-2)
+        assert r["queries"] == r["queries_formula"] == LEARNERS[name].count(d=3, eps_W=1e-2)
+    assert r["diagnostics"]["delta_rot"] == DELTA_ROT == RotatedOptions().delta_rot
+    choices = {f.name: (f.default, opt.choices) for f, _, opt in MembershipOptions.fields()}
+    assert choices["method"] == (METHOD, METHODS) and choices["W_bound"][0] == W_BOUND
+    assert LEARNERS["membership"].count(d=7) == query_count(7, METHOD, W_BOUND, default_mu(7), EPS_W, DELTA)

@@ -18,11 +18,13 @@ from attnproof.errors import (
     QueryBudgetExceeded,
     ShapeError,
 )
+from attnproof.bench import run
 from attnproof.models import MultiHeadAttention, scores
-from attnproof.oracles import ReducedOracle, ValueOracle
+from attnproof.oracles import ValueOracle
 from attnproof.recovery import score_heads
 from attnproof.verify.registry import LEARNERS
 from attnproof.theorems.multihead import (
+    ReducedOracle,
     cayley_bases,
     fd_hessian,
     fd_queries,
@@ -376,3 +378,12 @@ def test_sbd_end_to_end_float64_and_mpmath():
     assert score_heads(rec, heads, ar)["err_W"] < 1e-16
     with pytest.raises(InvalidInputError):
         learn_multihead_sbd(oracle, hessians=0, rng=rng)
+
+
+@pytest.mark.parametrize("learner", ["orthogonal-heads", "multihead-sbd"])
+def test_the_defaults_are_declared_once(learner):
+    """One declaration of the defaults (issue 19): a default bench run asks exactly the registered
+    count at its defaults (H, checks, K), which is what the CLI's progress bar expects."""
+    r = run(learner, 4, "float64", 0)
+    assert r["queries"] - r["diagnostics"]["reasked_queries"] == r["queries_formula"]
+    assert r["queries_formula"] == r["expected_queries"] == LEARNERS[learner].count(d=4)

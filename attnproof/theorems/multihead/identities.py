@@ -1,0 +1,448 @@
+"""The identities and runs of Sec. 7 and App. C: each runs the room's own code in sympy, or
+end to end in mpmath and float64 (the runs)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from ...arith import FLOAT64, MP, SYMPY, Arith
+from ...models import Attention, MultiHeadAttention
+from ...oracles import ValueOracle
+from ...verify.checkers import expand_matrix
+from ...verify.formulas import paper_head, recovery_checks, symbols
+from ...verify.registry import LEARNERS, RunCheck as Check, Pair, identity, run_check as run
+from ...recovery import Recovery
+from .maps import flip_heads, lift, reduced_parameters
+from .oracle import ReducedOracle
+from .orthogonal import learn_orthogonal_heads
+from .sbd import hessian_probe, learn_multihead_sbd, min_hessians, probe_hessian
+
+
+def _sym_heads(d: int, H: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """H heads with fully symbolic (W^(h), v^(h))."""
+    return [
+        (symbols(f"W{h + 1}", (d, d), real=True), symbols(f"v{h + 1}", (d,), real=True)) for h in range(H)
+    ]
+
+
+def _mha(heads: list[tuple[Any, Any]], X: np.ndarray) -> sp.Expr:
+    return MultiHeadAttention(heads, SYMPY)(X)
+
+
+@identity(
+    id="prop7.1/multihead-collapse",
+    paper="Prop. 7.1",
+    statement=r"W^{(h)} = A,\ v^{(h)} = \lambda_h b,\ \textstyle\sum_h \lambda_h = 1 \Rightarrow "
+    r"\sum_{h=1}^H \alpha(X, W^{(h)})^\top X v^{(h)} = \alpha(X, A)^\top X b"
+    r"\ \text{for every such}\ \lambda",
+    assumptions="A real d x d, b real d-vector, X real N x d, lambda_1..lambda_{H-1} real symbols "
+    "and lambda_H = 1 - sum of the others (the identity holds for every real lambda on the "
+    "hyperplane, the paper's simplex included); left: the library's MultiHeadAttention; right: "
+    "the single head written from Sec. 3 (proof.paper_head), not the library's model; "
+    "(d, N, H) in {(2, 2, 2), (2, 2, 3), (2, 3, 2), (3, 2, 2)}",
+    scope="listed sizes: (d, N, H) = (2, 2, 2), (2, 2, 3), (2, 3, 2), (3, 2, 2)",
+)
+def multihead_collapse() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d, N, H in ((2, 2, 2), (2, 2, 3), (2, 3, 2), (3, 2, 2)):
+        A, b, X = (
+            symbols("A", (d, d), real=True),
+            symbols("b", (d,), real=True),
+            symbols("X", (N, d), real=True),
+        )
+        lam = list(sp.symbols(f"lambda_1:{H}", real=True))
+        lam.append(1 - sum(lam))
+        heads = [(A, l * b) for l in lam]
+        pairs.append((MultiHeadAttention(heads, SYMPY)(X), paper_head(A, b, X)))
+    return pairs
+
+
+@identity(
+    id="prop7.1/collapse-all-d",
+    paper="Prop. 7.1",
+    statement=r"\forall d, N, H:\ \alpha^\top X (\lambda b) + \alpha^\top X (\mu b) = "
+    r"\alpha^\top X ((\lambda + \mu) b)\ \text{(two heads with the same } W = A \text{ merge), so by "
+    r"induction on } H\ \sum_{h=1}^H \alpha(X, A)^\top X (\lambda_h b) = "
+    r"\alpha(X, A)^\top X \big(\textstyle\sum_h \lambda_h\big) b = \alpha(X, A)^\top X b",
+    simplifier=expand_matrix,
+    assumptions="alpha = alpha(X, A) an N x 1, X an N x d, b a d x 1 MatrixSymbol of symbolic sizes; "
+    "lambda, mu real (every head shares alpha, since it shares W = A); H - 1 merges of the induction, "
+    "then sum_h lambda_h = 1; the library's model at listed (d, N, H): prop7.1/multihead-collapse",
+    scope="all d (and every N, H: MatrixSymbol algebra and induction on H)",
+)
+def collapse_all_d() -> list[Pair]:
+    d, N = sp.symbols("d N", integer=True, positive=True)
+    alpha, X, b = sp.MatrixSymbol("alpha", N, 1), sp.MatrixSymbol("X", N, d), sp.MatrixSymbol("b", d, 1)
+    lam, mu = sp.symbols("lambda mu", real=True)
+    return [(alpha.T * X * (lam * b) + alpha.T * X * (mu * b), alpha.T * X * ((lam + mu) * b))]
+
+
+@identity(
+    id="prop7.1/symmetries",
+    scope="listed sizes: d = 2, N = 3, H <= 3",
+    paper="Prop. 7.1 (beyond the paper: the other exact symmetries)",
+    statement=r"f^H \text{ is unchanged by } (\mathrm{i})\ \text{permuting heads},\ "
+    r"(\mathrm{ii})\ (W, v) \to (W, a v), (W, (1 - a) v)\ "
+    r"(a \in \mathbb{R};\ \text{read backwards: merging}),\ "
+    r"(\mathrm{iii})\ \text{adding a head } (W', 0)\ \text{with any } W'",
+    assumptions="all W, W', v, X, a real symbols; d = 2, N = 3, H = 3 for (i), 1 -> 2 for (ii), "
+    "1 -> 2 for (iii)",
+)
+def multihead_symmetries() -> list[Pair]:
+    d, N = 2, 3
+    X = symbols("X", (N, d), real=True)
+    (W1, v1), (W2, v2), (W3, v3) = _sym_heads(d, 3)
+    a = sp.Symbol("a", real=True)
+    zero = np.array([sp.Integer(0)] * d, dtype=object)
+    return [
+        (_mha([(W1, v1), (W2, v2), (W3, v3)], X), _mha([(W3, v3), (W1, v1), (W2, v2)], X)),
+        (_mha([(W1, v1)], X), _mha([(W1, a * v1), (W1, (1 - a) * v1)], X)),
+        (_mha([(W1, v1)], X), _mha([(W1, v1), (W2, zero)], X)),
+    ]
+
+
+def _phi(t: sp.Expr) -> sp.Expr:
+    """phi = sigma - 1/2, the odd part of the sigmoid."""
+    return 1 / (1 + sp.exp(-t)) - sp.Rational(1, 2)
+
+
+@identity(
+    id="sec7/short-input-decomposition",
+    scope="listed sizes: H = 2, d = 1..3",
+    paper="Sec. 7 (new: what inputs of length <= 2 see)",
+    statement=r"f^H([x^\top]) = x^\top \textstyle\sum_h v^{(h)},\quad "
+    r"f^H\!\left(\begin{bmatrix}x_1^\top \\ x_2^\top\end{bmatrix}\right) = "
+    r"\tfrac12 (x_1 + x_2)^\top \textstyle\sum_h v^{(h)} \\ "
+    r"+ \textstyle\sum_h \phi\big((x_1 - x_2)^\top W^{(h)} x_2\big)\,(x_1 - x_2)^\top v^{(h)},"
+    r"\quad \phi = \sigma - \tfrac12 \text{ odd}",
+    uses=("thm4.1/softmax-to-sigmoid",),
+    assumptions="W^(h) real d x d, v^(h), x, x_1, x_2 real d-vectors; H = 2, d = 1..3",
+)
+def short_input_decomposition() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d in range(1, 4):
+        heads = _sym_heads(d, 2)
+        x1, x2 = symbols("x1", (d,), real=True), symbols("x2", (d,), real=True)
+        vsum = sum((v for _, v in heads), np.zeros(d, dtype=int))
+        pairs.append((_mha(heads, x1[None, :]), x1 @ vsum))
+        rhs = (x1 + x2) @ vsum / 2 + sum(_phi((x1 - x2) @ W @ x2) * ((x1 - x2) @ v) for W, v in heads)
+        pairs.append((_mha(heads, np.array([x1, x2])), rhs))
+    return pairs
+
+
+@identity(
+    id="sec7/short-input-flip",
+    scope="listed sizes: d = 2, H = 2",
+    paper="Sec. 7 (new: the length-<=2 symmetry group)",
+    statement=r"N \le 2:\ f^H_{\{(W_h, v_h)\}}(X) = "
+    r"f^{H+1}_{\{(s_h W_h,\, s_h v_h)\} \cup \{(0,\, 2\sum_{h \in S} v_h)\}}(X),"
+    r"\ s_h = -1 \text{ on } S,\ +1 \text{ off } S",
+    uses=("sec7/short-input-decomposition",),
+    assumptions="W_h real d x d, v_h, x_1, x_2 real; d = 2, H = 2, every non-empty S, N = 1 and 2; "
+    "the right-hand side is built by the library's flip_heads",
+)
+def short_input_flip() -> list[Pair]:
+    d = 2
+    heads = _sym_heads(d, 2)
+    X = symbols("x", (2, d), real=True)
+    pairs: list[Pair] = []
+    for S in ({0}, {1}, {0, 1}):
+        flipped = flip_heads(heads, S)
+        for N in (1, 2):
+            pairs.append((_mha(heads, X[:N]), _mha(flipped, X[:N])))
+    return pairs
+
+
+@identity(
+    id="sec7/short-input-collapse",
+    scope="listed sizes: d = 1..3, N = 1, 2",
+    paper="Sec. 7 (new: short inputs identify even less)",
+    statement=r"N \le 2:\ \alpha(X, W)^\top X v + \alpha(X, -W)^\top X v = \alpha(X, 0)^\top X (2v) "
+    r"= \tfrac{2}{N} \textstyle\sum_i x_i^\top v \quad (\sigma(s) + \sigma(-s) = 1)",
+    uses=("sec7/short-input-flip",),
+    assumptions="W real d x d, v, x_i real d-vectors; N = 1, 2 and d = 1..3 (at N = 3 the two sides "
+    "differ: property test)",
+)
+def short_input_collapse() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d in range(1, 4):
+        W, v = symbols("W", (d, d), real=True), symbols("v", (d,), real=True)
+        zero = np.full((d, d), sp.Integer(0), dtype=object)
+        for N in (1, 2):
+            X = symbols("x", (N, d), real=True)
+            pairs.append((_mha([(W, v), (-W, v)], X), Attention(zero, 2 * v, SYMPY)(X)))
+            pairs.append((Attention(zero, 2 * v, SYMPY)(X), sp.Rational(2, N) * sum(X @ v)))
+    return pairs
+
+
+#: Exactly orthonormal rational bases (columns): d = 3 split 1 + 2, d = 4 split 2 + 2.
+_Q3 = np.array([[2, -1, 2], [2, 2, -1], [-1, 2, 2]], dtype=object) * sp.Rational(1, 3)
+_Q4 = np.array([[1, 1, 1, 1], [1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]], dtype=object) * sp.Rational(
+    1, 2
+)
+_C1_CASES = ((_Q3, (1, 2)), (_Q4, (2, 2)))
+
+
+def _c1_target(Q: np.ndarray, dims: tuple[int, ...]) -> tuple[list, list, list]:
+    """Bases E_h, reduced symbolic parameters (W~_h, v~_h) and the C.1 heads (E W~ E^T, E v~)."""
+    cuts = np.cumsum([0, *dims])
+    Es = [Q[:, a:b] for a, b in itertools.pairwise(cuts)]
+    red = [
+        (symbols(f"B{h + 1}", (n, n), real=True), symbols(f"c{h + 1}", (n,), real=True, nonzero=True))
+        for h, n in enumerate(dims)
+    ]
+    return Es, red, [lift(Wt, vt, E) for (Wt, vt), E in zip(red, Es)]
+
+
+@identity(
+    id="propC.2/one-head",
+    scope="listed sizes: d = 3 (split 1 + 2), d = 4 (split 2 + 2)",
+    paper="Prop. C.2, proof",
+    statement=r"\text{rows of } X \text{ in } U_h \Rightarrow "
+    r"f^H_{W,v}(X) = \alpha(X, W^{(h)})^\top X v^{(h)}",
+    assumptions="C.1 heads W^(h) = E_h B_h E_h^T, v^(h) = E_h c_h with symbolic B_h, c_h and exactly "
+    "orthonormal rational E_h (d = 3 split 1 + 2, d = 4 split 2 + 2); X = Z E_h^T, Z symbolic, N = 2, 3",
+)
+def one_head() -> list[Pair]:
+    pairs: list[Pair] = []
+    for Q, dims in _C1_CASES:
+        Es, _, heads = _c1_target(Q, dims)
+        for E, (W, v) in zip(Es, heads):
+            for N in (2, 3):
+                X = symbols("z", (N, E.shape[1]), real=True) @ E.T
+                pairs.append((_mha(heads, X), Attention(W, v, SYMPY)(X)))
+    return pairs
+
+
+@identity(
+    id="propC.2/reduced-head",
+    scope="listed sizes: d = 3 (split 1 + 2), d = 4 (split 2 + 2)",
+    paper="Prop. C.2, proof",
+    statement=r"\mathrm{VQ}(Z E_h^\top) = \alpha(Z, \widetilde W^{(h)})^\top Z \widetilde v^{(h)},\quad "
+    r"\widetilde W^{(h)} = E_h^\top W^{(h)} E_h,\ \widetilde v^{(h)} = E_h^\top v^{(h)}",
+    uses=("propC.2/one-head",),
+    assumptions="as propC.2/one-head with N = 2 (the lengths the learner asks; N = 3 is covered by "
+    "propC.2/one-head); the left side is asked through the library's ReducedOracle, the reduced "
+    "parameters computed by reduced_parameters",
+)
+def reduced_head() -> list[Pair]:
+    pairs: list[Pair] = []
+    for Q, dims in _C1_CASES:
+        Es, red, heads = _c1_target(Q, dims)
+        oracle = ValueOracle(MultiHeadAttention(heads, SYMPY))
+        for E, (Wt, vt), (W, v) in zip(Es, red, heads):
+            Wr, vr = reduced_parameters(W, v, E)
+            pairs.extend(zip(Wr.reshape(-1), Wt.reshape(-1)))
+            pairs.extend(zip(vr, vt))
+            Z = symbols("z", (2, E.shape[1]), real=True)
+            pairs.append((ReducedOracle(oracle, E)(Z), Attention(Wt, vt, SYMPY)(Z)))
+    return pairs
+
+
+@identity(
+    id="propC.2/end-to-end",
+    scope="listed sizes: d = 3 split 1 + 2 (end to end)",
+    paper="Prop. C.2",
+    statement=r"\mathrm{learn\_orthogonal\_heads}(\mathrm{VQ}, (E_h)_h) = (W^{(h)}, v^{(h)})_h "
+    r"\text{ exactly, with } \textstyle\sum_h (d_h + d_h^2) \text{ queries}",
+    uses=("propC.2/reduced-head", "thm4.1/end-to-end-d2"),
+    assumptions="C.1 target with symbolic reduced parameters (B_h real, c_h nonzero real), d = 3 split "
+    "1 + 2 with the exactly orthonormal rational basis; basis probes, no check queries",
+)
+def end_to_end() -> list[Pair]:
+    Es, _, heads = _c1_target(*_C1_CASES[0])
+    oracle = ValueOracle(MultiHeadAttention(heads, SYMPY))
+    rec = learn_orthogonal_heads(oracle, Es, arith=SYMPY, checks=0)
+    expected = sum(E.shape[1] + E.shape[1] ** 2 for E in Es)
+    if rec.queries != expected or oracle.queries != expected:
+        raise AssertionError(f"learner used {rec.queries} queries, expected sum_h (d_h + d_h^2) = {expected}")
+    pairs: list[Pair] = []
+    for got, (W, v) in zip(rec.heads, heads):
+        pairs.extend(zip(got.W.reshape(-1), W.reshape(-1)))
+        pairs.extend(zip(got.v, v))
+    return pairs
+
+
+def _model_hessian(heads: list, q: np.ndarray, z: np.ndarray) -> sp.Matrix:
+    """sympy's Hessian in z of the library's model on App. C's probe (the constant q^T sum v drops)."""
+    return sp.hessian(_mha(heads, hessian_probe(z, q)), list(z))
+
+
+@identity(
+    id="sec7/probe-hessian",
+    scope="listed sizes: (d, H) = (1, 2), (2, 1)",
+    paper="App. C, conjecture",
+    statement=r"\nabla_z^2 F(z) = U D_2 U^\top + U D_1 V^\top + V D_1 U^\top,\ "
+    r"D_1 = \mathrm{Diag}(\sigma'(U^\top z)),\ D_2 = \mathrm{Diag}(\sigma''(U^\top z) \odot V^\top z)",
+    assumptions="F(z) = f([(z + q)^T; q^T]), W^(h) real d x d, v^(h), z real; q = e_1 (the paper's probe); "
+    "(d, H) = (1, 2) (the sum over heads) and (2, 1) (the matrix structure); right side: probe_hessian",
+)
+def probe_hessian_identity() -> list[Pair]:
+    pairs: list[Pair] = []
+    for d, H in ((1, 2), (2, 1)):
+        heads = _sym_heads(d, H)
+        z = symbols("z", (d,), real=True)
+        q = np.eye(d, dtype=int).astype(object)[0]
+        lhs = _model_hessian(heads, q, z)
+        rhs = probe_hessian(heads, q, z, SYMPY)
+        pairs.extend((lhs[a, b], rhs[a, b]) for a in range(d) for b in range(a, d))
+    return pairs
+
+
+@identity(
+    id="sec7/hessian-at-zero",
+    scope="listed sizes: d = 3, H = 2",
+    paper="App. C, conjecture",
+    statement=r"4 \nabla_z^2 F(0) = U^{(j)} V^\top + V (U^{(j)})^\top,\quad U^{(j)} = [W^{(h)} e_j]_h",
+    uses=("sec7/probe-hessian",),
+    assumptions="W^(h) real d x d, v^(h) real; d = 3, H = 2, every j; "
+    "left side: sympy's Hessian of the model",
+)
+def hessian_at_zero() -> list[Pair]:
+    d = 3
+    heads = _sym_heads(d, 2)
+    z = symbols("z", (d,), real=True)
+    I = np.eye(d, dtype=int).astype(object)
+    V = np.stack([v for _, v in heads], axis=1)
+    pairs: list[Pair] = []
+    for j in range(d):
+        U = np.stack([W @ I[j] for W, _ in heads], axis=1)
+        Hz = _model_hessian(heads, I[j], z).subs({s: 0 for s in z})
+        rhs = U @ V.T + V @ U.T
+        pairs.extend((4 * Hz[a, b], rhs[a, b]) for a in range(d) for b in range(d))
+    return pairs
+
+
+@identity(
+    id="sec7/hessian-invariant",
+    scope="listed sizes: d = 3 (split 1 + 2), d = 4 (split 2 + 2)",
+    paper="App. C, conjecture",
+    statement=r"\text{C.1} \Rightarrow E_g^\top \nabla_z^2 F(z) E_h = 0 \ (g \ne h) \text{ for every } z:"
+    r"\ \text{every Hessian leaves every } U_h \text{ invariant}",
+    uses=("sec7/probe-hessian",),
+    simplifier=lambda e: sp.expand(e.xreplace({a: sp.Dummy() for a in e.atoms(sp.exp)})),  # E_g^T E_h = 0
+    assumptions="C.1 heads with symbolic reduced parameters and exactly orthonormal rational bases "
+    "(d = 3 split 1 + 2, d = 4 split 2 + 2); z symbolic, q = e_1; the Hessian from probe_hessian; "
+    "simplified with every exp(.) an opaque symbol (so the zeros hold for any values of the sigmoids)",
+)
+def hessian_invariant() -> list[Pair]:
+    pairs: list[Pair] = []
+    for Q, dims in _C1_CASES:
+        Es, _, heads = _c1_target(Q, dims)
+        d = Q.shape[0]
+        A = probe_hessian(heads, np.eye(d, dtype=int).astype(object)[0], symbols("z", (d,), real=True), SYMPY)
+        for g, Eg in enumerate(Es):
+            for h, Eh in enumerate(Es):
+                if g != h:
+                    pairs.extend((x, sp.Integer(0)) for x in (Eg.T @ A @ Eh).reshape(-1))
+    return pairs
+
+
+#: Digits of ``propC.2/run-high-precision``; the errors must lie below 10^-(RUN_DPS - 10).
+RUN_DPS = 50
+
+
+def _rational_head(n: int, k: int) -> tuple[list, list]:
+    """A fixed rational reduced head (W~, v~) of width n, the k-th of a target."""
+    W = [[sp.Rational(k + 2 * i - j + 1, 3) for j in range(n)] for i in range(n)]
+    return W, [sp.Rational(2 * i - k, 2) + 1 for i in range(n)]
+
+
+def _run_target(Q: np.ndarray, dims: tuple[int, ...], arith: Arith) -> tuple[list, list]:
+    """The bases E_h of a C.1 case and its heads lifted from :func:`_rational_head`, in ``arith``."""
+    with arith.context():
+        Es = [arith.asarray(Q)[:, a:b] for a, b in itertools.pairwise(np.cumsum([0, *dims]))]
+        heads = [lift(*(arith.asarray(x) for x in _rational_head(n, k)), E)
+                 for k, (n, E) in enumerate(zip(dims, Es))]
+    return Es, heads
+
+
+@run(
+    id="propC.2/run-high-precision",
+    paper="Prop. C.2",
+    statement=r"\mathrm{learn\_orthogonal\_heads}\ \text{in mpmath (50 digits)}: \|\hat W^{(h)} - W^{(h)}\| "
+    r"\le 10^{-40};\ \text{in float64}: \le \text{its error\_bound};\ \text{the checks pass}",
+    uses=("propC.2/end-to-end",),
+    assumptions="the C.1 targets of propC.2/one-head (d = 3 split 1 + 2, d = 4 split 2 + 2, exactly "
+    "orthonormal rational bases) with fixed rational reduced heads, built inside the arithmetic's "
+    "precision; Gaussian probes (seed 0) and the default 3 check queries; mpmath at 50 digits and float64",
+    scope="listed sizes: d = 3, 4 (fixed targets)",
+)
+def run_high_precision() -> list[Check]:
+    checks: list[Check] = []
+    for arith, digits in ((MP(RUN_DPS), RUN_DPS - 10), (FLOAT64, None)):  # float64: within its bound
+        for Q, dims in _C1_CASES:
+            Es, heads = _run_target(Q, dims, arith)
+            oracle = ValueOracle(MultiHeadAttention(heads, arith))
+            rng = np.random.default_rng(0)
+            rec = learn_orthogonal_heads(oracle, Es, probes="gaussian", rng=rng, arith=arith)
+            for h, (got, (W, v)) in enumerate(zip(rec.heads, heads)):
+                at = f"{arith.name}, d = {Q.shape[0]}, head {h + 1}"
+                got_with_bound = Recovery(W=got.W, v=got.v, queries=got.queries, arith=got.arith,
+                                          diagnostics={"error_bound": rec.diagnostics.get("error_bound")})
+                checks += recovery_checks(at, got_with_bound, {"W": W, "v": v}, arith, digits)
+            info = rec.diagnostics
+            checks.append((f"{arith.name}, d = {Q.shape[0]}: queries - (formula + re-asked)",
+                           abs(rec.queries - info["queries_formula"] - info["reasked_queries"]), 0))
+    return checks
+
+
+#: The constant of ``sec7/run-sbd``'s allowance ``SBD_RUN_FACTOR (h^2 + eps / h^2)``: central
+#: differences err by h^2 / 12 (diagonal) and h^2 / 6 (mixed) times fourth derivatives of F, plus
+#: rounding ~ eps |F| / h^2; the commutant SBD and the reduced Thm 4.1 learner pass that error on
+#: amplified by their conditioning (measured <= 2 on these targets): a 10x margin, not a proof.
+SBD_RUN_FACTOR = 20
+
+
+def _matched_errors(found: tuple[Recovery, ...], heads: list, arith: Arith) -> list[tuple[Any, Any]]:
+    """``(||W_hat - W||_F, ||v_hat - v||_2)`` per true head, the found heads matched to the true
+    ones by the permutation with the smallest total error (the SBD returns blocks in any order)."""
+    with arith.context():
+        err = [[(arith.norm(g.W - W), arith.norm(g.v - v)) for g in found] for W, v in heads]
+    if len(found) != len(heads):
+        return [(float("inf"), float("inf"))] * len(heads)
+    best = min(itertools.permutations(range(len(heads))),
+               key=lambda p: sum(float(err[t][f][0] + err[t][f][1]) for t, f in enumerate(p)))
+    return [err[t][f] for t, f in enumerate(best)]
+
+
+@run(
+    id="sec7/run-sbd",
+    paper="App. C, conjecture (learned)",
+    statement=r"\mathrm{learn\_multihead\_sbd}\ \text{(step } h\text{)}:\ \|\hat W^{(h)} - W^{(h)}\|_F,\ "
+    r"\|\hat v^{(h)} - v^{(h)}\|_2,\ \text{check residual} \le 20\,(h^2 + \epsilon / h^2)\ "
+    r"\text{in float64 and mpmath (30, 50 digits)},\ \text{with exactly the counted queries}",
+    uses=("sec7/hessian-at-zero", "sec7/hessian-invariant", "propC.2/run-high-precision"),
+    assumptions="the C.1 targets of propC.2/run-high-precision (d = 3 split 1 + 2, d = 4 split 2 + 2), the "
+    "subspaces not given; K = max_h max(2, d_h - 1) Hessians (the necessity bound), seed 0, the learner's "
+    "own step h ~ eps^(1/4) (so the allowance shrinks like 10^-(dps/2)); SBD_RUN_FACTOR = 20 is a measured "
+    "constant with a 10x margin (the SBD's conditioning is not bounded); queries = "
+    "LEARNERS['multihead-sbd'].count plus the re-asked queries",
+    scope="listed sizes: d = 3, 4 (fixed targets)",
+)
+def run_sbd() -> list[Check]:
+    checks: list[Check] = []
+    for arith in (FLOAT64, MP(30), MP(RUN_DPS)):
+        for Q, dims in _C1_CASES:
+            _, heads = _run_target(Q, dims, arith)
+            K = max(min_hessians(n) for n in dims)
+            oracle = ValueOracle(MultiHeadAttention(heads, arith))
+            rec = learn_multihead_sbd(oracle, hessians=K, rng=np.random.default_rng(0), arith=arith)
+            info = rec.diagnostics
+            h = info["fd_step"]
+            allowed = SBD_RUN_FACTOR * (h * h + arith.eps / (h * h))
+            at, bound = f"{arith.name}, d = {Q.shape[0]}", f"{SBD_RUN_FACTOR} (h^2 + eps / h^2)"
+            for k, (err_W, err_v) in enumerate(_matched_errors(rec.heads, heads, arith)):
+                checks += [(f"{at}, head {k + 1}: ||W_hat - W||_F <= {bound}", err_W, allowed),
+                           (f"{at}, head {k + 1}: ||v_hat - v||_2 <= {bound}", err_v, allowed)]
+            count = LEARNERS["multihead-sbd"].count(d=Q.shape[0], H=len(dims), K=K, dims=dims)
+            checks += [
+                (f"{at}: check residual <= {bound}", info["check_residual"], allowed),
+                (f"{at}: queries - (count + re-asked)", 
+                 abs(rec.queries - count - info["reasked_queries"]), 0),
+            ]
+    return checks
