@@ -4,8 +4,7 @@
    Registry ID                  | Coq theorem
    -----------------------------+-------------------------------------------
    sec4.1/relu-as-abs           | sec4_1__relu_as_abs
-   sec4.1/relu-antisymmetry     | sec4_1__relu_antisymmetry (scalar; the dot form for any width:
-                                |   sec4_1__relu_antisymmetry_dot)
+   sec4.1/relu-antisymmetry     | sec4_1__relu_antisymmetry (scalar, and the dot form for any width)
    sec4.1/antisymmetry-all-d    | sec4_1__antisymmetry_all_d
    sec4.1/canonical-network     | sec4_1__canonical_network
 *)
@@ -21,8 +20,8 @@ Proof.
   unfold relu, Rmax, Rabs; destruct (Rle_dec z 0); destruct (Rcase_abs z); lra.
 Qed.
 
-(* sec4.1/relu-antisymmetry (Sec. 4.1), its scalar pair: ReLU(z) - ReLU(-z) = z for real z. *)
-Theorem sec4_1__relu_antisymmetry (z : R) : relu z - relu (- z) = z.
+(* The scalar pair of sec4.1/relu-antisymmetry: ReLU(z) - ReLU(-z) = z for real z. *)
+Lemma relu_antisymmetry_scalar (z : R) : relu z - relu (- z) = z.
 Proof.
   unfold relu, Rmax; destruct (Rle_dec z 0); destruct (Rle_dec (- z) 0); lra.
 Qed.
@@ -34,17 +33,26 @@ Fixpoint dot (x y : list R) : R :=
   | _, _ => 0
   end.
 
-(* sec4.1/relu-antisymmetry, the dot form the Transformer step needs, for any width m:
-   w_o^T (ReLU(z) - ReLU(-z)) = sum_k w_k (ReLU(z_k) - ReLU(-z_k)) = w_o^T z.
-   The registry proves the whole Transformer statement at four listed sizes (d, N, m); this is
-   the ReLU step for every m, by induction on the list. *)
-Theorem sec4_1__relu_antisymmetry_dot (w z : list R) :
+(* The dot form the Transformer step needs, for any width m (induction on the list):
+   w_o^T (ReLU(z) - ReLU(-z)) = sum_k w_k (ReLU(z_k) - ReLU(-z_k)) = w_o^T z. *)
+Lemma relu_antisymmetry_dot (w z : list R) :
   dot w (map relu z) - dot w (map (fun t => relu (- t)) z) = dot w z.
 Proof.
   revert z; induction w as [|a w IH]; intros [|b z]; simpl; try lra.
-  replace (a * b) with (a * (relu b - relu (- b))) by (rewrite sec4_1__relu_antisymmetry; ring).
+  replace (a * b) with (a * (relu b - relu (- b))) by (rewrite relu_antisymmetry_scalar; ring).
   rewrite <- (IH z); ring.
 Qed.
+
+(* sec4.1/relu-antisymmetry (Sec. 4.1): ReLU(z) - ReLU(-z) = z for every real z, and its dot
+   form w_o^T ReLU(z) - w_o^T ReLU(-z) = w_o^T z for every width m.
+   Scope: the registry's first pair is the scalar identity; its other pairs check the library's
+   Transformer at four listed sizes (d, N, m), which a Coq statement about lists cannot reach
+   (the library's code is Python); the Transformer statement for every size is
+   sec4_1__antisymmetry_all_d below. *)
+Theorem sec4_1__relu_antisymmetry :
+  (forall z, relu z - relu (- z) = z)
+  /\ (forall w z, dot w (map relu z) - dot w (map (fun t => relu (- t)) z) = dot w z).
+Proof. split; [exact relu_antisymmetry_scalar | exact relu_antisymmetry_dot]. Qed.
 
 (* A^T x for A given by its columns a_k (the hidden units): z_k = a_k^T x. *)
 Definition mtv (cols : list (list R)) (x : list R) : list R := map (fun a => dot a x) cols.
@@ -56,17 +64,11 @@ Proof. revert x; induction a as [|c a IH]; intros [|t x]; simpl; try rewrite IH;
 Lemma dot_vopp_l (a x : list R) : dot (vopp a) x = - dot a x.
 Proof. revert x; induction a as [|c a IH]; intros [|t x]; simpl; try rewrite IH; ring. Qed.
 
-(* sec4.1/antisymmetry-all-d (Sec. 4.1), for every d, N, m: with alpha(-X, W) = alpha(X, W)
-   (the scores (-x_i)^T W (-x_N) = x_i^T W x_N are even in X), the hidden pre-activations of -X
-   are z(-X) = A^T (-X)^T alpha = -z(X), and
-   TF(X) - TF(-X) = w_o^T ReLU(z) - w_o^T ReLU(-z) = w_o^T z = w_o^T A^T X^T alpha.
-   Here: y = X^T alpha (the attended token, any width d), cols = the m columns of A, and the
-   statement TF(y) - TF(-y) = w_o^T (A^T y) = (A w_o)^T y for every d and m. The evenness of the
-   scores in X is sec4_1__scores_even below. *)
-Theorem sec4_1__antisymmetry_all_d (cols : list (list R)) (w y : list R) :
+(* The Transformer step: TF(y) - TF(-y) = w_o^T (A^T y) for every d and m. *)
+Lemma tf_step (cols : list (list R)) (w y : list R) :
   dot w (map relu (mtv cols y)) - dot w (map relu (mtv cols (vopp y))) = dot w (mtv cols y).
 Proof.
-  rewrite <- (sec4_1__relu_antisymmetry_dot w (mtv cols y)).
+  rewrite <- (relu_antisymmetry_dot w (mtv cols y)).
   replace (mtv cols (vopp y)) with (map Ropp (mtv cols y)).
   - rewrite map_map; reflexivity.
   - unfold mtv; rewrite map_map; apply map_ext; intro a; rewrite dot_vopp_r; reflexivity.
@@ -76,7 +78,7 @@ Qed.
 Definition bilin (W : list (list R)) (x y : list R) : R := dot x (map (fun r => dot r y) W).
 
 (* The scores' evenness behind alpha(-X, W) = alpha(X, W): (-x)^T W (-y) = x^T W y, every d. *)
-Theorem sec4_1__scores_even (W : list (list R)) (x y : list R) :
+Lemma scores_even (W : list (list R)) (x y : list R) :
   bilin W (vopp x) (vopp y) = bilin W x y.
 Proof.
   unfold bilin; rewrite dot_vopp_l.
@@ -84,6 +86,20 @@ Proof.
   - rewrite dot_vopp_r; ring.
   - unfold vopp; rewrite !map_map; apply map_ext; intro r; rewrite dot_vopp_r; reflexivity.
 Qed.
+
+(* sec4.1/antisymmetry-all-d (Sec. 4.1), for every d, N, m: with alpha(-X, W) = alpha(X, W)
+   (the scores (-x_i)^T W (-x_N) = x_i^T W x_N are even in X), the hidden pre-activations of -X
+   are z(-X) = A^T (-X)^T alpha = -z(X), and
+   TF(X) - TF(-X) = w_o^T ReLU(z) - w_o^T ReLU(-z) = w_o^T z = w_o^T A^T X^T alpha.
+   Here: y = X^T alpha (the attended token, any width d), cols = the m columns of A, and the
+   statement TF(y) - TF(-y) = w_o^T (A^T y) = (A w_o)^T y for every d and m. The scores' evenness
+   in X (hence alpha(-X, W) = alpha(X, W), softmax being a function of the scores) is the first
+   conjunct. The registry proves the same steps over MatrixSymbols of symbolic sizes. *)
+Theorem sec4_1__antisymmetry_all_d :
+  (forall (W : list (list R)) (x y : list R), bilin W (vopp x) (vopp y) = bilin W x y)
+  /\ (forall (cols : list (list R)) (w y : list R),
+      dot w (map relu (mtv cols y)) - dot w (map relu (mtv cols (vopp y))) = dot w (mtv cols y)).
+Proof. split; [exact scores_even | exact tf_step]. Qed.
 
 (* sec4.1/canonical-network (Sec. 4.1, beyond the paper):
    (1/2) u^T x + (1/2) sum_j c_j |n_j^T x| = sum_j c_j ReLU(n_j^T x) + ReLU(g^T x) - ReLU(-g^T x),
@@ -108,6 +124,6 @@ Theorem sec4_1__canonical_network (ux : R) (ct : list (R * R)) :
   let gx := (ux - sum_lin ct) / 2 in
   ux / 2 + sum_abs ct / 2 = sum_relu ct + relu gx - relu (- gx).
 Proof.
-  intro gx; pose proof (sec4_1__relu_antisymmetry gx) as G.
+  intro gx; pose proof (relu_antisymmetry_scalar gx) as G.
   rewrite sum_relu_split; unfold gx in *; lra.
 Qed.
