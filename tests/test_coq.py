@@ -79,7 +79,7 @@ def test_an_unlisted_axiom_fails_the_theorem():
     """A theorem resting on an axiom outside the allowed set is failed, not passed."""
     runs = {
         name: coq_check.FileRun(name, True, 1.0, assumptions={
-            coq_check.theorem_name(i): ("ClassicalDedekindReals.sig_not_dec",) for i in IDS_BY_FILE[name]
+            coq_check.theorem_name(i): ("ClassicalDedekindReals.sig_not_dec",) for i in IDS_BY_FILE.get(name, ())
         })
         for name in FILES
     }
@@ -127,7 +127,7 @@ def test_assumptions_are_the_classical_reals_and_interval_primitives(coq_runs):
     standard = coq_check.ALLOWED_AXIOMS - {"Classical_Prop.classic"}  # Coq's Reals alone
     for i, r in results.items():
         assert not coq_check.disallowed(r.assumptions), (i, r.assumptions)
-        if r.file in ("Softmax.v", "Relu.v", "Multihead.v"):  # no Coquelicot, no Interval
+        if r.file in ("Softmax.v", "Relu.v", "Multihead.v"):  # Coq's Reals only: no Coquelicot, no Interval
             assert set(r.assumptions) <= standard, (i, r.assumptions)
     # the query count is a statement about naturals: no axiom at all; the others use the reals'
     assert results["thm4.1/query-count"].assumptions == ()

@@ -37,7 +37,7 @@ COQ_DIR = Path(__file__).with_name("coq")
 #: Logical path under which the files import each other (``From AttnProof Require Import ...``).
 LOGICAL_PATH = "AttnProof"
 #: Every Coq source, in compilation (dependency) order.
-FILES = ("Softmax.v", "Relu.v", "Multihead.v", "Lipschitz.v", "Tolerance.v")
+FILES = ("Defs.v", "Softmax.v", "Relu.v", "Multihead.v", "Lipschitz.v", "Tolerance.v")
 
 
 def theorem_name(registry_id: str) -> str:
@@ -45,17 +45,20 @@ def theorem_name(registry_id: str) -> str:
     return registry_id.replace("/", "__").replace(".", "_").replace("-", "_")
 
 
-#: The registry IDs each Coq file formalizes (one theorem per ID, named by :func:`theorem_name`).
+#: The registry IDs each Coq file formalizes (one theorem per ID, named by :func:`theorem_name`);
+#: ``Defs.v`` holds the shared definitions of Sec. 3 (sigma, ReLU, dot, the head) and no claim.
 IDS_BY_FILE: dict[str, tuple[str, ...]] = {
-    "Softmax.v": ("thm4.1/softmax-to-sigmoid", "thm4.1/probes-all-d", "thm4.1/label-affine",
-                  "thm4.1/query-count"),
+    "Softmax.v": ("thm4.1/softmax-to-sigmoid", "thm4.1/one-token", "thm4.1/score-difference",
+                  "thm4.1/probes-all-d", "thm4.1/label-affine", "thm6.1/probe-logit", "thm4.1/query-count"),
     "Relu.v": ("sec4.1/relu-as-abs", "sec4.1/relu-antisymmetry", "sec4.1/antisymmetry-all-d",
                "sec4.1/canonical-network"),
-    "Multihead.v": ("prop7.1/multihead-collapse", "prop7.1/collapse-all-d", "sec7/short-input-collapse"),
+    "Multihead.v": ("prop7.1/multihead-collapse", "prop7.1/collapse-all-d", "prop7.1/symmetries",
+                    "sec7/short-input-collapse"),
     "Lipschitz.v": ("lemmaA.1/lipschitz-closed-form", "lemmaA.1/logit-derivative",
                     "lemmaA.1/lipschitz-bound"),
     "Tolerance.v": ("thm6.1/tolerance-algebra", "thm6.1/erratum-E1", "thm6.1/paired-logit-corrected",
-                    "thmB.1/accuracy-algebra"),
+                    "thmB.1/accuracy-algebra", "thmB.1/ratio-error", "thmB.1/ratio-bound",
+                    "thm6.1/support-split"),
 }
 #: Registry ID -> (file, Coq theorem).
 THEOREMS: dict[str, tuple[str, str]] = {

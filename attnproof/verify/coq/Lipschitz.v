@@ -10,9 +10,8 @@
 From Coq Require Import Reals Lra.
 From Coquelicot Require Import Coquelicot.
 From Interval Require Import Tactic.
+From AttnProof Require Import Defs.
 Open Scope R_scope.
-
-Definition sigma (t : R) : R := / (1 + exp (- t)).
 
 (* Lemma A.1's constant at logit band beta: L(beta) = 1 / (tau_clip (1 - tau_clip)),
    tau_clip = sigma(-beta). *)

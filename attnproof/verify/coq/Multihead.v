@@ -5,39 +5,14 @@
    -----------------------------+-------------------------------------------
    prop7.1/multihead-collapse   | prop7_1__multihead_collapse
    prop7.1/collapse-all-d       | prop7_1__collapse_all_d
+   prop7.1/symmetries           | prop7_1__symmetries
    sec7/short-input-collapse    | sec7__short_input_collapse
 *)
-From Coq Require Import Reals Lra List.
+From Coq Require Import Reals Lra List Permutation.
+From AttnProof Require Import Defs.
 Open Scope R_scope.
 
-(* Vectors as lists of reals, matrices as lists of rows; sizes are any. *)
-Fixpoint dot (x y : list R) : R :=
-  match x, y with
-  | a :: x', b :: y' => a * b + dot x' y'
-  | _, _ => 0
-  end.
-Definition vscale (c : R) (x : list R) : list R := map (fun t => c * t) x.
-(* The score x^T W y, W a list of rows. *)
-Definition bilin (W : list (list R)) (x y : list R) : R := dot x (map (fun r => dot r y) W).
-
-(* The attention head of Sec. 3 on X = [x_1^T; ...; x_N^T]: scores s_i = x_i^T W x_N,
-   weights alpha = softmax(s), output alpha(X, W)^T X v = sum_i e^{s_i} x_i^T v / sum_i e^{s_i}. *)
-Fixpoint num (s p : list R) : R :=
-  match s, p with a :: s', b :: p' => exp a * b + num s' p' | _, _ => 0 end.
-Fixpoint den (s : list R) : R := match s with nil => 0 | a :: s' => exp a + den s' end.
-Definition head (W : list (list R)) (X : list (list R)) (v : list R) : R :=
-  let xN := last X nil in
-  let s := map (fun x => bilin W x xN) X in
-  num s (map (fun x => dot x v) X) / den s.
-
-(* Multi-head attention: f^H(X) = sum_h alpha(X, W^(h))^T X v^(h). *)
-Fixpoint mha (heads : list (list (list R) * list R)) (X : list (list R)) : R :=
-  match heads with nil => 0 | (W, v) :: hs => head W X v + mha hs X end.
-
 Fixpoint sum (l : list R) : R := match l with nil => 0 | a :: l' => a + sum l' end.
-
-Lemma dot_vscale (x b : list R) (c : R) : dot x (vscale c b) = c * dot x b.
-Proof. revert b; induction x as [|t x IH]; intros [|y b]; simpl; try rewrite IH; ring. Qed.
 
 Lemma num_scale (s p : list R) (c : R) : num s (map (fun t => c * t) p) = c * num s p.
 Proof. revert p; induction s as [|a s IH]; intros [|b p]; simpl; try rewrite IH; ring. Qed.
@@ -48,7 +23,7 @@ Proof.
   unfold head.
   replace (map (fun x => dot x (vscale c b)) X) with (map (fun t => c * t) (map (fun x => dot x b) X)).
   - rewrite num_scale; unfold Rdiv; ring.
-  - rewrite map_map; apply map_ext; intro x; rewrite dot_vscale; reflexivity.
+  - rewrite map_map; apply map_ext; intro x; rewrite dot_vscale_r; reflexivity.
 Qed.
 
 (* prop7.1/collapse-all-d (Prop. 7.1), every d and N: two heads with the same W = A merge,
@@ -72,6 +47,23 @@ Proof.
   { clear H1; induction lams as [|l lams IH]; simpl; [ring|].
     rewrite IH, head_vscale; ring. }
   rewrite E, H1; ring.
+Qed.
+
+(* prop7.1/symmetries (Prop. 7.1, beyond the paper: the other exact symmetries): f^H is unchanged
+   by (i) permuting heads, (ii) splitting a head (W, v) into (W, a v), (W, (1 - a) v) for any real a
+   (read backwards: merging), (iii) adding a head (W', 0) with any W'.
+   The registry checks d = 2, N = 3, H = 3 for (i) and 1 -> 2 heads for (ii), (iii); here every
+   d, N, every number of heads and every permutation. *)
+Theorem prop7_1__symmetries :
+  (forall hs hs' X, Permutation hs hs' -> mha hs X = mha hs' X)
+  /\ (forall W v a X, mha ((W, v) :: nil) X = mha ((W, vscale a v) :: (W, vscale (1 - a) v) :: nil) X)
+  /\ (forall W W' v X, mha ((W, v) :: nil) X = mha ((W, v) :: (W', vscale 0 v) :: nil) X).
+Proof.
+  split; [|split].
+  - intros hs hs' X P; induction P as [| [W v] hs hs' P IH | [W v] [W' v'] hs | hs hs' hs'' P1 IH1 P2 IH2];
+      simpl; try rewrite IH; try ring; congruence.
+  - intros W v a X; simpl; rewrite !head_vscale; ring.
+  - intros W W' v X; simpl; rewrite head_vscale; ring.
 Qed.
 
 Definition mopp (W : list (list R)) : list (list R) := map (map Ropp) W.
@@ -114,7 +106,7 @@ Theorem sec7__short_input_collapse (W : list (list R)) (v x1 x2 : list R) :
      = head (mzero W) (x1 :: x2 :: nil) (vscale 2 v)
   /\ head (mzero W) (x1 :: x2 :: nil) (vscale 2 v) = 2 / 2 * (dot x1 v + dot x2 v).
 Proof.
-  unfold head; simpl; rewrite !bilin_opp, !bilin_zero, !dot_vscale, exp_0.
+  unfold head; simpl; rewrite !bilin_opp, !bilin_zero, !dot_vscale_r, exp_0.
   set (s1 := bilin W x1 x1); set (t1 := bilin W x1 x2); set (t2 := bilin W x2 x2).
   pose proof (exp_pos s1); pose proof (exp_pos t1); pose proof (exp_pos t2).
   rewrite !exp_Ropp.

@@ -9,9 +9,8 @@
    sec4.1/canonical-network     | sec4_1__canonical_network
 *)
 From Coq Require Import Reals Lra List.
+From AttnProof Require Import Defs.
 Open Scope R_scope.
-
-Definition relu (z : R) : R := Rmax z 0.
 
 (* sec4.1/relu-as-abs (Sec. 4.1, lemma), scope "scalar": ReLU(z) = max(z, 0) = (z + |z|) / 2.
    Same statement and scope as the registry. *)
@@ -25,13 +24,6 @@ Lemma relu_antisymmetry_scalar (z : R) : relu z - relu (- z) = z.
 Proof.
   unfold relu, Rmax; destruct (Rle_dec z 0); destruct (Rle_dec (- z) 0); lra.
 Qed.
-
-(* Vectors as lists of reals. *)
-Fixpoint dot (x y : list R) : R :=
-  match x, y with
-  | a :: x', b :: y' => a * b + dot x' y'
-  | _, _ => 0
-  end.
 
 (* The dot form the Transformer step needs, for any width m (induction on the list):
    w_o^T (ReLU(z) - ReLU(-z)) = sum_k w_k (ReLU(z_k) - ReLU(-z_k)) = w_o^T z. *)
@@ -56,13 +48,6 @@ Proof. split; [exact relu_antisymmetry_scalar | exact relu_antisymmetry_dot]. Qe
 
 (* A^T x for A given by its columns a_k (the hidden units): z_k = a_k^T x. *)
 Definition mtv (cols : list (list R)) (x : list R) : list R := map (fun a => dot a x) cols.
-Definition vopp (x : list R) : list R := map Ropp x.
-
-Lemma dot_vopp_r (a x : list R) : dot a (vopp x) = - dot a x.
-Proof. revert x; induction a as [|c a IH]; intros [|t x]; simpl; try rewrite IH; ring. Qed.
-
-Lemma dot_vopp_l (a x : list R) : dot (vopp a) x = - dot a x.
-Proof. revert x; induction a as [|c a IH]; intros [|t x]; simpl; try rewrite IH; ring. Qed.
 
 (* The Transformer step: TF(y) - TF(-y) = w_o^T (A^T y) for every d and m. *)
 Lemma tf_step (cols : list (list R)) (w y : list R) :
@@ -73,9 +58,6 @@ Proof.
   - rewrite map_map; reflexivity.
   - unfold mtv; rewrite map_map; apply map_ext; intro a; rewrite dot_vopp_r; reflexivity.
 Qed.
-
-(* Bilinear score x^T W y with W as a list of rows. *)
-Definition bilin (W : list (list R)) (x y : list R) : R := dot x (map (fun r => dot r y) W).
 
 (* The scores' evenness behind alpha(-X, W) = alpha(X, W): (-x)^T W (-y) = x^T W y, every d. *)
 Lemma scores_even (W : list (list R)) (x y : list R) :

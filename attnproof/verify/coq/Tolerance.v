@@ -1,6 +1,6 @@
 (* Theorem 6.1 and Theorem B.1 of "Provably Learning Attention with Queries" (arXiv 2601.16873):
-   the tolerance algebra, Erratum E1 and its correction, and App. B's accuracy algebra with the
-   true Lipschitz constant. Depends on Lipschitz.v (compiled first, logical path AttnProof).
+   the tolerance algebra, Erratum E1 and its correction, the support split, and App. B's ratio
+   error and accuracy algebra with the true Lipschitz constant. Depends on Lipschitz.v (compiled first, logical path AttnProof).
 
    Registry ID                    | Coq theorem
    -------------------------------+-------------------------------------------
@@ -8,6 +8,9 @@
    thm6.1/erratum-E1              | thm6_1__erratum_E1
    thm6.1/paired-logit-corrected  | thm6_1__paired_logit_corrected
    thmB.1/accuracy-algebra        | thmB_1__accuracy_algebra
+   thmB.1/ratio-error             | thmB_1__ratio_error
+   thmB.1/ratio-bound             | thmB_1__ratio_bound
+   thm6.1/support-split           | thm6_1__support_split
 *)
 From Coq Require Import Reals Lra.
 From AttnProof Require Import Lipschitz.
@@ -171,3 +174,66 @@ Proof.
   repeat split; apply accuracy_algebra_general; lra.
 Qed.
 
+
+(* thmB.1/ratio-error (App. B, Delta_alpha display), scope "scalar":
+   (v_j + Delta_j) / (v_i + Delta_i) - v_j / v_i = (v_i Delta_j - v_j Delta_i) / (v_i (v_i + Delta_i))
+   for v_i and v_i + Delta_i nonzero. Same statement and scope. *)
+Theorem thmB_1__ratio_error (vi vj Di Dj : R) :
+  vi <> 0 -> vi + Di <> 0 -> (vj + Dj) / (vi + Di) - vj / vi = (vi * Dj - vj * Di) / (vi * (vi + Di)).
+Proof. intros H1 H2; field; split; assumption. Qed.
+
+(* thmB.1/ratio-bound (App. B, Delta_alpha display), scope "scalar":
+   |Delta_alpha| <= (|v_i| + |v_j|) eps_v / (|v_i| (|v_i| - eps_v)) <= 2 eps_v / (mu (mu - eps_v))
+   <= 4 eps_v / mu^2 (the last step when eps_v <= mu / 2), for |v_i| >= mu, |v_j| <= 1, mu <= 1,
+   0 < eps_v < mu. The registry checks the three algebraic steps (monotone in |v_i|, mu + 1 <= 2,
+   the last inequality); here the chain from ratio_error's numerator bound
+   |v_i Delta_j - v_j Delta_i| <= (|v_i| + |v_j|) eps_v and |v_i + Delta_i| >= |v_i| - eps_v. *)
+Theorem thmB_1__ratio_bound (ai aj mu eps : R) :
+  mu <= ai -> 0 <= aj <= 1 -> mu <= 1 -> 0 < eps < mu ->
+  (ai + aj) * eps / (ai * (ai - eps)) <= 2 * eps / (mu * (mu - eps))
+  /\ (eps <= mu / 2 -> 2 * eps / (mu * (mu - eps)) <= 4 * eps / mu ^ 2).
+Proof.
+  intros Hai Haj Hmu Heps.
+  assert (P1 : 0 < ai * (ai - eps)) by nra.
+  assert (P2 : 0 < mu * (mu - eps)) by nra.
+  split.
+  - apply Rmult_le_reg_r with (ai * (ai - eps) * (mu * (mu - eps))); [nra|].
+    replace ((ai + aj) * eps / (ai * (ai - eps)) * (ai * (ai - eps) * (mu * (mu - eps))))
+      with ((ai + aj) * eps * (mu * (mu - eps))) by (field; lra).
+    replace (2 * eps / (mu * (mu - eps)) * (ai * (ai - eps) * (mu * (mu - eps))))
+      with (2 * eps * (ai * (ai - eps))) by (field; lra).
+    apply Rmult_le_reg_r with (/ eps); [apply Rinv_0_lt_compat; lra|].
+    replace ((ai + aj) * eps * (mu * (mu - eps)) * / eps) with ((ai + aj) * (mu * (mu - eps))) by (field; lra).
+    replace (2 * eps * (ai * (ai - eps)) * / eps) with (2 * (ai * (ai - eps))) by (field; lra).
+    (* with M = mu (mu - eps): (ai + aj) M <= ai M + M, ai M <= ai (ai - eps) as M <= ai - eps,
+       and M <= ai (ai - eps) as x (x - eps) grows for x >= mu > eps *)
+    set (M := mu * (mu - eps)) in *.
+    assert (F1 : M <= ai * (ai - eps)) by (unfold M; nra).
+    assert (F2 : M <= ai - eps) by (unfold M; nra).
+    assert (ai * M <= ai * (ai - eps)) by (apply Rmult_le_compat_l; lra).
+    assert (aj * M <= M) by nra.
+    nra.
+  - intro Hh.
+    apply Rmult_le_reg_r with (mu ^ 2 * (mu - eps)); [nra|].
+    replace (2 * eps / (mu * (mu - eps)) * (mu ^ 2 * (mu - eps))) with (2 * eps * mu) by (field; lra).
+    replace (4 * eps / mu ^ 2 * (mu ^ 2 * (mu - eps))) with (4 * eps * (mu - eps)) by (field; lra).
+    nra.
+Qed.
+
+(* thm6.1/support-split (Thm 6.1, proof: approximating v-star), scope "scalar": with
+   0 <= tau < mu / 2 and theta = mu / 2, an estimate |v_hat_i - v*_i| <= tau classifies every entry:
+   v*_i = 0 => |v_hat_i| <= tau < theta; |v*_i| >= mu => |v_hat_i| >= mu - tau > theta.
+   The registry evaluates the learner's support_threshold on a symbol (theta = mu/2 there) and
+   checks theta - tau > 0 and (mu - tau) - theta > 0; here theta = mu / 2 and the classification. *)
+Theorem thm6_1__support_split (mu tau vhat vstar : R) :
+  0 < mu -> 0 <= tau < mu / 2 -> Rabs (vhat - vstar) <= tau ->
+  (vstar = 0 -> Rabs vhat <= tau < mu / 2)
+  /\ (mu <= Rabs vstar -> mu / 2 < mu - tau <= Rabs vhat).
+Proof.
+  intros Hmu Htau Hd; split.
+  - intros ->; rewrite Rminus_0_r in Hd; lra.
+  - intro Hv; split; [lra|].
+    pose proof (Rabs_triang_inv vstar (vstar - vhat)) as T.
+    replace (vstar - (vstar - vhat)) with vhat in T by ring.
+    rewrite Rabs_minus_sym in Hd; lra.
+Qed.
