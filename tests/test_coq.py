@@ -77,10 +77,11 @@ def test_parse_assumptions():
 
 def test_an_unlisted_axiom_fails_the_theorem():
     """A theorem resting on an axiom outside the allowed set is failed, not passed."""
+    reals = ("ClassicalDedekindReals.sig_not_dec",)
     runs = {
-        name: coq_check.FileRun(name, True, 1.0, assumptions={
-            coq_check.theorem_name(i): ("ClassicalDedekindReals.sig_not_dec",) for i in IDS_BY_FILE.get(name, ())
-        })
+        name: coq_check.FileRun(
+            name, True, 1.0, assumptions={coq_check.theorem_name(i): reals for i in IDS_BY_FILE.get(name, ())}
+        )
         for name in FILES
     }
     victim = "thm4.1/softmax-to-sigmoid"
