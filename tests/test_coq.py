@@ -62,6 +62,13 @@ def test_not_run_without_coqc(tmp_path):
         assert r.sha256 == coq_check.sha256(COQ_DIR / r.file)
 
 
+def test_sources_hash_covers_the_imported_files():
+    assert coq_check.dependencies("Tolerance.v") == ("Defs.v", "Lipschitz.v", "Tolerance.v")
+    assert coq_check.dependencies("Defs.v") == ("Defs.v",)
+    assert all("Defs.v" in coq_check.dependencies(f) for f in FILES)
+    assert len({coq_check.sources_sha256(f) for f in FILES}) == len(FILES)
+
+
 def test_parse_assumptions():
     assert coq_check.parse_assumptions("Closed under the global context\n") == ()
     text = (

@@ -96,6 +96,7 @@ class CoqResult:
     file: str
     theorem: str
     sha256: str
+    sources_sha256: str
     assumptions: tuple[str, ...] = ()
     detail: str = ""
 
@@ -109,7 +110,8 @@ class CoqResult:
         return {
             "passed": self.passed, "status": self.status, "seconds": round(self.seconds, 3),
             "version": self.version, "detail": self.detail, "file": self.file, "theorem": self.theorem,
-            "sha256": self.sha256, "assumptions": list(self.assumptions),
+            "sha256": self.sha256, "sources_sha256": self.sources_sha256,
+            "assumptions": list(self.assumptions),
         }
 
 
@@ -140,6 +142,27 @@ def coq_version(coqc: str) -> str:
 def sha256(path: Path) -> str:
     """SHA-256 of a file's bytes."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def dependencies(name: str) -> tuple[str, ...]:
+    """``name`` and every file of :data:`FILES` it imports, directly or not (in :data:`FILES` order),
+    read from its ``From AttnProof Require Import ...`` lines."""
+    pattern = re.compile(rf"From\s+{LOGICAL_PATH}\s+Require\s+(?:Import\s+|Export\s+)?([\w\s]+)\.")
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        current = stack.pop()
+        if current not in seen:
+            seen.add(current)
+            for group in pattern.findall((COQ_DIR / current).read_text()):
+                stack.extend(f"{module}.v" for module in group.split())
+    return tuple(f for f in FILES if f in seen)
+
+
+def sources_sha256(name: str) -> str:
+    """SHA-256 over the names and hashes of :func:`dependencies` of ``name``."""
+    listing = "".join(f"{f}\0{sha256(COQ_DIR / f)}\n" for f in dependencies(name))
+    return hashlib.sha256(listing.encode()).hexdigest()
 
 
 def parse_assumptions(text: str) -> tuple[str, ...]:
@@ -224,7 +247,7 @@ def check(coqc: str | None = None, timeout: float = 600.0) -> dict[str, CoqResul
 def not_run(reason: str) -> dict[str, CoqResult]:
     """Every registry ID as ``"not run"`` (never passed), with the reason."""
     return {
-        i: CoqResult(i, NOT_RUN, 0.0, "", f, t, sha256(COQ_DIR / f), detail=reason)
+        i: CoqResult(i, NOT_RUN, 0.0, "", f, t, sha256(COQ_DIR / f), sources_sha256(f), detail=reason)
         for i, (f, t) in THEOREMS.items()
     }
 
@@ -253,7 +276,9 @@ def verdicts(runs: dict[str, FileRun], version: str) -> dict[str, CoqResult]:
                 ", ".join(a for a in assumptions if not a.startswith(ALLOWED_PREFIXES)) or "none")
             if any(a.startswith(ALLOWED_PREFIXES) for a in assumptions):
                 detail += " (and Coq's primitive-integer specifications, for Coq Interval)"
-        results[i] = CoqResult(i, status, seconds, version, f, t, hashes[f], assumptions, detail)
+        results[i] = CoqResult(
+            i, status, seconds, version, f, t, hashes[f], sources_sha256(f), assumptions, detail
+        )
     return results
 
 
@@ -261,5 +286,6 @@ __all__ = [
     "COQ_DIR", "FILES", "IDS_BY_FILE", "THEOREMS", "ALLOWED_AXIOMS", "ALLOWED_PREFIXES",
     "PASSED", "FAILED", "NOT_RUN",
     "CoqResult", "FileRun", "theorem_name", "find_coqc", "coq_version", "parse_assumptions", "disallowed",
+    "dependencies", "sources_sha256",
     "compile_files", "check", "not_run", "verdicts",
 ]
