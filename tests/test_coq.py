@@ -65,6 +65,7 @@ def test_not_run_without_coqc(tmp_path):
 def test_sources_hash_covers_the_imported_files():
     assert coq_check.dependencies("Tolerance.v") == ("Defs.v", "Lipschitz.v", "Tolerance.v")
     assert coq_check.dependencies("Defs.v") == ("Defs.v",)
+    assert coq_check.dependencies("Multihead.v") == ("Defs.v", "Softmax.v", "Multihead.v")
     assert all("Defs.v" in coq_check.dependencies(f) for f in FILES)
     assert len({coq_check.sources_sha256(f) for f in FILES}) == len(FILES)
 

@@ -53,7 +53,7 @@ IDS_BY_FILE: dict[str, tuple[str, ...]] = {
     "Relu.v": ("sec4.1/relu-as-abs", "sec4.1/relu-antisymmetry", "sec4.1/antisymmetry-all-d",
                "sec4.1/canonical-network"),
     "Multihead.v": ("prop7.1/multihead-collapse", "prop7.1/collapse-all-d", "prop7.1/symmetries",
-                    "sec7/short-input-collapse"),
+                    "sec7/short-input-decomposition", "sec7/short-input-collapse"),
     "Lipschitz.v": ("lemmaA.1/lipschitz-closed-form", "lemmaA.1/logit-derivative",
                     "lemmaA.1/lipschitz-bound"),
     "Tolerance.v": ("thm6.1/tolerance-algebra", "thm6.1/erratum-E1", "thm6.1/paired-logit-corrected",

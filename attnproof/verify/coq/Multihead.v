@@ -6,10 +6,11 @@
    prop7.1/multihead-collapse   | prop7_1__multihead_collapse
    prop7.1/collapse-all-d       | prop7_1__collapse_all_d
    prop7.1/symmetries           | prop7_1__symmetries
+   sec7/short-input-decomposition | sec7__short_input_decomposition
    sec7/short-input-collapse    | sec7__short_input_collapse
 *)
 From Coq Require Import Reals Lra List Permutation.
-From AttnProof Require Import Defs.
+From AttnProof Require Import Defs Softmax.
 Open Scope R_scope.
 
 Fixpoint sum (l : list R) : R := match l with nil => 0 | a :: l' => a + sum l' end.
@@ -113,4 +114,34 @@ Proof.
   pose proof (Rinv_0_lt_compat _ H); pose proof (Rinv_0_lt_compat _ H0);
     pose proof (Rinv_0_lt_compat _ H1).
   repeat split; field; repeat split; lra.
+Qed.
+
+(* phi = sigma - 1/2, the odd part of the sigmoid. *)
+Definition phi (t : R) : R := sigma t - 1 / 2.
+
+Lemma dot_vsub_l (x1 x2 v : list R) :
+  length x1 = length x2 -> dot (vadd x1 (vopp x2)) v = dot x1 v - dot x2 v.
+Proof.
+  intro H; rewrite dot_vadd_l, dot_vopp_l; [ring|].
+  unfold vopp; rewrite map_length; exact H.
+Qed.
+
+(* sec7/short-input-decomposition (Sec. 7, new: what inputs of length <= 2 see):
+   f^H([x^T]) = sum_h x^T v^(h) and
+   f^H([x_1^T; x_2^T]) = sum_h [ (1/2)(x_1 + x_2)^T v^(h) + phi((x_1 - x_2)^T W^(h) x_2) (x_1 - x_2)^T v^(h) ].
+   The registry checks H = 2 and d = 1..3 and writes the first sums as x^T sum_h v^(h) and
+   (1/2)(x_1 + x_2)^T sum_h v^(h) (the same by linearity); here every d and every number of heads. *)
+Theorem sec7__short_input_decomposition (heads : list (list (list R) * list R)) (x x1 x2 : list R) :
+  length x1 = length x2 ->
+  mha heads (x :: nil) = sum (map (fun h => dot x (snd h)) heads)
+  /\ mha heads (x1 :: x2 :: nil)
+     = sum (map (fun h => (dot x1 (snd h) + dot x2 (snd h)) / 2
+                          + phi (bilin (fst h) (vadd x1 (vopp x2)) x2) * dot (vadd x1 (vopp x2)) (snd h))
+                heads).
+Proof.
+  intro H; split; induction heads as [| [W v] hs IH]; simpl; try reflexivity; rewrite IH; f_equal.
+  - apply thm4_1__one_token.
+  - rewrite head_two_tokens, dot_vsub_l by exact H.
+    unfold bilin at 3; rewrite dot_vsub_l by exact H; fold (bilin W x1 x2) (bilin W x2 x2).
+    unfold phi; field.
 Qed.
