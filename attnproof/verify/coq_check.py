@@ -55,7 +55,7 @@ IDS_BY_FILE: dict[str, tuple[str, ...]] = {
     "Multihead.v": ("prop7.1/multihead-collapse", "prop7.1/collapse-all-d", "prop7.1/symmetries",
                     "sec7/short-input-decomposition", "sec7/short-input-collapse"),
     "Lipschitz.v": ("lemmaA.1/lipschitz-closed-form", "lemmaA.1/logit-derivative",
-                    "lemmaA.1/lipschitz-bound"),
+                    "lemmaA.1/lipschitz-bound", "thm6.1/optimal-beta"),
     "Tolerance.v": ("thm6.1/tolerance-algebra", "thm6.1/erratum-E1", "thm6.1/paired-logit-corrected",
                     "thmB.1/accuracy-algebra", "thmB.1/ratio-error", "thmB.1/ratio-bound",
                     "thm6.1/support-split"),

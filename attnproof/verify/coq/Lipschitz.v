@@ -6,6 +6,7 @@
    lemmaA.1/lipschitz-closed-form | lemmaA_1__lipschitz_closed_form
    lemmaA.1/logit-derivative      | lemmaA_1__logit_derivative
    lemmaA.1/lipschitz-bound       | lemmaA_1__lipschitz_bound
+   thm6.1/optimal-beta            | thm6_1__optimal_beta
 *)
 From Coq Require Import Reals Lra.
 From Coquelicot Require Import Coquelicot.
@@ -101,4 +102,23 @@ Proof.
   - interval with (i_prec 90).
   - interval with (i_prec 90).
   - interval with (i_prec 90).
+Qed.
+
+(* thm6.1/optimal-beta (Thm 6.1, beyond the paper), scope "scalar": for beta > 0,
+   d/dbeta (1 + cosh beta) / beta^2 = (2 cosh^2(beta/2) / beta^3) (beta tanh(beta/2) - 2)
+   (the error per unit tolerance scales like (1 + cosh beta) / beta^2, so the tuned band solves
+   beta tanh(beta/2) = 2). Same statement and scope (Coquelicot's is_derive). *)
+Theorem thm6_1__optimal_beta (b : R) :
+  0 < b ->
+  is_derive (fun t => (1 + cosh t) / t ^ 2) b (2 * cosh (b / 2) ^ 2 / b ^ 3 * (b * tanh (b / 2) - 2)).
+Proof.
+  intro Hb.
+  unfold tanh, sinh, cosh.
+  auto_derive; [nra|].
+  assert (Y : exp b = exp (b / 2) * exp (b / 2)) by (rewrite <- exp_plus; f_equal; field).
+  assert (Z : exp (- b) = / (exp (b / 2) * exp (b / 2))) by (rewrite <- Y, exp_Ropp; reflexivity).
+  rewrite Y, Z, exp_Ropp.
+  pose proof (exp_pos (b / 2)).
+  field; repeat split; try lra.
+  all: nra.
 Qed.
