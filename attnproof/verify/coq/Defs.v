@@ -1,6 +1,8 @@
 (* Section 3 of "Provably Learning Attention with Queries" (arXiv 2601.16873): the definitions
    every other file states its theorems with (no theorem here is a registry claim).
-   Vectors of any length are lists of reals, matrices are lists of rows. *)
+   Vectors of any length are lists of reals, matrices are lists of rows. The dot product of two
+   lists of different lengths reads their common prefix; the theorems hold for all lists (with a
+   length hypothesis where one is needed), so in particular for every well-sized d, N, m, H. *)
 From Coq Require Import Reals Lra List.
 Open Scope R_scope.
 

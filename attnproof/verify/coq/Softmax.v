@@ -106,7 +106,8 @@ Qed.
 (* thm4.1/label-affine (Thm 4.1, proof (ii)):
    f_{W,v}([(u + e_j)^T; e_j^T]) = v_j + sigma(u^T w_j) (u^T v), w_j = W e_j.
    The registry checks the library's model at d = 1..3 and every column j; here every d and
-   every j, with e_j the j-th unit vector of length d (e_j^T v = v_j, W e_j = the j-th column). *)
+   every j, with e_j the j-th unit vector of length d (e_j^T v = v_j, W e_j = the j-th column),
+   and f_{W,v} the head written from Sec. 3 (Defs.head), not the library's Python model. *)
 Fixpoint unit (d j : nat) : list R :=
   match d, j with
   | O, _ => nil
