@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 import attnproof  # noqa: F401  (importing the package registers every identity)
-from attnproof.proof import REGISTRY
+from attnproof.verify.registry import REGISTRY
 from attnproof.verify import coq_check
 from attnproof.verify.coq_check import COQ_DIR, FILES, IDS_BY_FILE, THEOREMS
 
