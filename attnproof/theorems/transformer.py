@@ -258,6 +258,8 @@ class _PathSearch:
         bits = RESOLUTION_LOG2.get(arith.name, int(0.75 * getattr(arith, "dps", 20) * np.log2(10)))
         self.rho = arith.scalar(2) ** -bits
         self.seen: list[tuple[np.ndarray, Any]] = []
+        #: sum of |G_b - G_a|_1 over intervals taken as kink-free though their gradients differ
+        self.hidden = 0.0
 
     def ask(self, X: np.ndarray) -> np.ndarray:
         """f at the rows of X (one-token queries, one batch)."""
@@ -397,9 +399,17 @@ class _PathSearch:
         )
 
     def same_gradient(self, a: _Piece, b: _Piece) -> bool:
+        """Are a's and b's gradients equal, to within their errors and the rounding floor?
+
+        The floor ``16 TOL_ULPS eps max|G|`` is the smallest jump a confirmation pair x* +- y with
+        ``|y| <= |x*|`` can tell from the answers' rounding (``eps |G| |x|`` even where f is tiny,
+        see :meth:`tol`); a jump below it (a unit whose kink is below float64's resolution beside
+        large ones) is taken for none, and booked in ``hidden`` (the error bound adds half of it).
+        """
         if self.arith.exact:
             return all(self.arith.is_zero(t) for t in a.G - b.G)
-        return float(np.abs(self.arith.to_float(a.G - b.G)).max()) <= 2 * (a.err + b.err)
+        floor = 16 * TOL_ULPS * self.arith.eps * self.gscale
+        return float(np.abs(self.arith.to_float(a.G - b.G)).max()) <= 2 * (a.err + b.err) + floor
 
     def segment(self, a: _Piece, b: _Piece) -> list[tuple[np.ndarray, np.ndarray, float]]:
         """Every kink on the segment from a.x to b.x: (jump J = G_b - G_a, direction, error of J)."""
@@ -424,6 +434,8 @@ class _PathSearch:
                 y_split = self.ask(x[None])[0]
                 self.ledger.values += 1
                 if self.fits(pa, x, y_split):
+                    if not self.arith.exact:  # any jump left between them is below the resolution
+                        self.hidden += float(np.abs(self.arith.to_float(pb.G - pa.G)).sum())
                     continue  # one linear function on the whole interval: no kink
             else:
                 J = pb.G - pa.G
@@ -508,23 +520,39 @@ class _PathSearch:
         """|f(z) - prediction| / tolerance, predicting f(z) from p as ``f(x_p) + G_p^T (z - x_p)``,
         whose error grows with |z - x_p| only (a thin region's gradient is still useful nearby).
         Exact arithmetic: 0 on p's plane, inf off it."""
-        predicted = p.y + p.G @ (z - p.x)
+        predicted = self.predict(p, z)
         if self.arith.exact:
             return 0.0 if self.arith.is_zero(got - predicted) else np.inf
-        dz = float(np.abs(self.arith.to_float(z - p.x)).sum())
-        tol = self.tol(z, got, p.y, G=p.G) + p.err * dz
+        tol = self.prediction_tol(p, z, got)
         diff = abs(float(got - predicted))
         return diff / tol if tol > 0 else (0.0 if diff == 0 else np.inf)
+
+    @staticmethod
+    def predict(p: _Piece, z: np.ndarray) -> Any:
+        """f(z) predicted from p's plane: ``f(x_p) + G_p^T (z - x_p)``."""
+        return p.y + p.G @ (z - p.x)
+
+    def prediction_tol(self, p: _Piece, z: np.ndarray, got: Any) -> float:
+        """How far a value ``got`` of f near z may lie from p's prediction of f(z) (numeric only):
+        the answers' rounding plus p's gradient error over the distance ``|z - x_p|_1``."""
+        dz = float(np.abs(self.arith.to_float(z - p.x)).sum())
+        return self.tol(z, got, p.y, G=p.G) + p.err * dz
 
     def fits(self, p: _Piece, z: np.ndarray, got: Any) -> bool:
         """Does f(z) = ``got`` lie on p's plane (to within the prediction's tolerance)?"""
         return self.misfit(p, z, got) <= 1
 
     def _planes_meet(self, pa: _Piece, pb: _Piece, x: np.ndarray) -> bool:
-        """Do pa's and pb's predictions of f(x) agree to within their tolerances (numeric only)?"""
+        """Do pa's and pb's predictions of f(x) agree to within their tolerances (numeric only)?
+
+        Both predictions carry an error (each piece's gradient error over its distance to x), so
+        the tolerances add: a piece with a tiny gradient (and error) beside one with a large gradient
+        must not hold the other's prediction to its own tolerance alone.
+        """
         if self.arith.exact:
             return False
-        return self.fits(pb, x, pa.y + pa.G @ (x - pa.x)) and self.fits(pa, x, pb.y + pb.G @ (x - pb.x))
+        ya, yb = self.predict(pa, x), self.predict(pb, x)
+        return abs(float(ya - yb)) <= self.prediction_tol(pa, x, yb) + self.prediction_tol(pb, x, ya)
 
     def _confirm(self, pa: _Piece, pb: _Piece, x: np.ndarray, reach: np.ndarray) -> tuple[str, Any]:
         """Is ``(G_b - G_a)^T x = 0`` the only hyperplane between pa and pb?
@@ -723,8 +751,11 @@ def _learn_ffn_once(
     _check_nonzero(rec, arith)
     if not arith.exact:
         # sup_{|x|_inf <= 1} |f_hat - f| <= (|du|_1 + sum_j |dJ_j|_1) / 2 (``||a| - |b|| <= |a - b|``)
+        # plus half of every jump taken for none (below the resolution: ``search.hidden``)
         jumps = pU.err + pW.err + sum(e for _, _, e in kinks)
-        info["error_bound"] = 0.5 * d * jumps + _size(rec, arith) * arith.eps * 4 * (L + 1)
+        info["error_bound"] = (
+            0.5 * d * jumps + 0.5 * search.hidden + _size(rec, arith) * arith.eps * 4 * (L + 1)
+        )
     _check_answers(rec, search, arith, tolerance)
     return rec
 
@@ -890,13 +921,13 @@ def learn_transformer(
         )
     with arith.context():
         if route == "antisymmetric":
-            derived = AntisymmetricOracle(oracle)
+            derived = AntisymmetricOracle(oracle, scale=_unit_scale(ffn.u, arith))
             rec = learn_exact(derived, probes=probes, rng=rng, arith=arith)
             W = rec.W
             extra_bound = derived.amplification  # Thm 4.1's bound assumes VQ~'s own rounding
         else:
             M, info = cone_map(ffn, arith, rng)
-            derived = LinearMapOracle(oracle, M=M)
+            derived = LinearMapOracle(oracle, M=M, scale=_unit_scale(M.T @ info["cone_g"], arith))
             rec = learn_exact(derived, probes="basis", arith=arith)
             W = arith.solve(M.T, arith.solve(M.T, rec.W).T).T  # W' = M^T W M
             extra_bound = info["cond_M"] ** 2
@@ -920,6 +951,20 @@ def learn_transformer(
     if not arith.exact:
         diagnostics["error_bound"] = rec.diagnostics["error_bound"] * extra_bound
     return TransformerRecovery(W, ffn, queries, arith.name, diagnostics)
+
+
+def _unit_scale(v: np.ndarray, arith: Arith) -> Any:
+    """The power of two ``2^-e`` with ``2^e <= max |v_i| < 2^(e + 1)`` (1 in exact arithmetic).
+
+    The attention phase sees v* = u (VQ~) or ``M^T g`` (cone): a tiny FFN makes it tiny, and
+    float64 error models square v's entries (underflow below 1e-154).  Scaling the derived
+    oracle's answers by this exact power of two gives v* of order one, the same W* and the same
+    relative rounding.
+    """
+    if arith.exact:
+        return 1
+    top = arith.abs_max(v)
+    return arith.scalar(2) ** -int(np.floor(np.log2(float(top)))) if top > 0 else 1
 
 
 def _u_vanishes(ffn: FFNRecovery, arith: Arith) -> bool:
