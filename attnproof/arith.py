@@ -12,14 +12,21 @@ import contextlib
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import mpmath
 import numpy as np
 import sympy as sp
 
-from .errors import InvalidInputError, NonFiniteError
+from .errors import (
+    AttnproofError,
+    DegenerateProbeError,
+    InvalidInputError,
+    NonFiniteError,
+    PrecisionLossError,
+)
 
 
 class Arith(ABC):
@@ -45,11 +52,139 @@ class Arith(ABC):
     #: magnitudes a learner's one-token answers may have without the two-token labels over- or
     #: underflowing (None: no limit, as in mpmath's and sympy's unbounded exponents)
     safe_range: tuple[float, float] | None = None
+    #: significant decimal digits a rounding model of this arithmetic works with (float64: 15;
+    #: mpmath: its dps; sympy: float64's, which only sizes numerical side computations, as
+    #: :attr:`resolution` does)
+    digits: int = 15
+    #: what to raise when two values that must agree do not: in floating point the precision
+    #: ran out (PrecisionLossError); in exact arithmetic the input itself is degenerate
+    unresolved: type[AttnproofError] = PrecisionLossError
+    #: where the elementary functions (sin, cos, tan) come from
+    _library: Any = mpmath
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
         """Context inside which this arithmetic's global settings are in force."""
         yield
+
+    @contextlib.contextmanager
+    def interval(self, dps: int | None = None) -> Iterator[Any]:
+        """``mpmath.iv`` at ``dps`` digits for the block (default: :attr:`digits` + 10 guard
+        digits), restoring the precision it had before, even on error; yields ``mpmath.iv``.
+
+        mpmath's interval precision is global state: a block that sets ``mpmath.iv.dps`` by hand
+        and "restores" a fixed value (15) leaks into every enclosure computed afterwards.
+        """
+        dps = self.digits + 10 if dps is None else dps
+        if isinstance(dps, bool) or not isinstance(dps, (int, np.integer)) or dps < 1:
+            raise InvalidInputError(f"interval precision must be an integer >= 1 digit; got {dps!r}")
+        saved = mpmath.iv.dps
+        mpmath.iv.dps = int(dps)
+        try:
+            yield mpmath.iv
+        finally:
+            mpmath.iv.dps = saved
+
+    @property
+    def pi(self) -> Any:
+        """pi in this arithmetic (float64: ``math.pi``; mpmath: at its digits; sympy: ``sympy.pi``)."""
+        with self.context():
+            return +mpmath.pi
+
+    def sin(self, x: Any) -> Any:
+        """sin of a scalar, or elementwise of an array, in this arithmetic."""
+        return self._map("sin", x)
+
+    def cos(self, x: Any) -> Any:
+        """cos of a scalar, or elementwise of an array, in this arithmetic."""
+        return self._map("cos", x)
+
+    def tan(self, x: Any) -> Any:
+        """tan of a scalar, or elementwise of an array, in this arithmetic."""
+        return self._map("tan", x)
+
+    def _map(self, name: str, x: Any) -> Any:
+        """The function ``name`` of :attr:`_library` at this arithmetic's precision, on a scalar
+        or elementwise on an array (of this arithmetic's dtype)."""
+        fn = getattr(self._library, name)
+        with self.context():
+            return _elementwise(fn, x).astype(self.dtype) if isinstance(x, np.ndarray) else fn(x)
+
+    def hypot(self, w: Any) -> Any:
+        """The Euclidean length ``sqrt(sum_i w_i^2)`` of a vector, as a number of this arithmetic
+        (unlike :meth:`norm`, which returns a float): exact in sympy."""
+        with self.context():
+            return mpmath.sqrt(mpmath.fsum(x * x for x in np.asarray(w, dtype=object).reshape(-1)))
+
+    def closed_form(self, expr: Any) -> Any:
+        """The value of a closed form given as a sympy expression (e.g. ``gamma(d/2) / sqrt(pi)``)
+        in this arithmetic: itself in sympy, correctly rounded to the working digits otherwise
+        (sympy evaluates it with guard digits first).  Unlike :meth:`evaluate`, which computes an
+        mpmath formula at the working digits, this is exact to the last digit: the two can differ
+        in the last digit of an mpmath result."""
+        return self.scalar(sp.sympify(expr))
+
+    def evaluate(self, formula: Callable[[Any], Any]) -> Any:
+        """A closed form in this arithmetic: ``formula(m)`` written with mpmath's names
+        (``m.mpf``, ``m.pi``, ``m.sqrt``, ``m.gamma``, ``m.exp``, ``m.log``, the trig functions),
+        e.g. ``lambda m: m.gamma(m.mpf(d) / 2) / m.sqrt(m.pi)``.  mpmath: evaluated at its digits;
+        float64: at 30 digits, then rounded once (correctly rounded but for ties); sympy: the
+        same names are sympy's, so the result is the exact expression."""
+        with self.context():
+            return formula(mpmath)
+
+    def abs_max_scalar(self, a: Any) -> Any:
+        """max |a_i| as a number to compute with (0 for an empty array): the exact largest entry
+        in sympy, a Python float (as :meth:`abs_max`) in floating point."""
+        return self.abs_max(a)
+
+    def argmax_abs(self, a: Any) -> int:
+        """Index of the first entry of largest magnitude (exact comparisons in sympy)."""
+        return int(np.argmax(self.to_float(np.abs(np.asarray(a)))))
+
+    def within(self, x: Any, tol: float) -> bool:
+        """Is |x| <= tol?  In exact arithmetic: is x provably 0 (``tol`` is then ignored, as
+        every tolerance of a rounding model is 0 there)."""
+        return bool(abs(float(x)) <= tol)
+
+    def simplify(self, a: np.ndarray) -> np.ndarray:
+        """Entries in canonical form: sympy simplifies each (e.g. ``exp(-s) exp(s)`` to 1); a
+        floating-point array is returned as it is."""
+        return a
+
+    def nsimplify(self, a: np.ndarray) -> np.ndarray:
+        """Entries given as floats read as the simplest exact numbers they round (sympy's
+        ``nsimplify``: 0.5 -> 1/2, 0.7071067811865476 -> sqrt(2)/2); unchanged in floating point."""
+        return a
+
+    def eigh(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of the symmetric part
+        ``(M + M^T) / 2``, computed in this arithmetic."""
+        with self.context():
+            lam, Q = mpmath.eigsy(mpmath.matrix(((M + M.T) / 2).tolist()))
+            lam = np.array([lam[i] for i in range(lam.rows)], dtype=object)
+            Q = np.array(Q.tolist(), dtype=object)
+            order = np.argsort(self.to_float(lam), kind="stable")
+            return lam[order], Q[:, order]
+
+    def right_singular(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Singular values of M, ascending, and its right singular vectors (the columns of V),
+        from the eigen-decomposition of ``M^T M`` in this arithmetic (float64: numpy's SVD of M,
+        which does not square the condition number)."""
+        with self.context():
+            lam, V = self.eigh(M.T @ M)
+            return np.array([self.sqrt(abs(x)) for x in lam], dtype=object), V
+
+    def qr(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``A = Q R``, Q orthogonal, R upper triangular with a non-negative diagonal (the unique
+        QR of a full-rank A: Gaussian A gives a Haar-random Q), computed in this arithmetic."""
+        with self.context():
+            Q, R = mpmath.qr(mpmath.matrix(np.asarray(A).tolist()))
+            sign = [mpmath.sign(R[k, k]) for k in range(min(R.rows, R.cols))]
+            n = len(sign)
+            Qs = np.array([[Q[i, k] * sign[k] for k in range(n)] for i in range(Q.rows)], dtype=object)
+            Rs = np.array([[R[k, j] * sign[k] for j in range(R.cols)] for k in range(n)], dtype=object)
+            return Qs, Rs
 
     @abstractmethod
     def scalar(self, x: Any) -> Any:
@@ -65,6 +200,11 @@ class Arith(ABC):
         out = np.empty(shape, dtype=object)
         out.fill(self.scalar(0))
         return out
+
+    def buffer(self, shape: tuple[int, ...]) -> np.ndarray | None:
+        """An uninitialised array to fill in place batch after batch, or None where arrays are
+        built per batch (object arrays: every entry is a new Python number, nothing to reuse)."""
+        return None
 
     def eye(self, d: int) -> np.ndarray:
         """The d x d identity."""
@@ -180,6 +320,7 @@ class Float64(Arith):
     eps = float(np.finfo(np.float64).eps) / 2
     dtype = np.float64
     safe_range = (2.0**-900, 2.0**900)
+    _library = math  # the libm functions, as the rooms computed them before (numpy's may differ by an ulp)
 
     def scalar(self, x: Any) -> float:
         return float(x)
@@ -192,6 +333,9 @@ class Float64(Arith):
 
     def zeros(self, shape: tuple[int, ...]) -> np.ndarray:
         return np.zeros(shape)
+
+    def buffer(self, shape: tuple[int, ...]) -> np.ndarray:
+        return np.empty(shape)
 
     def eye(self, d: int) -> np.ndarray:
         return np.eye(d)
@@ -253,6 +397,32 @@ class Float64(Arith):
     def inverse_of_orthogonal(self, P: np.ndarray) -> np.ndarray:
         return P.T
 
+    @property
+    def pi(self) -> float:
+        return math.pi
+
+    def hypot(self, w: Any) -> float:
+        return math.hypot(*np.asarray(w, dtype=np.float64).reshape(-1))
+
+    def closed_form(self, expr: Any) -> float:
+        return float(sp.N(sp.sympify(expr), 30))  # 30 digits, then one rounding: correctly rounded
+
+    def evaluate(self, formula: Callable[[Any], Any]) -> float:
+        with mpmath.workdps(30):  # 30 digits, then one rounding
+            return float(formula(mpmath))
+
+    def eigh(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.linalg.eigh((M + M.T) / 2)
+
+    def right_singular(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _, s, Vt = np.linalg.svd(M)
+        return s[::-1], Vt[::-1].T
+
+    def qr(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Q, R = np.linalg.qr(A)
+        sign = np.sign(np.diag(R))
+        return Q * sign, R * sign[:, None]
+
 
 class MP(Arith):
     """mpmath at ``dps`` significant decimal digits (object arrays of ``mpf``).
@@ -267,6 +437,7 @@ class MP(Arith):
         self.dps = int(dps)
         self.name, self.family = f"mp:{dps}", "mpmath"
         self.eps = 10.0 ** (-dps)
+        self.digits = self.dps
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
@@ -330,6 +501,8 @@ class Sympy(Arith):
     name = family = "sympy"
     exact = True
     eps = 0.0
+    unresolved = DegenerateProbeError
+    _library = sp
 
     def scalar(self, x: Any) -> sp.Expr:
         if isinstance(x, (float, np.floating)):
@@ -396,6 +569,52 @@ class Sympy(Arith):
         return sp.Matrix(np.asarray(A, dtype=object).tolist()).det() == 0
 
 
+    @property
+    def pi(self) -> sp.Expr:
+        return sp.pi
+
+    def hypot(self, w: Any) -> sp.Expr:
+        return sp.sqrt(sum((x**2 for x in np.asarray(w, dtype=object).reshape(-1)), sp.Integer(0)))
+
+    def closed_form(self, expr: Any) -> sp.Expr:
+        return sp.sympify(expr)
+
+    def evaluate(self, formula: Callable[[Any], Any]) -> sp.Expr:
+        return formula(_SYMPY_AS_MPMATH)
+
+    def abs_max_scalar(self, a: Any) -> sp.Expr:
+        return max((abs(t) for t in np.asarray(a, dtype=object).reshape(-1)), default=sp.Integer(0))
+
+    def argmax_abs(self, a: Any) -> int:
+        w = list(np.asarray(a, dtype=object).reshape(-1))
+        top = max(abs(x) for x in w)
+        return next(k for k, x in enumerate(w) if abs(x) == top)
+
+    def within(self, x: Any, tol: float) -> bool:
+        return self.is_zero(x)
+
+    def simplify(self, a: np.ndarray) -> np.ndarray:
+        return _elementwise(sp.simplify, a)
+
+    def nsimplify(self, a: np.ndarray) -> np.ndarray:
+        return _elementwise(sp.nsimplify, a)
+
+    def eigh(self, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        S = sp.Matrix(np.asarray((M + M.T) / 2, dtype=object).tolist())
+        pairs = []
+        for lam, _, vectors in S.eigenvects():
+            for q in sp.GramSchmidt(vectors, orthonormal=True):
+                pairs.append((lam, q))
+        pairs.sort(key=lambda p: float(sp.N(p[0])))
+        lam = np.array([sp.simplify(p[0]) for p in pairs], dtype=object)
+        Q = np.array([[sp.simplify(x) for x in p[1]] for p in pairs], dtype=object).T
+        return lam, Q
+
+    def qr(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Q, R = sp.Matrix(np.asarray(A, dtype=object).tolist()).QRdecomposition()  # diag R > 0
+        return np.array(Q.tolist(), dtype=object), np.array(R.tolist(), dtype=object)
+
+
 def _elementwise(fn: Any, a: Any) -> np.ndarray:
     """Apply a scalar function to every entry of an object array (keeps the shape)."""
     arr = np.asarray(a, dtype=object)
@@ -412,6 +631,12 @@ def magnitude(x: Any) -> mpmath.mpf:
         return mpmath.mpf(str(abs(x).evalf(mpmath.mp.dps + 5)))
     return abs(mpmath.mpf(x))
 
+
+#: sympy under mpmath's names, for :meth:`Arith.evaluate` (``mpf(3) / 2`` is the rational 3/2)
+_SYMPY_AS_MPMATH = SimpleNamespace(
+    mpf=sp.sympify, pi=sp.pi, e=sp.E, sqrt=sp.sqrt, exp=sp.exp, log=sp.log, gamma=sp.gamma,
+    sin=sp.sin, cos=sp.cos, tan=sp.tan, atan=sp.atan,
+)
 
 #: The smallest positive float64 (subnormal): what a non-zero value below float64's range rounds to.
 _TINY = 5e-324

@@ -20,33 +20,37 @@ end.  So a target of any size costs a handful of re-asked queries, not a second 
 every probe.  Extra queries are counted by the oracle and reported.  Exact arithmetic (sympy)
 never rescales.
 
-A learner measures through one :class:`Session` (oracle, arithmetic, scaling policy, the
-diagnostics it fills and a reusable probe buffer).  Diagnostics written here, the schema every
-learner shares: ``rescaled_probes`` (probes asked again at another scale), ``global_rescales``
-(batches moved to a larger scale because every logit was lost to rounding), ``reasked_queries``
-(every query beyond the learner's formula that this cost), ``max_abs_logit`` and ``time``, the
+Every learner works through one :class:`Session` (oracle, arithmetic, its registered
+:class:`~attnproof.proof.Learner`, query counting, timing, the output guard, and the result
+closed with the shared schema: ``queries_formula``, ``reasked_queries``, ``error_bound``,
+``time``); a learner that measures ``p^T W* q`` uses :class:`BilinearSession`, the layer on top
+(scaling policy, a reusable probe buffer, the adaptive measurement).  Diagnostics written by the
+layer: ``rescaled_probes`` (probes asked again at another scale), ``global_rescales`` (batches
+moved to a larger scale because every logit was lost to rounding), ``reasked_queries`` (every
+query beyond the learner's formula that this cost), ``max_abs_logit`` and ``time``, the
 session's wall-clock seconds in four parts that add up to the whole: ``'oracle'`` (inside the
 oracle's calls), ``'basis'`` (drawing the probe vectors), ``'assembly'`` (building the probe
 batches) and ``'solve'`` (everything else: inverting the answers, pivoting, the solve or the
-reconstruction, the error bound).
+reconstruction, the error bound).  A base session's time has the parts ``'oracle'`` and
+``'solve'``.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 
 from .arith import FLOAT64, Arith
 from .errors import InvalidInputError, PrecisionLossError
-from .oracles import ValueOracle
-from .proof import LEARNERS
+from .proof import Learner
 from .recovery import Recovery
 
 
@@ -335,7 +339,7 @@ def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray, plus: np.ndarray | 
     else:
         breaks = np.flatnonzero(np.diff(idx) != 1) + 1  # runs of consecutive rows: slice copies
         if len(breaks) < max(64, B // 8):
-            for a, b in zip(np.concatenate([[0], breaks]), np.concatenate([breaks, [B]])):
+            for a, b in zip(np.concatenate([[0], breaks]), np.concatenate([breaks, [B]]), strict=True):
                 run = M[idx[a] : idx[a] + (b - a)]
                 if plus is None:
                     out[a:b] = run
@@ -347,35 +351,75 @@ def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray, plus: np.ndarray | 
                 out += plus
 
 
+#: The query hooks in force (:meth:`Session.observe`): each is called with the number of queries
+#: every :meth:`Session.ask` cost.  A context variable, so a hook is seen only by the thread (or
+#: task) that installed it.
+_QUERY_HOOKS: ContextVar[tuple[Callable[[int], None], ...]] = ContextVar("attnproof_query_hooks", default=())
+
+
+class Oracle(Protocol):
+    """What a session needs of an oracle: its width d, its query count, and answers."""
+
+    @property
+    def d(self) -> int: ...
+
+    @property
+    def queries(self) -> int: ...
+
+    def __call__(self, X: Any) -> Any: ...
+
+
 @dataclass
 class Session:
-    """One learner's measurement session.
+    """One learner's session with its oracle: the base every learner shares (Sec. 3's currency).
 
-    Carries what every measurement needs: the oracle, the arithmetic, the scaling policy, the
-    batch size, the diagnostics the measurements fill (see the module docstring) and a reusable
-    float64 probe buffer (refilling one buffer costs a fraction of faulting in fresh pages for
-    every batch).
+    Carries the oracle, the arithmetic, the registered :class:`~attnproof.proof.Learner` (its
+    query count, its arithmetics), the queries asked since the session began, wall-clock time by
+    part, and the diagnostics the learner fills; it asks the oracle (:meth:`ask`), books queries
+    by phase (:meth:`phase`), applies the output guard (:meth:`guard`) and closes the result
+    with the shared schema (:meth:`close`, :meth:`recovery`).  A learner that measures bilinear
+    values ``p^T W* q`` uses the layer on top, :class:`BilinearSession`.
 
     Parameters
     ----------
-    oracle : ValueOracle
+    oracle : Oracle
+        Anything with ``d``, ``queries`` and answers (a ValueOracle, a MembershipOracle, a
+        derived oracle): the session counts *its* queries.
     arith : Arith
-    policy : ScalePolicy, optional
-    max_batch_bytes : int
-        Upper bound on the size of one batch of float64 probes sent to the oracle.
+    learner : Learner, keyword only
+        The registered learner (``attnproof.proof.LEARNERS[name]``, or the ``@learner``'s
+        record): its ``count`` gives ``queries_formula``; the arithmetic must be one it declares.
+        (Transitional: a registered *name*, resolved when first needed, as exact/lowrank/noisy
+        still pass it to :meth:`recovery`.)
+    diagnostics : dict, keyword only
+        Learner-specific facts; the session adds the shared schema when it closes.
+
+    Raises
+    ------
+    InvalidInputError
+        If the oracle does not count queries, or the learner does not run in ``arith``.
     """
 
-    oracle: ValueOracle
+    oracle: Oracle
     arith: Arith
-    policy: ScalePolicy = field(default_factory=ScalePolicy)
-    max_batch_bytes: int = 2**28
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    learner: Learner | str | None = field(default=None, kw_only=True)
+    diagnostics: dict[str, Any] = field(default_factory=dict, kw_only=True)
     start: int = field(init=False)
     started: float = field(init=False)
-    time: dict[str, float] = field(
-        default_factory=lambda: dict.fromkeys(("oracle", "basis", "assembly", "solve"), 0.0), init=False
-    )
-    _buffer: np.ndarray | None = field(default=None, init=False, repr=False)
+    time: dict[str, float] = field(init=False)
+    #: queries spent inside each :meth:`phase` (by name)
+    spent: dict[str, int] = field(default_factory=dict, init=False)
+
+    #: The parts of the wall-clock time reported: ``'oracle'`` (inside the oracle's calls) and
+    #: ``'solve'`` (everything else; it is what the other parts leave of the whole).
+    TIME_PARTS: ClassVar[tuple[str, ...]] = ("oracle", "solve")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Session:
+        # Transitional: ``Session(oracle, arith, policy[, max_batch_bytes])`` is the bilinear
+        # layer, as exact.py and lowrank.py still write it; remove once they build BilinearSession.
+        if cls is Session and (len(args) > 2 or {"policy", "max_batch_bytes"} & kwargs.keys()):
+            return super().__new__(BilinearSession)
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         if not all(hasattr(self.oracle, a) for a in ("d", "queries")) or not callable(self.oracle):
@@ -383,35 +427,148 @@ class Session:
                 f"a learner takes an oracle (e.g. ValueOracle(model)), which counts its queries; "
                 f"got {self.oracle!r}"
             )
-        mbb = self.max_batch_bytes
-        if isinstance(mbb, bool) or not isinstance(mbb, (int, np.integer)) or mbb < 1:
-            raise InvalidInputError(f"max_batch_bytes must be an integer >= 1; got {mbb!r}")
-        self.policy = self.policy or ScalePolicy()
+        learner = self.learner
+        if isinstance(learner, Learner) and self.arith.family not in learner.arithmetics:
+            raise InvalidInputError(
+                f"the {learner.name} learner runs in {', '.join(learner.arithmetics)}, not {self.arith.name}"
+            )
+        self.time = dict.fromkeys(self.TIME_PARTS, 0.0)
         self.start = self.oracle.queries
         self.started = time.perf_counter()
 
+    @classmethod
+    @contextmanager
+    def observe(cls, on_queries: Callable[[int], None]) -> Iterator[None]:
+        """Inside the block, every session's :meth:`ask` calls ``on_queries(n)`` with the n
+        queries it cost (e.g. a progress bar counting a sweep's queries live).  A session on a
+        derived oracle reports that oracle's queries."""
+        token = _QUERY_HOOKS.set((*_QUERY_HOOKS.get(), on_queries))
+        try:
+            yield
+        finally:
+            _QUERY_HOOKS.reset(token)
+
     @property
     def queries(self) -> int:
-        """Queries asked since the session began."""
+        """Queries asked since the session began (counted by its oracle)."""
         return self.oracle.queries - self.start
 
     @contextmanager
     def timed(self, part: str) -> Iterator[None]:
-        """Add the wall-clock time of the block to ``time[part]`` (oracle, basis, assembly, solve)."""
+        """Add the wall-clock time of the block to ``time[part]`` (see :attr:`TIME_PARTS`)."""
         t0 = time.perf_counter()
         try:
             yield
         finally:
-            self.time[part] += time.perf_counter() - t0
+            self.time[part] = self.time.get(part, 0.0) + time.perf_counter() - t0
 
-    def ask(self, X: np.ndarray) -> Any:
-        """The oracle's answers to the batch X (its time goes to ``time['oracle']``)."""
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Book the queries asked inside the block (through any oracle that forwards to the
+        session's) under ``spent[name]`` (added up over blocks of one name; nested phases
+        each book them)."""
+        before = self.oracle.queries
+        try:
+            yield
+        finally:
+            self.spent[name] = self.spent.get(name, 0) + self.oracle.queries - before
+
+    def ask(self, X: Any, via: Oracle | None = None) -> Any:
+        """The oracle's answers to the batch X (its time goes to ``time['oracle']``).
+
+        ``via``: ask through another oracle, e.g. a derived one built on the session's (its
+        queries are counted where they land, by the session's oracle).
+        """
+        before = self.oracle.queries
         with self.timed("oracle"):
-            return self.oracle(X)
+            answers = (self.oracle if via is None else via)(X)
+        spent = self.oracle.queries - before
+        for hook in _QUERY_HOOKS.get():
+            hook(spent)
+        return answers
+
+    @property
+    def registered(self) -> Learner:
+        """The session's registered learner."""
+        if self.learner is None:
+            raise InvalidInputError("this session has no registered learner (Session(..., learner=...))")
+        if isinstance(self.learner, str):  # transitional: the name, as exact/lowrank/noisy pass it
+            from .proof import LEARNERS
+
+            self.learner = LEARNERS[self.learner]
+        return self.learner
+
+    def formula(self, **count: Any) -> int:
+        """The registered learner's query count for ``count`` (d is filled in)."""
+        return self.registered.count(d=self.oracle.d, **count)
+
+    def promise(self, rtol: float | None) -> float:
+        """The relative accuracy a learner promises: ``rtol``, or by default the arithmetic's
+        resolution to the power 1/5 (a fifth of the working digits, certified: 6.6e-4 in float64;
+        the worst-case bound is typically 10^3 to 10^5 times the true error, so a real
+        all-MiniLM-L6-v2 head with an ill-conditioned skeleton needs this much headroom)."""
+        return self.arith.resolution**0.2 if rtol is None else rtol
+
+    def guard(
+        self,
+        bound: float,
+        size: float | None,
+        rtol: float | None = None,
+        *,
+        what: str = "||W_hat - W*||_F",
+        of: str = "||W_hat||_F",
+        why: str = "",
+    ) -> float:
+        """The output guard: the a-posteriori ``bound`` must be finite and at most ``promise(rtol)
+        * size`` (``size`` None: ``rtol`` is absolute).  Returns the promise.
+
+        Raises
+        ------
+        PrecisionLossError
+            Naming the learner, the bound on ``what``, the promise (times ``of``) and ``why``.
+        """
+        promise = self.promise(rtol)
+        allowed = promise if size is None else promise * size
+        if not (math.isfinite(bound) and bound <= allowed):
+            times = "" if size is None else f" x {of} = {allowed:.3g}"
+            name = "the learner" if self.learner is None else self.registered.name
+            raise PrecisionLossError(
+                f"{name}: the a-posteriori bound on {what} is {bound:.3g}, above the "
+                f"promised {promise:.1g}{times}: {self.arith.name} cannot resolve this target to that "
+                f"accuracy{why}; use mpmath with more digits (arith=MP(dps)) or rescale the inputs"
+            )
+        return promise
+
+    def close(
+        self,
+        *,
+        reasked: int | Literal["rest"] | None = None,
+        error_bound: float | None = None,
+        error_bound_v: float | None = None,
+        **count: Any,
+    ) -> dict[str, Any]:
+        """Fill the shared schema into the diagnostics and return them: ``time`` (by part),
+        ``queries_formula`` (the registered count for ``count``), ``reasked_queries`` (what the
+        measurements recorded, or ``reasked``; ``"rest"``: every query beyond the formula) and,
+        in floating point, ``error_bound`` (on ||W_hat - W*||_F) and ``error_bound_v``."""
+        info = self.diagnostics
+        elapsed = time.perf_counter() - self.started
+        measured = sum(t for part, t in self.time.items() if part != "solve")
+        info["time"] = dict(self.time, solve=max(0.0, elapsed - measured))
+        info["queries_formula"] = self.formula(**count)
+        if reasked == "rest":
+            reasked = self.queries - info["queries_formula"]
+        if reasked is None:
+            info.setdefault("reasked_queries", 0)
+        else:
+            info["reasked_queries"] = reasked
+        if error_bound is not None:
+            info.update(error_bound=float(error_bound), error_bound_v=error_bound_v)
+        return info
 
     def recovery(
         self,
-        learner: str,
+        learner: Learner | str | None = None,
         *,
         W: np.ndarray,
         v: np.ndarray,
@@ -421,16 +578,18 @@ class Session:
         v_error: float | None = None,
         rtol: float | None = None,
         guard: bool = True,
+        reasked: int | Literal["rest"] | None = None,
         **count: Any,
     ) -> Recovery:
-        """The learner's result, with exact query accounting and the output guard.
+        """The learner's :class:`Recovery`, closed (:meth:`close`) and guarded.
 
-        ``queries_formula`` is the registered learner's count (:data:`attnproof.proof.LEARNERS`)
-        for ``count`` (d is filled in); ``reasked_queries`` is what rescaling cost.  In floating
-        point ``W_error`` is the learner's a-posteriori bound on ||W_hat - W*||_F, reported as
-        ``error_bound`` (``v_error`` as ``error_bound_v``).  ``guard=False`` is for a learner
-        whose promise is absolute and checked before it queries (Thm 6.1's eps_W): its bound is
-        reported, possibly infinite, and not compared with ``rtol``.
+        ``queries_formula`` is the registered learner's count for ``count`` (d is filled in);
+        ``reasked_queries`` is what rescaling cost.  In floating point ``W_error`` is the
+        learner's a-posteriori bound on ||W_hat - W*||_F, reported as ``error_bound``
+        (``v_error`` as ``error_bound_v``).  ``guard=False`` is for a learner whose promise is
+        absolute and checked before it queries (Thm 6.1's eps_W): its bound is reported,
+        possibly infinite, and not compared with ``rtol``.  ``reasked`` as for :meth:`close`.
+        ``learner`` (transitional; a name is accepted too) is for a session built without one.
 
         Raises
         ------
@@ -442,43 +601,59 @@ class Session:
             too small for the arithmetic to resolve (||W_hat||_F itself within the bound, e.g.
             W* = 0 in float64) raises here too: the answer would be noise with no digit right.
         """
-        info = self.diagnostics
-        elapsed = time.perf_counter() - self.started
-        measured = self.time["oracle"] + self.time["basis"] + self.time["assembly"]
-        info["time"] = dict(self.time, solve=max(0.0, elapsed - measured))
-        info["queries_formula"] = LEARNERS[learner].count(d=self.oracle.d, **count)
-        info.setdefault("reasked_queries", 0)
-        if W_error is not None and not guard:
-            info.update(error_bound=float(W_error), error_bound_v=v_error)
-        elif W_error is not None:
-            promise = self.promise(rtol)
-            size = self.arith.norm(W)
-            info.update(error_bound=float(W_error), error_bound_v=v_error, promised_rtol=promise)
-            if not (math.isfinite(W_error) and W_error <= promise * size):
-                raise PrecisionLossError(
-                    f"{learner}: the a-posteriori bound on ||W_hat - W*||_F is {W_error:.3g}, above the "
-                    f"promised {promise:.1g} x ||W_hat||_F = {promise * size:.3g}: {self.arith.name} cannot "
-                    "resolve this target to that accuracy (a W* this small, or saturated/ill-conditioned "
-                    "probes); use mpmath with more digits (arith=MP(dps)) or rescale the inputs"
-                )
+        if learner is not None:
+            self.learner = learner
+        info = self.close(reasked=reasked, error_bound=W_error, error_bound_v=v_error, **count)
+        if W_error is not None and guard:
+            why = " (a W* this small, or saturated/ill-conditioned probes)"
+            info["promised_rtol"] = self.guard(W_error, self.arith.norm(W), rtol, why=why)
         return Recovery(
             W=W, v=v, queries=self.queries, arith=self.arith, diagnostics=info, c=c, beta=beta
         )
 
-    def promise(self, rtol: float | None) -> float:
-        """The relative accuracy a learner promises: ``rtol``, or by default the arithmetic's
-        resolution to the power 1/5 (a fifth of the working digits, certified: 6.6e-4 in float64;
-        the worst-case bound is typically 10^3 to 10^5 times the true error, so a real
-        all-MiniLM-L6-v2 head with an ill-conditioned skeleton needs this much headroom)."""
-        return self.arith.resolution**0.2 if rtol is None else rtol
+
+@dataclass
+class BilinearSession(Session):
+    """The bilinear adaptive measurement, a layer on :class:`Session`: ``p^T W* q`` through
+    two-token value queries, with probe scales adapted (see the module docstring).
+
+    Adds the scaling policy, the batch size and a reusable float64 probe buffer (refilling one
+    buffer costs a fraction of faulting in fresh pages for every batch); its time has four parts
+    (:attr:`TIME_PARTS`), and its measurements fill ``rescaled_probes``, ``global_rescales``,
+    ``reasked_queries`` and ``max_abs_logit``.
+
+    Parameters
+    ----------
+    oracle : ValueOracle
+    arith : Arith
+    policy : ScalePolicy, optional
+    max_batch_bytes : int
+        Upper bound on the size of one batch of float64 probes sent to the oracle.
+    learner, diagnostics : keyword only
+        As for :class:`Session`.
+    """
+
+    policy: ScalePolicy = field(default_factory=ScalePolicy)
+    max_batch_bytes: int = 2**28
+    _buffer: np.ndarray | None = field(default=None, init=False, repr=False)
+
+    TIME_PARTS: ClassVar[tuple[str, ...]] = ("oracle", "basis", "assembly", "solve")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        mbb = self.max_batch_bytes
+        if isinstance(mbb, bool) or not isinstance(mbb, (int, np.integer)) or mbb < 1:
+            raise InvalidInputError(f"max_batch_bytes must be an integer >= 1; got {mbb!r}")
+        self.policy = self.policy or ScalePolicy()
 
     def _chunk(self, n: int, d: int) -> tuple[int, np.ndarray | None]:
-        """Batch size and (float64) buffer for n probes of width d."""
-        if self.arith.dtype is object:  # object arrays are built per batch: a buffer only pays for float64
-            return max(n, 1), None
+        """Batch size and (float64) buffer for n probes of width d (no buffer, one batch, where
+        the arithmetic builds its arrays per batch: :meth:`Arith.buffer`)."""
         rows = max(1, min(n, self.max_batch_bytes // (2 * d * 8)))
         if self._buffer is None or self._buffer.shape[1:] != (2, d) or len(self._buffer) < rows:
-            self._buffer = np.empty((rows, 2, d))
+            self._buffer = self.arith.buffer((rows, 2, d))
+        if self._buffer is None:
+            return max(n, 1), None
         return len(self._buffer), self._buffer
 
     def measure(
@@ -566,13 +741,13 @@ class Session:
             b = np.arange(start, min(n, start + size))
             k[b] = scale.k
             reasked += self._settle(probes, entries, L, k, mags, b, rescaled, policy)
-            self._learn(probes, entries, L, k, mags, b, scale, policy)
+            self._learn(probes, entries, L, k, b, scale, policy)
             start, size = start + len(b), 2 * size
         # every value lost to rounding: W* tiny or 0; move a few spread-out probes up until one is
         # informative (each jump keeps a lost value below the ceiling)
         search = np.unique(np.linspace(0, n - 1, min(n, policy.pilot)).astype(np.int64))
         while n and not scale.known:
-            self._learn(probes, entries, L, k, mags, search, scale, policy, patient=False)
+            self._learn(probes, entries, L, k, search, scale, policy, patient=False)
             if scale.known or scale.k <= int(k[search].max()):  # at the largest scale: W* = 0 to resolution
                 break
             k[search] = scale.k
@@ -585,7 +760,7 @@ class Session:
             k[early] = scale.k
             reasked += len(early) + self._settle(probes, entries, L, k, mags, early, rescaled, policy)
             rescaled[early] = True
-            self._learn(probes, entries, L, k, mags, early, scale, policy)
+            self._learn(probes, entries, L, k, early, scale, policy)
         info["rescaled_probes"] = info.get("rescaled_probes", 0) + int(rescaled.sum())
         info["global_rescales"] = info.get("global_rescales", 0) + scale.jumps - jumps
         info["reasked_queries"] = info.get("reasked_queries", 0) + reasked
@@ -636,7 +811,6 @@ class Session:
         entries: tuple[np.ndarray, np.ndarray],
         L: np.ndarray,
         k: np.ndarray,
-        mags: np.ndarray,
         b: np.ndarray,
         scale: Scale,
         policy: ScalePolicy,
@@ -768,7 +942,9 @@ __all__ = [
     "ScalePolicy",
     "Scale",
     "Probes",
+    "Oracle",
     "Session",
+    "BilinearSession",
     "probe_batch",
     "random_orthogonal",
     "balanced",

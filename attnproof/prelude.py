@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .errors import NonIdentifiableError, PrecisionLossError
-from .measure import Probes, Session, value_errors
+from .measure import BilinearSession, Probes, Session, value_errors
 
 def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
     """(beta, v*) from one-token queries: d queries (beta = 0), or d + 1 with ``bias``.
@@ -62,7 +62,7 @@ def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
 
 
 def learn_score_bias(
-    session: Session, P: np.ndarray, v: np.ndarray, beta: Any, P_inv_norm: float = 1.0
+    session: BilinearSession, P: np.ndarray, v: np.ndarray, beta: Any, P_inv_norm: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """t_k = c^T p_k from the probes ``s [p_k^T; 0^T]`` (zero last token), one query each.
 
@@ -86,7 +86,7 @@ def learn_score_bias(
     return t_c, bound, typical
 
 
-def tame_rows(t_c: np.ndarray, session: Session, bound: float = 2.0) -> np.ndarray:
+def tame_rows(t_c: np.ndarray, session: BilinearSession, bound: float = 2.0) -> np.ndarray:
     """Power-of-two factors 2^-m (exact) with ``|2^-m c^T p_k| <= bound`` for every row.
 
     Scaling p_k by an exact power of two changes nothing else: the learners scale the row of
@@ -100,7 +100,7 @@ def tame_rows(t_c: np.ndarray, session: Session, bound: float = 2.0) -> np.ndarr
 
 
 def prepare_probes(
-    session: Session,
+    session: BilinearSession,
     P: np.ndarray,
     Q: np.ndarray | None,
     v: np.ndarray,

@@ -212,7 +212,8 @@ def score_heads(rec: MultiHeadRecovery, heads: list[tuple[Any, Any]], arith: Ari
         ]
     )
     rows, cols = linear_sum_assignment(cost)
-    scores = [score(rec.heads[i], heads[j][0], heads[j][1], arith) for i, j in zip(rows, cols)]
+    pairs = zip(rows, cols, strict=True)
+    scores = [score(rec.heads[i], heads[j][0], heads[j][1], arith) for i, j in pairs]
     top = max(
         max(abs(float(x)) for x in np.ravel(arith.to_float(np.asarray(a, dtype=object))))
         for W, v in heads

@@ -1,5 +1,7 @@
 """The three arithmetics agree where they should and differ where they must."""
 
+import math
+
 import mpmath
 import numpy as np
 import pytest
@@ -8,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attnproof.arith import FLOAT64, MP, SYMPY, parse
-from attnproof.errors import InvalidInputError, NonFiniteError
+from attnproof.errors import DegenerateProbeError, InvalidInputError, NonFiniteError, PrecisionLossError
 
 
 @pytest.mark.parametrize("spec,name", [("float64", "float64"), ("sympy", "sympy"), ("mp:40", "mp:40")])
@@ -35,7 +37,7 @@ def test_mp_logit_inverts_sigmoid_to_working_precision():
     with a.context():
         t = a.asarray([mpmath.mpf("3.25"), mpmath.mpf("-17.5")])
         back = a.logit(a.sigmoid(t))
-        assert max(abs(x - y) for x, y in zip(back, t)) < mpmath.mpf(10) ** -70
+        assert max(abs(x - y) for x, y in zip(back, t, strict=True)) < mpmath.mpf(10) ** -70
 
 
 def test_mp_logit_of_invalid_probability_is_nan():
@@ -128,3 +130,200 @@ def test_family_names_what_learners_declare(arith, family):
     P = arith.asarray(np.array([[0.0, 1.0], [1.0, 0.0]]))
     assert np.array_equal(arith.to_float(arith.inverse_of_orthogonal(P)), [[0, 1], [1, 0]])
     assert list(arith.to_float(arith.maximum(arith.asarray([-1.0, 2.0])))) == [0.0, 2.0]
+
+
+# --- what the rooms reached for by branching: each a method, checked in all three arithmetics --
+
+ALL = [FLOAT64, MP(40), SYMPY]
+
+
+def _close(arith, x, y, digits=None):
+    """x == y exactly in sympy, to the working digits otherwise."""
+    if arith.exact:
+        return sp.simplify(x - y) == 0
+    digits = arith.digits - 2 if digits is None else digits
+    with arith.context():
+        return abs(x - y) <= 10.0**-digits * max(1, abs(y))
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_pi_and_trig_are_the_arithmetics_own(arith):
+    with arith.context():
+        half = arith.pi / 2
+        assert _close(arith, arith.sin(arith.pi / 6), arith.scalar(1) / 2)
+        assert _close(arith, arith.cos(arith.pi / 3), arith.scalar(1) / 2)
+        assert _close(arith, arith.tan(arith.pi / 4), arith.scalar(1))
+        assert _close(arith, 2 * half, arith.pi)
+        t = np.array([arith.scalar(0), arith.pi / 4], dtype=arith.dtype)
+        out = arith.tan(t)
+        assert out.dtype == np.dtype(arith.dtype) and out.shape == (2,)
+        assert _close(arith, out[1], arith.scalar(1))
+    if arith is SYMPY:
+        assert arith.pi is sp.pi and arith.sin(arith.pi / 6) == sp.Rational(1, 2)
+    elif arith is FLOAT64:  # math's correctly rounded functions, as the rooms used them
+        assert arith.pi == math.pi and arith.tan(0.3) == math.tan(0.3) and arith.sin(0.3) == math.sin(0.3)
+    else:  # every digit of mpmath's pi at 40 digits
+        with mpmath.workdps(60):
+            assert abs(arith.pi - mpmath.pi) < mpmath.mpf(10) ** -39
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_hypot_is_a_number_of_the_arithmetic(arith):
+    w = arith.asarray([1, 2, 2])
+    assert _close(arith, arith.hypot(w), arith.scalar(3))
+    with arith.context():
+        r = arith.hypot(arith.asarray([1, 1]))
+        assert _close(arith, r * r, arith.scalar(2))
+    if arith is SYMPY:
+        assert arith.hypot(w) == 3 and arith.hypot(arith.asarray([1, 1])) == sp.sqrt(2)
+    elif arith is FLOAT64:
+        assert arith.hypot([3e200, 4e200]) == math.hypot(3e200, 4e200)  # no overflow
+    else:
+        assert isinstance(r, mpmath.mpf)
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_closed_form_is_correctly_rounded(arith):
+    R = arith.closed_form("gamma(3/2) / (sqrt(pi) * gamma(2))")  # E|x_1| on S^2 = 1/2
+    assert _close(arith, R, arith.scalar(1) / 2)
+    third = arith.closed_form("1/3")
+    if arith is SYMPY:
+        assert third == sp.Rational(1, 3)
+    elif arith is FLOAT64:
+        assert third == 1 / 3
+    else:
+        with arith.context():
+            assert third == mpmath.mpf(1) / 3
+
+
+def _sphere(d):
+    """E|x_1| on S^{d-1} = Gamma(d/2) / (sqrt(pi) Gamma((d+1)/2)), written with mpmath's names."""
+    return lambda m: m.gamma(m.mpf(d) / 2) / (m.sqrt(m.pi) * m.gamma(m.mpf(d + 1) / 2))
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 30])
+def test_evaluate_a_closed_form(arith, d):
+    R = arith.evaluate(_sphere(d))
+    exact = sp.gamma(sp.Rational(d, 2)) / (sp.sqrt(sp.pi) * sp.gamma(sp.Rational(d + 1, 2)))
+    if arith is SYMPY:
+        assert sp.simplify(R - exact) == 0
+    elif arith is FLOAT64:  # at 30 digits, then one rounding
+        with mpmath.workdps(30):
+            assert R == float(_sphere(d)(mpmath)) and isinstance(R, float)
+        assert R == pytest.approx(float(sp.N(exact, 30)), rel=2**-52)
+    else:  # mpmath at its own digits, bit for bit
+        with arith.context():
+            assert R == _sphere(d)(mpmath)
+        assert _close(arith, R, arith.scalar(exact))
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_abs_max_scalar_and_argmax_abs(arith):
+    a = arith.asarray([1, -3, 3, 2])
+    top = arith.abs_max_scalar(a)
+    assert _close(arith, top, arith.scalar(3)) and arith.argmax_abs(a) == 1  # the first largest
+    assert arith.abs_max_scalar(arith.asarray(np.zeros(0))) == 0
+    if arith is SYMPY:  # exact: a rational scale keeps exact computations exact
+        x = arith.asarray([sp.Rational(1, 3), -sp.Rational(2, 3)])
+        assert arith.abs_max_scalar(x) == sp.Rational(2, 3)
+        assert arith.argmax_abs(arith.asarray([sp.Rational(1, 10**400), 0])) == 0  # below float64
+    else:
+        assert isinstance(top, float) and top == arith.abs_max(a)
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_within_is_a_tolerance_or_exact_zero(arith):
+    assert arith.within(arith.scalar(0), 0.0)
+    assert not arith.within(arith.scalar(1), 0.5)
+    tiny = arith.scalar(sp.Rational(1, 10**20))
+    assert arith.within(tiny, 1e-10) is (not arith.exact)  # exact arithmetic ignores tolerances
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_simplify_and_nsimplify(arith):
+    s = sp.Symbol("s", real=True)
+    if arith is SYMPY:
+        y = np.array([sp.exp(-s) * sp.exp(s), sp.sin(s) ** 2 + sp.cos(s) ** 2], dtype=object)
+        assert list(arith.simplify(y)) == [1, 1]
+        assert list(arith.nsimplify(np.array([0.5, 0.7071067811865476], dtype=object))) == [
+            sp.Rational(1, 2), sp.sqrt(2) / 2]
+    else:  # floating point: nothing to canonicalise, the very array comes back
+        a = arith.asarray([0.5, 0.25])
+        assert arith.simplify(a) is a and arith.nsimplify(a) is a
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_eigh_of_the_symmetric_part(arith):
+    M = arith.asarray([[2, 1], [1, 2]])
+    lam, Q = arith.eigh(M)
+    assert _close(arith, lam[0], arith.scalar(1)) and _close(arith, lam[1], arith.scalar(3))
+    with arith.context():
+        for k in range(2):  # M q = lam q and q^T q = 1
+            q = Q[:, k]
+            assert all(_close(arith, x, y) for x, y in zip(M @ q, lam[k] * q, strict=True))
+            assert _close(arith, q @ q, arith.scalar(1))
+    lam_ns, _ = arith.eigh(arith.asarray([[1, 4], [0, 1]]))  # the symmetric part [[1, 2], [2, 1]]
+    assert _close(arith, lam_ns[0], arith.scalar(-1)) and _close(arith, lam_ns[1], arith.scalar(3))
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_interval_context_restores_the_saved_precision(arith):
+    mpmath.iv.dps = 37  # not the default: a block that "restores" 15 would be caught
+    try:
+        with arith.interval() as iv:
+            assert iv is mpmath.iv and mpmath.iv.dps == arith.digits + 10
+            one_third = iv.mpf(1) / 3
+            assert one_third.delta < 10.0 ** -(arith.digits + 8)
+        assert mpmath.iv.dps == 37
+        with pytest.raises(ZeroDivisionError), arith.interval(50):
+            assert mpmath.iv.dps == 50
+            raise ZeroDivisionError
+        assert mpmath.iv.dps == 37  # restored on error too
+        with pytest.raises(InvalidInputError):
+            with arith.interval(0):
+                pass
+    finally:
+        mpmath.iv.dps = 15
+
+
+@pytest.mark.parametrize(
+    "arith,digits,error",
+    [(FLOAT64, 15, PrecisionLossError), (MP(40), 40, PrecisionLossError), (SYMPY, 15, DegenerateProbeError)],
+    ids=["float64", "mp:40", "sympy"],
+)
+def test_digits_and_what_an_unresolved_disagreement_means(arith, digits, error):
+    assert arith.digits == digits and arith.unresolved is error
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_buffer_only_where_arrays_are_machine_numbers(arith):
+    buf = arith.buffer((3, 2, 4))
+    if arith is FLOAT64:  # refilled in place batch after batch
+        assert buf.shape == (3, 2, 4) and buf.dtype == np.float64
+    else:  # object arrays are built per batch: nothing to reuse
+        assert buf is None
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_qr_has_a_non_negative_diagonal(arith):
+    A = arith.asarray([[0, 2], [-3, 1]])
+    Q, R = arith.qr(A)
+    with arith.context():
+        assert all(_close(arith, x, y) for x, y in zip((Q @ R).reshape(-1), A.reshape(-1), strict=True))
+        QtQ = Q.T @ Q
+        assert all(_close(arith, QtQ[i, j], arith.scalar(int(i == j))) for i in range(2) for j in range(2))
+    assert all(arith.to_float(np.diag(R)) >= 0) and arith.is_zero(R[1, 0])
+    if arith is FLOAT64:  # numpy's QR, its signs fixed: what the rooms computed before
+        Qn, Rn = np.linalg.qr(np.array([[0.0, 2.0], [-3.0, 1.0]]))
+        assert np.array_equal(Q, Qn * np.sign(np.diag(Rn)))
+
+
+@pytest.mark.parametrize("arith", ALL, ids=lambda a: a.name)
+def test_right_singular_values_ascending_with_their_vectors(arith):
+    M = arith.asarray([[3, 0], [0, 0], [0, 4]])  # singular values 3, 4; M^T M = diag(9, 16)
+    s, V = arith.right_singular(M)
+    assert _close(arith, s[0], arith.scalar(3)) and _close(arith, s[1], arith.scalar(4))
+    with arith.context():
+        for k in range(2):  # ||M v_k|| = s_k and ||v_k|| = 1
+            assert _close(arith, arith.hypot(M @ V[:, k]), s[k]) and _close(arith, arith.hypot(V[:, k]), 1)

@@ -10,6 +10,9 @@ own level where listed as a peer):
 
 Inside ``theorems/`` rooms never import each other, except along a reduction the paper makes,
 declared in ``attnproof.theorems.REDUCTIONS``.
+
+A second rule (issue 19): no module but ``arith.py`` branches on the arithmetic; what differs
+between float64, mpmath and sympy is a method of ``Arith`` (a per-room allow-list shrinks to 0).
 """
 
 from __future__ import annotations
@@ -136,3 +139,174 @@ def test_the_checker_sees_a_planted_violation(tmp_path):
     room.write_text("from .exact import learn_exact\nfrom ..measure import Session\n")
     assert imports(bad, root) == {"bench", "cli", "measure"}
     assert imports(room, root) == {"theorems.exact", "measure"}
+
+
+# --- the second rule: no branch on the arithmetic outside arith.py ------------------------------
+#
+# A difference between float64, mpmath and sympy is a method or an attribute of Arith (einops's
+# rule: backends differ only inside the backend).  Outside arith.py a module asks ``arith.pi``,
+# ``arith.tan(t)``, ``arith.within(x, tol)`` ... and never *which* arithmetic it runs in.
+
+#: The arithmetic singletons and classes a branch names.
+ARITH_OBJECTS = {"FLOAT64", "SYMPY"}
+ARITH_CLASSES = {"Float64", "MP", "Sympy"}
+#: Attributes of an arithmetic that tell which one it is (compared, or used as a lookup key).
+KIND_ATTRIBUTES = {"name", "family", "dtype", "dps"}
+
+#: Today's offenders (kind branches of every sort, ``arith.exact`` included), per room: the
+#: rooms' owners drive these to 0 with Arith's methods.  A room is counted over its module or its
+#: subpackage (``theorems.membership`` covers theorems/membership.py and theorems/membership/*).
+#: A count may fall below its allowance (lower it here then); it may not rise, and a room not
+#: listed may not branch at all.
+ALLOWED_ARITH_BRANCHES = {
+    # ``arith.exact`` where it means what it says: exact arithmetic never saturates (no probe
+    # scale to adapt, no row to tame) and has no rounding error to bound
+    "measure": 1,
+    "prelude": 2,
+    # the rooms and the levels they brought branches into (issue 19: to be driven to 0)
+    "models": 5,
+    "oracles": 2,
+    "theorems.exact": 2,
+    "theorems.lowrank": 2,
+    "theorems.membership": 13,
+    "theorems.multihead": 8,
+    "theorems.noisy": 2,
+    "theorems.transformer": 25,
+}
+
+
+def _names_arith(node: ast.AST) -> bool:
+    """Is ``node`` an arithmetic: a name or attribute chain ending in ``arith`` (``arith``,
+    ``self.arith``, ``self.base.model.arith``)?"""
+    if isinstance(node, ast.Name):
+        return node.id.endswith("arith")
+    return isinstance(node, ast.Attribute) and node.attr.endswith("arith")
+
+
+def _is_arith_object(node: ast.AST) -> bool:
+    """``FLOAT64``/``SYMPY`` (or ``arith.FLOAT64``), or a constructed ``MP(...)``/``Float64()``."""
+    if isinstance(node, ast.Name | ast.Attribute):
+        return (node.id if isinstance(node, ast.Name) else node.attr) in ARITH_OBJECTS
+    if isinstance(node, ast.Call):
+        f = node.func
+        return (f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)) in ARITH_CLASSES
+    return False
+
+
+def _kind_attribute(node: ast.AST) -> bool:
+    """``arith.name``, ``arith.family``, ``arith.dtype``, ``arith.dps`` (any arithmetic chain)."""
+    return isinstance(node, ast.Attribute) and node.attr in KIND_ATTRIBUTES and _names_arith(node.value)
+
+
+def _checks_a_declaration(node: ast.Compare) -> bool:
+    """``arith.family in learner.arithmetics``: validating an arithmetic against what a learner
+    declares (not a literal list of kinds) is a check, not a branch on the kind."""
+    return (
+        len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In | ast.NotIn)
+        and isinstance(node.left, ast.Attribute)
+        and node.left.attr == "family"
+        and not isinstance(node.comparators[0], ast.Tuple | ast.List | ast.Set | ast.Constant)
+    )
+
+
+def arith_branches(source: str) -> list[tuple[int, str]]:
+    """(line, kind) of every branch on the arithmetic in ``source``.
+
+    Kinds: ``identity`` (a comparison with FLOAT64, SYMPY or MP(...)), ``isinstance`` (on
+    Float64/MP/Sympy), ``exact`` (reading ``arith.exact``), ``kind`` (``arith.name``/``family``/
+    ``dtype``/``dps`` compared, used as a lookup key, or read: ``dps`` exists for MP only),
+    ``dtype`` (an array's ``.dtype`` compared with ``object``: the arithmetic, seen through its
+    arrays), ``probe`` (``getattr``/``hasattr`` on an arithmetic).
+    """
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(_is_arith_object(o) for o in operands):
+                found.append((node.lineno, "identity"))
+            elif any(_kind_attribute(o) for o in operands) and not _checks_a_declaration(node):
+                found.append((node.lineno, "kind"))
+            elif any(isinstance(o, ast.Attribute) and o.attr == "dtype" for o in operands) and any(
+                isinstance(o, ast.Name) and o.id == "object" for o in operands
+            ):
+                found.append((node.lineno, "dtype"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "isinstance" and len(node.args) == 2:
+                types = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                if any(getattr(t, "id", getattr(t, "attr", None)) in ARITH_CLASSES for t in types):
+                    found.append((node.lineno, "isinstance"))
+            elif node.func.id in ("getattr", "hasattr") and node.args and _names_arith(node.args[0]):
+                found.append((node.lineno, "probe"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "get" and node.args and _kind_attribute(node.args[0]):
+                found.append((node.lineno, "kind"))  # TABLE.get(arith.name, ...)
+        elif isinstance(node, ast.Subscript) and _kind_attribute(node.slice):
+            found.append((node.lineno, "kind"))  # TABLE[arith.name]
+        elif isinstance(node, ast.Attribute) and _names_arith(node.value):
+            if node.attr == "exact":
+                found.append((node.lineno, "exact"))
+            elif node.attr == "dps" and isinstance(node.ctx, ast.Load):
+                found.append((node.lineno, "kind"))
+    return sorted(found)
+
+
+def _room(module: str) -> str:
+    """``theorems.<room>`` for a room's module or subpackage, else the top-level module."""
+    parts = module.removesuffix(".__init__").split(".")
+    return ".".join(parts[:2]) if parts[0] == "theorems" else parts[0]
+
+
+def arith_branch_counts(root: Path = PACKAGE) -> dict[str, int]:
+    """Branches on the arithmetic per room, outside arith.py (rooms with none are left out)."""
+    counts: dict[str, int] = {}
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root) or "__init__"
+        if module == "arith":
+            continue
+        n = len(arith_branches(path.read_text()))
+        if n:
+            counts[_room(module)] = counts.get(_room(module), 0) + n
+    return counts
+
+
+def test_no_branch_on_the_arithmetic_outside_arith():
+    counts = arith_branch_counts()
+    over = {r: n for r, n in counts.items() if n > ALLOWED_ARITH_BRANCHES.get(r, 0)}
+    assert not over, (
+        f"branches on the arithmetic outside arith.py above the allow-list: {over} (allowed "
+        f"{ {r: ALLOWED_ARITH_BRANCHES.get(r, 0) for r in over} }); make the difference an Arith method. "
+        f"All counts: {counts}"
+    )
+
+
+def test_the_arith_rule_sees_a_planted_branch(tmp_path):
+    """Every kind of branch is found; using an arithmetic without asking which one is not."""
+    planted = '''
+def f(arith, x, y):
+    half_pi = arith.scalar(1) if arith is not FLOAT64 else 1.0
+    if isinstance(arith, (MP, Sympy)):
+        pass
+    if self.arith.exact:
+        pass
+    kind = float if arith.name == "float64" else object
+    bits = TABLE.get(arith.name, 20) + TABLE[self.arith.family]
+    digits = getattr(arith, "dps", 15) + arith.dps
+    if x.dtype == object or arith == MP(30) or arith.family in ("mpmath", "sympy"):
+        pass
+    if arith.family not in learner.arithmetics:  # validating a declaration: not a branch
+        raise ValueError
+    return arith.pi, arith.eps, f"{arith.name}", arith.within(x, 1e-3), y.dtype
+'''
+    kinds = [k for _, k in arith_branches(planted)]
+    assert sorted(kinds) == sorted(
+        ["identity", "isinstance", "exact", "kind", "kind", "kind", "probe", "kind", "dtype", "identity",
+         "kind"]
+    )
+    assert arith_branches("def g(arith, x):\n    return arith.tan(x) / arith.hypot(x), arith.name\n") == []
+    root = tmp_path / "attnproof"
+    (root / "theorems" / "newroom").mkdir(parents=True)
+    (root / "arith.py").write_text("def h(arith):\n    return arith is FLOAT64\n")  # arith.py may
+    (root / "theorems" / "newroom" / "__init__.py").write_text(planted)
+    (root / "theorems" / "newroom" / "learn.py").write_text("z = 1 if arith.exact else 2\n")
+    assert arith_branch_counts(root) == {"theorems.newroom": 12}

@@ -7,13 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnproof.arith import FLOAT64, MP
-from attnproof.errors import PrecisionLossError
+from attnproof.arith import FLOAT64, MP, SYMPY
+from attnproof.errors import InvalidInputError, PrecisionLossError
 from attnproof.measure import (
-    Probes, ScalePolicy, Session, balanced, probe_batch, random_orthogonal, value_errors,
+    BilinearSession, Probes, ScalePolicy, Session, balanced, probe_batch, random_orthogonal, value_errors,
 )
-from attnproof.models import Attention
+from attnproof.models import Attention, MultiHeadAttention, OneLayerTransformer, ReluFFN
 from attnproof.oracles import ValueOracle
+from attnproof.proof import LEARNERS
+from attnproof.theorems.membership import MembershipOracle
 
 
 def test_probe_batch_builds_the_documented_tokens():
@@ -31,7 +33,7 @@ def test_session_measures_p_W_q_within_its_error_model(d, seed, e):
     rng = np.random.default_rng(seed)
     W, v = rng.standard_normal((d, d)) * 2.0**e, rng.standard_normal(d) + 2.0
     P, Q = rng.standard_normal((d, d)), rng.standard_normal((d, d))
-    session = Session(ValueOracle(Attention(W, v)), FLOAT64)
+    session = BilinearSession(ValueOracle(Attention(W, v)), FLOAT64)
     probes = Probes(P, Q, v, FLOAT64)
     idx = np.arange(d)
     L, k = session.measure_adaptively(probes, (idx, idx))
@@ -46,7 +48,7 @@ def test_session_measures_p_W_q_within_its_error_model(d, seed, e):
 def test_session_measurements_are_exact_in_mpmath_to_the_working_precision():
     m = MP(50)
     W, v = np.array([[0.5, -1.0], [2.0, 0.25]]), np.array([1.0, -2.0])
-    session = Session(ValueOracle(Attention(W, v, m)), m)
+    session = BilinearSession(ValueOracle(Attention(W, v, m)), m)
     probes = Probes(m.asarray(np.eye(2)), None, m.asarray(v), m)
     L, k = session.measure_adaptively(probes, (np.array([0, 1]), np.array([1, 0])))
     assert np.max(np.abs(m.to_float(probes.values(L, k, np.array([0, 1]))) - [W[0, 1], W[1, 0]])) < 1e-45
@@ -55,7 +57,7 @@ def test_session_measurements_are_exact_in_mpmath_to_the_working_precision():
 def test_saturation_beyond_the_scale_range_raises_and_terminates():
     W, v = np.full((2, 2), 1e300), np.ones(2)
     oracle = ValueOracle(Attention(W, v))
-    session = Session(oracle, FLOAT64, ScalePolicy(max_k=8))
+    session = BilinearSession(oracle, FLOAT64, ScalePolicy(max_k=8))
     with pytest.raises(PrecisionLossError, match="saturated"):
         session.measure_adaptively(Probes(np.eye(2), None, v, FLOAT64), (np.array([0]), np.array([0])))
     assert oracle.queries <= 1 + ScalePolicy().rounds
@@ -91,3 +93,135 @@ def test_random_orthogonal_and_balanced_bases(d, seed):
     P = balanced(random_orthogonal(d, rng), v, rng)
     assert np.abs(P @ P.T - np.eye(d)).max() <= 8 * d * FLOAT64.eps
     assert np.allclose(np.abs(P @ v), np.linalg.norm(v) / np.sqrt(d), rtol=16 * d * FLOAT64.eps, atol=0)
+
+
+# --- the base session: what every learner shares ----------------------------------------------
+
+
+def _oracle(d=2):
+    return ValueOracle(Attention(np.eye(d), np.arange(1.0, d + 1)))
+
+
+class _Twice:
+    """A derived oracle: each of its queries costs two queries of ``base`` (asked as X and -X)."""
+
+    def __init__(self, base):
+        self.base, self.d, self.queries = base, base.d, 0
+
+    def __call__(self, X):
+        y = self.base(np.concatenate([X, -X]))
+        self.queries += len(X)
+        return y[: len(X)] - y[len(X):]
+
+
+def test_base_session_counts_times_books_and_closes_with_the_registered_count():
+    oracle = _oracle()
+    oracle(np.zeros((3, 1, 2)))  # queries before the session are not its own
+    session = Session(oracle, FLOAT64, learner=LEARNERS["exact"])
+    with session.phase("v"):
+        session.ask(np.eye(2)[:, None, :])
+    with session.phase("pairs"):
+        session.ask(np.ones((1, 2, 2)))
+        session.ask(np.ones((1, 2, 2)), via=_Twice(oracle))  # counted where it lands: 2
+    assert session.queries == 5 and session.spent == {"v": 2, "pairs": 3}
+    info = session.close(reasked="rest")
+    assert info["queries_formula"] == 2 + 4 and info["reasked_queries"] == 5 - 6
+    assert set(info["time"]) == {"oracle", "solve"} and min(info["time"].values()) >= 0
+    assert "error_bound" not in info  # none given: exact arithmetic's schema
+
+
+def test_close_keeps_what_the_measurements_recorded_or_takes_the_learners_own():
+    session = Session(_oracle(), FLOAT64, learner=LEARNERS["exact"])
+    session.diagnostics["reasked_queries"] = 3
+    assert session.close(bias=True)["reasked_queries"] == 3
+    assert session.diagnostics["queries_formula"] == LEARNERS["exact"].count(d=2, bias=True)
+    info = session.close(reasked=0, error_bound=0.25, error_bound_v=0.5)
+    assert (info["reasked_queries"], info["error_bound"], info["error_bound_v"]) == (0, 0.25, 0.5)
+
+
+def test_guard_relative_absolute_and_not_finite():
+    session = Session(_oracle(), FLOAT64, learner=LEARNERS["orthogonal-heads"])
+    assert session.guard(1e-9, 1.0) == FLOAT64.resolution**0.2  # the default promise
+    assert session.guard(0.5, None, 1.0) == 1.0  # size None: rtol is absolute
+    with pytest.raises(PrecisionLossError, match=r"orthogonal-heads: the a-posteriori bound on the heads"):
+        session.guard(2.0, None, 1.0, what="the heads' error")
+    with pytest.raises(PrecisionLossError, match=r"x \|\|f\|\| = 0.1"):
+        session.guard(1.0, 1.0, 0.1, of="||f||")
+    with pytest.raises(PrecisionLossError):
+        session.guard(float("nan"), 1.0, 1.0)
+    with pytest.raises(PrecisionLossError, match="^the learner: "):  # no learner: still the guard's error
+        Session(_oracle(), FLOAT64).guard(2.0, 1.0, 1.0)
+
+
+def test_recovery_guards_with_the_session_learner_or_a_transitional_name():
+    W, v = np.eye(2), np.ones(2)
+    session = Session(_oracle(), FLOAT64, learner=LEARNERS["exact"])
+    rec = session.recovery(W=W, v=v, W_error=1e-12, bias=False)
+    assert rec.diagnostics["queries_formula"] == 6 and rec.error_bound == 1e-12
+    assert rec.diagnostics["promised_rtol"] == FLOAT64.resolution**0.2
+    with pytest.raises(PrecisionLossError, match="exact: the a-posteriori bound on"):
+        Session(_oracle(), FLOAT64).recovery("exact", W=W, v=v, W_error=1.0)  # transitional: a name
+    unguarded = Session(_oracle(), FLOAT64).recovery("noisy", W=W, v=v, W_error=np.inf, guard=False)
+    assert unguarded.error_bound == np.inf and "promised_rtol" not in unguarded.diagnostics
+    rest = Session(_oracle(), FLOAT64, learner=LEARNERS["exact"]).recovery(W=W, v=v, reasked="rest")
+    assert rest.queries == 0 and rest.diagnostics["reasked_queries"] == -6  # nothing asked: 6 short
+
+
+def test_session_refuses_an_arithmetic_its_learner_does_not_declare_and_an_uncounted_oracle():
+    with pytest.raises(InvalidInputError, match="runs in float64, mpmath, not sympy"):
+        Session(_oracle(), SYMPY, learner=LEARNERS["multihead-sbd"])
+    with pytest.raises(InvalidInputError, match="counts its queries"):
+        Session(lambda X: X, FLOAT64)
+    with pytest.raises(InvalidInputError, match="no registered learner"):
+        Session(_oracle(), FLOAT64).close()
+
+
+def test_observe_hears_every_ask_and_only_inside_its_block():
+    heard: list[int] = []
+    session = Session(_oracle(), FLOAT64)
+    with Session.observe(heard.append):
+        session.ask(np.zeros((3, 1, 2)))
+        BilinearSession(_oracle(), FLOAT64).ask(np.zeros((2, 1, 2)))
+    session.ask(np.zeros((4, 1, 2)))
+    assert heard == [3, 2]
+
+
+def test_transitional_positional_form_builds_the_bilinear_layer():
+    oracle = _oracle()
+    assert type(Session(oracle, FLOAT64, ScalePolicy())) is BilinearSession
+    assert type(Session(oracle, FLOAT64, max_batch_bytes=64)) is BilinearSession
+    assert type(Session(oracle, FLOAT64)) is Session
+    assert BilinearSession(oracle, FLOAT64).TIME_PARTS == ("oracle", "basis", "assembly", "solve")
+
+
+def _run(name, oracle, **kwargs):
+    return LEARNERS[name].fn(oracle, **kwargs)
+
+
+def test_the_registered_count_is_what_every_non_bilinear_learner_reports_today():
+    """``Session.formula`` (the registered Learner's count) gives the ``queries_formula`` each
+    learner that does not use the session yet computes inline: switching them over keeps it."""
+    rng = np.random.default_rng
+    W, v = np.array([[1.0, -0.5], [0.25, 1.5]]), np.array([0.6, -0.8])
+    E = np.eye(4)
+    heads = [(np.diag([1.0, 2.0, 0, 0]), np.array([1.0, -1.0, 0, 0])),
+             (np.diag([0, 0, 0.5, -1.0]), np.array([0, 0, 2.0, 1.0]))]
+    A, w_o = np.array([[1.0, 0.0, -1.0], [0.0, 1.0, -1.0]]), np.ones(3)
+    runs = [
+        ("membership", MembershipOracle(Attention(W, v)), dict(W_bound=2.0, mu=0.5, eps_W=1e-6),
+         lambda rec: dict(method="bisect", W_bound=2.0, mu=0.5, eps_W=1e-6, delta=0.01)),
+        ("membership-rotated", MembershipOracle(Attention(W, np.array([1.0, 0.0]), MP(40))),
+         dict(W_bound=2.0, eps_W=1e-3, rng=rng(0), arith=MP(40)),
+         lambda rec: dict(W_bound=2.0, eps_W=1e-3, delta_rot=0.01)),
+        ("orthogonal-heads", ValueOracle(MultiHeadAttention(heads)),
+         dict(bases=[E[:, :2], E[:, 2:]]), lambda rec: dict(H=2, dims=[2, 2])),
+        ("multihead-sbd", ValueOracle(MultiHeadAttention(heads)), dict(hessians=1, rng=rng(0), checks=0),
+         lambda rec: dict(H=2, K=1, dims=[2, 2], checks=0)),
+        ("ffn", ValueOracle(ReluFFN(A, w_o)), dict(rng=rng(0)), lambda rec: dict(L=rec.L)),
+        ("transformer", ValueOracle(OneLayerTransformer(np.eye(2), A, w_o)), dict(rng=rng(0)),
+         lambda rec: dict(L=rec.ffn.L, route=rec.diagnostics["route"])),
+    ]
+    for name, oracle, kwargs, count in runs:
+        rec = _run(name, oracle, **kwargs)
+        session = Session(oracle, FLOAT64, learner=LEARNERS[name])
+        assert session.formula(**count(rec)) == rec.diagnostics["queries_formula"], name
