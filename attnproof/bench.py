@@ -1,9 +1,11 @@
-"""Measurements of the learners: query counts, errors, bits and time (CLI and book).
+"""The bench engine: runs of the learners, jobs, Dask, results files and tables (CLI and book).
 
-:data:`RUNNERS` maps every registered learner (:data:`attnproof.proof.LEARNERS`, the one table
-of names, arithmetics and query counts) to a function that draws a target for it, recovers
-it through a counting oracle and scores it; :func:`run` is the entry point the CLI uses.
-Every result is a dict with the shared keys of :func:`result_row`.
+A room registers its learners' runners and options (:mod:`attnproof.room`); :func:`run` is the
+entry point the CLI uses for any registered learner (:data:`attnproof.proof.LEARNERS`, the one
+table of names, arithmetics and query counts), :func:`execute` runs independent jobs in this
+process or on Dask.  Every result is a dict with the shared keys of
+:func:`attnproof.room.result_row`.  A room's bench helpers (its targets, runners, sweeps) are
+found here too by name (``from attnproof.bench import run_exact``), read from the rooms.
 """
 
 from __future__ import annotations
@@ -13,24 +15,28 @@ import json
 import logging
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import room
 from .arith import FLOAT64, Arith, parse
-from .errors import AttnproofError, InvalidInputError, PrecisionLossError
+from .errors import AttnproofError, InvalidInputError
 from .heads import minilm_heads
 from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
-from .oracles import ADVERSARIES, ApproxOracle, MembershipOracle, ValueOracle
+from .oracles import ApproxOracle, MembershipOracle, ValueOracle, listening
 from .proof import LEARNERS
 from .recovery import Recovery, score, score_heads
+from .room import Job, job_key, result_row
 from .theorems.exact import learn_exact
-from .theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
+from .theorems.exact.runner import random_target
+from .theorems.lowrank import learn_skeleton
+from .theorems.lowrank.runner import low_rank_target
 from .theorems.membership import information_floor, learn_membership, learn_membership_rotated
 from .theorems.multihead import (
     cayley_bases,
@@ -44,151 +50,7 @@ from .theorems.multihead import (
     sbd_random_combination,
     subspace_error,
 )
-from .theorems.noisy import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 from .theorems.transformer import learn_ffn, learn_transformer
-
-
-#: While :func:`execute` runs jobs in this process: called with the number of queries each
-#: oracle call of the sweep runners answered (the progress bar counts them live); else None.
-_on_queries: Callable[[int], None] | None = None
-
-
-class _LiveOracle(ValueOracle):
-    """A :class:`ValueOracle` that reports each call's queries to :data:`_on_queries`."""
-
-    def __call__(self, X: Any) -> Any:
-        before = self.queries
-        y = super().__call__(X)
-        if _on_queries is not None:
-            _on_queries(self.queries - before)
-        return y
-
-
-def result_row(
-    learner: str, d: int, seed: int, rec: Recovery, oracle: Any, seconds: float, W: Any, v: Any, **extra: Any
-) -> dict[str, Any]:
-    """The shared result shape: learner, d, arith, seed, queries (and the learner's formula),
-    the score (errors, bits for W and v), the error bound, times and diagnostics."""
-    row: dict[str, Any] = {"learner": learner, "d": d, "arith": rec.arith.name, "seed": seed}
-    row.update(extra)
-    row.update(queries=rec.queries, queries_formula=rec.diagnostics.get("queries_formula"))
-    row.update(score(rec, W, v).as_dict())
-    row.update(
-        error_bound=rec.error_bound,
-        within_bound=None if rec.error_bound is None else row["err_W"] <= rec.error_bound,
-        seconds=seconds,
-        oracle_seconds=oracle.seconds,
-        learner_seconds=seconds - oracle.seconds,
-        diagnostics=rec.diagnostics,
-    )
-    return row
-
-
-def random_target(
-    d: int, rng: np.random.Generator, scale: float | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """A generic target: W with i.i.d. N(0, scale^2) entries (default scale 1/sqrt(d)), v ~ N(0, I).
-
-    Returned in float64; any arithmetic converts it exactly (binary floats are exact
-    rationals), so the same target serves every backend.
-    """
-    scale = 1 / np.sqrt(d) if scale is None else scale
-    return rng.standard_normal((d, d)) * scale, rng.standard_normal(d)
-
-
-def run_exact(
-    d: int,
-    arith: str | Arith = "float64",
-    probes: str = "orthogonal",
-    seed: int = 0,
-    scale: float | None = None,
-) -> dict[str, Any]:
-    """Draw a random target, recover it with Thm 4.1 through a counting oracle, and score it.
-
-    Returns
-    -------
-    dict
-        :func:`result_row`'s keys, plus ``probes`` and ``expected_queries`` (d + d^2).
-    """
-    arith = parse(arith)
-    rng = np.random.default_rng(seed)
-    W, v = random_target(d, rng, scale)
-    model = Attention(W, v, arith)
-    oracle = _LiveOracle(model)
-    t0 = time.perf_counter()
-    rec = learn_exact(oracle, probes=probes, rng=rng, arith=arith)
-    seconds = time.perf_counter() - t0
-    return result_row("exact", d, seed, rec, oracle, seconds, model.W, model.v, probes=probes,
-                      expected_queries=d + d * d)
-
-
-def low_rank_target(d: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """K, Q of shape (r, d) with N(0, 1/sqrt(r)) entries (so p^T K^T Q q = O(1) for unit p, q),
-    and v ~ N(0, I)."""
-    s = r ** -0.25 if r else 1.0
-    return rng.standard_normal((r, d)) * s, rng.standard_normal((r, d)) * s, rng.standard_normal(d)
-
-
-def run_lowrank(
-    d: int,
-    rank: int,
-    learner: str = "skeleton",
-    arith: str | Arith = "float64",
-    seed: int = 0,
-    m: int | None = None,
-    checks: int = 0,
-) -> dict[str, Any]:
-    """Recover a factored rank-r target with ``skeleton``, ``skeleton-adaptive`` or ``lowrank-cvx``.
-
-    ``m`` (cvx only) defaults to 3 r (2d - r) measurements.  Keys as :func:`run_exact`, plus
-    ``rank``, ``learner``, ``floor_queries`` = d + r(2d - r).
-    """
-    arith = parse(arith)
-    rng = np.random.default_rng(seed)
-    K, Q, v = low_rank_target(d, rank, rng)
-    model = FactoredAttention(K, Q, v, arith)
-    oracle = _LiveOracle(model)
-    t0 = time.perf_counter()
-    if learner == "skeleton":
-        rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks)
-    elif learner == "skeleton-adaptive":
-        rec = learn_skeleton_adaptive(oracle, rng=rng, arith=arith)
-    elif learner == "lowrank-cvx":
-        rec = learn_lowrank_cvx(oracle, m=m or 3 * rank * (2 * d - rank), rng=rng)
-    else:
-        raise InvalidInputError(
-            f"unknown low-rank learner {learner!r}: use skeleton, skeleton-adaptive or lowrank-cvx"
-        )
-    seconds = time.perf_counter() - t0
-    return result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, rank=rank,
-                      floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d)
-
-
-def _cvx_error(d: int, rank: int, seed: int, m: int) -> float:
-    """The nuclear-norm learner's relative error, or inf when it refuses (its solver broke down):
-    a refusal is a failure to recover, not a crash of the sweep."""
-    try:
-        return run_lowrank(d, rank, "lowrank-cvx", seed=seed, m=m)["rel_err_W"]
-    except PrecisionLossError:
-        return math.inf
-
-
-def phase_point(
-    d: int, rank: int, ratio: float, seeds: list[int], threshold: float = 1e-6
-) -> dict[str, Any]:
-    """One point of :func:`phase_transition`: the nuclear-norm learner's success rate at
-    m = ratio r (2d - r) measurements over ``seeds`` (success: relative error below ``threshold``)."""
-    m = max(1, int(round(ratio * rank * (2 * d - rank))))
-    errs = [_cvx_error(d, rank, s, m) for s in seeds]
-    return {"d": d, "rank": rank, "ratio": ratio, "m": m,
-            "success": float(np.mean([e < threshold for e in errs])), "max_rel_err": max(errs)}
-
-
-def phase_transition(
-    dims: list[int], ranks: list[int], ratios: list[float], seeds: range, threshold: float = 1e-6
-) -> list[dict[str, Any]]:
-    """Success rate of the nuclear-norm learner versus m / (r (2d - r)) (Thm 5.1's constant C)."""
-    return [phase_point(d, r, ratio, list(seeds), threshold) for d in dims for r in ranks for ratio in ratios]
 
 
 def _head_learner(learner: str) -> Callable[..., Recovery]:
@@ -215,7 +77,7 @@ def recover_head(
     """
     fn = _head_learner(learner)
     d, r = model.d, model.rank_bound
-    oracle = _LiveOracle(model)
+    oracle = ValueOracle(model)
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     kwargs = {"rank": r} if learner == "skeleton" else {}
@@ -246,24 +108,6 @@ def recover_heads(
     return [recover_head(layer, head, model, learner, seed) for layer, head, model in heads]
 
 
-def supported_range(
-    d: int = 4, log10_scales: tuple[int, ...] = (-200, -170, -150, -100, 0, 100, 150, 200), seed: int = 0
-) -> list[dict[str, Any]]:
-    """What the float64 exact learner does across target scales: recovered within its bound
-    (relative error, bound / ||W*||, queries) or refused with a typed error (its class)."""
-    rows = []
-    for e in log10_scales:
-        try:
-            r = run_exact(d, "float64", "gaussian", seed, scale=10.0**e)
-        except AttnproofError as exc:
-            rows.append({"log10_scale": e, "outcome": f"refused: {type(exc).__name__}"})
-            continue
-        norm = r["err_W"] / r["rel_err_W"] if r["rel_err_W"] else math.nan
-        rows.append({"log10_scale": e, "outcome": "recovered", "rel_err_W": r["rel_err_W"],
-                     "bound_over_norm": r["error_bound"] / norm, "queries": r["queries"]})
-    return rows
-
-
 def markdown_table(
     rows: list[dict[str, Any]], columns: dict[str, str] | list[str], fmt: dict[str, str] | None = None
 ) -> str:
@@ -288,98 +132,6 @@ def markdown_table(
     lines = ["| " + " | ".join(columns.values()) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(k, r.get(k)) for k in columns) + " |" for r in rows]
     return "\n".join(lines)
-
-
-def precision_sweep(
-    d: int, digits: list[int], probes: str = "gaussian", seed: int = 0
-) -> list[dict[str, Any]]:
-    """:func:`run_exact` on one target at several mpmath precisions (plus float64 first).
-
-    An exact algorithm shows an error that falls like 10^-dps; an approximate one would
-    stall at a floor.
-    """
-    return [run_exact(d, arith, probes, seed) for arith in ["float64", *(f"mp:{p}" for p in digits)]]
-
-
-def margin_target(
-    d: int, rng: np.random.Generator, W_bound: float = 2.0
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """A target meeting Thm 6.1's assumptions: ||W*||_F = 0.9 W, ||v*||_2 = 1, mu = min |v*_i|."""
-    W = rng.standard_normal((d, d))
-    v = rng.standard_normal(d)
-    v /= np.linalg.norm(v)
-    return W * 0.9 * W_bound / np.linalg.norm(W), v, float(np.abs(v).min())
-
-
-def theorem_tolerances(
-    design: str, eps_W: float, eps_v: float, W_bound: float, mu: float, d: int
-) -> Tolerances:
-    """The tolerance each design is proven to support (the paper's own for ``paper``)."""
-    if design == PAPER.name:
-        return paper_tolerances(eps_W, eps_v, W_bound, mu, d)
-    return design_tolerances(DESIGNS[design], eps_W, eps_v, W_bound, mu, d)
-
-
-def run_noisy(
-    d: int,
-    design: str = "corrected",
-    tau: float | None = None,
-    adversary: str = "worst",
-    eps_W: float = 0.1,
-    eps_v: float = 0.1,
-    W_bound: float = 2.0,
-    seed: int = 0,
-    target: tuple[np.ndarray, np.ndarray, float] | None = None,
-) -> dict[str, Any]:
-    """Recover a margin target through an adversarial ApproxOracle (Thm 6.1) and score it.
-
-    ``tau`` defaults to the design's proven tolerance for (eps_W, eps_v).  The result has the
-    keys of :func:`run_exact` plus ``eps_W, eps_v, tau, tau_theorem, guarantee_W, guarantee_v``.
-    """
-    rng = np.random.default_rng(seed)
-    W, v, mu = target if target is not None else margin_target(d, rng, W_bound)
-    proven = theorem_tolerances(design, eps_W, eps_v, W_bound, mu, d).tau
-    tau = proven if tau is None else tau
-    oracle = ApproxOracle(Attention(W, v), tau=tau, adversary=adversary, seed=seed)
-    t0 = time.perf_counter()
-    # no eps: may probe past the proof
-    rec = learn_noisy(oracle, W_bound=W_bound, mu=mu, design=DESIGNS[design])
-    seconds = time.perf_counter() - t0
-    row = result_row("noisy", d, seed, rec, oracle, seconds, W, v, design=design, adversary=adversary,
-                     expected_queries=d + d * d)
-    row.update(
-        eps_W=eps_W, eps_v=eps_v, tau=tau, tau_theorem=proven, mu=mu, W_bound=W_bound,
-        guarantee_W=row["err_W"] <= eps_W, guarantee_v=row["err_v"] <= eps_v,
-    )
-    row["guarantee_met"] = row["guarantee_W"] and row["guarantee_v"]
-    return row
-
-
-def tolerance_headroom(
-    design: str, d: int = 4, eps: float = 0.1, seeds: range = range(8), max_doublings: int = 40
-) -> dict[str, Any]:
-    """How far beyond its proven tau a design still meets both guarantees, empirically.
-
-    Doubles the multiplier m of the proven tolerance until some (seed, adversary) pair
-    breaks a guarantee; reports the last safe m and that tolerance relative to the paper's.
-    """
-    targets = [margin_target(d, np.random.default_rng(s)) for s in seeds]
-    proven = [theorem_tolerances(design, eps, eps, 2.0, mu, d).tau for _, _, mu in targets]
-    safe = 0.0
-    for k in range(max_doublings):
-        ok = all(
-            r["guarantee_W"] and r["guarantee_v"]
-            for s, target, tau in zip(seeds, targets, proven)
-            for a in ADVERSARIES
-            for r in [run_noisy(d, design, tau * 2.0**k, a, eps, eps, seed=s, target=target)]
-        )
-        if not ok:
-            break
-        safe = 2.0**k
-    mu = targets[0][2]
-    paper = paper_tolerances(eps, eps, 2.0, mu, d).tau
-    return {"design": design, "safe_multiplier": safe, "proven_over_paper": proven[0] / paper,
-            "empirical_over_paper": safe * proven[0] / paper}
 
 
 def membership_target(
@@ -462,16 +214,10 @@ def run_membership_rotated(
     return row
 
 
-#: learner name -> runner(d, arith, seed, **options): one entry per registered learner (a test
-#: checks that the keys are exactly :data:`attnproof.proof.LEARNERS`).
+#: learner name -> runner(d, arith, seed, **options) for the learners whose rooms do not yet
+#: register a runner in :data:`attnproof.room.RUNNERS` (a test checks that the two tables
+#: together are exactly :data:`attnproof.proof.LEARNERS`).
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
-    "exact": lambda d, arith, seed, probes="orthogonal", scale=None: run_exact(d, arith, probes, seed, scale),
-    "skeleton": lambda d, arith, seed, rank, checks=0: run_lowrank(
-        d, rank, "skeleton", arith, seed, checks=checks),
-    "skeleton-adaptive": lambda d, arith, seed, rank: run_lowrank(d, rank, "skeleton-adaptive", arith, seed),
-    "lowrank-cvx": lambda d, arith, seed, rank, m=None: run_lowrank(d, rank, "lowrank-cvx", arith, seed, m=m),
-    "noisy": lambda d, arith, seed, design="corrected", tau=None, adversary="worst", eps_W=0.1, eps_v=0.1,
-    W_bound=2.0: run_noisy(d, design, tau, adversary, eps_W, eps_v, W_bound, seed),
     "membership": lambda d, arith, seed, method="bisect", W_bound=4.0, mu=None, eps_W=1e-3, delta=0.01,
     samples=None: run_membership(d, method, arith, seed, W_bound, mu, eps_W, delta, samples=samples),
     "membership-rotated": lambda d, arith, seed, W_bound=4.0, eps_W=1e-3,
@@ -488,20 +234,23 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
 
 def options_of(learner: str) -> set[str]:
     """The options :func:`run` accepts for ``learner`` (beyond d, arith and seed)."""
+    if learner in room.RUNNERS:
+        return set(room.RUNNERS[learner].options.names())
     return set(inspect.signature(RUNNERS[learner]).parameters) - {"d", "arith", "seed"}
 
 
 def run(
     learner: str, d: int, arith: str | Arith = "float64", seed: int = 0, **options: Any
 ) -> dict[str, Any]:
-    """Run the registered learner ``learner`` on a random target of width d (see :data:`RUNNERS`).
+    """Run the registered learner ``learner`` on a random target of width d (its room's runner).
 
     Raises
     ------
     InvalidInputError
-        For an unknown learner, an option it does not take, or an arithmetic it does not run in.
+        For an unknown learner, an option it does not take or a bad value of one (the room's
+        options class validates them, and what depends on d), or an arithmetic it does not run in.
     """
-    if learner not in LEARNERS or learner not in RUNNERS:
+    if learner not in LEARNERS or learner not in room.RUNNERS.keys() | RUNNERS.keys():
         raise InvalidInputError(f"unknown learner {learner!r}: use one of {sorted(LEARNERS)}")
     unknown = set(options) - options_of(learner)
     if unknown:
@@ -509,12 +258,33 @@ def run(
             f"the {learner} learner takes no option {sorted(unknown)}; "
             f"it takes {sorted(options_of(learner))}"
         )
+    spec = room.RUNNERS.get(learner)
+    opts = spec.options.of(learner, options) if spec is not None else None
+    if opts is not None:
+        opts.check(d)
     arith = parse(arith)
     if arith.family not in LEARNERS[learner].arithmetics:
         raise InvalidInputError(
             f"the {learner} learner runs in {', '.join(LEARNERS[learner].arithmetics)}, not {arith.name}"
         )
+    if spec is not None:
+        return spec(d, arith, seed, opts)
     return RUNNERS[learner](d=d, arith=arith, seed=seed, **options)
+
+
+def __getattr__(name: str) -> Any:
+    """A room's bench helper by name (``from attnproof.bench import run_exact``): the public
+    names of every room's ``runner`` module, looked up when asked (no room is named here)."""
+    for module in _room_runners():
+        if name in getattr(module, "__all__", ()):
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _room_runners() -> list[Any]:
+    """The rooms' ``runner`` modules (registered on import of :mod:`attnproof.theorems`)."""
+    return [m for n, m in sorted(sys.modules.items())
+            if n.startswith("attnproof.theorems.") and n.endswith(".runner")]
 
 # --- multi-head attention (Sec. 7, App. C) --------------------------------------------------
 
@@ -849,27 +619,6 @@ def jsonable(obj: Any) -> Any:
     return value if math.isfinite(value) else None
 
 
-@dataclass(frozen=True)
-class Job:
-    """One independent run: ``fn(**kwargs)`` returns a result row (a dict).
-
-    ``key`` names the run in a results file and spells out every parameter, so that a file
-    written with other parameters resumes nothing; ``queries`` is the run's expected query
-    count (the unit of the progress bar).  ``fn`` is a module-level function, so that Dask can
-    ship the job to another process.
-    """
-
-    key: str
-    fn: Callable[..., dict[str, Any]]
-    kwargs: dict[str, Any]
-    queries: int
-
-
-def job_key(name: str, **params: Any) -> str:
-    """``name k1=v1 k2=v2 ...``: a job's key, readable in a results file."""
-    return " ".join([name, *(f"{k}={v}" for k, v in params.items())])
-
-
 def read_results(path: str | Path) -> dict[str, dict[str, Any]]:
     """The finished rows of a JSON-lines results file (see :func:`execute`), by job key.
 
@@ -927,19 +676,18 @@ def _completed(
     on_queries: Callable[[int], None] | None,
 ) -> Iterator[tuple[Job, dict[str, Any]]]:
     """(job, row) as each job finishes: in this process, in order (neither ``workers`` nor
-    ``scheduler``; ``on_queries`` hears of every oracle call of the sweep runners), or on Dask:
+    ``scheduler``; ``on_queries`` hears of every oracle call), or on Dask:
     a local cluster of ``workers`` single-threaded processes, or the existing scheduler at
     ``scheduler``."""
     if not jobs:
         return
     if workers is None and scheduler is None:
-        global _on_queries
         for job in jobs:
-            _on_queries = on_queries
-            try:
+            if on_queries is None:
                 row = job.fn(**job.kwargs)
-            finally:
-                _on_queries = None
+            else:
+                with listening(on_queries):
+                    row = job.fn(**job.kwargs)
             yield job, row
         return
     try:
@@ -978,9 +726,9 @@ def execute(
     With ``out``, each finished row is appended to that JSON-lines file as it arrives, and jobs
     already in it are not run again: they are yielded first, with ``resumed=True``, as read
     back from the file (JSON values: floats, lists, null for non-finite numbers).
-    ``on_queries`` is called with the queries of each oracle call of the sweep runners
-    (:func:`run_exact`, :func:`run_lowrank`, :func:`recover_head`, :func:`perf_point`) while
-    they run in this process: a progress bar can count queries live, not only when a job ends.
+    ``on_queries`` is called with the queries of each oracle call while the jobs run in this
+    process (:func:`attnproof.oracles.listening`): a progress bar can count queries live, not
+    only when a job ends.
 
     Raises
     ------
@@ -997,51 +745,6 @@ def execute(
         for job, row in _completed(todo, workers, scheduler, stack, on_queries):
             write(job.key, row)
             yield job, row, False
-
-
-def exact_jobs(
-    dims: list[int], arith: str = "float64", probes: str = "orthogonal", seed: int = 0
-) -> list[Job]:
-    """One :func:`run_exact` job per d (``bench exact``)."""
-    return [
-        Job(job_key("exact", d=d, arith=arith, probes=probes, seed=seed), run,
-            {"learner": "exact", "d": d, "arith": arith, "seed": seed, "probes": probes},
-            LEARNERS["exact"].count(d=d))
-        for d in dims
-    ]
-
-
-#: the low-rank learners :func:`run_lowrank` runs
-LOWRANK_LEARNERS = ("skeleton", "skeleton-adaptive", "lowrank-cvx")
-
-
-def lowrank_jobs(
-    dims: list[int], ranks: list[int], learner: str = "skeleton", arith: str = "float64", seed: int = 0
-) -> list[Job]:
-    """One :func:`run_lowrank` job per (d, rank) pair (``bench lowrank``)."""
-    if learner not in LOWRANK_LEARNERS:
-        raise InvalidInputError(f"unknown low-rank learner {learner!r}: use one of {list(LOWRANK_LEARNERS)}")
-    return [
-        Job(job_key(learner, d=d, rank=r, arith=arith, seed=seed), run,
-            {"learner": learner, "d": d, "arith": arith, "seed": seed, "rank": r},
-            LEARNERS["skeleton"].count(d=d, r=r, rank=r))
-        for d, r in zip(dims, ranks)
-    ]
-
-
-def phase_jobs(dims: list[int], ranks: list[int], ratios: list[float], seeds: range) -> list[Job]:
-    """One :func:`phase_point` job per (d, rank, ratio) (``bench phase``)."""
-    jobs = []
-    for d in dims:
-        for r in ranks:
-            for ratio in ratios:
-                m = max(1, int(round(ratio * r * (2 * d - r))))
-                jobs.append(Job(
-                    job_key("phase", d=d, rank=r, ratio=ratio, seeds=f"{seeds.start}-{seeds.stop - 1}"),
-                    phase_point, {"d": d, "rank": r, "ratio": ratio, "seeds": list(seeds)},
-                    len(seeds) * LEARNERS["lowrank-cvx"].count(d=d, m=m),
-                ))
-    return jobs
 
 
 def head_jobs(
@@ -1106,7 +809,7 @@ def perf_point(
         model: Attention | FactoredAttention = Attention(W, v, c=c, beta=beta)
     else:
         model = FactoredAttention(K, Q, v, c=c, beta=beta)
-    oracle = _LiveOracle(model)
+    oracle = ValueOracle(model)
     floor = LEARNERS[learner].count(d=d, r=rank, rank=rank, bias=bias)
     where = {"part": "floor", "scale": scale, "bias": bias, "rank": rank if learner == "skeleton" else d,
              "probes": probes if learner == "exact" else "random bases"}
@@ -1283,11 +986,6 @@ __all__ = [
     "job_key",
     "read_results",
     "execute",
-    "exact_jobs",
-    "LOWRANK_LEARNERS",
-    "lowrank_jobs",
-    "phase_point",
-    "phase_jobs",
     "recover_head",
     "head_jobs",
     "PERF_SCALES",
@@ -1306,21 +1004,10 @@ __all__ = [
     "run_membership_rotated",
     "RUNNERS",
     "run",
-    "supported_range",
     "markdown_table",
     "options_of",
     "result_row",
-    "random_target",
-    "run_exact",
-    "precision_sweep",
-    "low_rank_target",
     "recover_heads",
-    "run_lowrank",
-    "phase_transition",
-    "margin_target",
-    "theorem_tolerances",
-    "run_noisy",
-    "tolerance_headroom",
     "orthogonal_heads_target",
     "run_orthogonal_heads",
     "multihead_sbd_table",

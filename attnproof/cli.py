@@ -12,19 +12,19 @@ the finished rows so that an interrupted run resumes where it stopped.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import ledger
-from .bench import LOWRANK_LEARNERS, PERF_SIZES, jsonable, options_of
+from . import ledger, room
+from .bench import PERF_SIZES, jsonable, options_of
 from .errors import AttnproofError, InvalidInputError
-from .oracles import ADVERSARIES
 from .proof import LEARNERS
-from .theorems.noisy import DESIGNS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,20 +65,6 @@ def _unit_float(text: str) -> float:
     if value >= 1:
         raise argparse.ArgumentTypeError(f"must lie in (0, 1): {text}")
     return value
-
-
-def _int_list(text: str) -> list[int]:
-    values = [_positive_int(t) for t in text.split(",") if t.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list of integers: {text!r}")
-    return values
-
-
-def _float_list(text: str) -> list[float]:
-    values = [_positive_float(t) for t in text.split(",") if t.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list of numbers: {text!r}")
-    return values
 
 
 def _hessian_source(text: str) -> str:
@@ -208,7 +194,7 @@ def _expected_queries(learner: str, d: int, options: dict[str, Any]) -> int:
 def _recover(args: argparse.Namespace) -> int:
     from .bench import Job, run
 
-    options = {k: getattr(args, k) for k in _LEARNER_OPTIONS if getattr(args, k) is not None}
+    options = {k: getattr(args, k) for k in sorted(options_of(args.learner)) if getattr(args, k) is not None}
     kwargs = {"learner": args.learner, "d": args.d, "arith": args.arith, "seed": args.seed, **options}
     job = Job("recover", run, kwargs, _expected_queries(args.learner, args.d, options))
     (result,) = _execute(args, [job], _describe)
@@ -230,24 +216,38 @@ def _execute(
 ) -> list[dict[str, Any]]:
     """Run ``jobs`` as the options say (``--workers``, ``--scheduler``, ``--out``), with a
     progress bar on stderr (unless ``--quiet`` or ``--json``), printing ``describe(row)`` for
-    each row as it finishes (unless ``--json``); returns the rows in the jobs' order."""
+    each row as it finishes (unless ``--json``); returns the rows in the jobs' order.
+
+    The bar counts queries (live in this process); on a terminal it redraws itself, elsewhere
+    (a log file, a pipe) it is written once, when the run ends, if the run lasted
+    :data:`PROGRESS_DELAY` or more."""
+    import time
+
     from tqdm import tqdm
 
     from .bench import execute
 
     rows: dict[str, dict[str, Any]] = {}
-    live = [0]  # queries the running job has asked so far (in this process)
+    total = sum(j.queries for j in jobs) or None
+    done, live = [0], [0]  # queries of the whole run, and of the running job (in this process)
+    show = not (args.quiet or args.json)
+    redraw = show and sys.stderr.isatty()
+    meter = {"unit": "queries", "unit_scale": bool(total and total >= 1000)}
 
     def on_queries(n: int) -> None:
         live[0] += n
+        done[0] += n
         bar.update(n)
 
     scale_out = [getattr(args, k, None) for k in ("workers", "scheduler", "out")]  # recover has none
-    with tqdm(total=sum(j.queries for j in jobs) or None, unit="queries", unit_scale=True, file=sys.stderr,
-              delay=PROGRESS_DELAY, disable=args.quiet or args.json, dynamic_ncols=True) as bar:
+    t0 = time.perf_counter()
+    with tqdm(total=total, file=sys.stderr, delay=PROGRESS_DELAY, disable=not redraw, dynamic_ncols=True,
+              **meter) as bar:
         for job, row, resumed in execute(jobs, *scale_out, on_queries=on_queries):
             rows[job.key] = row
-            bar.update(job.queries - live[0] if job.queries else 0)  # a job ends at its expected count
+            rest = job.queries - live[0] if job.queries else 0  # a job ends at its expected count
+            bar.update(rest)
+            done[0] += rest
             live[0] = 0
             if not args.json:
                 line = describe(row) + (" (resumed)" if resumed else "")
@@ -256,12 +256,10 @@ def _execute(
                 else:
                     print(line)
                 sys.stdout.flush()
+    elapsed = time.perf_counter() - t0
+    if show and not redraw and elapsed >= PROGRESS_DELAY:
+        print(tqdm.format_meter(done[0], total, elapsed, **meter), file=sys.stderr)
     return [rows[j.key] for j in jobs]
-
-
-def _describe_phase(row: dict[str, Any]) -> str:
-    return (f"d={row['d']:3d} r={row['rank']} m/(r(2d-r))={row['ratio']:.2f} m={row['m']:5d} "
-            f"success={row['success']:.2f} max rel err={row['max_rel_err']:.1e}")
 
 
 def _describe_head(row: dict[str, Any]) -> str:
@@ -302,6 +300,8 @@ def _bench_multihead(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(jsonable({"bench": "multihead", "results": rows, "minimal": minimal}), indent=2))
         return 0
+    print(f"Hessian SBD (App. C.2): share of {args.seeds} seed(s) per row whose K probe Hessians split "
+          "into the H true heads, by the commutant and by a random combination")
     for row in rows:
         print(f"H={row['H']} d_h={row['d_h']} K={row['K']}: commutant {row['commutant']:.2f}, "
               f"random combination {row['random_combination']:.2f}")
@@ -326,45 +326,40 @@ def _heads_report(args: argparse.Namespace, header: dict[str, Any], rows: list[d
     return _print_failures(rows)
 
 
-def _bench(args: argparse.Namespace) -> int:
-    from .bench import exact_jobs, head_jobs, lowrank_jobs, perf_jobs, perf_summary, perf_table, phase_jobs
-
-    if args.what == "multihead":
-        return _bench_multihead(args)
-    if args.what == "phase":
-        rows = _execute(args, phase_jobs(args.d, args.rank or [1, 2, 4], args.ratios, range(args.seeds)),
-                        _describe_phase)
-        if args.json:
-            print(json.dumps(jsonable({"bench": "phase", "results": rows}), indent=2))
-        return 0
-    if args.what == "heads":
-        from .heads import minilm_heads
-
-        heads = minilm_heads()[: args.heads]
-        jobs = head_jobs(heads, args.learner or "skeleton", args.seed, "all-MiniLM-L6-v2")
-        return _heads_report(args, {"bench": "heads"}, _execute(args, jobs, _describe_head))
-    if args.what == "perf":
-        from .bench import markdown_table
-
-        rows = _execute(args, perf_jobs(args.size, args.seed), _describe_perf)
-        summary = perf_summary(rows)
-        if args.json:
-            doc = {"bench": "perf", "size": args.size, "results": rows, "summary": summary}
-            print(json.dumps(jsonable(doc), indent=2))
-        else:
-            print(markdown_table(perf_table(summary), ["ratio", "measured", "target", "met"]))
-            print(f"({summary['cores']} cores)")
-        return _print_failures(rows)
-    if args.what == "lowrank":
-        jobs = lowrank_jobs(args.d, args.rank, args.learner or "skeleton", args.arith, args.seed)
-    else:
-        jobs = exact_jobs(args.d, args.arith, args.probes, args.seed)
-    results = _execute(args, jobs, _describe)
-    for r in results:
-        r["learner_share"] = r["learner_seconds"] / r["oracle_seconds"] if r["oracle_seconds"] else None
+def _bench_sweep(args: argparse.Namespace) -> int:
+    """``bench <sweep>`` for a sweep a room registered (:data:`attnproof.room.SWEEPS`)."""
+    sweep = room.SWEEPS[args.what]
+    options = _options_from(args, sweep.options)
+    rows = _execute(args, sweep.jobs(**options.values()), sweep.describe or _describe)
+    for r in rows:
+        if "learner_seconds" in r:
+            r["learner_share"] = r["learner_seconds"] / r["oracle_seconds"] if r["oracle_seconds"] else None
     if args.json:
-        print(json.dumps(jsonable({"bench": args.what, "results": results}), indent=2))
-    return _print_failures(results)
+        print(json.dumps(jsonable({"bench": args.what, "results": rows}), indent=2))
+    return _print_failures(rows)
+
+
+def _bench_heads(args: argparse.Namespace) -> int:
+    from .bench import head_jobs
+    from .heads import minilm_heads
+
+    heads = minilm_heads()[: args.heads]
+    jobs = head_jobs(heads, args.learner, args.seed, "all-MiniLM-L6-v2")
+    return _heads_report(args, {"bench": "heads"}, _execute(args, jobs, _describe_head))
+
+
+def _bench_perf(args: argparse.Namespace) -> int:
+    from .bench import markdown_table, perf_jobs, perf_summary, perf_table
+
+    rows = _execute(args, perf_jobs(args.size, args.seed), _describe_perf)
+    summary = perf_summary(rows)
+    if args.json:
+        doc = {"bench": "perf", "size": args.size, "results": rows, "summary": summary}
+        print(json.dumps(jsonable(doc), indent=2))
+    else:
+        print(markdown_table(perf_table(summary), ["ratio", "measured", "target", "met"]))
+        print(f"({summary['cores']} cores)")
+    return _print_failures(rows)
 
 
 def _recover_model(args: argparse.Namespace) -> int:
@@ -376,11 +371,88 @@ def _recover_model(args: argparse.Namespace) -> int:
     return _heads_report(args, {"checkpoint": str(args.checkpoint)}, rows)
 
 
-#: The recover options handed to the learner's runner (each runner takes the ones it uses).
-_LEARNER_OPTIONS = (
-    "probes", "scale", "rank", "m", "checks", "tau", "adversary", "design", "eps_W", "eps_v", "W_bound",
-    "method", "mu", "delta", "samples", "delta_rot", "H", "hessians", "route",
-)
+#: Flags of the learners whose rooms do not yet declare their options (:mod:`attnproof.room`):
+#: option -> (flag, argparse keywords).  A learner's subcommand gets those it takes.
+_UNDECLARED_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "m": ("--m", {"type": _int_at_least(1), "help": "transformer, ffn: hidden units (default 2d)"}),
+    "checks": ("--checks", {"type": _int_at_least(0), "help": "check queries"}),
+    "tau": ("--tau", {"type": _positive_float, "help": "oracle tolerance"}),
+    "eps_W": ("--eps-W", {"type": _unit_float, "help": "membership: the accuracy asked for"}),
+    "W_bound": ("--W-bound", {"type": _positive_float, "help": "membership: known bound on ||W*||_F"}),
+    "method": ("--method", {"choices": ("bisect", "paper"), "help": "membership (default: bisect)"}),
+    "mu": ("--mu", {"type": _positive_float, "help": "membership: margin min |v*_i| >= mu"}),
+    "delta": ("--delta", {"type": _unit_float, "help": "membership: failure probability"}),
+    "samples": ("--samples", {"type": _int_at_least(1),
+                              "help": "membership --method paper: the sample budget (the verbatim count is "
+                              "astronomical)"}),
+    "delta_rot": ("--delta-rot", {"type": _unit_float,
+                                  "help": "membership-rotated: probability the rotation misses the margin"}),
+    "route": ("--route", {"choices": ("antisymmetric", "cone"),
+                          "help": "transformer: how W is learned (default: VQ~ when A w_o != 0, "
+                          "else the cone)"}),
+    "H": ("--H", {"type": _int_at_least(1), "help": "multi-head learners: heads (default 2)"}),
+    "hessians": ("--hessians", {"type": _int_at_least(1),
+                                "help": "multihead-sbd: probe Hessians (default max(2, d_h - 1))"}),
+}
+
+
+def _scalar(kind: type) -> Callable[[str], Any]:
+    """An argparse type reading one value of an option of type ``kind`` (checked by its Options)."""
+    def parse(text: str) -> Any:
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a valid {kind.__name__}: {text!r}") from None
+    return parse
+
+
+def _list_of(kind: type) -> Callable[[str], tuple[Any, ...]]:
+    """An argparse type reading a comma-separated list of ``kind`` values."""
+    item = _scalar(kind)
+
+    def parse(text: str) -> tuple[Any, ...]:
+        values = tuple(item(t) for t in text.split(",") if t.strip())
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list: {text!r}")
+        return values
+    return parse
+
+
+def _add_options(parser: argparse.ArgumentParser, options: type[room.Options]) -> None:
+    """One flag per option a room declared: ``--name`` (``_`` as ``-``), typed, its choices, its
+    default in the help, required when it has none.  The values are checked when the options
+    object is built (:func:`_options_from`), by the same code the Python API runs."""
+    for f, (kind, _), opt in options.fields():
+        is_list = typing.get_origin(kind) is tuple
+        item = typing.get_args(kind)[0] if is_list else kind
+        default = None if f.default is dataclasses.MISSING else f.default
+        shown = ",".join(map(str, default)) if is_list and default is not None else default
+        parser.add_argument(
+            "--" + f.name.replace("_", "-"), dest=f.name, type=_list_of(item) if is_list else _scalar(item),
+            choices=None if is_list else opt.choices, default=None, required=f.default is dataclasses.MISSING,
+            help=opt.help + ("" if shown is None else f" (default: {shown})"),
+        )
+
+
+def _options_from(args: argparse.Namespace, options: type[room.Options]) -> room.Options:
+    """The options object of the parsed flags (absent flags take the declared defaults)."""
+    return options(**{k: getattr(args, k) for k in options.names() if getattr(args, k) is not None})
+
+
+def _learner_first(argv: list[str]) -> list[str]:
+    """``recover --learner NAME ...`` (the older spelling) as ``recover NAME ...``, and ``recover``
+    without a learner as ``recover exact`` (the default learner); ``recover --help`` lists them."""
+    if not argv or argv[0] != "recover":
+        return argv
+    rest = list(argv[1:])
+    for i, a in enumerate(rest):
+        if a == "--learner" and i + 1 < len(rest):
+            return ["recover", rest[i + 1], *rest[:i], *rest[i + 2:]]
+        if a.startswith("--learner="):
+            return ["recover", a.partition("=")[2], *rest[:i], *rest[i + 1:]]
+    if (rest and not rest[0].startswith("-")) or {"-h", "--help"} & set(rest):
+        return argv
+    return ["recover", "exact", *rest]
 
 
 _JSON_HELP = "print one JSON document on stdout instead of text"
@@ -419,75 +491,57 @@ def build_parser() -> argparse.ArgumentParser:
     led.set_defaults(run=ledger.run)
 
     r = sub.add_parser("recover", help="recover a random target through a counting oracle")
-    r.add_argument("--d", type=_positive_int, required=True, help="the width d of the target (W is d x d)")
-    r.add_argument("--arith", type=_arith, default="float64", help="float64, mp:DIGITS or sympy")
-    r.add_argument("--probes", choices=("orthogonal", "gaussian", "basis"), default=None,
-                   help="exact: random orthogonal (default), i.i.d. Gaussian or the paper's basis probes")
-    r.add_argument("--seed", type=_nonnegative_int, default=0,
-                   help="seed of the target and the learner's draws")
-    r.add_argument("--scale", type=_positive_float, default=None,
-                   help="std of W's entries (default 1/sqrt(d))")
-    r.add_argument("--learner", choices=sorted(LEARNERS), default="exact", help="a registered learner")
-    r.add_argument("--rank", type=_nonnegative_int, default=None,
-                   help="low-rank learners: r = rank of W = K^T Q")
-    r.add_argument("--m", type=_positive_int, default=None,
-                   help="lowrank-cvx: measurements (default 3 r (2d - r)); transformer, ffn: hidden units")
-    r.add_argument("--checks", type=_nonnegative_int, default=None,
-                   help="skeleton: extra check queries (<= d)")
-    r.add_argument("--tau", type=_positive_float, default=None,
-                   help="noisy: oracle tolerance (default: the proven one)")
-    r.add_argument("--adversary", choices=tuple(ADVERSARIES), default=None, help="noisy (default: worst)")
-    r.add_argument("--design", choices=tuple(DESIGNS), default=None, help="noisy (default: corrected)")
-    r.add_argument("--eps-W", dest="eps_W", type=_unit_float, default=None,
-                   help="noisy, membership: the accuracy asked for")
-    r.add_argument("--eps-v", dest="eps_v", type=_unit_float, default=None, help="noisy (default 0.1)")
-    r.add_argument("--W-bound", dest="W_bound", type=_positive_float, default=None,
-                   help="noisy, membership: known bound W_bound >= 2 on ||W*||_F")
-    r.add_argument("--method", choices=("bisect", "paper"), default=None, help="membership (default: bisect)")
-    r.add_argument("--mu", type=_positive_float, default=None, help="membership: margin min |v*_i| >= mu")
-    r.add_argument("--delta", type=_unit_float, default=None, help="membership: failure probability")
-    r.add_argument("--samples", type=_positive_int, default=None,
-                   help="membership --method paper: the sample budget (the verbatim count is astronomical)")
-    r.add_argument("--delta-rot", dest="delta_rot", type=_unit_float, default=None,
-                   help="membership-rotated: probability the rotation misses the margin")
-    r.add_argument("--route", choices=("antisymmetric", "cone"), default=None,
-                   help="transformer: how W is learned (default: VQ~ when A w_o != 0, else the cone)")
-    r.add_argument("--H", dest="H", type=_positive_int, default=None,
-                   help="multi-head learners: heads (default 2)")
-    r.add_argument("--hessians", type=_positive_int, default=None,
-                   help="multihead-sbd: probe Hessians (default max(2, d_h - 1))")
-    r.add_argument("--json", action="store_true", help=_JSON_HELP)
-    r.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
-    r.set_defaults(run=_recover)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--d", type=_positive_int, required=True,
+                        help="the width d of the target (W is d x d)")
+    common.add_argument("--arith", type=_arith, default="float64", help="float64, mp:DIGITS or sympy")
+    common.add_argument("--seed", type=_nonnegative_int, default=0,
+                        help="seed of the target and the learner's draws")
+    common.add_argument("--json", action="store_true", help=_JSON_HELP)
+    common.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    learners = r.add_subparsers(dest="learner", required=True, parser_class=_Parser, metavar="LEARNER",
+                                help="a registered learner (default exact); "
+                                "'attnproof recover LEARNER --help' shows its options")
+    for name, lr in sorted(LEARNERS.items()):
+        lp = learners.add_parser(name, parents=[common], help=f"{lr.result}; queries {lr.queries}")
+        if name in room.RUNNERS:
+            _add_options(lp, room.RUNNERS[name].options)
+        else:
+            for option in sorted(options_of(name)):
+                flag, kw = _UNDECLARED_FLAGS[option]
+                lp.add_argument(flag, dest=option, default=None, **kw)
+        lp.set_defaults(run=_recover)
 
     jobs = _jobs_options()
-    b = sub.add_parser("bench", parents=[jobs],
-                       help="sweeps: query counts, errors and time over several runs")
-    b.add_argument("what", choices=("exact", "lowrank", "phase", "heads", "perf", "multihead"),
-                   help="exact, lowrank (skeleton learners), phase (nuclear norm's phase transition), "
-                   "heads (all-MiniLM-L6-v2), perf (issue 13's ratios), multihead (Hessian SBD)")
-    b.add_argument("--d", type=_int_list, default=[64, 256, 1024], help="widths, comma-separated")
-    b.add_argument("--rank", type=_int_list, default=None, help="lowrank: one rank per d; phase: ranks")
-    b.add_argument("--learner", choices=(*LOWRANK_LEARNERS, "exact"), default=None,
-                   help="lowrank: skeleton (default), skeleton-adaptive or lowrank-cvx; "
-                   "heads: skeleton (default), skeleton-adaptive or exact")
-    b.add_argument("--ratios", type=_float_list, default=[1.0, 1.5, 2.0, 2.5, 3.0, 4.0],
-                   help="phase: measurements m / (r (2d - r)), comma-separated")
-    b.add_argument("--seeds", type=_positive_int, default=3, help="phase, multihead: seeds per point")
-    b.add_argument("--source", default="exact", type=_hessian_source,
-                   help="multihead: Hessians exact (closed form), fd (finite differences) or mp:DIGITS")
-    b.add_argument("--arith", type=_arith, default="float64",
-                   help="exact, lowrank: float64, mp:DIGITS or sympy")
-    b.add_argument("--probes", choices=("orthogonal", "gaussian", "basis"), default="orthogonal",
-                   help="exact: the probes (random orthogonal, i.i.d. Gaussian or the paper's basis)")
-    b.add_argument("--seed", type=_nonnegative_int, default=0,
-                   help="seed of the targets and the learners' draws")
-    b.add_argument("--heads", type=_positive_int, default=None, metavar="N",
-                   help="heads: the first N heads only")
-    b.add_argument("--size", choices=tuple(PERF_SIZES), default="small",
-                   help="perf: small (seconds), medium (about a minute) or full (issue 13's sizes: "
-                   "d = 4096 r = 128, d = 1024, all 72 heads; minutes)")
-    b.set_defaults(run=_bench)
+    b = sub.add_parser("bench", help="sweeps: query counts, errors and time over several runs")
+    sweeps = b.add_subparsers(dest="what", required=True, parser_class=_Parser, metavar="SWEEP",
+                              help="what to sweep; 'attnproof bench SWEEP --help' shows its options")
+    for name, sw in sorted(room.SWEEPS.items()):
+        sp = sweeps.add_parser(name, parents=[jobs], help=sw.help)
+        _add_options(sp, sw.options)
+        sp.set_defaults(run=_bench_sweep)
+    h = sweeps.add_parser("heads", parents=[jobs], help="every head of all-MiniLM-L6-v2, with biases")
+    h.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "exact"), default="skeleton",
+                   help="skeleton (rank = head dimension; default), skeleton-adaptive or exact")
+    h.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
+    h.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
+    h.set_defaults(run=_bench_heads)
+    pf = sweeps.add_parser("perf", parents=[jobs],
+                           help="the performance targets: queries / floor over scales, learner time / oracle "
+                           "time, bits of W, error estimate / true error, the MiniLM heads")
+    pf.add_argument("--size", choices=tuple(PERF_SIZES), default="small",
+                    help="small (seconds), medium (about a minute) or full (d = 4096 r = 128, d = 1024, "
+                    "all 72 heads; minutes)")
+    pf.add_argument("--seed", type=_nonnegative_int, default=0,
+                    help="seed of the targets and the learners' draws")
+    pf.set_defaults(run=_bench_perf)
+    mh = sweeps.add_parser("multihead", help="Hessian SBD (App. C.2): how many probe Hessians split "
+                           "the heads (runs in this process)")
+    mh.add_argument("--seeds", type=_positive_int, default=3, help="seeds per point")
+    mh.add_argument("--source", default="exact", type=_hessian_source,
+                    help="Hessians exact (closed form), fd (finite differences) or mp:DIGITS")
+    mh.add_argument("--json", action="store_true", help=_JSON_HELP)
+    mh.set_defaults(run=_bench_multihead)
 
     m = sub.add_parser("recover-model", parents=[jobs],
                        help="recover every attention head of a BERT-style safetensors checkpoint")
@@ -504,46 +558,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_recover(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Reject option combinations the chosen learner cannot take (one line, exit 2)."""
+    """Reject what the chosen learner cannot take (one line, exit 2): an arithmetic it does not
+    run in, or option values its room's options class refuses (at this d)."""
     from .arith import parse
 
     spec = LEARNERS[args.learner]
     if parse(args.arith).family not in spec.arithmetics:
         parser.error(f"argument --arith: the {args.learner} learner runs in {', '.join(spec.arithmetics)}")
-    takes = options_of(args.learner)
-    if "rank" in takes and args.rank is None:
-        parser.error(f"argument --rank: required by the {args.learner} learner")
-    for option in _LEARNER_OPTIONS:
-        if getattr(args, option) is not None and option not in takes:
-            flag = "--" + option.replace("_", "-")
-            parser.error(f"argument {flag}: the {args.learner} learner takes no {flag}")
-    if args.rank is not None and args.rank > args.d:
-        parser.error(f"argument --rank: must be <= d = {args.d}")
-    if args.learner == "lowrank-cvx" and args.rank == 0 and args.m is None:
-        parser.error("argument --rank: lowrank-cvx needs rank >= 1 (or an explicit --m)")
-    if args.checks is not None and args.checks > args.d:
-        parser.error(f"argument --checks: must be <= d = {args.d}")
+    if args.learner in room.RUNNERS:
+        try:
+            _options_from(args, room.RUNNERS[args.learner].options).check(args.d)
+        except InvalidInputError as exc:
+            parser.error(str(exc))
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = _learner_first(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "recover":
         _check_recover(parser, args)
-    if args.command == "bench" and args.what == "lowrank" and (
-        not args.rank or len(args.rank) != len(args.d)
-    ):
-        parser.error(
-            "argument --rank: bench lowrank needs one rank per --d (e.g. --d 1024,4096 --rank 32,128)"
-        )
-    if args.command == "bench" and args.what == "lowrank":
-        for d, r in zip(args.d, args.rank):
-            if r > d:
-                parser.error(f"argument --rank: rank {r} exceeds d = {d}")
+    if args.command == "bench" and args.what in room.SWEEPS:
+        try:
+            _options_from(args, room.SWEEPS[args.what].options)
+        except InvalidInputError as exc:
+            parser.error(str(exc))
     if getattr(args, "workers", None) is not None and args.scheduler is not None:
         parser.error("argument --scheduler: not allowed with --workers (one or the other)")
-    if args.command == "bench" and args.what == "multihead" and (args.workers or args.scheduler or args.out):
-        parser.error("bench multihead runs in this process: no --workers, --scheduler or --out")
     try:
         return args.run(args)
     except InvalidInputError as exc:  # a bad argument found past argparse: still exit 2, one line

@@ -12,6 +12,9 @@ import hashlib
 import math
 import numbers
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +23,24 @@ import numpy as np
 from .arith import FLOAT64
 from .errors import InvalidInputError, PrecisionLossError, QueryBudgetExceeded, ShapeError, ToleranceViolation
 from .models import as_batch, attention_weights
+
+#: Who hears of the queries answered in this context (see :func:`listening`), or None.
+_LISTENER: ContextVar[Callable[[int], None] | None] = ContextVar("attnproof_query_listener", default=None)
+
+
+@contextmanager
+def listening(callback: Callable[[int], None]) -> Iterator[None]:
+    """Within the block, ``callback(n)`` hears of every call that any counting oracle answers
+    (``n`` queries), whoever built the oracle: a progress bar can count a run's queries live.
+
+    The hook of a run, not a global: it is a context variable, so threads and nested blocks
+    each hear only their own calls, and it is unset when the block ends (exceptions included).
+    """
+    token = _LISTENER.set(callback)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
 
 
 class Model(Protocol):
@@ -148,6 +169,9 @@ class ValueOracle:
         self.calls += 1
         if self.record:
             self.log.append(QueryRecord(np.copy(Xb), np.copy(y)))
+        listener = _LISTENER.get()
+        if listener is not None:
+            listener(n)
         return y if batched else y[0]
 
     def _answer(self, Xb: np.ndarray) -> np.ndarray:
@@ -445,5 +469,5 @@ class LinearMapOracle(DerivedOracle):
 
 __all__ = [
     "ValueOracle", "ApproxOracle", "DeclaresTolerance", "MembershipOracle", "ReducedOracle", "DerivedOracle",
-    "AntisymmetricOracle", "LinearMapOracle", "ADVERSARIES", "QueryRecord", "Model",
+    "AntisymmetricOracle", "LinearMapOracle", "ADVERSARIES", "QueryRecord", "Model", "listening",
 ]

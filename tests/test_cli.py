@@ -167,6 +167,8 @@ def test_bench_multihead_reports_the_minimal_hessian_counts():
     r = cli("bench", "multihead", "--seeds", "1")
     assert r.returncode == 0, r.stderr
     assert "minimal K = 5 (lower bound 5)" in r.stdout  # H = 2, d_h = 6
+    header = r.stdout.splitlines()[0]  # issue 18: the numbers say what they are
+    assert "Hessian SBD" in header and "commutant" in header and "random combination" in header
 
 
 # --- help texts, the job commands' output paths, progress, resume ---------------------------
@@ -371,3 +373,29 @@ def test_ledger_subcommand_reads_recorded_outcomes_and_refuses_a_missing_file(tm
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no results file" in r.stderr
     r = cli("ledger", "--run-tests", "--results", "x")
     assert r.returncode == 2 and "not allowed with" in r.stderr
+
+
+def test_recover_help_shows_only_the_learners_own_options(capsys):
+    """Issue 19: ``attnproof recover <learner> --help`` lists that learner's options, not a union."""
+    from attnproof.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["recover", "noisy", "--help"])
+    text = capsys.readouterr().out
+    assert "--adversary" in text and "--design" in text and "(default: corrected)" in text
+    assert "--rank" not in text and "--probes" not in text and "--H" not in text
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    assert "issue 13" not in capsys.readouterr().out
+
+
+def test_in_a_non_terminal_the_progress_bar_is_written_once_in_whole_queries(capsys, monkeypatch):
+    """Issue 18 item 8: a log file gets one bar line (not three redraws), and counts below 1000
+    are whole numbers ("27/27", not "27.0/27.0")."""
+    import attnproof.cli
+
+    monkeypatch.setattr(attnproof.cli, "PROGRESS_DELAY", 0.0)
+    status, _, err = _main(capsys, "recover", "orthogonal-heads", "--d", "6", "--H", "2")
+    assert status == 0 and len(err.strip().splitlines()) == 1 and "\r" not in err, repr(err)
+    assert re.search(r"\b(\d+)/\1 .*queries/s", err) and ".0/" not in err, err
+

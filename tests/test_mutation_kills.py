@@ -108,7 +108,7 @@ def test_worst_adversary_moves_the_implied_attention_weight_away_from_one_half(d
     assert np.allclose(np.abs(eta), tau, rtol=0, atol=4 * np.spacing(np.abs(model(X)).max()))
 
 
-# --- Thm 6.1 (theorems/noisy.py) ------------------------------------------------------------
+# --- Thm 6.1 (theorems/noisy/__init__.py) ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("design", [CORRECTED, TUNED], ids=lambda x: x.name)
@@ -187,7 +187,7 @@ def test_noisy_learner_meets_eps_v_at_the_designed_tolerance():
         assert achieved["err_v"] <= eps_v and achieved["err_W"] <= eps_W
 
 
-# --- Thm 4.1 probes and the scale policy (theorems/exact.py, measure.py) ---------------------
+# --- Thm 4.1 probes and the scale policy (theorems/exact/__init__.py, measure.py) ---------------------
 
 
 def test_gaussian_probes_redraw_the_documented_eight_percent_of_rows():
@@ -249,7 +249,7 @@ def test_open_a_zero_score_bias_costs_prelude_reasks(d):
     assert rec.diagnostics["reasked_queries"] <= PILOT_SLACK
 
 
-# --- Thm 5.1 (theorems/lowrank.py) ----------------------------------------------------------
+# --- Thm 5.1 (theorems/lowrank/__init__.py) ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("ratio", [1e-3, 1e-5, 1e-7])

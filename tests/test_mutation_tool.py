@@ -96,10 +96,30 @@ def test_curated_snippets_name_real_modules():
 
 def test_targets_and_test_map_cover_each_other():
     targets = tool.target_files()
-    assert "attnproof/measure.py" in targets and "attnproof/theorems/exact.py" in targets
-    assert not any(t.endswith("__init__.py") for t in targets)
-    assert set(targets) <= set(tool.TEST_MAP)
+    assert "attnproof/measure.py" in targets and "attnproof/theorems/exact/__init__.py" in targets
+    assert "attnproof/theorems/__init__.py" not in targets
+    assert all(tool.tests_for(t) for t in targets)
+    assert all((ROOT / f).exists() for t in targets for f in tool.tests_for(t))
     assert all((ROOT / f).exists() for files in tool.TEST_MAP.values() for f in files)
+
+
+def test_a_planted_room_is_mutated_and_tested_by_convention(tmp_path):
+    """A new room needs no entry here: its modules are targets, its test file is tests/test_<room>.py."""
+    room = tmp_path / "attnproof" / "theorems" / "planted"
+    room.mkdir(parents=True)
+    (room.parent / "__init__.py").write_text("")
+    (room / "__init__.py").write_text("x = 1\n")
+    (room / "runner.py").write_text("y = 2\n")
+    (tmp_path / "attnproof" / "theorems" / "single.py").write_text("z = 3\n")
+    for f in ("measure", "oracles", "models", "recovery"):
+        (tmp_path / "attnproof" / f"{f}.py").write_text("")
+    targets = tool.target_files(tmp_path)
+    assert {"attnproof/theorems/planted/__init__.py", "attnproof/theorems/planted/runner.py",
+            "attnproof/theorems/single.py"} <= set(targets)
+    assert "attnproof/theorems/__init__.py" not in targets
+    assert tool.tests_for("attnproof/theorems/planted/runner.py") == ("tests/test_planted.py",)
+    assert tool.tests_for("attnproof/theorems/single.py") == ("tests/test_single.py",)
+    assert tool.tests_for("attnproof/measure.py") == tool.TEST_MAP["attnproof/measure.py"]
 
 
 def test_a_mutant_is_restored_even_when_its_run_is_interrupted(tmp_path, monkeypatch):

@@ -61,8 +61,8 @@ def test_far_from_unit_scale_the_reasks_stay_within_the_stated_slack(d):
 
 def test_the_mpmath_recovery_the_readme_quotes(capsys):
     text = README.read_text()
-    assert "`attnproof recover --d 16 --arith mp:60` (d + d^2 = 272 queries" in text
-    assert cli_main(["recover", "--d", "16", "--arith", "mp:60", "--json"]) == 0
+    assert "`attnproof recover exact --d 16 --arith mp:60` (d + d^2 = 272 queries" in text
+    assert cli_main(["recover", "exact", "--d", "16", "--arith", "mp:60", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["queries"] == 16 + 16**2 + r["diagnostics"]["reasked_queries"]
     assert r["err_W"] <= r["error_bound"] < 1e-50, "within its reported bound, below 1e-50"
@@ -80,3 +80,17 @@ def test_the_noisy_numbers_the_readme_quotes():
     W_star, v_star = np.array([[2**0.5, 0.0], [2**0.5, 0.0]]), np.array([0.0, 1.0])
     rec = learn_noisy(ValueOracle(Attention(W_star, v_star)), W_bound=2.0, mu=0.5, tau=0.0, design=PAPER)
     assert err and float(err[1]) == round(guarantee(rec, W_star, v_star)["err_W"], 2)
+
+
+def test_every_cli_example_in_the_readme_parses():
+    """Each concrete ``attnproof recover|bench ...`` the README shows is a valid command line (the
+    options a learner or sweep declares, spelled as the README spells them); bracketed forms are
+    synopses, not examples."""
+    from attnproof.cli import _learner_first, build_parser
+
+    examples = [c for c in re.findall(r"`attnproof ((?:recover|bench) [^`]*)`", README.read_text())
+                if not re.search(r"[\[<]|[A-Z]{4,}", c)]
+    assert len(examples) >= 10
+    for command in examples:
+        args = build_parser().parse_args(_learner_first(command.split()))
+        assert args.command in ("recover", "bench"), command

@@ -14,8 +14,9 @@ them with ``random.Random(seed)`` from a deterministic order, adds the curated m
 :data:`CURATED` (the audit's named survivors, each a snippet patch; a snippet that no longer
 exists is reported ``stale``), and runs each one:
 
-1. the module's fast tests (:data:`TEST_MAP`, plus ``tests/test_mutation_kills.py`` and the
-   module's doctests) with ``-x -p no:cacheprovider -m 'not slow and not book'`` under the
+1. the module's fast tests (:func:`tests_for`: its room's ``tests/test_<room>.py``, or
+   :data:`TEST_MAP`; plus ``tests/test_mutation_kills.py`` and the module's doctests) with
+   ``-x -p no:cacheprovider -m 'not slow and not book'`` under the
    default derandomized ``ci`` Hypothesis profile -> ``killed by tests``;
 2. separately, the verification of the registered identities (what ``attnproof verify``
    checks: those that can execute the mutated module, i.e. defined in a module that imports
@@ -53,22 +54,33 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("attnproof/theorems", "attnproof/measure.py", "attnproof/oracles.py",
            "attnproof/models.py", "attnproof/recovery.py")
 
-#: The fast test files run against a mutant of each module (besides tests/test_mutation_kills.py).
+#: The fast test files run against a mutant of each module below the rooms (besides
+#: tests/test_mutation_kills.py).  A room's modules run their room's test file, by convention
+#: (:func:`tests_for`): nothing to add here for a new room.
 TEST_MAP: dict[str, tuple[str, ...]] = {
     "attnproof/measure.py": ("tests/test_measure.py", "tests/test_exact.py", "tests/test_lowrank.py",
                              "tests/test_bias.py"),
     "attnproof/oracles.py": ("tests/test_oracles.py", "tests/test_noisy.py", "tests/test_membership.py"),
     "attnproof/models.py": ("tests/test_models.py", "tests/test_exact.py"),
     "attnproof/recovery.py": ("tests/test_recovery.py",),
-    "attnproof/theorems/bias.py": ("tests/test_bias.py",),
-    "attnproof/theorems/definitions.py": ("tests/test_models.py",),
-    "attnproof/theorems/exact.py": ("tests/test_exact.py",),
-    "attnproof/theorems/lowrank.py": ("tests/test_lowrank.py",),
-    "attnproof/theorems/membership.py": ("tests/test_membership.py",),
-    "attnproof/theorems/multihead.py": ("tests/test_multihead.py",),
-    "attnproof/theorems/noisy.py": ("tests/test_noisy.py",),
-    "attnproof/theorems/transformer.py": ("tests/test_transformer.py",),
 }
+
+
+def room_of(path: str) -> str | None:
+    """The room a module belongs to (``attnproof/theorems/<room>.py`` or ``.../<room>/*.py``), or None."""
+    parts = Path(path).parts
+    if parts[:2] != ("attnproof", "theorems") or len(parts) < 3 or parts[2] == "__init__.py":
+        return None
+    return Path(parts[2]).stem
+
+
+def tests_for(path: str) -> tuple[str, ...]:
+    """The fast test files of the module ``path``: ``tests/test_<room>.py`` for a room's module (the
+    convention every room follows), else its :data:`TEST_MAP` entry."""
+    room = room_of(path)
+    return (f"tests/test_{room}.py",) if room is not None else TEST_MAP.get(path, ())
+
+
 KILL_TESTS = "tests/test_mutation_kills.py"
 PYTEST_FLAGS = ("-x", "-q", "-p", "no:cacheprovider", "-m", "not slow and not book")
 
@@ -86,14 +98,14 @@ class Curated:
 
 #: The audit's named survivors (issue 12), as precise patches.
 CURATED: tuple[Curated, ...] = (
-    Curated("gaussian-margin", "attnproof/theorems/exact.py", "GAUSSIAN_MARGIN = 0.1",
+    Curated("gaussian-margin", "attnproof/theorems/exact/__init__.py", "GAUSSIAN_MARGIN = 0.1",
             "GAUSSIAN_MARGIN = 0.01", "Gaussian-probe margin constant 0.1 -> 0.01"),
-    Curated("noisy-zero-split", "attnproof/theorems/noisy.py", "nonzero = np.abs(v) > mu / 2",
+    Curated("noisy-zero-split", "attnproof/theorems/noisy/__init__.py", "nonzero = np.abs(v) > mu / 2",
             "nonzero = np.abs(v) > mu", "the mu/2 zero / non-zero split of v_hat moved to mu"),
-    Curated("skeleton-rank-tol", "attnproof/theorems/lowrank.py",
+    Curated("skeleton-rank-tol", "attnproof/theorems/lowrank/__init__.py",
             "rank_tol = 0.1 * math.sqrt(arith.eps) if rank_tol is None",
             "rank_tol = 1e-2 if rank_tol is None", "skeleton rank-cut tolerance 0.1 sqrt(eps) -> 1e-2"),
-    Curated("floor-count-bias", "attnproof/theorems/lowrank.py", "(d + 1 if bias else 0)",
+    Curated("floor-count-bias", "attnproof/theorems/lowrank/__init__.py", "(d + 1 if bias else 0)",
             "(d if bias else 0)", "the floor query count forgets f([0]) with biases"),
     Curated("query-only-order", "attnproof/measure.py", "return 1 if self.scale_query_only else 2",
             "return 2 if self.scale_query_only else 1", "query-only scaling order swapped"),
@@ -115,9 +127,9 @@ CURATED: tuple[Curated, ...] = (
             "scored error of W: the max entry instead of the Frobenius norm"),
     Curated("bits-base-10", "attnproof/recovery.py", "math.log2(top) - math.log2(max_err)",
             "math.log10(top) - math.log10(max_err)", "bits in base 10 instead of base 2"),
-    Curated("lipschitz-cosh", "attnproof/theorems/noisy.py", "return 2 + 2 * math.cosh(self.band)",
+    Curated("lipschitz-cosh", "attnproof/theorems/noisy/__init__.py", "return 2 + 2 * math.cosh(self.band)",
             "return 2 + math.cosh(self.band)", "ProbeDesign.lipschitz = 2 + cosh(beta)"),
-    Curated("tau-v-no-eps-v", "attnproof/theorems/noisy.py",
+    Curated("tau-v-no-eps-v", "attnproof/theorems/noisy/__init__.py",
             "t_v = (eps_v / math.sqrt(d) - floor.tau) * shrink", "t_v = t",
             "design_tolerances' tau_v without eps_v / sqrt(d)"),
 )
@@ -294,12 +306,15 @@ def curated(root: Path = ROOT) -> list[Mutant]:
 
 
 def target_files(root: Path = ROOT) -> list[str]:
-    """The mutated modules, sorted (``attnproof/theorems/*.py`` expanded, ``__init__`` excluded)."""
+    """The mutated modules, sorted (``attnproof/theorems/`` expanded to every room's modules: a room
+    is ``<room>.py`` or a package ``<room>/``, whose ``__init__.py`` is code; the gathering
+    ``theorems/__init__.py`` is left out)."""
     files: list[str] = []
     for t in TARGETS:
         p = root / t
         if p.is_dir():
-            files += [f"{t}/{f.name}" for f in sorted(p.glob("*.py")) if f.name != "__init__.py"]
+            files += [f.relative_to(root).as_posix() for f in sorted(p.rglob("*.py"))
+                      if f != p / "__init__.py"]
         else:
             files.append(t)
     return sorted(files)
@@ -376,13 +391,13 @@ def _run(cmd: list[str], cwd: Path, timeout: float) -> tuple[int | None, str]:
 
 
 def _module(path: str) -> str:
-    return path.removesuffix(".py").replace("/", ".")
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def pytest_command(path: str, kill_tests: bool = True) -> list[str]:
     """The pytest command for a mutant of ``path``: its mapped tests, the kill tests (unless
     ``kill_tests`` is false: the score before they were written), its doctests."""
-    files = [f for f in TEST_MAP.get(path, ()) if (ROOT / f).exists()]
+    files = [f for f in tests_for(path) if (ROOT / f).exists()]
     files += [KILL_TESTS] if kill_tests and (ROOT / KILL_TESTS).exists() else []
     return [sys.executable, "-m", "pytest", *PYTEST_FLAGS, *files, path]
 

@@ -2,25 +2,42 @@
 
 The room convention (every result follows it):
 
-* ``theorems/<room>.py`` holds everything about one result: the module docstring (the
-  derivation, the paper's equations, what goes beyond the paper), the assumption checks, the
-  learner(s) registered with :func:`attnproof.proof.learner` (declaring the identity IDs they
-  rely on, their arithmetics and query count), and the identities and bounds registered with
-  :func:`attnproof.proof.identity` / :func:`attnproof.proof.bound`, which run the library's own
-  code in sympy.
+* ``theorems/<room>/__init__.py`` (or, for a room not yet split, ``theorems/<room>.py``) holds
+  everything about one result's mathematics: the docstring (the derivation, the paper's
+  equations, what goes beyond the paper), the assumption checks, the learner(s) registered with
+  :func:`attnproof.proof.learner` (declaring the identity IDs they rely on, their arithmetics and
+  query count), and the identities and bounds registered with :func:`attnproof.proof.identity` /
+  :func:`attnproof.proof.bound`, which run the library's own code in sympy.
+* ``theorems/<room>/runner.py`` declares, once, what the engine needs (:mod:`attnproof.room`):
+  each learner's options (an :class:`attnproof.room.Options` dataclass), its bench runner
+  (:func:`attnproof.room.runner`) and the room's sweeps (:func:`attnproof.room.sweep`).
+  ``attnproof recover <learner>``, ``attnproof bench <sweep>`` and :func:`attnproof.bench.run`
+  are built from these; ``bench.py`` and ``cli.py`` name no result.
 * A room imports only from the levels below it (``errors``, ``arith``, ``proof``, ``models``,
-  ``recovery``, ``oracles``, ``prelude``, ``measure``), never from another room, except along
-  a reduction the paper itself makes, declared in :data:`REDUCTIONS` (Sec. 4.1 learns the
+  ``recovery``, ``oracles``, ``prelude``, ``measure``, ``room``), never from another room, except
+  along a reduction the paper itself makes, declared in :data:`REDUCTIONS` (Sec. 4.1 learns the
   attention layer of a Transformer *by* Thm 4.1 on antisymmetric queries: calling the Thm 4.1
   learner is the proof, and copying it would be a twin).  ``tests/test_layers.py`` checks this.
-* Tests live in ``tests/test_<room>.py``; the chapter in ``book/<room>.md``.
+* Tests live in ``tests/test_<room>.py`` (``tools/mutation.py`` finds them by that name); the
+  chapter in ``book/<room>.md``.
+
+Adding a result is one new folder here (rooms are found by their folder: no list to edit), its
+chapter and its test file.
 """
 
-from . import bias, definitions, exact, lowrank, membership, multihead, noisy, transformer  # noqa: F401
+import importlib
+import pkgutil
+from pathlib import Path
+
+#: Every room, found by its folder (or module) here: adding a result needs no line in this file.
+ROOMS: tuple[str, ...] = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)))
 
 #: room -> rooms it may import: the reductions the paper makes from one result to another.
 REDUCTIONS: dict[str, tuple[str, ...]] = {"transformer": ("exact",), "multihead": ("exact",)}
 
-__all__ = [
-    "bias", "definitions", "exact", "lowrank", "membership", "multihead", "noisy", "transformer", "REDUCTIONS"
-]
+for _room in ROOMS:
+    importlib.import_module(f"{__name__}.{_room}")  # registers its identities and learners
+    if (Path(__path__[0]) / _room / "runner.py").is_file():
+        importlib.import_module(f"{__name__}.{_room}.runner")  # registers its bench runners
+
+__all__ = ["ROOMS", "REDUCTIONS", *ROOMS]

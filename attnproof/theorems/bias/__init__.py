@@ -28,9 +28,9 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ..arith import SYMPY
-from ..models import Attention
-from ..proof import Pair, expand_matrix, identity, symbols
+from ...arith import SYMPY
+from ...models import Attention
+from ...proof import Pair, expand_matrix, identity, symbols
 
 
 @identity(

@@ -36,15 +36,17 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..arith import FLOAT64, MP, SYMPY, Arith
-from ..errors import DegenerateProbeError, InvalidInputError, ShapeError
-from ..measure import Probes, ScalePolicy, Session, balanced, random_orthogonal, value_errors
-from ..models import Attention, scores
-from ..oracles import ValueOracle
-from ..prelude import prepare_probes, read_v
-from ..proof import LEARNERS, Check, Pair, expand_matrix, identity, learner, recovery_checks, run, symbols
-from ..recovery import Recovery
+from ...arith import FLOAT64, MP, SYMPY, Arith
+from ...errors import DegenerateProbeError, InvalidInputError, ShapeError
+from ...measure import Probes, ScalePolicy, Session, balanced, random_orthogonal, value_errors
+from ...models import Attention, scores
+from ...oracles import ValueOracle
+from ...prelude import prepare_probes, read_v
+from ...proof import LEARNERS, Check, Pair, expand_matrix, identity, learner, recovery_checks, run, symbols
+from ...recovery import Recovery
 
+#: The probe families :func:`probe_matrix` builds (a (d, d) array is the fifth way: custom).
+PROBE_FAMILIES = ("orthogonal", "gaussian", "basis")
 #: Basis family: u_l = e_l + e_p replaces e_l when |v_l| < DEGENERACY_RATIO max |v| (the paper
 #: pairs only when v_l = 0; the result is exact either way, and a small |v_l| amplifies error).
 DEGENERACY_RATIO = 1e-3
@@ -614,4 +616,6 @@ def run_high_precision() -> list[Check]:
     return checks
 
 
-__all__ = ["learn_exact", "probe_matrix", "DEGENERACY_RATIO", "GAUSSIAN_MARGIN", "GAUSSIAN_COND"]
+__all__ = [
+    "learn_exact", "probe_matrix", "PROBE_FAMILIES", "DEGENERACY_RATIO", "GAUSSIAN_MARGIN", "GAUSSIAN_COND",
+]

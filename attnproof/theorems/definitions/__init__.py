@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ..arith import SYMPY
-from ..models import Attention
-from ..proof import Pair, expand_matrix, identity, symbols
+from ...arith import SYMPY
+from ...models import Attention
+from ...proof import Pair, expand_matrix, identity, symbols
 
 #: (r, d) sizes at which the merge is proven with fully symbolic matrices.
 QKV_SIZES = ((1, 2), (2, 2), (2, 3), (3, 2))

@@ -29,17 +29,17 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..arith import FLOAT64, MP, SYMPY, Arith
-from ..errors import AssumptionError, InvalidInputError, PrecisionLossError
-from ..measure import (
+from ...arith import FLOAT64, MP, SYMPY, Arith
+from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
+from ...measure import (
     Probes, Scale, ScalePolicy, Session, balanced, bilinear_values, random_orthogonal, resolution,
     value_errors,
 )
-from ..models import Attention, scores
-from ..oracles import ValueOracle
-from ..prelude import prepare_probes, read_v
-from ..proof import LEARNERS, Check, Pair, expand_matrix, identity, learner, recovery_checks, run, symbols
-from ..recovery import Recovery
+from ...models import Attention, scores
+from ...oracles import ValueOracle
+from ...prelude import prepare_probes, read_v
+from ...proof import LEARNERS, Check, Pair, expand_matrix, identity, learner, recovery_checks, run, symbols
+from ...recovery import Recovery
 
 def random_bases(
     d: int, v: np.ndarray, rng: np.random.Generator, arith: Arith

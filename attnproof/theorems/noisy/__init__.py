@@ -57,19 +57,19 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from ..arith import FLOAT64, SYMPY, Arith
-from ..errors import (
+from ...arith import FLOAT64, SYMPY, Arith
+from ...errors import (
     AssumptionError,
     InvalidInputError,
     NonFiniteError,
     NonIdentifiableError,
     PrecisionLossError,
 )
-from ..measure import Session
-from ..models import Attention, scores
-from ..oracles import ADVERSARIES, ApproxOracle, DeclaresTolerance, ValueOracle
-from ..proof import LEARNERS, Check, Claim, Pair, bound, identity, learner, run, symbols
-from ..recovery import Recovery
+from ...measure import Session
+from ...models import Attention, scores
+from ...oracles import ADVERSARIES, ApproxOracle, DeclaresTolerance, ValueOracle
+from ...proof import LEARNERS, Check, Claim, Pair, bound, identity, learner, run, symbols
+from ...recovery import Recovery
 
 
 def sigmoid(t: float) -> float:

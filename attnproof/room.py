@@ -1,0 +1,365 @@
+"""The seam between a room (``theorems/<room>/``) and the generic engine that reads it.
+
+A room declares once, in its own subpackage, what the engine (:mod:`attnproof.bench`,
+:mod:`attnproof.cli`, the ledger, ``tools/mutation.py``) needs to know about its learners:
+
+* the learner itself, registered with :func:`attnproof.proof.learner` (its name, result,
+  identities, arithmetics and query count);
+* its **options**: a subclass of :class:`Options`, a frozen dataclass whose fields are declared
+  with :func:`option` (default, one help line, choices, bounds).  Building one validates every
+  field at once (:class:`~attnproof.errors.InvalidInputError` naming the option), and
+  :meth:`Options.check` validates what depends on the width d.  The command line's flags
+  (``attnproof recover <learner> --...``), their defaults and help, the bench's accepted
+  keywords and the registered count's arguments are all read from this one declaration;
+* its **runner**, registered with :func:`runner`: ``fn(d, arith, seed, options) -> row``, which
+  draws a target for the learner, recovers it through a counting oracle and returns
+  :func:`result_row`'s dict (plus the room's own keys).
+
+The engine never names a result: it reads :data:`RUNNERS` (learner name -> :class:`Runner`).
+Rooms sit below the engine (``tests/test_layers.py``): this module is on the floor between
+them (it imports only errors, arith, recovery), so a room can register here and the engine can
+read here, and neither imports the other's floor.  The learner registry itself stays with the
+verification graph (:data:`attnproof.proof.LEARNERS`); a runner is keyed by the same name, and
+``tests/test_bench.py`` checks the two tables agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import numbers
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field
+from typing import Any
+
+from .arith import Arith
+from .errors import AttnproofError, InvalidInputError
+from .recovery import Recovery, score
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one option of a learner reads and what it accepts.
+
+    Attributes
+    ----------
+    help : str
+        One line for ``--help`` (the default is appended from the field's default).
+    choices : tuple, optional
+        The accepted values (strings).
+    low, high : float, optional
+        Bounds on a number: ``low <= x`` (``low < x`` with ``open_low``), ``x <= high``
+        (``x < high`` with ``open_high``).
+    check : callable, optional
+        Called with the value; raises an :class:`~attnproof.errors.AttnproofError` when it is
+        not accepted (e.g. :func:`attnproof.arith.parse` for an arithmetic's name).
+    """
+
+    help: str
+    choices: tuple[Any, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    open_high: bool = False
+    check: Callable[[Any], object] | None = None
+
+
+def option(
+    default: Any = MISSING,
+    *,
+    help: str,
+    choices: tuple[Any, ...] | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    open_low: bool = False,
+    open_high: bool = False,
+    check: Callable[[Any], object] | None = None,
+) -> Any:
+    """A field of an :class:`Options` class: its default (none: required) and an :class:`Option`."""
+    choices = None if choices is None else tuple(choices)
+    meta = {"option": Option(help, choices, low, high, open_low, open_high, check)}
+    return field(default=default, metadata=meta)
+
+
+def _kind(annotation: Any) -> tuple[Any, bool]:
+    """(the value type, whether None is allowed) of a field annotation like ``float | None`` or
+    ``tuple[int, ...]`` (a list option, given as ``1,2,3`` on the command line)."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        kinds = [a for a in args if a is not type(None)]
+        if len(kinds) != 1:
+            raise AttnproofError(f"an option must have one type (or None): {annotation}")
+        return kinds[0], type(None) in args
+    return annotation, False
+
+
+@dataclass(frozen=True)
+class Options:
+    """A learner's options, declared once (subclass it as a frozen dataclass of :func:`option` s).
+
+    Every field is validated when the object is built: its type (an ``int`` option takes
+    Python or numpy integers, not bools; a ``float`` one any finite real), its choices and its
+    bounds.  :meth:`check` adds what depends on the width d (override it, calling super).
+    """
+
+    def __post_init__(self) -> None:
+        for f, (kind, nullable), opt in self.fields():
+            object.__setattr__(self, f.name, _validated(f.name, getattr(self, f.name), kind, nullable, opt))
+
+    @classmethod
+    def fields(cls) -> list[tuple[dataclasses.Field[Any], tuple[Any, bool], Option]]:
+        """Every option: (dataclass field, (type, nullable), :class:`Option`), in declaration order."""
+        hints = typing.get_type_hints(cls)
+        return [(f, _kind(hints[f.name]), f.metadata["option"]) for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The option names, in declaration order."""
+        return [f.name for f, _, _ in cls.fields()]
+
+    @classmethod
+    def of(cls, learner: str, values: dict[str, Any]) -> Options:
+        """Options from keyword values; an unknown name is an InvalidInputError naming the known."""
+        unknown = set(values) - set(cls.names())
+        if unknown:
+            raise InvalidInputError(
+                f"the {learner} learner takes no option {sorted(unknown)}; it takes {sorted(cls.names())}"
+            )
+        return cls(**values)
+
+    def check(self, d: int) -> None:
+        """Validate what depends on the width d (nothing here)."""
+
+    def values(self) -> dict[str, Any]:
+        """The options as keywords (for the runner and the registered count)."""
+        return {f.name: getattr(self, f.name) for f, _, _ in self.fields()}
+
+
+def _validated(name: str, x: Any, kind: Any, nullable: bool, opt: Option) -> Any:
+    """``x`` as an option ``name`` of type ``kind`` after the checks of ``opt``, or a typed error
+    (a list option: every item checked, at least one)."""
+    if x is None:
+        if nullable:
+            return x
+        raise InvalidInputError(f"option {name} is required")
+    if typing.get_origin(kind) is tuple:
+        if isinstance(x, (str, bytes)) or not hasattr(x, "__iter__") or not len(x := tuple(x)):
+            raise InvalidInputError(f"option {name} must be a non-empty list; got {x!r}")
+        return tuple(_validated(name, item, typing.get_args(kind)[0], False, opt) for item in x)
+    if kind is bool:
+        if not isinstance(x, bool):
+            raise InvalidInputError(f"option {name} must be True or False; got {x!r}")
+        return x
+    if kind is int:
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+            raise InvalidInputError(f"option {name} must be an integer; got {x!r}")
+        x = int(x)
+    elif kind is float:
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x):
+            raise InvalidInputError(f"option {name} must be a finite number; got {x!r}")
+        x = float(x)
+    elif not isinstance(x, kind):
+        raise InvalidInputError(f"option {name} must be a {kind.__name__}; got {x!r}")
+    if opt.choices is not None and x not in opt.choices:
+        raise InvalidInputError(f"option {name} must be one of {list(opt.choices)}; got {x!r}")
+    if opt.low is not None and (x <= opt.low if opt.open_low else x < opt.low):
+        raise InvalidInputError(f"option {name} must be {'>' if opt.open_low else '>='} {opt.low:g}; got {x}")
+    if opt.high is not None and (x >= opt.high if opt.open_high else x > opt.high):
+        raise InvalidInputError(f"option {name} must be {'<' if opt.open_high else '<='} {opt.high:g}; "
+                                f"got {x}")
+    if opt.check is not None:
+        try:
+            opt.check(x)
+        except AttnproofError as exc:
+            raise InvalidInputError(f"option {name}: {exc}") from None
+    return x
+
+
+@dataclass(frozen=True)
+class NoOptions(Options):
+    """A learner without options."""
+
+
+@dataclass(frozen=True)
+class Runner:
+    """A learner's bench runner: ``fn(d=, arith=, seed=, **fixed, **options.values())`` returns a
+    result row (:func:`result_row`'s keys and the room's own).  A runner without an ``arith``
+    keyword runs a float64-only learner (the engine checks the registered arithmetics first).
+
+    Attributes
+    ----------
+    learner : str
+        The registered learner's name (:data:`attnproof.proof.LEARNERS`).
+    fn : callable
+        The runner (a module-level function, so that Dask can ship it).
+    options : type of Options
+        The learner's options class; its fields are keywords of ``fn``, with the same defaults.
+    fixed : dict
+        Keywords ``fn`` always gets for this learner (one runner may serve several learners).
+    room : str
+        The room that declared it (``attnproof.theorems.<room>``).
+    """
+
+    learner: str
+    fn: Callable[..., dict[str, Any]]
+    options: type[Options]
+    fixed: dict[str, Any]
+    room: str
+
+    def __call__(self, d: int, arith: Arith, seed: int, options: Options) -> dict[str, Any]:
+        """Run the learner on a random target of width d (see the class docstring)."""
+        given = {"arith": arith} if "arith" in inspect.signature(self.fn).parameters else {}
+        return self.fn(d=d, seed=seed, **given, **self.fixed, **options.values())
+
+
+#: learner name -> its :class:`Runner`, filled by the rooms as they are imported.
+RUNNERS: dict[str, Runner] = {}
+
+
+def runner(
+    learner: str, options: type[Options] = NoOptions, /, **fixed: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``fn(d, arith, seed, **options)`` as the bench runner of ``learner`` (``fixed``:
+    keywords it always gets for this learner); returns ``fn`` unchanged, so a decorator may be
+    stacked once per learner the function serves.
+
+    Raises
+    ------
+    AttnproofError
+        If ``learner`` already has a runner, ``options`` is not an :class:`Options` class, or an
+        option is not a keyword of ``fn`` with the same default (a default written twice drifts).
+    """
+    if not (isinstance(options, type) and issubclass(options, Options)):
+        raise AttnproofError(f"runner {learner!r}: options must be an Options class, not {options!r}")
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if learner in RUNNERS:
+            raise AttnproofError(f"learner {learner!r} has two runners")
+        params = inspect.signature(fn).parameters
+        for f, _, _ in options.fields():
+            if f.name not in params:
+                raise AttnproofError(f"runner {learner!r}: option {f.name} is not a keyword of {fn.__name__}")
+            default = params[f.name].default
+            if default is not inspect.Parameter.empty and f.default is not MISSING and default != f.default:
+                raise AttnproofError(f"runner {learner!r}: option {f.name} defaults to {f.default!r}, "
+                                     f"{fn.__name__} to {default!r}")
+        room = fn.__module__.removeprefix("attnproof.theorems.").split(".")[0]
+        RUNNERS[learner] = Runner(learner, fn, options, dict(fixed), room)
+        return fn
+
+    return deco
+
+
+def default_of(fn: Callable[..., Any], name: str) -> Any:
+    """The default of ``fn``'s keyword ``name``: an option that is also a learner's keyword takes
+    its default from the learner's signature, written once there."""
+    return inspect.signature(fn).parameters[name].default
+
+
+@dataclass(frozen=True)
+class Job:
+    """One independent run: ``fn(**kwargs)`` returns a result row (a dict).
+
+    ``key`` names the run in a results file and spells out every parameter, so that a file
+    written with other parameters resumes nothing; ``queries`` is the run's expected query
+    count (the unit of the progress bar).  ``fn`` is a module-level function, so that Dask can
+    ship the job to another process.
+    """
+
+    key: str
+    fn: Callable[..., dict[str, Any]]
+    kwargs: dict[str, Any]
+    queries: int
+
+
+def job_key(name: str, **params: Any) -> str:
+    """``name k1=v1 k2=v2 ...``: a job's key, readable in a results file."""
+    return " ".join([name, *(f"{k}={v}" for k, v in params.items())])
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A room's sweep (``attnproof bench <name>``): ``jobs(**options.values())`` lists its
+    independent jobs; the engine runs them (in this process or on Dask, resumable) and prints
+    ``describe(row)`` for each finished row.
+
+    Attributes
+    ----------
+    name : str
+        The command's name.
+    jobs : callable
+        Options -> list of :class:`Job`.
+    options : type of Options
+        Its options (list options such as the widths ``d`` are tuples).
+    help : str
+        One line for ``attnproof bench --help``.
+    describe : callable, optional
+        Row -> one line (default: the engine's line for a learner's result row).
+    room : str
+        The room that declared it.
+    """
+
+    name: str
+    jobs: Callable[..., list[Job]]
+    options: type[Options]
+    help: str
+    describe: Callable[[dict[str, Any]], str] | None
+    room: str
+
+
+#: sweep name -> its :class:`Sweep`, filled by the rooms as they are imported.
+SWEEPS: dict[str, Sweep] = {}
+
+
+def sweep(
+    name: str, options: type[Options], help: str, describe: Callable[[dict[str, Any]], str] | None = None
+) -> Callable[[Callable[..., list[Job]]], Callable[..., list[Job]]]:
+    """Register ``jobs(**options)`` as the sweep ``attnproof bench <name>`` (see :class:`Sweep`).
+
+    Raises
+    ------
+    AttnproofError
+        If the name is taken, or an option is not a keyword of ``jobs``.
+    """
+
+    def deco(fn: Callable[..., list[Job]]) -> Callable[..., list[Job]]:
+        if name in SWEEPS:
+            raise AttnproofError(f"sweep {name!r} is registered twice")
+        missing = set(options.names()) - set(inspect.signature(fn).parameters)
+        if missing:
+            raise AttnproofError(f"sweep {name!r}: options {sorted(missing)} are not keywords of "
+                                 f"{fn.__name__}")
+        room = fn.__module__.removeprefix("attnproof.theorems.").split(".")[0]
+        SWEEPS[name] = Sweep(name, fn, options, help, describe, room)
+        return fn
+
+    return deco
+
+
+def result_row(
+    learner: str, d: int, seed: int, rec: Recovery, oracle: Any, seconds: float, W: Any, v: Any, **extra: Any
+) -> dict[str, Any]:
+    """The shared result shape: learner, d, arith, seed, queries (and the learner's formula),
+    the score (errors, bits for W and v), the error bound, times and diagnostics."""
+    row: dict[str, Any] = {"learner": learner, "d": d, "arith": rec.arith.name, "seed": seed}
+    row.update(extra)
+    row.update(queries=rec.queries, queries_formula=rec.diagnostics.get("queries_formula"))
+    row.update(score(rec, W, v).as_dict())
+    row.update(
+        error_bound=rec.error_bound,
+        within_bound=None if rec.error_bound is None else row["err_W"] <= rec.error_bound,
+        seconds=seconds,
+        oracle_seconds=oracle.seconds,
+        learner_seconds=seconds - oracle.seconds,
+        diagnostics=rec.diagnostics,
+    )
+    return row
+
+
+__all__ = [
+    "Option", "option", "Options", "NoOptions", "Runner", "RUNNERS", "runner", "default_of", "Job", "job_key",
+    "Sweep", "SWEEPS", "sweep", "result_row",
+]

@@ -1,0 +1,212 @@
+"""Thm 5.1 on the bench: factored rank-r targets, the three low-rank learners, the phase transition.
+
+The room's registration with the engine (:mod:`attnproof.room`): the options and runner
+(:func:`run_lowrank`) of ``skeleton``, ``skeleton-adaptive`` and ``lowrank-cvx``, and the
+nuclear-norm learner's phase transition (:func:`phase_transition`, Thm 5.1's constant C).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...arith import Arith, parse
+from ...errors import InvalidInputError, PrecisionLossError
+from ...models import FactoredAttention
+from ...oracles import ValueOracle
+from ...proof import LEARNERS
+from ...room import Job, Options, job_key, option, result_row, runner, sweep
+from . import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
+
+#: the low-rank learners :func:`run_lowrank` runs
+LOWRANK_LEARNERS = ("skeleton", "skeleton-adaptive", "lowrank-cvx")
+
+
+@dataclass(frozen=True)
+class RankOptions(Options):
+    """Options of a low-rank learner on the bench: the rank r of the target W* = K^T Q."""
+
+    rank: int = option(low=0, help="r = rank of the target W = K^T Q (<= d)")
+
+    def check(self, d: int) -> None:
+        if self.rank > d:
+            raise InvalidInputError(f"option rank: must be <= d = {d}; got {self.rank}")
+
+
+@dataclass(frozen=True)
+class SkeletonOptions(RankOptions):
+    """Options of ``skeleton`` (Thm 5.1 at the floor): the rank it is told, and check queries."""
+
+    checks: int = option(0, low=0, help="extra check queries (<= d)")
+
+    def check(self, d: int) -> None:
+        super().check(d)
+        if self.checks > d:
+            raise InvalidInputError(f"option checks: must be <= d = {d}; got {self.checks}")
+
+
+@dataclass(frozen=True)
+class CvxOptions(RankOptions):
+    """Options of ``lowrank-cvx`` (the paper's nuclear-norm learner)."""
+
+    m: int | None = option(None, low=1, help="measurements (default 3 r (2d - r))")
+
+    def check(self, d: int) -> None:
+        super().check(d)
+        if self.rank == 0 and self.m is None:
+            raise InvalidInputError("option rank: lowrank-cvx needs rank >= 1 (or an explicit m)")
+
+
+def low_rank_target(d: int, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """K, Q of shape (r, d) with N(0, 1/sqrt(r)) entries (so p^T K^T Q q = O(1) for unit p, q),
+    and v ~ N(0, I)."""
+    s = r ** -0.25 if r else 1.0
+    return rng.standard_normal((r, d)) * s, rng.standard_normal((r, d)) * s, rng.standard_normal(d)
+
+
+@runner("lowrank-cvx", CvxOptions, learner="lowrank-cvx")
+@runner("skeleton-adaptive", RankOptions, learner="skeleton-adaptive")
+@runner("skeleton", SkeletonOptions, learner="skeleton")
+def run_lowrank(
+    d: int,
+    rank: int,
+    learner: str = "skeleton",
+    arith: str | Arith = "float64",
+    seed: int = 0,
+    m: int | None = None,
+    checks: int = 0,
+) -> dict[str, Any]:
+    """Recover a factored rank-r target with ``skeleton``, ``skeleton-adaptive`` or ``lowrank-cvx``.
+
+    ``m`` (cvx only) defaults to 3 r (2d - r) measurements.  Keys as
+    :func:`~attnproof.theorems.exact.runner.run_exact`, plus ``rank``, ``learner``,
+    ``floor_queries`` = d + r(2d - r).
+    """
+    arith = parse(arith)
+    rng = np.random.default_rng(seed)
+    K, Q, v = low_rank_target(d, rank, rng)
+    model = FactoredAttention(K, Q, v, arith)
+    oracle = ValueOracle(model)
+    t0 = time.perf_counter()
+    if learner == "skeleton":
+        rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks)
+    elif learner == "skeleton-adaptive":
+        rec = learn_skeleton_adaptive(oracle, rng=rng, arith=arith)
+    elif learner == "lowrank-cvx":
+        rec = learn_lowrank_cvx(oracle, m=m or 3 * rank * (2 * d - rank), rng=rng)
+    else:
+        raise InvalidInputError(f"unknown low-rank learner {learner!r}: use one of {list(LOWRANK_LEARNERS)}")
+    seconds = time.perf_counter() - t0
+    return result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, rank=rank,
+                      floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d)
+
+
+def _cvx_error(d: int, rank: int, seed: int, m: int) -> float:
+    """The nuclear-norm learner's relative error, or inf when it refuses (its solver broke down):
+    a refusal is a failure to recover, not a crash of the sweep."""
+    try:
+        return run_lowrank(d, rank, "lowrank-cvx", seed=seed, m=m)["rel_err_W"]
+    except PrecisionLossError:
+        return math.inf
+
+
+def phase_point(
+    d: int, rank: int, ratio: float, seeds: list[int], threshold: float = 1e-6
+) -> dict[str, Any]:
+    """One point of :func:`phase_transition`: the nuclear-norm learner's success rate at
+    m = ratio r (2d - r) measurements over ``seeds`` (success: relative error below ``threshold``)."""
+    m = max(1, int(round(ratio * rank * (2 * d - rank))))
+    errs = [_cvx_error(d, rank, s, m) for s in seeds]
+    return {"d": d, "rank": rank, "ratio": ratio, "m": m,
+            "success": float(np.mean([e < threshold for e in errs])), "max_rel_err": max(errs)}
+
+
+def phase_transition(
+    dims: list[int], ranks: list[int], ratios: list[float], seeds: range, threshold: float = 1e-6
+) -> list[dict[str, Any]]:
+    """Success rate of the nuclear-norm learner versus m / (r (2d - r)) (Thm 5.1's constant C)."""
+    return [phase_point(d, r, ratio, list(seeds), threshold) for d in dims for r in ranks for ratio in ratios]
+
+
+@dataclass(frozen=True)
+class LowrankSweepOptions(Options):
+    """Options of ``attnproof bench lowrank``: one rank per width."""
+
+    d: tuple[int, ...] = option(help="widths, comma-separated")
+    rank: tuple[int, ...] = option(low=0, help="one rank per width, comma-separated")
+    learner: str = option("skeleton", choices=LOWRANK_LEARNERS, help="the low-rank learner")
+    arith: str = option("float64", check=parse, help="float64, mp:DIGITS or sympy")
+    seed: int = option(0, low=0, help="seed of the targets and the learner's draws")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.rank) != len(self.d):
+            raise InvalidInputError("option rank: one rank per width (e.g. d 1024,4096 with rank 32,128)")
+        for n, r in zip(self.d, self.rank, strict=True):
+            if r > n:
+                raise InvalidInputError(f"option rank: rank {r} exceeds d = {n}")
+
+
+@sweep("lowrank", LowrankSweepOptions, help="the low-rank learners at the floor d + r (2d - r)")
+def lowrank_jobs(
+    d: tuple[int, ...], rank: tuple[int, ...], learner: str = "skeleton", arith: str = "float64",
+    seed: int = 0,
+) -> list[Job]:
+    """One :func:`run_lowrank` job per (d, rank) pair (``bench lowrank``)."""
+    if learner not in LOWRANK_LEARNERS:
+        raise InvalidInputError(f"unknown low-rank learner {learner!r}: use one of {list(LOWRANK_LEARNERS)}")
+    return [
+        Job(job_key(learner, d=n, rank=r, arith=arith, seed=seed), run_lowrank,
+            {"d": n, "rank": r, "learner": learner, "arith": arith, "seed": seed},
+            LEARNERS["skeleton"].count(d=n, r=r, rank=r))
+        for n, r in zip(d, rank, strict=True)
+    ]
+
+
+def describe_phase(row: dict[str, Any]) -> str:
+    """One line for a :func:`phase_point` row."""
+    return (f"d={row['d']:3d} r={row['rank']} m/(r(2d-r))={row['ratio']:.2f} m={row['m']:5d} "
+            f"success={row['success']:.2f} max rel err={row['max_rel_err']:.1e}")
+
+
+@dataclass(frozen=True)
+class PhaseSweepOptions(Options):
+    """Options of ``attnproof bench phase``."""
+
+    d: tuple[int, ...] = option((64, 256, 1024), low=1, help="widths, comma-separated")
+    rank: tuple[int, ...] = option((1, 2, 4), low=1, help="ranks, comma-separated")
+    ratios: tuple[float, ...] = option((1.0, 1.5, 2.0, 2.5, 3.0, 4.0), low=0.0, open_low=True,
+                                       help="measurements m / (r (2d - r)), comma-separated")
+    seeds: int = option(3, low=1, help="seeds per point")
+
+
+@sweep("phase", PhaseSweepOptions, help="the nuclear-norm learner's phase transition (Thm 5.1's constant)",
+       describe=describe_phase)
+def phase_jobs(
+    d: tuple[int, ...], rank: tuple[int, ...], ratios: tuple[float, ...], seeds: int | range
+) -> list[Job]:
+    """One :func:`phase_point` job per (d, rank, ratio) (``bench phase``); ``seeds``: how many
+    (from 0), or a range."""
+    seeds = range(seeds) if isinstance(seeds, int) else seeds
+    jobs = []
+    for n in d:
+        for r in rank:
+            for ratio in ratios:
+                m = max(1, int(round(ratio * r * (2 * n - r))))
+                jobs.append(Job(
+                    job_key("phase", d=n, rank=r, ratio=ratio, seeds=f"{seeds.start}-{seeds.stop - 1}"),
+                    phase_point, {"d": n, "rank": r, "ratio": ratio, "seeds": list(seeds)},
+                    len(seeds) * LEARNERS["lowrank-cvx"].count(d=n, m=m),
+                ))
+    return jobs
+
+
+__all__ = [
+    "LOWRANK_LEARNERS", "RankOptions", "SkeletonOptions", "CvxOptions", "low_rank_target", "run_lowrank",
+    "phase_point", "phase_transition", "LowrankSweepOptions", "lowrank_jobs", "describe_phase",
+    "PhaseSweepOptions", "phase_jobs",
+]
