@@ -28,7 +28,7 @@ from . import room
 from .arith import FLOAT64, Arith, parse
 from .errors import AttnproofError, InvalidInputError
 from .heads import minilm_heads
-from .models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN
+from .models import Attention, FactoredAttention, MultiHeadAttention
 from .oracles import ApproxOracle, MembershipOracle, ValueOracle, listening
 from .proof import LEARNERS
 from .recovery import Recovery, score, score_heads
@@ -50,7 +50,6 @@ from .theorems.multihead import (
     sbd_random_combination,
     subspace_error,
 )
-from .theorems.transformer import learn_ffn, learn_transformer
 
 
 def _head_learner(learner: str) -> Callable[..., Recovery]:
@@ -226,9 +225,6 @@ RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
         d, H, arith, seed, checks=checks),
     "multihead-sbd": lambda d, arith, seed, H=2, hessians=None, tau=None, checks=3: run_multihead_sbd(
         d, H, arith, seed, hessians, tau, checks),
-    "transformer": lambda d, arith, seed, m=None, route=None: run_transformer(
-        d, 2 * d if m is None else m, arith, seed, **({} if route is None else {"route": route})),
-    "ffn": lambda d, arith, seed, m=None: run_ffn(d, 2 * d if m is None else m, arith, seed),
 }
 
 
@@ -497,102 +493,6 @@ def run_multihead_sbd(
         check_residual=float(info.get("check_residual", 0.0)),
     )
     return result
-
-
-def transformer_target(
-    d: int, m: int, rng: np.random.Generator, even: bool = False
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A one-layer Transformer (Sec. 4.1): W ~ N(0, 1/d), A ~ N(0, 1), w_o ~ N(0, 1).
-
-    ``even=True`` pairs every unit with its mirror (A = [B, -B], w_o = [a, a]): an even FFN,
-    u = A w_o = 0, so VQ~ == 0 and only the cone route can see W.
-    """
-    W = rng.standard_normal((d, d)) / np.sqrt(d)
-    if even:
-        B, a = rng.standard_normal((d, m // 2)), rng.standard_normal(m // 2)
-        return W, np.concatenate([B, -B], axis=1), np.concatenate([a, a])
-    return W, rng.standard_normal((d, m)), rng.standard_normal(m)
-
-
-def run_ffn(d: int, m: int, arith: Arith | str = "float64", seed: int = 0) -> dict[str, Any]:
-    """Learn a random bias-free ReLU FFN ``x -> w_o^T ReLU(A^T x)`` (A_FFN of Sec. 4.1) from
-    one-token value queries; score it by the functional error on random points (the parameters
-    are identifiable only up to the symmetries of the canonical form)."""
-    arith = parse(arith)
-    rng = np.random.default_rng(seed)
-    _, A, w_o = transformer_target(d, m, rng)
-    model = ReluFFN(A, w_o, arith)
-    oracle = ValueOracle(model)
-    t0 = time.perf_counter()
-    rec = learn_ffn(oracle, rng=rng, arith=arith)
-    seconds = time.perf_counter() - t0
-    X = rng.standard_normal((256, d))
-    with arith.context():
-        truth, got = model(arith.asarray(X)[:, None, :]), rec(arith.asarray(X))
-        err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
-    bound = rec.diagnostics.get("error_bound")
-    return {
-        "d": d, "m": m, "learner": "ffn", "arith": arith.name, "seed": seed, "L": rec.L,
-        "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
-        "err_W": err, "err_v": 0.0, "bits": -math.log2(err) if err else None, "exact": err == 0,
-        "error_bound": bound, "within_bound": None if bound is None else err <= bound,
-        "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
-        "diagnostics": rec.diagnostics,
-    }
-
-
-def run_transformer(
-    d: int, m: int, arith: Arith | str = "float64", seed: int = 0, **opts: Any
-) -> dict[str, Any]:
-    """Recover a random one-layer Transformer (Sec. 4.1) through a counting oracle, and score it.
-
-    Options: ``even`` (an even FFN, cone route), ``route``, ``probes`` (see
-    :func:`~attnproof.theorems.transformer.learn_transformer`).
-
-    Returns
-    -------
-    dict
-        ``d, m, learner, arith, seed, route, L, queries, queries_formula`` (its value),
-        ``query_formula`` (the formula), ``ffn_queries``, ``attention_queries``, ``err_W,
-        rel_err_W, bits, exact`` (of W), ``ffn_err`` (max |f_hat(x) - f(x)| / |x|_inf over 256
-        random and 8 d points on the hyperplanes), ``error_bound`` (of W), ``within_bound``,
-        ``error_bound_ffn``, ``restarts``, ``seconds, oracle_seconds, diagnostics``.
-    """
-
-    arith = parse(arith)
-    rng = np.random.default_rng(seed)
-    W, A, w_o = transformer_target(d, m, rng, even=bool(opts.pop("even", False)))
-    model = OneLayerTransformer(W, A, w_o, arith)
-    oracle = ValueOracle(model)
-    t0 = time.perf_counter()
-    rec = learn_transformer(oracle, rng=rng, arith=arith, **opts)
-    seconds = time.perf_counter() - t0
-    X = rng.standard_normal((256, d))
-    for w in A.T[:8]:
-        P = rng.standard_normal((d, d))
-        X = np.concatenate([X, P - np.outer(P @ w, w) / (w @ w)])
-    with arith.context():
-        truth = ReluFFN(A, w_o, arith)(arith.asarray(X)[:, None, :])
-        got = rec.ffn(arith.asarray(X))
-        ffn_err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
-    as_recovery = Recovery(W=rec.W, v=np.zeros(d), queries=rec.queries, arith=rec.arith)
-    s = score(as_recovery, model.W, np.zeros(d), arith)
-    route = rec.diagnostics["route"]
-    bound = rec.diagnostics.get("error_bound")
-    return {
-        "d": d, "m": m, "learner": "transformer", "arith": arith.name, "seed": seed, "route": route,
-        "L": rec.ffn.L, "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
-        "query_formula": "(L+1)(d+1) + 3L + 4 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
-        "ffn_queries": rec.diagnostics["ffn_queries"],
-        "attention_queries": rec.diagnostics["attention_queries"],
-        "err_W": s.err_W, "rel_err_W": s.rel_err_W, "bits": s.bits, "exact": s.bits is None,
-        "ffn_err": ffn_err,
-        "error_bound": bound, "within_bound": None if bound is None else s.err_W <= bound,
-        "error_bound_ffn": rec.ffn.diagnostics.get("error_bound"),
-        "restarts": len(rec.ffn.diagnostics["restarts"]),
-        "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
-        "diagnostics": rec.diagnostics,
-    }
 
 
 # --- independent jobs: in process or on Dask, streamed as they finish, resumable -------------
@@ -996,9 +896,6 @@ __all__ = [
     "perf_summary",
     "perf_table",
     "heads_summary",
-    "transformer_target",
-    "run_ffn",
-    "run_transformer",
     "membership_target",
     "run_membership",
     "run_membership_rotated",

@@ -374,7 +374,6 @@ def _recover_model(args: argparse.Namespace) -> int:
 #: Flags of the learners whose rooms do not yet declare their options (:mod:`attnproof.room`):
 #: option -> (flag, argparse keywords).  A learner's subcommand gets those it takes.
 _UNDECLARED_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
-    "m": ("--m", {"type": _int_at_least(1), "help": "transformer, ffn: hidden units (default 2d)"}),
     "checks": ("--checks", {"type": _int_at_least(0), "help": "check queries"}),
     "tau": ("--tau", {"type": _positive_float, "help": "oracle tolerance"}),
     "eps_W": ("--eps-W", {"type": _unit_float, "help": "membership: the accuracy asked for"}),
@@ -387,9 +386,6 @@ _UNDECLARED_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
                               "astronomical)"}),
     "delta_rot": ("--delta-rot", {"type": _unit_float,
                                   "help": "membership-rotated: probability the rotation misses the margin"}),
-    "route": ("--route", {"choices": ("antisymmetric", "cone"),
-                          "help": "transformer: how W is learned (default: VQ~ when A w_o != 0, "
-                          "else the cone)"}),
     "H": ("--H", {"type": _int_at_least(1), "help": "multi-head learners: heads (default 2)"}),
     "hessians": ("--hessians", {"type": _int_at_least(1),
                                 "help": "multihead-sbd: probe Hessians (default max(2, d_h - 1))"}),
