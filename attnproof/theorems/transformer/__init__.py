@@ -67,7 +67,8 @@ import numpy as np
 from ...arith import FLOAT64, Arith
 from ...errors import InvalidInputError, NonIdentifiableError
 from ...oracles import AntisymmetricOracle, LinearMapOracle, ValueOracle
-from ...proof import learner
+from ...measure import Session
+from ...proof import LEARNERS, learner
 from ..exact import learn_exact
 from .ffn import FFNRecovery, ffn_query_bound, ffn_query_count, learn_ffn
 
@@ -183,9 +184,9 @@ def learn_transformer(
         raise InvalidInputError(f"unknown route {route!r}: use 'auto', 'antisymmetric' or 'cone'")
     if rng is None:
         raise InvalidInputError("learn_transformer needs an explicit numpy.random.Generator (rng=...)")
-    d = oracle.d
-    start = oracle.queries
-    ffn = learn_ffn(oracle, rng=rng, arith=arith, tolerance=tolerance)
+    session = Session(oracle, arith, learner=LEARNERS["transformer"])
+    with session.phase("ffn"):
+        ffn = learn_ffn(oracle, rng=rng, arith=arith, tolerance=tolerance)
     u_zero = _u_vanishes(ffn, arith)
     if route == "auto":
         route = "cone" if u_zero else "antisymmetric"
@@ -194,7 +195,7 @@ def learn_transformer(
             "v* = A w_o = 0: VQ~ == 0 and W* is not identifiable from antisymmetric queries "
             "(Sec. 4.1); use route='cone'"
         )
-    with arith.context():
+    with arith.context(), session.phase("attention"):
         if route == "antisymmetric":
             derived = AntisymmetricOracle(oracle, scale=_unit_scale(ffn.u, arith))
             rec = learn_exact(derived, probes=probes, rng=rng, arith=arith)
@@ -206,26 +207,20 @@ def learn_transformer(
             rec = learn_exact(derived, probes="basis", arith=arith)
             W = arith.solve(M.T, arith.solve(M.T, rec.W).T).T  # W' = M^T W M
             extra_bound = info["cond_M"] ** 2
-    queries = oracle.queries - start
-    formula = transformer_query_count(d, ffn.L, route)
-    attention = queries - ffn.queries
+    attention = session.spent["attention"]
     if attention != derived.cost * derived.queries:
         raise AssertionError(
             f"attention phase used {attention} value queries for {derived.queries} derived ones"
         )
-    diagnostics: dict[str, Any] = {
-        "route": route,
-        "ffn_queries": ffn.queries,
-        "attention_queries": attention,
-        "queries_formula": formula,
-        "reasked_queries": queries - formula,
-        "thm4.1": rec.diagnostics,
-    }
+    session.diagnostics.update(route=route, ffn_queries=session.spent["ffn"], attention_queries=attention)
+    session.diagnostics["thm4.1"] = rec.diagnostics
     if route == "cone":
-        diagnostics.update(info)
-    if not arith.exact:
-        diagnostics["error_bound"] = rec.diagnostics["error_bound"] * extra_bound
-    return TransformerRecovery(W, ffn, queries, arith.name, diagnostics)
+        session.diagnostics.update(info)
+    bound = rec.diagnostics.get("error_bound")  # none in exact arithmetic
+    diagnostics = session.close(
+        reasked="rest", error_bound=None if bound is None else bound * extra_bound, L=ffn.L, route=route
+    )
+    return TransformerRecovery(W, ffn, session.queries, arith.name, diagnostics)
 
 
 def _unit_scale(v: np.ndarray, arith: Arith) -> Any:

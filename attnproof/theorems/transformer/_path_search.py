@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ...arith import FLOAT64, Arith
+from ...arith import FLOAT64
 from ...errors import (
     AssumptionError,
     DegenerateProbeError,
     PrecisionLossError,
 )
-from ...oracles import ValueOracle
+from ...measure import Session
 
 #: A piece's gradient is first taken with steps h = 2^(e - H_LOG2), 2^e >= max |x0_i|.
 H_LOG2 = 10
@@ -79,13 +79,13 @@ class _Ledger:
 
 
 class _PathSearch:
-    """The state of :func:`learn_ffn`: the oracle, every answer seen, and the ledger."""
+    """The state of :func:`learn_ffn`: its session (oracle, arithmetic, query count), every
+    answer seen, and the ledger."""
 
-    def __init__(
-        self, oracle: ValueOracle, arith: Arith, r: np.ndarray, min_gap: float, max_steps: int
-    ) -> None:
-        self.oracle, self.arith, self.r = oracle, arith, r
-        self.d = oracle.d
+    def __init__(self, session: Session, r: np.ndarray, min_gap: float, max_steps: int) -> None:
+        self.session, self.arith, self.r = session, session.arith, r
+        arith = self.arith
+        self.d = session.oracle.d
         self.min_gap, self.max_steps, self.steps = min_gap, max_steps, 0
         self.ledger = _Ledger()
         #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
@@ -99,7 +99,7 @@ class _PathSearch:
 
     def ask(self, X: np.ndarray) -> np.ndarray:
         """f at the rows of X (one-token queries, one batch)."""
-        y = self.arith.asarray(self.oracle(X[:, None, :]))
+        y = self.arith.asarray(self.session.ask(X[:, None, :]))
         if self.arith.exact:  # e.g. a one-token softmax exp(-s) exp(s) = 1, left unsimplified
             y = np.array([sp.simplify(t) for t in y], dtype=object)
         else:

@@ -9,22 +9,13 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith, parse
-from ...errors import (
-    DegenerateProbeError,
-    InvalidInputError,
-    NonIdentifiableError,
-    PrecisionLossError,
-)
-from ...models import (
-    evaluate_canonical,
-    normalize_normal,
-)
+from ...errors import DegenerateProbeError, InvalidInputError, NonIdentifiableError, PrecisionLossError
+from ...measure import Session
+from ...models import evaluate_canonical, normalize_normal
 from ...oracles import ValueOracle
-from ...proof import (
-    learner,
-)
-
+from ...proof import LEARNERS, learner
 from ._path_search import H_ROUNDS, NUDGES, _Ledger, _PathSearch
+
 
 def ffn_query_count(d: int, L: int) -> int:
     """Queries of :func:`learn_ffn` in generic position: ``(L + 1)(d + 1) + 3 L + 4``.
@@ -213,8 +204,8 @@ def learn_ffn(
         raise InvalidInputError(f"tolerance must be a positive number; got {tolerance!r}")
     if not isinstance(restarts, int) or restarts < 0:
         raise InvalidInputError(f"restarts must be a non-negative integer; got {restarts!r}")
+    session = Session(oracle, arith, learner=LEARNERS["ffn"])
     d = oracle.d
-    start = oracle.queries
     if min_gap is None:
         min_gap = 2.0**-200 if arith.exact else 2**12 * arith.eps
     max_steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
@@ -222,42 +213,34 @@ def learn_ffn(
     spent = _Ledger()
     for attempt in range(restarts + 1):
         try:
-            rec = _learn_ffn_once(oracle, rng, arith, min_gap, max_steps, tolerance, spent)
+            rec = _learn_ffn_once(session, rng, min_gap, max_steps, tolerance, spent)
         except (DegenerateProbeError, PrecisionLossError) as err:
             # a path too close to a meeting of hyperplanes for this arithmetic: draw another
             if attempt == restarts or "safe range" in str(err):
                 raise
             failures.append(f"{type(err).__name__}: {err}")
             continue
-        queries = oracle.queries - start
-        if spent.total(d) != queries:
-            raise AssertionError(f"query ledger {spent} does not add up to {queries}")
-        rec.diagnostics.update(
-            queries_formula=ffn_query_count(d, rec.L),
-            reasked_queries=queries - ffn_query_count(d, rec.L),
-            ledger=dict(spent.__dict__),
-            restarts=failures,
-        )
-        return FFNRecovery(rec.u, rec.N, rec.c, queries, rec.arith, rec.diagnostics)
+        if spent.total(d) != session.queries:
+            raise AssertionError(f"query ledger {spent} does not add up to {session.queries}")
+        session.diagnostics.update(rec.diagnostics, ledger=dict(spent.__dict__), restarts=failures)
+        info = session.close(reasked="rest", error_bound=rec.diagnostics.get("error_bound"), L=rec.L)
+        return FFNRecovery(rec.u, rec.N, rec.c, session.queries, rec.arith, info)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _learn_ffn_once(
-    oracle: ValueOracle,
+    session: Session,
     rng: np.random.Generator,
-    arith: Arith,
     min_gap: float,
     max_steps: int,
     tolerance: float,
     ledger: _Ledger,
 ) -> FFNRecovery:
     """One path U -> V -> -U (see :func:`learn_ffn`); queries are booked in ``ledger``."""
-    d = oracle.d
+    arith, d = session.arith, session.oracle.d
     with arith.context():
         U, V, r = (arith.asarray(rng.standard_normal(d)) for _ in range(3))
-        search = _PathSearch(
-            oracle, arith, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps
-        )
+        search = _PathSearch(session, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
         search.ledger = ledger
         pU, pV, pW = (search.end_piece(x) for x in (U, V, -U))
         search.scale_check(pU, pW)
@@ -277,7 +260,7 @@ def _learn_ffn_once(
         info["error_bound"] = (
             0.5 * d * jumps + 0.5 * search.hidden + _size(rec, arith) * arith.eps * 4 * (L + 1)
         )
-    _check_answers(rec, search, arith, tolerance)
+    _check_answers(rec, search, session, tolerance)
     return rec
 
 
@@ -299,20 +282,19 @@ def _check_nonzero(rec: FFNRecovery, arith: Arith) -> None:
         )
 
 
-def _check_answers(rec: FFNRecovery, search: _PathSearch, arith: Arith, tolerance: float) -> None:
+def _check_answers(rec: FFNRecovery, search: _PathSearch, session: Session, tolerance: float) -> None:
     """Every answer received must agree with the recovered network, and a numeric error
-    bound must meet the promise (free: no query)."""
+    bound must meet the promise (the session's output guard; free: no query)."""
+    arith = session.arith
     bound = rec.diagnostics.get("error_bound", 0.0)
-    if not arith.exact and bound > tolerance * max(_size(rec, arith), arith.eps):
-        raise PrecisionLossError(
-            f"a-posteriori error bound {bound:.3g} exceeds the promised relative {tolerance:.1g}: "
-            "hyperplanes too close for this arithmetic; use mpmath (arith=MP(dps))"
-        )
+    session.guard(
+        bound, max(_size(rec, arith), arith.eps), tolerance, what="sup_{|x|_inf <= 1} |f_hat - f|",
+        of="sup |f_hat|", why=" (hyperplanes too close for this arithmetic)",
+    )
     for x, y in search.seen:
-        xf = 0.0 if arith.exact else float(np.abs(arith.to_float(x)).max())
+        xf = float(np.abs(arith.to_float(x)).max())
         if not search.agrees(rec(x), y, search.tol(x, y) + 2 * bound * xf):
-            error = DegenerateProbeError if arith.exact else PrecisionLossError
-            raise error(
+            raise arith.unresolved(
                 "an answer contradicts the recovered network: two hyperplanes were taken for one "
                 "(kinks closer than the search resolves, or a path in non-generic position)"
             )

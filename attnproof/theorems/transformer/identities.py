@@ -18,6 +18,7 @@ from ...models import (
     relu,
     scores,
 )
+from ...measure import Session
 from ...oracles import ValueOracle
 from ...proof import (
     Check, Pair, expand_matrix, identity, paper_weights, recovery_checks, run, symbols,
@@ -308,7 +309,8 @@ def piece_gradient() -> list[Pair]:
     for d in range(1, 5):
         G = symbols("G", (d,), real=True)
         x0 = SYMPY.asarray([sp.Rational(3 * i + 1, 7) * (-1) ** i for i in range(d)])
-        search = _PathSearch(ValueOracle(_LinearTarget(G)), SYMPY, SYMPY.asarray(np.ones(d)), 2.0**-200, 10)
+        session = Session(ValueOracle(_LinearTarget(G)), SYMPY)
+        search = _PathSearch(session, SYMPY.asarray(np.ones(d)), 2.0**-200, 10)
         p = search.piece(x0)
         pairs.extend(zip(p.G, G))
         pairs.append((p.G @ x0 - p.y, sp.Integer(0)))
