@@ -237,9 +237,7 @@ def _unit_scale(v: np.ndarray, arith: Arith) -> Any:
 
 def _u_vanishes(ffn: FFNRecovery, arith: Arith) -> bool:
     """u = A w_o is zero (exactly, or within the FFN's error bound in floating point)."""
-    if arith.exact:
-        return all(arith.is_zero(t) for t in ffn.u)
-    return float(np.abs(arith.to_float(ffn.u)).sum()) <= 2 * ffn.diagnostics["error_bound"]
+    return arith.within(sum(abs(t) for t in ffn.u), 2 * ffn.diagnostics.get("error_bound", 0.0))
 
 
 def cone_map(ffn: FFNRecovery, arith: Arith, rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:

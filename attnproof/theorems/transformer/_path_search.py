@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
-from ...arith import FLOAT64
 from ...errors import (
     AssumptionError,
     DegenerateProbeError,
@@ -34,6 +32,8 @@ TOL_ULPS = 2**10
 #: Resolution rho = 2^-k of the kink confirmation (|y| = rho |x*|): float64, sympy; mpmath
 #: uses k = 3/4 of its bits.  Hyperplanes crossing the path within rho |x*| may be merged.
 RESOLUTION_LOG2 = {"float64": 30, "sympy": 64}
+#: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
+ANSWER_RANGE = (2.0**-1000, 2.0**900)
 #: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
 SCALE_LOG2 = 16
 
@@ -99,19 +99,17 @@ class _PathSearch:
 
     def ask(self, X: np.ndarray) -> np.ndarray:
         """f at the rows of X (one-token queries, one batch)."""
-        y = self.arith.asarray(self.session.ask(X[:, None, :]))
-        if self.arith.exact:  # e.g. a one-token softmax exp(-s) exp(s) = 1, left unsimplified
-            y = np.array([sp.simplify(t) for t in y], dtype=object)
-        else:
-            self.arith.check_finite(y, "the oracle's answers")
-            big = self.arith.abs_max(y)
-            if self.arith is FLOAT64 and (
-                big > 2.0**900 or 0 < float(np.abs(y[y != 0]).min(initial=1.0)) < 2.0**-1000
-            ):
-                raise PrecisionLossError(
-                    "an answer is outside float64's safe range [2^-1000, 2^900] (near-subnormal or huge "
-                    "values lose relative precision); recover in mpmath instead (arith=MP(dps))"
-                )
+        # sympy simplifies, e.g. a one-token softmax exp(-s) exp(s) = 1 left unsimplified
+        y = self.arith.simplify(self.arith.asarray(self.session.ask(X[:, None, :])))
+        self.arith.check_finite(y, "the oracle's answers")
+        if self.arith.safe_range is not None and (  # float64: the answers' own safe range
+            self.arith.abs_max(y) > ANSWER_RANGE[1]
+            or 0 < float(np.abs(y[y != 0]).min(initial=1.0)) < ANSWER_RANGE[0]
+        ):
+            raise PrecisionLossError(
+                f"an answer is outside {self.arith.name}'s safe range [2^-1000, 2^900] (near-subnormal or "
+                "huge values lose relative precision); recover in mpmath instead (arith=MP(dps))"
+            )
         self.seen.extend(zip(X, y))
         return y
 
@@ -126,7 +124,8 @@ class _PathSearch:
         return TOL_ULPS * self.arith.eps * size + err * float(xf.sum())
 
     def agrees(self, a: Any, b: Any, tol: float) -> bool:
-        return self.arith.is_zero(a - b) if self.arith.exact else abs(float(a - b)) <= tol
+        """a = b to within tol (exactly, in exact arithmetic)."""
+        return self.arith.within(a - b, tol)
 
     def piece(self, x0: np.ndarray, y0: Any = None) -> _Piece:
         """The gradient of the region containing x0 (``sec4.1/piece-gradient``).
@@ -146,7 +145,7 @@ class _PathSearch:
             y0 = self.ask(x0[None])[0]
             self.ledger.values += 1
         self.ledger.pieces += 1
-        top = arith.abs_max(x0) if not arith.exact else max(abs(float(t)) for t in x0)
+        top = arith.abs_max(x0)
         h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - H_LOG2 if top > 0 else 0)
         residual_before = None
         for attempt in range(H_ROUNDS):
@@ -413,12 +412,10 @@ class _PathSearch:
         self.ledger.values += 1
         if not (self.fits(pa, x, y_x) and self.fits(pb, x, y_x)):
             return "split", y_x
-        size = arith.abs_max(x) if not arith.exact else max(abs(t) for t in x)
+        size = arith.abs_max_scalar(x)
         y = self.r * (size * self.rho)
         if arith.is_zero(J @ y):
-            y = reach * (
-                size * self.rho / (arith.abs_max(reach) if not arith.exact else max(abs(t) for t in reach))
-            )
+            y = reach * (size * self.rho / arith.abs_max_scalar(reach))
         if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerances
             dz = max(float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb))
             need = 16 * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
