@@ -241,10 +241,8 @@ class _PathSearch:
         see :meth:`tol`); a jump below it (a unit whose kink is below float64's resolution beside
         large ones) is taken for none, and booked in ``hidden`` (the error bound adds half of it).
         """
-        if self.arith.exact:
-            return all(self.arith.is_zero(t) for t in a.G - b.G)
-        floor = 16 * TOL_ULPS * self.arith.eps * self.gscale
-        return float(np.abs(self.arith.to_float(a.G - b.G)).max()) <= 2 * (a.err + b.err) + floor
+        tol = 2 * (a.err + b.err) + 16 * TOL_ULPS * self.arith.eps * self.gscale  # 0 in exact arithmetic
+        return all(self.arith.within(t, tol) for t in a.G - b.G)
 
     def segment(self, a: _Piece, b: _Piece) -> list[tuple[np.ndarray, np.ndarray, float]]:
         """Every kink on the segment from a.x to b.x: (jump J = G_b - G_a, direction, error of J)."""
