@@ -524,9 +524,10 @@ OPEN_TF_FLOAT = [
     # s = 0.74..0.79 leave both planes intact at V: 1 hyperplane of 4 returned (error 1.09)
     (np.array([[1.0, 1.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, -1.0]]),
      np.array([-1.0, 1.0, -1.0, 1.0]), "zero_sum", 5),
-    # a 1e-8 unit beside unit ones (thorough profile, seed 14589): its kink (mass 1.4e-8, above
-    # twice the bound) is lost; with a parallel pair beside it a heavy one is too (error 1.87), or
-    # the search bisects to its floor (DegenerateProbeError): the same before this branch's fixes
+    # a 1e-8 unit beside unit ones (thorough profile, seed 14589; the same before this branch's
+    # fixes): its kink (mass 1e-8, above twice the bound 1.3e-9) is lost after a restart, a silent
+    # error of 1e-8 |x|; in d = 3 the canonical check also misses a heavy kink (cost 1.875); or the
+    # search bisects to its floor (DegenerateProbeError)
     (np.array([[0.375, 0.25, 0.125], [1.0, 1.0, 0.5], [0.0, 0.0, 0.0]]), np.array([1e-8, -1.0, -1.0]),
      "parallel", 0),
     (np.array([[0.0, 0.25, 0.125], [1.0, 1.0, 0.5]]), np.array([1e-8, -1.0, -1.0]), "parallel", 0),
