@@ -496,6 +496,12 @@ OPEN_FLOAT = [
     # a-posteriori bound (4e-161): the bound misses the oracle's rounding of cancelling units
     (np.array([[1.0, 1.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0, 0.0]]),
      np.array([2.71662267e-152, 0.0, -1.0, -1.0, 1.0]), 41),
+    # zero-sum triples (thorough profile, seed 9748; the same before this branch): a confirmed kink
+    # with zero-sum kinks between it and the segment's end, 1 hyperplane of 4 (error 0.3 |x|), the
+    # float64 face of OPEN_EXACT; and a search that cannot open a region (DegenerateProbeError)
+    (np.array([[1.0, -0.5, -1.0, -1.5], [0.0, 1.0, 1.0, 2.0]]), np.array([1.0, -1.0, -1.0, 1.0]), 0),
+    (np.array([[1.0, -0.75, -0.875, -0.3125], [0.0, 0.0, 0.25, -0.125]]), np.array([1.0, -1.0, 0.5, 1.0]),
+     20924),
 ]
 
 
