@@ -10,7 +10,6 @@ found here too by name (``from attnproof.bench import run_exact``), read from th
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import math
@@ -28,18 +27,16 @@ from . import room
 from .arith import Arith, parse
 from .errors import AttnproofError, InvalidInputError
 from .heads import minilm_heads
-from .models import Attention, FactoredAttention, OneLayerTransformer, ReluFFN
+from .models import Attention, FactoredAttention
 from .measure import Session
 from .oracles import ValueOracle
 from .verify.registry import LEARNERS
-from .recovery import Recovery, score
 from .room import Job, job_key, result_row
 from .theorems.exact import learn_exact
 from .theorems.exact.runner import random_target
 from .theorems.lowrank import learn_skeleton
 from .theorems.bias.runner import head_jobs, heads_summary
 from .theorems.lowrank.runner import low_rank_target
-from .theorems.transformer import learn_ffn, learn_transformer
 
 
 def markdown_table(
@@ -68,21 +65,9 @@ def markdown_table(
     return "\n".join(lines)
 
 
-#: learner name -> runner(d, arith, seed, **options) for the learners whose rooms do not yet
-#: register a runner in :data:`attnproof.room.RUNNERS` (a test checks that the two tables
-#: together are exactly :data:`attnproof.verify.registry.LEARNERS`).
-RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
-    "transformer": lambda d, arith, seed, m=None, route=None: run_transformer(
-        d, 2 * d if m is None else m, arith, seed, **({} if route is None else {"route": route})),
-    "ffn": lambda d, arith, seed, m=None: run_ffn(d, 2 * d if m is None else m, arith, seed),
-}
-
-
 def options_of(learner: str) -> set[str]:
     """The options :func:`run` accepts for ``learner`` (beyond d, arith and seed)."""
-    if learner in room.RUNNERS:
-        return set(room.RUNNERS[learner].options.names())
-    return set(inspect.signature(RUNNERS[learner]).parameters) - {"d", "arith", "seed"}
+    return set(room.RUNNERS[learner].options.names())
 
 
 def run(
@@ -96,7 +81,7 @@ def run(
         For an unknown learner, an option it does not take or a bad value of one (the room's
         options class validates them, and what depends on d), or an arithmetic it does not run in.
     """
-    if learner not in LEARNERS or learner not in room.RUNNERS.keys() | RUNNERS.keys():
+    if learner not in LEARNERS or learner not in room.RUNNERS:
         raise InvalidInputError(f"unknown learner {learner!r}: use one of {sorted(LEARNERS)}")
     unknown = set(options) - options_of(learner)
     if unknown:
@@ -104,18 +89,15 @@ def run(
             f"the {learner} learner takes no option {sorted(unknown)}; "
             f"it takes {sorted(options_of(learner))}"
         )
-    spec = room.RUNNERS.get(learner)
-    opts = spec.options.of(learner, options) if spec is not None else None
-    if opts is not None:
-        opts.check(d)
+    spec = room.RUNNERS[learner]
+    opts = spec.options.of(learner, options)
+    opts.check(d)
     arith = parse(arith)
     if arith.family not in LEARNERS[learner].arithmetics:
         raise InvalidInputError(
             f"the {learner} learner runs in {', '.join(LEARNERS[learner].arithmetics)}, not {arith.name}"
         )
-    if spec is not None:
-        return spec(d, arith, seed, opts)
-    return RUNNERS[learner](d=d, arith=arith, seed=seed, **options)
+    return spec(d, arith, seed, opts)
 
 
 def __getattr__(name: str) -> Any:
@@ -131,101 +113,6 @@ def _room_runners() -> list[Any]:
     """The rooms' ``runner`` modules (registered on import of :mod:`attnproof.theorems`)."""
     return [m for n, m in sorted(sys.modules.items())
             if n.startswith("attnproof.theorems.") and n.endswith(".runner")]
-
-def transformer_target(
-    d: int, m: int, rng: np.random.Generator, even: bool = False
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A one-layer Transformer (Sec. 4.1): W ~ N(0, 1/d), A ~ N(0, 1), w_o ~ N(0, 1).
-
-    ``even=True`` pairs every unit with its mirror (A = [B, -B], w_o = [a, a]): an even FFN,
-    u = A w_o = 0, so VQ~ == 0 and only the cone route can see W.
-    """
-    W = rng.standard_normal((d, d)) / np.sqrt(d)
-    if even:
-        B, a = rng.standard_normal((d, m // 2)), rng.standard_normal(m // 2)
-        return W, np.concatenate([B, -B], axis=1), np.concatenate([a, a])
-    return W, rng.standard_normal((d, m)), rng.standard_normal(m)
-
-
-def run_ffn(d: int, m: int, arith: Arith | str = "float64", seed: int = 0) -> dict[str, Any]:
-    """Learn a random bias-free ReLU FFN ``x -> w_o^T ReLU(A^T x)`` (A_FFN of Sec. 4.1) from
-    one-token value queries; score it by the functional error on random points (the parameters
-    are identifiable only up to the symmetries of the canonical form)."""
-    arith = parse(arith)
-    rng = np.random.default_rng(seed)
-    _, A, w_o = transformer_target(d, m, rng)
-    model = ReluFFN(A, w_o, arith)
-    oracle = ValueOracle(model)
-    t0 = time.perf_counter()
-    rec = learn_ffn(oracle, rng=rng, arith=arith)
-    seconds = time.perf_counter() - t0
-    X = rng.standard_normal((256, d))
-    with arith.context():
-        truth, got = model(arith.asarray(X)[:, None, :]), rec(arith.asarray(X))
-        err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
-    bound = rec.diagnostics.get("error_bound")
-    return {
-        "d": d, "m": m, "learner": "ffn", "arith": arith.name, "seed": seed, "L": rec.L,
-        "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
-        "err_W": err, "err_v": 0.0, "bits": -math.log2(err) if err else None, "exact": err == 0,
-        "error_bound": bound, "within_bound": None if bound is None else err <= bound,
-        "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
-        "diagnostics": rec.diagnostics,
-    }
-
-
-def run_transformer(
-    d: int, m: int, arith: Arith | str = "float64", seed: int = 0, **opts: Any
-) -> dict[str, Any]:
-    """Recover a random one-layer Transformer (Sec. 4.1) through a counting oracle, and score it.
-
-    Options: ``even`` (an even FFN, cone route), ``route``, ``probes`` (see
-    :func:`~attnproof.theorems.transformer.learn_transformer`).
-
-    Returns
-    -------
-    dict
-        ``d, m, learner, arith, seed, route, L, queries, queries_formula`` (its value),
-        ``query_formula`` (the formula), ``ffn_queries``, ``attention_queries``, ``err_W,
-        rel_err_W, bits, exact`` (of W), ``ffn_err`` (max |f_hat(x) - f(x)| / |x|_inf over 256
-        random and 8 d points on the hyperplanes), ``error_bound`` (of W), ``within_bound``,
-        ``error_bound_ffn``, ``restarts``, ``seconds, oracle_seconds, diagnostics``.
-    """
-
-    arith = parse(arith)
-    rng = np.random.default_rng(seed)
-    W, A, w_o = transformer_target(d, m, rng, even=bool(opts.pop("even", False)))
-    model = OneLayerTransformer(W, A, w_o, arith)
-    oracle = ValueOracle(model)
-    t0 = time.perf_counter()
-    rec = learn_transformer(oracle, rng=rng, arith=arith, **opts)
-    seconds = time.perf_counter() - t0
-    X = rng.standard_normal((256, d))
-    for w in A.T[:8]:
-        P = rng.standard_normal((d, d))
-        X = np.concatenate([X, P - np.outer(P @ w, w) / (w @ w)])
-    with arith.context():
-        truth = ReluFFN(A, w_o, arith)(arith.asarray(X)[:, None, :])
-        got = rec.ffn(arith.asarray(X))
-        ffn_err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
-    as_recovery = Recovery(W=rec.W, v=np.zeros(d), queries=rec.queries, arith=rec.arith)
-    s = score(as_recovery, model.W, np.zeros(d), arith)
-    route = rec.diagnostics["route"]
-    bound = rec.diagnostics.get("error_bound")
-    return {
-        "d": d, "m": m, "learner": "transformer", "arith": arith.name, "seed": seed, "route": route,
-        "L": rec.ffn.L, "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
-        "query_formula": "(L+1)(d+1) + 3L + 4 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
-        "ffn_queries": rec.diagnostics["ffn_queries"],
-        "attention_queries": rec.diagnostics["attention_queries"],
-        "err_W": s.err_W, "rel_err_W": s.rel_err_W, "bits": s.bits, "exact": s.bits is None,
-        "ffn_err": ffn_err,
-        "error_bound": bound, "within_bound": None if bound is None else s.err_W <= bound,
-        "error_bound_ffn": rec.ffn.diagnostics.get("error_bound"),
-        "restarts": len(rec.ffn.diagnostics["restarts"]),
-        "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
-        "diagnostics": rec.diagnostics,
-    }
 
 
 # --- independent jobs: in process or on Dask, streamed as they finish, resumable -------------
@@ -594,10 +481,6 @@ __all__ = [
     "perf_jobs",
     "perf_summary",
     "perf_table",
-    "transformer_target",
-    "run_ffn",
-    "run_transformer",
-    "RUNNERS",
     "run",
     "markdown_table",
     "options_of",

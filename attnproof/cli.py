@@ -388,16 +388,6 @@ def _recover_model(args: argparse.Namespace) -> int:
     return _heads_report(args, {"checkpoint": str(args.checkpoint)}, rows)
 
 
-#: Flags of the learners whose rooms do not yet declare their options (:mod:`attnproof.room`):
-#: option -> (flag, argparse keywords).  A learner's subcommand gets those it takes.
-_UNDECLARED_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
-    "m": ("--m", {"type": _int_at_least(1), "help": "transformer, ffn: hidden units (default 2d)"}),
-    "route": ("--route", {"choices": ("antisymmetric", "cone"),
-                          "help": "transformer: how W is learned (default: VQ~ when A w_o != 0, "
-                          "else the cone)"}),
-}
-
-
 def _scalar(kind: type) -> Callable[[str], Any]:
     """An argparse type reading one value of an option of type ``kind`` (checked by its Options)."""
     def parse(text: str) -> Any:
@@ -507,12 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "'attnproof recover LEARNER --help' shows its options")
     for name, lr in sorted(LEARNERS.items()):
         lp = learners.add_parser(name, parents=[common], help=f"{lr.result}; queries {lr.queries}")
-        if name in room.RUNNERS:
-            _add_options(lp, room.RUNNERS[name].options)
-        else:
-            for option in sorted(options_of(name)):
-                flag, kw = _UNDECLARED_FLAGS[option]
-                lp.add_argument(flag, dest=option, default=None, **kw)
+        _add_options(lp, room.RUNNERS[name].options)
         lp.set_defaults(run=_recover)
 
     jobs = _jobs_options()

@@ -298,11 +298,16 @@ class DerivedOracle:
         The oracle actually asked.
     queries : int
         Queries answered by this derived oracle (``base.queries`` grows by ``cost`` each).
+    scale : number
+        A power of two every answer is multiplied by (exact in binary floating point, away from
+        overflow and underflow): a learner conditions a tiny or huge v* to order one with it,
+        since Thm 4.1's W* does not depend on the scale of v* (default 1).
     """
 
     base: ValueOracle
     queries: int = 0
     cost: int = 1
+    scale: Any = 1
 
     @property
     def d(self) -> int:
@@ -316,6 +321,8 @@ class DerivedOracle:
     def __call__(self, X: Any) -> Any:
         Xb, batched = as_batch(X, self.d, self.base.model.arith)
         y = self._answer(Xb)
+        if self.scale != 1:
+            y = y * self.scale
         self.queries += Xb.shape[0]
         return y if batched else y[0]
 

@@ -11,7 +11,6 @@ import pytest
 from attnproof.bench import (
     PERF_SCALES,
     PERF_TARGETS,
-    RUNNERS,
     Job,
     exact_jobs,
     execute,
@@ -46,8 +45,7 @@ SMALL = {
 
 
 def test_every_registered_learner_has_a_runner_and_declares_real_identities():
-    assert not set(RUNNERS) & set(room.RUNNERS)  # one runner each: its room's, or (not yet moved) bench's
-    assert set(RUNNERS) | set(room.RUNNERS) == set(LEARNERS)
+    assert set(room.RUNNERS) == set(LEARNERS)  # one runner each, declared in its room
     for name, lr in LEARNERS.items():
         assert lr.relies_on and set(lr.relies_on) <= set(REGISTRY), name
         assert set(lr.arithmetics) <= {"float64", "mpmath", "sympy"} and lr.count is not None

@@ -193,7 +193,7 @@ ALLOWED_ARITH_BRANCHES = {
     "theorems.exact": 1,
     "theorems.lowrank": 1,
     "theorems.multihead": 1,
-    "theorems.transformer": 25,
+    "theorems.transformer": 12,
 }
 
 

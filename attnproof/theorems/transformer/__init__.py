@@ -1,0 +1,283 @@
+"""Section 4.1: one-layer Transformers, with an exact bias-free ReLU-FFN learner of our own.
+
+The model (Sec. 4.1): ``TF(X) = w_o^T ReLU(alpha(X, W)^T X A)`` with ``W = K^T Q`` and
+``A = V^T W_1^T`` (d x m), no biases.  On one token it is the FFN ``f(x) = w_o^T ReLU(A^T x)``.
+The paper reduces learning TF to (i) an *assumed* FFN learner A_FFN on length-1 queries and
+(ii) Thm 4.1 on antisymmetric queries ``VQ~(X) = VQ(X) - VQ(-X) = alpha(X, W)^T X (A w_o)``
+(``sec4.1/relu-antisymmetry``), valid when ``v* = A w_o != 0``.
+
+**Parity split** (``sec4.1/parity-split``).  With ``ReLU(z) = (z + |z|) / 2``,
+``f(x) = 1/2 u^T x + 1/2 sum_k a_k |w_k^T x|`` with ``u = A w_o``, so ``f(x) - f(-x) = u^T x``:
+VQ~ keeps d of the FFN's (d + 1) m numbers; the FFN itself must come from one-token queries.
+
+**Identifiability** (``sec4.1/rescaling``, ``sec4.1/zero-sum-flip``, ``sec4.1/canonical-form``).
+f determines u and, per distinct hyperplane n_j^T x = 0, one aggregate kink c_j; nothing
+else.  Permutations, positive rescalings ``(w, a) -> (s w, a / s)``, merging / splitting units
+on one hyperplane and flipping ``w_k -> -w_k`` on any subset S with ``sum_S a_k w_k = 0``
+leave f unchanged.  :func:`~attnproof.models.canonical_ffn` is the canonical form
+``f(x) = 1/2 u^T x + 1/2 sum_j c_j |n_j^T x|`` (n_j with its largest entry +1).
+
+**A_FFN, beyond the paper** (:func:`learn_ffn`).  Every hyperplane passes through 0, so the
+path ``U -> V -> -U`` (U, V random) crosses each exactly once, and f is linear on each
+piece between crossings.  On a piece, f is *linear* (not affine: no biases), so d queries
+``f(x0 + h e_i)`` and the value ``f(x0)`` give the gradient, ``G_i = (f(x0 + h e_i) - f(x0)) / h``,
+with Euler's relation ``G^T x0 = f(x0)`` as a free check (``sec4.1/piece-gradient``; a check
+that fails at every h with the same residual is an affine offset: biases, refused).
+Between two pieces a, b the lines ``G_a^T x(s)``, ``G_b^T x(s)`` meet at ``s*`` with
+``(G_b - G_a)^T x(s*) = 0`` (``sec4.1/kink-intersection``); if only one hyperplane lies
+between, it is ``(G_b - G_a)^T x = 0`` and two off-path queries ``x* +- y`` confirm it
+(predicted ``G_b^T (x* + y)`` and ``G_a^T (x* - y)``, y on the b side).  Otherwise a new piece is
+opened at s* (or at the midpoint, when s* is outside the interval).  From the gradients
+``G_U`` (start) and the jumps ``J_j = G_b - G_a`` the network is
+``f(x) = G_U^T x + sum_j [J_j^T x has the sign of J_j^T dir_j] J_j^T x``: ``u = G_U + G_{-U}``
+and ``c_j |n_j^T x| = |J_j^T x|`` (``sec4.1/canonical-from-jumps``).
+Four more queries check ``f(s x) = s f(x)`` at ``x = +-U``, ``s = 2^+-16`` (a biased unit
+invisible on the whole path shows there).  In generic position every path region is visited once:
+``(L + 1)(d + 1) + 3 L + 4`` queries for L hyperplanes (:func:`ffn_query_count`); retries (a
+smaller h, a point found inside a known region, a repeated confirmation) are counted in
+``diagnostics["reasked_queries"]`` and itemised in ``diagnostics["ledger"]``.
+
+Exactness and resolution.  In sympy every comparison is exact and the learner is exact
+unless the random path is non-generic (a kink within ``2^-64 |x*|`` of an intersection point
+tested); in mpmath the error follows 10^-dps.  In float64 every comparison carries a
+tolerance derived from the gradients' a-posteriori errors (steps h down to 2^-26 |x|), so
+hyperplanes whose kinks on the path are closer than about 2^-20 (relative) may be refused
+(DegenerateProbeError, after up to two fresh paths, every query counted) or merged (f then
+changes by at most what merging them can change, ``(|c_i| + |c_j|) |n_i - n_j|``); the answers
+seen are checked against the result (free), and a bound above ``tolerance`` is refused.
+
+**W* (Sec. 4.1 and beyond)** (:func:`learn_transformer`).  If ``u != 0``: Thm 4.1
+(:func:`~attnproof.theorems.exact.learn_exact`) on VQ~, each VQ~ query costing two value
+queries, ``2 (d + d^2)`` in all.  If ``u = 0`` (an even FFN: VQ~ == 0, where the paper stops)
+W* is still identifiable: inside an open cone C where f is linear with gradient g != 0,
+``TF(X) = g^T alpha^T X`` when every token is in C (``sec4.1/cone-probe``), so with
+``M = x0 1^T + eps I`` (columns in C, eps below the distance of x0 to every hyperplane, known
+from the recovered FFN) the map ``X -> X M^T`` turns TF into a Thm 4.1 oracle for
+``(M^T W M, M^T g)`` (``sec4.1/cone-linear-map``) on the paper's basis probes, whose tokens
+``c M (u + e_j)`` stay in C: ``d + d^2`` value queries, half the antisymmetric route's cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...arith import FLOAT64, Arith
+from ...errors import InvalidInputError, NonIdentifiableError
+from ...oracles import AntisymmetricOracle, LinearMapOracle, ValueOracle
+from ...measure import Session
+from ...verify.registry import LEARNERS, learner
+from ..exact import learn_exact
+from .ffn import FFNRecovery, ffn_query_bound, ffn_query_count, learn_ffn
+
+
+@dataclass(frozen=True)
+class TransformerRecovery:
+    """What :func:`learn_transformer` returns.
+
+    Attributes
+    ----------
+    W : array (d, d)
+        The attention matrix W* = K^T Q.
+    ffn : FFNRecovery
+        The FFN in canonical form (``A_hat, w_hat = ffn.network()`` for a network).
+    queries : int
+        Value queries used in all (counted by the Transformer's oracle).
+    arith : str
+    diagnostics : dict
+        ``route`` ("antisymmetric" or "cone"), ``ffn_queries``, ``attention_queries``,
+        ``formula`` (the count asserted), the Thm 4.1 run's diagnostics and ``error_bound``.
+    """
+
+    W: np.ndarray
+    ffn: FFNRecovery
+    queries: int
+    arith: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+#: Candidate cone centres drawn (no query) by the cone route; the widest-margin one is kept.
+CONE_DRAWS = 32
+
+
+def transformer_query_count(d: int, L: int, route: str = "antisymmetric") -> int:
+    """``Q_FFN + 2 (d + d^2)`` (each VQ~ query is two value queries) or ``Q_FFN + d + d^2``
+    (cone route), with ``Q_FFN = (L + 1)(d + 1) + 3 L + 4`` in generic position."""
+    return ffn_query_count(d, L) + (2 if route == "antisymmetric" else 1) * (d + d * d)
+
+
+@learner(
+    name="transformer",
+    result="Sec. 4.1 (A_FFN and the cone route beyond the paper)",
+    relies_on=(
+        "sec4.1/relu-antisymmetry",
+        "sec4.1/antisymmetry-all-d",
+        "sec4.1/run-high-precision",
+        "sec4.1/parity-split",
+        "sec4.1/piece-gradient",
+        "sec4.1/kink-intersection",
+        "sec4.1/canonical-from-jumps",
+        "sec4.1/cone-probe",
+        "sec4.1/cone-linear-map",
+        "sec4.1/end-to-end",
+        "thm4.1/one-token",
+        "thm4.1/label-affine",
+    ),
+    arithmetics=("float64", "mpmath", "sympy"),
+    queries="Q_FFN + 2 (d + d^2) (VQ~ route); Q_FFN + d + d^2 (cone route, v* = 0)",
+    count=lambda d, L, route="antisymmetric", **_: transformer_query_count(d, L, route),
+)
+def learn_transformer(
+    oracle: ValueOracle,
+    *,
+    rng: np.random.Generator | None = None,
+    arith: Arith = FLOAT64,
+    route: str = "auto",
+    probes: str = "gaussian",
+    tolerance: float = 1e-6,
+) -> TransformerRecovery:
+    """Learn ``TF(X) = w_o^T ReLU(alpha(X, W)^T X A)`` (Sec. 4.1) from value queries.
+
+    The FFN comes from one-token queries (:func:`learn_ffn`); W* from Thm 4.1 on the
+    antisymmetric oracle ``VQ(X) - VQ(-X)`` when ``v* = A w_o != 0`` (the paper's route), or on
+    the cone oracle ``VQ(X M^T)`` otherwise (beyond the paper: the paper declares W* not
+    identifiable from VQ~ then, and it is not, but it is from VQ).
+
+    Parameters
+    ----------
+    oracle : ValueOracle
+        Answers TF(X) for any X (N >= 1).
+    rng : numpy.random.Generator
+    arith : Arith
+    route : {"auto", "antisymmetric", "cone"}
+        "auto" takes the paper's route when the recovered u = A w_o is non-zero.
+    probes : {"gaussian", "basis"}
+        Thm 4.1's probe family on the antisymmetric route (the cone route uses "basis").
+    tolerance : float
+        Passed to :func:`learn_ffn`.
+
+    Returns
+    -------
+    TransformerRecovery
+
+    Raises
+    ------
+    NonIdentifiableError
+        If the FFN is identically 0 (then TF == 0 and W* is hidden from every query).
+    InvalidInputError
+        For an unknown route, or the antisymmetric route with u = 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnproof.models import OneLayerTransformer
+    >>> from attnproof.oracles import ValueOracle
+    >>> rng = np.random.default_rng(0)
+    >>> W, A, w_o = rng.standard_normal((3, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
+    >>> rec = learn_transformer(ValueOracle(OneLayerTransformer(W, A, w_o)), rng=rng)
+    >>> bool(np.abs(rec.W - W).max() < 1e-8), rec.diagnostics["route"]
+    (True, 'antisymmetric')
+    """
+    if route not in ("auto", "antisymmetric", "cone"):
+        raise InvalidInputError(f"unknown route {route!r}: use 'auto', 'antisymmetric' or 'cone'")
+    if rng is None:
+        raise InvalidInputError("learn_transformer needs an explicit numpy.random.Generator (rng=...)")
+    session = Session(oracle, arith, learner=LEARNERS["transformer"])
+    with session.phase("ffn"):
+        ffn = learn_ffn(oracle, rng=rng, arith=arith, tolerance=tolerance)
+    u_zero = _u_vanishes(ffn, arith)
+    if route == "auto":
+        route = "cone" if u_zero else "antisymmetric"
+    if route == "antisymmetric" and u_zero:
+        raise InvalidInputError(
+            "v* = A w_o = 0: VQ~ == 0 and W* is not identifiable from antisymmetric queries "
+            "(Sec. 4.1); use route='cone'"
+        )
+    with arith.context(), session.phase("attention"):
+        if route == "antisymmetric":
+            derived = AntisymmetricOracle(oracle, scale=_unit_scale(ffn.u, arith))
+            rec = learn_exact(derived, probes=probes, rng=rng, arith=arith)
+            W = rec.W
+            extra_bound = derived.amplification  # Thm 4.1's bound assumes VQ~'s own rounding
+        else:
+            M, info = cone_map(ffn, arith, rng)
+            derived = LinearMapOracle(oracle, M=M, scale=_unit_scale(M.T @ info["cone_g"], arith))
+            rec = learn_exact(derived, probes="basis", arith=arith)
+            W = arith.solve(M.T, arith.solve(M.T, rec.W).T).T  # W' = M^T W M
+            extra_bound = info["cond_M"] ** 2
+    attention = session.spent["attention"]
+    if attention != derived.cost * derived.queries:
+        raise AssertionError(
+            f"attention phase used {attention} value queries for {derived.queries} derived ones"
+        )
+    session.diagnostics.update(route=route, ffn_queries=session.spent["ffn"], attention_queries=attention)
+    session.diagnostics["thm4.1"] = rec.diagnostics
+    if route == "cone":
+        session.diagnostics.update(info)
+    bound = rec.diagnostics.get("error_bound")  # none in exact arithmetic
+    diagnostics = session.close(
+        reasked="rest", error_bound=None if bound is None else bound * extra_bound, L=ffn.L, route=route
+    )
+    return TransformerRecovery(W, ffn, session.queries, arith.name, diagnostics)
+
+
+def _unit_scale(v: np.ndarray, arith: Arith) -> Any:
+    """The power of two ``2^-e`` with ``2^e <= max |v_i| < 2^(e + 1)`` (1 for v = 0).
+
+    The attention phase sees v* = u (VQ~) or ``M^T g`` (cone): a tiny FFN makes it tiny, and
+    float64 error models square v's entries (underflow below 1e-154).  Scaling the derived
+    oracle's answers by this exact power of two gives v* of order one, the same W* and the same
+    relative rounding (exact arithmetic: the same answers, scaled exactly).
+    """
+    top = arith.abs_max(v)
+    return arith.scalar(2) ** -int(np.floor(np.log2(float(top)))) if top > 0 else 1
+
+
+def _u_vanishes(ffn: FFNRecovery, arith: Arith) -> bool:
+    """u = A w_o is zero (exactly, or within the FFN's error bound in floating point)."""
+    return arith.within(sum(abs(t) for t in ffn.u), 2 * ffn.diagnostics.get("error_bound", 0.0))
+
+
+def cone_map(ffn: FFNRecovery, arith: Arith, rng: np.random.Generator) -> tuple[np.ndarray, dict[str, Any]]:
+    """``M = x0 1^T + eps I`` whose columns and Thm 4.1 basis-probe tokens lie in one open cone.
+
+    x0 is the draw (among CONE_DRAWS, no query) with the widest margin
+    ``min_j |n_j^T x0| / |n_j|_1`` whose gradient g is non-zero; eps is the largest power of
+    two below half that margin, so a token ``M z = (1^T z) x0 + eps z`` with
+    ``z in {e_j, e_l + e_j, e_l + e_p + e_j}`` keeps every sign n_j^T x (``sec4.1/cone-probe``).
+
+    Raises
+    ------
+    NonIdentifiableError
+        If no draw has a non-zero gradient (f == 0).
+    """
+    d = ffn.u.shape[0]
+    best = None
+    for _ in range(CONE_DRAWS):
+        x0 = arith.asarray(rng.standard_normal(d))
+        z = ffn.N @ x0
+        margins = [abs(float(t)) / float(np.abs(arith.to_float(n)).sum()) for t, n in zip(z, ffn.N)]
+        margin = min(margins, default=1.0)
+        signs = arith.asarray([1 if float(t) > 0 else -1 for t in z]) if len(z) else arith.zeros((0,))
+        g = (ffn.u + (ffn.c * signs) @ ffn.N) / 2
+        size = float(np.abs(arith.to_float(g)).max())
+        if size > 2 * ffn.diagnostics.get("error_bound", 0.0) and (best is None or margin * size > best[0]):
+            best = (margin * size, x0, margin, g)
+    if best is None:
+        raise NonIdentifiableError("every region of f has gradient 0: f == 0 and W* is hidden")
+    _, x0, margin, g = best
+    eps = arith.scalar(2) ** int(np.floor(np.log2(margin / 2)))
+    M = x0[:, None] * arith.asarray(np.ones((1, d))) + eps * arith.eye(d)
+    sv = np.linalg.svd(arith.to_float(M), compute_uv=False)
+    return M, {"cone_margin": margin, "cone_eps": float(eps), "cond_M": float(sv[0] / sv[-1]), "cone_g": g}
+
+
+# the identities register on import, after the learners they check
+from . import identities  # noqa: E402, F401
+
+__all__ = [
+    "FFNRecovery", "TransformerRecovery", "learn_ffn", "learn_transformer", "ffn_query_count",
+    "ffn_query_bound", "transformer_query_count", "cone_map", "CONE_DRAWS",
+]

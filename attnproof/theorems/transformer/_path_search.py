@@ -1,0 +1,432 @@
+"""The path search of :func:`~attnproof.theorems.transformer.ffn.learn_ffn` (Sec. 4.1, beyond the paper).
+
+A random path ``U -> V -> -U`` crosses every hyperplane of a bias-free ReLU FFN once; the search
+finds every kink on it from piece gradients, line intersections and confirmation pairs (see the
+package docstring).  Private to the room: :class:`_PathSearch` holds the oracle, every answer
+seen and the query ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import (
+    AssumptionError,
+    DegenerateProbeError,
+    PrecisionLossError,
+)
+from ...measure import Session
+
+#: A piece's gradient is first taken with steps h = 2^(e - H_LOG2), 2^e >= max |x0_i|.
+H_LOG2 = 10
+#: A failed Euler check divides h by 2^H_SHRINK_LOG2; at most H_ROUNDS attempts per piece.
+H_SHRINK_LOG2 = 4
+H_ROUNDS = 5
+#: A split point whose gradient cannot be taken moves to the middle of its wider side, NUDGES times.
+NUDGES = 3
+#: Float comparisons accept a disagreement of TOL_ULPS * eps * (the magnitudes involved).
+TOL_ULPS = 2**10
+#: Resolution rho = 2^-k of the kink confirmation (|y| = rho |x*|): float64, sympy; mpmath
+#: uses k = 3/4 of its bits.  Hyperplanes crossing the path within rho |x*| may be merged.
+RESOLUTION_LOG2 = {"float64": 30, "sympy": 64}
+#: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
+ANSWER_RANGE = (2.0**-1000, 2.0**900)
+#: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
+SCALE_LOG2 = 16
+
+
+def kink_parameter(J: np.ndarray, X0: np.ndarray, direction: np.ndarray) -> Any:
+    """s* where the lines ``G_a^T x(s)`` and ``G_b^T x(s)`` meet, ``J = G_b - G_a``,
+    ``x(s) = X0 + s dir``: ``J^T x(s*) = 0`` (``sec4.1/kink-intersection``)."""
+    return -(J @ X0) / (J @ direction)
+
+
+class _OnHyperplane(Exception):
+    """Internal: a gradient was asked at a point on a hyperplane (the caller moves it)."""
+
+
+@dataclass
+class _Piece:
+    """A region of the path: a point x in it, f(x), the gradient G there and its error."""
+
+    x: np.ndarray
+    y: Any
+    G: np.ndarray
+    err: float = 0.0
+
+
+@dataclass
+class _Ledger:
+    """Where the queries went: ``d (pieces + retries) + values + 2 pairs``.
+
+    ``values`` counts single-point queries (region centres, kink points x*, midpoint checks),
+    ``pairs`` the off-path confirmation pairs x* +- y.
+    """
+
+    pieces: int = 0
+    retries: int = 0
+    values: int = 0
+    pairs: int = 0
+    duplicate_pieces: int = 0
+    regions_skipped: int = 0
+    nudges: int = 0
+
+    def total(self, d: int) -> int:
+        return d * (self.pieces + self.retries) + self.values + 2 * self.pairs
+
+
+class _PathSearch:
+    """The state of :func:`learn_ffn`: its session (oracle, arithmetic, query count), every
+    answer seen, and the ledger."""
+
+    def __init__(self, session: Session, r: np.ndarray, min_gap: float, max_steps: int) -> None:
+        self.session, self.arith, self.r = session, session.arith, r
+        arith = self.arith
+        self.d = session.oracle.d
+        self.min_gap, self.max_steps, self.steps = min_gap, max_steps, 0
+        self.ledger = _Ledger()
+        #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
+        #: f(x) and the local gradient vanish (units cancelling on x's region).
+        self.gscale = 0.0
+        bits = RESOLUTION_LOG2.get(arith.name, int(0.75 * getattr(arith, "dps", 20) * np.log2(10)))
+        self.rho = arith.scalar(2) ** -bits
+        self.seen: list[tuple[np.ndarray, Any]] = []
+        #: sum of |G_b - G_a|_1 over intervals taken as kink-free though their gradients differ
+        self.hidden = 0.0
+
+    def ask(self, X: np.ndarray) -> np.ndarray:
+        """f at the rows of X (one-token queries, one batch)."""
+        # sympy simplifies, e.g. a one-token softmax exp(-s) exp(s) = 1 left unsimplified
+        y = self.arith.simplify(self.arith.asarray(self.session.ask(X[:, None, :])))
+        self.arith.check_finite(y, "the oracle's answers")
+        if self.arith.safe_range is not None and (  # float64: the answers' own safe range
+            self.arith.abs_max(y) > ANSWER_RANGE[1]
+            or 0 < float(np.abs(y[y != 0]).min(initial=1.0)) < ANSWER_RANGE[0]
+        ):
+            raise PrecisionLossError(
+                f"an answer is outside {self.arith.name}'s safe range [2^-1000, 2^900] (near-subnormal or "
+                "huge values lose relative precision); recover in mpmath instead (arith=MP(dps))"
+            )
+        self.seen.extend(zip(X, y))
+        return y
+
+    def tol(self, x: np.ndarray, *values: Any, G: np.ndarray | None = None, err: float = 0.0) -> float:
+        """Allowed float disagreement of values of f near x (0 in exact arithmetic)."""
+        if self.arith.exact:
+            return 0.0
+        xf = np.abs(self.arith.to_float(x))
+        size = sum(abs(float(v)) for v in values) + self.gscale * float(xf.sum())
+        if G is not None:
+            size += float(np.abs(self.arith.to_float(G)) @ xf)
+        return TOL_ULPS * self.arith.eps * size + err * float(xf.sum())
+
+    def agrees(self, a: Any, b: Any, tol: float) -> bool:
+        """a = b to within tol (exactly, in exact arithmetic)."""
+        return self.arith.within(a - b, tol)
+
+    def piece(self, x0: np.ndarray, y0: Any = None) -> _Piece:
+        """The gradient of the region containing x0 (``sec4.1/piece-gradient``).
+
+        A failure of Euler's relation ``G^T x0 = f(x0)`` by the same amount at two step sizes
+        means x0 lies on a hyperplane or f is affine there (biases: checked by
+        :meth:`_homogeneity`); ``_OnHyperplane`` (the caller moves x0) is also raised when no
+        step in H_ROUNDS attempts keeps the d perturbations in one region.
+
+        Raises
+        ------
+        AssumptionError
+            If f is not positively homogeneous (an FFN with biases).
+        """
+        arith, d = self.arith, self.d
+        if y0 is None:
+            y0 = self.ask(x0[None])[0]
+            self.ledger.values += 1
+        self.ledger.pieces += 1
+        top = arith.abs_max(x0)
+        h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - H_LOG2 if top > 0 else 0)
+        residual_before = None
+        for attempt in range(H_ROUNDS):
+            if attempt:
+                self.ledger.retries += 1
+            y = self.ask(x0[None, :] + h * arith.eye(d))
+            G = (y - y0) / h
+            residual = G @ x0 - y0
+            err = self._gradient_error(G, x0, y, y0, h)
+            tol = self.tol(x0, y0, G=G, err=err)
+            if self.agrees(residual, 0, tol):
+                if not arith.exact:
+                    self.gscale = max(self.gscale, float(np.abs(arith.to_float(G)).max()))
+                return _Piece(x0, y0, G, err)
+            if residual_before is not None and self.agrees(residual, residual_before, 2 * tol):
+                self._homogeneity(x0, y0)
+                raise _OnHyperplane
+            residual_before = residual
+            h = h / 2**H_SHRINK_LOG2
+        raise _OnHyperplane  # no step keeps the perturbations in one region: x0 is (nearly) on one
+
+    def end_piece(self, x0: np.ndarray) -> _Piece:
+        """The gradient at an end of the path (no caller can move it: a failure is final)."""
+        try:
+            return self.piece(x0)
+        except _OnHyperplane:
+            raise DegenerateProbeError(
+                "no gradient at a random end of the path: no step down to "
+                f"2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| keeps f linear there: hyperplanes "
+                "closer than the arithmetic resolves, or not a bias-free ReLU FFN"
+            ) from None
+
+    def scale_check(self, pU: _Piece, pW: _Piece) -> None:
+        """Four queries: ``f(s x) = s f(x)`` at ``x = +-U``, ``s = 2^+-SCALE_LOG2``.
+
+        A biased unit ``ReLU(w^T x + b)`` invisible on the whole path (silent there, or active
+        on a region where the other biases cancel its offset) shows at one of +-2^16 U or
+        +-2^-16 U unless ``|b|`` is outside ``2^-16 |w^T U| .. 2^16 |w^T U|``.
+
+        Raises
+        ------
+        AssumptionError
+            If f is not positively homogeneous (an FFN with biases).
+        """
+        S = self.arith.scalar(2) ** SCALE_LOG2
+        answers = self.ask(np.array([S * pU.x, S * pW.x, pU.x / S, pW.x / S]))
+        self.ledger.values += 4
+        for p, y, scale in zip((pU, pW, pU, pW), answers, (S, S, 1 / S, 1 / S)):
+            if not self.agrees(y, scale * p.y, scale * self.tol(p.x, y / scale, p.y, G=p.G)):
+                raise AssumptionError(
+                    f"f(s x) - s f(x) = {float(y - scale * p.y):.6g} != 0 at s = {float(scale):g}: "
+                    "f is not positively "
+                    "homogeneous (an FFN with biases); the bias-free learner (Sec. 4.1) refuses it, as the "
+                    "parity split f(x) - f(-x) = u^T x fails with biases"
+                )
+
+    def _homogeneity(self, x0: np.ndarray, y0: Any) -> None:
+        """One query: ``f(2 x0) = 2 f(x0)`` for a bias-free FFN (``sec4.1/parity-split``).
+
+        Raises
+        ------
+        AssumptionError
+            If it fails: f is affine, not linear, on x0's region (an FFN with biases).
+        """
+        y2 = self.ask(2 * x0[None])[0]
+        self.ledger.values += 1
+        if not self.agrees(y2, 2 * y0, self.tol(x0, y2, y0, y0)):
+            raise AssumptionError(
+                f"f(2 x0) - 2 f(x0) = {float(y2 - 2 * y0):.6g} != 0: f is not positively homogeneous "
+                "(an FFN with biases); the bias-free learner (Sec. 4.1) refuses it, as the parity "
+                "split f(x) - f(-x) = u^T x fails with biases"
+            )
+
+    def _gradient_error(self, G: np.ndarray, x0: np.ndarray, y: np.ndarray, y0: Any, h: Any) -> float:
+        """Bound on max_i |G_i - grad_i| from answers with relative error TOL_ULPS eps."""
+        if self.arith.exact:
+            return 0.0
+        xf = np.abs(self.arith.to_float(x0))
+        scale = (
+            float(np.abs(self.arith.to_float(G)) @ xf)
+            + abs(float(y0))
+            + float(np.abs(self.arith.to_float(y)).max())
+        )
+        return TOL_ULPS * self.arith.eps * 2 * scale / float(h) + self.arith.eps * float(
+            np.abs(self.arith.to_float(G)).max()
+        )
+
+    def same_gradient(self, a: _Piece, b: _Piece) -> bool:
+        """Are a's and b's gradients equal, to within their errors and the rounding floor?
+
+        The floor ``16 TOL_ULPS eps max|G|`` is the smallest jump a confirmation pair x* +- y with
+        ``|y| <= |x*|`` can tell from the answers' rounding (``eps |G| |x|`` even where f is tiny,
+        see :meth:`tol`); a jump below it (a unit whose kink is below float64's resolution beside
+        large ones) is taken for none, and booked in ``hidden`` (the error bound adds half of it).
+        """
+        tol = 2 * (a.err + b.err) + 16 * TOL_ULPS * self.arith.eps * self.gscale  # 0 in exact arithmetic
+        return all(self.arith.within(t, tol) for t in a.G - b.G)
+
+    def segment(self, a: _Piece, b: _Piece) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """Every kink on the segment from a.x to b.x: (jump J = G_b - G_a, direction, error of J)."""
+        arith = self.arith
+        X0, direction = a.x, b.x - a.x
+        zero, one = arith.scalar(0), arith.scalar(1)
+        stack = [(zero, a, one, b)]
+        kinks: list[tuple[np.ndarray, np.ndarray, float]] = []
+        tested: set[Any] = set()  # intersections already confirmed against (never twice)
+        while stack:
+            sa, pa, sb, pb = stack.pop()
+            self.steps += 1
+            if float(sb - sa) < self.min_gap or self.steps > self.max_steps:
+                raise DegenerateProbeError(
+                    f"kinks closer than the search resolves (interval {float(sb - sa):.3g} after "
+                    f"{self.steps} steps): near-parallel hyperplanes"
+                )
+            y_split, s = None, None
+            if self.same_gradient(pa, pb):
+                s = (sa + sb) / 2
+                x = X0 + s * direction
+                y_split = self.ask(x[None])[0]
+                self.ledger.values += 1
+                if self.fits(pa, x, y_split):
+                    # any jump left between them is below the resolution (0 in exact arithmetic)
+                    self.hidden += float(np.abs(self.arith.to_float(pb.G - pa.G)).sum())
+                    continue  # one linear function on the whole interval: no kink
+            else:
+                J = pb.G - pa.G
+                s = self._intersection(J, X0, direction, sa, sb, pa.err + pb.err)
+                if s is not None and s not in tested:
+                    tested.add(s)
+                    status, y_split = self._confirm(pa, pb, X0 + s * direction, (sb - sa) * direction)
+                    if status == "kink":
+                        kinks.append((J, direction, pa.err + pb.err))
+                        continue
+                    inside = sa < s < sb
+                    if inside and status in ("in_a", "in_b"):  # x* lies in pa's (pb's) own region
+                        self.ledger.regions_skipped += 1
+                        stack.append((s, pa, sb, pb) if status == "in_a" else (sa, pa, s, pb))
+                        continue
+                    if not (inside and status == "split"):
+                        s = None
+                else:
+                    s = None
+                mid = (sa + sb) / 2
+                if s is None and mid not in tested and self._planes_meet(pa, pb, X0 + mid * direction):
+                    # bisection has cornered the kink closer than s* (moved by the gradients'
+                    # errors) could: confirm it at the midpoint, where the planes still agree
+                    tested.add(mid)
+                    status, y_split = self._confirm(pa, pb, X0 + mid * direction, (sb - sa) * direction)
+                    if status == "kink":
+                        kinks.append((J, direction, pa.err + pb.err))
+                        continue
+                if s is None:  # bisect: one value tells whether the midpoint is in pa's or pb's region
+                    s = (sa + sb) / 2
+                    x = X0 + s * direction
+                    y_split = self.ask(x[None])[0]
+                    self.ledger.values += 1
+                    ra, rb = self.misfit(pa, x, y_split), self.misfit(pb, x, y_split)
+                    if min(ra, rb) <= 1:  # on pa's plane or pb's: the closer fit decides
+                        self.ledger.regions_skipped += 1
+                        stack.append((s, pa, sb, pb) if ra < rb else (sa, pa, s, pb))
+                        continue
+            self._split(stack, X0, direction, (sa, pa, s, sb, pb), y_split)
+        return kinks
+
+    def _split(self, stack: list, X0: np.ndarray, direction: np.ndarray, interval: tuple, y: Any) -> None:
+        """Open the region at s (moved if s lies on a hyperplane) and push the two halves."""
+        sa, pa, s, sb, pb = interval
+        for _ in range(NUDGES):
+            try:
+                p = self.piece(X0 + s * direction, y)
+                break
+            except _OnHyperplane:
+                self.ledger.nudges += 1
+                s, y = ((sa + s) if s - sa > sb - s else (s + sb)) / 2, None  # into the wider half
+        else:
+            raise DegenerateProbeError(
+                f"no gradient at {NUDGES} points of an interval of width {float(sb - sa):.3g}: every one "
+                f"is within 2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| of a hyperplane (kinks "
+                "closer than the search resolves)"
+            )
+        if self.same_gradient(p, pa) or self.same_gradient(p, pb):
+            self.ledger.duplicate_pieces += 1
+            stack.append((s, pa, sb, pb) if self.same_gradient(p, pa) else (sa, pa, s, pb))
+        else:
+            stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
+
+    def _intersection(
+        self, J: np.ndarray, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any, err: float
+    ) -> Any:
+        """s* with J^T (X0 + s* dir) = 0 (``sec4.1/kink-intersection``) if it lies in (sa, sb)
+        widened by its own uncertainty (the gradients' errors ``err`` move it), else None."""
+        slope = J @ direction
+        if self.arith.is_zero(slope):
+            return None
+        s = kink_parameter(J, X0, direction)
+        if self.arith.exact:
+            return s if sa < s < sb else None
+        x = X0 + s * direction
+        wobble = (4 * err * float(np.abs(self.arith.to_float(x)).sum()) + self.tol(x, G=J)) / abs(
+            float(slope)
+        )
+        return s if float(sa) - wobble < float(s) < float(sb) + wobble else None
+
+    def misfit(self, p: _Piece, z: np.ndarray, got: Any) -> float:
+        """|f(z) - prediction| / tolerance, predicting f(z) from p as ``f(x_p) + G_p^T (z - x_p)``,
+        whose error grows with |z - x_p| only (a thin region's gradient is still useful nearby).
+        Exact arithmetic: 0 on p's plane, inf off it."""
+        predicted = self.predict(p, z)
+        if self.arith.exact:
+            return 0.0 if self.arith.is_zero(got - predicted) else np.inf
+        tol = self.prediction_tol(p, z, got)
+        diff = abs(float(got - predicted))
+        return diff / tol if tol > 0 else (0.0 if diff == 0 else np.inf)
+
+    @staticmethod
+    def predict(p: _Piece, z: np.ndarray) -> Any:
+        """f(z) predicted from p's plane: ``f(x_p) + G_p^T (z - x_p)``."""
+        return p.y + p.G @ (z - p.x)
+
+    def prediction_tol(self, p: _Piece, z: np.ndarray, got: Any) -> float:
+        """How far a value ``got`` of f near z may lie from p's prediction of f(z) (numeric only):
+        the answers' rounding plus p's gradient error over the distance ``|z - x_p|_1``."""
+        dz = float(np.abs(self.arith.to_float(z - p.x)).sum())
+        return self.tol(z, got, p.y, G=p.G) + p.err * dz
+
+    def fits(self, p: _Piece, z: np.ndarray, got: Any) -> bool:
+        """Does f(z) = ``got`` lie on p's plane (to within the prediction's tolerance)?"""
+        return self.misfit(p, z, got) <= 1
+
+    def _planes_meet(self, pa: _Piece, pb: _Piece, x: np.ndarray) -> bool:
+        """Do pa's and pb's predictions of f(x) agree to within their tolerances (numeric only)?
+
+        Both predictions carry an error (each piece's gradient error over its distance to x), so
+        the tolerances add: a piece with a tiny gradient (and error) beside one with a large gradient
+        must not hold the other's prediction to its own tolerance alone.
+        """
+        if self.arith.exact:
+            return False
+        ya, yb = self.predict(pa, x), self.predict(pb, x)
+        return abs(float(ya - yb)) <= self.prediction_tol(pa, x, yb) + self.prediction_tol(pb, x, ya)
+
+    def _confirm(self, pa: _Piece, pb: _Piece, x: np.ndarray, reach: np.ndarray) -> tuple[str, Any]:
+        """Is ``(G_b - G_a)^T x = 0`` the only hyperplane between pa and pb?
+
+        First ``f(x*) = G_a^T x*`` (one query; if it fails x* opens a new piece), then
+        ``f(x* + y) = G_b^T (x* + y)`` and ``f(x* - y) = G_a^T (x* - y)`` with y off the path on
+        pb's side, ``|y|_inf = rho |x*|_inf`` (two queries): they rule out an x* inside pa's or
+        pb's own region, where the first test holds by construction, unless x* lies within
+        ``|y|`` of that region's boundary: the search's resolution rho (RESOLUTION_LOG2).
+
+        Returns
+        -------
+        status : {"kink", "in_a", "in_b", "split", "unknown"}
+            A confirmed kink; x* inside pa's (pb's) region (all three answers on its plane);
+            x* opens a new piece; or no pattern was recognised (x* may lie on a hyperplane,
+            so the caller bisects instead of opening a region there).
+        y_x : f(x*)
+        """
+        arith = self.arith
+        J = pb.G - pa.G
+        y_x = self.ask(x[None])[0]
+        self.ledger.values += 1
+        if not (self.fits(pa, x, y_x) and self.fits(pb, x, y_x)):
+            return "split", y_x
+        size = arith.abs_max_scalar(x)
+        y = self.r * (size * self.rho)
+        if arith.is_zero(J @ y):
+            y = reach * (size * self.rho / arith.abs_max_scalar(reach))
+        if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerances
+            dz = max(float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb))
+            need = 16 * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
+            if abs(float(J @ y)) < need:
+                y = y * (need / abs(float(J @ y)))
+        if (float(J @ y) > 0) != (float(J @ reach) > 0):
+            y = -y
+        plus, minus = self.ask(np.array([x + y, x - y]))
+        self.ledger.pairs += 1
+        if self.fits(pb, x + y, plus) and self.fits(pa, x - y, minus):
+            return "kink", y_x
+        if self.fits(pa, x + y, plus) and self.fits(pa, x - y, minus):
+            return "in_a", y_x
+        if self.fits(pb, x + y, plus) and self.fits(pb, x - y, minus):
+            return "in_b", y_x
+        return "unknown", y_x

@@ -1,0 +1,300 @@
+"""A_FFN (Sec. 4.1, beyond the paper): the bias-free ReLU FFN learner :func:`learn_ffn`, its
+query count and canonical form (see the package docstring for the method)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...arith import FLOAT64, Arith, parse
+from ...errors import DegenerateProbeError, InvalidInputError, NonIdentifiableError, PrecisionLossError
+from ...measure import Session
+from ...models import evaluate_canonical, normalize_normal
+from ...oracles import ValueOracle
+from ...verify.registry import LEARNERS, learner
+from ._path_search import H_ROUNDS, NUDGES, _Ledger, _PathSearch
+
+
+def ffn_query_count(d: int, L: int) -> int:
+    """Queries of :func:`learn_ffn` in generic position: ``(L + 1)(d + 1) + 3 L + 4``.
+
+    Each of the L + 1 regions the path crosses costs d perturbations plus one value (its
+    centre), each of the L kinks three confirmation queries (x*, x* + y, x* - y); a failed
+    first test at x* makes x* the centre of a new region.  For d = 1 the only hyperplane is
+    {0}: the three end pieces, 3 (d + 1) = 6 queries, suffice.
+    """
+    return 3 * (d + 1) + 4 if d == 1 else (L + 1) * (d + 1) + 3 * L + 4
+
+
+
+def assemble_canonical(
+    G_start: np.ndarray, G_end: np.ndarray, jumps: list[tuple[np.ndarray, np.ndarray]], arith: Arith
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The canonical form from the path's first and last gradients and its jumps
+    (``sec4.1/canonical-from-jumps``).
+
+    A jump ``J = lam n`` (n normalised) crossed along ``dir`` is the unit
+    ``gamma ReLU(s n^T x)`` with ``s = sign(n^T dir)``, ``gamma = s lam``, i.e.
+    ``gamma / 2 (s n^T x + |n^T x|)``: so ``c = s lam`` and ``u = G_start + G_end``.
+    """
+    rows = []
+    for J, direction in jumps:
+        n, lam = normalize_normal(J, arith)
+        rows.append((n, lam if float(n @ direction) > 0 else -lam))
+    rows.sort(key=lambda row: tuple(float(t) for t in row[0]))
+    N = arith.zeros((len(rows), G_start.shape[0]))
+    for j, (n, _) in enumerate(rows):
+        N[j] = n
+    c = arith.asarray([cj for _, cj in rows]) if rows else arith.zeros((0,))
+    return G_start + G_end, N, c
+
+
+def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2) -> int:
+    """The most queries :func:`learn_ffn` can ask, whatever the oracle answers (termination).
+
+    Three end pieces and the scale check, then per search step at most: a value, a
+    confirmation pair, a bisection value, and NUDGES pieces, each of H_ROUNDS perturbation
+    batches, a centre and a homogeneity query; all of it once per path (1 + restarts).
+    """
+    steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
+    piece = d * H_ROUNDS + 2
+    return (1 + restarts) * (3 * piece + 4 + steps * (1 + 2 + 1 + NUDGES * piece))
+
+
+@dataclass(frozen=True)
+class FFNRecovery:
+    """A bias-free FFN in canonical form ``f(x) = 1/2 u^T x + 1/2 sum_j c_j |n_j^T x|``.
+
+    Attributes
+    ----------
+    u : array (d,)
+        ``A w_o`` (the part VQ~ sees).
+    N : array (L, d)
+        One normal per distinct hyperplane, its first largest entry +1, sorted.
+    c : array (L,)
+        Aggregate kinks.
+    queries : int
+        One-token value queries used (counted by the oracle).
+    arith : str
+    diagnostics : dict
+        Query ledger, path facts and the float ``error_bound`` (a bound on
+        ``sup_{||x||_inf <= 1} |f_hat(x) - f(x)|`` under the rounding model of :func:`learn_ffn`).
+    """
+
+    u: np.ndarray
+    N: np.ndarray
+    c: np.ndarray
+    queries: int
+    arith: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def L(self) -> int:
+        """Number of distinct hyperplanes."""
+        return self.N.shape[0]
+
+    def __call__(self, x: Any) -> Any:
+        """f_hat(x) for x of shape (d,) or (B, d), in the arithmetic it was learned in."""
+        with parse(self.arith).context():
+            return evaluate_canonical(self.u, self.N, self.c, x)
+
+    def network(self) -> tuple[np.ndarray, np.ndarray]:
+        """An equivalent bias-free network ``(A_hat, w_hat)`` of width L + 2.
+
+        ``f = sum_j c_j ReLU(n_j^T x) + ReLU(g^T x) - ReLU(-g^T x)`` with
+        ``g = (u - sum_j c_j n_j) / 2`` (``sec4.1/canonical-network``).
+        """
+        g = (self.u - self.c @ self.N) / 2
+        A = np.concatenate([self.N.T, g[:, None], -g[:, None]], axis=1)
+        w = np.concatenate([self.c, np.array([1, -1], dtype=self.c.dtype)])
+        return A, w
+
+
+
+@learner(
+    name="ffn",
+    result="beyond the paper (A_FFN of Sec. 4.1)",
+    relies_on=(
+        "sec4.1/parity-split",
+        "sec4.1/piece-gradient",
+        "sec4.1/kink-intersection",
+        "sec4.1/canonical-from-jumps",
+        "sec4.1/canonical-network",
+        "sec4.1/canonical-form",
+        "sec4.1/rescaling",
+        "sec4.1/zero-sum-flip",
+        "sec4.1/ffn-end-to-end",
+    ),
+    arithmetics=("float64", "mpmath", "sympy"),
+    queries="(L + 1)(d + 1) + 3 L + 4 for L distinct hyperplanes (generic position)",
+    count=lambda d, L, **_: ffn_query_count(d, L),
+)
+def learn_ffn(
+    oracle: ValueOracle,
+    *,
+    rng: np.random.Generator | None = None,
+    arith: Arith = FLOAT64,
+    min_gap: float | None = None,
+    max_steps: int | None = None,
+    tolerance: float = 1e-6,
+    restarts: int = 2,
+) -> FFNRecovery:
+    """Learn a bias-free FFN ``f(x) = w_o^T ReLU(A^T x)`` from one-token value queries (A_FFN).
+
+    The paper (Sec. 4.1) assumes such a learner; this one is exact and needs no assumption on
+    A beyond generic position of the random path (see the module docstring).
+
+    Parameters
+    ----------
+    oracle : ValueOracle
+        Answers ``f(x)`` for one-token queries ``[x^T]`` (a Transformer oracle will do).
+    rng : numpy.random.Generator
+        Draws the path U -> V -> -U and the off-path direction.
+    arith : Arith
+        float64, mpmath or sympy (exact: the path is rational).
+    min_gap : float, optional
+        Floor on the path interval searched (default 2^12 eps: 9e-13 in float64; 2^-200 in
+        sympy): below it the kinks are declared unresolvable.
+    max_steps : int, optional
+        Bound on search steps (default 64 (d + 8)^2): termination whatever the oracle says.
+    tolerance : float
+        Promised relative accuracy (numeric arithmetics): a larger a-posteriori error bound
+        raises PrecisionLossError.
+    restarts : int
+        A path that meets kinks closer than the arithmetic resolves (DegenerateProbeError,
+        PrecisionLossError) is abandoned for a new random path, at most this many times; the
+        abandoned queries are counted (``diagnostics["restarts"]`` says why).
+
+    Returns
+    -------
+    FFNRecovery
+        The canonical form, the queries used and diagnostics (``L``, the query ``ledger``,
+        ``queries_formula`` = (L + 1)(d + 1) + 3 L + 4, ``reasked_queries``, ``restarts``,
+        ``error_bound``).
+
+    Raises
+    ------
+    NonIdentifiableError
+        If f is identically 0 (nothing to learn, and W of a Transformer is then hidden).
+    AssumptionError
+        If f is not positively homogeneous (an FFN with biases).
+    DegenerateProbeError
+        If hyperplanes are closer than the search resolves (exact arithmetic too).
+    PrecisionLossError
+        If the a-posteriori error bound exceeds ``tolerance`` or the answers contradict the
+        recovered network (numeric arithmetics).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnproof.models import ReluFFN
+    >>> from attnproof.oracles import ValueOracle
+    >>> A = np.array([[1.0, 0.0, -1.0], [0.0, 1.0, -1.0]])
+    >>> rec = learn_ffn(ValueOracle(ReluFFN(A, np.ones(3))), rng=np.random.default_rng(0))
+    >>> rec.L, rec.queries == ffn_query_count(2, 3) + rec.diagnostics["reasked_queries"]
+    (3, True)
+    >>> bool(abs(rec(np.array([0.3, -2.0])) - 2.0) < 1e-12)  # ReLU(.3) + ReLU(-2) + ReLU(1.7)
+    True
+    """
+    if rng is None:
+        raise InvalidInputError("learn_ffn needs an explicit numpy.random.Generator (rng=...)")
+    if not isinstance(tolerance, (int, float)) or not tolerance > 0:
+        raise InvalidInputError(f"tolerance must be a positive number; got {tolerance!r}")
+    if not isinstance(restarts, int) or restarts < 0:
+        raise InvalidInputError(f"restarts must be a non-negative integer; got {restarts!r}")
+    session = Session(oracle, arith, learner=LEARNERS["ffn"])
+    d = oracle.d
+    if min_gap is None:
+        min_gap = 2.0**-200 if arith.exact else 2**12 * arith.eps
+    max_steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
+    failures: list[str] = []
+    spent = _Ledger()
+    for attempt in range(restarts + 1):
+        try:
+            rec = _learn_ffn_once(session, rng, min_gap, max_steps, tolerance, spent)
+        except (DegenerateProbeError, PrecisionLossError) as err:
+            # a path too close to a meeting of hyperplanes for this arithmetic: draw another
+            if attempt == restarts or "safe range" in str(err):
+                raise
+            failures.append(f"{type(err).__name__}: {err}")
+            continue
+        if spent.total(d) != session.queries:
+            raise AssertionError(f"query ledger {spent} does not add up to {session.queries}")
+        session.diagnostics.update(rec.diagnostics, ledger=dict(spent.__dict__), restarts=failures)
+        info = session.close(reasked="rest", error_bound=rec.diagnostics.get("error_bound"), L=rec.L)
+        return FFNRecovery(rec.u, rec.N, rec.c, session.queries, rec.arith, info)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _learn_ffn_once(
+    session: Session,
+    rng: np.random.Generator,
+    min_gap: float,
+    max_steps: int,
+    tolerance: float,
+    ledger: _Ledger,
+) -> FFNRecovery:
+    """One path U -> V -> -U (see :func:`learn_ffn`); queries are booked in ``ledger``."""
+    arith, d = session.arith, session.oracle.d
+    with arith.context():
+        U, V, r = (arith.asarray(rng.standard_normal(d)) for _ in range(3))
+        search = _PathSearch(session, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
+        search.ledger = ledger
+        pU, pV, pW = (search.end_piece(x) for x in (U, V, -U))
+        search.scale_check(pU, pW)
+        if d == 1:  # the only hyperplane is {0}, which any path between U and -U crosses at 0
+            kinks = [] if search.same_gradient(pU, pW) else [(pW.G - pU.G, -U, pU.err + pW.err)]
+        else:
+            kinks = search.segment(pU, pV) + search.segment(pV, pW)
+        u, N, c = assemble_canonical(pU.G, pW.G, [(J, direction) for J, direction, _ in kinks], arith)
+    L = N.shape[0]
+    info: dict[str, Any] = {"L": L, "steps": search.steps, "resolution": float(search.rho)}
+    rec = FFNRecovery(u, N, c, 0, arith.name, info)
+    _check_nonzero(rec, arith)
+    if not arith.exact:
+        # sup_{|x|_inf <= 1} |f_hat - f| <= (|du|_1 + sum_j |dJ_j|_1) / 2 (``||a| - |b|| <= |a - b|``)
+        # plus half of every jump taken for none (below the resolution: ``search.hidden``)
+        jumps = pU.err + pW.err + sum(e for _, _, e in kinks)
+        info["error_bound"] = (
+            0.5 * d * jumps + 0.5 * search.hidden + _size(rec, arith) * arith.eps * 4 * (L + 1)
+        )
+    _check_answers(rec, search, session, tolerance)
+    return rec
+
+
+def _size(rec: FFNRecovery, arith: Arith) -> float:
+    """``|u|_1 / 2 + sum_j |c_j| |n_j|_1 / 2``: a bound on |f_hat| over the unit inf-ball."""
+    u, N, c = (arith.to_float(a) for a in (rec.u, rec.N, rec.c))
+    return (
+        0.5 * float(np.abs(u).sum() + np.abs(c) @ np.abs(N).sum(axis=1))
+        if N.size
+        else 0.5 * float(np.abs(u).sum())
+    )
+
+
+def _check_nonzero(rec: FFNRecovery, arith: Arith) -> None:
+    if rec.L == 0 and all(arith.is_zero(t) for t in rec.u):
+        raise NonIdentifiableError(
+            "f is identically 0 (every region has gradient 0): there is no FFN to learn, and a "
+            "Transformer with this FFN answers 0 to every query, so its W* is not identifiable"
+        )
+
+
+def _check_answers(rec: FFNRecovery, search: _PathSearch, session: Session, tolerance: float) -> None:
+    """Every answer received must agree with the recovered network, and a numeric error
+    bound must meet the promise (the session's output guard; free: no query)."""
+    arith = session.arith
+    bound = rec.diagnostics.get("error_bound", 0.0)
+    session.guard(
+        bound, max(_size(rec, arith), arith.eps), tolerance, what="sup_{|x|_inf <= 1} |f_hat - f|",
+        of="sup |f_hat|", why=" (hyperplanes too close for this arithmetic)",
+    )
+    for x, y in search.seen:
+        xf = float(np.abs(arith.to_float(x)).max())
+        if not search.agrees(rec(x), y, search.tol(x, y) + 2 * bound * xf):
+            raise arith.unresolved(
+                "an answer contradicts the recovered network: two hyperplanes were taken for one "
+                "(kinks closer than the search resolves, or a path in non-generic position)"
+            )

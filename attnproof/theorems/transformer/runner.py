@@ -1,0 +1,154 @@
+"""Sec. 4.1 on the bench: random one-layer Transformers and bias-free FFNs, recovered and scored.
+
+The room's registration with the engine (:mod:`attnproof.room`): the ``transformer`` and ``ffn``
+learners' options and runners (:func:`run_transformer`, :func:`run_ffn`) and their random
+target (:func:`transformer_target`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...arith import Arith, parse
+from ...models import OneLayerTransformer, ReluFFN
+from ...oracles import ValueOracle
+from ...recovery import Recovery, score
+from ...room import Options, default_of, option, runner
+from . import learn_transformer
+from .ffn import learn_ffn
+
+#: The routes a run may ask for (``auto``: VQ~ when A w_o != 0, else the cone).
+ROUTES = ("auto", "antisymmetric", "cone")
+
+
+@dataclass(frozen=True)
+class FFNOptions(Options):
+    """Options of the ``ffn`` learner on the bench (A_FFN of Sec. 4.1)."""
+
+    m: int | None = option(None, low=1, help="hidden units (default 2d)")
+
+
+@dataclass(frozen=True)
+class TransformerOptions(FFNOptions):
+    """Options of the ``transformer`` learner on the bench (Sec. 4.1)."""
+
+    route: str = option(default_of(learn_transformer, "route"), choices=ROUTES,
+                        help="how W is learned: VQ~ (antisymmetric), the cone, or auto (VQ~ when A w_o != 0)")
+    probes: str = option(default_of(learn_transformer, "probes"), choices=("gaussian", "basis"),
+                         help="Thm 4.1's probes on the antisymmetric route")
+    even: bool = option(False, help="an even FFN (A = [B, -B], w_o = [a, a]: u = 0, the cone route)")
+
+
+def transformer_target(
+    d: int, m: int, rng: np.random.Generator, even: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A one-layer Transformer (Sec. 4.1): W ~ N(0, 1/d), A ~ N(0, 1), w_o ~ N(0, 1).
+
+    ``even=True`` pairs every unit with its mirror (A = [B, -B], w_o = [a, a]): an even FFN,
+    u = A w_o = 0, so VQ~ == 0 and only the cone route can see W.
+    """
+    W = rng.standard_normal((d, d)) / np.sqrt(d)
+    if even:
+        B, a = rng.standard_normal((d, m // 2)), rng.standard_normal(m // 2)
+        return W, np.concatenate([B, -B], axis=1), np.concatenate([a, a])
+    return W, rng.standard_normal((d, m)), rng.standard_normal(m)
+
+
+@runner("ffn", FFNOptions)
+def run_ffn(d: int, m: int | None = None, arith: Arith | str = "float64", seed: int = 0) -> dict[str, Any]:
+    """Learn a random bias-free ReLU FFN ``x -> w_o^T ReLU(A^T x)`` (A_FFN of Sec. 4.1) from
+    one-token value queries; score it by the functional error on random points (the parameters
+    are identifiable only up to the symmetries of the canonical form).  ``m`` defaults to 2d."""
+    arith = parse(arith)
+    m = 2 * d if m is None else m
+    rng = np.random.default_rng(seed)
+    _, A, w_o = transformer_target(d, m, rng)
+    model = ReluFFN(A, w_o, arith)
+    oracle = ValueOracle(model)
+    t0 = time.perf_counter()
+    rec = learn_ffn(oracle, rng=rng, arith=arith)
+    seconds = time.perf_counter() - t0
+    X = rng.standard_normal((256, d))
+    with arith.context():
+        truth, got = model(arith.asarray(X)[:, None, :]), rec(arith.asarray(X))
+        err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
+    bound = rec.diagnostics.get("error_bound")
+    return {
+        "d": d, "m": m, "learner": "ffn", "arith": arith.name, "seed": seed, "L": rec.L,
+        "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
+        "err_W": err, "err_v": 0.0, "bits": -math.log2(err) if err else None, "exact": err == 0,
+        "error_bound": bound, "within_bound": None if bound is None else err <= bound,
+        "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
+        "diagnostics": rec.diagnostics,
+    }
+
+
+@runner("transformer", TransformerOptions)
+def run_transformer(
+    d: int,
+    m: int | None = None,
+    arith: Arith | str = "float64",
+    seed: int = 0,
+    route: str = "auto",
+    probes: str = "gaussian",
+    even: bool = False,
+) -> dict[str, Any]:
+    """Recover a random one-layer Transformer (Sec. 4.1) through a counting oracle, and score it.
+
+    Options (:class:`TransformerOptions`): ``m`` hidden units (default 2d), ``even`` (an even
+    FFN, cone route), ``route``, ``probes`` (see
+    :func:`~attnproof.theorems.transformer.learn_transformer`).
+
+    Returns
+    -------
+    dict
+        ``d, m, learner, arith, seed, route, L, queries, queries_formula`` (its value),
+        ``query_formula`` (the formula), ``ffn_queries``, ``attention_queries``, ``err_W,
+        rel_err_W, bits, exact`` (of W), ``ffn_err`` (max |f_hat(x) - f(x)| / |x|_inf over 256
+        random and 8 d points on the hyperplanes), ``error_bound`` (of W), ``within_bound``,
+        ``error_bound_ffn``, ``restarts``, ``seconds, oracle_seconds, diagnostics``.
+    """
+
+    arith = parse(arith)
+    m = 2 * d if m is None else m
+    rng = np.random.default_rng(seed)
+    W, A, w_o = transformer_target(d, m, rng, even=even)
+    model = OneLayerTransformer(W, A, w_o, arith)
+    oracle = ValueOracle(model)
+    t0 = time.perf_counter()
+    rec = learn_transformer(oracle, rng=rng, arith=arith, route=route, probes=probes)
+    seconds = time.perf_counter() - t0
+    X = rng.standard_normal((256, d))
+    for w in A.T[:8]:
+        P = rng.standard_normal((d, d))
+        X = np.concatenate([X, P - np.outer(P @ w, w) / (w @ w)])
+    with arith.context():
+        truth = ReluFFN(A, w_o, arith)(arith.asarray(X)[:, None, :])
+        got = rec.ffn(arith.asarray(X))
+        ffn_err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
+    as_recovery = Recovery(W=rec.W, v=np.zeros(d), queries=rec.queries, arith=rec.arith)
+    s = score(as_recovery, model.W, np.zeros(d), arith)
+    route = rec.diagnostics["route"]
+    bound = rec.diagnostics.get("error_bound")
+    return {
+        "d": d, "m": m, "learner": "transformer", "arith": arith.name, "seed": seed, "route": route,
+        "L": rec.ffn.L, "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
+        "query_formula": "(L+1)(d+1) + 3L + 4 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
+        "ffn_queries": rec.diagnostics["ffn_queries"],
+        "attention_queries": rec.diagnostics["attention_queries"],
+        "err_W": s.err_W, "rel_err_W": s.rel_err_W, "bits": s.bits, "exact": s.bits is None,
+        "ffn_err": ffn_err,
+        "error_bound": bound, "within_bound": None if bound is None else s.err_W <= bound,
+        "error_bound_ffn": rec.ffn.diagnostics.get("error_bound"),
+        "restarts": len(rec.ffn.diagnostics["restarts"]),
+        "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
+        "diagnostics": rec.diagnostics,
+    }
+
+
+__all__ = ["FFNOptions", "TransformerOptions", "ROUTES", "transformer_target", "run_ffn", "run_transformer"]
