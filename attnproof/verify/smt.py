@@ -107,9 +107,11 @@ class Encoder:
         self.notes: set[str] = set()
         self._names: dict[str, sp.Symbol] = {}
         self._aux: dict[tuple[str, str], str] = {}
-        self._exp: dict[str, sp.Expr] = {}  # SMT argument term -> sympy argument
-        self._trig: dict[str, sp.Expr] = {}
-        self.uses_uf = False
+        #: exp atoms: expanded argument -> (variable E_k, SMT term of the argument); likewise sin/cos
+        self._exp: dict[sp.Expr, tuple[str, str]] = {}
+        self._trig: dict[sp.Expr, tuple[str, str, str]] = {}
+        #: argument identities the instances rely on, proved by their own query (:meth:`guard_script`)
+        self.guards: list[str] = []
 
     # --- leaves
     def _symbol(self, s: sp.Symbol) -> str:
@@ -141,9 +143,15 @@ class Encoder:
         self.decls[name] = f"(declare-const {name} Real)"
         return name, True
 
-    def _uf(self, name: str) -> None:
-        self.uses_uf = True
-        self.decls[name] = f"(declare-fun {name} (Real) Real)"
+    def _atom(self, arg: sp.Expr) -> tuple[sp.Expr, str]:
+        """(key, SMT term) of a function argument; a repeated key (an argument equal to an
+        earlier one after expansion) adds the congruence guard ``t = t_first``."""
+        t = self.term(arg)
+        key = sp.expand(arg)
+        first = self._exp.get(key, (None, None))[1] or self._trig.get(key, (None, None, None))[2]
+        if first is not None and first != t:
+            self.guards.append(f"(= {t} {first})")
+        return key, t
 
     # --- terms
     def term(self, e: Any) -> str:
@@ -171,16 +179,20 @@ class Encoder:
         if isinstance(e, sp.Pow):
             return self._pow(e.base, e.exp)
         if isinstance(e, sp.exp):
-            arg = self.term(e.args[0])
-            self._exp.setdefault(arg, e.args[0])
-            self._uf("exp")
-            return f"(exp {arg})"
+            key, t = self._atom(e.args[0])
+            if key not in self._exp:
+                name = f"|exp_{len(self._exp)}|"
+                self._exp[key] = (name, t)
+                self.decls[name] = f"(declare-const {name} Real)"
+            return self._exp[key][0]
         if isinstance(e, (sp.sin, sp.cos)):
-            arg = self.term(e.args[0])
-            self._trig.setdefault(arg, e.args[0])
-            self._uf("sin")
-            self._uf("cos")
-            return f"({type(e).__name__} {arg})"
+            key, t = self._atom(e.args[0])
+            if key not in self._trig:
+                n = len(self._trig)
+                self._trig[key] = (f"|sin_{n}|", f"|cos_{n}|", t)
+                for name in self._trig[key][:2]:
+                    self.decls[name] = f"(declare-const {name} Real)"
+            return self._trig[key][isinstance(e, sp.cos)]
         if isinstance(e, sp.tan):
             return self.term(sp.sin(e.args[0]) * sp.Pow(sp.cos(e.args[0]), -1, evaluate=False))
         if isinstance(e, sp.Abs):
@@ -252,41 +264,49 @@ class Encoder:
 
     # --- axiom instances
     def instances(self, level: int) -> list[str]:
-        """Instances of the exp and trigonometric axioms for the atoms translated so far.
+        """Instances of the exp and trigonometric axioms on the atoms translated so far.
 
-        ``level`` 1: positivity and the additive instances among existing atoms; level 2 also
-        the difference instances (new atoms ``exp(t_i - t_j)``)."""
+        ``level`` 1: ``E_k > 0`` and ``E_i E_j = E_k`` (or ``= 1``) whenever the arguments satisfy
+        ``t_i + t_j = t_k`` (or ``= 0``), an identity added to :attr:`guards`; level 2 also the
+        difference atoms ``D = exp(t_i - t_j)`` with ``E_j D = E_i`` for every other pair."""
         out: list[str] = []
         atoms = list(self._exp.items())
-        keys = {sp.expand(a): t for t, a in atoms}
-        out += [f"(> (exp {t}) 0.0)" for t, _ in atoms]
-        for (ti, ai), (tj, aj) in itertools.combinations_with_replacement(atoms, 2):
-            s = sp.expand(ai + aj)
-            if s in keys or s == 0:
-                out.append(f"(= (* (exp {ti}) (exp {tj})) (exp (+ {ti} {tj})))")
-                if s == 0:
-                    out.append("(= (exp 0.0) 1.0)")
+        out += [f"(> {e} 0.0)" for _, (e, _) in atoms]
+        for (ki, (ei, ti)), (kj, (ej, tj)) in itertools.combinations_with_replacement(atoms, 2):
+            s = sp.expand(ki + kj)
+            if s == 0 or s in self._exp:
+                ek, tk = ("1.0", "0.0") if s == 0 else self._exp[s]
+                self.guards.append(f"(= (+ {ti} {tj}) {tk})")
+                out.append(f"(= (* {ei} {ej}) {ek})")
         if level >= 2 and len(atoms) <= MAX_DIFF_ATOMS:
-            for (ti, ai), (tj, aj) in itertools.permutations(atoms, 2):
-                if sp.expand(ai - aj) not in keys:
-                    dt = f"(- {ti} {tj})"
-                    out += [f"(> (exp {dt}) 0.0)", f"(= (* (exp {tj}) (exp {dt})) (exp (+ {tj} {dt})))"]
+            for n, ((ki, (ei, _)), (kj, (ej, _))) in enumerate(itertools.permutations(atoms, 2)):
+                if sp.expand(ki - kj) not in self._exp:
+                    name = f"|expdiff_{n}|"
+                    self.decls[name] = f"(declare-const {name} Real)"
+                    out += [f"(> {name} 0.0)", f"(= (* {ej} {name}) {ei})"]
         targs = list(self._trig.items())
-        tkeys = {sp.expand(a) for _, a in targs}
-        for t, _ in targs:
-            out.append(f"(= (+ (* (sin {t}) (sin {t})) (* (cos {t}) (cos {t}))) 1.0)")
-        for (ti, ai), (tj, aj) in itertools.combinations_with_replacement(targs, 2):
-            if sp.expand(ai + aj) in tkeys:
-                s = f"(+ {ti} {tj})"
-                out.append(f"(= (sin {s}) (+ (* (sin {ti}) (cos {tj})) (* (cos {ti}) (sin {tj}))))")
-                out.append(f"(= (cos {s}) (- (* (cos {ti}) (cos {tj})) (* (sin {ti}) (sin {tj}))))")
+        out += [f"(= (+ (* {sn} {sn}) (* {cs} {cs})) 1.0)" for _, (sn, cs, _) in targs]
+        for (ki, (si, ci, ti)), (kj, (sj, cj, tj)) in itertools.combinations_with_replacement(targs, 2):
+            s = sp.expand(ki + kj)
+            if s in self._trig:
+                sk, ck, tk = self._trig[s]
+                self.guards.append(f"(= (+ {ti} {tj}) {tk})")
+                out += [f"(= {sk} (+ (* {si} {cj}) (* {ci} {sj})))", f"(= {ck} (- (* {ci} {cj}) (* {si} {sj})))"]
         return out
 
+    def guard_script(self) -> str | None:
+        """The query proving every argument identity the instances rely on (None if there are none):
+        under the same hypotheses, the disjunction of their negations must be unsat."""
+        if not self.guards:
+            return None
+        lines = ["(set-logic QF_NRA)", *self.decls.values(), *(f"(assert {f})" for f in self.facts)]
+        negs = " ".join(f"(not {g})" for g in dict.fromkeys(self.guards))
+        return "\n".join([*lines, f"(assert (or {negs} false))", "(check-sat)", ""])
+
     def script(self, goal_negation: str, level: int = 1) -> str:
-        """The SMT-LIB script: declarations, facts, axiom instances, the negated goal."""
+        """The main query: declarations, facts, axiom instances, the negated goal."""
         inst = self.instances(level)
-        logic = "QF_UFNRA" if self.uses_uf else "QF_NRA"
-        lines = [f"(set-logic {logic})", *self.decls.values()]
+        lines = ["(set-logic QF_NRA)", *self.decls.values()]
         lines += [f"(assert {f})" for f in [*self.facts, *inst, goal_negation]]
         return "\n".join([*lines, "(check-sat)", ""])
 
@@ -306,14 +326,18 @@ class Goal:
             return f"(< {enc.term(self.lhs)} 0.0)"
         return f"(not (= {enc.term(self.lhs)} {enc.term(self.rhs)}))"
 
-    def scripts(self) -> Iterator[tuple[int, str, list[str]]]:
-        """(level, SMT-LIB text, notes) for each axiom-instance level (1, then 2 if exp is used)."""
-        for level in (1, 2):
-            enc = Encoder()
-            neg = self.negation(enc)
-            yield level, enc.script(neg, level), sorted(enc.notes)
-            if not enc._exp:
-                return
+    def scripts(self, level: int = 1) -> tuple[str, str | None, list[str]]:
+        """(main query, guard query or None, notes) at an axiom-instance level (1 or 2)."""
+        enc = Encoder()
+        main = enc.script(self.negation(enc), level)
+        return main, enc.guard_script(), sorted(enc.notes) + (
+            [f"exp difference instances (level {level})"] if level == 2 else [])
+
+    def uses_exp(self) -> bool:
+        """Whether the goal has exp atoms (then level 2 exists)."""
+        enc = Encoder()
+        self.negation(enc)
+        return bool(enc._exp)
 
 
 def _instantiate(lhs: Any, rhs: Any, size: int) -> list[tuple[sp.Expr, sp.Expr]]:
@@ -414,9 +438,12 @@ def _cvc5(text: str, timeout_ms: int, want_model: bool) -> tuple[str, str]:
             if cmd.isNull():
                 break
             answers.append(cmd.invoke(slv, sm).strip())
-        if not want_model or answers[-1] != "sat":
+        if not want_model or not answers or answers[-1] != "sat":
             break
-    r = [a for a in answers if a in ("sat", "unsat", "unknown")][-1]
+    verdicts = [a.split()[0] for a in answers if a.split()[:1] in (["sat"], ["unsat"], ["unknown"])]
+    if not verdicts:
+        raise AttnproofError(f"cvc5 gave no verdict: {' | '.join(answers)[:200]}")
+    r = verdicts[-1]
     return r, (answers[-1] if r == "sat" and want_model else "")
 
 
@@ -434,18 +461,25 @@ def solve(engine: str, text: str, timeout_ms: int = TIMEOUT_MS, want_model: bool
 
 
 def prove_goal(engine: str, goal: Goal, timeout_ms: int = TIMEOUT_MS) -> tuple[Answer, list[str]]:
-    """Prove one goal with one solver: ``unsat`` at level 1, else at level 2 (exp differences).
+    """Prove one goal with one solver: the argument identities (guard query) and the main query
+    both ``unsat``, at instance level 1, else at level 2 (when the goal has exp atoms).
 
-    Returns the last answer (with a model when the solver found a counterexample) and the notes.
+    Returns the deciding answer (with a model when the solver found a counterexample) and notes.
     """
     spent = 0.0
-    for level, text, notes in goal.scripts():
-        a = solve(engine, text, timeout_ms, want_model=True)
+    for level in (1, 2) if goal.uses_exp() else (1,):
+        main, guard, notes = goal.scripts(level)
+        a = solve(engine, guard, timeout_ms) if guard else Answer(engine, "unsat", 0.0)
         spent += a.seconds
+        if a.answer == "unsat":
+            a = solve(engine, main, timeout_ms, want_model=True)
+            spent += a.seconds
+        else:
+            a.answer = f"argument identities: {a.answer}"
         if a.answer == "unsat":
             break
     a.seconds = spent
-    return a, notes + ([f"exp difference instances (level {level})"] if level == 2 else [])
+    return a, notes + (["argument identities of the instances proved by their own query"] if guard else [])
 
 
 # --------------------------------------------------------------------------- entries
@@ -488,7 +522,7 @@ def check_entry(ident: Any, engines: tuple[str, ...] = ENGINES, timeout_ms: int 
         if not gs:
             raise UnsupportedError("the entry has no statement")
         for g in gs:  # translate once up front: an unencodable statement is reported as such
-            next(g.scripts())
+            g.scripts()
     except UnsupportedError as exc:
         res.unsupported = str(exc)
         return res
@@ -542,7 +576,7 @@ def perturb(res: EntryResult, engines: tuple[str, ...] = ENGINES,
             goal.name + " perturbed", side, None)
         if sp.expand(side - (goal.rhs if goal.rhs is not None else goal.lhs)) == 0:
             continue
-        _, text, _ = next(g.scripts())
+        text = g.scripts()[0]
         answers = {e: solve(e, text, timeout_ms) for e in engines}
         if all(a.answer == "sat" for a in answers.values()):
             break
