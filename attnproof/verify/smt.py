@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import multiprocessing
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -450,13 +451,32 @@ def _cvc5(text: str, timeout_ms: int, want_model: bool) -> tuple[str, str]:
 _RUNNERS: dict[str, Callable[[str, int, bool], tuple[str, str]]] = {"z3": _z3, "cvc5": _cvc5}
 
 
-def solve(engine: str, text: str, timeout_ms: int = TIMEOUT_MS, want_model: bool = False) -> Answer:
-    """Run ``engine`` on the SMT-LIB ``text``; a solver exception is an ``error:`` answer."""
-    t0 = time.perf_counter()
+def _child(conn: Any, engine: str, text: str, timeout_ms: int, want_model: bool) -> None:
     try:
-        r, model = _RUNNERS[engine](text, timeout_ms, want_model)
-    except Exception as exc:  # a solver failure is reported, never taken for a proof
-        r, model = f"error: {type(exc).__name__}: {exc}"[:300], ""
+        conn.send(_RUNNERS[engine](text, timeout_ms, want_model))
+    except Exception as exc:  # reported to the parent as an error answer
+        conn.send((f"error: {type(exc).__name__}: {exc}"[:300], ""))
+    conn.close()
+
+
+def solve(engine: str, text: str, timeout_ms: int = TIMEOUT_MS, want_model: bool = False) -> Answer:
+    """Run ``engine`` on the SMT-LIB ``text`` in a forked process; a solver exception is an
+    ``error:`` answer.  The solver's own time limit is ``timeout_ms``; the process is killed one
+    second after it (cvc5's limit is not checked inside every procedure: a query can overrun it),
+    which is the answer ``unknown (killed)``."""
+    t0 = time.perf_counter()
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, engine, text, timeout_ms, want_model), daemon=True)
+    proc.start()
+    send.close()
+    if recv.poll(timeout_ms / 1000 + 1):
+        r, model = recv.recv()
+    else:
+        r, model = "unknown (killed)", ""
+    proc.kill()
+    proc.join()
+    recv.close()
     return Answer(engine, r, time.perf_counter() - t0, model)
 
 
@@ -539,7 +559,9 @@ def check_entry(ident: Any, engines: tuple[str, ...] = ENGINES, timeout_ms: int 
                 break
         if failed:
             g, a = failed
-            detail = f"{g.name}: {a.answer} (not proved)"
+            detail = f"{g.name}: {a.answer} (not proved)" if not a.answer.startswith("unknown") else (
+                f"{g.name}: {a.answer} within {timeout_ms} ms ({engine} found neither a proof nor a "
+                "counterexample; the statement is not contradicted)")
         else:
             detail = f"{len(gs)} goal{'s' * (len(gs) > 1)} unsat" + (
                 " (a lemma chain: one query per pair/entry)" if len(gs) > 1 else "")
