@@ -114,7 +114,8 @@ def paper_tolerances(inp: dict[str, Any]) -> list[arb]:
         m = _q(mu)
         tau = m * _q(eps_W) / (160 * _q(W_bound) ** 2 * d)
         tau_v = (m / 2).min(_q(eps_v) / arb(d).sqrt()).min(tau)
-        out += [_close(tol.tau_f, tau, inp["u"], inp["ulps"]), _close(tol.tau_v, tau_v, inp["u"], inp["ulps"])]
+        out += [_close(tol.tau_f, tau, inp["u"], inp["ulps"]),
+                _close(tol.tau_v, tau_v, inp["u"], inp["ulps"])]
     return out
 
 

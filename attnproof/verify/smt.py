@@ -6,21 +6,24 @@ SMT-LIB 2.6 text; the text asserts the symbols' assumptions, the defining constr
 auxiliary variables and the axiom instances below, and the **negation** of the statement.  The
 statement is proved when the solver answers ``unsat``.  Both solvers read the same text: z3
 (``z3-solver``) through ``Solver.from_string`` and cvc5 (the PyPI wheel, with its nonlinear
-coverings solver) through its SMT-LIB parser, each with a per-query time limit.
+coverings solver) through its SMT-LIB parser in a forked process, each with a per-query time
+limit (:data:`TIMEOUT_MS`); the logic is QF_NRA.
 
 The translation (:class:`Encoder`), and what each step assumes:
 
 * rationals are exact (``(/ p.0 q.0)``); a float constant is refused (exact statements only);
-* ``exp`` is an **uninterpreted** function ``exp : Real -> Real`` (cvc5's transcendental ``exp``
-  gets no answer) with only instances of its axioms: ``exp(t) > 0`` for every atom,
-  ``exp(t_i) exp(t_j) = exp(t_i + t_j)`` for every pair of atoms (i = j included) whose arguments
-  sum to the argument of an atom (or to 0, with ``exp(0) = 1``), and, when that does not suffice,
-  ``exp(t_j) exp(t_i - t_j) = exp(t_j + (t_i - t_j))`` for every pair whose arguments differ by a
-  polynomial.  Every instance is a literal instance of ``exp(x + y) = exp(x) exp(y)``; the solver
-  identifies ``exp`` of arithmetically equal arguments by congruence, sympy is used only to
-  *choose* the instances, never to assert an equality;
-* ``sin``, ``cos`` are uninterpreted likewise, with ``sin^2 + cos^2 = 1`` at every argument and
-  the addition formulas for every pair of arguments summing to another; ``tan t`` is
+* ``exp`` is an **uninterpreted** function (cvc5's transcendental ``exp`` gets no answer), purified:
+  every atom ``exp(t_k)`` is a variable ``E_k`` (atoms whose arguments are equal after expansion
+  share it), about which only instances of the axioms are asserted: ``E_k > 0``;
+  ``E_i E_j = E_k`` whenever ``t_i + t_j = t_k`` (``= 1`` when ``t_i + t_j = 0``), i = j included;
+  and, when these do not suffice (the solver found a model), ``D > 0, E_j D = E_i`` for a new atom
+  ``D = exp(t_i - t_j)`` for every pair whose arguments differ by a polynomial.  sympy only
+  *chooses* the instances: the argument identities they rely on (``t_i + t_j = t_k``, and
+  ``t = t'`` for atoms sharing a variable) are proved by the solver itself in a separate query
+  (the **guard** query, under the hypotheses free of the atoms), so a wrong choice can only fail
+  a proof;
+* ``sin``, ``cos`` likewise (variables ``S_k``, ``C_k``), with ``S_k^2 + C_k^2 = 1`` and the
+  addition formulas for arguments summing to another (guards as for exp); ``tan t`` is
   ``sin t / cos t``; the number ``pi`` is a constant with ``3.14159 < pi < 3.14160``;
 * ``Abs``, ``Max``, ``Min``, ``sign``, ``Heaviside``, ``Piecewise`` are ``ite`` terms;
 * ``b^-n`` is ``v^n`` for a fresh v with ``b v = 1``: the statement is checked where every
@@ -292,15 +295,19 @@ class Encoder:
             if s in self._trig:
                 sk, ck, tk = self._trig[s]
                 self.guards.append(f"(= (+ {ti} {tj}) {tk})")
-                out += [f"(= {sk} (+ (* {si} {cj}) (* {ci} {sj})))", f"(= {ck} (- (* {ci} {cj}) (* {si} {sj})))"]
+                out += [f"(= {sk} (+ (* {si} {cj}) (* {ci} {sj})))",
+                        f"(= {ck} (- (* {ci} {cj}) (* {si} {sj})))"]
         return out
 
     def guard_script(self) -> str | None:
         """The query proving every argument identity the instances rely on (None if there are none):
-        under the same hypotheses, the disjunction of their negations must be unsat."""
+        under the hypotheses that do not mention the atoms' variables (so that setting
+        ``E_k = exp(t_k)`` afterwards is sound), the disjunction of their negations must be unsat."""
         if not self.guards:
             return None
-        lines = ["(set-logic QF_NRA)", *self.decls.values(), *(f"(assert {f})" for f in self.facts)]
+        atoms = ("|exp_", "|expdiff_", "|sin_", "|cos_")
+        facts = [f for f in self.facts if not any(a in f for a in atoms)]  # hypotheses free of the atoms
+        lines = ["(set-logic QF_NRA)", *self.decls.values(), *(f"(assert {f})" for f in facts)]
         negs = " ".join(f"(not {g})" for g in dict.fromkeys(self.guards))
         return "\n".join([*lines, f"(assert (or {negs} false))", "(check-sat)", ""])
 
