@@ -51,6 +51,16 @@ def test_sample_perturbation_refuted_by_both(sample, id):
     assert {e: a.answer for e, a in answers.items()} == {e: "sat" for e in smt.ENGINES}, what
 
 
+def test_summary_and_checkers(sample):
+    results = list(sample.values())
+    summ = smt.summary(results)
+    for e in smt.ENGINES:
+        assert summ[e]["entries"] == summ[e]["passed"] == len(SAMPLE) and not summ[e]["not proved"]
+    checkers = sample["thm4.1/softmax-to-sigmoid"].checkers()
+    assert set(checkers) == set(smt.ENGINES)
+    assert set(checkers["z3"]) == {"passed", "seconds", "version", "detail"}
+
+
 def test_matrix_statement_says_it_is_checked_at_fixed_sizes(sample):
     detail = sample["thm4.1/probes-all-d"].reports["z3"].detail
     assert "MatrixSymbol of symbolic size" in detail and "2 and 3" in detail
@@ -115,6 +125,7 @@ def test_interval_bounds_and_runs_state_why_they_are_not_smt_checked():
     for id in ("lemmaA.1/lipschitz-bound", "thmB.1/accuracy-algebra"):
         res = smt.check_entry(reg[id])
         assert "mpmath.iv interval enclosure" in res.unsupported and "Arb leg" in res.unsupported
+        assert all(c["detail"].startswith("not run: ") and not c["passed"] for c in res.checkers().values())
     run = next(i for i in reg.values() if i.kind == "run")
     assert "a run" in smt.check_entry(run).unsupported
 

@@ -548,6 +548,14 @@ class EntryResult:
     def passed(self) -> bool:
         return not self.unsupported and all(r.passed for r in self.reports.values()) and bool(self.reports)
 
+    def checkers(self) -> dict[str, dict[str, Any]]:
+        """The certificate's ``checkers`` entries of the two solvers; an unsupported entry is
+        *not run* for both, with the reason as its detail (never passed)."""
+        if self.unsupported:
+            return {e: {"passed": False, "seconds": 0.0, "version": version(e),
+                        "detail": f"not run: {self.unsupported}"} for e in ENGINES}
+        return {e: r.as_dict() for e, r in self.reports.items()}
+
 
 def check_entry(ident: Any, engines: tuple[str, ...] = ENGINES, timeout_ms: int = TIMEOUT_MS) -> EntryResult:
     """Prove every goal of one registry entry with each engine (see the module docstring)."""
@@ -620,6 +628,19 @@ def perturb(res: EntryResult, engines: tuple[str, ...] = ENGINES,
     return f"{goal.name}: {desc}", answers
 
 
+def summary(results: list[EntryResult]) -> dict[str, Any]:
+    """Per engine: entries checked, passed, total seconds; and the unsupported entries with why."""
+    out: dict[str, Any] = {}
+    for e in ENGINES:
+        reps = [r.reports[e] for r in results if e in r.reports]
+        out[e] = {"entries": len(reps), "passed": sum(r.passed for r in reps),
+                  "seconds": sum(r.seconds for r in reps),
+                  "not proved": {r.id: r.reports[e].detail for r in results
+                                 if e in r.reports and not r.reports[e].passed}}
+    out["unsupported"] = {r.id: r.unsupported for r in results if r.unsupported}
+    return out
+
+
 def check_all(ids: list[str] | None = None, engines: tuple[str, ...] = ENGINES,
               timeout_ms: int = TIMEOUT_MS) -> list[EntryResult]:
     """:func:`check_entry` on every identity and bound of the registry (or on ``ids``)."""
@@ -631,5 +652,5 @@ def check_all(ids: list[str] | None = None, engines: tuple[str, ...] = ENGINES,
 __all__ = [
     "ENGINES", "TIMEOUT_MS", "MATRIX_SIZES", "UnsupportedError", "registry", "Encoder", "Goal",
     "goals", "Answer", "solve", "prove_goal", "version", "EngineReport", "EntryResult",
-    "check_entry", "perturb", "check_all",
+    "check_entry", "perturb", "summary", "check_all",
 ]
