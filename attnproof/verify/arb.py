@@ -14,7 +14,6 @@ overlap and both are ``>= 0``.
 
 from __future__ import annotations
 
-import importlib
 import time
 from fractions import Fraction
 from collections.abc import Callable
@@ -34,12 +33,10 @@ def inputs() -> dict[str, Any]:
     ``REGISTRY`` (:mod:`attnproof.proof`), and from :mod:`attnproof.theorems.noisy` and
     :mod:`attnproof.theorems.membership` the designs, the tolerance grid, the library functions
     under test (``design_tolerances``, ``paper_tolerances``) and the constants."""
-    importlib.import_module("attnproof.theorems")
-    proof = importlib.import_module("attnproof.proof")
-    noisy = importlib.import_module("attnproof.theorems.noisy")
-    memb = importlib.import_module("attnproof.theorems.membership")
+    from ..proof import REGISTRY
+    from ..theorems import membership, noisy  # importing the rooms registers every entry
     return {
-        "REGISTRY": proof.REGISTRY, "noisy": noisy, "membership": memb,
+        "REGISTRY": REGISTRY, "noisy": noisy, "membership": membership,
         "grid": list(noisy._grid()), "u": noisy.UNIT_ROUNDOFF, "ulps": noisy.CONSTANT_ULPS,
     }
 

@@ -49,7 +49,6 @@ encoding does not make every statement provable.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import multiprocessing
 import time
@@ -82,8 +81,9 @@ def registry() -> dict[str, Any]:
     (``"identity"``, ``"bound"``, ``"run"``), ``scope`` and ``build()`` returning the (lhs, rhs)
     pairs of an identity or the ``(description, quantity)`` claims of a bound.
     """
-    importlib.import_module("attnproof.theorems")
-    return importlib.import_module("attnproof.proof").REGISTRY
+    from .. import theorems  # noqa: F401  (importing the rooms registers every entry)
+    from ..proof import REGISTRY
+    return REGISTRY
 
 
 # --------------------------------------------------------------------------- translation
