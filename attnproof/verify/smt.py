@@ -430,12 +430,27 @@ def _z3(text: str, timeout_ms: int, want_model: bool) -> tuple[str, str]:
     return r, (str(s.model()) if r == "sat" and want_model else "")
 
 
+#: cvc5's strategies, tried in turn while the answer is unknown: its nonlinear coverings solver
+#: (complete for NRA, but it answers "incomplete" on many of these queries), then incremental
+#: linearization with the full set of extended lemmas.
+CVC5_STRATEGIES: tuple[dict[str, str], ...] = ({"nl-cov": "true"}, {"nl-cov": "false", "nl-ext": "full"})
+
+
 def _cvc5(text: str, timeout_ms: int, want_model: bool) -> tuple[str, str]:
+    for options in CVC5_STRATEGIES:
+        r, model = _cvc5_once(text, timeout_ms, want_model, options)
+        if r != "unknown":
+            break
+    return r, model
+
+
+def _cvc5_once(text: str, timeout_ms: int, want_model: bool, options: dict[str, str]) -> tuple[str, str]:
     import cvc5
     slv = cvc5.Solver()
     slv.setOption("tlimit-per", str(timeout_ms))
     slv.setOption("produce-models", "true")
-    slv.setOption("nl-cov", "true")
+    for k, v in options.items():
+        slv.setOption(k, v)
     sm = cvc5.SymbolManager(slv.getTermManager())
     answers = []
     for src in (text, "(get-model)\n"):
@@ -469,9 +484,10 @@ def _child(conn: Any, engine: str, text: str, timeout_ms: int, want_model: bool)
 def solve(engine: str, text: str, timeout_ms: int = TIMEOUT_MS, want_model: bool = False) -> Answer:
     """Run ``engine`` on the SMT-LIB ``text``; a solver exception is an ``error:`` answer.
 
-    The solver's own time limit is ``timeout_ms``.  cvc5 runs in a forked process killed one
-    second after it (its limit is not checked inside every procedure: a nonlinear query can
-    overrun it), which is the answer ``unknown (killed)``; z3 keeps its limit and runs here."""
+    The solver's own time limit is ``timeout_ms`` (per strategy for cvc5, :data:`CVC5_STRATEGIES`).
+    cvc5 runs in a forked process killed one second after its limits (its limit is not checked
+    inside every procedure: a nonlinear query can overrun it), which is the answer
+    ``unknown (killed)``; z3 keeps its limit and runs here."""
     t0 = time.perf_counter()
     if engine == "z3":  # z3 keeps its own limit: no process needed
         try:
@@ -484,7 +500,7 @@ def solve(engine: str, text: str, timeout_ms: int = TIMEOUT_MS, want_model: bool
     proc = ctx.Process(target=_child, args=(send, engine, text, timeout_ms, want_model), daemon=True)
     proc.start()
     send.close()
-    if recv.poll(timeout_ms / 1000 + 1):
+    if recv.poll(len(CVC5_STRATEGIES) * timeout_ms / 1000 + 1):
         r, model = recv.recv()
     else:
         r, model = "unknown (killed)", ""
@@ -650,7 +666,8 @@ def check_all(ids: list[str] | None = None, engines: tuple[str, ...] = ENGINES,
 
 
 __all__ = [
-    "ENGINES", "TIMEOUT_MS", "MATRIX_SIZES", "UnsupportedError", "registry", "Encoder", "Goal",
+    "ENGINES", "TIMEOUT_MS", "CVC5_STRATEGIES", "MATRIX_SIZES", "UnsupportedError", "registry", "Encoder",
+    "Goal",
     "goals", "Answer", "solve", "prove_goal", "version", "EngineReport", "EntryResult",
     "check_entry", "perturb", "summary", "check_all",
 ]
