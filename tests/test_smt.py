@@ -124,8 +124,12 @@ def test_interval_bounds_and_runs_state_why_they_are_not_smt_checked():
     reg = smt.registry()
     for id in ("lemmaA.1/lipschitz-bound", "thmB.1/accuracy-algebra"):
         res = smt.check_entry(reg[id])
-        assert "mpmath.iv interval enclosure" in res.unsupported and "Arb leg" in res.unsupported
+        assert "all " in res.unsupported and "mpmath.iv interval enclosures" in res.unsupported
+        assert "Arb leg" in res.unsupported
         assert all(c["detail"].startswith("not run: ") and not c["passed"] for c in res.checkers().values())
+    mixed = smt.check_entry(reg["thmB.1/apriori-interval"])  # its sympy claims are SMT-checked
+    assert mixed.passed and all("claim 1: sigma(t)" in r.detail and "not SMT-checked" in r.detail
+                                for r in mixed.reports.values())
     run = next(i for i in reg.values() if i.kind == "run")
     assert "a run" in smt.check_entry(run).unsupported
 

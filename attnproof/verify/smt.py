@@ -380,12 +380,17 @@ def goals(ident: Any) -> tuple[list[Goal], list[str]]:
     out: list[Goal] = []
     remarks: list[str] = []
     if ident.kind == "bound":
-        for k, (desc, q) in enumerate(items, 1):
-            if not isinstance(q, (sp.Basic, int)):
-                raise UnsupportedError(
-                    f"claim {k} ({desc}) is an mpmath.iv interval enclosure, a numeric bound with no "
-                    "symbolic statement: checked by the Arb leg (attnproof.verify.arb)")
-            out.append(Goal(f"claim {k}", sp.sympify(q), None))
+        numeric = [k for k, (_, q) in enumerate(items, 1) if not isinstance(q, (sp.Basic, int))]
+        out = [Goal(f"claim {k}", sp.sympify(q), None)
+               for k, (_, q) in enumerate(items, 1) if k not in numeric]
+        if numeric:
+            why = (f"{'all ' * (not out)}{len(numeric)} claim{'s' * (len(numeric) > 1)} (claim {numeric[0]}: "
+                   f"{items[numeric[0] - 1][0]}) {'are' if len(numeric) > 1 else 'is'} mpmath.iv interval "
+                   "enclosures, numeric bounds with no symbolic statement: checked by the Arb leg "
+                   "(attnproof.verify.arb)")
+            if not out:
+                raise UnsupportedError(why)
+            remarks.append(why.replace("enclosures, numeric", "enclosures (not SMT-checked), numeric"))
         return out, remarks
     for k, (lhs, rhs) in enumerate(items, 1):
         if any(sp.sympify(e).atoms(sp.MatrixSymbol) for e in (lhs, rhs)):
