@@ -625,6 +625,8 @@ def _perturbations(goal: Goal) -> Iterator[tuple[str, Goal]]:
         yield f"term {side.args[0]} dropped"[:120], side - side.args[0]
     yield "constant term moved by 1" if goal.rhs is not None else "claim q >= 0 made q >= 1", side + (
         1 if goal.rhs is not None else -1)
+    if goal.rhs is None:  # a constant claim such as 1 >= 0 survives the shift by 1
+        yield "claim q >= 0 made -q >= 0", -side
 
 
 def perturb(res: EntryResult, engines: tuple[str, ...] = ENGINES,
