@@ -56,6 +56,8 @@ LEVELS = {
     "verify.evidence": 7,  # the evidence kinds: runs bench's runners as measured checks
     "verify.ledger": 7,
     "verify.cli": 7,
+    "verify.smt": 7,  # second engines: they read the rooms' registrations (and their inputs)
+    "verify.arb": 7,
     "cli": 8,
     "__init__": 9,
 }

@@ -33,7 +33,7 @@ def inputs() -> dict[str, Any]:
     ``REGISTRY`` (:mod:`attnproof.proof`), and from :mod:`attnproof.theorems.noisy` and
     :mod:`attnproof.theorems.membership` the designs, the tolerance grid, the library functions
     under test (``design_tolerances``, ``paper_tolerances``) and the constants."""
-    from ..proof import REGISTRY
+    from .registry import REGISTRY
     from ..theorems import membership, noisy  # importing the rooms registers every entry
     return {
         "REGISTRY": REGISTRY, "noisy": noisy, "membership": membership,

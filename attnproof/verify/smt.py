@@ -82,7 +82,7 @@ def registry() -> dict[str, Any]:
     pairs of an identity or the ``(description, quantity)`` claims of a bound.
     """
     from .. import theorems  # noqa: F401  (importing the rooms registers every entry)
-    from ..proof import REGISTRY
+    from .registry import REGISTRY
     return REGISTRY
 
 
