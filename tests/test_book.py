@@ -215,7 +215,8 @@ def test_every_test_the_book_links_exists():
     quoted = 0
     for page in BOOK.glob("*.md"):
         for path, name in re.findall(r"`tests/(test_\w+\.py)::(test_\w+)`", page.read_text()):
-            assert re.search(rf"^def {name}\(", (tests / path).read_text(), re.M), f"{page.name}: {path}::{name}"
+            source = (tests / path).read_text()
+            assert re.search(rf"^def {name}\(", source, re.M), f"{page.name}: {path}::{name}"
             quoted += 1
     assert quoted >= 2 * len(THEOREM_CHAPTERS)
 

@@ -40,7 +40,8 @@ OVERFLOWS = r"""(selector) => {
     const box = el.getBoundingClientRect();
     if (box.width === 0 && box.height === 0) continue;  // not displayed
     const container = el.classList.contains("pst-scrollable-table-container");  // a wide table scrolls here
-    const scrolls = !container && el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).display !== "inline";
+    const scrolls = !container && el.scrollWidth > el.clientWidth + 1
+                    && getComputedStyle(el).display !== "inline";
     const sticksOut = box.right > column.right + 1 || box.left < column.left - 1;
     if (scrolls || sticksOut) {
       found.push(`<${el.tagName.toLowerCase()} class="${el.getAttribute("class") || ""}"> ` +
@@ -150,7 +151,8 @@ def test_the_layout_check_catches_a_broken_number_and_a_table_that_did_not_parse
     page.evaluate("""() => {
       const article = document.querySelector("article.bd-article");
       const table = document.createElement("table");
-      table.innerHTML = "<tr><td style='width: 2ch; max-width: 2ch; overflow-wrap: anywhere'>1049600</td></tr>";
+      const narrow = "width: 2ch; max-width: 2ch; overflow-wrap: anywhere";
+      table.innerHTML = `<tr><td style="${narrow}">1049600</td></tr>`;
       article.appendChild(table);
       const p = document.createElement("p");
       p.textContent = "| bound / ||W*|| | queries | |---|---| | 1.5e-13 | 20 |";
