@@ -40,6 +40,7 @@ OVERFLOWS = r"""(selector) => {
     const box = el.getBoundingClientRect();
     if (box.width === 0 && box.height === 0) continue;  // not displayed
     const container = el.classList.contains("pst-scrollable-table-container");  // a wide table scrolls here
+    if (!container && el.closest(".pst-scrollable-table-container")) continue;  // scrolled with it, not cut
     const scrolls = !container && el.scrollWidth > el.clientWidth + 1
                     && getComputedStyle(el).display !== "inline";
     const sticksOut = box.right > column.right + 1 || box.left < column.left - 1;
@@ -171,3 +172,22 @@ def test_the_number_pattern_matches_numbers_only():
         assert re.match(NUMBER, text), text
     for text in ("d = 1024", "thm4.1/one-token", "1.5e-13 .. 2e-2", "yes", "0cb49204297c", "102 4"):
         assert not re.match(NUMBER, text), text
+
+
+@pytest.mark.book
+def test_a_wide_table_may_scroll_in_its_container_but_not_outside_it(html, browser):
+    page, _ = open_page(browser, html / "intro.html")
+    page.evaluate("""() => {
+      const box = document.createElement("div");
+      box.className = "pst-scrollable-table-container";
+      box.innerHTML = "<table><tr><td>" + "x".repeat(400) + "</td></tr></table>";
+      document.querySelector("article.bd-article").appendChild(box);
+    }""")
+    assert not page.evaluate(OVERFLOWS, CONTAINERS), "a table scrolling in its own container was reported"
+    page.evaluate("""() => {
+      const table = document.createElement("table");
+      table.innerHTML = "<tr><td>" + "x".repeat(400) + "</td></tr>";
+      document.querySelector("article.bd-article").appendChild(table);
+    }""")
+    assert page.evaluate(OVERFLOWS, CONTAINERS), "a table wider than the column, outside a container, passed"
+    page.close()
