@@ -45,22 +45,24 @@ def markdown_table(
     """A Markdown table of ``rows`` (the book shows tables this way, not as printed text).
 
     ``columns`` maps a row key to its header (a list: the keys are the headers); ``fmt`` maps a
-    key to a format string (default: floats with 2 significant digits).  A ``|`` in a cell is
-    escaped, so it cannot split the cell.
+    key to a format string (default: floats with 2 significant digits); a missing value (None,
+    NaN) is "–" whatever its format.  A ``|`` in a header or a cell is escaped, so it cannot
+    split the row.
     """
     columns = columns if isinstance(columns, dict) else {c: c for c in columns}
     fmt = fmt or {}
 
-    def cell(key: str, x: Any) -> str:
-        if key in fmt:
-            text = fmt[key].format(x)
-        elif isinstance(x, float):
-            text = "–" if math.isnan(x) else f"{x:.2g}"
-        else:
-            text = "–" if x is None else str(x)
+    def escape(text: str) -> str:
         return text.replace("|", "\\|")
 
-    lines = ["| " + " | ".join(columns.values()) + " |", "|" + "---|" * len(columns)]
+    def cell(key: str, x: Any) -> str:
+        if x is None or (isinstance(x, float) and math.isnan(x)):
+            return "–"
+        if key in fmt:
+            return escape(fmt[key].format(x))
+        return escape(f"{x:.2g}" if isinstance(x, float) else str(x))
+
+    lines = ["| " + " | ".join(escape(h) for h in columns.values()) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(k, r.get(k)) for k in columns) + " |" for r in rows]
     return "\n".join(lines)
 

@@ -228,12 +228,18 @@ def test_markdown_table_escapes_a_pipe_in_a_cell():
     assert table.splitlines()[2] == "| ‖x‖ \\| 2 | 1 |"
 
 
-@pytest.mark.xfail(strict=True, reason="markdown_table does not escape | yet (lead merges the fix)")
 def test_markdown_table_escapes_a_pipe_in_a_header():
     from attnproof.bench import markdown_table
 
     table = markdown_table([{"ratio": 0.5}], {"ratio": "bound / ||W*||"})
     assert table.splitlines()[0] == "| bound / \\|\\|W*\\|\\| |"
+
+
+def test_markdown_table_shows_a_missing_value_as_a_dash_whatever_its_format():
+    from attnproof.bench import markdown_table
+
+    table = markdown_table([{"x": None}, {"x": float("nan")}, {"x": 0.5}], ["x"], fmt={"x": "{:.3f}"})
+    assert table.splitlines()[2:] == ["| – |", "| – |", "| 0.500 |"]
 
 
 @pytest.mark.book
