@@ -161,6 +161,16 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
+def _queries(r: dict[str, Any]) -> str:
+    """``N queries (formula F)``, and when a learner spent more, how many were counted re-asks."""
+    formula = r.get("queries_formula")
+    extra = r["queries"] - formula if isinstance(formula, int) else 0
+    if extra <= 0:
+        return f"{r['queries']} queries (formula {formula})"
+    return (f"{r['queries']} queries (formula {formula} + {extra} counted re-asks: probes asked again "
+            "at a smaller scale when a logit saturated, or extra points of a kink search)")
+
+
 def _describe(r: dict[str, Any]) -> str:
     """One line for a result row of :func:`attnproof.bench.result_row` (any learner)."""
     head = [f"{r['learner']}", f"d={r['d']}"]
@@ -177,7 +187,7 @@ def _describe(r: dict[str, Any]) -> str:
         bits = f"{r['bits']:.1f} bits"
     errors = f"err_W={r['err_W']:.3e}" + (f" rel_err_W={r['rel_err_W']:.3e}" if "rel_err_W" in r else "")
     errors += f" err_v={r['err_v']:.3e}" if "err_v" in r else f" ffn_err={r['ffn_err']:.3e}"
-    parts = [f"{r['queries']} queries (formula {r.get('queries_formula')})", errors, bits]
+    parts = [_queries(r), errors, bits]
     if r.get("error_bound") is not None:
         parts.append(f"bound {r['error_bound']:.2e} ({'held' if r['within_bound'] else 'VIOLATED'})")
     if "guarantee_W" in r:

@@ -94,3 +94,11 @@ def test_every_cli_example_in_the_readme_parses():
     for command in examples:
         args = build_parser().parse_args(_learner_first(command.split()))
         assert args.command in ("recover", "bench"), command
+
+
+def test_the_default_promise_the_readme_quotes_is_the_codes():
+    """"a fifth of the working digits: X ||W_hat||_F in float64" is FLOAT64.resolution ** 0.2."""
+    from attnproof.arith import FLOAT64
+
+    promise = re.search(r"a fifth\s+of the working digits: ([0-9.e+-]+) \|\|W_hat\|\|_F", README.read_text())
+    assert promise and float(promise[1]) == float(f"{FLOAT64.resolution ** 0.2:.1e}")
