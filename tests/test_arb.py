@@ -29,26 +29,11 @@ def test_every_interval_claim_of_the_registry_has_an_arb_enclosure(inp):
     assert with_iv == set(A.ENCLOSURES)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: _design_claims computes design.band * slack in float64 before the interval arithmetic; "
-    "for the tuned band the product rounds (by 1.8e-16), so the registry's enclosure of the two band "
-    "claims excludes the exact value (fix in attnproof/theorems/noisy.py: iv.mpf(design.band) * slack)"))
 def test_design_tolerances_agree(inp):
-    assert A.check_entry("thm6.1/design-tolerances", inp).passed
-
-
-def test_design_tolerances_disagree_only_on_the_rounded_band_product(inp):
-    """The 144 failing claims are exactly the tuned design's two band claims at every grid point;
-    the registry's value is the smaller (conservative) one, and every claim holds in both."""
+    """Arb's finding, fixed: the band claims were a float64 product (the tuned band rounded down by
+    1.8e-16, so mpmath.iv's enclosure excluded the exact value); both engines now agree on all 720."""
     rep = A.check_entry("thm6.1/design-tolerances", inp)
-    assert len(rep.failures) == 2 * len(inp["grid"])
-    for desc, iv, ball, why in rep.failures:
-        assert desc.startswith("tuned") and "<= band" in desc and "do not overlap" in why
-        assert mpmath.mpf(iv.strip("[]").split(",")[0]) > 0
-    claims = [q for _, q in inp["REGISTRY"]["thm6.1/design-tolerances"].build() if hasattr(q, "a")]
-    with ctx.workprec(A.PREC):
-        balls = A.design_tolerances(inp)
-    assert all(q.a >= 0 for q in claims) and all(b >= 0 for b in balls)
+    assert rep.passed, rep.failures[:3]
 
 
 def test_lipschitz_constant_to_20_digits():

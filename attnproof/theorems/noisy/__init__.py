@@ -839,12 +839,12 @@ def _design_claims(design: ProbeDesign, eps_W: float, eps_v: float, W_bound: flo
     a, b, W, m = iv.mpf(design.a), iv.mpf(design.b(W_bound)), iv.mpf(W_bound), iv.mpf(mu)
     b_pair = b * iv.mpf(design.pair_shrink)
     tau_f, tau_v = iv.mpf(tol.tau_f), iv.mpf(tol.tau_v)
-    slack = 1 + 4 * UNIT_ROUNDOFF  # b is a float64 quotient
+    band = iv.mpf(design.band) * (1 + 4 * iv.mpf(UNIT_ROUNDOFF))  # b is a float64 quotient
     paired = _paper_entry_error(L, a, b_pair, tau_f, tau_v, m) + _paper_entry_error(L, a, b, tau_f, tau_v, m)
     return [
-        (f"{at}: a b W <= band (direct logits inside the clip band)", design.band * slack - a * b * W),
+        (f"{at}: a b W <= band (direct logits inside the clip band)", band - a * b * W),
         (f"{at}: a b_pair sqrt2 W <= band (paired logits, |W_ij + W_pj| <= sqrt2 ||W||_F)",
-         design.band * slack - a * b_pair * iv.sqrt(2) * W),
+         band - a * b_pair * iv.sqrt(2) * W),
         (f"{at}: tau_v <= mu / 2", m / 2 - tau_v),
         (f"{at}: sqrt(d) tau_v <= eps_v", eps_v - iv.sqrt(d) * tau_v),
         (f"{at}: d x (paired entry error) <= eps_W", eps_W - d * paired),
