@@ -25,9 +25,9 @@ import numpy as np
 import sympy as sp
 
 from . import render
-from .checkers import checkers_for
+from .checkers import Checker, Verdict, cached_verdict, checkers_for, store_verdict
 from .graph import FAILED, NOT_IMPLEMENTED, VERIFIED, Graph, Node, Status
-from .registry import LEARNERS, REGISTRY, Learner, content_hash, version_of_attnproof
+from .registry import LEARNERS, REGISTRY, Identity, Learner, content_hash, version_of_attnproof
 
 #: Called once per verified entry (and learner), e.g. to print a progress line.
 Progress = Callable[["Entry | LearnerEntry"], None]
@@ -161,6 +161,26 @@ class Certificate:
         return render.certificate_latex(self)
 
 
+def _run_checker(checker: Checker, ident: Identity, built: list[Any],
+                 digest: str) -> tuple[dict[str, Any], Verdict | None]:
+    """One checker's ``checkers[engine]`` record for one entry, from the verdict cache when the
+    checker has a ``cache_key`` and a verdict is stored under it (then the Verdict is None)."""
+    version = checker.version()
+    key_of = getattr(checker, "cache_key", None)
+    key = key_of(ident, digest) if key_of is not None else None
+    if key is not None and (hit := cached_verdict(checker.engine, version, key)) is not None:
+        return {**hit, "cached": True}, None
+    t1 = time.perf_counter()
+    try:
+        v = checker.check(ident, built)
+    finally:
+        seconds = time.perf_counter() - t1
+    record = {"passed": v.passed, "seconds": seconds, "version": version, "detail": v.detail, **v.extra}
+    if key is not None:
+        store_verdict(checker.engine, version, key, record)
+    return record, v
+
+
 def verify(id: str) -> Entry:
     """Verify one identity on its own (its ``uses`` are not checked here): build it, hash it, and
     run every checker of its kind, in order, until one raises (a failure is reported, not raised)."""
@@ -178,16 +198,11 @@ def verify(id: str) -> Entry:
         hashed = [(desc, allowed) for desc, _, allowed in built] if ident.kind == "run" else built
         digest = content_hash(ident, hashed)
         for checker in checkers:
-            t1 = time.perf_counter()
-            try:
-                v = checker.check(ident, built)
-            finally:
-                seconds = time.perf_counter() - t1
-            verdicts[checker.engine] = {"passed": v.passed, "seconds": seconds, "version": checker.version(),
-                                        "detail": v.detail}
+            record, v = _run_checker(checker, ident, built, digest)
+            verdicts[checker.engine] = record
             if checker.engine == "sympy":
-                symbolic = bool(v.passed)
-            if v.measure is not None:
+                symbolic = bool(record["passed"])
+            if v is not None and v.measure is not None:
                 measure, rows = v.measure, v.rows or rows
     except Exception as exc:  # a failing proof is reported, not raised
         error = f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,69 @@
+"""Coq as a checker of the verifier (issue 20, item 1): the kernel-checked theorems behind the seam.
+
+:func:`attnproof.verify.coq_check.check` compiles every file of ``coq/`` once per process (on the
+first entry that needs it) and judges each theorem by ``Print Assumptions``; the certificate's
+``checkers["coq"]`` of an entry with a theorem names its ``file``, ``theorem`` and the file's
+``sha256`` (and ``sources_sha256``, the file with every file it imports).  An entry without a
+theorem is ``"not run: no Coq theorem ..."``; without ``coqc`` every entry is ``"not run"`` with
+how to install it.  Never passed unless the kernel checked it.
+
+Verdicts are cached (:mod:`attnproof.verify.checkers`) per Coq version under the theorem's
+``sources_sha256`` and the SHA-256 of :mod:`~attnproof.verify.coq_check`: an edited ``.v`` file
+(or one it imports) is compiled again.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from . import coq_check
+from .checkers import Verdict, register_checker, source_sha256
+
+
+@functools.cache
+def _coqc() -> str | None:
+    return coq_check.find_coqc()
+
+
+@functools.cache
+def _version() -> str:
+    path = _coqc()
+    return coq_check.coq_version(path) if path is not None else "not installed"
+
+
+@functools.cache
+def _results() -> dict[str, coq_check.CoqResult]:
+    return coq_check.check(_coqc())
+
+
+class CoqChecker:
+    """Coq's kernel (``coqc`` and ``Print Assumptions``) as a :class:`~attnproof.verify.checkers.Checker`."""
+
+    engine = "coq"
+    kinds = ("identity", "bound")
+
+    def version(self) -> str:
+        return _version()
+
+    def cache_key(self, ident: Any, digest: str) -> str | None:
+        """The theorem's sources (its file and every file it imports) and the driver's source;
+        None (no cache) without a theorem or without ``coqc``."""
+        if ident.id not in coq_check.THEOREMS or _coqc() is None:
+            return None
+        file, theorem = coq_check.THEOREMS[ident.id]
+        return f"{ident.id}:{theorem}:{coq_check.sources_sha256(file)}:{source_sha256(coq_check)}"
+
+    def check(self, ident: Any, built: list[Any]) -> Verdict:
+        if ident.id not in coq_check.THEOREMS:
+            return Verdict(None, "not run: no Coq theorem formalizes this entry")
+        r = _results()[ident.id]
+        passed = {coq_check.PASSED: True, coq_check.FAILED: False}.get(r.status)
+        detail = r.detail if r.status != coq_check.NOT_RUN else f"not run: {r.detail}"
+        extra = {k: v for k, v in r.checker().items() if k not in ("passed", "seconds", "version", "detail")}
+        return Verdict(passed, detail, extra=extra)
+
+
+COQ = register_checker(CoqChecker())
+
+__all__ = ["CoqChecker", "COQ"]
