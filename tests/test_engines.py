@@ -215,3 +215,31 @@ def test_dev_says_when_the_coq_leg_does_not_run(monkeypatch, capsys):
     assert "Coq not installed" in dev.coq_leg()
     out = capsys.readouterr().out
     assert "Coq leg will NOT run" in out and "apt-get install coq libcoq-interval" in out
+
+
+# --- the statement-fidelity chapter (book/fidelity.md) -----------------------------------------
+
+
+def test_fidelity_page_cells_run_and_show_every_coq_theorem(full_certificate, monkeypatch):
+    """The chapter's cells, run here instead of building the book (with the suite's certificate
+    in place of the chapter's own ``verify_all`` of the Coq IDs)."""
+    import re
+
+    import IPython.display
+
+    import attnproof.verify
+    from attnproof.verify import render
+
+    page = (ROOT / "book/fidelity.md").read_text()
+    cells = re.findall(r"```\{code-cell\} ipython3\n(?::tags:.*\n)?(.*?)```", page, re.S)
+    assert cells and "file: fidelity" in (ROOT / "book/_toc.yml").read_text()
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    monkeypatch.setattr(attnproof.verify, "verify_all", lambda ids: full_certificate)
+    for cell in cells:
+        exec(cell, {})
+    text = "".join(m.data for m in shown)
+    assert text == render.fidelity_markdown(full_certificate)
+    for i, (file, theorem) in coq_check.THEOREMS.items():
+        assert f"### `{i}`" in text and f"`{file}`, `{theorem}`" in text
+        assert f"Theorem {theorem}" in text and REGISTRY[i].paper in text

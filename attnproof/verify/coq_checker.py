@@ -15,6 +15,7 @@ Verdicts are cached (:mod:`attnproof.verify.checkers`) per Coq version under the
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from . import coq_check
@@ -64,6 +65,20 @@ class CoqChecker:
         return Verdict(passed, detail, extra=extra)
 
 
+def coq_statement(registry_id: str) -> tuple[str, str]:
+    """The Coq theorem of ``registry_id`` as its ``.v`` file states it: the comment just above it
+    (which registry statement it formalizes, and where its scope differs) and the statement from
+    ``Theorem`` up to ``Proof.``, whitespace collapsed (for the book's statement-fidelity page)."""
+    file, theorem = coq_check.THEOREMS[registry_id]
+    text = (coq_check.COQ_DIR / file).read_text()
+    m = re.search(rf"(?:\(\*((?:(?!\*\)).)*)\*\)\s*)?\b(?:Theorem|Lemma)\s+{re.escape(theorem)}\b(.*?)\bProof\.",
+                  text, re.S)
+    if m is None:
+        raise KeyError(f"{file} has no theorem {theorem}")
+    note = " ".join((m.group(1) or "").split())
+    return note, " ".join(f"Theorem {theorem}{m.group(2)}".split())
+
+
 COQ = register_checker(CoqChecker())
 
-__all__ = ["CoqChecker", "COQ"]
+__all__ = ["CoqChecker", "COQ", "coq_statement"]
