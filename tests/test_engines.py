@@ -105,7 +105,7 @@ def stubbed(monkeypatch, tmp_path):
     for kind in ("identity", "bound"):
         for engine in (*SECOND, "arb"):
             if (kind, engine) in C.CHECKERS:
-                stubs[engine] = stubs.get(engine) or _Stub(engine, ("identity", "bound"), Verdict(True, "stub"))
+                stubs.setdefault(engine, _Stub(engine, ("identity", "bound"), Verdict(True, "stub")))
                 monkeypatch.setitem(C.CHECKERS, (kind, engine), stubs[engine])
     return stubs
 
@@ -129,7 +129,8 @@ def test_not_run_never_counts_as_passed(stubbed, monkeypatch):
     assert set(e.passed_engines) == {"sympy", "mpmath"}
     assert graph.strength(e.passed_engines, kernel=True) == graph.ONE_ENGINE
     for engine in ("sympy", "mpmath"):  # with no engine passing, nothing passes
-        monkeypatch.setitem(C.CHECKERS, ("identity", engine), _Stub(engine, ("identity",), Verdict(None, "x")))
+        stub = _Stub(engine, ("identity",), Verdict(None, "not run: stub"))
+        monkeypatch.setitem(C.CHECKERS, ("identity", engine), stub)
     assert not verify(ID).own_passed
 
 
@@ -170,8 +171,9 @@ def test_smt_verdicts_map_to_passed_failed_or_not_run(monkeypatch):
 
 
 def _entry(id: str, engines: dict[str, bool | None], uses: list[str] = ()) -> Entry:
+    records = {k: {"passed": p, "seconds": 0.0, "version": "", "detail": ""} for k, p in engines.items()}
     return Entry(id, "identity", "", "", "", list(uses), 1, True, 0.0, True, True, 0.0, "0" * 64,
-                 checkers={k: {"passed": p, "seconds": 0.0, "version": "", "detail": ""} for k, p in engines.items()})
+                 checkers=records)
 
 
 def test_kernel_checked_needs_every_use_kernel_checked():
@@ -228,7 +230,7 @@ def test_fidelity_page_cells_run_and_show_every_coq_theorem(full_certificate, mo
     import IPython.display
 
     import attnproof.verify
-    from attnproof.verify import render
+    from attnproof.verify import coq_checker
 
     page = (ROOT / "book/fidelity.md").read_text()
     cells = re.findall(r"```\{code-cell\} ipython3\n(?::tags:.*\n)?(.*?)```", page, re.S)
@@ -239,7 +241,7 @@ def test_fidelity_page_cells_run_and_show_every_coq_theorem(full_certificate, mo
     for cell in cells:
         exec(cell, {})
     text = "".join(m.data for m in shown)
-    assert text == render.fidelity_markdown(full_certificate)
+    assert text == coq_checker.fidelity_markdown(full_certificate)
     for i, (file, theorem) in coq_check.THEOREMS.items():
         assert f"### `{i}`" in text and f"`{file}`, `{theorem}`" in text
         assert f"Theorem {theorem}" in text and REGISTRY[i].paper in text

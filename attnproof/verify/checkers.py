@@ -30,7 +30,8 @@ with a ``"not run: ..."`` or ``"no verdict: ..."`` detail: never passed, never f
 ``digest``, or what its verdict rests on, e.g. the Coq sources' hash): the verifier then reuses
 a verdict stored under (engine, engine version, key) in :func:`cache_dir` instead of running the
 engine again, so ``dev.py all`` computes the verdicts and the test suite and the book reuse them.
-A cached verdict is evidence only for the same key and engine version.  A checker's verdict is never hashed: the
+A cached verdict is evidence only for the same key and engine version.  A checker's verdict is
+never hashed: the
 identity's SHA-256 (:func:`attnproof.verify.registry.content_hash`) stays what was published.
 """
 

@@ -67,7 +67,8 @@ class ClaimResult:
         c = self.claim
         return {
             "id": c.id, "paper": c.paper, "kind": c.kind, "statement": c.statement, "chapter": c.chapter,
-            "status": self.status, "strength": self.strength, "depends": list(c.depends), "blocking": self.blocking,
+            "status": self.status, "strength": self.strength, "depends": list(c.depends),
+            "blocking": self.blocking,
             "errata": self.errata, "correction": self.correction, "reason": c.reason,
             "kinds": self.kinds, "checks": [r.as_dict() for r in self.checks],
         }

@@ -450,59 +450,6 @@ def errata_markdown(ledger: Ledger) -> str:
 
 
 
-#: Longest sympy statement shown inside the side-by-side table (longer ones follow it in full).
-SYMPY_INLINE = 240
-
-
-def sympy_statement(ident: Any) -> list[str]:
-    """The registry's sympy statement of an entry, one line per pair (``lhs == rhs``) or claim
-    (``description: q >= 0``, an interval claim shown as its mpmath.iv enclosure)."""
-    import sympy as sp
-
-    lines = []
-    for a, b in ident.build():
-        if ident.kind == "bound":
-            lines.append(f"{a}: {sp.sstr(b)} >= 0" if isinstance(b, sp.Basic) else f"{a}: enclosure {b}")
-        else:
-            lines.append(f"{sp.sstr(a)} == {sp.sstr(b)}")
-    return lines
-
-
-def fidelity_markdown(cert: Certificate) -> str:
-    """Statement fidelity (issue 20): for every Coq theorem, the paper's statement (the registry's
-    LaTeX, with its paper reference), the registry's sympy statement and the Coq statement (from
-    the ``.v`` file, up to ``Proof.``) side by side, with the Coq verdict and the ``.v`` file's own
-    note on scope, so a reader can judge that what was proved is what the paper says.
-
-    ``cert`` must cover every ID of :data:`attnproof.verify.coq_check.THEOREMS`."""
-    from .coq_check import THEOREMS
-    from .coq_checker import coq_statement
-    from .registry import REGISTRY
-
-    out = []
-    for i, (file, theorem) in THEOREMS.items():
-        e, ident = cert.entry(i), REGISTRY[i]
-        note, coq = coq_statement(i)
-        sym = sympy_statement(ident)
-        inline = sum(map(len, sym)) <= SYMPY_INLINE
-        sym_cell = "<br>".join(f"`{x}`" for x in sym) if inline else f"{len(sym)} statements, in full below"
-        paper = " ".join(ident.statement.split()).replace("|", r"ert ")
-        c = e.checkers.get("coq", {})
-        verdict = ("kernel-checked" if c.get("passed") else "FAILED" if c.get("passed") is False else "not run")
-        cells = [f"${paper}$", sym_cell, f"`{coq}`"]
-        out.append(
-            f"### `{i}` ({ident.paper})\n\n"
-            f"| paper ({ident.paper}) | registry (sympy) | Coq (`{file}`, `{theorem}`) |\n|---|---|---|\n"
-            "| " + " | ".join(x.replace("|", r"\|") if not x.startswith("$") else x for x in cells) + " |\n\n"
-            f"*Coq:* {verdict}; file SHA-256 `{str(c.get('sha256', ''))[:16]}…`; entry "
-            f"{'verified (' + e.strength + ')' if e.passed else 'NOT verified'}."
-            + (f" *The `.v` file's note:* {note}" if note else "") + "\n"
-            + ("" if inline else "\n<details><summary>The sympy statement in full</summary>\n\n```text\n"
-               + "\n".join(sym) + "\n```\n\n</details>\n")
-        )
-    return "\n".join(out)
-
-
 #: The colour of each status in :func:`draw`.
 COLOURS = {"verified": "#2ca02c", "erratum": "#ff7f0e", "open": "#1f77b4", "not yet implemented": "#9e9e9e",
            "unverified dependency": "#e6c229", "not run": "#d9d9d9", "failed": "#d62728"}
@@ -552,7 +499,8 @@ def draw(ledger: Ledger, ax: Any = None) -> Any:
     if ax is None:
         _, ax = plt.subplots(figsize=(2.3 * width + 1.2, 0.34 * (1 - min(y for _, y in pos.values())) + 1))
     boxes = {
-        c.claim.id: ax.text(*pos[c.claim.id], c.claim.id + MARKERS.get(c.strength, ""), ha="center", va="center", fontsize=7, zorder=3,
+        c.claim.id: ax.text(*pos[c.claim.id], c.claim.id + MARKERS.get(c.strength, ""), ha="center",
+                            va="center", fontsize=7, zorder=3,
                             bbox=dict(boxstyle="round,pad=0.25", fc=COLOURS[c.status], ec="black", lw=0.4))
         for c in ledger.claims
     }
@@ -583,7 +531,8 @@ def draw(ledger: Ledger, ax: Any = None) -> Any:
 __all__ = [
     "PAPER_URL", "PAPER_BIBTEX", "software_bibtex", "latex_escape", "display_math", "typeset",
     "learner_markdown", "checked_by", "checkers_line", "coq_line", "entry_bibtex", "strengths_text",
-    "engines_text", "MARKERS", "SYMPY_INLINE", "sympy_statement", "fidelity_markdown", "entry_markdown", "identities_markdown", "learners_markdown",
+    "engines_text", "MARKERS", "entry_markdown",
+    "identities_markdown", "learners_markdown",
     "certificate_summary", "certificate_markdown", "entries_markdown", "certificate_latex", "status_text",
     "ledger_markdown", "errata_markdown", "COLOURS", "layout", "draw",
 ]
