@@ -499,12 +499,14 @@ def draw(ledger: Ledger, ax: Any = None) -> Any:
     if ax is None:
         _, ax = plt.subplots(figsize=(2.3 * width + 1.2, 0.34 * (1 - min(y for _, y in pos.values())) + 1))
     boxes = {
-        c.claim.id: ax.text(*pos[c.claim.id], c.claim.id + MARKERS.get(c.strength, ""), ha="center",
-                            va="center", fontsize=7, zorder=3,
+        c.claim.id: ax.text(*pos[c.claim.id], c.claim.id, ha="center", va="center", fontsize=7, zorder=3,
                             bbox=dict(boxstyle="round,pad=0.25", fc=COLOURS[c.status], ec="black", lw=0.4))
         for c in ledger.claims
     }
     for c in ledger.claims:
+        if c.strength:  # who checked a verified claim, as a marker at the box's top right
+            ax.annotate(MARKERS[c.strength].strip(), xy=(1, 1), xycoords=boxes[c.claim.id], fontsize=6,
+                        ha="left", va="center", zorder=4)
         edges = [(d, c.claim.id, dict(color="#777777", lw=0.6, alpha=0.8)) for d in c.claim.depends]
         if c.correction:
             edges.append((c.claim.id, c.correction, dict(color="#ff7f0e", lw=1.0, ls="--")))
