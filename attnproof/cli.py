@@ -89,7 +89,7 @@ def _arith(text: str) -> str:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from .verify import REGISTRY, verify_all, write
+    from .verify import REGISTRY, render, verify_all, write
     from .verify.certificate import Entry
     from .verify.cli import say
 
@@ -99,7 +99,7 @@ def _verify(args: argparse.Namespace) -> int:
         if isinstance(x, Entry):
             done.append(x)
             say(f"verify [{len(done)}/{len(REGISTRY)}] {x.id}: {'ok' if x.own_passed else 'FAILED'} "
-                f"({x.seconds:.1f} s)")
+                f"({x.seconds:.1f} s; {render.checkers_line(x)})")
         else:
             say(f"verify learner {x.name}: {'ok' if x.passed else 'NOT verified'}")
 
@@ -115,7 +115,8 @@ def _verify(args: argparse.Namespace) -> int:
     cert = verify_all(progress=None if args.quiet else progress)
     if not args.quiet:
         say(f"verify: {'all' if cert.passed else 'NOT all'} {len(cert.entries)} identities and "
-            f"{len(cert.learners)} learners verified in {cert.seconds:.1f} s")
+            f"{len(cert.learners)} learners verified in {cert.seconds:.1f} s "
+            f"({render.strengths_text(cert)}); engines: {render.engines_text(cert)}")
     if args.out:
         out = Path(args.out)
         try:

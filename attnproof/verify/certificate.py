@@ -25,9 +25,9 @@ import numpy as np
 import sympy as sp
 
 from . import render
-from .checkers import checkers_for
-from .graph import FAILED, NOT_IMPLEMENTED, VERIFIED, Graph, Node, Status
-from .registry import LEARNERS, REGISTRY, Learner, content_hash, version_of_attnproof
+from .checkers import Checker, Verdict, cached_verdict, checkers_for, store_verdict
+from .graph import FAILED, NOT_IMPLEMENTED, STRENGTHS, VERIFIED, Graph, Node, Status, strength
+from .registry import LEARNERS, REGISTRY, Identity, Learner, content_hash, version_of_attnproof
 
 #: Called once per verified entry (and learner), e.g. to print a progress line.
 Progress = Callable[["Entry | LearnerEntry"], None]
@@ -75,12 +75,19 @@ class Entry:
     #: For a run: every check as ``{"check", "measured", "allowed", "passed"}`` (floats).
     checks: list[dict[str, Any]] = field(default_factory=list)
     checkers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Who checked it, when verified (:data:`attnproof.verify.graph.STRENGTHS`), else "".
+    strength: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
+
+    @property
+    def passed_engines(self) -> list[str]:
+        """The engines whose verdict on this entry is a pass (not run and no verdict never are)."""
+        return [k for k, v in self.checkers.items() if v.get("passed") is True]
 
     def citation(self, version: str | None = None) -> str:
         """One line that pins this entry: ID, paper reference, attnproof version, full SHA-256."""
@@ -118,12 +125,35 @@ class Certificate:
                 return e
         raise KeyError(id)
 
+    def engines(self) -> dict[str, dict[str, Any]]:
+        """Per engine: entries it checked (a verdict, pass or fail), passed, failed, not run (or
+        no verdict), seconds (as measured when computed, cached or not), and verdicts reused from
+        the cache."""
+        out: dict[str, dict[str, Any]] = {}
+        for e in self.entries:
+            for name, v in e.checkers.items():
+                row = out.setdefault(name, {"checked": 0, "passed": 0, "failed": 0, "not run": 0,
+                                            "seconds": 0.0, "cached": 0})
+                row["checked"] += v["passed"] is not None
+                row["passed"] += v["passed"] is True
+                row["failed"] += v["passed"] is False
+                row["not run"] += v["passed"] is None
+                row["seconds"] += float(v.get("seconds", 0.0))
+                row["cached"] += bool(v.get("cached"))
+        return out
+
+    def strengths(self) -> dict[str, int]:
+        """How many entries have each strength (verified ones only)."""
+        return {s: n for s in STRENGTHS if (n := sum(e.strength == s for e in self.entries))}
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
             "created": self.created,
             "seconds": self.seconds,
             "versions": self.versions,
+            "engines": self.engines(),
+            "strengths": self.strengths(),
             "identities": [e.as_dict() for e in self.entries],
             "learners": [lr.as_dict() for lr in self.learners],
         }
@@ -161,6 +191,26 @@ class Certificate:
         return render.certificate_latex(self)
 
 
+def _run_checker(checker: Checker, ident: Identity, built: list[Any],
+                 digest: str) -> tuple[dict[str, Any], Verdict | None]:
+    """One checker's ``checkers[engine]`` record for one entry, from the verdict cache when the
+    checker has a ``cache_key`` and a verdict is stored under it (then the Verdict is None)."""
+    version = checker.version()
+    key_of = getattr(checker, "cache_key", None)
+    key = key_of(ident, digest) if key_of is not None else None
+    if key is not None and (hit := cached_verdict(checker.engine, version, key)) is not None:
+        return {**hit, "cached": True}, None
+    t1 = time.perf_counter()
+    try:
+        v = checker.check(ident, built)
+    finally:
+        seconds = time.perf_counter() - t1
+    record = {"passed": v.passed, "seconds": seconds, "version": version, "detail": v.detail, **v.extra}
+    if key is not None:
+        store_verdict(checker.engine, version, key, record)
+    return record, v
+
+
 def verify(id: str) -> Entry:
     """Verify one identity on its own (its ``uses`` are not checked here): build it, hash it, and
     run every checker of its kind, in order, until one raises (a failure is reported, not raised)."""
@@ -178,16 +228,11 @@ def verify(id: str) -> Entry:
         hashed = [(desc, allowed) for desc, _, allowed in built] if ident.kind == "run" else built
         digest = content_hash(ident, hashed)
         for checker in checkers:
-            t1 = time.perf_counter()
-            try:
-                v = checker.check(ident, built)
-            finally:
-                seconds = time.perf_counter() - t1
-            verdicts[checker.engine] = {"passed": v.passed, "seconds": seconds, "version": checker.version(),
-                                        "detail": v.detail}
+            record, v = _run_checker(checker, ident, built, digest)
+            verdicts[checker.engine] = record
             if checker.engine == "sympy":
-                symbolic = bool(v.passed)
-            if v.measure is not None:
+                symbolic = bool(record["passed"])
+            if v is not None and v.measure is not None:
                 measure, rows = v.measure, v.rows or rows
     except Exception as exc:  # a failing proof is reported, not raised
         error = f"{type(exc).__name__}: {exc}"
@@ -223,6 +268,21 @@ def _resolve(entries: dict[str, Entry]) -> dict[str, Status]:
     return g.resolve(own)
 
 
+def _kernel_checked(entries: dict[str, Entry]) -> dict[str, bool]:
+    """Whether Coq passed each entry and every entry it uses, transitively (a use outside
+    ``entries`` or on a cycle is not kernel-checked)."""
+    memo: dict[str, bool] = {}
+
+    def kernel(i: str, stack: tuple[str, ...]) -> bool:
+        if i not in memo:
+            e = entries.get(i)
+            memo[i] = bool(e is not None and i not in stack and e.passed and "coq" in e.passed_engines
+                           and all(kernel(u, stack + (i,)) for u in e.uses))
+        return memo[i]
+
+    return {i: kernel(i, ()) for i in entries}
+
+
 def learner_status(lr: Learner, entries: dict[str, Entry]) -> LearnerEntry:
     """A learner is verified when every identity it relies on is fully verified (and exists)."""
     st = _resolve(entries)["learner:" + lr.name]
@@ -248,6 +308,9 @@ def verify_all(ids: Iterable[str] | None = None, progress: Progress | None = Non
     statuses = _resolve(entries)
     for i in wanted:
         entries[i].passed = statuses[i].verified
+    kernel = _kernel_checked(entries)
+    for i in wanted:
+        entries[i].strength = strength(entries[i].passed_engines, kernel[i]) if entries[i].passed else ""
     learners = [learner_status(lr, entries) for lr in LEARNERS.values()
                 if ids is None or set(lr.relies_on) <= set(wanted)]
     for lr in learners if progress is not None else ():

@@ -19,19 +19,33 @@ The engines that run today, all at :data:`NUMERIC_DPS` digits where numeric:
 * ``mpmath`` (bound): the largest violation ``max(0, -quantity)`` at random points;
 * ``learner-run`` (run): the learner run end to end, every ``measured <= allowed``.
 
-A new engine (z3, cvc5, Arb, Coq) is one module ``attnproof/verify/<engine>_checker.py`` that
-defines a checker and calls :func:`register_checker` when imported; :func:`discover` imports
-every such module, so the verifier is never edited.  A checker's verdict is never hashed: the
+The second engines (issue 20), each one module ``attnproof/verify/<engine>_checker.py`` that
+registers its checker when imported (:func:`discover` imports every such module, so the
+verifier is never edited): ``z3`` and ``cvc5`` (:mod:`~attnproof.verify.smt_checker`), ``arb``
+(:mod:`~attnproof.verify.arb_checker`) and ``coq`` (:mod:`~attnproof.verify.coq_checker`).  An
+engine that cannot check an entry, is not installed or reaches no verdict says ``passed`` None
+with a ``"not run: ..."`` or ``"no verdict: ..."`` detail: never passed, never failed.
+
+**The verdict cache.** A slow checker defines ``cache_key(ident, digest)`` (the entry's SHA-256
+``digest``, or what its verdict rests on, e.g. the Coq sources' hash): the verifier then reuses
+a verdict stored under (engine, engine version, key) in :func:`cache_dir` instead of running the
+engine again, so ``dev.py all`` computes the verdicts and the test suite and the book reuse them.
+A cached verdict is evidence only for the same key and engine version.  A checker's verdict is
+never hashed: the
 identity's SHA-256 (:func:`attnproof.verify.registry.content_hash`) stays what was published.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
+import os
 import pkgutil
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import mpmath
@@ -54,13 +68,15 @@ class Verdict:
 
     ``passed`` is None when the engine has no evidence for this entry; ``measure`` is the
     engine's number (the mpmath disagreement or violation, a run's worst measured / allowed) and
-    ``rows`` a run's checks, as the certificate reports them.
+    ``rows`` a run's checks, as the certificate reports them; ``extra`` are further keys of the
+    certificate's ``checkers[engine]`` record (a Coq verdict's file, theorem and SHA-256).
     """
 
     passed: bool | None
     detail: str = ""
     measure: float | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Checker(Protocol):
@@ -106,6 +122,72 @@ def discover() -> None:
         if info.name.endswith("_checker") and info.name not in _DISCOVERED:
             _DISCOVERED.add(info.name)
             importlib.import_module(f"{package}.{info.name}")
+
+
+# --- the verdict cache ---------------------------------------------------------------------
+
+#: Environment variable naming the cache directory; ``off`` disables the cache.
+CACHE_ENV = "ATTNPROOF_CACHE"
+#: The cache directory's name at the root of a source checkout (ignored by git).
+CACHE_NAME = ".attnproof-cache"
+
+
+def cache_dir() -> Path | None:
+    """Where cached verdicts live: ``$ATTNPROOF_CACHE`` (``off``: no cache), else
+    ``.attnproof-cache/`` at the root of the source checkout (the directory holding
+    ``pyproject.toml`` above the package), else ``~/.cache/attnproof``."""
+    env = os.environ.get(CACHE_ENV, "")
+    if env.lower() == "off":
+        return None
+    if env:
+        return Path(env)
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file():
+        return root / CACHE_NAME
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "attnproof"
+
+
+def _cache_file(engine: str, version: str, key: str) -> Path | None:
+    base = cache_dir()
+    if base is None:
+        return None
+    name = hashlib.sha256(json.dumps([engine, version, key]).encode()).hexdigest()
+    return base / "verdicts" / engine / f"{name}.json"
+
+
+def cached_verdict(engine: str, version: str, key: str) -> dict[str, Any] | None:
+    """The stored ``checkers[engine]`` record for (engine, version, key), or None."""
+    path = _cache_file(engine, version, key)
+    try:
+        stored = json.loads(path.read_text()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if not stored or stored.get("key") != [engine, version, key]:
+        return None
+    return dict(stored["verdict"])
+
+
+def store_verdict(engine: str, version: str, key: str, record: dict[str, Any]) -> None:
+    """Store one ``checkers[engine]`` record under (engine, version, key) (best effort: a
+    read-only cache directory only means the engine runs again next time)."""
+    path = _cache_file(engine, version, key)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": [engine, version, key], "verdict": record}))
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def source_sha256(*modules: Any) -> str:
+    """SHA-256 of the source files of ``modules`` (a checker's code is part of its cache key)."""
+    h = hashlib.sha256()
+    for m in modules:
+        h.update(Path(m.__file__).read_bytes())
+    return h.hexdigest()
 
 
 # --- the numeric and symbolic machinery ---------------------------------------------------
@@ -274,6 +356,7 @@ LEARNER_RUN = register_checker(_Engine("learner-run", ("run",), lambda: np.__ver
 
 __all__ = [
     "NUMERIC_DPS", "NUMERIC_TOL", "NUMERIC_POINTS", "MAX_RANDOM_SIZE", "Verdict", "Checker", "CHECKERS",
-    "register_checker", "checkers_for", "discover", "numeric_check", "concrete", "is_zero", "expand_matrix",
+    "register_checker", "checkers_for", "discover", "CACHE_ENV", "CACHE_NAME", "cache_dir", "cached_verdict",
+    "store_verdict", "source_sha256", "numeric_check", "concrete", "is_zero", "expand_matrix",
     "bound_proven", "bound_violation", "run_rows", "SYMPY", "MPMATH", "LEARNER_RUN",
 ]

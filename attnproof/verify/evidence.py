@@ -110,6 +110,8 @@ class CheckResult:
     outcome: str  # "passed", "failed", "not run", or the pytest outcome
     passed: bool
     detail: str = ""
+    #: For a passing registry entry: who checked it (:data:`attnproof.verify.graph.STRENGTHS`).
+    strength: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -164,7 +166,7 @@ def identity_evidence(link: Link, ev: Evidence) -> CheckResult:
     outcome = "passed" if e.passed else "failed"
     detail = e.error or ("" if e.passed else "own checks pass, a used identity fails" if e.own_passed else "")
     return CheckResult(link.spec, link.kind, outcome, e.passed,
-                       "; ".join(x for x in (f"sha256 {e.sha256[:16]}", detail) if x))
+                       "; ".join(x for x in (f"sha256 {e.sha256[:16]}", detail) if x), e.strength)
 
 
 def learner_evidence(link: Link, ev: Evidence) -> CheckResult:

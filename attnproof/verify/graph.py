@@ -8,6 +8,11 @@ theorem): a node whose own evidence is ``verified`` stays verified only when eve
 on is *sound* (verified, or an erratum whose correction is verified); otherwise it is an
 ``unverified dependency`` and names what blocks it.  Any other own status (failed, not run, open,
 erratum, not yet implemented) is kept.  A node on a dependency cycle is never verified.
+
+A *verified* node also has a **strength** (issue 20), saying who checked it, strongest first:
+*kernel-checked* (Coq's kernel, with every node it rests on kernel-checked), *two engines* (at
+least two of the :data:`PROOF_ENGINES` passed), *one engine*, *measured* (only numbers at sample
+points or a measured run).  An engine that did not run, or reached no verdict, never counts.
 """
 
 from __future__ import annotations
@@ -26,6 +31,30 @@ ERRATUM = "erratum"
 NOT_IMPLEMENTED = "not yet implemented"
 UNVERIFIED_DEPENDENCY = "unverified dependency"
 STATUSES = (VERIFIED, ERRATUM, OPEN, NOT_IMPLEMENTED, UNVERIFIED_DEPENDENCY, NOT_RUN, FAILED)
+
+#: The strength of a verified node, strongest first (see the module docstring).
+KERNEL_CHECKED = "kernel-checked"
+TWO_ENGINES = "two engines"
+ONE_ENGINE = "one engine"
+MEASURED = "measured"
+STRENGTHS = (KERNEL_CHECKED, TWO_ENGINES, ONE_ENGINE, MEASURED)
+#: The engines whose pass is a proof: sympy's simplification (or its assumptions / an mpmath.iv
+#: enclosure for a bound), z3, cvc5, Arb, Coq.  mpmath's random points and a learner's run measure.
+PROOF_ENGINES = ("sympy", "z3", "cvc5", "arb", "coq")
+
+
+def strength(passed_engines: Iterable[str], kernel: bool) -> str:
+    """The strength of a verified node whose checkers ``passed_engines`` passed; ``kernel``: Coq
+    passed and every node it rests on is kernel-checked."""
+    proofs = {e for e in passed_engines if e in PROOF_ENGINES}
+    if kernel and "coq" in proofs:
+        return KERNEL_CHECKED
+    return TWO_ENGINES if len(proofs) >= 2 else ONE_ENGINE if proofs else MEASURED
+
+
+def weakest(strengths: Iterable[str]) -> str:
+    """The weakest of ``strengths`` (:data:`MEASURED` for none)."""
+    return max(strengths, key=STRENGTHS.index, default=MEASURED)
 
 
 @dataclass(frozen=True)
@@ -155,6 +184,6 @@ class Graph:
 
 __all__ = [
     "VERIFIED", "FAILED", "NOT_RUN", "OPEN", "ERRATUM", "NOT_IMPLEMENTED", "UNVERIFIED_DEPENDENCY",
-    "STATUSES",
-    "Node", "Status", "Graph",
+    "STATUSES", "KERNEL_CHECKED", "TWO_ENGINES", "ONE_ENGINE", "MEASURED", "STRENGTHS", "PROOF_ENGINES",
+    "strength", "weakest", "Node", "Status", "Graph",
 ]

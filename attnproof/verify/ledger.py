@@ -31,7 +31,7 @@ from .certificate import Certificate, Entry, LearnerEntry, verify_all
 from .claims import CLAIMS, ERRATA, Claim, Erratum
 from .evidence import INDEPENDENT_KINDS, NOT_RUN, CheckResult, Evidence, Link, identities_of, parse_check
 from .graph import (
-    ERRATUM, FAILED, NOT_IMPLEMENTED, OPEN, VERIFIED, Graph, Node, Status,
+    ERRATUM, FAILED, NOT_IMPLEMENTED, OPEN, VERIFIED, STRENGTHS, Graph, Node, Status, weakest,
 )
 from .graph import NOT_RUN as NOT_RUN_STATUS
 from .outcomes import Outcomes, check_node_ids, finish_tests, has_tests, start_tests
@@ -55,11 +55,20 @@ class ClaimResult:
     def kinds(self) -> list[str]:
         return sorted({c.kind for c in self.checks if c.kind in INDEPENDENT_KINDS})
 
+    @property
+    def strength(self) -> str:
+        """Who checked a verified claim: the weakest strength of its registry entries, *measured*
+        when only tests and runs check it; "" unless verified (:mod:`attnproof.verify.graph`)."""
+        if self.status != VERIFIED:
+            return ""
+        return weakest(c.strength for c in self.checks if c.spec.startswith("id:"))
+
     def as_dict(self) -> dict[str, Any]:
         c = self.claim
         return {
             "id": c.id, "paper": c.paper, "kind": c.kind, "statement": c.statement, "chapter": c.chapter,
-            "status": self.status, "depends": list(c.depends), "blocking": self.blocking,
+            "status": self.status, "strength": self.strength, "depends": list(c.depends),
+            "blocking": self.blocking,
             "errata": self.errata, "correction": self.correction, "reason": c.reason,
             "kinds": self.kinds, "checks": [r.as_dict() for r in self.checks],
         }
@@ -120,7 +129,8 @@ class Ledger:
         unique.update({r.spec: r.kind for e in self.errata for r in e.checks})
         for kind in unique.values():
             kinds[kind] = kinds.get(kind, 0) + 1
-        return {"claims": len(self.claims), "statuses": statuses, "checks": kinds,
+        strengths = {k: n for k in STRENGTHS if (n := sum(c.strength == k for c in self.claims))}
+        return {"claims": len(self.claims), "statuses": statuses, "strengths": strengths, "checks": kinds,
                 "errata": len(self.errata), "passed": self.passed}
 
     def as_dict(self) -> dict[str, Any]:

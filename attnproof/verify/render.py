@@ -173,6 +173,20 @@ def learner_markdown(name: str) -> str:
 
 # --- a certificate ---------------------------------------------------------------------
 
+def checked_by(e: Entry) -> str:
+    """The engines that passed the entry, with their versions (``sympy 1.13, z3 4.13``), or ``none``."""
+    return ", ".join(f"{k} {e.checkers[k].get('version', '')}".strip() for k in e.passed_engines) or "none"
+
+
+def checkers_line(e: Entry) -> str:
+    """Every engine's verdict on the entry in one line: ``sympy ✓, z3 ✓, cvc5 no verdict, coq not run``."""
+    def word(v: dict[str, Any]) -> str:
+        if v["passed"] is None:
+            return "no verdict" if str(v.get("detail", "")).startswith("no verdict") else "not run"
+        return "✓" if v["passed"] else "✗"
+    return ", ".join(f"{k} {word(v)}" for k, v in e.checkers.items())
+
+
 def entry_bibtex(e: Entry, version: str, year: int | None = None) -> str:
     """A BibTeX ``@misc`` entry citing this identity (ID, paper reference, version, SHA-256)."""
     key = "attnproof:" + re.sub(r"[^A-Za-z0-9.:-]", "-", e.id)
@@ -182,18 +196,26 @@ def entry_bibtex(e: Entry, version: str, year: int | None = None) -> str:
         f"({latex_escape(e.paper)})}},\n"
         "  author = {{The attnproof developers}},\n"
         f"  year = {{{year or _dt.date.today().year}}},\n"
-        f"  note = {{Verified with attnproof {version}; SHA-256 {e.sha256}; "
+        f"  note = {{Verified with attnproof {version} ({latex_escape(e.strength or 'not verified')}; "
+        f"checked by {latex_escape(checked_by(e))}); SHA-256 {e.sha256}; "
         f"after Bhattamishra, Shah, Hahn and Kanade, arXiv:2601.16873}},\n"
         f"  url = {{{PAPER_URL}}}\n"
         "}"
     )
 
 
+def coq_line(e: Entry) -> str:
+    """The Coq theorem behind an entry (file, theorem, the file's SHA-256), or nothing."""
+    c = e.checkers.get("coq", {})
+    return (f" *Coq:* `{c['theorem']}` in `{c['file']}` (SHA-256 `{str(c.get('sha256', ''))[:16]}…`)."
+            if c.get("theorem") else "")
+
+
 def entry_markdown(e: Entry, version: str, year: int | None = None) -> str:
     """A MyST/Markdown block: an anchor named by the ID, the verification badge, the paper
     reference, the statement (broken into lines that fit a book's column), the typeset
     assumptions, the evidence, and a collapsed one-click citation (BibTeX)."""
-    badge = "✓ verified" if e.passed else (
+    badge = f"✓ verified ({e.strength})" if e.passed else (
         "! own checks pass, a used identity fails" if e.own_passed else "✗ NOT verified"
     )
     uses = ", ".join(f"`{u}`" for u in e.uses) or "nothing"
@@ -230,6 +252,7 @@ def entry_markdown(e: Entry, version: str, year: int | None = None) -> str:
         f"*Scope:* {typeset(e.scope or 'not stated')}. *Uses:* {uses}. "
         f"*Evidence:* {method} {e.numeric_max_err:.1e}; {e.seconds:.2f} s; "
         f"SHA-256 `{e.sha256[:16]}…`\n\n"
+        f"*Checkers:* {checkers_line(e)}.{coq_line(e)}\n\n"
         f"{checks}"
         f"<details><summary>Cite <code>{e.id}</code></summary>\n\n"
         f"```bibtex\n{entry_bibtex(e, version, year)}\n```\n\n</details>\n"
@@ -241,7 +264,8 @@ def identities_markdown(cert: Certificate) -> str:
     (what each one uses and its evidence are in its badge, :func:`entry_markdown`)."""
     lines = ["| ID | paper | verified | s | SHA-256 (prefix) |", "|---" * 5 + "|"]
     lines += [
-        f"| `{e.id}` | {e.paper} | {'yes' if e.passed else 'NO'} | {e.seconds:.2f} | `{e.sha256[:16]}` |"
+        f"| `{e.id}` | {e.paper} | {f'yes ({e.strength})' if e.passed else 'NO'} | {e.seconds:.2f} "
+        f"| `{e.sha256[:16]}` |"
         for e in cert.entries
     ]
     return "\n".join(lines) + "\n"
@@ -262,8 +286,24 @@ def certificate_summary(cert: Certificate) -> str:
     """One paragraph: when, how many, whether all verified, how long, with which versions."""
     return (
         f"Created {cert.created}; {len(cert.entries)} identities; "
-        f"{'all verified' if cert.passed else 'NOT all verified'} in {cert.seconds:.1f} s. "
+        f"{'all verified' if cert.passed else 'NOT all verified'} in {cert.seconds:.1f} s "
+        f"({strengths_text(cert)}). Engines: {engines_text(cert)}. "
         "Versions: " + ", ".join(f"{k} {v}" for k, v in cert.versions.items()) + "."
+    )
+
+
+def strengths_text(cert: Certificate) -> str:
+    """``12 kernel-checked, 50 two engines, ...`` (verified entries by strength)."""
+    return ", ".join(f"{n} {k}" for k, n in cert.strengths().items()) or "none verified"
+
+
+def engines_text(cert: Certificate) -> str:
+    """Per engine ``z3 60/62 passed`` (passed of the entries it checked; not run and no verdict
+    apart), as ``verify``'s closing line and the certificate's summary say it."""
+    return "; ".join(
+        f"{k} {r['passed']}/{r['checked']} passed" + (f", {r['failed']} FAILED" if r["failed"] else "")
+        + (f", {r['not run']} not run or no verdict" if r["not run"] else "")
+        for k, r in cert.engines().items()
     )
 
 
@@ -352,8 +392,10 @@ def certificate_latex(cert: Certificate) -> str:
 # --- a ledger ----------------------------------------------------------------------------
 
 def status_text(ledger: Ledger, c: Any) -> str:
-    """A claim's status in words: an erratum names its correction's status, a blocked
-    claim what blocks it."""
+    """A claim's status in words: a verified claim says its strength, an erratum names its
+    correction's status, a blocked claim what blocks it."""
+    if c.status == "verified" and c.strength:
+        return f"verified ({c.strength})"
     if c.status == "erratum":
         fixed = ledger.claim(c.correction).status
         return f"erratum ({', '.join(c.errata)}; correction `{c.correction}`: {fixed})"
@@ -369,6 +411,7 @@ def ledger_markdown(ledger: Ledger, links: bool = False) -> str:
     t = ledger.tests
     lines = [
         f"{s['claims']} claims: " + ", ".join(f"{n} {k}" for k, n in s["statuses"].items())
+        + " (verified: " + (", ".join(f"{n} {k}" for k, n in s["strengths"].items()) or "none") + ")"
         + "; checks by kind: " + ", ".join(f"{n} {k}" for k, n in s["checks"].items())
         + f"; tests from {t.get('source') or 'no pytest run'}"
         + (f" (commit {t['commit'][:12]}, {t['created']})" if t.get("commit") else "") + ".",
@@ -410,6 +453,10 @@ def errata_markdown(ledger: Ledger) -> str:
 #: The colour of each status in :func:`draw`.
 COLOURS = {"verified": "#2ca02c", "erratum": "#ff7f0e", "open": "#1f77b4", "not yet implemented": "#9e9e9e",
            "unverified dependency": "#e6c229", "not run": "#d9d9d9", "failed": "#d62728"}
+
+
+#: The marker a verified claim's box carries in :func:`draw`, by strength (who checked it).
+MARKERS = {"kernel-checked": " ◆", "two engines": " ●●", "one engine": " ●", "measured": " ~"}
 
 
 def layout(ledger: Ledger) -> tuple[dict[str, tuple[int, float]], dict[str, float]]:
@@ -457,6 +504,9 @@ def draw(ledger: Ledger, ax: Any = None) -> Any:
         for c in ledger.claims
     }
     for c in ledger.claims:
+        if c.strength:  # who checked a verified claim, as a marker at the box's top right
+            ax.annotate(MARKERS[c.strength].strip(), xy=(1, 1), xycoords=boxes[c.claim.id], fontsize=6,
+                        ha="left", va="center", zorder=4)
         edges = [(d, c.claim.id, dict(color="#777777", lw=0.6, alpha=0.8)) for d in c.claim.depends]
         if c.correction:
             edges.append((c.claim.id, c.correction, dict(color="#ff7f0e", lw=1.0, ls="--")))
@@ -470,7 +520,9 @@ def draw(ledger: Ledger, ax: Any = None) -> Any:
         ax.text(-0.75, y, lane, ha="right", va="center", fontsize=8, style="italic")
     for status, colour in COLOURS.items():
         ax.scatter([], [], color=colour, label=status, s=50, marker="s", edgecolors="black", linewidths=0.4)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(COLOURS), fontsize=7, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(COLOURS), fontsize=7, frameon=False,
+              title="verified:  " + ",  ".join(f"{m.strip()} {k}" for k, m in MARKERS.items()),
+              title_fontsize=7)
     ax.set_xlim(-1.6, width - 0.4)
     ax.set_ylim(min(y for _, y in pos.values()) - 0.6, 0.6)
     ax.axis("off")
@@ -480,7 +532,9 @@ def draw(ledger: Ledger, ax: Any = None) -> Any:
 
 __all__ = [
     "PAPER_URL", "PAPER_BIBTEX", "software_bibtex", "latex_escape", "display_math", "typeset",
-    "learner_markdown", "entry_bibtex", "entry_markdown", "identities_markdown", "learners_markdown",
+    "learner_markdown", "checked_by", "checkers_line", "coq_line", "entry_bibtex", "strengths_text",
+    "engines_text", "MARKERS", "entry_markdown",
+    "identities_markdown", "learners_markdown",
     "certificate_summary", "certificate_markdown", "entries_markdown", "certificate_latex", "status_text",
     "ledger_markdown", "errata_markdown", "COLOURS", "layout", "draw",
 ]
