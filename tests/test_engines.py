@@ -45,21 +45,14 @@ def test_coq_entries_name_file_theorem_and_hash(full_certificate):
             assert v["passed"] is None and "apt-get install coq" in v["detail"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding (tests/test_arb.py::test_design_tolerances_agree): thm6.1/design-tolerances rounds "
-    "design.band * slack in float64 before the interval arithmetic, so Arb refutes its enclosure of "
-    "the tuned band claims; fix in attnproof/theorems/noisy: iv.mpf(design.band) * slack"))
 def test_no_engine_disagrees(full_certificate):
+    """Arb's finding on thm6.1/design-tolerances (a float64 band product) is fixed: no engine
+    refutes any entry."""
     assert not _refuted(full_certificate)
 
 
 def _refuted(cert) -> list[tuple[str, str]]:
     return [(e.id, k) for e in cert.entries for k, v in e.checkers.items() if v["passed"] is False]
-
-
-def test_the_only_disagreement_is_the_known_arb_finding(full_certificate):
-    refuted = _refuted(full_certificate)
-    assert refuted in ([], [("thm6.1/design-tolerances", "arb")])
 
 
 def test_two_engines_check_most_identities(full_certificate):
