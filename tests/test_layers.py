@@ -4,14 +4,16 @@ Levels, from the ground up (a module may import only from strictly lower levels,
 own level where listed as a peer):
 
     errors -> arith, verify.{registry, ...} -> models, recovery -> oracles, heads -> measure
-           -> prelude, room -> theorems/<room> -> strategies, bench, verify.{evidence, ledger, cli}
+           -> prelude, room, strategies -> theorems/<room> -> bench, verify.{evidence, ledger, cli}
            -> cli -> the package
 
 (``verify/`` spans two floors: its registries, checkers, graph, certificate and renderers sit
 where ``proof.py`` sat, under the rooms; its evidence kinds, ledger and CLI sit beside ``bench``,
 whose runners they use for measured checks.  A level keyed ``a.b`` covers the module ``a.b``.
 ``room`` is the seam: what a room registers -- its options and bench runner -- and the engine
-reads, one floor below the rooms and two below the engine.)
+reads, one floor below the rooms and two below the engine.  ``strategies`` holds the shared
+Hypothesis builders, on the seam's floor, so that a room's own strategies live in its folder,
+``theorems/<room>/strategies.py``, which the room's ``__init__`` never imports.)
 
 Inside ``theorems/`` rooms never import each other, except along a reduction the paper makes,
 declared in ``attnproof.theorems.REDUCTIONS``.
@@ -51,7 +53,7 @@ LEVELS = {
     "prelude": 5,
     "room": 5,  # the seam the rooms register in and bench, cli read
     "theorems": 6,  # every room; the package __init__ only gathers them
-    "strategies": 7,
+    "strategies": 5,  # shared Hypothesis builders; a room's own live in theorems/<room>/strategies.py
     "bench": 7,
     "verify.evidence": 7,  # the evidence kinds: runs bench's runners as measured checks
     "verify.ledger": 7,

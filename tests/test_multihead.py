@@ -9,6 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnproof import strategies as ast
+from attnproof.theorems.multihead import strategies as mst
 from attnproof.arith import FLOAT64, MP, SYMPY
 from attnproof.errors import (
     AssumptionError,
@@ -51,7 +52,7 @@ def _tolerance(heads, X, arith=FLOAT64):
 # --- non-identifiability: different parameters, one function ------------------------------
 
 
-@given(ast.equivalent_multihead_pairs(), lengths, st.data())
+@given(mst.equivalent_multihead_pairs(), lengths, st.data())
 def test_equivalent_pairs_compute_the_same_function(pair, N, data):
     a, b, kind = pair
     d = a[0][1].shape[0]
@@ -68,7 +69,7 @@ def test_equivalent_pairs_compute_the_same_function(pair, N, data):
 
 
 @settings(max_examples=5)
-@given(ast.equivalent_multihead_pairs(d=2, kinds=("hyperplane", "split", "merge")), st.integers(1, 4))
+@given(mst.equivalent_multihead_pairs(d=2, kinds=("hyperplane", "split", "merge")), st.integers(1, 4))
 def test_equivalent_pairs_agree_to_mpmath_precision(pair, N):
     a, b, _ = pair
     rng = np.random.default_rng(N)
@@ -82,21 +83,21 @@ def test_equivalent_pairs_agree_to_mpmath_precision(pair, N):
 
 def test_strategies_validate_eagerly():
     with pytest.raises(InvalidInputError, match="d must be"):
-        ast.equivalent_multihead_pairs(d=0)
+        mst.equivalent_multihead_pairs(d=0)
     with pytest.raises(InvalidInputError, match="kinds"):
-        ast.equivalent_multihead_pairs(kinds=("rotate",))
+        mst.equivalent_multihead_pairs(kinds=("rotate",))
     with pytest.raises(InvalidInputError, match="need H >= 2"):
-        ast.equivalent_multihead_pairs(H=1, kinds=("permute",))
+        mst.equivalent_multihead_pairs(H=1, kinds=("permute",))
     with pytest.raises(InvalidInputError, match="H must be"):
-        ast.short_input_pairs(H=7)
+        mst.short_input_pairs(H=7)
     with pytest.raises(InvalidInputError, match="dims"):
-        ast.orthogonal_heads_targets(dims=[2, 0])
+        mst.orthogonal_heads_targets(dims=[2, 0])
 
 
 # --- short inputs identify even less -------------------------------------------------------
 
 
-@given(ast.short_input_pairs(), st.integers(1, 2), st.data())
+@given(mst.short_input_pairs(), st.integers(1, 2), st.data())
 # thorough profile: a subnormal token (1.5e-323) gives answers 5e-324 apart -- the tolerance needed
 # an absolute term for subnormal results, not a looser relative one
 @example(
@@ -165,7 +166,7 @@ def _learn(heads, bases, arith=FLOAT64, **kw):
     return rec, oracle
 
 
-@given(ast.orthogonal_heads_targets(), st.sampled_from(["basis", "gaussian"]), st.integers(0, 2**16))
+@given(mst.orthogonal_heads_targets(), st.sampled_from(["basis", "gaussian"]), st.integers(0, 2**16))
 def test_orthogonal_heads_float64_within_bound(target, probes, seed):
     heads, bases = target
     try:
@@ -230,7 +231,7 @@ def test_orthogonal_heads_sympy_is_exact():
         assert all(sp.simplify(a - b) == 0 for a, b in zip(got.v, v))
 
 
-@given(ast.c1_violations(), st.integers(0, 2**16))
+@given(mst.c1_violations(), st.integers(0, 2**16))
 # thorough profile: the leak of head 2 (v = e1 - e2, leak +e1) cancels head 1's v = -e1, so on U_1
 # the target is identically 0: a typed NonIdentifiableError (the reduced v~ = 0), not a recovery
 @example(
@@ -343,7 +344,7 @@ def test_fd_hessian_matches_closed_form_and_counts_queries():
         assert err < mpmath.mpf(10) ** -18  # h = 2^-33 ~ eps^(1/4): h^2 ~ eps / h^2 ~ 1e-20
 
 
-@given(ast.orthogonal_heads_targets(dims=[4, 4]), st.integers(1, 2), st.integers(0, 2**16))
+@given(mst.orthogonal_heads_targets(dims=[4, 4]), st.integers(1, 2), st.integers(0, 2**16))
 def test_fewer_than_dh_minus_1_hessians_cannot_separate_heads(target, K, seed):
     """The necessity lemma (module docstring, proven): K < d_h - 1 Hessians at z = 0 leave a
     common kernel across heads, so the finest SBD never returns the head subspaces."""
