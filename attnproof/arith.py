@@ -296,6 +296,13 @@ class Arith(ABC):
         two = self.scalar(2)
         return _elementwise(lambda ki: two ** int(ki), np.asarray(k))
 
+    def ldexp(self, a: Any, k: int) -> np.ndarray:
+        """``a 2^k`` elementwise, exactly, for one integer k, without forming 2^k as a number
+        (float64's 2^1074 overflows though ``1e-320 * 2^1074`` does not): how a norm or a rounding
+        model scales user data into range first."""
+        with self.context():
+            return np.asarray(a, dtype=object) * self.scalar(2) ** int(k)
+
     def maximum(self, a: np.ndarray, floor: Any = 0) -> np.ndarray:
         """Elementwise max(a, floor) (sympy: ``Max``, which stays symbolic)."""
         return _elementwise(lambda x: x if x >= floor else self.scalar(floor), a)
@@ -377,9 +384,7 @@ class Float64(Arith):
         return np.asarray(a, dtype=np.float64)
 
     def norm(self, a: Any) -> float:
-        a = np.asarray(a, dtype=np.float64)
-        top = float(np.max(np.abs(a), initial=0.0))
-        return top * float(np.linalg.norm(a / top)) if top > 0 else 0.0
+        return float(norm2(np.asarray(a, dtype=np.float64).reshape(-1)))
 
     def log2_abs_max(self, a: Any) -> float:
         top = float(np.max(np.abs(np.asarray(a, dtype=np.float64)), initial=0.0))
@@ -390,6 +395,9 @@ class Float64(Arith):
 
     def pow2(self, k: np.ndarray) -> np.ndarray:
         return np.ldexp(1.0, k)
+
+    def ldexp(self, a: Any, k: int) -> np.ndarray:
+        return np.ldexp(np.asarray(a, dtype=np.float64), int(k))
 
     def maximum(self, a: np.ndarray, floor: Any = 0) -> np.ndarray:
         return np.maximum(a, floor)
@@ -648,6 +656,19 @@ def _to_float_floor(x: Any) -> float:
     return f if f > 0 or x == 0 else _TINY
 
 
+def norm2(a: Any, axis: int | None = None) -> Any:
+    """The Euclidean norm of a float64 array (along ``axis``; None: of all entries) with each
+    vector scaled by an exact power of two into [1/2, 1) first, so entries of 1e-300 do not
+    underflow in their squares (``np.linalg.norm`` returns 0 for ``[1e-200]``) nor entries of
+    1e300 overflow (it returns inf); only a norm beyond float64's range itself is inf."""
+    a = np.asarray(a, dtype=np.float64)
+    top = np.max(np.abs(a), axis=axis, keepdims=True, initial=0.0)
+    _, e = np.frexp(np.where(np.isfinite(top), top, 1.0))
+    out = np.ldexp(np.linalg.norm(np.ldexp(a, -e), axis=axis, keepdims=True), e)
+    out = np.where(np.isfinite(top), out, top)
+    return out.reshape(()) if axis is None else np.squeeze(out, axis=axis)
+
+
 FLOAT64 = Float64()
 SYMPY = Sympy()
 
@@ -668,4 +689,4 @@ def parse(spec: str | Arith) -> Arith:
     raise InvalidInputError(f"unknown arithmetic {spec!r}: use float64, mp:DIGITS or sympy")
 
 
-__all__ = ["Arith", "Float64", "MP", "Sympy", "FLOAT64", "SYMPY", "parse", "magnitude"]
+__all__ = ["Arith", "Float64", "MP", "Sympy", "FLOAT64", "SYMPY", "parse", "magnitude", "norm2"]

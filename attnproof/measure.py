@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 
-from .arith import FLOAT64, Arith
+from .arith import FLOAT64, Arith, norm2
 from .errors import InvalidInputError, PrecisionLossError
 from .verify.registry import Learner
 from .recovery import Recovery
@@ -253,9 +253,9 @@ def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarr
     a random sign vector / sqrt(d): every row then has ``p_k^T v = +-||v|| / sqrt(d)``, so no probe
     divides by a small ``p^T v`` (the label error is amplified by ``(|p^T v| + 2 |q^T v|) / |p^T v|``)."""
     d = P.shape[0]
-    u = P @ v / np.linalg.norm(v)
+    u = P @ v / norm2(v)  # norm2: a v* of 1e-300 (or 1e300) neither underflows nor overflows
     h = u - rng.choice([-1.0, 1.0], size=d) / math.sqrt(d)
-    if np.linalg.norm(h) > 0:
+    if norm2(h) > 0:
         P = P - np.outer(2 * h / (h @ h), h @ P)
     return P
 
@@ -834,6 +834,13 @@ class BilinearSession(Session):
                 scale.jump(math.log2(max(top, noise)), order, policy)
 
 
+def _into_range(probes: Probes) -> int:
+    """The exponent e with ``max(|v*|, |beta|) 2^e`` in [1, 2) (0 when both are 0): the rounding
+    model's terms in v* and beta are homogeneous, so it reads them scaled by 2^e (exact)."""
+    top = probes.arith.log2_abs_max(np.append(np.asarray(probes.v, dtype=object), probes.offset))
+    return -math.floor(top) if math.isfinite(top) else 0
+
+
 def value_errors(
     probes: Probes,
     L: np.ndarray,
@@ -876,27 +883,31 @@ def value_errors(
     kk, ll = entries
     P = arith.to_float(probes.P)
     Q = None if probes.Q is None else arith.to_float(probes.Q)
-    v = arith.to_float(probes.v)
-    beta = abs(float(arith.to_float(probes.offset)))
+    # alpha's error is homogeneous of degree 0 in (v, beta): both are scaled by one exact power of
+    # two into range, so a v* of 1e-300 (or 1e300, or 1e-400 in mpmath) neither underflows nor
+    # overflows in the squares and products below
+    e = _into_range(probes)
+    v = arith.to_float(arith.ldexp(probes.v, e))
+    beta = abs(float(arith.to_float(arith.ldexp(probes.offset, e))))
     d = probes.d
     g = eps if typical else (d + 4) * eps
     # the one-token answers: exact without an offset; typically eps |beta| per entry, and a unit
     # vector meets d of those in a sum of random sign
-    v_err = eps * beta if typical else 4 * eps * (np.linalg.norm(v) + np.sqrt(d) * beta)
-    p_norm = np.linalg.norm(P, axis=1)[kk]
-    q_norm = np.ones(len(ll)) if Q is None else np.linalg.norm(Q, axis=1)[ll]
-    pv = np.abs(arith.to_float(probes.pv))[kk]
+    v_err = eps * beta if typical else 4 * eps * (norm2(v) + np.sqrt(d) * beta)
+    p_norm = norm2(P, axis=1)[kk]
+    q_norm = np.ones(len(ll)) if Q is None else norm2(Q, axis=1)[ll]
+    pv = np.abs(arith.to_float(arith.ldexp(probes.pv, e)))[kk]
     s = np.ldexp(1.0, k)
     if probes.scale_query_only:
         x1, x2, sx, sq = p_norm + s * q_norm, s * q_norm, np.ones_like(s), s
     else:
         x1, x2, sx, sq = s * (p_norm + q_norm), s * q_norm, s, np.ones_like(s)
     alpha = FLOAT64.sigmoid(arith.to_float(L))
-    vn = np.linalg.norm(v)
+    vn = norm2(v)
     # a bound adds the errors; independent roundings add in quadrature
     add = (lambda *t: np.sqrt(sum(np.square(x) for x in t))) if typical else (lambda *t: sum(t))
     if typical:  # eps times the label's terms: |x^T v| and ||x o v|| (x o v: the summands)
-        qv = np.abs(arith.to_float(probes.qv))[ll]
+        qv = np.abs(arith.to_float(arith.ldexp(probes.qv, e)))[ll]
         pvv = np.sqrt((P * P) @ (v * v))[kk]
         qvv = np.abs(v)[ll] if Q is None else np.sqrt((Q * Q) @ (v * v))[ll]
         if probes.scale_query_only:
@@ -928,7 +939,8 @@ def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.nda
     """
     arith = probes.arith
     kk, ll = entries
-    pv, qv = np.abs(arith.to_float(probes.pv)), np.abs(arith.to_float(probes.qv))
+    e = _into_range(probes)  # a ratio of values in v*'s units: read in range
+    pv, qv = (np.abs(arith.to_float(arith.ldexp(x, e))) for x in (probes.pv, probes.qv))
     return 4 * arith.eps * (1 + 2 * qv[ll] / pv[kk]) * np.ldexp(1.0, -probes.order * k)
 
 

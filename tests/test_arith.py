@@ -327,3 +327,25 @@ def test_right_singular_values_ascending_with_their_vectors(arith):
     with arith.context():
         for k in range(2):  # ||M v_k|| = s_k and ||v_k|| = 1
             assert _close(arith, arith.hypot(M @ V[:, k]), s[k]) and _close(arith, arith.hypot(V[:, k]), 1)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300, 5e-324 * 2**40])
+def test_norm2_scales_by_a_power_of_two_so_nothing_underflows_or_overflows(scale):
+    """np.linalg.norm([1e-300, ...]) is 0 and np.linalg.norm([1e300, ...]) inf; norm2 and
+    Float64.norm scale each vector into range by an exact power of two first."""
+    from attnproof.arith import norm2
+
+    a = np.array([[3.0, 4.0, 0.0], [0.0, 5.0, 12.0]])
+    np.testing.assert_allclose(norm2(a * scale, axis=1) / scale, [5.0, 13.0], rtol=1e-12)
+    np.testing.assert_allclose(norm2(a.T * scale, axis=0) / scale, [5.0, 13.0], rtol=1e-12)
+    np.testing.assert_allclose(FLOAT64.norm(a * scale) / scale, np.sqrt(25.0 + 169.0), rtol=1e-12)
+    assert norm2(np.zeros(3)) == 0.0 and np.isnan(norm2(np.array([1.0, np.nan])))
+    assert FLOAT64.ldexp(a * scale, 0).tolist() == (a * scale).tolist()
+
+
+def test_ldexp_is_exact_where_two_to_the_k_is_not_a_float():
+    assert FLOAT64.ldexp(np.array([2.0**-1074]), 1074)[0] == 1.0  # 2^1074 itself overflows
+    m = MP(20)
+    with mpmath.workdps(20):
+        assert m.ldexp(m.asarray([1]), -2000)[0] == mpmath.ldexp(1, -2000)
+    assert SYMPY.ldexp(np.array([sp.Integer(3)], dtype=object), -2)[0] == sp.Rational(3, 4)

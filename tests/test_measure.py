@@ -95,6 +95,52 @@ def test_random_orthogonal_and_balanced_bases(d, seed):
     assert np.allclose(np.abs(P @ v), np.linalg.norm(v) / np.sqrt(d), rtol=16 * d * FLOAT64.eps, atol=0)
 
 
+@pytest.mark.parametrize("m", [-997, 997, -1100])  # v* of about 1e-300, 1e300, 1e-331 (mpmath)
+@pytest.mark.parametrize("bias", [False, True])
+def test_the_rounding_model_reads_a_tiny_or_huge_v_in_range(m, bias):
+    """value_errors and resolution are homogeneous of degree 0 in (v*, beta): scaling both by an
+    exact power of two 2^m leaves them unchanged (before the fix, ||v|| underflowed to 0 below
+    about 1e-154 and the bound lost its v terms; above 1e154 it overflowed to inf)."""
+    rng = np.random.default_rng(7)
+    d = 3
+    arith = MP(30) if m < -1074 else FLOAT64
+    v, P, Q = rng.standard_normal(d), rng.standard_normal((d, d)), rng.standard_normal((d, d))
+    beta = 0.75 if bias else 0
+    idx, L, k = np.arange(d), np.array([0.3, -1.2, 2.5]), np.array([0, 3, -2])
+
+    def model(scale_exp):
+        s = arith.pow2(np.array([scale_exp]))[0]
+        return Probes(arith.asarray(P), arith.asarray(Q), arith.asarray(v) * s, arith, offset=beta * s)
+
+    unit, far = model(0), model(m)
+    for kwargs in ({}, {"Wq": np.ones(d)}):
+        expected = value_errors(unit, L, k, (idx, idx), 2.0, 0.5, **kwargs)
+        assert np.all(np.isfinite(expected)) and np.all(expected > 0)
+        got = value_errors(far, L, k, (idx, idx), 2.0, 0.5, **kwargs)
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    from attnproof.measure import resolution
+
+    np.testing.assert_allclose(resolution(far, (idx, idx), k), resolution(unit, (idx, idx), k), rtol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_balanced_reads_a_tiny_or_huge_v(scale):
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal(4)
+    P = balanced(random_orthogonal(4, np.random.default_rng(1)), v * scale, np.random.default_rng(2))
+    Q = balanced(random_orthogonal(4, np.random.default_rng(1)), v, np.random.default_rng(2))
+    np.testing.assert_allclose(P, Q, rtol=0, atol=1e-14)
+
+
+def test_learn_exact_on_a_v_far_below_the_square_root_of_the_smallest_float():
+    """Issue 23's stop note: ``Attention([[0.3]], [5.9e-258])`` with orthogonal probes raised an
+    untyped LinAlgError (``np.linalg.norm(v)`` underflowed to 0 in ``balanced``)."""
+    from attnproof import learn_exact
+
+    r = learn_exact(ValueOracle(Attention([[0.3]], [5.9e-258])), rng=np.random.default_rng(0))
+    assert abs(r.W[0, 0] - 0.3) <= r.diagnostics["error_bound"]
+
+
 # --- the base session: what every learner shares ----------------------------------------------
 
 
