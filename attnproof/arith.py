@@ -333,6 +333,8 @@ class Float64(Arith):
         return float(x)
 
     def asarray(self, a: Any, copy: bool = True) -> np.ndarray:
+        if not (isinstance(a, np.ndarray) and a.dtype.kind in "fiub"):  # the fast path: no check
+            check_real(a)
         try:
             return np.array(a, dtype=np.float64, copy=copy or None)
         except (TypeError, ValueError) as exc:
@@ -453,11 +455,14 @@ class MP(Arith):
             yield
 
     def scalar(self, x: Any) -> mpmath.mpf:
+        _refuse_non_real(x, strings=True)  # a decimal string is mpmath's exact spelling ("1e-400")
         with self.context():
-            if isinstance(x, sp.Basic):
-                x = sp.N(x, self.dps + 5)
-                return mpmath.mpf(str(x))
-            return mpmath.mpf(x)
+            try:
+                if isinstance(x, sp.Basic):
+                    return mpmath.mpf(str(sp.N(x, self.dps + 5)))
+                return mpmath.mpf(x)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"cannot convert {x!r} to an mpmath number: {exc}") from exc
 
     def exp(self, a: np.ndarray) -> np.ndarray:
         with self.context():
@@ -517,7 +522,14 @@ class Sympy(Arith):
             if not math.isfinite(float(x)):
                 raise NonFiniteError("sympy arithmetic needs finite numbers")
             return sp.Rational(float(x))  # the exact value of the binary float
-        return sp.sympify(x)
+        _refuse_non_real(x, strings=True)  # sympy reads a string as an expression ("sqrt(2)")
+        try:
+            expr = sp.sympify(x)
+        except (sp.SympifyError, TypeError) as exc:
+            raise InvalidInputError(f"cannot convert {x!r} to a sympy number: {exc}") from exc
+        if expr.is_real is False:  # a symbol of unknown sign passes; a provably non-real value does not
+            raise InvalidInputError(f"the models are real: got the non-real value {x!r}")
+        return expr
 
     def exp(self, a: np.ndarray) -> np.ndarray:
         return _elementwise(sp.exp, a)
@@ -623,6 +635,33 @@ class Sympy(Arith):
         return np.array(Q.tolist(), dtype=object), np.array(R.tolist(), dtype=object)
 
 
+def check_real(a: Any) -> None:
+    """Refuse what would be cut or misread on the way into a float64 array: complex numbers
+    (numpy's conversion drops the imaginary part with only a warning), strings and None.
+
+    Raises
+    ------
+    InvalidInputError
+    """
+    arr = np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
+    if arr.dtype.kind == "c":
+        raise InvalidInputError("the models are real: complex entries are refused, not cut to real")
+    if arr.dtype.kind in "USV":
+        raise InvalidInputError(f"expected real numbers; got strings or bytes ({arr.dtype})")
+    if arr.dtype == object:
+        for x in arr.reshape(-1):
+            _refuse_non_real(x)
+
+
+def _refuse_non_real(x: Any, strings: bool = False) -> None:
+    """Refuse one entry that is no real number: None, bytes, a complex number, and a string
+    unless ``strings`` (mpmath and sympy parse decimal strings exactly)."""
+    if x is None or isinstance(x, (bytes, complex, np.complexfloating, mpmath.mpc)) or (
+        isinstance(x, str) and not strings
+    ):
+        raise InvalidInputError(f"expected real numbers; got {x!r}")
+
+
 def _elementwise(fn: Any, a: Any) -> np.ndarray:
     """Apply a scalar function to every entry of an object array (keeps the shape)."""
     arr = np.asarray(a, dtype=object)
@@ -679,6 +718,8 @@ def parse(spec: str | Arith) -> Arith:
     """Parse ``"float64"``, ``"mp:DIGITS"`` or ``"sympy"`` into an :class:`Arith`."""
     if isinstance(spec, Arith):
         return spec
+    if not isinstance(spec, str):
+        raise InvalidInputError(f"an arithmetic is an Arith or float64, mp:DIGITS, sympy; got {spec!r}")
     if spec == "float64":
         return FLOAT64
     if spec == "sympy":
@@ -689,4 +730,4 @@ def parse(spec: str | Arith) -> Arith:
     raise InvalidInputError(f"unknown arithmetic {spec!r}: use float64, mp:DIGITS or sympy")
 
 
-__all__ = ["Arith", "Float64", "MP", "Sympy", "FLOAT64", "SYMPY", "parse", "magnitude", "norm2"]
+__all__ = ["Arith", "Float64", "MP", "Sympy", "FLOAT64", "SYMPY", "parse", "magnitude", "norm2", "check_real"]

@@ -48,8 +48,8 @@ from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 
-from .arith import FLOAT64, Arith, norm2
-from .errors import InvalidInputError, PrecisionLossError
+from .arith import FLOAT64, Arith, check_real, norm2, parse
+from .errors import InvalidInputError, PrecisionLossError, ShapeError, check_tolerance
 from .verify.registry import Learner
 from .recovery import Recovery
 
@@ -369,6 +369,30 @@ class Oracle(Protocol):
     def __call__(self, X: Any) -> Any: ...
 
 
+def check_answers(X: Any, answers: Any) -> None:
+    """An oracle's answers to the batch X: one real number per query (a scalar for one sequence
+    of shape (N, d), shape (B,) for a batch (B, N, d)); NaN and infinities are the learners' to
+    judge (a saturated probe is asked again), anything else is refused here.
+
+    Raises
+    ------
+    ShapeError
+        If the answers do not have the shape ``X.shape[:-2]``.
+    InvalidInputError
+        If an answer is a string, None or a complex number.
+    """
+    got = answers if isinstance(answers, np.ndarray) else np.asarray(answers, dtype=object)
+    want = np.shape(X)[:-2]
+    if got.shape != want:
+        raise ShapeError(
+            f"the oracle answered shape {got.shape} to queries of shape {np.shape(X)}; expected {want}"
+        )
+    try:
+        check_real(got)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"the oracle's answers must be real numbers: {exc}") from exc
+
+
 @dataclass
 class Session:
     """One learner's session with its oracle: the base every learner shares (Sec. 3's currency).
@@ -385,7 +409,9 @@ class Session:
     oracle : Oracle
         Anything with ``d``, ``queries`` and answers (a ValueOracle, a MembershipOracle, a
         derived oracle): the session counts *its* queries.
-    arith : Arith
+    arith : Arith or str
+        A spelling (``"float64"``, ``"mp:30"``, ``"sympy"``) is parsed; anything else that is not
+        an :class:`Arith` raises InvalidInputError.
     learner : Learner, keyword only
         The registered learner (``attnproof.verify.registry.LEARNERS[name]``, or the ``@learner``'s
         record): its ``count`` gives ``queries_formula``; the arithmetic must be one it declares.
@@ -422,6 +448,7 @@ class Session:
         return super().__new__(cls)
 
     def __post_init__(self) -> None:
+        self.arith = parse(self.arith)  # "float64", "mp:30", "sympy" spell an arithmetic too
         if not all(hasattr(self.oracle, a) for a in ("d", "queries")) or not callable(self.oracle):
             raise InvalidInputError(
                 f"a learner takes an oracle (e.g. ValueOracle(model)), which counts its queries; "
@@ -478,6 +505,13 @@ class Session:
 
         ``via``: ask through another oracle, e.g. a derived one built on the session's (its
         queries are counted where they land, by the session's oracle).
+
+        Raises
+        ------
+        InvalidInputError
+            If an answer is no real number (a string, None, a complex number), or
+            :class:`ShapeError` if there is not one answer per query (:func:`check_answers`):
+            the one place every learner's oracle answers are checked, before any is used.
         """
         before = self.oracle.queries
         with self.timed("oracle"):
@@ -485,6 +519,7 @@ class Session:
         spent = self.oracle.queries - before
         for hook in _QUERY_HOOKS.get():
             hook(spent)
+        check_answers(X, answers)
         return answers
 
     @property
@@ -506,7 +541,14 @@ class Session:
         """The relative accuracy a learner promises: ``rtol``, or by default the arithmetic's
         resolution to the power 1/5 (a fifth of the working digits, certified: 6.6e-4 in float64;
         the worst-case bound is typically 10^3 to 10^5 times the true error, so a real
-        all-MiniLM-L6-v2 head with an ill-conditioned skeleton needs this much headroom)."""
+        all-MiniLM-L6-v2 head with an ill-conditioned skeleton needs this much headroom).
+
+        Raises
+        ------
+        InvalidInputError
+            If ``rtol`` is not None or a finite real number > 0 (:func:`attnproof.errors.check_tolerance`).
+        """
+        rtol = check_tolerance("rtol", rtol, optional=True)
         return self.arith.resolution**0.2 if rtol is None else rtol
 
     def guard(
@@ -957,6 +999,7 @@ __all__ = [
     "Oracle",
     "Session",
     "BilinearSession",
+    "check_answers",
     "probe_batch",
     "random_orthogonal",
     "balanced",

@@ -24,8 +24,64 @@ from typing import Any
 
 import numpy as np
 
-from .errors import NonIdentifiableError, PrecisionLossError
+from .arith import Arith, parse
+from .errors import (
+    InvalidInputError,
+    NonIdentifiableError,
+    PrecisionLossError,
+    ShapeError,
+    check_count,
+    check_rng,
+    check_tolerance,
+)
 from .measure import BilinearSession, Probes, Session, value_errors
+
+
+# --- the shared argument validators (issue 23, item 10): one spelling of each refusal ----------
+# check_rng, check_tolerance and check_count live in errors.py (the ground floor, so that the
+# Session below this module validates rtol with them) and are re-exported here with these two.
+
+
+def check_arith(name: str, value: Any) -> Arith:
+    """An arithmetic: an :class:`~attnproof.arith.Arith`, or its spelling ``"float64"``,
+    ``"mp:DIGITS"`` or ``"sympy"`` (parsed).
+
+    Raises
+    ------
+    InvalidInputError
+        For anything else (an unknown spelling, a number, None).
+    """
+    if isinstance(value, Arith):
+        return value
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be an Arith or one of float64, mp:DIGITS, sympy; got {value!r}")
+    return parse(value)
+
+
+def check_real_array(
+    name: str, value: Any, arith: Arith, *, shape: tuple[int | None, ...] | None = None
+) -> np.ndarray:
+    """A real, finite array in ``arith`` (weights, W, a basis), of ``shape`` if given (None
+    entries: any size).  Complex entries are refused, not silently cut to their real part.
+
+    Raises
+    ------
+    InvalidInputError
+        For complex, string or non-numeric entries (:meth:`Arith.asarray`).
+    ShapeError
+        For the wrong number of axes or sizes.
+    NonFiniteError
+        For NaN or infinite entries.
+    """
+    a = arith.asarray(value)
+    if shape is not None and (
+        a.ndim != len(shape) or any(n is not None and n != m for n, m in zip(shape, a.shape, strict=True))
+    ):
+        want = "(" + ", ".join("any" if n is None else str(n) for n in shape) + ")"
+        raise ShapeError(f"{name} must have shape {want}; got {a.shape}")
+    arith.check_finite(a, name)
+    return a
+
 
 def read_v(session: Session, bias: bool = False) -> tuple[Any, np.ndarray]:
     """(beta, v*) from one-token queries: d queries (beta = 0), or d + 1 with ``bias``.
@@ -138,4 +194,14 @@ def prepare_probes(
     return probes, shorten
 
 
-__all__ = ["read_v", "learn_score_bias", "tame_rows", "prepare_probes"]
+__all__ = [
+    "check_rng",
+    "check_tolerance",
+    "check_count",
+    "check_arith",
+    "check_real_array",
+    "read_v",
+    "learn_score_bias",
+    "tame_rows",
+    "prepare_probes",
+]

@@ -21,10 +21,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attnproof import (
+    learn_ffn,
+    learn_membership,
+    learn_membership_rotated,
+    learn_multihead_sbd,
+    learn_orthogonal_heads,
+    learn_transformer,
+    prelude,
+)
 from attnproof import strategies as ast
-from attnproof.errors import AssumptionError, InvalidInputError, NonFiniteError, ShapeError
-from attnproof.models import Attention, FactoredAttention, MultiHeadAttention, OneLayerTransformer
+from attnproof.arith import FLOAT64, MP, SYMPY
+from attnproof.errors import AssumptionError, AttnproofError, InvalidInputError, NonFiniteError, ShapeError
+from attnproof.measure import Session
+from attnproof.models import (
+    Attention,
+    FactoredAttention,
+    MultiHeadAttention,
+    OneLayerTransformer,
+    ReluFFN,
+)
 from attnproof.oracles import ApproxOracle, ValueOracle
+from attnproof.theorems.membership import MembershipOracle
+from attnproof.theorems.multihead import cayley_bases
+from attnproof.verify.registry import LEARNERS
 from attnproof.theorems.exact import learn_exact
 from attnproof.theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
 from attnproof.theorems.noisy import (
@@ -310,3 +330,262 @@ def test_cli(args: tuple[str, ...], status: int) -> None:
     assert r.returncode == status, r.stderr
     if status == 2:
         assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("attnproof: error:"), r.stderr
+
+
+# --- every registered learner: its arguments' bad values and its oracle's bad answers ------------
+#
+# One setup per learner (a cheap target inside its assumptions); the matrix crosses it with bad
+# values of each argument and with oracles whose answers are strings, None, the wrong shape, NaN
+# or complex.  Every cell must raise an AttnproofError: never AttributeError, TypeError,
+# ValueError, LinAlgError, nor an answer.  A cell failing in a room's own code is a strict xfail
+# naming the room (the room helpers are fixing them: remove the mark at merge).
+
+
+def _heads() -> tuple[MultiHeadAttention, list[np.ndarray]]:
+    g = np.random.default_rng(1)
+    bases = cayley_bases([2, 2], g.standard_normal((4, 4)), FLOAT64)
+    heads = [(E @ (g.standard_normal((2, 2)) / 2) @ E.T, E @ g.standard_normal(2)) for E in bases]
+    return MultiHeadAttention(heads), bases
+
+
+_A = np.array([[1.0, -0.5], [0.3, 1.0]])
+_W_OUT = np.array([1.0, -2.0])
+_MARGIN = (np.eye(2) / 2, np.array([0.6, -0.6]))  # ||W*||_F <= 2, ||v*|| <= 1, margin mu = 0.5
+
+#: registered name -> (a fresh oracle, the learner called with valid arguments and overrides)
+SETUPS: dict[str, tuple[Callable[[], Any], Callable[..., Any]]] = {
+    "exact": (oracle, lambda o, **kw: learn_exact(o, **{"rng": rng(), **kw})),
+    "noisy": (margin_oracle, lambda o, **kw: learn_noisy(o, **{"W_bound": 2.0, "mu": 0.5, **kw})),
+    "skeleton": (low_rank_oracle, lambda o, **kw: learn_skeleton(o, **{"rank": 1, "rng": rng(), **kw})),
+    "skeleton-adaptive": (
+        low_rank_oracle, lambda o, **kw: learn_skeleton_adaptive(o, **{"rng": rng(), **kw})
+    ),
+    "lowrank-cvx": (low_rank_oracle, lambda o, **kw: cvx_on(o, **{"m": 40, "rng": rng(), **kw})),
+    "membership": (
+        lambda: MembershipOracle(Attention(*_MARGIN)),
+        lambda o, **kw: learn_membership(o, **{"W_bound": 2.0, "mu": 0.5, "eps_W": 0.1, **kw}),
+    ),
+    "membership-rotated": (
+        lambda: MembershipOracle(Attention(*_MARGIN)),
+        lambda o, **kw: learn_membership_rotated(
+            o, **{"W_bound": 2.0, "eps_W": 0.5, "delta_rot": 0.5, "rng": rng(), **kw}
+        ),
+    ),
+    "orthogonal-heads": (
+        lambda: ValueOracle(_heads()[0]), lambda o, **kw: learn_orthogonal_heads(o, _heads()[1], **kw)
+    ),
+    "multihead-sbd": (
+        lambda: ValueOracle(_heads()[0]),
+        lambda o, **kw: learn_multihead_sbd(o, **{"hessians": 2, "rng": rng(), **kw}),
+    ),
+    "ffn": (lambda: ValueOracle(ReluFFN(_A, _W_OUT)), lambda o, **kw: learn_ffn(o, **{"rng": rng(), **kw})),
+    "transformer": (
+        lambda: ValueOracle(OneLayerTransformer(np.array([[0.5, 0.1], [-0.2, 0.3]]), _A, _W_OUT)),
+        lambda o, **kw: learn_transformer(o, **{"rng": rng(), **kw}),
+    ),
+}
+
+
+def cvx_on(o: Any, **kw: Any) -> Any:
+    pytest.importorskip("cvxpy")
+    return learn_lowrank_cvx(o, **kw)
+
+
+def test_the_matrix_covers_every_registered_learner():
+    assert set(SETUPS) == set(LEARNERS)
+    public = {n for n in __import__("attnproof").__all__ if n.startswith("learn_")}
+    assert len(public) == len(LEARNERS)
+
+
+@pytest.mark.parametrize("name", sorted(SETUPS))
+def test_each_setup_is_accepted(name):
+    """The matrix's premise: with valid arguments and answers every setup learns (so a refusal
+    in a cell below is the bad value's doing)."""
+    make, learn = SETUPS[name]
+    learn(make())
+
+
+class BadAnswers:
+    """An oracle answering its base oracle's queries wrongly: ``how`` in ANSWERS."""
+
+    def __init__(self, base: Any, how: str) -> None:
+        self.base, self.how = base, how
+
+    d = property(lambda self: self.base.d)
+    queries = property(lambda self: self.base.queries)
+
+    def __getattr__(self, name: str) -> Any:  # budget, tolerance, model ... as the base's
+        return getattr(self.base, name)
+
+    def __call__(self, X: Any) -> Any:
+        y = np.asarray(self.base(X), dtype=np.float64)
+        return {
+            "string": lambda: y.astype(str),
+            "None": lambda: np.full(y.shape, None, dtype=object),
+            "wrong-shape": lambda: np.append(y.reshape(-1), 0.0),
+            "nan": lambda: np.full(y.shape, NAN),
+            "complex": lambda: y + 1e-3j,
+        }[self.how]()
+
+
+ANSWERS = ("string", "None", "wrong-shape", "nan", "complex")
+
+
+@pytest.mark.parametrize("how", ANSWERS)
+@pytest.mark.parametrize("name", sorted(SETUPS))
+def test_bad_oracle_answers_are_typed(name, how):
+    make, learn = SETUPS[name]
+    with pytest.raises(AttnproofError):
+        learn(BadAnswers(make(), how))
+
+
+TOLERANCES = {"string": "1e-3", "nan": NAN, "inf": INF, "negative": -1.0, "complex": 1e-3j,
+              "array": np.array([1e-3, 1e-3])}
+COUNTS = {"string": "3", "float": 2.5, "negative": -1, "nan": NAN, "complex": 1j}
+RNGS = {"string": "seed", "negative": -1, "float": 1.5, "complex": 1j}
+ARITHS = {"unknown": "float65", "number": 5}
+CHOICES = {"unknown": "nope", "number": 3}
+
+#: registered name -> {argument: the bad values tried}
+ARGUMENTS: dict[str, dict[str, dict[str, Any]]] = {
+    "exact": {"rng": RNGS, "rtol": TOLERANCES, "arith": ARITHS,
+              "probes": {**CHOICES, "complex": np.eye(3) * (1 + 1j)}},
+    "noisy": {"W_bound": TOLERANCES, "mu": TOLERANCES, "tau": TOLERANCES, "eps_W": TOLERANCES,
+              "eps_v": TOLERANCES},
+    "skeleton": {"rank": COUNTS, "rng": {**RNGS, "none": None}, "checks": COUNTS, "rank_tol": TOLERANCES,
+                 "rtol": TOLERANCES, "arith": ARITHS},
+    "skeleton-adaptive": {"rng": {**RNGS, "none": None}, "rank_tol": TOLERANCES, "rtol": TOLERANCES,
+                          "arith": ARITHS},
+    "lowrank-cvx": {"m": {"negative": -1, "float": 2.5}, "rng": {"string": "seed", "none": None},
+                    "solver": {"unknown": "nope"}},
+    "membership": {"W_bound": TOLERANCES, "mu": TOLERANCES, "eps_W": TOLERANCES, "delta": TOLERANCES,
+                   "method": CHOICES, "samples": COUNTS, "rng": RNGS, "arith": ARITHS},
+    "membership-rotated": {"W_bound": TOLERANCES, "eps_W": TOLERANCES, "delta_rot": TOLERANCES, "rng": RNGS,
+                           "arith": ARITHS},
+    "orthogonal-heads": {"probes": CHOICES, "rng": RNGS, "arith": ARITHS, "checks": COUNTS,
+                         "tol": TOLERANCES},
+    "multihead-sbd": {"hessians": COUNTS, "rng": {**RNGS, "none": None}, "arith": ARITHS, "step": TOLERANCES,
+                      "noise": {k: v for k, v in TOLERANCES.items() if k != "negative"} | {"negative": -1.0},
+                      "checks": COUNTS},
+    "ffn": {"rng": RNGS, "arith": ARITHS, "min_gap": TOLERANCES, "max_steps": COUNTS, "tolerance": TOLERANCES,
+            "restarts": COUNTS},
+    "transformer": {"rng": RNGS, "arith": ARITHS, "route": CHOICES, "probes": CHOICES,
+                    "tolerance": TOLERANCES},
+}
+
+
+def _room(reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+def _fails(room: str, name: str, arguments: dict[str, str]) -> dict[tuple[str, str, str], str]:
+    """Cells of ``name`` failing in ``room``'s own code: argument -> its failing kinds."""
+    return {
+        (name, arg, kind): f"room {room}: learn's {arg} is not validated ({kind})"
+        for arg, kinds in arguments.items() for kind in kinds.split()
+    }
+
+
+TOL_TYPES = "string complex array"
+BAD_RNG = "string negative float complex"
+BAD_COUNT = "string float negative nan complex"
+
+#: (learner, argument, bad value's kind) cells that fail today in a room's own code (untyped
+#: errors, or the bad value accepted): strict xfails, each naming the room that fixes it
+ROOM_FAILURES: dict[tuple[str, str, str], str] = {
+    **_fails("membership (theorems/membership)", "membership", {
+        "W_bound": TOL_TYPES, "mu": TOL_TYPES, "samples": BAD_COUNT, "rng": BAD_RNG,
+        "arith": "unknown number"}),
+    **_fails("membership (theorems/membership)", "membership-rotated", {
+        "W_bound": TOL_TYPES, "delta_rot": TOL_TYPES, "rng": BAD_RNG}),
+    **_fails("multihead (theorems/multihead/orthogonal.py)", "orthogonal-heads", {"rng": BAD_RNG}),
+    **_fails("multihead (theorems/multihead/sbd.py)", "multihead-sbd", {
+        "rng": BAD_RNG + " none", "step": "string negative complex array", "checks": BAD_COUNT}),
+    **_fails("transformer (theorems/transformer/ffn.py)", "ffn", {
+        "rng": BAD_RNG, "min_gap": "string nan negative complex array",
+        "max_steps": "string float nan complex"}),
+    **_fails("transformer (theorems/transformer)", "transformer", {"rng": BAD_RNG}),
+}
+
+
+def _argument_cells() -> list[Any]:
+    cells = []
+    for name, arguments in ARGUMENTS.items():
+        for arg, values in arguments.items():
+            for kind, value in values.items():
+                key = (name, arg, kind)
+                marks = [_room(ROOM_FAILURES[key])] if key in ROOM_FAILURES else []
+                cells.append(pytest.param(name, arg, value, id=f"{name}-{arg}-{kind}", marks=marks))
+    return cells
+
+
+@pytest.mark.parametrize("name,arg,value", _argument_cells())
+def test_bad_learner_arguments_are_typed(name, arg, value):
+    make, learn = SETUPS[name]
+    with pytest.raises(AttnproofError):
+        learn(make(), **{arg: value})
+
+
+# --- the shared validators (attnproof.prelude) and the models' real arrays ------------------------
+
+VALIDATORS = [
+    *(cell(f"check-rng-{k}", InvalidInputError, lambda v=v: prelude.check_rng("rng", v))
+      for k, v in {**RNGS, "bool": True, "random-state": np.random.RandomState(0)}.items()),
+    cell("check-rng-required-none", InvalidInputError, lambda: prelude.check_rng("rng", None, required=True)),
+    *(cell(f"check-tolerance-{k}", InvalidInputError, lambda v=v: prelude.check_tolerance("rtol", v))
+      for k, v in {**TOLERANCES, "zero": 0.0, "bool": True, "none": None}.items()),
+    cell("check-tolerance-zero-allowed-negative", InvalidInputError,
+         lambda: prelude.check_tolerance("noise", -0.5, zero=True)),
+    *(cell(f"check-count-{k}", InvalidInputError, lambda v=v: prelude.check_count("checks", v))
+      for k, v in {**COUNTS, "bool": True, "whole-float": 3.0}.items()),
+    cell("check-count-above-maximum", InvalidInputError, lambda: prelude.check_count("checks", 5, maximum=4)),
+    *(cell(f"check-arith-{k}", InvalidInputError, lambda v=v: prelude.check_arith("arith", v))
+      for k, v in {**ARITHS, "none": None, "low-precision": "mp:3"}.items()),
+    cell("check-real-array-complex", InvalidInputError,
+         lambda: prelude.check_real_array("W", np.eye(2) * 1j, FLOAT64)),
+    cell("check-real-array-shape", ShapeError,
+         lambda: prelude.check_real_array("W", np.eye(2), FLOAT64, shape=(3, None))),
+    cell("check-real-array-nan", NonFiniteError, lambda: prelude.check_real_array("v", [1.0, NAN], MP(20))),
+    cell("session-arith-string-unknown", InvalidInputError, lambda: Session(oracle(), "float65")),
+    cell("session-arith-number", InvalidInputError, lambda: Session(oracle(), 64)),
+    cell("session-rtol-string", InvalidInputError, lambda: Session(oracle(), FLOAT64).promise("1e-3")),
+    cell("session-rtol-inf", InvalidInputError, lambda: Session(oracle(), FLOAT64).promise(INF)),
+    # complex arrays: refused, not cut to their real part (numpy does that with only a warning)
+    *(cell(f"attention-complex-W-{a.name}", InvalidInputError,
+           lambda a=a: Attention(np.eye(2) * (1 + 1e-3j), np.ones(2), a)) for a in (FLOAT64, MP(20), SYMPY)),
+    cell("attention-complex-v-list", InvalidInputError, lambda: Attention(np.eye(2), [1.0, 1j])),
+    cell("attention-string-W", InvalidInputError, lambda: Attention([["0.5", 0], [0, 1]], np.ones(2))),
+    cell("attention-none-beta", ACCEPTED, lambda: Attention(np.eye(2), np.ones(2), beta=None)),
+    cell("attention-complex-c", InvalidInputError, lambda: Attention(np.eye(2), np.ones(2), c=[1j, 0])),
+    cell("factored-complex-K", InvalidInputError,
+         lambda: FactoredAttention(np.ones((1, 2)) * 1j, np.ones((1, 2)), np.ones(2))),
+    cell("transformer-complex-A", InvalidInputError,
+         lambda: OneLayerTransformer(np.eye(2), np.ones((2, 2)) + 1j, np.ones(2))),
+    cell("ffn-complex-w-o", InvalidInputError, lambda: ReluFFN(np.eye(2), np.array([1.0, 1j]))),
+    cell("multihead-complex-v", InvalidInputError,
+         lambda: MultiHeadAttention([(np.eye(2), np.array([1j, 1.0]))])),
+    cell("orthogonal-heads-complex-bases", InvalidInputError,
+         lambda: learn_orthogonal_heads(ValueOracle(_heads()[0]), [E * (1 + 1e-9j) for E in _heads()[1]])),
+    cell("mpmath-decimal-strings", ACCEPTED, lambda: Attention([["0.1", 0], [0, 1]], ["1e-400", 1], MP(20))),
+    cell("validators-accept-numpy-scalars", ACCEPTED, lambda: (
+        prelude.check_rng("rng", np.int64(3)), prelude.check_tolerance("eps_W", np.float32(1e-3)),
+        prelude.check_count("checks", np.int32(2)), prelude.check_arith("arith", "mp:30"))),
+]
+
+
+@pytest.mark.parametrize("call,expected", VALIDATORS)
+def test_validators_and_real_arrays(call: Callable[[], Any], expected: type[Exception] | str) -> None:
+    test_api(call, expected)
+
+
+def test_validators_return_what_they_checked():
+    g = np.random.default_rng(1)
+    assert prelude.check_rng("rng", g) is g and prelude.check_rng("rng", None) is None
+    assert prelude.check_rng("rng", 5).standard_normal() == np.random.default_rng(5).standard_normal()
+    assert prelude.check_tolerance("eps_W", np.float32(0.25)) == 0.25
+    assert prelude.check_tolerance("rtol", None, optional=True) is None
+    assert prelude.check_tolerance("noise", 0, zero=True) == 0.0
+    assert prelude.check_count("checks", np.int64(0)) == 0
+    assert prelude.check_arith("arith", "mp:30").name == "mp:30"
+    assert prelude.check_arith("arith", SYMPY) is SYMPY
+    assert Session(oracle(), "sympy").arith is SYMPY

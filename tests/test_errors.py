@@ -5,7 +5,15 @@ import pytest
 from attnproof import errors
 
 
-@pytest.mark.parametrize("name", [n for n in errors.__all__ if n != "AttnproofError"])
+ERRORS = [n for n in errors.__all__ if isinstance(getattr(errors, n), type)]
+CHECKS = [n for n in errors.__all__ if n.startswith("check_")]
+
+
+def test_errors_exports_error_classes_and_checks_only():
+    assert set(ERRORS) | set(CHECKS) == set(errors.__all__) and len(CHECKS) == 3
+
+
+@pytest.mark.parametrize("name", [n for n in ERRORS if n != "AttnproofError"])
 def test_every_error_is_an_attnproof_error(name):
     assert issubclass(getattr(errors, name), errors.AttnproofError)
 
