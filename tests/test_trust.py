@@ -8,20 +8,35 @@ an a-posteriori bound: the exact learner (orthogonal, Gaussian and basis probes)
 ``bias=True`` paths.  Thm 6.1's learner has its own honest-bound property over adversarial
 oracles (``tests/test_noisy.py``); the nuclear-norm learner reports no bound (Thm 5.1's constant
 C is unspecified), which its docstring says.
+
+The new rooms' learners meet the same property on their own hostile families (issue 23): a small
+head among large ones (orthogonal heads), one tiny odd FFN unit (learn_ffn, learn_transformer),
+a target whose norm exceeds the declared W_bound (membership), mpmath at 7-10 digits with a loose
+user tolerance (learn_ffn), and too few Hessians (multi-head SBD).  Each family runs a few examples
+in the ``ci`` profile (a tenth of the profile's count) and more in ``thorough``; a family the
+room's own code fails today is a strict xfail naming the room, with the counterexample pinned.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from hypothesis import example, given
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnproof import strategies as ast
+from attnproof.arith import FLOAT64, MP
 from attnproof.errors import AttnproofError
+from attnproof.models import Attention, MultiHeadAttention, OneLayerTransformer, ReluFFN
 from attnproof.oracles import ValueOracle
-from attnproof.recovery import score
+from attnproof.recovery import score, score_heads
 from attnproof.theorems.exact import learn_exact
 from attnproof.theorems.lowrank import learn_skeleton, learn_skeleton_adaptive
+from attnproof.theorems.membership import MembershipOracle, learn_membership
+from attnproof.theorems.multihead import cayley_bases, learn_multihead_sbd, learn_orthogonal_heads
+from attnproof.theorems.transformer import learn_ffn, learn_transformer
 
 from helpers import seeds
 
@@ -60,3 +75,163 @@ def test_every_learner_meets_its_reported_bound_or_raises_a_typed_error(h, name,
     assert s.err_W <= rec.error_bound, (h.family, s.err_W, rec.error_bound)
     if h.c is not None:
         assert s.err_c <= rec.diagnostics["error_bound_c"], (s.err_c, rec.diagnostics["error_bound_c"])
+
+
+# --- the new rooms' learners on their hostile families (issue 23) ------------------------------
+
+#: a few examples in the ci profile (a tenth of its count), more in thorough
+FEW = settings(max_examples=max(3, settings().max_examples // 10))
+EPS = FLOAT64.eps
+
+
+def _room(room: str, what: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=f"room {room}: {what} (issue 23)")
+
+
+@_room("multihead (theorems/multihead/orthogonal.py)", "error_bound models only relative error (item 1)")
+@FEW
+@given(st.integers(0, 2**16), st.integers(1, 2), st.floats(4.0, 14.0))
+@example(8, 1, 8.0)  # |v_1| ~ 1e-8: err_W 1.7e-8 against a bound of 1.7e-13
+def test_orthogonal_heads_small_head_among_large(seed, small, log10_shrink):
+    """A head whose v is 10^-k times the others' (float QR basis): its reduced oracle carries the
+    other heads' rounding, eps |v_other|, which a relative error model misses."""
+    g = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(g.standard_normal((4, 4)))
+    bases = [Q[:, :2], Q[:, 2:]]
+    scale = [1.0, 1.0]
+    scale[small - 1] = 10.0**-log10_shrink
+    heads = [
+        (E @ g.standard_normal((2, 2)) @ E.T, E @ g.standard_normal(2) * s)
+        for E, s in zip(bases, scale, strict=True)
+    ]
+    oracle = ValueOracle(MultiHeadAttention(heads))
+    try:
+        rec = learn_orthogonal_heads(oracle, bases)
+    except AttnproofError:
+        return
+    assert rec.queries == oracle.queries
+    assert score_heads(rec, heads, FLOAT64)["err_W"] <= rec.diagnostics["error_bound"]
+
+
+def _tiny_odd_ffn(seed: int, d: int, m: int, log10_tiny: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An FFN whose odd part is one tiny unit: m even pairs ``a (ReLU(b^T x) + ReLU(-b^T x))``
+    plus ``+-10^-k ReLU(a^T x)``; and a W for the Transformer around it."""
+    g = np.random.default_rng(seed)
+    B, a = g.standard_normal((d, m)), g.standard_normal(m)
+    A = np.concatenate([B, -B, g.standard_normal((d, 1))], axis=1)
+    w = np.concatenate([a, a, [10.0**-log10_tiny * g.choice([-1.0, 1.0])]])
+    return A, w, g.standard_normal((d, d)) / 2
+
+
+def _ffn_within_bound(rec, A: np.ndarray, w: np.ndarray, g: np.random.Generator, arith=FLOAT64) -> None:
+    """|f_hat(x) - f(x)| <= bound |x|_inf (+ the float evaluation of both) at random points and at
+    points on and 1e-9 off every unit's hyperplane, at scales 1 and 1e-3."""
+    d = A.shape[0]
+    X = [g.standard_normal((64, d))]
+    for col in A.T:
+        P = g.standard_normal((4, d))
+        on = P - np.outer(P @ col, col) / (col @ col)
+        X += [on, on + 1e-9 * col, on - 1e-9 * col]
+    X = np.concatenate(X)
+    X = np.concatenate([X, 1e-3 * X])
+    truth = ReluFFN(A, w)(X[:, None, :])
+    got = arith.to_float(rec(X))
+    scale = np.abs(X @ A) @ np.abs(w) + np.abs(X @ arith.to_float(rec.N).T) @ np.abs(arith.to_float(rec.c))
+    rounding = 4 * (d + A.shape[1] + rec.L + 2) * max(EPS, arith.eps) * scale
+    allowed = rec.diagnostics["error_bound"] * np.abs(X).max(axis=1) + rounding
+    assert np.all(np.abs(got - truth) <= allowed), float(np.max(np.abs(got - truth) - allowed))
+
+
+TINY_ODD = dict(
+    seed=st.integers(0, 2**16), d=st.integers(2, 4), m=st.integers(1, 2), log10_tiny=st.floats(8.0, 11.0)
+)
+
+
+@_room("transformer (theorems/transformer/ffn.py)", "a tiny odd unit's kink is dropped silently (item 4)")
+@FEW
+@given(**TINY_ODD)
+@example(seed=0, d=4, m=1, log10_tiny=9.0)  # L = 1: the tiny unit dropped, 4e-10 over the bound 1.4e-9
+def test_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
+    A, w, _ = _tiny_odd_ffn(seed, d, m, log10_tiny)
+    oracle = ValueOracle(ReluFFN(A, w))
+    try:
+        rec = learn_ffn(oracle, rng=np.random.default_rng(seed))
+    except AttnproofError:
+        return
+    assert rec.queries == oracle.queries
+    _ffn_within_bound(rec, A, w, np.random.default_rng(seed + 1))
+
+
+@_room("transformer (theorems/transformer)", "the cone straddles a tiny odd unit, W's bound ignores it")
+@FEW
+@given(**TINY_ODD)
+@example(seed=2, d=4, m=1, log10_tiny=8.8955)  # cone route: sum |W_hat - W| 4.6e-9, bound 5.0e-11
+def test_transformer_tiny_odd_unit(seed, d, m, log10_tiny):
+    A, w, W = _tiny_odd_ffn(seed, d, m, log10_tiny)
+    oracle = ValueOracle(OneLayerTransformer(W, A, w))
+    try:
+        rec = learn_transformer(oracle, rng=np.random.default_rng(seed))
+    except AttnproofError:
+        return
+    assert rec.queries == oracle.queries
+    assert np.abs(rec.W - W).sum() <= rec.diagnostics["error_bound"] + 64 * EPS * d * d * np.abs(W).max()
+
+
+@_room("transformer (theorems/transformer/ffn.py)", "mp:7-10, loose tolerance: hyperplanes dropped (item 2)")
+@FEW
+@given(st.integers(0, 2**16), st.integers(7, 10), st.floats(1e-2, 0.5))
+@example(8, 8, 0.1)  # mp:8: one hyperplane of three found, the error above the bound
+def test_ffn_low_mpmath_precision(seed, dps, tolerance):
+    arith, g = MP(dps), np.random.default_rng(seed)
+    A, w = g.standard_normal((2, 3)), g.standard_normal(3)
+    oracle = ValueOracle(ReluFFN(A, w, arith))
+    try:
+        rec = learn_ffn(oracle, rng=np.random.default_rng(0), arith=arith, tolerance=tolerance)
+    except AttnproofError:
+        return
+    assert rec.queries == oracle.queries
+    _ffn_within_bound(rec, A, w, g, arith)
+
+
+@_room("membership (theorems/membership)", "||W*||_F > W_bound clipped silently, guarantee_met (item 3)")
+@FEW
+@given(st.integers(0, 2**16), st.integers(2, 3), st.floats(1.05, 3.0), st.sampled_from([1e-2, 1e-3]))
+@example(0, 2, 1.5, 1e-3)  # ||W_hat - W*||_F 0.85 against a bound of 8.4e-7, guarantee_met
+def test_membership_norm_violating_target(seed, d, excess, eps_W):
+    """||W*||_F = excess * W_bound: the answers contradict the assumption; the learner must say
+    so (a typed error or guarantee_met False), never claim its bound."""
+    g = np.random.default_rng(seed)
+    W_bound = 2.0
+    W = g.standard_normal((d, d))
+    W *= excess * W_bound / np.linalg.norm(W)
+    v = g.choice([-1.0, 1.0], size=d) * (1 + 0.2 * g.uniform(-1, 1, size=d))
+    v /= np.linalg.norm(v)
+    mu = 0.5 * float(np.abs(v).min())
+    oracle = MembershipOracle(Attention(W, v))
+    try:
+        rec = learn_membership(oracle, W_bound=W_bound, mu=mu, eps_W=eps_W)
+    except AttnproofError:
+        return
+    assert rec.queries == oracle.queries
+    if rec.diagnostics["guarantee_met"]:
+        assert np.linalg.norm(rec.W - W) <= rec.diagnostics["error_bound"]
+
+
+@_room("multihead (theorems/multihead/sbd.py)", "no bound and no refusal with too few Hessians (item 5)")
+@FEW
+@given(st.integers(0, 2**16), st.sampled_from([(2, 2), (2, 3), (3, 2)]), st.integers(1, 2))
+@example(2, (2, 3), 1)  # err_W 2.4, no error_bound, no error
+def test_multihead_sbd_few_hessians(seed, shape, hessians):
+    H, dh = shape
+    g = np.random.default_rng(seed)
+    bases = cayley_bases([dh] * H, g.standard_normal((H * dh, H * dh)), FLOAT64)
+    heads = [
+        (E @ (g.standard_normal((dh, dh)) / math.sqrt(dh)) @ E.T, E @ g.standard_normal(dh)) for E in bases
+    ]
+    oracle = ValueOracle(MultiHeadAttention(heads))
+    try:
+        rec = learn_multihead_sbd(oracle, hessians=hessians, rng=np.random.default_rng(seed))
+    except AttnproofError:
+        return
+    assert rec.queries == oracle.queries
+    assert score_heads(rec, heads, FLOAT64)["err_W"] <= rec.diagnostics["error_bound"]
