@@ -51,7 +51,10 @@ Both learners bisect on intervals that provably contain the unknown (closed inte
 ``f = 0`` answer 0 is consistent with either side), and the diagnostics report an
 a-posteriori error bound computed with mpmath interval arithmetic from the final intervals
 (certain for ``bisect``; for ``paper`` it holds on the Hoeffding event, probability
-``>= 1 - delta``).  Every bisection has a precision floor (:class:`PrecisionLossError`) and
+``>= 1 - delta``).  The enclosures of W* are not clipped to the band (only p's
+point estimate is, as in Eq. (28)), so they hold even if ``||W*||_F > W``; answers that put
+``||W*||_F`` certainly above W, or a bisection on an end of Eq. (22)'s interval, are refused
+(:class:`AssumptionError`), as answers breaking the margin are.  Every bisection has a precision floor (:class:`PrecisionLossError`) and
 runs through the oracle's query budget.
 
 **The room.**  :mod:`.parameters` (the known parameters, every constant and count),

@@ -186,7 +186,10 @@ def learn_membership(
     Raises
     ------
     AssumptionError
-        Bad (W, mu, eps_W, delta), or answers contradicting the margin assumption.
+        Bad (W, mu, eps_W, delta), or answers contradicting the margin or the norm assumption
+        (the enclosures put ``||W*||_F`` above W: refused, like a broken margin, rather than
+        clipped into a wrong answer; where the answers cannot tell, the reported bound holds
+        without the norm assumption).
     PrecisionLossError
         tau is below what the arithmetic can resolve.
     QueryBudgetExceeded
@@ -244,10 +247,9 @@ def learn_membership(
                 f"|v*_i / ||v*||| < mu = {mu} certainly at i = {small}: the margin assumption fails "
                 "(a zero entry of v*?); see check_target for what stays identifiable"
             )
-        W, w_iv, diag["boundary_hits"] = _w_by_bisection(session, v, v_iv, W_bound, mu, n_W)
+        W, w_iv = _w_by_bisection(session, v, v_iv, W_bound, mu, n_W)
         err_W, err_v, diag["max_entry_bound"] = _posterior(W, w_iv, v, v_iv)
-    # a bisection ending on an end of Eq. (22)'s interval means a* may lie outside it
-    diag["guarantee_met"] = err_W <= eps_W and err_v <= eps_v and diag["boundary_hits"] == 0
+    diag["guarantee_met"] = err_W <= eps_W and err_v <= eps_v
     # the bounds are the theorem's promise, checked above (guarantee_met), not a relative guard; a
     # bisection never re-asks: every query halves an interval
     return session.recovery(W=W, v=v, W_error=err_W, v_error=err_v, guard=False, reasked=0, method=method,
@@ -338,11 +340,19 @@ _ROTATED = LEARNERS["membership-rotated"]
 
 
 def _w_by_bisection(session: Session, v: np.ndarray, v_iv: list, W_bound: float, mu: float,
-                    n_W: int) -> tuple[np.ndarray, list, int]:
+                    n_W: int) -> tuple[np.ndarray, list]:
     """Eqs. (18)-(28) for all d^2 entries in parallel: one batch of d^2 probes per step.
 
-    Returns W_hat, the enclosures ``(interval, i, j)`` of W*_ij, and how many bisections ended
-    on an end of the a-priori interval (0 whenever the assumptions hold)."""
+    Returns W_hat and the enclosures ``(interval, i, j)`` of W*_ij.  The point estimate clips p to
+    the band ``[sigma(-1/2), sigma(1/2)]`` as Eq. (28) does; the enclosures do not (only to
+    ``(0, 1)``, where ``p = sigma(s W*_ij)`` lies whatever W* is), so they hold without the norm
+    assumption, and the answers are checked against it (:func:`_check_norm`).
+
+    Raises
+    ------
+    AssumptionError
+        The answers contradict ``||W*||_F <= W`` or the margin (:func:`_check_norm`).
+    """
     arith, d = session.arith, session.oracle.d
     iv = mpmath.iv
     with arith.context():
@@ -360,20 +370,54 @@ def _w_by_bisection(session: Session, v: np.ndarray, v_iv: list, W_bound: float,
         lo, hi = _bisect(session, np.array([a_lo] * (d * d), dtype=arith.dtype),
                          np.array([a_hi] * (d * d), dtype=arith.dtype), probes, lo_answer, n_W)
         band = (1 / (1 + mpmath.exp(mpmath.mpf(1) / 2)), 1 / (1 + mpmath.exp(-mpmath.mpf(1) / 2)))
-
-        def clip(p: Any) -> Any:
-            return min(max(p, band[0]), band[1])
-
         W = arith.zeros((d, d))
         w_iv = []
         for k, (i, j) in enumerate(zip(i_idx, j_idx)):
-            p = clip(2 * W_bound * abs(alpha[k]) * ((lo[k] + hi[k]) / 2) ** 2)  # Eqs. (26)-(28)
+            p = min(max(2 * W_bound * abs(alpha[k]) * ((lo[k] + hi[k]) / 2) ** 2, band[0]), band[1])  # (26)-(28)
             W[i, j] = arith.scalar(-2 * W_bound * sgn[k] * _logit(p))
             p_iv = 2 * W_bound * abs(v_iv[j] / v_iv[i]) * iv.mpf([lo[k], hi[k]]) ** 2
-            p_iv = iv.mpf([clip(p_iv.a), clip(p_iv.b)])
-            w_iv.append((-2 * W_bound * sgn[k] * iv.log(p_iv / (1 - p_iv)), int(i), int(j)))
-        hits = sum(int(lo[k] == a_lo or hi[k] == a_hi) for k in range(d * d))
-    return W, w_iv, hits
+            w_iv.append((-2 * W_bound * sgn[k] * _logit_enclosure(p_iv), int(i), int(j)))
+        hits = [(int(i), int(j)) for k, (i, j) in enumerate(zip(i_idx, j_idx)) if lo[k] == a_lo or hi[k] == a_hi]
+    _check_norm(w_iv, hits, W_bound)
+    return W, w_iv
+
+
+def _logit_enclosure(p_iv: Any) -> Any:
+    """An enclosure of ``sigma^{-1}(p) = log(p / (1 - p))`` for every p in ``p_iv`` inside (0, 1)
+    (rounded outwards; an end at or beyond 0 or 1 gives -inf or +inf).  Empty (p_iv outside (0, 1),
+    which no sigmoid can answer) gives the interval of +-inf beyond the nearer end."""
+    iv = mpmath.iv
+
+    def logit(x: Any) -> Any:
+        return iv.log(iv.mpf(x) / (1 - iv.mpf(x)))
+
+    low = -mpmath.inf if p_iv.a <= 0 else mpmath.inf if p_iv.a >= 1 else logit(p_iv.a).a
+    high = -mpmath.inf if p_iv.b <= 0 else mpmath.inf if p_iv.b >= 1 else logit(p_iv.b).b
+    return iv.mpf([low, high])
+
+
+def _check_norm(w_iv: list, hits: list, W_bound: float) -> None:
+    """Refuse (:class:`AssumptionError`) when the answers certainly contradict the assumptions, as
+    the margin check does for v: the enclosures of W* (valid whenever a* lies in Eq. (22)'s
+    interval) put ``||W*||_F`` above W, or a bisection ended on an end of Eq. (22)'s interval.
+    The latter is certain too: the assumptions put a* in
+    ``[sqrt(sigma(-1/2) mu / (2W)), sqrt(sigma(1/2) / (2 W mu))]``, at least ``0.08 sqrt(mu / W)``
+    inside both ends, while the last interval is at most ``2 tau < 0.08 sqrt(mu / W)`` wide."""
+    if hits:
+        raise AssumptionError(
+            f"the bisection for W*_ij at (i, j) = {hits[:5]} ended on an end of Eq. (22)'s a-priori "
+            "interval: the answers contradict ||W*||_F <= W or the margin (a* lies outside the interval "
+            "the assumptions allow)"
+        )
+    iv = mpmath.iv
+    mig = [iv.mpf(0) if e.a <= 0 <= e.b else min(abs(e.a), abs(e.b)) for e, _, _ in w_iv]  # min |W*_ij|
+    low = mpmath.mpf(iv.sqrt(sum((m * m for m in mig), iv.mpf(0))).a)  # rounded down: a lower bound
+    if low > W_bound:
+        raise AssumptionError(
+            f"the answers put ||W*||_F >= {mpmath.nstr(low, 6)}, above the known bound W = {W_bound}: the "
+            "norm assumption ||W*||_F <= W fails (the paper's clip of p to [sigma(-1/2), sigma(1/2)] would "
+            f"then be silently wrong); rerun with W_bound >= {mpmath.nstr(low, 6)}"
+        )
 
 
 def _posterior(W: np.ndarray, w_iv: list, v: np.ndarray, v_iv: list) -> tuple[float, float, float]:
