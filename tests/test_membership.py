@@ -390,6 +390,47 @@ def test_the_norm_check_refuses_only_a_certain_violation():
             assert np.linalg.norm(rec.W - W) <= rec.diagnostics["error_bound"] <= 1e-6
 
 
+def test_numpy_scalars_and_integer_seeds_are_accepted():
+    """Issue 23 items 9 and 10: eps_W = np.float32(1e-3) was refused, rng = 5 an AttributeError."""
+    W, v = np.array([[1.0, -0.5], [0.25, 0.75]]), unit([0.6, -0.8])
+    rec = learn_membership(MembershipOracle(Attention(W, v)), W_bound=np.float32(2.0), mu=np.float64(0.5),
+                           eps_W=np.float32(1e-3), delta=np.float32(0.01))
+    ref = learn_membership(MembershipOracle(Attention(W, v)), W_bound=2.0, mu=0.5,
+                           eps_W=float(np.float32(1e-3)))
+    assert np.array_equal(rec.W, ref.W) and rec.queries == ref.queries
+    for seed in (5, np.int64(5)):
+        rot = learn_membership_rotated(MembershipOracle(Attention(W, v)), W_bound=2.0, eps_W=0.5, delta_rot=0.2,
+                                       rng=seed)
+        same = learn_membership_rotated(MembershipOracle(Attention(W, v)), W_bound=2.0, eps_W=0.5, delta_rot=0.2,
+                                        rng=np.random.default_rng(5))
+        assert np.array_equal(rot.W, same.W)
+
+
+@pytest.mark.parametrize("kw", [dict(rng="5"), dict(rng=-1), dict(rng=True), dict(eps_W="1e-3"),
+                                dict(W_bound=None), dict(mu=1j), dict(method="paper", samples=True)])
+def test_bad_arguments_are_typed_before_any_query(kw):
+    oracle = MembershipOracle(Attention(np.eye(2), unit([0.6, -0.8])))
+    with pytest.raises(InvalidInputError):
+        learn_membership(oracle, **(dict(W_bound=2.0, mu=0.5, eps_W=0.5) | kw))
+    with pytest.raises(InvalidInputError):
+        learn_membership_rotated(oracle, W_bound=2.0, eps_W=0.5, rng="5", delta_rot="0.1")
+    assert oracle.queries == 0
+
+
+def test_the_sample_budget_has_a_ceiling():
+    """Issue 23 item 10: samples = 10**12 on an unbudgeted oracle ran unbounded.  Just above the
+    ceiling it is refused before any query; at the ceiling only the oracle's own budget refuses."""
+    oracle = MembershipOracle(Attention(np.eye(2), unit([0.6, -0.8])))
+    for k in (10**12, membership.MAX_SAMPLES + 1):
+        with pytest.raises(QueryBudgetExceeded, match="MAX_SAMPLES"):
+            learn_membership(oracle, W_bound=2.0, mu=0.5, eps_W=0.5, method="paper", samples=k)
+    assert oracle.queries == 0
+    budgeted = MembershipOracle(Attention(np.eye(2), unit([0.6, -0.8])), budget=10)
+    with pytest.raises(QueryBudgetExceeded, match="left"):
+        learn_membership(budgeted, W_bound=2.0, mu=0.5, eps_W=0.5, method="paper", samples=membership.MAX_SAMPLES)
+    assert budgeted.queries == 0
+
+
 def test_norm_bound_violation_is_named():
     with pytest.raises(AssumptionError, match="exceeds"):
         check_target(np.full((2, 2), 2.0), unit([1.0, 1.0]), 2.0, 0.5)

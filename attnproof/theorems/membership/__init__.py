@@ -76,6 +76,7 @@ from .parameters import (
     DELTA_ROT,
     EPS_W,
     L_BAND,
+    MAX_SAMPLES,
     MAX_VERBATIM_SAMPLES,
     METHOD,
     METHODS,
@@ -89,6 +90,7 @@ from .parameters import (
     check_target,
     default_mu,
     entry_error_bound,
+    generator,
     hoeffding_delta,
     hoeffding_radius,
     hoeffding_samples,
@@ -102,10 +104,10 @@ from .parameters import (
 )
 
 __all__ = [
-    "CHUNK", "DELTA", "DELTA_ROT", "EPS_W", "L_BAND", "MAX_VERBATIM_SAMPLES", "METHOD", "METHODS",
+    "CHUNK", "DELTA", "DELTA_ROT", "EPS_W", "L_BAND", "MAX_SAMPLES", "MAX_VERBATIM_SAMPLES", "METHOD", "METHODS",
     "MembershipOracle", "RotatedQueries", "TAU_CONST", "W_BOUND", "angle_probes", "angle_tau",
     "apriori_interval", "bisection_steps", "check_assumptions", "check_precision", "check_target",
-    "default_mu", "entry_error_bound", "hoeffding_delta", "hoeffding_radius", "hoeffding_samples",
+    "default_mu", "entry_error_bound", "generator", "hoeffding_delta", "hoeffding_radius", "hoeffding_samples",
     "identities", "information_floor", "learn_membership", "learn_membership_rotated", "paper_eps_v",
     "paper_tau", "probe", "query_count", "random_orthogonal", "rotation_margin", "sphere_constant",
     "step_counts",

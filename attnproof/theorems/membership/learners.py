@@ -25,6 +25,7 @@ from .parameters import (
     DELTA,
     DELTA_ROT,
     EPS_W,
+    MAX_SAMPLES,
     MAX_VERBATIM_SAMPLES,
     METHOD,
     METHODS,
@@ -34,6 +35,7 @@ from .parameters import (
     check_assumptions,
     check_precision,
     default_mu,
+    generator,
     hoeffding_delta,
     hoeffding_radius,
     hoeffding_samples,
@@ -151,7 +153,7 @@ def learn_membership(
     delta: float = DELTA,
     method: str = METHOD,
     samples: int | None = None,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
     arith: Arith = FLOAT64,
 ) -> Recovery:
     """Recover (W*, v*/||v*||) from membership queries (Thm B.1).
@@ -170,10 +172,12 @@ def learn_membership(
         bisection for v (beyond the paper), then the same W bisection.
     samples : int, optional
         ``paper`` only: the sample budget k.  Default: the verbatim Hoeffding count, refused if
-        it exceeds :data:`MAX_VERBATIM_SAMPLES`.  A smaller k is run as given, and the
+        it exceeds :data:`MAX_VERBATIM_SAMPLES`; any k above :data:`MAX_SAMPLES` is refused.  A
+        smaller k is run as given, and the
         diagnostics report the radius and the probability it actually buys.
-    rng : numpy.random.Generator, optional
-        ``paper`` only: source of the sphere samples (seeded for reproducibility).
+    rng : numpy.random.Generator or int, optional
+        ``paper`` only: source of the sphere samples, or its integer seed (default seed 0;
+        :func:`~.parameters.generator`).
     arith : Arith
         float64 or mpmath: the bisection is limited only by the arithmetic.
 
@@ -193,7 +197,11 @@ def learn_membership(
     PrecisionLossError
         tau is below what the arithmetic can resolve.
     QueryBudgetExceeded
-        The oracle's budget (or, for the verbatim count, MAX_VERBATIM_SAMPLES) is too small.
+        The oracle's budget (or, for the verbatim count, MAX_VERBATIM_SAMPLES) is too small, or
+        ``samples`` exceeds MAX_SAMPLES (every loop has a stated ceiling).
+    InvalidInputError
+        A non-real parameter, ``samples`` not a positive integer, or ``rng`` neither a Generator
+        nor a seed.
 
     Examples
     --------
@@ -209,7 +217,8 @@ def learn_membership(
     (True, True)
     """
     d = oracle.d
-    check_assumptions(W_bound, mu, eps_W, delta, d)
+    W_bound, mu, eps_W, delta = check_assumptions(W_bound, mu, eps_W, delta, d)
+    rng = generator(rng)
     if method not in METHODS:
         raise InvalidInputError(f"unknown method {method!r}: use one of {METHODS}")
     check_precision(d, W_bound, mu, eps_W, method, arith)
@@ -234,11 +243,16 @@ def learn_membership(
                     "samples=k explicitly: the learner reports the radius and probability that k buys"
                 )
             k = verbatim if samples is None else samples
-            if not isinstance(k, (int, np.integer)) or k < 1:
+            if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
                 raise InvalidInputError(f"samples must be a positive integer; got {k!r}")
+            if k > MAX_SAMPLES:
+                raise QueryBudgetExceeded(
+                    f"samples = {k:.3e} exceeds the ceiling MAX_SAMPLES = {MAX_SAMPLES:.0e} of the sampling "
+                    "step (refused before any query); use method='bisect', which needs no sampling"
+                )
             if oracle.remaining is not None and k + d * d * n_W > oracle.remaining:
                 raise QueryBudgetExceeded(f"{k + d * d * n_W} queries needed, {oracle.remaining} left")
-            v, v_iv = _v_by_sampling(session, int(k), delta, rng or np.random.default_rng(0))
+            v, v_iv = _v_by_sampling(session, int(k), delta, rng)
             diag.update(k=int(k), k_verbatim=verbatim, eps_v_bought=hoeffding_radius(k, d, delta),
                         delta_bought=hoeffding_delta(k, eps_v, d), confidence=1 - delta)
         small = [i for i, x in enumerate(v_iv) if abs(x).b < mu]
@@ -288,7 +302,7 @@ def learn_membership_rotated(
     W_bound: float,
     eps_W: float,
     delta_rot: float = DELTA_ROT,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
     arith: Arith = FLOAT64,
 ) -> Recovery:
     """Thm B.1 without the per-coordinate margin: ``bisect`` on the rotated target (Q^T W* Q, Q^T v*).
@@ -320,9 +334,10 @@ def learn_membership_rotated(
     (True, True)
     """
     d = oracle.d
+    rng = generator(rng)
     session = Session(oracle, arith, learner=_ROTATED)
     mu_rot = rotation_margin(d, delta_rot)
-    Q = random_orthogonal(d, rng or np.random.default_rng(0), arith)
+    Q = random_orthogonal(d, rng, arith)
     inner = learn_membership(RotatedQueries(oracle, Q), W_bound=W_bound, mu=mu_rot, eps_W=eps_W, delta=0.5,
                              method="bisect", arith=arith)
     with arith.context():
