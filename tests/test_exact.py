@@ -279,6 +279,21 @@ def test_bad_learner_arguments(kwargs, err):
         learn_exact(ValueOracle(Attention(np.eye(3), np.ones(3))), **kwargs)
 
 
+@pytest.mark.parametrize("rtol", ["1e-3", float("nan"), -1e-3, True, 1j])
+def test_bad_rtol_is_refused_before_any_query(rtol):
+    """Issue 23 item 10: a string was a TypeError, NaN or a negative value a PrecisionLossError after
+    every query."""
+    oracle = ValueOracle(Attention(np.eye(3), np.ones(3)))
+    with pytest.raises(InvalidInputError, match="rtol"):
+        learn_exact(oracle, probes="basis", rtol=rtol)
+    assert oracle.queries == 0
+
+
+def test_numpy_rtol_is_accepted():
+    rec = learn_exact(ValueOracle(Attention(np.eye(3), np.ones(3))), probes="basis", rtol=np.float32(1e-3))
+    assert rec.diagnostics["promised_rtol"] == float(np.float32(1e-3))
+
+
 # --- float64's limits: refuse, never return garbage, always terminate ---------------------
 
 

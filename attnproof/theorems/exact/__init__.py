@@ -31,6 +31,7 @@ Beyond the paper (float64 and mpmath only; sympy is exact and needs none of it):
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -140,6 +141,7 @@ def learn_exact(
     (6, True)
     """
     d = oracle.d
+    rtol = _check_rtol(rtol)
     session = BilinearSession(oracle, arith, policy or ScalePolicy(), max_batch_bytes,
                               learner=LEARNERS["exact"])
     with arith.context():
@@ -169,6 +171,20 @@ def learn_exact(
         return session.recovery(
             W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol, bias=bias
         )
+
+
+def _check_rtol(rtol: Any) -> float | None:
+    """``rtol`` as a float (numpy reals accepted), before any query: None (the default promise) or
+    a real ``>= 0`` (inf: no promise); a string, bool, NaN or negative value is
+    :class:`InvalidInputError`, not a TypeError or a PrecisionLossError after every query."""
+    if rtol is None:
+        return None
+    if isinstance(rtol, (bool, np.bool_)) or not isinstance(rtol, numbers.Real):
+        raise InvalidInputError(f"rtol must be a real number >= 0 or None; got {rtol!r}")
+    value = float(rtol)
+    if not value >= 0:  # NaN too
+        raise InvalidInputError(f"rtol must be >= 0 (the promised relative accuracy); got {rtol!r}")
+    return value
 
 
 def probe_matrix(

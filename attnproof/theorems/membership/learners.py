@@ -25,6 +25,7 @@ from .parameters import (
     DELTA,
     DELTA_ROT,
     EPS_W,
+    MAX_SAMPLES,
     MAX_VERBATIM_SAMPLES,
     METHOD,
     METHODS,
@@ -34,6 +35,7 @@ from .parameters import (
     check_assumptions,
     check_precision,
     default_mu,
+    generator,
     hoeffding_delta,
     hoeffding_radius,
     hoeffding_samples,
@@ -151,7 +153,7 @@ def learn_membership(
     delta: float = DELTA,
     method: str = METHOD,
     samples: int | None = None,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
     arith: Arith = FLOAT64,
 ) -> Recovery:
     """Recover (W*, v*/||v*||) from membership queries (Thm B.1).
@@ -170,10 +172,12 @@ def learn_membership(
         bisection for v (beyond the paper), then the same W bisection.
     samples : int, optional
         ``paper`` only: the sample budget k.  Default: the verbatim Hoeffding count, refused if
-        it exceeds :data:`MAX_VERBATIM_SAMPLES`.  A smaller k is run as given, and the
+        it exceeds :data:`MAX_VERBATIM_SAMPLES`; any k above :data:`MAX_SAMPLES` is refused.  A
+        smaller k is run as given, and the
         diagnostics report the radius and the probability it actually buys.
-    rng : numpy.random.Generator, optional
-        ``paper`` only: source of the sphere samples (seeded for reproducibility).
+    rng : numpy.random.Generator or int, optional
+        ``paper`` only: source of the sphere samples, or its integer seed (default seed 0;
+        :func:`~.parameters.generator`).
     arith : Arith
         float64 or mpmath: the bisection is limited only by the arithmetic.
 
@@ -186,11 +190,18 @@ def learn_membership(
     Raises
     ------
     AssumptionError
-        Bad (W, mu, eps_W, delta), or answers contradicting the margin assumption.
+        Bad (W, mu, eps_W, delta), or answers contradicting the margin or the norm assumption
+        (the enclosures put ``||W*||_F`` above W: refused, like a broken margin, rather than
+        clipped into a wrong answer; where the answers cannot tell, the reported bound holds
+        without the norm assumption).
     PrecisionLossError
         tau is below what the arithmetic can resolve.
     QueryBudgetExceeded
-        The oracle's budget (or, for the verbatim count, MAX_VERBATIM_SAMPLES) is too small.
+        The oracle's budget (or, for the verbatim count, MAX_VERBATIM_SAMPLES) is too small, or
+        ``samples`` exceeds MAX_SAMPLES (every loop has a stated ceiling).
+    InvalidInputError
+        A non-real parameter, ``samples`` not a positive integer, or ``rng`` neither a Generator
+        nor a seed.
 
     Examples
     --------
@@ -206,7 +217,8 @@ def learn_membership(
     (True, True)
     """
     d = oracle.d
-    check_assumptions(W_bound, mu, eps_W, delta, d)
+    W_bound, mu, eps_W, delta = check_assumptions(W_bound, mu, eps_W, delta, d)
+    rng = generator(rng)
     if method not in METHODS:
         raise InvalidInputError(f"unknown method {method!r}: use one of {METHODS}")
     check_precision(d, W_bound, mu, eps_W, method, arith)
@@ -231,11 +243,16 @@ def learn_membership(
                     "samples=k explicitly: the learner reports the radius and probability that k buys"
                 )
             k = verbatim if samples is None else samples
-            if not isinstance(k, (int, np.integer)) or k < 1:
+            if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
                 raise InvalidInputError(f"samples must be a positive integer; got {k!r}")
+            if k > MAX_SAMPLES:
+                raise QueryBudgetExceeded(
+                    f"samples = {k:.3e} exceeds the ceiling MAX_SAMPLES = {MAX_SAMPLES:.0e} of the sampling "
+                    "step (refused before any query); use method='bisect', which needs no sampling"
+                )
             if oracle.remaining is not None and k + d * d * n_W > oracle.remaining:
                 raise QueryBudgetExceeded(f"{k + d * d * n_W} queries needed, {oracle.remaining} left")
-            v, v_iv = _v_by_sampling(session, int(k), delta, rng or np.random.default_rng(0))
+            v, v_iv = _v_by_sampling(session, int(k), delta, rng)
             diag.update(k=int(k), k_verbatim=verbatim, eps_v_bought=hoeffding_radius(k, d, delta),
                         delta_bought=hoeffding_delta(k, eps_v, d), confidence=1 - delta)
         small = [i for i, x in enumerate(v_iv) if abs(x).b < mu]
@@ -244,10 +261,9 @@ def learn_membership(
                 f"|v*_i / ||v*||| < mu = {mu} certainly at i = {small}: the margin assumption fails "
                 "(a zero entry of v*?); see check_target for what stays identifiable"
             )
-        W, w_iv, diag["boundary_hits"] = _w_by_bisection(session, v, v_iv, W_bound, mu, n_W)
+        W, w_iv = _w_by_bisection(session, v, v_iv, W_bound, mu, n_W)
         err_W, err_v, diag["max_entry_bound"] = _posterior(W, w_iv, v, v_iv)
-    # a bisection ending on an end of Eq. (22)'s interval means a* may lie outside it
-    diag["guarantee_met"] = err_W <= eps_W and err_v <= eps_v and diag["boundary_hits"] == 0
+    diag["guarantee_met"] = err_W <= eps_W and err_v <= eps_v
     # the bounds are the theorem's promise, checked above (guarantee_met), not a relative guard; a
     # bisection never re-asks: every query halves an interval
     return session.recovery(W=W, v=v, W_error=err_W, v_error=err_v, guard=False, reasked=0, method=method,
@@ -286,7 +302,7 @@ def learn_membership_rotated(
     W_bound: float,
     eps_W: float,
     delta_rot: float = DELTA_ROT,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
     arith: Arith = FLOAT64,
 ) -> Recovery:
     """Thm B.1 without the per-coordinate margin: ``bisect`` on the rotated target (Q^T W* Q, Q^T v*).
@@ -318,9 +334,10 @@ def learn_membership_rotated(
     (True, True)
     """
     d = oracle.d
+    rng = generator(rng)
     session = Session(oracle, arith, learner=_ROTATED)
     mu_rot = rotation_margin(d, delta_rot)
-    Q = random_orthogonal(d, rng or np.random.default_rng(0), arith)
+    Q = random_orthogonal(d, rng, arith)
     inner = learn_membership(RotatedQueries(oracle, Q), W_bound=W_bound, mu=mu_rot, eps_W=eps_W, delta=0.5,
                              method="bisect", arith=arith)
     with arith.context():
@@ -338,11 +355,19 @@ _ROTATED = LEARNERS["membership-rotated"]
 
 
 def _w_by_bisection(session: Session, v: np.ndarray, v_iv: list, W_bound: float, mu: float,
-                    n_W: int) -> tuple[np.ndarray, list, int]:
+                    n_W: int) -> tuple[np.ndarray, list]:
     """Eqs. (18)-(28) for all d^2 entries in parallel: one batch of d^2 probes per step.
 
-    Returns W_hat, the enclosures ``(interval, i, j)`` of W*_ij, and how many bisections ended
-    on an end of the a-priori interval (0 whenever the assumptions hold)."""
+    Returns W_hat and the enclosures ``(interval, i, j)`` of W*_ij.  The point estimate clips p to
+    the band ``[sigma(-1/2), sigma(1/2)]`` as Eq. (28) does; the enclosures do not (only to
+    ``(0, 1)``, where ``p = sigma(s W*_ij)`` lies whatever W* is), so they hold without the norm
+    assumption, and the answers are checked against it (:func:`_check_norm`).
+
+    Raises
+    ------
+    AssumptionError
+        The answers contradict ``||W*||_F <= W`` or the margin (:func:`_check_norm`).
+    """
     arith, d = session.arith, session.oracle.d
     iv = mpmath.iv
     with arith.context():
@@ -360,20 +385,54 @@ def _w_by_bisection(session: Session, v: np.ndarray, v_iv: list, W_bound: float,
         lo, hi = _bisect(session, np.array([a_lo] * (d * d), dtype=arith.dtype),
                          np.array([a_hi] * (d * d), dtype=arith.dtype), probes, lo_answer, n_W)
         band = (1 / (1 + mpmath.exp(mpmath.mpf(1) / 2)), 1 / (1 + mpmath.exp(-mpmath.mpf(1) / 2)))
-
-        def clip(p: Any) -> Any:
-            return min(max(p, band[0]), band[1])
-
         W = arith.zeros((d, d))
         w_iv = []
         for k, (i, j) in enumerate(zip(i_idx, j_idx)):
-            p = clip(2 * W_bound * abs(alpha[k]) * ((lo[k] + hi[k]) / 2) ** 2)  # Eqs. (26)-(28)
+            p = min(max(2 * W_bound * abs(alpha[k]) * ((lo[k] + hi[k]) / 2) ** 2, band[0]), band[1])  # (26)-(28)
             W[i, j] = arith.scalar(-2 * W_bound * sgn[k] * _logit(p))
             p_iv = 2 * W_bound * abs(v_iv[j] / v_iv[i]) * iv.mpf([lo[k], hi[k]]) ** 2
-            p_iv = iv.mpf([clip(p_iv.a), clip(p_iv.b)])
-            w_iv.append((-2 * W_bound * sgn[k] * iv.log(p_iv / (1 - p_iv)), int(i), int(j)))
-        hits = sum(int(lo[k] == a_lo or hi[k] == a_hi) for k in range(d * d))
-    return W, w_iv, hits
+            w_iv.append((-2 * W_bound * sgn[k] * _logit_enclosure(p_iv), int(i), int(j)))
+        hits = [(int(i), int(j)) for k, (i, j) in enumerate(zip(i_idx, j_idx)) if lo[k] == a_lo or hi[k] == a_hi]
+    _check_norm(w_iv, hits, W_bound)
+    return W, w_iv
+
+
+def _logit_enclosure(p_iv: Any) -> Any:
+    """An enclosure of ``sigma^{-1}(p) = log(p / (1 - p))`` for every p in ``p_iv`` inside (0, 1)
+    (rounded outwards; an end at or beyond 0 or 1 gives -inf or +inf).  Empty (p_iv outside (0, 1),
+    which no sigmoid can answer) gives the interval of +-inf beyond the nearer end."""
+    iv = mpmath.iv
+
+    def logit(x: Any) -> Any:
+        return iv.log(iv.mpf(x) / (1 - iv.mpf(x)))
+
+    low = -mpmath.inf if p_iv.a <= 0 else mpmath.inf if p_iv.a >= 1 else logit(p_iv.a).a
+    high = -mpmath.inf if p_iv.b <= 0 else mpmath.inf if p_iv.b >= 1 else logit(p_iv.b).b
+    return iv.mpf([low, high])
+
+
+def _check_norm(w_iv: list, hits: list, W_bound: float) -> None:
+    """Refuse (:class:`AssumptionError`) when the answers certainly contradict the assumptions, as
+    the margin check does for v: the enclosures of W* (valid whenever a* lies in Eq. (22)'s
+    interval) put ``||W*||_F`` above W, or a bisection ended on an end of Eq. (22)'s interval.
+    The latter is certain too: the assumptions put a* in
+    ``[sqrt(sigma(-1/2) mu / (2W)), sqrt(sigma(1/2) / (2 W mu))]``, at least ``0.08 sqrt(mu / W)``
+    inside both ends, while the last interval is at most ``2 tau < 0.08 sqrt(mu / W)`` wide."""
+    if hits:
+        raise AssumptionError(
+            f"the bisection for W*_ij at (i, j) = {hits[:5]} ended on an end of Eq. (22)'s a-priori "
+            "interval: the answers contradict ||W*||_F <= W or the margin (a* lies outside the interval "
+            "the assumptions allow)"
+        )
+    iv = mpmath.iv
+    mig = [iv.mpf(0) if e.a <= 0 <= e.b else min(abs(e.a), abs(e.b)) for e, _, _ in w_iv]  # min |W*_ij|
+    low = mpmath.mpf(iv.sqrt(sum((m * m for m in mig), iv.mpf(0))).a)  # rounded down: a lower bound
+    if low > W_bound:
+        raise AssumptionError(
+            f"the answers put ||W*||_F >= {mpmath.nstr(low, 6)}, above the known bound W = {W_bound}: the "
+            "norm assumption ||W*||_F <= W fails (the paper's clip of p to [sigma(-1/2), sigma(1/2)] would "
+            f"then be silently wrong); rerun with W_bound >= {mpmath.nstr(low, 6)}"
+        )
 
 
 def _posterior(W: np.ndarray, w_iv: list, v: np.ndarray, v_iv: list) -> tuple[float, float, float]:

@@ -10,6 +10,7 @@ call.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import mpmath
@@ -26,6 +27,9 @@ L_BAND = 4.26
 TAU_CONST = 1 / 8
 #: Largest verbatim Hoeffding count the ``paper`` learner runs without an explicit budget.
 MAX_VERBATIM_SAMPLES = 10**8
+#: The ceiling on any sample budget k of ``paper`` (about an hour of sampling at d = 6 on one
+#: core): a larger k is refused before any query, whatever the oracle's budget.
+MAX_SAMPLES = 10**9
 #: Samples per oracle call in the sampling step (memory, not queries).
 CHUNK = 2**16
 #: The learners' methods: App. B verbatim, and the angle bisection (beyond the paper).
@@ -55,14 +59,38 @@ def default_mu(d: int) -> float:
 # --- the parameters of the theorem ---------------------------------------------------------
 
 
-def check_assumptions(W_bound: float, mu: float, eps_W: float, delta: float, d: int) -> None:
-    """Raise :class:`AssumptionError` unless Thm B.1's known parameters make sense.
+def _real(name: str, x: Any) -> float:
+    """``x`` as a float: Python and numpy reals accepted; bools, strings, None and complex refused
+    (:class:`InvalidInputError`; a NaN or infinity is left to the range checks)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise InvalidInputError(f"{name} must be a real number; got {x!r}")
+    return float(x)
+
+
+def generator(rng: Any) -> np.random.Generator:
+    """The learners' source of randomness: a Generator as given, an integer seed (numpy's too) as
+    ``default_rng(seed)``, None as ``default_rng(0)`` (reproducible); anything else is
+    :class:`InvalidInputError`."""
+    if rng is None:
+        return np.random.default_rng(0)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0:
+        return np.random.default_rng(int(rng))
+    raise InvalidInputError(f"rng must be a numpy.random.Generator or a non-negative integer seed; got {rng!r}")
+
+
+def check_assumptions(W_bound: Any, mu: Any, eps_W: Any, delta: Any, d: int) -> tuple[float, float, float, float]:
+    """Raise unless Thm B.1's known parameters make sense; return them as floats.
 
     ``W >= 2``; ``0 < mu <= 1/sqrt(d)`` (``||v*|| = 1`` with every ``|v*_i| >= mu`` forces
-    ``d mu^2 <= 1``); ``eps_W`` and ``delta`` in (0, 1).
+    ``d mu^2 <= 1``); ``eps_W`` and ``delta`` in (0, 1) (:class:`AssumptionError`).  Numpy
+    scalars are accepted; a non-real or d not a positive integer is :class:`InvalidInputError`.
     """
-    if not isinstance(d, (int, np.integer)) or d < 1:
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 1:
         raise InvalidInputError(f"d must be a positive integer; got {d!r}")
+    W_bound, mu, eps_W, delta = (_real(n, x) for n, x in
+                                 (("W_bound", W_bound), ("mu", mu), ("eps_W", eps_W), ("delta", delta)))
     if not (math.isfinite(W_bound) and W_bound >= 2):
         raise AssumptionError(f"Thm B.1 needs a known norm bound W >= 2 on ||W*||_F; got W = {W_bound}")
     if not (math.isfinite(mu) and 0 < mu <= 1 / math.sqrt(d) * (1 + 1e-12)):
@@ -71,8 +99,9 @@ def check_assumptions(W_bound: float, mu: float, eps_W: float, delta: float, d: 
             f"|v*_i| >= mu); got mu = {mu}. With mu = 0 see check_target"
         )
     for name, x in (("eps_W", eps_W), ("delta", delta)):
-        if not (isinstance(x, (int, float)) and 0 < x < 1):
+        if not 0 < x < 1:
             raise AssumptionError(f"Thm B.1 is stated for {name} in (0, 1); got {x!r}")
+    return W_bound, mu, eps_W, delta
 
 
 def check_target(W: Any, v: Any, W_bound: float, mu: float) -> None:
@@ -200,7 +229,7 @@ def query_count(d: int, method: str, W_bound: float, mu: float, eps_W: float, de
     ``bisect``: ``1 + (d - 1) n_v + d^2 n_W``; ``paper``: ``k + d^2 n_W`` with k = ``samples``
     (default: the verbatim :func:`hoeffding_samples`).
     """
-    check_assumptions(W_bound, mu, eps_W, delta, d)
+    W_bound, mu, eps_W, delta = check_assumptions(W_bound, mu, eps_W, delta, d)
     n_v, n_W = step_counts(d, W_bound, mu, eps_W)
     if method == "bisect":
         return 1 + (d - 1) * n_v + d * d * n_W
@@ -232,6 +261,7 @@ def rotation_margin(d: int, delta_rot: float) -> float:
     ``P = (2/pi) arcsin(m) <= m`` (c_2 := 1/2); d = 1: u = +-1.  A union bound over the d
     coordinates gives ``mu' = delta_rot / (2 d c_d)`` (about ``delta_rot / (0.8 d^{3/2})``).
     """
+    delta_rot = _real("delta_rot", delta_rot)
     if not 0 < delta_rot < 1:
         raise AssumptionError(f"delta_rot must be in (0, 1); got {delta_rot!r}")
     if d == 1:

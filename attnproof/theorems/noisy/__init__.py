@@ -374,22 +374,40 @@ def _tolerance(oracle: Any, tau: Any) -> tuple[float, str]:
     return tau, "argument"
 
 
-def _check_precision(
-    design: ProbeDesign, W_bound: float, mu: float, d: int, tau: float, floor: Float64Floor,
-    eps_W: float | None, eps_v: float | None,
-) -> None:
+def _row_factors(design: ProbeDesign, W_bound: float, v: np.ndarray, nonzero: np.ndarray,
+                 floor: Float64Floor) -> tuple[np.ndarray, np.ndarray]:
+    """Per row i of W_hat: the error per unit tolerance and the learner's own float64 error.
+
+    A direct row is divided by ``|v_hat_i|`` (:func:`_per_tau` at scale b, plus ``floor.direct``);
+    a paired row (``u = e_i + e_p``) by ``|v_hat_p|`` at scale ``b_pair`` and subtracts row p
+    (both :func:`_per_tau` terms, plus ``floor.paired``).  ``v`` holds the measured |v_hat| (or,
+    before any query, the magnitudes assumed)."""
+    b = design.b(W_bound)
+    m = np.abs(np.asarray(v, dtype=np.float64))
+    pivot = float(m.max())
+    paired = _per_tau(design, b * design.pair_shrink, pivot) + _per_tau(design, b, pivot)
+    per_tau = np.array([_per_tau(design, b, float(mi)) if nz else paired for mi, nz in zip(m, nonzero)])
+    return per_tau, np.where(nonzero, floor.direct, floor.paired)
+
+
+def _check_precision(per_tau: np.ndarray, own: np.ndarray, tau: float, floor: Float64Floor,
+                     eps_W: float | None, eps_v: float | None, what: str) -> None:
     """Raise :class:`PrecisionLossError` if float64, not tau, keeps (eps_W, eps_v) out of reach.
 
-    The a-priori bounds (every row paired, ``|v_hat_i| >= mu / 2``) are
-    ``B_W = d (paired_per_tau (tau + floor.tau) + floor.paired)`` and
-    ``B_v = sqrt(d) (tau + floor.tau)``; their exact-arithmetic parts drop the floor.  Refused:
-    a floor alone at or above eps (or above 1, the top of the theorem's range, if eps is not
-    given), and a tau that the proof covers but float64 does not.
+    With the row factors of :func:`_row_factors`, ``B_W = sqrt(d sum_i (per_tau_i (tau +
+    floor.tau) + own_i)^2)`` (d entries per row) and ``B_v = sqrt(d) (tau + floor.tau)``; their
+    exact-arithmetic parts drop the floor.  Refused: a floor alone at or above eps (or above 1,
+    the top of the theorem's range, if eps is not given), and a tau that the proof covers but
+    float64 does not.  ``what`` names the magnitudes the factors were computed from.
     """
-    _, paired = entry_error_per_tau(design, W_bound, mu)
+    d = len(per_tau)
+
+    def frobenius(rows: np.ndarray) -> float:
+        return float(math.sqrt(d * np.sum(rows**2)))
+
     bounds = (
-        ("eps_W", eps_W, d * paired * tau, d * (paired * (tau + floor.tau) + floor.paired),
-         d * (paired * floor.tau + floor.paired)),
+        ("eps_W", eps_W, frobenius(per_tau * tau), frobenius(per_tau * (tau + floor.tau) + own),
+         frobenius(per_tau * floor.tau + own)),
         ("eps_v", eps_v, math.sqrt(d) * tau, math.sqrt(d) * (tau + floor.tau), math.sqrt(d) * floor.tau),
     )
     for name, eps, exact, total, alone in bounds:
@@ -400,7 +418,7 @@ def _check_precision(
                 f"float64 cannot deliver {asked}: "
                 f"at tau = {tau:.3g} the proven bound is {exact:.3g}, float64 rounding raises it to "
                 f"{total:.3g} (float64 alone: {alone:.3g}; answers resolved to {floor.tau:.3g}) for "
-                f"W_bound = {W_bound:g}, mu = {mu:g}, d = {d}, design {design.name!r}"
+                f"d = {d}, {what}"
             )
 
 
@@ -443,7 +461,10 @@ def learn_noisy(
         e.g. :class:`~attnproof.oracles.ApproxOracle`); never below the declared one.
     eps_W, eps_v : float in (0, 1), optional
         The accuracy asked for (see :func:`design_tolerances` for the tau that guarantees it).
-        Given, the learner refuses up front, before any query, when float64 cannot deliver it.
+        Given, the learner refuses (:class:`~attnproof.errors.PrecisionLossError`) when float64
+        cannot deliver it: before any query when no margin could (every |v*_i| = 1), else from the
+        measured |v_hat| after the d one-token queries, before the d^2 two-token ones (the worst
+        case |v_hat_i| = mu / 2 with every row paired used to refuse good answers).
         A tau larger than the proof allows for them is not refused (benchmarks probe beyond
         the proof on purpose): ``error_bound`` then says what is guaranteed.
     design : ProbeDesign
@@ -469,7 +490,8 @@ def learn_noisy(
         (W_bound, mu, eps) outside the theorem, ``tau >= mu / 2`` (no guarantee is possible),
         or answers that contradict the margin assumption or ``||v*||_2 <= 1``.
     PrecisionLossError
-        float64 cannot deliver (eps_W, eps_v) -- or, without them, any accuracy below 1.
+        float64 cannot deliver (eps_W, eps_v) -- or, without them, any accuracy below 1 -- at the
+        measured margins (after the d one-token queries) or at any margin (before any query).
     NonIdentifiableError
         Every |v_hat_i| is within tau of 0: v* = 0, W* not identifiable.
 
@@ -502,7 +524,11 @@ def learn_noisy(
             f"tau = {tau} < mu/2 = {split}, but with the float64 resolution of the answers "
             f"({floor.tau:.3g}) it is not: float64 cannot separate the support of v*"
         )
-    _check_precision(design, W_bound, mu, d, tau, floor, eps_W, eps_v)
+    # before any query, the best case (every row direct, every |v_hat_i| at its largest, 1 + tau):
+    # what no measured margin can rescue; the measured margins decide after the d one-token queries
+    best = np.full(d, 1 + tau_e)
+    _check_precision(*_row_factors(design, W_bound, best, np.ones(d, bool), floor), tau, floor, eps_W, eps_v,
+                     f"W_bound = {W_bound:g}, design {design.name!r} and the best case |v*_i| = 1")
     session = Session(oracle, FLOAT64, learner=LEARNERS["noisy"])
     v = np.asarray(session.ask(np.eye(d)[:, None, :]), dtype=np.float64)
     _check_answers(v, lambda k: f"one-token query X = [e_{k}]")
@@ -522,6 +548,11 @@ def learn_noisy(
             f"every |v_hat_i| <= tau = {tau_e:.3g}: v* = 0 within the tolerance, so f* = 0 and W* "
             "is not identifiable (Thm 6.1 assumes v* != 0)"
         )
+    per_tau, own = _row_factors(design, W_bound, v, nonzero, floor)
+    _check_precision(per_tau, own, tau, floor, eps_W, eps_v,
+                     f"W_bound = {W_bound:g}, design {design.name!r} and the measured |v_hat| "
+                     f"(min over the support {float(np.abs(v[nonzero]).min()):.3g}, {int((~nonzero).sum())} "
+                     "rows paired)")
     p = int(np.argmax(np.abs(v)))
     a, b = design.a, design.b(W_bound)
     X, scale_u = probes(nonzero, p, a, b, b * design.pair_shrink, FLOAT64)
@@ -531,13 +562,7 @@ def learn_noisy(
     lo, hi = design.clip, 1 - design.clip
     W, alpha = estimate(y, v, nonzero, p, scale_u, a, lambda t: np.clip(t, lo, hi), FLOAT64)
     clipped = int(np.sum((alpha < lo) | (alpha > hi)))
-    m = np.abs(np.where(nonzero, v, v[p]))  # the |v_hat| each row's answers were divided by
-    pair_per_tau = _per_tau(design, b * design.pair_shrink, abs(v[p])) + _per_tau(design, b, abs(v[p]))
-    rows = np.where(
-        nonzero,
-        [_per_tau(design, b, float(mi)) * tau_e + floor.direct for mi in m],
-        pair_per_tau * tau_e + floor.paired,
-    )
+    rows = per_tau * tau_e + own
     e1 = not design.pairs_in_band and not nonzero.all()
     session.diagnostics.update(
         design=design.name, band=design.band, pivot=p, paired_rows=int((~nonzero).sum()), clipped=clipped,
