@@ -8,6 +8,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from attnproof import strategies as ast
+from attnproof.theorems.transformer import strategies as tst
 from attnproof.arith import FLOAT64, MP, SYMPY
 from attnproof.errors import (
     AssumptionError,
@@ -152,10 +153,10 @@ def is_zero_function(A, w):
 #: FFN (1 hyperplane of 4, error ~1), so on some draws the properties fail; the family's
 #: counterexamples are pinned below as strict xfails (OPEN_EXACT, OPEN_TF_FLOAT: they fail until
 #: the learner is fixed, and then say so), and its pinned @examples still run here.
-GATED_KINDS = tuple(k for k in ast.FFN_KINDS if k != "zero_sum")
+GATED_KINDS = tuple(k for k in tst.FFN_KINDS if k != "zero_sum")
 
 
-@given(ast.ffn_targets(kinds=GATED_KINDS), seeds)
+@given(tst.ffn_targets(kinds=GATED_KINDS), seeds)
 @example((np.array([[2.22507386e-313]]), np.array([2.22507386e-313]), "generic"), 0)  # f rounds to 0
 @example((np.array([[1.0]]), np.array([2.22507386e-313]), "generic"), 0)  # subnormal answers
 # tiny zero-sum triple next to a unit one: its kinks (1e-175) are below the bound, invisible
@@ -221,7 +222,7 @@ def test_ffn_query_ledger_explains_every_extra_query():
 # --- exact: sympy and mpmath ------------------------------------------------------------
 
 
-@given(ast.ffn_targets(kinds=GATED_KINDS, max_d=3, max_m=3, exact=True), st.integers(0, 3))
+@given(tst.ffn_targets(kinds=GATED_KINDS, max_d=3, max_m=3, exact=True), st.integers(0, 3))
 @example((np.array([[1.0, 2.0]]), np.array([2.0, -1.0]), "parallel"), 0)  # == 0 (thorough profile)
 def test_ffn_sympy_is_exact(target, seed):
     A, w, _kind = target
@@ -257,7 +258,7 @@ def test_mpmath_error_falls_like_ten_to_minus_dps():
 # --- failure cases: typed errors, never a wrong answer ----------------------------------
 
 
-@given(ast.zero_ffns(), seeds)
+@given(tst.zero_ffns(), seeds)
 @example((np.array([[8.0991872e-303, 8.0991872e-303]]), np.array([0.75, -0.75])), 0)  # subnormal noise
 def test_identically_zero_ffn_is_not_identifiable(target, seed):
     """NonIdentifiableError; or, when the float64 oracle answers rounding noise instead of 0
@@ -280,7 +281,7 @@ def test_biases_break_the_parity_split():
     assert f(np.array([[2.0]])) - f(np.array([[-2.0]])) == 1.0 != u * 2.0
 
 
-@given(ast.biased_ffns(), seeds)
+@given(tst.biased_ffns(), seeds)
 # -ReLU(x - 1/4) - ReLU(x + 1/4) = -2 ReLU(x) for |x| >= 1/4: the path never saw the biases;
 # homogeneity is now also checked at 2^-16 U (thorough profile)
 @example((np.array([[1.0, 1.0]]), np.array([-1.0, -1.0]), np.array([-0.25, 0.25])), 1)
@@ -291,7 +292,7 @@ def test_biased_ffn_is_refused(target, seed):
         learn_ffn(oracle, rng=np.random.default_rng(seed))
 
 
-@given(ast.near_parallel_ffns(), seeds)
+@given(tst.near_parallel_ffns(), seeds)
 # angle 1e-4: the kink pair's intersection x* fell inside the outer region, and a confirmation
 # pair 1e-2 off the path straddled both hyperplanes: merged (error 5e-5); now |y| = 2^-30 |x*|
 @example((np.array([[1.0, 0.9999], [0.0, 1e-4]]), np.array([-0.5, 1.0]), 1e-4), 0)
@@ -369,7 +370,7 @@ def test_bad_arguments(kw):
 @pytest.mark.parametrize("kw", [{"kinds": ("nope",)}, {"min_d": 3, "max_d": 2}, {"min_m": 0}])
 def test_strategies_validate_eagerly(kw):
     with pytest.raises(InvalidInputError):
-        ast.ffn_targets(**kw)
+        tst.ffn_targets(**kw)
 
 
 # --- learn_transformer ------------------------------------------------------------------
@@ -414,7 +415,7 @@ def tf_float64_property(A, w, kind, W, seed):
 P3 = 0.3 * np.ones((4, 4))  # W* = its top-left d x d block
 
 
-@given(ast.ffn_targets(kinds=GATED_KINDS, max_d=4, max_m=5), seeds,
+@given(tst.ffn_targets(kinds=GATED_KINDS, max_d=4, max_m=5), seeds,
        st.sampled_from([0.3, 1.0, 2.0]).flatmap(lambda scale: ast.matrices(4, scale)))
 # hyperplanes (1, 4e-12) and (1, 1e-12), at angle 3e-12, merged into one: the function is within
 # its bound (the merge changes it by 1.5e-11), the canonical form cannot be (premise: a merge)
@@ -477,7 +478,7 @@ def test_transformer_sympy_exact_both_routes():
         assert all(SYMPY.is_zero(a - b) for a, b in zip(rec.W.ravel(), SYMPY.asarray(W).ravel()))
 
 
-@given(ast.zero_ffns(max_d=3), seeds)
+@given(tst.zero_ffns(max_d=3), seeds)
 @example((np.array([[1e-300, 1e-300]]), np.array([1.5, -1.5])), 0)  # subnormal FMA noise (thorough)
 def test_transformer_with_zero_ffn_is_not_identifiable(target, seed):
     """As for the FFN alone: NonIdentifiableError, or DegenerateProbeError on FMA noise."""
