@@ -60,10 +60,11 @@ class _Piece:
 
 @dataclass
 class _Ledger:
-    """Where the queries went: ``d (pieces + retries) + values + 2 pairs``.
+    """Where the queries went: ``d (pieces + retries) + values + 2 pairs + checks``.
 
     ``values`` counts single-point queries (region centres, kink points x*, midpoint checks),
-    ``pairs`` the off-path confirmation pairs x* +- y.
+    ``pairs`` the off-path confirmation pairs x* +- y, ``checks`` the fresh check points asked
+    after each reconstruction.
     """
 
     pieces: int = 0
@@ -73,9 +74,10 @@ class _Ledger:
     duplicate_pieces: int = 0
     regions_skipped: int = 0
     nudges: int = 0
+    checks: int = 0
 
     def total(self, d: int) -> int:
-        return d * (self.pieces + self.retries) + self.values + 2 * self.pairs
+        return d * (self.pieces + self.retries) + self.values + 2 * self.pairs + self.checks
 
 
 class _PathSearch:
@@ -87,6 +89,8 @@ class _PathSearch:
         arith = self.arith
         self.d = session.oracle.d
         self.min_gap, self.max_steps, self.steps = min_gap, max_steps, 0
+        #: paths searched: U -> V -> -U, then one U -> z -> -U per contradicting point z
+        self.paths = 1
         self.ledger = _Ledger()
         #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
         #: f(x) and the local gradient vanish (units cancelling on x's region).
@@ -251,7 +255,9 @@ class _PathSearch:
         zero, one = arith.scalar(0), arith.scalar(1)
         stack = [(zero, a, one, b)]
         kinks: list[tuple[np.ndarray, np.ndarray, float]] = []
-        tested: set[Any] = set()  # intersections already confirmed against (never twice)
+        # (point, pa, pb) already confirmed (never twice: the same test gives the same answer); the
+        # same point is tested again between other pieces, whose planes may meet only there
+        tested: set[tuple[Any, int, int]] = set()
         while stack:
             sa, pa, sb, pb = stack.pop()
             self.steps += 1
@@ -273,8 +279,8 @@ class _PathSearch:
             else:
                 J = pb.G - pa.G
                 s = self._intersection(J, X0, direction, sa, sb, pa.err + pb.err)
-                if s is not None and s not in tested:
-                    tested.add(s)
+                if s is not None and (s, id(pa), id(pb)) not in tested:
+                    tested.add((s, id(pa), id(pb)))
                     status, y_split = self._confirm(pa, pb, X0 + s * direction, (sb - sa) * direction)
                     if status == "kink":
                         kinks.append((J, direction, pa.err + pb.err))
@@ -289,10 +295,14 @@ class _PathSearch:
                 else:
                     s = None
                 mid = (sa + sb) / 2
-                if s is None and mid not in tested and self._planes_meet(pa, pb, X0 + mid * direction):
+                if (
+                    s is None
+                    and (mid, id(pa), id(pb)) not in tested
+                    and self._planes_meet(pa, pb, X0 + mid * direction)
+                ):
                     # bisection has cornered the kink closer than s* (moved by the gradients'
                     # errors) could: confirm it at the midpoint, where the planes still agree
-                    tested.add(mid)
+                    tested.add((mid, id(pa), id(pb)))
                     status, y_split = self._confirm(pa, pb, X0 + mid * direction, (sb - sa) * direction)
                     if status == "kink":
                         kinks.append((J, direction, pa.err + pb.err))
