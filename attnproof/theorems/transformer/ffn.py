@@ -322,12 +322,8 @@ def _union(
         n, lam = normalize_normal(J, arith)
         for J1, _, err1 in union:
             n1, lam1 = normalize_normal(J1, arith)
-            if arith.exact:
-                same = all(arith.is_zero(t) for t in n - n1)
-            else:
-                tol = 4 * (err / abs(float(lam)) + err1 / abs(float(lam1))) + TOL_ULPS * arith.eps
-                same = arith.within(arith.abs_max_scalar(n - n1), tol)
-            if same:
+            tol = 4 * (err / abs(float(lam)) + err1 / abs(float(lam1))) + TOL_ULPS * arith.eps
+            if all(arith.within(t, tol) for t in n - n1):  # exactly, in exact arithmetic
                 break
         else:
             union.append((J, direction, err))
