@@ -370,10 +370,24 @@ def test_learner_terminates_against_a_hostile_oracle(kind, d, seed):
     assert oracle.queries <= ffn_query_bound(d)
 
 
-@pytest.mark.parametrize("kw", [{"rng": None}, {"rng": np.random.default_rng(0), "tolerance": 0}])
+@pytest.mark.parametrize("kw", [
+    {"rng": None}, {"rng": np.random.default_rng(0), "tolerance": 0}, {"rng": -1}, {"rng": True},
+    {"rng": 0.5}, {"rng": 0, "arith": "float32"}, {"rng": 0, "arith": 64}, {"rng": 0, "checks": -1},
+    {"rng": 0, "checks": 1.0}, {"rng": 0, "restarts": True},
+])
 def test_bad_arguments(kw):
+    """Typed errors (``rng=0.5``, ``arith=64`` were AttributeError / TypeError before)."""
     with pytest.raises(InvalidInputError):
         learn_ffn(ValueOracle(ReluFFN(np.eye(2), np.ones(2))), **kw)
+
+
+def test_seed_and_arithmetic_names_are_accepted():
+    """``rng=0`` and ``arith="float64"`` (AttributeError before) mean default_rng(0) and FLOAT64."""
+    oracle = ValueOracle(ReluFFN(np.array([[1.0, 0.5], [-1.0, 1.0]]), np.array([1.0, -2.0])))
+    rec = learn_ffn(oracle, rng=0, arith="float64")
+    ref = learn_ffn(ValueOracle(oracle.model), rng=np.random.default_rng(0), arith=FLOAT64)
+    assert rec.arith == "float64" and rec.L == ref.L == 2 and rec.queries == ref.queries
+    assert np.array_equal(rec.N, ref.N) and np.array_equal(rec.c, ref.c)
 
 
 @pytest.mark.parametrize("kw", [{"kinds": ("nope",)}, {"min_d": 3, "max_d": 2}, {"min_m": 0}])

@@ -142,8 +142,8 @@ class FFNRecovery:
 def learn_ffn(
     oracle: ValueOracle,
     *,
-    rng: np.random.Generator | None = None,
-    arith: Arith = FLOAT64,
+    rng: np.random.Generator | int | None = None,
+    arith: Arith | str = FLOAT64,
     min_gap: float | None = None,
     max_steps: int | None = None,
     tolerance: float = 1e-6,
@@ -159,10 +159,12 @@ def learn_ffn(
     ----------
     oracle : ValueOracle
         Answers ``f(x)`` for one-token queries ``[x^T]`` (a Transformer oracle will do).
-    rng : numpy.random.Generator
-        Draws the path U -> V -> -U and the off-path direction.
-    arith : Arith
-        float64, mpmath or sympy (exact: the path is rational).
+    rng : numpy.random.Generator or int
+        Draws the path U -> V -> -U, the off-path direction and the check points (an integer
+        is a seed of ``numpy.random.default_rng``).
+    arith : Arith or str
+        float64, mpmath or sympy (exact: the path is rational); a name ``"float64"``,
+        ``"mp:DIGITS"`` or ``"sympy"`` is parsed.
     min_gap : float, optional
         Floor on the path interval searched (default 2^12 eps: 9e-13 in float64; 2^-200 in
         sympy): below it the kinks are declared unresolvable.
@@ -191,6 +193,9 @@ def learn_ffn(
 
     Raises
     ------
+    InvalidInputError
+        If rng is neither a Generator nor a seed, arith is no arithmetic, or tolerance,
+        restarts or checks is out of range.
     NonIdentifiableError
         If f is identically 0 (nothing to learn, and W of a Transformer is then hidden).
     AssumptionError
@@ -213,8 +218,16 @@ def learn_ffn(
     >>> bool(abs(rec(np.array([0.3, -2.0])) - 2.0) < 1e-12)  # ReLU(.3) + ReLU(-2) + ReLU(1.7)
     True
     """
-    if rng is None:
-        raise InvalidInputError("learn_ffn needs an explicit numpy.random.Generator (rng=...)")
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
+        rng = np.random.default_rng(int(rng))  # a seed
+    if not isinstance(rng, np.random.Generator):
+        raise InvalidInputError(
+            f"learn_ffn needs an explicit numpy.random.Generator or a non-negative integer seed "
+            f"(rng=...); got {rng!r}"
+        )
+    if not isinstance(arith, (str, Arith)):
+        raise InvalidInputError(f"arith must be an Arith or one of float64, mp:DIGITS, sympy; got {arith!r}")
+    arith = parse(arith)
     if not isinstance(tolerance, (int, float)) or not tolerance > 0:
         raise InvalidInputError(f"tolerance must be a positive number; got {tolerance!r}")
     for name, value in (("restarts", restarts), ("checks", checks)):
