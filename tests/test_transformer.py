@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnproof import strategies as ast
@@ -262,6 +262,54 @@ def test_mpmath_error_falls_like_ten_to_minus_dps():
             err = max(abs(x) for x in np.concatenate([rec.u - u, (rec.N - N).ravel(), rec.c - c]))
         assert rec.L == 12
         assert err <= rec.diagnostics["error_bound"] <= 10.0 ** (-dps + 12)
+
+
+def sup_error(rec, A, w, arith, k=300, seed=1):
+    """max |f_hat(x) - f(x)| over k random x on the unit inf-sphere (f in float64)."""
+    X = np.random.default_rng(seed).standard_normal((k, A.shape[0]))
+    X /= np.abs(X).max(axis=1, keepdims=True)
+    with arith.context():
+        got = np.array([float(rec(x)) for x in X])
+    return float(np.abs(got - ReluFFN(A, w)(X[:, None, :])).max())
+
+
+#: mpmath runs cost ~0.3 s each: a few in the ci profile, a tenth of the examples when thorough.
+MP_EXAMPLES = max(4, settings.default.max_examples // 10) if settings.default.max_examples > 30 else 4
+
+
+@settings(max_examples=MP_EXAMPLES)
+@given(st.integers(2, 4), st.integers(1, 4), st.integers(0, 2**16), st.integers(7, 10),
+       st.sampled_from([1e-2, 0.1, 0.5]))
+# issue 23 item 2: at 8 digits a confirmation pair grown to clear the tolerances straddled two
+# kinks 0.1 apart: 1 of 3 hyperplanes, sup error 0.7 against a reported bound 0.35
+@example(3, 3, 2, 8, 0.5)
+def test_low_precision_mpmath_within_bound_or_refused(d, m, seed, dps, tolerance):
+    """mpmath at 7-10 digits with a user tolerance: the answer is within its bound, or refused."""
+    rng = np.random.default_rng(seed)
+    A, w = rng.standard_normal((d, m)), rng.standard_normal(m)
+    arith = MP(dps)
+    try:
+        rec = learn_ffn(ValueOracle(ReluFFN(A, w, arith)), rng=np.random.default_rng(seed), arith=arith,
+                        tolerance=tolerance)
+    except (DegenerateProbeError, PrecisionLossError):
+        return
+    assert sup_error(rec, A, w, arith) <= rec.diagnostics["error_bound"]
+
+
+SIXTY = (np.array([[1.0, 0.5, -0.5], [0.0, np.sqrt(3) / 2, np.sqrt(3) / 2], [0.0, 0.0, 0.0]]),
+         np.array([1.0, -1.0, 0.5]))  # three hyperplanes 60 degrees apart
+
+
+@pytest.mark.parametrize("dps", [7, 8, 10])
+def test_benign_ffn_at_low_mpmath_precision(dps):
+    """Issue 23 item 8: hyperplanes 60 degrees apart were refused below 13 digits (tolerances of
+    2^10 10^-dps, a first step 2^-10 |x|, and the default tolerance 1e-6 of float64); answered now,
+    all three hyperplanes, within the bound, with the default tolerance (resolution^(1/5))."""
+    A, w = SIXTY
+    arith = MP(dps)
+    rec = learn_ffn(ValueOracle(ReluFFN(A, w, arith)), rng=0, arith=arith)
+    assert rec.L == 3
+    assert sup_error(rec, A, w, arith) <= rec.diagnostics["error_bound"] <= 1e4 * 10.0**-dps
 
 
 # --- failure cases: typed errors, never a wrong answer ----------------------------------

@@ -20,18 +20,30 @@ from ...errors import (
 )
 from ...measure import Session
 
-#: A piece's gradient is first taken with steps h = 2^(e - H_LOG2), 2^e >= max |x0_i|.
-H_LOG2 = 10
+#: A piece's gradient is first taken with steps h = 2^(e - H_LOG2), 2^e >= max |x0_i|, per arithmetic
+#: (by the name before any ":"): mpmath at a few digits needs the longer first step, as the
+#: gradient's rounding error is ~ eps |f| / h; Euler's check shrinks a step that crosses a kink.
+H_LOG2 = {"float64": 10, "mp": 5, "sympy": 10}
 #: A failed Euler check divides h by 2^H_SHRINK_LOG2; at most H_ROUNDS attempts per piece.
 H_SHRINK_LOG2 = 4
 H_ROUNDS = 5
 #: A split point whose gradient cannot be taken moves to the middle of its wider side, NUDGES times.
 NUDGES = 3
-#: Float comparisons accept a disagreement of TOL_ULPS * eps * (the magnitudes involved).
-TOL_ULPS = 2**10
+#: Float comparisons accept a disagreement of TOL_ULPS * eps * (the magnitudes involved), per
+#: arithmetic: float64's answers carry up to 2^10 eps (relative to the canonical form's size) with
+#: the cancellation its properties admit; mpmath's eps = 10^-dps is already 3 to 10 unit roundoffs
+#: 2^-prec, and 2^4 of them cover the (d + m)-term sums of an mpmath oracle (a tolerance of 2^10
+#: 10^-dps refused every FFN below 13 digits: issue 23 item 8).
+TOL_ULPS = {"float64": 2**10, "mp": 2**4, "sympy": 0}
 #: Resolution rho = 2^-k of the kink confirmation (|y| = rho |x*|): float64, sympy; mpmath
 #: uses k = 3/4 of its bits.  Hyperplanes crossing the path within rho |x*| may be merged.
 RESOLUTION_LOG2 = {"float64": 30, "sympy": 64}
+#: A confirmation pair x* +- y farther off the path than this fraction of the interval's reach is
+#: no test (it may straddle other kinks of the interval): the interval is bisected instead.  Per
+#: arithmetic: mpmath at 7-10 digits merged kinks 0.1 apart this way (issue 23 item 2: 1 of 3
+#: hyperplanes, error 0.7 against a bound 0.35); float64 keeps no limit, as a pair grown far off
+#: the path is what confirms a unit 1e-12 beside unit ones (its straddling risk stays open there).
+REACH_FRACTION = {"float64": np.inf, "mp": 2.0**-4, "sympy": np.inf}
 #: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
 ANSWER_RANGE = (2.0**-1000, 2.0**900)
 #: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
@@ -95,6 +107,10 @@ class _PathSearch:
         #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
         #: f(x) and the local gradient vanish (units cancelling on x's region).
         self.gscale = 0.0
+        kind = arith.name.split(":")[0]
+        #: tolerance in units of eps, the first gradient step's log2 and the farthest a pair may
+        #: reach (see TOL_ULPS, H_LOG2, REACH_FRACTION)
+        self.ulps, self.h_log2, self.reach = TOL_ULPS[kind], H_LOG2[kind], REACH_FRACTION[kind]
         bits = RESOLUTION_LOG2.get(arith.name, int(0.75 * getattr(arith, "dps", 20) * np.log2(10)))
         self.rho = arith.scalar(2) ** -bits
         self.seen: list[tuple[np.ndarray, Any]] = []
@@ -125,7 +141,7 @@ class _PathSearch:
         size = sum(abs(float(v)) for v in values) + self.gscale * float(xf.sum())
         if G is not None:
             size += float(np.abs(self.arith.to_float(G)) @ xf)
-        return TOL_ULPS * self.arith.eps * size + err * float(xf.sum())
+        return self.ulps * self.arith.eps * size + err * float(xf.sum())
 
     def agrees(self, a: Any, b: Any, tol: float) -> bool:
         """a = b to within tol (exactly, in exact arithmetic)."""
@@ -150,7 +166,7 @@ class _PathSearch:
             self.ledger.values += 1
         self.ledger.pieces += 1
         top = arith.abs_max(x0)
-        h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - H_LOG2 if top > 0 else 0)
+        h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - self.h_log2 if top > 0 else 0)
         residual_before = None
         for attempt in range(H_ROUNDS):
             if attempt:
@@ -178,7 +194,7 @@ class _PathSearch:
         except _OnHyperplane:
             raise DegenerateProbeError(
                 "no gradient at a random end of the path: no step down to "
-                f"2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| keeps f linear there: hyperplanes "
+                f"2^-{self.h_log2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| keeps f linear there: hyperplanes "
                 "closer than the arithmetic resolves, or not a bias-free ReLU FFN"
             ) from None
 
@@ -233,7 +249,7 @@ class _PathSearch:
             + abs(float(y0))
             + float(np.abs(self.arith.to_float(y)).max())
         )
-        return TOL_ULPS * self.arith.eps * 2 * scale / float(h) + self.arith.eps * float(
+        return self.ulps * self.arith.eps * 2 * scale / float(h) + self.arith.eps * float(
             np.abs(self.arith.to_float(G)).max()
         )
 
@@ -245,7 +261,7 @@ class _PathSearch:
         see :meth:`tol`); a jump below it (a unit whose kink is below float64's resolution beside
         large ones) is taken for none, and booked in ``hidden`` (the error bound adds half of it).
         """
-        tol = 2 * (a.err + b.err) + 16 * TOL_ULPS * self.arith.eps * self.gscale  # 0 in exact arithmetic
+        tol = 2 * (a.err + b.err) + 16 * self.ulps * self.arith.eps * self.gscale  # 0 in exact arithmetic
         return all(self.arith.within(t, tol) for t in a.G - b.G)
 
     def segment(self, a: _Piece, b: _Piece) -> list[tuple[np.ndarray, np.ndarray, float]]:
@@ -333,7 +349,7 @@ class _PathSearch:
         else:
             raise DegenerateProbeError(
                 f"no gradient at {NUDGES} points of an interval of width {float(sb - sa):.3g}: every one "
-                f"is within 2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| of a hyperplane (kinks "
+                f"is within 2^-{self.h_log2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| of a hyperplane (kinks "
                 "closer than the search resolves)"
             )
         if self.same_gradient(p, pa) or self.same_gradient(p, pb):
@@ -429,6 +445,11 @@ class _PathSearch:
             need = 16 * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
             if abs(float(J @ y)) < need:
                 y = y * (need / abs(float(J @ y)))
+                if float(arith.abs_max_scalar(y)) > self.reach * float(arith.abs_max_scalar(reach)):
+                    # a pair this far off the path may straddle the other kinks of the interval
+                    # (merging them into one): no verdict; the caller bisects, and the pieces'
+                    # tolerances shrink with their distance to x*
+                    return "unknown", y_x
         if (float(J @ y) > 0) != (float(J @ reach) > 0):
             y = -y
         plus, minus = self.ask(np.array([x + y, x - y]))
