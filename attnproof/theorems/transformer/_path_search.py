@@ -20,18 +20,30 @@ from ...errors import (
 )
 from ...measure import Session
 
-#: A piece's gradient is first taken with steps h = 2^(e - H_LOG2), 2^e >= max |x0_i|.
-H_LOG2 = 10
+#: A piece's gradient is first taken with steps h = 2^(e - H_LOG2), 2^e >= max |x0_i|, per arithmetic
+#: (by the name before any ":"): mpmath at a few digits needs the longer first step, as the
+#: gradient's rounding error is ~ eps |f| / h; Euler's check shrinks a step that crosses a kink.
+H_LOG2 = {"float64": 10, "mp": 5, "sympy": 10}
 #: A failed Euler check divides h by 2^H_SHRINK_LOG2; at most H_ROUNDS attempts per piece.
 H_SHRINK_LOG2 = 4
 H_ROUNDS = 5
 #: A split point whose gradient cannot be taken moves to the middle of its wider side, NUDGES times.
 NUDGES = 3
-#: Float comparisons accept a disagreement of TOL_ULPS * eps * (the magnitudes involved).
-TOL_ULPS = 2**10
+#: Float comparisons accept a disagreement of TOL_ULPS * eps * (the magnitudes involved), per
+#: arithmetic: float64's answers carry up to 2^10 eps (relative to the canonical form's size) with
+#: the cancellation its properties admit; mpmath's eps = 10^-dps is already 3 to 10 unit roundoffs
+#: 2^-prec, and 2^4 of them cover the (d + m)-term sums of an mpmath oracle (a tolerance of 2^10
+#: 10^-dps refused every FFN below 13 digits: issue 23 item 8).
+TOL_ULPS = {"float64": 2**10, "mp": 2**4, "sympy": 0}
 #: Resolution rho = 2^-k of the kink confirmation (|y| = rho |x*|): float64, sympy; mpmath
 #: uses k = 3/4 of its bits.  Hyperplanes crossing the path within rho |x*| may be merged.
 RESOLUTION_LOG2 = {"float64": 30, "sympy": 64}
+#: A confirmation pair x* +- y farther off the path than this fraction of the interval's reach is
+#: no test (it may straddle other kinks of the interval): the interval is bisected instead.  Per
+#: arithmetic: mpmath at 7-10 digits merged kinks 0.1 apart this way (issue 23 item 2: 1 of 3
+#: hyperplanes, error 0.7 against a bound 0.35); float64 keeps no limit, as a pair grown far off
+#: the path is what confirms a unit 1e-12 beside unit ones (its straddling risk stays open there).
+REACH_FRACTION = {"float64": np.inf, "mp": 2.0**-4, "sympy": np.inf}
 #: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
 ANSWER_RANGE = (2.0**-1000, 2.0**900)
 #: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
@@ -60,10 +72,11 @@ class _Piece:
 
 @dataclass
 class _Ledger:
-    """Where the queries went: ``d (pieces + retries) + values + 2 pairs``.
+    """Where the queries went: ``d (pieces + retries) + values + 2 pairs + checks``.
 
     ``values`` counts single-point queries (region centres, kink points x*, midpoint checks),
-    ``pairs`` the off-path confirmation pairs x* +- y.
+    ``pairs`` the off-path confirmation pairs x* +- y, ``checks`` the fresh check points asked
+    after each reconstruction.
     """
 
     pieces: int = 0
@@ -73,9 +86,10 @@ class _Ledger:
     duplicate_pieces: int = 0
     regions_skipped: int = 0
     nudges: int = 0
+    checks: int = 0
 
     def total(self, d: int) -> int:
-        return d * (self.pieces + self.retries) + self.values + 2 * self.pairs
+        return d * (self.pieces + self.retries) + self.values + 2 * self.pairs + self.checks
 
 
 class _PathSearch:
@@ -87,10 +101,16 @@ class _PathSearch:
         arith = self.arith
         self.d = session.oracle.d
         self.min_gap, self.max_steps, self.steps = min_gap, max_steps, 0
+        #: paths searched: U -> V -> -U, then one U -> z -> -U per contradicting point z
+        self.paths = 1
         self.ledger = _Ledger()
         #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
         #: f(x) and the local gradient vanish (units cancelling on x's region).
         self.gscale = 0.0
+        kind = arith.name.split(":")[0]
+        #: tolerance in units of eps, the first gradient step's log2 and the farthest a pair may
+        #: reach (see TOL_ULPS, H_LOG2, REACH_FRACTION)
+        self.ulps, self.h_log2, self.reach = TOL_ULPS[kind], H_LOG2[kind], REACH_FRACTION[kind]
         bits = RESOLUTION_LOG2.get(arith.name, int(0.75 * getattr(arith, "dps", 20) * np.log2(10)))
         self.rho = arith.scalar(2) ** -bits
         self.seen: list[tuple[np.ndarray, Any]] = []
@@ -121,7 +141,7 @@ class _PathSearch:
         size = sum(abs(float(v)) for v in values) + self.gscale * float(xf.sum())
         if G is not None:
             size += float(np.abs(self.arith.to_float(G)) @ xf)
-        return TOL_ULPS * self.arith.eps * size + err * float(xf.sum())
+        return self.ulps * self.arith.eps * size + err * float(xf.sum())
 
     def agrees(self, a: Any, b: Any, tol: float) -> bool:
         """a = b to within tol (exactly, in exact arithmetic)."""
@@ -146,7 +166,7 @@ class _PathSearch:
             self.ledger.values += 1
         self.ledger.pieces += 1
         top = arith.abs_max(x0)
-        h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - H_LOG2 if top > 0 else 0)
+        h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - self.h_log2 if top > 0 else 0)
         residual_before = None
         for attempt in range(H_ROUNDS):
             if attempt:
@@ -174,7 +194,7 @@ class _PathSearch:
         except _OnHyperplane:
             raise DegenerateProbeError(
                 "no gradient at a random end of the path: no step down to "
-                f"2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| keeps f linear there: hyperplanes "
+                f"2^-{self.h_log2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| keeps f linear there: hyperplanes "
                 "closer than the arithmetic resolves, or not a bias-free ReLU FFN"
             ) from None
 
@@ -229,7 +249,7 @@ class _PathSearch:
             + abs(float(y0))
             + float(np.abs(self.arith.to_float(y)).max())
         )
-        return TOL_ULPS * self.arith.eps * 2 * scale / float(h) + self.arith.eps * float(
+        return self.ulps * self.arith.eps * 2 * scale / float(h) + self.arith.eps * float(
             np.abs(self.arith.to_float(G)).max()
         )
 
@@ -241,7 +261,7 @@ class _PathSearch:
         see :meth:`tol`); a jump below it (a unit whose kink is below float64's resolution beside
         large ones) is taken for none, and booked in ``hidden`` (the error bound adds half of it).
         """
-        tol = 2 * (a.err + b.err) + 16 * TOL_ULPS * self.arith.eps * self.gscale  # 0 in exact arithmetic
+        tol = 2 * (a.err + b.err) + 16 * self.ulps * self.arith.eps * self.gscale  # 0 in exact arithmetic
         return all(self.arith.within(t, tol) for t in a.G - b.G)
 
     def segment(self, a: _Piece, b: _Piece) -> list[tuple[np.ndarray, np.ndarray, float]]:
@@ -251,7 +271,9 @@ class _PathSearch:
         zero, one = arith.scalar(0), arith.scalar(1)
         stack = [(zero, a, one, b)]
         kinks: list[tuple[np.ndarray, np.ndarray, float]] = []
-        tested: set[Any] = set()  # intersections already confirmed against (never twice)
+        # (point, pa, pb) already confirmed (never twice: the same test gives the same answer); the
+        # same point is tested again between other pieces, whose planes may meet only there
+        tested: set[tuple[Any, int, int]] = set()
         while stack:
             sa, pa, sb, pb = stack.pop()
             self.steps += 1
@@ -273,8 +295,8 @@ class _PathSearch:
             else:
                 J = pb.G - pa.G
                 s = self._intersection(J, X0, direction, sa, sb, pa.err + pb.err)
-                if s is not None and s not in tested:
-                    tested.add(s)
+                if s is not None and (s, id(pa), id(pb)) not in tested:
+                    tested.add((s, id(pa), id(pb)))
                     status, y_split = self._confirm(pa, pb, X0 + s * direction, (sb - sa) * direction)
                     if status == "kink":
                         kinks.append((J, direction, pa.err + pb.err))
@@ -289,10 +311,14 @@ class _PathSearch:
                 else:
                     s = None
                 mid = (sa + sb) / 2
-                if s is None and mid not in tested and self._planes_meet(pa, pb, X0 + mid * direction):
+                if (
+                    s is None
+                    and (mid, id(pa), id(pb)) not in tested
+                    and self._planes_meet(pa, pb, X0 + mid * direction)
+                ):
                     # bisection has cornered the kink closer than s* (moved by the gradients'
                     # errors) could: confirm it at the midpoint, where the planes still agree
-                    tested.add(mid)
+                    tested.add((mid, id(pa), id(pb)))
                     status, y_split = self._confirm(pa, pb, X0 + mid * direction, (sb - sa) * direction)
                     if status == "kink":
                         kinks.append((J, direction, pa.err + pb.err))
@@ -323,7 +349,7 @@ class _PathSearch:
         else:
             raise DegenerateProbeError(
                 f"no gradient at {NUDGES} points of an interval of width {float(sb - sa):.3g}: every one "
-                f"is within 2^-{H_LOG2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| of a hyperplane (kinks "
+                f"is within 2^-{self.h_log2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| of a hyperplane (kinks "
                 "closer than the search resolves)"
             )
         if self.same_gradient(p, pa) or self.same_gradient(p, pb):
@@ -419,6 +445,11 @@ class _PathSearch:
             need = 16 * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
             if abs(float(J @ y)) < need:
                 y = y * (need / abs(float(J @ y)))
+                if float(arith.abs_max_scalar(y)) > self.reach * float(arith.abs_max_scalar(reach)):
+                    # a pair this far off the path may straddle the other kinks of the interval
+                    # (merging them into one): no verdict; the caller bisects, and the pieces'
+                    # tolerances shrink with their distance to x*
+                    return "unknown", y_x
         if (float(J @ y) > 0) != (float(J @ reach) > 0):
             y = -y
         plus, minus = self.ask(np.array([x + y, x - y]))
