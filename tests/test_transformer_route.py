@@ -101,3 +101,27 @@ def test_cancelling_units_within_bound(target, seed):
     except (DegenerateProbeError, PrecisionLossError):
         return
     assert W_error(rec, W) <= rec.diagnostics["error_bound"]
+
+
+# --- the cone route: f is linear on the cone only up to the FFN's own error (issue 23 item 4) ---
+
+
+def even_ffn_with_tiny_odd_unit(d, tiny, seed):
+    """An even FFN (A = [B, -B], w_o = [a, a]: u = 0) plus one unit of weight ``tiny`` (u != 0,
+    below the FFN learner's resolution), and W ~ N(0, 1/d)."""
+    rng = np.random.default_rng(seed)
+    B, a, w_t = rng.standard_normal((d, 2)), rng.standard_normal(2), rng.standard_normal(d)
+    A, w = np.concatenate([B, -B, w_t[:, None]], axis=1), np.concatenate([a, a, [tiny]])
+    return rng.standard_normal((d, d)) / np.sqrt(d), A, w
+
+
+@pytest.mark.parametrize("tiny, seed", [(1e-8, 6), (1e-9, 10), (1e-9, 3), (1e-10, 10)])
+def test_tiny_odd_unit_on_the_cone_within_bound(tiny, seed):
+    """The tiny unit's kink is omitted by the FFN learner (within its bound) and u is within the
+    FFN's error of 0, so the cone route is taken; the cone straddles the omitted kink, so the
+    derived oracle is Thm 4.1's only up to the FFN's error.  Before: |dW|_F 6.3e-9, 2.1e-9,
+    3.4e-9, 2.1e-10 against bounds of 1.7e-10, 3.3e-11, 2.1e-10, 3.3e-11 (36, 64, 16, 6 times over)."""
+    W, A, w = even_ffn_with_tiny_odd_unit(3, tiny, seed)
+    rec = recover(W, A, w, seed)
+    assert rec.diagnostics["route"] == "cone" and rec.ffn.L == 2  # the tiny unit's kink omitted
+    assert W_error(rec, W) <= rec.diagnostics["error_bound"]

@@ -220,7 +220,7 @@ def learn_transformer(
         session.diagnostics.update(info)
     bound = rec.diagnostics.get("error_bound")  # none in exact arithmetic
     if bound is not None:
-        nu = oracle_error(ffn, arith)
+        nu = oracle_error(ffn, arith, cone=lift is not None)
         # both in the derived oracle's units (scaled by an exact power of two: no underflow)
         v = arith.to_float(rec.v)
         factor = reduction_factor(nu * float(scale), v, derived.cost, lift, arith.resolution)
@@ -242,7 +242,7 @@ def _unit_scale(v: np.ndarray, arith: Arith) -> Any:
     return arith.scalar(2) ** -int(np.floor(np.log2(float(top)))) if top > 0 else 1
 
 
-def oracle_error(ffn: FFNRecovery, arith: Arith) -> float:
+def oracle_error(ffn: FFNRecovery, arith: Arith, cone: bool) -> float:
     """nu: the Transformer oracle's answer ``TF(X)`` is within ``nu |z|_inf`` of the model the
     attention phase assumes, z = alpha(X, W)^T X the attention output (float64, mpmath).
 
@@ -253,8 +253,16 @@ def oracle_error(ffn: FFNRecovery, arith: Arith) -> float:
     ``S = |u|_1 / 2 + sum_j |c_j| |n_j|_1 / 2`` (>= sup |f| on the unit inf-ball), whence
     ``TOL_ULPS eps S`` (it covers the rounding of the cone route's tokens ``M x`` too: f is
     S-Lipschitz in the inf-norm).
+
+    On the cone route also the FFN's own error bound: f is linear on the cone only up to kinks
+    the FFN learner could not resolve, which the cone cannot avoid (a unit of weight 1e-9, its
+    kink below the learner's resolution, whose hyperplane crosses the cone: W off by 6e-9 for a
+    bound of 3e-11 before, issue 23); with f_hat linear on the cone and ``|f - f_hat| <=
+    error_bound |x|_inf``, f is that linear function up to ``error_bound |x|_inf``.  VQ~ needs
+    no FFN: ``VQ(X) - VQ(-X) = alpha^T X u`` whatever the units (``sec4.1/relu-antisymmetry``).
     """
-    return TOL_ULPS * arith.resolution * _size(ffn, arith)
+    nu = TOL_ULPS * arith.resolution * _size(ffn, arith)
+    return nu + ffn.diagnostics["error_bound"] if cone else nu
 
 
 def reduction_factor(nu: float, v: np.ndarray, cost: int, M: np.ndarray | None, resolution: float) -> float:
