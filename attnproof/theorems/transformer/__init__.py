@@ -70,7 +70,8 @@ from ...oracles import AntisymmetricOracle, LinearMapOracle, ValueOracle
 from ...measure import Session
 from ...verify.registry import LEARNERS, learner
 from ..exact import learn_exact
-from .ffn import FFNRecovery, ffn_query_bound, ffn_query_count, learn_ffn
+from ._path_search import TOL_ULPS
+from .ffn import FFNRecovery, _size, ffn_query_bound, ffn_query_count, learn_ffn
 
 
 @dataclass(frozen=True)
@@ -197,16 +198,17 @@ def learn_transformer(
         )
     with arith.context(), session.phase("attention"):
         if route == "antisymmetric":
-            derived = AntisymmetricOracle(oracle, scale=_unit_scale(ffn.u, arith))
+            scale = _unit_scale(ffn.u, arith)
+            derived = AntisymmetricOracle(oracle, scale=scale)
             rec = learn_exact(derived, probes=probes, rng=rng, arith=arith)
-            W = rec.W
-            extra_bound = derived.amplification  # Thm 4.1's bound assumes VQ~'s own rounding
+            W, lift = rec.W, None
         else:
             M, info = cone_map(ffn, arith, rng)
-            derived = LinearMapOracle(oracle, M=M, scale=_unit_scale(M.T @ info["cone_g"], arith))
+            scale = _unit_scale(M.T @ info["cone_g"], arith)
+            derived = LinearMapOracle(oracle, M=M, scale=scale)
             rec = learn_exact(derived, probes="basis", arith=arith)
             W = arith.solve(M.T, arith.solve(M.T, rec.W).T).T  # W' = M^T W M
-            extra_bound = info["cond_M"] ** 2
+            lift = arith.to_float(M)
     attention = session.spent["attention"]
     if attention != derived.cost * derived.queries:
         raise AssertionError(
@@ -217,9 +219,14 @@ def learn_transformer(
     if route == "cone":
         session.diagnostics.update(info)
     bound = rec.diagnostics.get("error_bound")  # none in exact arithmetic
-    diagnostics = session.close(
-        reasked="rest", error_bound=None if bound is None else bound * extra_bound, L=ffn.L, route=route
-    )
+    if bound is not None:
+        nu = oracle_error(ffn, arith, cone=lift is not None)
+        # both in the derived oracle's units (scaled by an exact power of two: no underflow)
+        v = arith.to_float(rec.v)
+        factor = reduction_factor(nu * float(scale), v, derived.cost, lift, arith.resolution)
+        bound = lifted_bound(bound * factor, arith.to_float(rec.W), lift, arith.resolution)
+        session.diagnostics.update(oracle_error=nu, reduction_factor=factor)
+    diagnostics = session.close(reasked="rest", error_bound=bound, L=ffn.L, route=route)
     return TransformerRecovery(W, ffn, session.queries, arith.name, diagnostics)
 
 
@@ -233,6 +240,62 @@ def _unit_scale(v: np.ndarray, arith: Arith) -> Any:
     """
     top = arith.abs_max(v)
     return arith.scalar(2) ** -int(np.floor(np.log2(float(top)))) if top > 0 else 1
+
+
+def oracle_error(ffn: FFNRecovery, arith: Arith, cone: bool) -> float:
+    """nu: the Transformer oracle's answer ``TF(X)`` is within ``nu |z|_inf`` of the model the
+    attention phase assumes, z = alpha(X, W)^T X the attention output (float64, mpmath).
+
+    Rounding: the FFN sums its units before any cancellation shows, so an answer is rounded at
+    the scale of the units, not of f (``-0.99 ReLU(x) + ReLU(x)``: units 199 times f).  The
+    units are invisible to every query; the model :func:`learn_ffn` accepts answers in allows
+    ``TOL_ULPS`` eps times the magnitudes, i.e. units up to 2^10 times the canonical form's size
+    ``S = |u|_1 / 2 + sum_j |c_j| |n_j|_1 / 2`` (>= sup |f| on the unit inf-ball), whence
+    ``TOL_ULPS eps S`` (it covers the rounding of the cone route's tokens ``M x`` too: f is
+    S-Lipschitz in the inf-norm).
+
+    On the cone route also the FFN's own error bound: f is linear on the cone only up to kinks
+    the FFN learner could not resolve, which the cone cannot avoid (a unit of weight 1e-9, its
+    kink below the learner's resolution, whose hyperplane crosses the cone: W off by 6e-9 for a
+    bound of 3e-11 before, issue 23); with f_hat linear on the cone and ``|f - f_hat| <=
+    error_bound |x|_inf``, f is that linear function up to ``error_bound |x|_inf``.  VQ~ needs
+    no FFN: ``VQ(X) - VQ(-X) = alpha^T X u`` whatever the units (``sec4.1/relu-antisymmetry``).
+    """
+    nu = TOL_ULPS * arith.resolution * _size(ffn, arith)
+    return nu + ffn.diagnostics["error_bound"] if cone else nu
+
+
+def reduction_factor(nu: float, v: np.ndarray, cost: int, M: np.ndarray | None, resolution: float) -> float:
+    """F >= 1 with Thm 4.1's bound times F a bound for the derived oracle's answers.
+
+    Thm 4.1's bound (:func:`~attnproof.theorems.exact.learn_exact`) models a label off by
+    ``(d + 4) res (|x_1| + |x_2|) |v|`` and v (its one-token answers) off by ``4 res |v|`` in
+    all; the derived oracle (``cost`` answers of TF at tokens ``M x``, M = I for VQ~) adds
+    ``cost nu |M z|_inf <= cost nu R (|x_1| + |x_2|)`` to a label (R: the largest row norm of M)
+    and ``cost nu C`` to v (``C^2 = sum_j max_i M_ij^2``).  The bound is a sum of non-negative
+    terms, linear in those two errors, so scaling both by ``1 + cost nu max(R / (d + 4), C / 4) /
+    (res |v|)`` scales it by at most that; R <= C (each row's entries are below the columns'
+    maxima), so the second term is the larger: ``F = 1 + cost nu C / (4 res |v|)``.
+    ``nu`` and ``v`` (the derived oracle's v*: u for VQ~, M^T g on the cone) in the derived
+    oracle's units (both times its ``scale``).
+    """
+    C = np.sqrt(v.shape[0]) if M is None else float(np.linalg.norm(np.abs(M).max(axis=0)))
+    return 1.0 + cost * nu * C / (4 * resolution * float(np.linalg.norm(v)))
+
+
+def lifted_bound(bound: float, W_derived: np.ndarray, M: np.ndarray | None, resolution: float) -> float:
+    """The bound on W* from the derived oracle's ``W' = M^T W* M`` (cone route; VQ~: W' = W*).
+
+    ``W = M^{-T} W' M^{-1}``: ``|dW|_F <= |M^{-1}|_2^2 |dW'|_F``, plus the two solves' rounding,
+    ``(d + 4) res cond(M)`` relative each, ``2 (d + 4) res cond(M) |M^{-1}|_2^2 |W'|_F``.
+    """
+    if M is None:
+        return bound
+    sv = np.linalg.svd(M, compute_uv=False)
+    inv2 = float(1 / sv[-1]) ** 2
+    d = M.shape[0]
+    rounding = 2 * (d + 4) * resolution * float(sv[0] / sv[-1]) * float(np.linalg.norm(W_derived))
+    return inv2 * (bound + rounding)
 
 
 def _u_vanishes(ffn: FFNRecovery, arith: Arith) -> bool:
@@ -279,5 +342,6 @@ from . import identities  # noqa: E402, F401
 
 __all__ = [
     "FFNRecovery", "TransformerRecovery", "learn_ffn", "learn_transformer", "ffn_query_count",
-    "ffn_query_bound", "transformer_query_count", "cone_map", "CONE_DRAWS",
+    "ffn_query_bound", "transformer_query_count", "cone_map", "CONE_DRAWS", "oracle_error",
+    "reduction_factor", "lifted_bound",
 ]
