@@ -454,6 +454,29 @@ def test_sbd_end_to_end_float64_and_mpmath():
         learn_multihead_sbd(oracle, hessians=0, rng=rng)
 
 
+@pytest.mark.parametrize("H,dh,K", [(2, 3, 1), (3, 2, 1), (2, 2, 1), (3, 3, 1)])
+def test_sbd_with_too_few_hessians_is_refused_not_wrong(H, dh, K):
+    """Issue 23, item 5: below the necessity bound the commutant SBD returns wrong blocks (was: error
+    2.8-4, or 6 heads for 3, returned with no error); the checks across the blocks refuse them."""
+    heads, _, rng = _c1(H, dh, 1)
+    with pytest.raises((AssumptionError, PrecisionLossError)):
+        learn_multihead_sbd(ValueOracle(MultiHeadAttention(heads)), hessians=K, rng=rng)
+
+
+def test_sbd_cli_refuses_too_few_hessians(capsys):
+    from attnproof.cli import main
+
+    assert main(["recover", "--d", "6", "--learner", "multihead-sbd", "--H", "2", "--hessians", "1"]) != 0
+    assert "AssumptionError" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("checks", [-1, 0, True, 1.5])
+def test_sbd_needs_a_positive_number_of_checks(checks):
+    heads, _, rng = _c1(2, 2, 0)
+    with pytest.raises(InvalidInputError, match="checks"):
+        learn_multihead_sbd(ValueOracle(MultiHeadAttention(heads)), hessians=2, rng=rng, checks=checks)
+
+
 @pytest.mark.parametrize("learner", ["orthogonal-heads", "multihead-sbd"])
 def test_the_defaults_are_declared_once(learner):
     """One declaration of the defaults (issue 19): a default bench run asks exactly the registered

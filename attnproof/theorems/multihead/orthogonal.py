@@ -194,7 +194,7 @@ def learn_orthogonal_heads(
                           why=" (a head whose v is small beside the other heads' is swamped by their "
                           "rounding in its subspace)")
     if checks:
-        session.diagnostics["check_residual"] = _check(session, heads, Es, bounds, checks, rng)
+        session.diagnostics["check_residual"] = check_heads(session, heads, Es, bounds, checks, rng)
     info = session.close(reasked=sum(int(h.diagnostics.get("reasked_queries", 0)) for h in heads),
                          error_bound=bound, error_bound_v=bound_v, H=len(Es), dims=dims, checks=checks)
     return MultiHeadRecovery(tuple(heads), tuple(Es), session.queries, arith.name, info)
@@ -261,14 +261,16 @@ def _error_bounds(
     return out
 
 
-def _check(session: Session, heads: list[Recovery], Es: list[np.ndarray],
-           bounds: list[tuple[float, float]] | None, checks: int, rng: np.random.Generator | None) -> float:
+def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
+                bounds: list[tuple[float, float]] | None, checks: int, rng: np.random.Generator | None,
+                noise: float = 0.0) -> float:
     """Ask ``checks`` length-3 queries across the subspaces and compare with the recovered heads
     (whose a-posteriori error bounds per head are ``bounds``, :func:`_error_bounds`; None in exact
     arithmetic).
 
-    Query b takes k = b mod H and the tokens ``x_1 = E_k a_1``, ``x_2 = E_g a_2`` (a random
-    g != k) and ``x_3 = E_k a_3`` (Gaussian a_i; every token in U_k when H = 1).  Under
+    Query b takes k = b mod H and the tokens ``x_1 = E_k a_1``, ``x_2 = sum_{g != k} E_g a_g``
+    (generic in the complement of U_k, so blocks that split a head are seen) and ``x_3 = E_k a_3``
+    (Gaussian a; every token in U_k when H = 1).  Under
     Assumption C.1 head k attends over x_1, x_3 (its score of x_2 is 0) and every other head
     attends uniformly (``W^(h) x_3 = 0``), so these answers test head k's three-token behaviour
     (two heads sharing U_k differ from any one head there) and every head's ``W^(h)`` against a
@@ -285,8 +287,9 @@ def _check(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     attends uniformly, whose prediction carries no W error, v's error by ``max_i
     |x_i| eps_v^(h)``; twice the sum over heads (second-order slack) plus ``4 (d + N + 4) eps``
     times ``sum_h max_i |y_i| (1 + max_i |x_i| |x_N| ||W^(h)||_F)`` (the rounding of both
-    evaluations).  Exact arithmetic (eps = 0, no bound): the tolerance is 0 and the answers must
-    be equal (:meth:`~attnproof.arith.Arith.within`).  Returns the worst residual over tolerance.
+    evaluations) plus ``noise``, the oracle's own absolute error.  Exact arithmetic (eps = 0, no
+    bound): the tolerance is 0 and the answers must be equal
+    (:meth:`~attnproof.arith.Arith.within`).  Returns the worst residual over tolerance.
 
     Raises
     ------
@@ -301,13 +304,15 @@ def _check(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     queries = []
     for b in range(checks):
         k = b % H
-        g = k if H == 1 else (k + 1 + int(gen.integers(H - 1))) % H
-        a = [gen.standard_normal(Es[h].shape[1]) for h in (k, g, k)]
+        others = [g for g in range(H) if g != k] or [k]
+        a = [gen.standard_normal(Es[k].shape[1]), [gen.standard_normal(Es[g].shape[1]) for g in others],
+             gen.standard_normal(Es[k].shape[1])]
         top = float(np.abs(np.array([Ef[k] @ a[0], Ef[k] @ a[2]]) @ Wf[k] @ (Ef[k] @ a[2])).max())
-        if top > 0:  # head k's largest recovered score about 1
-            a = [x * np.ldexp(1.0, int(np.clip(np.round(-np.log2(top) / 2), -64, 64))) for x in a]
+        # head k's largest recovered score about 1 (a power of two: exact)
+        c = np.ldexp(1.0, int(np.clip(np.round(-np.log2(top) / 2), -64, 64))) if top > 0 else 1.0
         with arith.context():
-            queries.append(np.stack([Es[h] @ arith.asarray(x) for h, x in zip((k, g, k), a)]))
+            x2 = sum(Es[g] @ arith.asarray(c * x) for g, x in zip(others, a[1]))
+            queries.append(np.stack([Es[k] @ arith.asarray(c * a[0]), x2, Es[k] @ arith.asarray(c * a[2])]))
     X = np.stack(queries)
     y = arith.asarray(session.ask(X))
     pred = arith.asarray(MultiHeadAttention([(h.W, h.v) for h in heads], arith)(X))
@@ -331,7 +336,7 @@ def _check(session: Session, heads: list[Recovery], Es: list[np.ndarray],
             first += float(np.sum(alpha * np.abs(yv - alpha @ yv) * proj * proj[-1])) * eps_W
             reach = float((norms * norms[-1]).max())
             rounding += float(np.abs(yv).max()) * (1 + reach * float(np.linalg.norm(W)))
-        tol = 2 * first + 4 * (d + CHECK_LENGTH + 4) * arith.eps * rounding
+        tol = 2 * first + 4 * (d + CHECK_LENGTH + 4) * arith.eps * rounding + noise
         residual = abs(float(arith.to_float(np.array([diff]))[0]))
         if not arith.within(diff, tol):
             raise AssumptionError(
