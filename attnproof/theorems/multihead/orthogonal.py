@@ -130,13 +130,19 @@ def learn_orthogonal_heads(
     checks : int
         Held-out length-3 queries (0 gives exactly ``sum_h (d_h + d_h^2)`` queries).
     tol : float, optional
-        Promised accuracy: raise PrecisionLossError if the a-posteriori bound exceeds it.
+        Promised accuracy: raise PrecisionLossError if the a-posteriori bound on
+        ``sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2)`` exceeds it.  Default: every head's own bound
+        must be at most the arithmetic's resolution^(1/5) times its ``||W_hat^(h)||_F`` (as
+        :func:`learn_exact` promises), so a head swamped by the others' rounding is refused.
 
     Returns
     -------
     MultiHeadRecovery
         Per-head W, v, queries; ``queries`` = ``sum_h (d_h + d_h^2) + checks`` for unit-scale
-        targets (more if a probe had to be rescaled, see :func:`learn_exact`).
+        targets (more if a probe had to be rescaled, see :func:`learn_exact`).  In floating point
+        the diagnostics carry per-head bounds ``error_bounds`` (W, Frobenius) and
+        ``error_bounds_v``, and their root sums of squares ``error_bound``, ``error_bound_v``
+        (:func:`_error_bounds`: the other heads' rounding leak included).
 
     Raises
     ------
@@ -146,7 +152,7 @@ def learn_orthogonal_heads(
     NonIdentifiableError
         If some head has v~ = 0 (C.1 requires v^(h) != 0).
     PrecisionLossError
-        If the a-posteriori error bound exceeds ``tol``.
+        If the a-posteriori error bound exceeds ``tol`` (or a head's exceeds the default promise).
 
     Examples
     --------
@@ -174,54 +180,115 @@ def learn_orthogonal_heads(
     dims = [E.shape[1] for E in Es]
     session.diagnostics.update(d_h=dims, checks=checks)
     # floating point only: exact arithmetic has no rounding error to bound
-    bound = None if arith.exact else _error_bound(heads, Es, oracle.d, arith)
-    if tol is not None and bound is not None:
-        session.guard(bound, None, tol, what="the heads' sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2)")
+    bounds = None if arith.exact else _error_bounds(heads, Es, oracle.d, arith)
+    bound = bound_v = None
+    if bounds is not None:
+        bound = float(np.sqrt(sum(bW * bW for bW, _ in bounds)))
+        bound_v = float(np.sqrt(sum(bv * bv for _, bv in bounds)))
+        session.diagnostics.update(error_bounds=[bW for bW, _ in bounds],
+                                   error_bounds_v=[bv for _, bv in bounds])
+        if tol is not None:
+            session.guard(bound, None, tol, what="the heads' sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2)")
+        for h, ((bW, _), rec) in enumerate(zip(bounds, heads) if tol is None else ()):
+            session.guard(bW, arith.norm(rec.W), None, what=f"head {h + 1}'s ||W_hat - W*||_F",
+                          why=" (a head whose v is small beside the other heads' is swamped by their "
+                          "rounding in its subspace)")
     if checks:
-        session.diagnostics["check_residual"] = _check(session, heads, bound, checks, rng)
+        session.diagnostics["check_residual"] = check_heads(session, heads, Es, bounds, checks, rng)
     info = session.close(reasked=sum(int(h.diagnostics.get("reasked_queries", 0)) for h in heads),
-                         error_bound=bound, H=len(Es), dims=dims, checks=checks)
+                         error_bound=bound, error_bound_v=bound_v, H=len(Es), dims=dims, checks=checks)
     return MultiHeadRecovery(tuple(heads), tuple(Es), session.queries, arith.name, info)
 
 
 _ORTHOGONAL_HEADS = LEARNERS["orthogonal-heads"]
 
 
-def _error_bound(heads: list[Recovery], Es: list[np.ndarray], d: int, arith: Arith) -> float:
-    """A-posteriori bound on sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2).
+def _gram_defect(Es: list[np.ndarray], d: int, arith: Arith) -> float:
+    """``gamma >= ||E^T E - I||_2`` for the bases stacked, ``E = [E_1 ... E_H]``: the computed
+    Frobenius norm plus the product's own rounding ``d eps || |E|^T |E| ||_F`` (0 in exact
+    arithmetic)."""
+    with arith.context():
+        E_all = np.concatenate(Es, axis=1)
+        gram = arith.norm(E_all.T @ E_all - arith.eye(d))  # Frobenius, >= the 2-norm
+    absE = np.abs(arith.to_float(E_all))
+    return (gram + d * arith.eps * float(np.linalg.norm(absE.T @ absE))) * (1 + 4 * d * FLOAT64.eps)
 
-    Thm 4.1's first-order bound for the reduced run assumes an oracle with relative error
-    ``(d_h + 4) eps`` per answer; the reduced oracle adds the lift ``Z E^T`` (tokens off by
-    ``d_h eps``, so scores by ``2 d_h eps`` and labels by ``d_h eps``) and the full-width model
-    evaluation (``(d + 4) eps``), so that bound is scaled by ``(d + 4 + 3 d_h) / (d_h + 4)``.
-    The lift ``E W~ E^T`` adds ``(2 d_h + 2) eps ||W~||_F`` and the bases' orthonormality
-    defect ``delta`` at most ``2 delta ||W~||_F``.
+
+def _error_bounds(
+    heads: list[Recovery], Es: list[np.ndarray], d: int, arith: Arith
+) -> list[tuple[float, float]]:
+    """A-posteriori bounds ``(||W_hat^(h) - W^(h)||_F, ||v_hat^(h) - v^(h)||_2)`` per head (first order).
+
+    Thm 4.1's bound for the reduced run (``error_bound`` of :func:`learn_exact`) assumes an oracle
+    whose label errs by ``(d_h + 4) eps |x| ||v~||`` and whose one-token answers give a v~ off by
+    ``4 eps ||v~||``.  The reduced oracle of head h answers worse, in two ways:
+
+    * relative: the lift ``x = E_h z`` rounds (``d_h eps |z|``; a one-token ``z = e_i`` lifts
+      exactly) and the model runs at width d with H heads summed, so the label errs by
+      ``(d + 4 + 3 d_h) eps |x| ||v~||`` (the lift moves the scores by ``2 d_h eps``) and a
+      one-token answer by ``(d + H) eps ||v~||``;
+    * absolute, the *leak*: the other heads' values ``x^T v^(g)`` are 0 only in exact arithmetic.
+      Rounded they are at most ``kappa |x| ||v^(g)||``, ``kappa = (d + d_h + d_max + H + 2) eps +
+      gamma``: the oracle's dot product of length d, the lift, the rounding of a target's
+      ``v^(g) = E_g v~`` (d_max = max_g d_g: C.1 is taken to hold up to that rounding), the sum
+      of the heads, and ``gamma >= ||E^T E - I||_2`` for all bases stacked (computed, plus its own
+      rounding ``d eps || |E|^T |E| ||_F``).  A softmax average of them is no larger.  With
+      ``S_h = sum_{g != h} ||v_hat^(g)||`` a head whose v is small beside the others is swamped:
+      its answers carry ``kappa S_h |x|`` of absolute error, ``kappa S_h / ||v~_h||`` relative.
+
+    Every term of the reduced bound is linear in the label error or in v~'s error (the solve's
+    rounding is scaled too, harmlessly), so the reduced bound times the larger of the two
+    actual/assumed ratios bounds the error of W~.  v~'s error: its entries err by
+    ``e_1 = (d + H) eps ||v~|| + kappa S_h`` times ``|E_h^T| |x|`` summed, so ``||dv~|| <=
+    || |E_h| ||_2 e_1``.  The lift ``E W~ E^T`` adds ``(2 d_h + 2) eps ||W~||_F`` and the bases'
+    defect ``2 gamma ||W~||_F`` (``E v~``: ``((d_h + 1) eps + gamma) ||v~||``).
     """
-    eps = arith.eps
-    total = 0.0
-    for rec, E in zip(heads, Es):
-        dh = E.shape[1]
-        with arith.context():
-            defect = arith.abs_max(E.T @ E - arith.eye(dh)) + dh * eps
-        Wt = float(np.linalg.norm(arith.to_float(rec.W)))
-        b = (
-            rec.diagnostics["error_bound"] * (d + 4 + 3 * dh) / (dh + 4)
-            + ((2 * dh + 2) * eps + 2 * defect) * Wt
-        )
-        total += b * b
-    return float(np.sqrt(total))
+    eps, H = arith.eps, len(Es)
+    gamma = _gram_defect(Es, d, arith)
+    slack = 1 + 4 * d * FLOAT64.eps  # float64's own rounding of a norm
+    d_max = max(E.shape[1] for E in Es)
+    v_norms = [arith.norm(rec.v) for rec in heads]
+    out = []
+    for h, (rec, E) in enumerate(zip(heads, Es)):
+        dh, vt = E.shape[1], v_norms[h]
+        leak = ((d + dh + d_max + H + 2) * eps + gamma) * (sum(v_norms) - vt)
+        one_token = ((d + H) * eps * vt + leak) * float(np.linalg.norm(np.abs(arith.to_float(E)), 2)) * slack
+        ratio = max(((d + 4 + 3 * dh) * eps * vt + leak) / ((dh + 4) * eps * vt), one_token / (4 * eps * vt))
+        Wt = arith.norm(rec.W)
+        bW = rec.diagnostics["error_bound"] * ratio + ((2 * dh + 2) * eps + 2 * gamma) * Wt
+        bv = one_token + ((dh + 1) * eps + gamma) * vt
+        out.append((float(bW), float(bv)))
+    return out
 
 
-def _check(session: Session, heads: list[Recovery], bound: float | None, checks: int,
-           rng: np.random.Generator | None) -> float:
-    """Ask ``checks`` random length-3 queries and compare with the recovered heads (whose
-    a-posteriori error bound is ``bound``; None in exact arithmetic).
+def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
+                bounds: list[tuple[float, float]] | None, checks: int, rng: np.random.Generator | None,
+                noise: float = 0.0) -> float:
+    """Ask ``checks`` length-3 queries across the subspaces and compare with the recovered heads
+    (whose a-posteriori error bounds per head are ``bounds``, :func:`_error_bounds`; None in exact
+    arithmetic).
 
-    Tolerance (numeric arithmetics), first order in the errors: the softmax is 2-Lipschitz from
-    the scores (max norm) to the weights (1-norm), and ``|x_i^T dW x_N| <= |x_i| |x_N| ||dW||_F``,
-    so a head contributes ``max_i |x_i^T dv| + 2 max_i |x_i^T v| max_i |x_i| |x_N| eps_W``;
-    twice that (second-order slack) plus ``4 (d + N + 4) eps`` times the answer's magnitude.
-    Exact arithmetic (eps = 0, no bound): the tolerance is 0 and the answers must be equal
+    Query b takes k = b mod H and the tokens ``x_1 = E_k a_1``, ``x_2 = sum_{g != k} E_g a_g``
+    (generic in the complement of U_k, so blocks that split a head are seen) and ``x_3 = E_k a_3``
+    (Gaussian a; every token in U_k when H = 1).  Under
+    Assumption C.1 head k attends over x_1, x_3 (its score of x_2 is 0) and every other head
+    attends uniformly (``W^(h) x_3 = 0``), so these answers test head k's three-token behaviour
+    (two heads sharing U_k differ from any one head there) and every head's ``W^(h)`` against a
+    leak into U_k, to first order and with no other head's error in the tolerance (the recovered
+    heads lie in their subspaces: a uniformly attending head's prediction carries no W error).
+    Each query is scaled by a power of two (exact) so that head k's recovered scores are O(1): a
+    saturated softmax would hide an error of W.
+
+    Tolerance (numeric arithmetics), first order in the errors, with each head's *own* bounds:
+    with ``y_i = x_i^T v^(h)`` and weights alpha_i, the scores move by ``|x_i^T dW x_N| <= |x_i|
+    |x_N| eps_W^(h)`` and the output by ``sum_i alpha_i |y_i - alpha^T y| |x_i| |x_N| eps_W^(h)``
+    (the softmax's Jacobian), where W_hat's error lies in U_h up to the lift's rounding, so
+    ``|x_i|`` shrinks to ``|E_h^T x_i| + gamma |x_i|`` (:func:`_gram_defect`): ~0 for a head that
+    attends uniformly, whose prediction carries no W error, v's error by ``max_i
+    |x_i| eps_v^(h)``; twice the sum over heads (second-order slack) plus ``4 (d + N + 4) eps``
+    times ``sum_h max_i |y_i| (1 + max_i |x_i| |x_N| ||W^(h)||_F)`` (the rounding of both
+    evaluations) plus ``noise``, the oracle's own absolute error.  Exact arithmetic (eps = 0, no
+    bound): the tolerance is 0 and the answers must be equal
     (:meth:`~attnproof.arith.Arith.within`).  Returns the worst residual over tolerance.
 
     Raises
@@ -229,32 +296,53 @@ def _check(session: Session, heads: list[Recovery], bound: float | None, checks:
     AssumptionError
         If some answer disagrees beyond the tolerance.
     """
-    arith, d = session.arith, session.oracle.d
+    arith, d, H = session.arith, session.oracle.d, len(Es)
     gen = rng if rng is not None else np.random.default_rng(0)
-    X = arith.asarray(gen.standard_normal((checks, CHECK_LENGTH, d)))
+    Wf = [arith.to_float(h.W) for h in heads]
+    vf = [arith.to_float(h.v) for h in heads]
+    Ef = [arith.to_float(E) for E in Es]
+    queries = []
+    for b in range(checks):
+        k = b % H
+        others = [g for g in range(H) if g != k] or [k]
+        a = [gen.standard_normal(Es[k].shape[1]), [gen.standard_normal(Es[g].shape[1]) for g in others],
+             gen.standard_normal(Es[k].shape[1])]
+        top = float(np.abs(np.array([Ef[k] @ a[0], Ef[k] @ a[2]]) @ Wf[k] @ (Ef[k] @ a[2])).max())
+        # head k's largest recovered score about 1 (a power of two: exact)
+        c = np.ldexp(1.0, int(np.clip(np.round(-np.log2(top) / 2), -64, 64))) if top > 0 else 1.0
+        with arith.context():
+            x2 = sum(Es[g] @ arith.asarray(c * x) for g, x in zip(others, a[1]))
+            queries.append(np.stack([Es[k] @ arith.asarray(c * a[0]), x2, Es[k] @ arith.asarray(c * a[2])]))
+    X = np.stack(queries)
     y = arith.asarray(session.ask(X))
     pred = arith.asarray(MultiHeadAttention([(h.W, h.v) for h in heads], arith)(X))
-    eps_W = 0.0 if bound is None else bound
+    G = arith.to_float(X)
+    gamma = _gram_defect(Es, d, arith)
+    per_head = bounds if bounds is not None else [(0.0, 0.0)] * len(heads)
     worst = 0.0
     for b in range(checks):
         with arith.context():
             diff = arith.simplify(np.array([y[b] - pred[b]], dtype=object))[0]
-        Xf = arith.to_float(X[b])
-        norms = np.linalg.norm(Xf, axis=1)
-        size, tol = 0.0, 0.0
-        for head in heads:
-            xv = np.abs(Xf @ arith.to_float(head.v))
-            size += float(xv.max())
-            eps_v = 4 * (d + 4) * arith.eps * float(np.abs(arith.to_float(head.v)).sum())
-            tol += float(norms.max()) * eps_v + 2 * float(xv.max()) * float(norms.max() * norms[-1]) * eps_W
-        tol = 2 * tol + 4 * (d + CHECK_LENGTH + 4) * arith.eps * size * (1 + float(norms.max()) ** 2)
+        norms = np.linalg.norm(G[b], axis=1)
+        first, rounding = 0.0, 0.0
+        for W, v, E, (eps_W, eps_v) in zip(Wf, vf, Ef, per_head):
+            # |E_h^T x_i| (rounded, and the bases' defect) bounds the reach of W_hat's error
+            proj = np.linalg.norm(G[b] @ E, axis=1) + (gamma + d * arith.eps) * norms
+            s = G[b] @ W @ G[b][-1]
+            alpha = np.exp(s - s.max())
+            alpha /= alpha.sum()
+            yv = G[b] @ v
+            first += float(norms.max()) * eps_v
+            first += float(np.sum(alpha * np.abs(yv - alpha @ yv) * proj * proj[-1])) * eps_W
+            reach = float((norms * norms[-1]).max())
+            rounding += float(np.abs(yv).max()) * (1 + reach * float(np.linalg.norm(W)))
+        tol = 2 * first + 4 * (d + CHECK_LENGTH + 4) * arith.eps * rounding + noise
         residual = abs(float(arith.to_float(np.array([diff]))[0]))
-        ok = arith.within(diff, tol)
-        if not ok:
+        if not arith.within(diff, tol):
             raise AssumptionError(
                 f"check query {b} (length {CHECK_LENGTH}) disagrees with the recovered heads "
-                f"(|f*(X) - f_hat(X)| = {residual:.3g}): the target does not satisfy Assumption C.1 "
-                "for the given bases, so Prop. C.2 does not apply"
+                f"(|f*(X) - f_hat(X)| = {residual:.3g}, tolerance {tol:.3g}): the target does not "
+                "satisfy Assumption C.1 for the given bases, so Prop. C.2 does not apply"
             )
         worst = max(worst, residual / tol if tol > 0 else 0.0)
     return worst

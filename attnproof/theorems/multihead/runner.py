@@ -60,6 +60,7 @@ class OrthogonalHeadsOptions(Options):
 class MultiheadSBDOptions(OrthogonalHeadsOptions):
     """Options of the ``multihead-sbd`` learner on the bench (App. C, the subspaces not given)."""
 
+    checks: int = option(DEFAULT_CHECKS, low=1, help="held-out length-3 queries refusing wrong blocks (>= 1)")
     hessians: int | None = option(None, low=1, help="probe Hessians K (default max(2, d_h - 1))")
     tau: float | None = option(None, low=0.0, open_low=True,
                                help="float64: answers with noise uniform in [-tau, tau] (ApproxOracle)")

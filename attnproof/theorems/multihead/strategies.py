@@ -192,6 +192,31 @@ def c1_violations(draw: st.DrawFn, max_H: int = 3, max_dh: int = 3) -> tuple[lis
     return heads, bases, how
 
 
+def small_head_targets(max_H: int = 3, max_dh: int = 3) -> st.SearchStrategy[tuple[list, list]]:
+    """``(heads, bases)``: an Assumption C.1 target (H >= 2) with one head's v scaled by
+    ``10^-k``, k in 0..18 -- a small head among large ones, whose reduced oracle the other heads'
+    rounding swamps (issue 23, item 1).
+
+    Raises
+    ------
+    InvalidInputError
+        Eagerly, if max_H is not in [2, 6] or max_dh not in [1, 6].
+    """
+    _check_optional_int("max_H", max_H, 2, 6)
+    _check_optional_int("max_dh", max_dh, 1, 6)
+    return _small_head(max_H, max_dh)
+
+
+@st.composite
+def _small_head(draw: st.DrawFn, max_H: int, max_dh: int) -> tuple[list, list]:
+    heads, bases = draw(_orthogonal_targets(None, max_H, max_dh, 1.0).filter(lambda t: len(t[1]) >= 2))
+    h = draw(st.integers(0, len(heads) - 1))
+    W, v = heads[h]
+    heads = list(heads)
+    heads[h] = (W, v * 10.0 ** -draw(st.integers(0, 18)))
+    return heads, bases
+
+
 __all__ = [
     "SYMMETRIES",
     "multihead_params",
@@ -199,4 +224,5 @@ __all__ = [
     "short_input_pairs",
     "orthogonal_heads_targets",
     "c1_violations",
+    "small_head_targets",
 ]
