@@ -114,6 +114,67 @@ def test_a_claim_registered_later_is_evaluated_and_an_id_is_never_registered_twi
     assert statuses(ledger) == {"test/new": "verified"}
 
 
+# --- the claims live in the rooms, in the paper's order (issue 19) --------------------------
+
+#: The ledger's claims and errata as they stood before they moved to the rooms (commit e5bdda1),
+#: in order.  A deliberate change of a claim regenerates it: ``python -c "import json, dataclasses,
+#: attnproof.verify as L; print(json.dumps({'claims': [dataclasses.asdict(c) for c in L.CLAIMS],
+#: 'errata': [dataclasses.asdict(e) for e in L.ERRATA]}, indent=1, ensure_ascii=False))"``.
+BEFORE = recorded.ROOT / "tests" / "data" / "ledger_claims.json"
+
+
+def test_the_claims_moved_to_the_rooms_unchanged_and_in_order():
+    before = json.loads(BEFORE.read_text())
+    for now, then in ((L.CLAIMS, before["claims"]), (L.ERRATA, before["errata"])):
+        assert [x.id for x in now] == [x["id"] for x in then]
+        for x, y in zip(now, then, strict=True):
+            assert json.loads(json.dumps(dataclasses.asdict(x))) == y, x.id
+
+
+def test_every_room_files_its_claims_at_its_place_whatever_the_import_order(monkeypatch):
+    """The order key (place, position) decides the ledger's order, not which room is imported
+    first: registering the rooms' claims in reverse gives the same ledger."""
+    from attnproof import theorems
+    from attnproof.verify import claims as registered
+
+    here = recorded.ROOT / "attnproof" / "theorems"
+    rooms = [r for r in theorems.ROOMS if (here / r / "claims.py").is_file()]
+    assert {c.chapter for c in L.CLAIMS} <= {*rooms, "intro"} and "exact" in rooms
+    places = [importlib.import_module(f"attnproof.theorems.{r}.claims").PLACE for r in rooms]
+    keys = [registered.ORDER[("claim", c.id)] for c in L.CLAIMS]
+    assert keys == sorted(keys) and [k[0] for k in keys if k[1] == 0] == sorted(places)
+    assert sorted(places)[:3] == [(3,), (4,), (4, 1)]  # Sec. 3, Thm 4.1, Sec. 4.1, ...
+    order = ([c.id for c in L.CLAIMS], [e.id for e in L.ERRATA])
+    monkeypatch.setattr(registered, "CLAIMS", [])
+    monkeypatch.setattr(registered, "ERRATA", [])
+    monkeypatch.setattr(registered, "ORDER", {})
+    for r in reversed(rooms):
+        importlib.reload(importlib.import_module(f"attnproof.theorems.{r}.claims"))
+    assert ([c.id for c in registered.CLAIMS], [e.id for e in registered.ERRATA]) == order
+
+
+def test_a_room_registers_a_claim_on_an_identity_by_its_id(cert, monkeypatch):
+    """How a room wires a new identity into the ledger: an ``id:`` link by its registry ID."""
+    from attnproof.verify import claims as registered
+
+    monkeypatch.setattr(registered, "CLAIMS", list(registered.CLAIMS))
+    monkeypatch.setattr(registered, "ORDER", dict(registered.ORDER))
+    registered.register((3, 5), claims=[claim("thm4.1/planted", "id:" + IDS[1], depends=("sec3/model",))])
+    ids = [c.id for c in registered.CLAIMS]
+    assert ids.index("sec3/qkv-merge") < ids.index("thm4.1/planted") < ids.index("thm4.1/phase-i")
+    ledger = L.evaluate(cert, outcomes(), claims=[claim("sec3/model", "id:" + IDS[0]),
+                                                  registered.CLAIMS[ids.index("thm4.1/planted")]], errata=())
+    assert statuses(ledger) == {"sec3/model": "verified", "thm4.1/planted": "verified"}
+    with pytest.raises(AttnproofError, match="taken"):
+        registered.register((3, 5), claims=[claim("thm4.1/second")])
+    with pytest.raises(AttnproofError, match="place"):
+        registered.register((), claims=[claim("x/y")])
+    with pytest.raises(AttnproofError, match="twice"):
+        registered.register((99,), claims=[claim("thm4.1")])
+    with pytest.raises(AttnproofError, match="unknown identity"):  # resolved when evaluated
+        L.evaluate(cert, outcomes(), claims=[claim("a", "id:lowrank/not-registered")], errata=())
+
+
 # --- links that do not resolve -----------------------------------------------------------
 
 

@@ -9,7 +9,8 @@ the claim as stated, reported with the corrected claim's own status; *open* for 
 its claim *failed*; a test with no recorded outcome is *not run*, never passed; a test outcome
 recorded on other code (its code hash differs, :meth:`Outcomes.stale`) makes its claim *stale*.
 
-The claims are Bhattamishra et al.'s (arXiv 2601.16873, :mod:`attnproof.verify.claims`); the
+The claims are Bhattamishra et al.'s (arXiv 2601.16873), each room's in its
+``theorems/<room>/claims.py`` (registered through :mod:`attnproof.verify.claims`); the
 evidence kinds are in :mod:`attnproof.verify.evidence`; the tests run in a pytest subprocess
 (:mod:`attnproof.verify.outcomes`) while the identities and benchmarks run in this process.
 """
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import theorems  # noqa: F401  (imports every room: every room's claims are registered)
 from ..errors import AttnproofError
 from . import render
 from .certificate import Certificate, Entry, LearnerEntry, verify_all
