@@ -2,14 +2,16 @@
 """The project's two commands; needs only Python 3.11+ (standard library).
 
     python3 dev.py all    # install, verify every identity (certificate/ + ledger), build the book
-    python3 dev.py test   # install, build the book, run the whole test suite
+    python3 dev.py test   # install, build the book, run the whole test suite (outcomes recorded)
 
 Everything is installed into ./.venv from the project's own pyproject.toml. Each step is
 printed before it runs, with its duration after; pip shows its own progress, the book build a
 line as each chapter starts and ends. Both commands build the book into book/_build through
 jupyter-book's execution cache, so running one after the other does not execute an unchanged
 book twice; `test` builds it as its own step before pytest, so a failing chapter stops the run
-at once with its cause.
+at once with its cause. `test` records every test's outcome, with a hash of the code it ran on,
+in .attnproof-cache/outcomes.json (the pytest plugin attnproof.verify.outcomes): `attnproof
+ledger` reads that record by default, and calls it stale once the code changes.
 """
 
 from __future__ import annotations
@@ -84,12 +86,17 @@ def main_job() -> None:
           f"Book: {ROOT / 'book/_build/html/index.html'}")
 
 
+#: The pytest plugin that records the outcomes `attnproof ledger` reads by default.
+RECORDER = "attnproof.verify.outcomes"
+
+
 def tests(extra_args: list[str]) -> None:
     install("test")
     coq_leg()
     build_book()
-    run("running the test suite (the book tests read the build above)",
-        BIN / "python", "-m", "pytest", *extra_args)
+    run("running the test suite (the book tests read the build above; every outcome is recorded, "
+        f"with the code's hash, in {ROOT / '.attnproof-cache' / 'outcomes.json'} for `attnproof ledger`)",
+        BIN / "python", "-m", "pytest", "-p", RECORDER, *extra_args)
 
 
 if __name__ == "__main__":

@@ -4,14 +4,19 @@ computed from what ran, the pytest outcome recorder, and ``attnproof ledger``'s 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
 import json
+import re
+import shutil
 import subprocess
 import tomllib
+from types import SimpleNamespace
 
 import pytest
 
 from attnproof import verify as L
-from attnproof.errors import AttnproofError
+from attnproof.errors import AttnproofError, InvalidInputError
 from attnproof.verify import cli, evidence
 from attnproof.verify import ledger as ledger_module
 from attnproof.verify import outcomes as recorded
@@ -35,11 +40,25 @@ def claim(id, *checks, depends=(), **kw):
 
 
 def outcomes(**by_node):
-    return L.Outcomes(dict(by_node), commit="c0ffee", created="now", source="synthetic")
+    """Synthetic outcomes recorded on this very code (so they count)."""
+    return L.Outcomes(dict(by_node), commit="c0ffee", created="now", source="synthetic",
+                      code=recorded.code_hash())
 
 
 def statuses(ledger):
     return {c.claim.id: c.status for c in ledger.claims}
+
+
+def session(*args):
+    return SimpleNamespace(config=SimpleNamespace(invocation_params=SimpleNamespace(args=args)))
+
+
+def report(nodeid, when="call", outcome="passed", wasxfail=None):
+    r = SimpleNamespace(nodeid=nodeid, when=when, failed=outcome == "failed", skipped=outcome == "skipped",
+                        passed=outcome == "passed")
+    if wasxfail is not None:
+        r.wasxfail = wasxfail
+    return r
 
 
 # --- coverage ----------------------------------------------------------------------------
@@ -93,6 +112,67 @@ def test_a_claim_registered_later_is_evaluated_and_an_id_is_never_registered_twi
         registered.register_erratum(L.ERRATA[0])
     ledger = L.evaluate(cert, outcomes(), claims=L.closure(["test/new"]), errata=())
     assert statuses(ledger) == {"test/new": "verified"}
+
+
+# --- the claims live in the rooms, in the paper's order (issue 19) --------------------------
+
+#: The ledger's claims and errata as they stood before they moved to the rooms (commit e5bdda1),
+#: in order.  A deliberate change of a claim regenerates it: ``python -c "import json, dataclasses,
+#: attnproof.verify as L; print(json.dumps({'claims': [dataclasses.asdict(c) for c in L.CLAIMS],
+#: 'errata': [dataclasses.asdict(e) for e in L.ERRATA]}, indent=1, ensure_ascii=False))"``.
+BEFORE = recorded.ROOT / "tests" / "data" / "ledger_claims.json"
+
+
+def test_the_claims_moved_to_the_rooms_unchanged_and_in_order():
+    before = json.loads(BEFORE.read_text())
+    for now, then in ((L.CLAIMS, before["claims"]), (L.ERRATA, before["errata"])):
+        assert [x.id for x in now] == [x["id"] for x in then]
+        for x, y in zip(now, then, strict=True):
+            assert json.loads(json.dumps(dataclasses.asdict(x))) == y, x.id
+
+
+def test_every_room_files_its_claims_at_its_place_whatever_the_import_order(monkeypatch):
+    """The order key (place, position) decides the ledger's order, not which room is imported
+    first: registering the rooms' claims in reverse gives the same ledger."""
+    from attnproof import theorems
+    from attnproof.verify import claims as registered
+
+    here = recorded.ROOT / "attnproof" / "theorems"
+    rooms = [r for r in theorems.ROOMS if (here / r / "claims.py").is_file()]
+    assert {c.chapter for c in L.CLAIMS} <= {*rooms, "intro"} and "exact" in rooms
+    places = [importlib.import_module(f"attnproof.theorems.{r}.claims").PLACE for r in rooms]
+    keys = [registered.ORDER[("claim", c.id)] for c in L.CLAIMS]
+    assert keys == sorted(keys) and [k[0] for k in keys if k[1] == 0] == sorted(places)
+    assert sorted(places)[:3] == [(3,), (4,), (4, 1)]  # Sec. 3, Thm 4.1, Sec. 4.1, ...
+    order = ([c.id for c in L.CLAIMS], [e.id for e in L.ERRATA])
+    monkeypatch.setattr(registered, "CLAIMS", [])
+    monkeypatch.setattr(registered, "ERRATA", [])
+    monkeypatch.setattr(registered, "ORDER", {})
+    for r in reversed(rooms):
+        importlib.reload(importlib.import_module(f"attnproof.theorems.{r}.claims"))
+    assert ([c.id for c in registered.CLAIMS], [e.id for e in registered.ERRATA]) == order
+
+
+def test_a_room_registers_a_claim_on_an_identity_by_its_id(cert, monkeypatch):
+    """How a room wires a new identity into the ledger: an ``id:`` link by its registry ID."""
+    from attnproof.verify import claims as registered
+
+    monkeypatch.setattr(registered, "CLAIMS", list(registered.CLAIMS))
+    monkeypatch.setattr(registered, "ORDER", dict(registered.ORDER))
+    registered.register((3, 5), claims=[claim("thm4.1/planted", "id:" + IDS[1], depends=("sec3/model",))])
+    ids = [c.id for c in registered.CLAIMS]
+    assert ids.index("sec3/qkv-merge") < ids.index("thm4.1/planted") < ids.index("thm4.1/phase-i")
+    ledger = L.evaluate(cert, outcomes(), claims=[claim("sec3/model", "id:" + IDS[0]),
+                                                  registered.CLAIMS[ids.index("thm4.1/planted")]], errata=())
+    assert statuses(ledger) == {"sec3/model": "verified", "thm4.1/planted": "verified"}
+    with pytest.raises(AttnproofError, match="taken"):
+        registered.register((3, 5), claims=[claim("thm4.1/second")])
+    with pytest.raises(AttnproofError, match="place"):
+        registered.register((), claims=[claim("x/y")])
+    with pytest.raises(AttnproofError, match="twice"):
+        registered.register((99,), claims=[claim("thm4.1")])
+    with pytest.raises(AttnproofError, match="unknown identity"):  # resolved when evaluated
+        L.evaluate(cert, outcomes(), claims=[claim("a", "id:lowrank/not-registered")], errata=())
 
 
 # --- links that do not resolve -----------------------------------------------------------
@@ -209,6 +289,81 @@ def test_a_benchmark_check_is_measured_and_can_fail():
     assert not strict.passed and strict.outcome == "failed"
 
 
+# --- the status rules, pinned on synthetic outcomes (issue 22, item 5) -----------------------
+
+
+@pytest.mark.parametrize("got", ["xpassed", "xfailed", "skipped", "not run", "failed"])
+def test_an_unexpected_test_outcome_never_leaves_its_claim_verified(cert, got):
+    """A ``test:`` link passes only when recorded ``passed``: an unexpected xpass or xfail fails
+    the claim (and blocks its dependents), a skip is not run."""
+    ledger = L.evaluate(cert, outcomes(**{PASSING: got, OTHER: "passed"}), claims=two_claims(), errata=())
+    want = "not run" if got in ("skipped", "not run") else "failed"
+    assert statuses(ledger) == {"a": want, "b": "unverified dependency"} and not ledger.passed
+    assert ledger.claim("a").blocking == ["test:" + PASSING] and ledger.claim("b").blocking == ["a"]
+
+
+def erratum_ledger(cert, **by_node):
+    claims = [claim("stated", "id:" + IDS[0], "test:" + PASSING),
+              claim("fixed", "id:" + IDS[1], "test:" + OTHER),
+              claim("uses-stated", "id:" + IDS[0], depends=("stated",))]
+    errata = [L.Erratum("E9", "stated", "erratum", "s", "c", "f", "r", ("xfail:" + XFAIL,), "fixed")]
+    return L.evaluate(cert, outcomes(**by_node), claims=claims, errata=errata)
+
+
+@pytest.mark.parametrize("witness", ["passed", "xpassed", "failed", "skipped"])
+def test_an_erratum_witness_that_does_not_xfail_is_not_a_witness(cert, witness):
+    ledger = erratum_ledger(cert, **{PASSING: "passed", OTHER: "passed", XFAIL: witness})
+    assert not ledger.errata[0].witnessed and not ledger.passed
+    assert ledger.errata[0].checks[0].outcome == witness
+
+
+def test_a_dependency_on_an_erratum_is_sound_only_while_its_correction_is_verified(cert):
+    ok = erratum_ledger(cert, **{PASSING: "passed", OTHER: "passed", XFAIL: "xfailed"})
+    assert statuses(ok) == {"stated": "erratum", "fixed": "verified", "uses-stated": "verified"} and ok.passed
+    for fixed in ("failed", "xpassed", "not run"):
+        bad = erratum_ledger(cert, **{PASSING: "passed", OTHER: fixed, XFAIL: "xfailed"})
+        assert statuses(bad)["uses-stated"] == "unverified dependency", fixed
+        assert bad.claim("uses-stated").blocking == ["stated"] and not bad.passed
+
+
+def test_a_dependency_on_a_stale_claim_is_unverified(cert, tmp_path, monkeypatch):
+    got = outcomes(**{PASSING: "passed", OTHER: "passed"})
+    claims = [claim("a", "test:" + PASSING), claim("b", "id:" + IDS[1], depends=("a",))]
+    monkeypatch.setattr(ledger_module, "code_hash", lambda: "0" * 64)  # the code changed since
+    ledger = L.evaluate(cert, got, claims=claims, errata=())
+    assert statuses(ledger) == {"a": "stale", "b": "unverified dependency"}
+
+
+@pytest.mark.parametrize("reports, want", [
+    ([report("t", "call", "passed")], "passed"),
+    ([report("t", "call", "failed")], "failed"),
+    ([report("t", "setup", "failed")], "failed"),
+    ([report("t", "call", "passed"), report("t", "teardown", "failed")], "failed"),
+    ([report("t", "setup", "skipped")], "skipped"),
+    ([report("t", "call", "skipped", wasxfail="reason")], "xfailed"),
+    ([report("t", "call", "passed", wasxfail="reason")], "xpassed"),  # a non-strict xfail that passed
+    ([report("t", "call", "failed"), report("t", "teardown", "passed")], "failed"),  # never overwritten
+])
+def test_the_recorder_maps_pytest_reports_to_outcomes(reports, want, tmp_path):
+    rec = recorded.OutcomeRecorder(tmp_path / "r.json")
+    for r in reports:
+        rec.pytest_runtest_logreport(r)
+    assert rec.tests == {"t": want}
+
+
+@pytest.mark.parametrize("params, want", [
+    ({"[1]": "passed", "[2]": "skipped"}, "passed"),
+    ({"[1]": "skipped", "[2]": "skipped"}, "skipped"),
+    ({"[1]": "passed", "[2]": "xfailed"}, "failed"),  # mixed: not one verdict
+    ({"[1]": "xfailed", "[2]": "xfailed"}, "xfailed"),
+    ({"[1]": "xpassed", "[2]": "passed"}, "failed"),
+    ({"": "passed", "[1]": "failed"}, "failed"),
+])
+def test_a_parametrized_test_has_one_outcome(params, want):
+    got = outcomes(**{PASSING + k: v for k, v in params.items()})
+    assert got.outcome(PASSING) == want
+
+
 # --- the outcome recorder, in a real pytest run ------------------------------------------
 
 
@@ -220,7 +375,183 @@ def test_outcomes_come_from_an_actual_pytest_run(tmp_path):
     head = subprocess.run(["git", "-C", str(recorded.ROOT), "rev-parse", "HEAD"], capture_output=True,
                           text=True)
     assert got.commit == head.stdout.strip() and got.created
+    assert got.code == recorded.code_hash() and not got.stale() and got.args[-2:] == (PASSING, XFAIL)
     assert json.loads(path.read_text())["tests"] == got.tests
+
+
+# --- evidence tied to the code it ran on (issue 22, items 1 and 3) --------------------------
+
+
+def source_copy(tmp_path):
+    """A copy of the files the code hash reads, to edit without touching the checkout."""
+    root = tmp_path / "tree"
+    for name in recorded.HASHED:
+        src = recorded.ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+        else:
+            root.mkdir(exist_ok=True)
+            shutil.copy2(src, root / name)
+    assert recorded.code_hash(root) == recorded.code_hash()
+    return root
+
+
+def record(path, root, merge=False, edit_during=None, **by_node):
+    """Record ``by_node`` with the plugin's own hooks, as a pytest run on ``root`` would."""
+    rec = recorded.OutcomeRecorder(path, merge=merge, root=root)
+    rec.pytest_sessionstart(session("tests/test_layers.py"))
+    for node, outcome in by_node.items():
+        rec.pytest_runtest_logreport(report(node, outcome=outcome))
+    if edit_during is not None:
+        edit_during()
+    rec.pytest_sessionfinish(session())
+    return L.Outcomes.load(path)
+
+
+def edit(root, rel="attnproof/theorems/transformer/ffn.py"):
+    path = root / rel
+    path.write_text(path.read_text() + "\n# a breaking edit\n")
+
+
+def test_a_record_of_other_code_is_stale_never_verified(cert, tmp_path, monkeypatch):
+    """Issue 22 item 1: outcomes recorded on one tree cannot verify a claim on a changed tree."""
+    root = source_copy(tmp_path)
+    got = record(tmp_path / "r.json", root, **{PASSING: "passed", OTHER: "passed"})
+    assert got.code == recorded.code_hash(root) and not got.stale(recorded.code_hash(root))
+    monkeypatch.setattr(ledger_module, "code_hash", lambda: recorded.code_hash(root))
+    ledger = L.evaluate(cert, got, claims=two_claims(), errata=())
+    assert statuses(ledger) == {"a": "verified", "b": "verified"} and not ledger.tests["stale"]
+    edit(root)  # the same results file, fed to a tree with an edit
+    assert got.stale(recorded.code_hash(root))
+    ledger = L.evaluate(cert, got, claims=two_claims(), errata=())
+    assert statuses(ledger) == {"a": "stale", "b": "stale"} and not ledger.passed
+    test_check = ledger.claim("a").checks[1]
+    assert (test_check.outcome, test_check.passed) == ("stale", False)
+    assert test_check.detail == "recorded passed on other code"
+    assert ledger.claim("a").blocking == ["test:" + PASSING] and ledger.tests["stale"]
+    assert "stale" in ledger.tests["provenance"] and "stale" in ledger.to_markdown().splitlines()[0]
+    # a stale outcome is stale whatever it was: a recorded failure is not a failure of this code
+    failed = dataclasses.replace(got, tests={PASSING: "failed", OTHER: "passed"})
+    assert statuses(L.evaluate(cert, failed, claims=two_claims(), errata=()))["a"] == "stale"
+
+
+def test_a_record_without_a_code_hash_or_edited_during_the_run_is_stale(tmp_path):
+    root = source_copy(tmp_path)
+    old = tmp_path / "old.json"  # the format before the code hash: which code it ran on is unknown
+    old.write_text(json.dumps({"commit": "c0ffee", "tests": {PASSING: "passed"}}))
+    assert L.Outcomes.load(old).stale(recorded.code_hash(root))
+    got = record(tmp_path / "r.json", root, edit_during=lambda: edit(root), **{PASSING: "passed"})
+    assert got.code == recorded.CHANGED and got.stale(recorded.code_hash(root))
+
+
+def test_the_code_hash_reads_the_files_not_the_commit(tmp_path):
+    root = source_copy(tmp_path)
+    before = recorded.code_hash(root)
+    (root / "tests" / "__pycache__").mkdir(exist_ok=True)  # build products and caches do not count
+    (root / "tests" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    (root / "attnproof" / "verify" / "coq" / "Defs.vo").write_bytes(b"\0")
+    (root / "tests" / ".hypothesis").mkdir()
+    assert recorded.code_hash(root) == before
+    for rel in ("tests/conftest.py", "pyproject.toml", "attnproof/verify/coq/Defs.v"):
+        path = root / rel
+        text = path.read_bytes()
+        path.write_bytes(text + b" ")
+        assert recorded.code_hash(root) != before, rel
+        path.write_bytes(text)
+    (root / "tests" / "data" / "new.json").write_text("{}")  # a new file counts too
+    assert recorded.code_hash(root) != before
+
+
+def test_the_plugin_merges_runs_of_the_same_code_and_replaces_other_code(tmp_path):
+    root = source_copy(tmp_path)
+    path = tmp_path / "r.json"
+    record(path, root, merge=True, **{PASSING: "passed", OTHER: "failed"})
+    got = record(path, root, merge=True, **{OTHER: "passed"})
+    assert got.tests == {PASSING: "passed", OTHER: "passed"} and got.runs == 2
+    assert "2 runs merged" in got.provenance(got.code)
+    edit(root)
+    got = record(path, root, merge=True, **{OTHER: "passed"})
+    assert got.tests == {OTHER: "passed"} and got.runs == 1
+    assert record(path, root, **{XFAIL: "passed"}).tests == {XFAIL: "passed"}  # no merge: the run alone
+
+
+@pytest.mark.parametrize("text, says", [
+    ("{not json", "not JSON"),
+    ('{"tests": 5}', "not a results file"),
+    ("[1, 2]", "not a results file"),
+    ('{"tests": {"tests/test_x.py::t": "great"}}', "unknown test outcomes"),
+    ('{"tests": {"tests/test_x.py::t": 1}}', "unknown test outcomes"),
+    ('{"tests": {}, "code": 5}', "malformed field(s) code"),
+    ('{"tests": {}, "dirty": "no"}', "malformed field(s) dirty"),
+    ('{"tests": {}, "args": [1]}', "malformed field(s) args"),
+    (b"\xff\xfe", "not JSON"),
+])
+def test_a_bad_results_file_is_one_line_exit_2_before_any_work(text, says, tmp_path, capsys, monkeypatch):
+    """Issue 23 item 10: typed, one line, exit 2, and nothing evaluated first."""
+    monkeypatch.setattr(cli, "evaluate", lambda **kw: pytest.fail("work started on a bad results file"))
+    path = tmp_path / "bad.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(InvalidInputError, match=re.escape(says)):
+        L.Outcomes.load(path)
+    assert cli.main(["--results", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err and err.startswith("attnproof ledger: error: ")
+
+
+# --- the latest record, read by default (issue 22, item 3) ----------------------------------
+
+
+@pytest.fixture
+def small_ledger(cert, monkeypatch, tmp_path):
+    """The CLI over two cheap synthetic claims, with its record in ``tmp_path``."""
+    monkeypatch.setattr(ledger_module, "CLAIMS", two_claims())
+    monkeypatch.setattr(ledger_module, "ERRATA", [])
+    monkeypatch.setattr(ledger_module, "verify_all", lambda ids, progress=None: cert)
+    monkeypatch.setattr(ledger_module, "check_node_ids", lambda ids: None)
+    monkeypatch.setattr(cli, "RECORD", tmp_path / "cache" / "outcomes.json")
+    return cli.RECORD
+
+
+def test_with_no_record_the_ledger_says_how_to_make_one(small_ledger, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "evaluate", lambda **kw: pytest.fail("no record: nothing to evaluate"))
+    assert cli.main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert "no recorded test outcomes" in err and "python3 dev.py test" in err and str(small_ledger) in err
+
+
+def test_the_default_ledger_reads_the_latest_record_and_says_when_and_on_what_code(
+        small_ledger, tmp_path, capsys, monkeypatch):
+    root = source_copy(tmp_path)
+    got = record(small_ledger, root, merge=True, **{PASSING: "passed", OTHER: "passed"})
+    monkeypatch.setattr(ledger_module, "code_hash", lambda: recorded.code_hash(root))
+    assert cli.main(["--quiet"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("test outcomes: 2 from the latest record by `pytest tests/test_layers.py`")
+    assert got.created in first and got.code[:12] in first and "the code is unchanged since" in first
+    assert cli.main(["--quiet", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["tests"]["code"] == got.code and not data["tests"]["stale"]
+    assert [c["status"] for c in data["claims"]] == ["verified", "verified"]
+    edit(root)  # the code changes after the record: stale, exit 1
+    assert cli.main(["--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "stale: the code has changed since" in out.splitlines()[0] and "| stale" in out
+
+
+def test_dev_py_test_runs_pytest_with_the_recorder(monkeypatch):
+    spec = importlib.util.spec_from_file_location("dev", recorded.ROOT / "dev.py")
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+    ran = []
+    for name in ("install", "build_book", "coq_leg"):
+        monkeypatch.setattr(dev, name, lambda *a: "")
+    monkeypatch.setattr(dev, "run", lambda step, *cmd, **kw: ran.append([str(c) for c in cmd]))
+    dev.tests(["-x"])
+    (cmd,) = ran
+    assert cmd[1:] == ["-m", "pytest", "-p", "attnproof.verify.outcomes", "-x"]
+    assert importlib.import_module(dev.RECORDER) is recorded
+    assert recorded.RECORD == dev.ROOT / ".attnproof-cache" / "outcomes.json"
 
 
 # --- attnproof ledger -------------------------------------------------------------------------
@@ -244,7 +575,8 @@ def real_results(tmp_path, full_cert, monkeypatch):
         if check.kind == "property":
             expected[check.target] = dict(check.options)["expect"]
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"commit": "c0ffee", "created": "now", "tests": expected}))
+    path.write_text(json.dumps({"commit": "c0ffee", "created": "now", "code": recorded.code_hash(),
+                                "tests": expected}))
     return path, expected
 
 
@@ -292,7 +624,7 @@ def test_main_text_and_a_failed_check_exits_1(real_results, capsys, tmp_path):
     assert out.count("\n| `") == len(L.CLAIMS) and "### E1 (erratum)" in out
     failed = dict(expected, **{"tests/test_exact.py::test_sympy_recovery_is_exact": "failed"})
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"tests": failed}))
+    bad.write_text(json.dumps({"tests": failed, "code": recorded.code_hash()}))
     assert cli.main(["--results", str(bad)]) == 1
     assert "| `thm4.1` |" in capsys.readouterr().out
 

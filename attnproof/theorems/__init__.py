@@ -18,6 +18,9 @@ The room convention (every result follows it):
   along a reduction the paper itself makes, declared in :data:`REDUCTIONS` (Sec. 4.1 learns the
   attention layer of a Transformer *by* Thm 4.1 on antisymmetric queries: calling the Thm 4.1
   learner is the proof, and copying it would be a twin).  ``tests/test_layers.py`` checks this.
+* ``theorems/<room>/claims.py`` holds the room's claims of the paper for the verification ledger
+  (and its errata), registered with :func:`attnproof.verify.claims.register` at the room's place
+  in the paper's order; a claim links the room's identities by ID (that module's docstring).
 * Tests live in ``tests/test_<room>.py`` (``tools/mutation.py`` finds them by that name); the
   chapter in ``book/<room>.md``.
 
@@ -37,7 +40,8 @@ REDUCTIONS: dict[str, tuple[str, ...]] = {"transformer": ("exact",), "multihead"
 
 for _room in ROOMS:
     importlib.import_module(f"{__name__}.{_room}")  # registers its identities and learners
-    if (Path(__path__[0]) / _room / "runner.py").is_file():
-        importlib.import_module(f"{__name__}.{_room}.runner")  # registers its bench runners
+    for _part in ("runner", "claims"):  # its bench runners; its claims for the ledger
+        if (Path(__path__[0]) / _room / f"{_part}.py").is_file():
+            importlib.import_module(f"{__name__}.{_room}.{_part}")
 
 __all__ = ["ROOMS", "REDUCTIONS", *ROOMS]

@@ -21,7 +21,8 @@ The modules, from the ground up (``tests/test_layers.py`` keeps them in this ord
     the verifier: :func:`~certificate.verify` one entry, :func:`~certificate.verify_all` into a
     :class:`~certificate.Certificate`;
 ``claims``
-    the paper's claims and errata as data, with :func:`~claims.register_claim`;
+    what a claim and an erratum are, and :func:`~claims.register`, through which each room files
+    its own (``theorems/<room>/claims.py``) in the paper's order;
 ``outcomes``
     the pytest outcome plugin and the subprocess that runs linked tests;
 ``render``
@@ -61,8 +62,10 @@ _HOME = {
                  "numeric_check", "expand_matrix"),
     "graph": ("Node", "Status", "Graph", "STATUSES"),
     "certificate": ("Entry", "LearnerEntry", "Certificate", "verify", "verify_all", "learner_status"),
-    "claims": ("Claim", "Erratum", "CLAIMS", "ERRATA", "register_claim", "register_erratum"),
-    "outcomes": ("Outcomes", "OutcomeRecorder", "run_tests", "strict_xfails", "check_node_ids"),
+    "claims": ("Claim", "Erratum", "CLAIMS", "ERRATA", "ORDER", "register", "register_claim",
+               "register_erratum"),
+    "outcomes": ("Outcomes", "OutcomeRecorder", "run_tests", "strict_xfails", "check_node_ids", "code_hash",
+                 "RECORD"),
     "render": ("PAPER_URL", "PAPER_BIBTEX", "software_bibtex", "learner_markdown", "latex_escape",
                "display_math", "typeset", "COLOURS", "layout", "draw"),
     "evidence": ("INDEPENDENT_KINDS", "Link", "parse_check", "CheckResult", "EVALUATORS"),

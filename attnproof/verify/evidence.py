@@ -6,7 +6,8 @@ A claim (:mod:`attnproof.verify.claims`) links to checks written as one string e
     an entry of :data:`attnproof.verify.registry.REGISTRY`; its kind (``identity``, ``bound``,
     or a high-precision ``run``) is read from the registry, never typed;
 ``test:<pytest node ID>``
-    a property test, passed only when an actual pytest run recorded it as passed;
+    a property test, passed only when an actual pytest run recorded it as passed on this code
+    (outcomes recorded on other code are ``stale``, never passed: :meth:`Outcomes.stale`);
 ``xfail:<pytest node ID>``
     a strict-xfail witness of an erratum, passed only when the run recorded it as xfailed;
 ``bench:<learner> key=value ...``
@@ -32,6 +33,7 @@ from typing import Any
 from ..bench import run as bench_run
 from ..errors import AttnproofError
 from .certificate import Certificate, learner_status
+from .graph import STALE
 from .outcomes import Outcomes
 from .registry import LEARNERS, REGISTRY
 
@@ -120,10 +122,12 @@ class CheckResult:
 @dataclass
 class Evidence:
     """What one evaluation ran: a certificate, test outcomes, and each link's result (memoized,
-    so a benchmark is measured once however many claims link it)."""
+    so a benchmark is measured once however many claims link it).  ``stale``: the outcomes were
+    recorded on other code than the code evaluated now."""
 
     certificate: Certificate
     outcomes: Outcomes | None = None
+    stale: bool = False
     results: dict[str, CheckResult] = field(default_factory=dict)
 
     def result(self, link: Link) -> CheckResult:
@@ -177,9 +181,12 @@ def learner_evidence(link: Link, ev: Evidence) -> CheckResult:
 
 
 def property_evidence(link: Link, ev: Evidence) -> CheckResult:
-    """A test's recorded outcome against the one expected (passed, or xfailed for a witness)."""
+    """A test's recorded outcome against the one expected (passed, or xfailed for a witness);
+    ``stale`` whatever it was when it was recorded on other code."""
     got = "not run" if ev.outcomes is None else ev.outcomes.outcome(link.target)
     expect = dict(link.options)["expect"]
+    if ev.stale and got not in NOT_RUN:
+        return CheckResult(link.spec, link.kind, STALE, False, f"recorded {got} on other code")
     return CheckResult(link.spec, link.kind, got, got == expect,
                        "" if got == expect or got in NOT_RUN else f"expected {expect}")
 

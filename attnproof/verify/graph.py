@@ -7,7 +7,7 @@ graph is :func:`resolve`'s, the one rule for all three kinds (as a Lean blueprin
 theorem): a node whose own evidence is ``verified`` stays verified only when everything it rests
 on is *sound* (verified, or an erratum whose correction is verified); otherwise it is an
 ``unverified dependency`` and names what blocks it.  Any other own status (failed, not run, open,
-erratum, not yet implemented) is kept.  A node on a dependency cycle is never verified.
+erratum, not yet implemented, stale) is kept.  A node on a dependency cycle is never verified.
 
 A *verified* node also has a **strength** (issue 20), saying who checked it, strongest first:
 *kernel-checked* (Coq's kernel, with every node it rests on kernel-checked), *two engines* (at
@@ -30,7 +30,9 @@ OPEN = "open"
 ERRATUM = "erratum"
 NOT_IMPLEMENTED = "not yet implemented"
 UNVERIFIED_DEPENDENCY = "unverified dependency"
-STATUSES = (VERIFIED, ERRATUM, OPEN, NOT_IMPLEMENTED, UNVERIFIED_DEPENDENCY, NOT_RUN, FAILED)
+#: Evidence recorded on other code than the code read now (a test outcome whose code hash differs).
+STALE = "stale"
+STATUSES = (VERIFIED, ERRATUM, OPEN, NOT_IMPLEMENTED, UNVERIFIED_DEPENDENCY, STALE, NOT_RUN, FAILED)
 
 #: The strength of a verified node, strongest first (see the module docstring).
 KERNEL_CHECKED = "kernel-checked"
@@ -183,7 +185,7 @@ class Graph:
 
 
 __all__ = [
-    "VERIFIED", "FAILED", "NOT_RUN", "OPEN", "ERRATUM", "NOT_IMPLEMENTED", "UNVERIFIED_DEPENDENCY",
+    "VERIFIED", "FAILED", "NOT_RUN", "OPEN", "ERRATUM", "NOT_IMPLEMENTED", "UNVERIFIED_DEPENDENCY", "STALE",
     "STATUSES", "KERNEL_CHECKED", "TWO_ENGINES", "ONE_ENGINE", "MEASURED", "STRENGTHS", "PROOF_ENGINES",
     "strength", "weakest", "Node", "Status", "Graph",
 ]

@@ -6,9 +6,11 @@ check passed in this run and every claim it depends on is verified (or an erratu
 correction is); *erratum* when :data:`~attnproof.verify.claims.ERRATA` holds a counterexample to
 the claim as stated, reported with the corrected claim's own status; *open* for a conjecture;
 *not yet implemented* when nothing checks it (the claim states why).  A check that failed makes
-its claim *failed*; a test with no recorded outcome is *not run*, never passed.
+its claim *failed*; a test with no recorded outcome is *not run*, never passed; a test outcome
+recorded on other code (its code hash differs, :meth:`Outcomes.stale`) makes its claim *stale*.
 
-The claims are Bhattamishra et al.'s (arXiv 2601.16873, :mod:`attnproof.verify.claims`); the
+The claims are Bhattamishra et al.'s (arXiv 2601.16873), each room's in its
+``theorems/<room>/claims.py`` (registered through :mod:`attnproof.verify.claims`); the
 evidence kinds are in :mod:`attnproof.verify.evidence`; the tests run in a pytest subprocess
 (:mod:`attnproof.verify.outcomes`) while the identities and benchmarks run in this process.
 """
@@ -25,16 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import theorems  # noqa: F401  (imports every room: every room's claims are registered)
 from ..errors import AttnproofError
 from . import render
 from .certificate import Certificate, Entry, LearnerEntry, verify_all
 from .claims import CLAIMS, ERRATA, Claim, Erratum
 from .evidence import INDEPENDENT_KINDS, NOT_RUN, CheckResult, Evidence, Link, identities_of, parse_check
 from .graph import (
-    ERRATUM, FAILED, NOT_IMPLEMENTED, OPEN, VERIFIED, STRENGTHS, Graph, Node, Status, weakest,
+    ERRATUM, FAILED, NOT_IMPLEMENTED, OPEN, STALE, VERIFIED, STRENGTHS, Graph, Node, Status, weakest,
 )
 from .graph import NOT_RUN as NOT_RUN_STATUS
-from .outcomes import Outcomes, check_node_ids, finish_tests, has_tests, start_tests
+from .outcomes import Outcomes, check_node_ids, code_hash, finish_tests, has_tests, start_tests
 
 #: Called with one line per identity, learner, measured check, test and claim as they end.
 Progress = Callable[[str], None]
@@ -99,7 +102,7 @@ class Ledger:
 
     claims: list[ClaimResult]
     errata: list[ErratumResult]
-    tests: dict[str, str]  # where the test outcomes came from: source, commit, created
+    tests: dict[str, Any]  # where the test outcomes came from: source, commit, created, code, stale
     created: str
     seconds: float
 
@@ -111,11 +114,11 @@ class Ledger:
 
     @property
     def passed(self) -> bool:
-        """Every status is as it should be: no linked check failed or went unrun, every erratum is
-        witnessed and its correction verified.  (A claim resting on an open or not yet implemented
+        """Every status is as it should be: no linked check failed, went unrun or is stale, every
+        erratum is witnessed and its correction verified.  (A claim resting on an open or not yet implemented
         claim is *unverified dependency*, which is as it should be.)"""
         return all(e.witnessed for e in self.errata) and not any(
-            c.status in (FAILED, NOT_RUN_STATUS)
+            c.status in (FAILED, NOT_RUN_STATUS, STALE)
             or c.status == ERRATUM and self.claim(c.correction).status != VERIFIED
             for c in self.claims
         )
@@ -181,7 +184,7 @@ def claim_graph(claims: Sequence[Claim], errata: Sequence[Erratum] = ()) -> Grap
 
 def _own_status(r: ClaimResult, errata: list[Erratum]) -> Status:
     """A claim's status from its own checks alone (the first that applies, in this order)."""
-    failed = [x.spec for x in r.checks if x.outcome not in NOT_RUN and not x.passed]
+    failed = [x.spec for x in r.checks if x.outcome not in (*NOT_RUN, STALE) and not x.passed]
     if failed:
         return Status(FAILED, failed)
     if r.claim.open:
@@ -190,6 +193,9 @@ def _own_status(r: ClaimResult, errata: list[Erratum]) -> Status:
         return Status(ERRATUM)
     if not r.checks:
         return Status(NOT_IMPLEMENTED)
+    stale = [x.spec for x in r.checks if x.outcome == STALE]
+    if stale:
+        return Status(STALE, stale)
     unrun = [x.spec for x in r.checks if x.outcome in NOT_RUN]
     return Status(NOT_RUN_STATUS, unrun) if unrun else Status(VERIFIED)
 
@@ -283,6 +289,8 @@ def evaluate(
     if not run_tests and has_tests():  # when it runs them, pytest itself refuses a missing node ID
         check_node_ids(nodes)
     evidence.outcomes = outcomes
+    code = code_hash()
+    evidence.stale = outcomes is not None and outcomes.stale(code)
 
     results = {c.id: ClaimResult(c, [evidence.result(links[s]) for s in c.checks]) for c in claims}
     for i, es in by_claim.items():  # a slip's proof is part of its claim's evidence
@@ -299,9 +307,11 @@ def evaluate(
                       results[e.corrected].status if e.corrected else "")
         for e in errata
     ]
-    tested = {"source": "", "commit": "", "created": ""}
+    tested: dict[str, Any] = {"source": "", "commit": "", "created": ""}
     if outcomes is not None:
-        tested = {"source": outcomes.source, "commit": outcomes.commit, "created": outcomes.created}
+        tested = {"source": outcomes.source, "commit": outcomes.commit, "created": outcomes.created,
+                  "code": outcomes.code, "dirty": outcomes.dirty, "stale": evidence.stale,
+                  "provenance": outcomes.provenance(code)}
     return Ledger(list(results.values()), errata_results, tested, _now(), time.perf_counter() - t0)
 
 

@@ -414,7 +414,8 @@ def ledger_markdown(ledger: Ledger, links: bool = False) -> str:
         + " (verified: " + (", ".join(f"{n} {k}" for k, n in s["strengths"].items()) or "none") + ")"
         + "; checks by kind: " + ", ".join(f"{n} {k}" for k, n in s["checks"].items())
         + f"; tests from {t.get('source') or 'no pytest run'}"
-        + (f" (commit {t['commit'][:12]}, {t['created']})" if t.get("commit") else "") + ".",
+        + (f" (commit {t['commit'][:12]}, {t['created']})" if t.get("commit") else "")
+        + ("; recorded on other code, so stale" if t.get("stale") else "") + ".",
         "",
     ]
     if not links:
@@ -452,7 +453,7 @@ def errata_markdown(ledger: Ledger) -> str:
 
 #: The colour of each status in :func:`draw`.
 COLOURS = {"verified": "#2ca02c", "erratum": "#ff7f0e", "open": "#1f77b4", "not yet implemented": "#9e9e9e",
-           "unverified dependency": "#e6c229", "not run": "#d9d9d9", "failed": "#d62728"}
+           "unverified dependency": "#e6c229", "stale": "#c5b0d5", "not run": "#d9d9d9", "failed": "#d62728"}
 
 
 #: The marker a verified claim's box carries in :func:`draw`, by strength (who checked it).
