@@ -354,11 +354,16 @@ def _heads_report(args: argparse.Namespace, header: dict[str, Any], rows: list[d
     return _print_failures(rows)
 
 
+def _sweep_jobs(args: argparse.Namespace) -> list[Any]:
+    """The jobs of ``bench <sweep>`` for a sweep a room registered (:data:`attnproof.room.SWEEPS`)."""
+    sweep = room.SWEEPS[args.what]
+    return sweep.jobs(**_options_from(args, sweep.options).values())
+
+
 def _bench_sweep(args: argparse.Namespace) -> int:
     """``bench <sweep>`` for a sweep a room registered (:data:`attnproof.room.SWEEPS`)."""
     sweep = room.SWEEPS[args.what]
-    options = _options_from(args, sweep.options)
-    rows = _execute(args, sweep.jobs(**options.values()), sweep.describe or _describe)
+    rows = _execute(args, args.jobs(args), sweep.describe or _describe)
     for r in rows:
         if "learner_seconds" in r:
             r["learner_share"] = r["learner_seconds"] / r["oracle_seconds"] if r["oracle_seconds"] else None
@@ -367,19 +372,29 @@ def _bench_sweep(args: argparse.Namespace) -> int:
     return _print_failures(rows)
 
 
-def _bench_heads(args: argparse.Namespace) -> int:
+def _heads_jobs(args: argparse.Namespace) -> list[Any]:
+    """The jobs of ``bench heads``: the first ``--heads`` heads of all-MiniLM-L6-v2."""
     from .bench import head_jobs
     from .heads import minilm_heads
 
-    heads = minilm_heads()[: args.heads]
-    jobs = head_jobs(heads, args.learner, args.seed, "all-MiniLM-L6-v2")
-    return _heads_report(args, {"bench": "heads"}, _execute(args, jobs, _describe_head))
+    return head_jobs(minilm_heads()[: args.heads], args.learner, args.seed, "all-MiniLM-L6-v2")
+
+
+def _bench_heads(args: argparse.Namespace) -> int:
+    return _heads_report(args, {"bench": "heads"}, _execute(args, args.jobs(args), _describe_head))
+
+
+def _perf_jobs(args: argparse.Namespace) -> list[Any]:
+    """The jobs of ``bench perf``."""
+    from .bench import perf_jobs
+
+    return perf_jobs(args.size, args.seed)
 
 
 def _bench_perf(args: argparse.Namespace) -> int:
-    from .bench import markdown_table, perf_jobs, perf_summary, perf_table
+    from .bench import markdown_table, perf_summary, perf_table
 
-    rows = _execute(args, perf_jobs(args.size, args.seed), _describe_perf)
+    rows = _execute(args, args.jobs(args), _describe_perf)
     summary = perf_summary(rows)
     if args.json:
         doc = {"bench": "perf", "size": args.size, "results": rows, "summary": summary}
@@ -390,12 +405,18 @@ def _bench_perf(args: argparse.Namespace) -> int:
     return _print_failures(rows)
 
 
-def _recover_model(args: argparse.Namespace) -> int:
+def _model_jobs(args: argparse.Namespace) -> list[Any]:
+    """The jobs of ``recover-model``: the first ``--heads`` heads of the checkpoint, split into
+    ``--n-heads`` heads per layer."""
     from .bench import head_jobs
     from .heads import checkpoint_heads
 
     heads = checkpoint_heads(args.checkpoint, args.n_heads)[: args.heads]
-    rows = _execute(args, head_jobs(heads, args.learner, args.seed, str(args.checkpoint)), _describe_head)
+    return head_jobs(heads, args.learner, args.seed, str(args.checkpoint))
+
+
+def _recover_model(args: argparse.Namespace) -> int:
+    rows = _execute(args, args.jobs(args), _describe_head)
     return _heads_report(args, {"checkpoint": str(args.checkpoint)}, rows)
 
 
@@ -518,13 +539,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name, sw in sorted(room.SWEEPS.items()):
         sp = sweeps.add_parser(name, parents=[jobs], help=sw.help)
         _add_options(sp, sw.options)
-        sp.set_defaults(run=_bench_sweep)
+        sp.set_defaults(run=_bench_sweep, jobs=_sweep_jobs)
     h = sweeps.add_parser("heads", parents=[jobs], help="every head of all-MiniLM-L6-v2, with biases")
     h.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "exact"), default="skeleton",
                    help="skeleton (rank = head dimension; default), skeleton-adaptive or exact")
     h.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
     h.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
-    h.set_defaults(run=_bench_heads)
+    h.set_defaults(run=_bench_heads, jobs=_heads_jobs)
     pf = sweeps.add_parser("perf", parents=[jobs],
                            help="the performance targets: queries / floor over scales, learner time / oracle "
                            "time, bits of W, error estimate / true error, the MiniLM heads")
@@ -533,7 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "all 72 heads; minutes)")
     pf.add_argument("--seed", type=_nonnegative_int, default=0,
                     help="seed of the targets and the learners' draws")
-    pf.set_defaults(run=_bench_perf)
+    pf.set_defaults(run=_bench_perf, jobs=_perf_jobs)
     mh = sweeps.add_parser("multihead", help="Hessian SBD (App. C.2): how many probe Hessians split "
                            "the heads (runs in this process)")
     mh.add_argument("--seeds", type=_positive_int, default=3, help="seeds per point")
@@ -552,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skeleton (rank = head dimension), skeleton-adaptive or exact (Thm 4.1 with biases)")
     m.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
     m.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
-    m.set_defaults(run=_recover_model)
+    m.set_defaults(run=_recover_model, jobs=_model_jobs)
     return p
 
 
