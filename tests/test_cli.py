@@ -513,3 +513,37 @@ def test_changing_any_option_of_a_resumable_command_reuses_no_row(tmp_path, monk
             for key in set(second) & set(first):
                 a, b = first[key], second[key]
                 assert a.fn is b.fn and _same(a.kwargs, b.kwargs), (name, argv, key)
+
+
+@pytest.mark.parametrize("args", [("--help",), ("frobnicate",), ("verify", "--nope")])
+def test_help_and_argument_errors_import_no_room_and_no_sympy(args):
+    """Issue 18 item 8: ``attnproof --help`` took 0.78 s of imports (the rooms, sympy); the
+    command line now imports them only for a command that needs them."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "attnproof.cli", *args],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == (0 if args == ("--help",) else 2), r.stderr
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert {"attnproof", "attnproof.errors", "argparse"} <= imported  # the timing saw the imports
+    assert not {m for m in imported if m.split(".")[0] == "sympy" or m.startswith("attnproof.theorems")}
+    if args == ("--help",):
+        assert all(c in r.stdout for c in ("verify", "ledger", "recover", "bench", "recover-model"))
+
+
+def test_outside_the_command_line_importing_attnproof_registers_every_room():
+    """The library is unchanged: ``import attnproof`` imports every room (their registrations are
+    complete) and binds every export."""
+    code = ("import attnproof, sys; from attnproof.verify.registry import LEARNERS; "
+            "from attnproof.theorems import ROOMS; "
+            "print(all(f'attnproof.theorems.{r}' in sys.modules for r in ROOMS), "
+            "all(n in vars(attnproof) for n in attnproof.__all__), len(LEARNERS))")
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rooms, bound, learners = r.stdout.split()
+    assert rooms == bound == "True" and int(learners) >= 11
