@@ -142,7 +142,7 @@ def jsonable(obj: Any) -> Any:
 
 
 def read_results(path: str | Path) -> dict[str, dict[str, Any]]:
-    """The finished rows of a JSON-lines results file (see :func:`execute`), by job key.
+    """The finished rows of a JSON-lines results file (see :func:`execute`), by resume key.
 
     A missing file has none; a line cut short by an interrupted run is skipped (its job runs
     again).
@@ -245,7 +245,8 @@ def execute(
     that many processes) or ``scheduler`` (the address of a running Dask scheduler, whose
     workers must have attnproof installed) is given; Dask runs them in any order, and each
     row is what the sequential run returns (the jobs draw their targets from their own seeds).
-    With ``out``, each finished row is appended to that JSON-lines file as it arrives, and jobs
+    With ``out``, each finished row is appended to that JSON-lines file as it arrives, under
+    its job's :attr:`~attnproof.room.Job.resume_key` (derived from the job's inputs), and jobs
     already in it are not run again: they are yielded first, with ``resumed=True``, as read
     back from the file (JSON values: floats, lists, null for non-finite numbers).
     ``on_queries`` is called with the queries of each of a learner's asks while the jobs run in
@@ -259,13 +260,13 @@ def execute(
     """
     done = read_results(out) if out is not None else {}
     for job in jobs:
-        if job.key in done:
-            yield job, done[job.key], True
+        if job.resume_key in done:
+            yield job, done[job.resume_key], True
     with ExitStack() as stack:
         write = _results_writer(out, stack)
-        todo = [j for j in jobs if j.key not in done]
+        todo = [j for j in jobs if j.resume_key not in done]
         for job, row in _completed(todo, workers, scheduler, stack, on_queries):
-            write(job.key, row)
+            write(job.resume_key, row)
             yield job, row, False
 
 

@@ -1,7 +1,10 @@
 """Command line: ``attnproof verify``, ``ledger``, ``recover``, ``bench`` and ``recover-model``.
 
-Human-readable output by default, ``--json`` for machines.  Bad arguments exit with status 2
-and one line on stderr; a failed recovery prints its typed error and exits with status 1.
+The parser is built from light declarations: a command's arguments are added when that command
+is used, and the rooms (:mod:`attnproof.theorems`, which need sympy) are imported only for a
+command that reads them or runs, so ``attnproof --help`` and a mistyped command answer at once
+(issue 18 item 8).  Human-readable output by default, ``--json`` for machines.  Bad arguments
+exit with status 2 and one line on stderr; a failed recovery prints its typed error and exits with status 1.
 The sweeps (``bench exact|lowrank|phase|heads|perf``, ``recover-model``) are independent jobs
 (:func:`attnproof.bench.execute`): in this process by default, on Dask with ``--workers N`` or
 ``--scheduler ADDRESS``; each row is printed as its job finishes, a progress bar (queries done /
@@ -19,13 +22,12 @@ import sys
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import room
-from .bench import PERF_SIZES, jsonable, options_of
 from .errors import AttnproofError, InvalidInputError
-from .verify import cli as verify_cli
-from .verify.registry import LEARNERS
+
+if TYPE_CHECKING:
+    from . import room
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,6 +91,7 @@ def _arith(text: str) -> str:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from .bench import jsonable
     from .verify import REGISTRY, render, verify_all, write
     from .verify.certificate import Entry
     from .verify.cli import say
@@ -213,6 +216,8 @@ def _expected_queries(learner: str, d: int, options: dict[str, Any]) -> int:
     """The registry's query count for ``learner`` at d and ``options``, or 0 when the count
     needs what only the run finds, or refuses the options (the progress bar then counts without
     a total, and the run itself reports what is wrong with the options)."""
+    from .verify.registry import LEARNERS
+
     try:
         return int(LEARNERS[learner].count(d=d, r=options.get("rank"), **options))
     except (TypeError, KeyError, AttnproofError):
@@ -220,7 +225,7 @@ def _expected_queries(learner: str, d: int, options: dict[str, Any]) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    from .bench import Job, run
+    from .bench import Job, jsonable, options_of, run
 
     options = {k: getattr(args, k) for k in sorted(options_of(args.learner)) if getattr(args, k) is not None}
     kwargs = {"learner": args.learner, "d": args.d, "arith": args.arith, "seed": args.seed, **options}
@@ -321,7 +326,7 @@ def _print_failures(rows: list[dict[str, Any]]) -> int:
 
 
 def _bench_multihead(args: argparse.Namespace) -> int:
-    from .bench import minimal_hessians, multihead_sbd_table
+    from .bench import jsonable, minimal_hessians, multihead_sbd_table
 
     rows = multihead_sbd_table(seeds=range(args.seeds), source=args.source)
     minimal = minimal_hessians(rows)
@@ -341,7 +346,7 @@ def _bench_multihead(args: argparse.Namespace) -> int:
 def _heads_report(args: argparse.Namespace, header: dict[str, Any], rows: list[dict[str, Any]]) -> int:
     """The heads' rows and their summary (:func:`attnproof.bench.heads_summary`), after
     ``header`` in the JSON document; exit 1 when a head's error exceeds its own bound."""
-    from .bench import heads_summary
+    from .bench import heads_summary, jsonable
 
     summary = heads_summary(rows)
     if args.json:
@@ -354,11 +359,21 @@ def _heads_report(args: argparse.Namespace, header: dict[str, Any], rows: list[d
     return _print_failures(rows)
 
 
+def _sweep_jobs(args: argparse.Namespace) -> list[Any]:
+    """The jobs of ``bench <sweep>`` for a sweep a room registered (:data:`attnproof.room.SWEEPS`)."""
+    from . import room
+
+    sweep = room.SWEEPS[args.what]
+    return sweep.jobs(**_options_from(args, sweep.options).values())
+
+
 def _bench_sweep(args: argparse.Namespace) -> int:
     """``bench <sweep>`` for a sweep a room registered (:data:`attnproof.room.SWEEPS`)."""
+    from . import room
+    from .bench import jsonable
+
     sweep = room.SWEEPS[args.what]
-    options = _options_from(args, sweep.options)
-    rows = _execute(args, sweep.jobs(**options.values()), sweep.describe or _describe)
+    rows = _execute(args, args.jobs(args), sweep.describe or _describe)
     for r in rows:
         if "learner_seconds" in r:
             r["learner_share"] = r["learner_seconds"] / r["oracle_seconds"] if r["oracle_seconds"] else None
@@ -367,19 +382,29 @@ def _bench_sweep(args: argparse.Namespace) -> int:
     return _print_failures(rows)
 
 
-def _bench_heads(args: argparse.Namespace) -> int:
+def _heads_jobs(args: argparse.Namespace) -> list[Any]:
+    """The jobs of ``bench heads``: the first ``--heads`` heads of all-MiniLM-L6-v2."""
     from .bench import head_jobs
     from .heads import minilm_heads
 
-    heads = minilm_heads()[: args.heads]
-    jobs = head_jobs(heads, args.learner, args.seed, "all-MiniLM-L6-v2")
-    return _heads_report(args, {"bench": "heads"}, _execute(args, jobs, _describe_head))
+    return head_jobs(minilm_heads()[: args.heads], args.learner, args.seed, "all-MiniLM-L6-v2")
+
+
+def _bench_heads(args: argparse.Namespace) -> int:
+    return _heads_report(args, {"bench": "heads"}, _execute(args, args.jobs(args), _describe_head))
+
+
+def _perf_jobs(args: argparse.Namespace) -> list[Any]:
+    """The jobs of ``bench perf``."""
+    from .bench import perf_jobs
+
+    return perf_jobs(args.size, args.seed)
 
 
 def _bench_perf(args: argparse.Namespace) -> int:
-    from .bench import markdown_table, perf_jobs, perf_summary, perf_table
+    from .bench import jsonable, markdown_table, perf_summary, perf_table
 
-    rows = _execute(args, perf_jobs(args.size, args.seed), _describe_perf)
+    rows = _execute(args, args.jobs(args), _describe_perf)
     summary = perf_summary(rows)
     if args.json:
         doc = {"bench": "perf", "size": args.size, "results": rows, "summary": summary}
@@ -390,12 +415,18 @@ def _bench_perf(args: argparse.Namespace) -> int:
     return _print_failures(rows)
 
 
-def _recover_model(args: argparse.Namespace) -> int:
+def _model_jobs(args: argparse.Namespace) -> list[Any]:
+    """The jobs of ``recover-model``: the first ``--heads`` heads of the checkpoint, split into
+    ``--n-heads`` heads per layer."""
     from .bench import head_jobs
     from .heads import checkpoint_heads
 
     heads = checkpoint_heads(args.checkpoint, args.n_heads)[: args.heads]
-    rows = _execute(args, head_jobs(heads, args.learner, args.seed, str(args.checkpoint)), _describe_head)
+    return head_jobs(heads, args.learner, args.seed, str(args.checkpoint))
+
+
+def _recover_model(args: argparse.Namespace) -> int:
+    rows = _execute(args, args.jobs(args), _describe_head)
     return _heads_report(args, {"checkpoint": str(args.checkpoint)}, rows)
 
 
@@ -478,23 +509,67 @@ def _jobs_options() -> argparse.ArgumentParser:
     return j
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="attnproof", description="Learning attention with queries (arXiv 2601.16873).")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND",
-                           help="verify, ledger, recover, bench or recover-model")
+class _LazyParsers(dict):  # type: ignore[type-arg]
+    """A subcommand's name -> its parser, built on first use: the map of an argparse subparsers
+    action whose entries may be functions that return the parser (see :func:`_lazy_parser`)."""
 
-    v = sub.add_parser("verify", help="verify every registered identity; exit 0 iff all pass")
-    v.add_argument("--json", action="store_true", help=_JSON_HELP)
-    v.add_argument("--out", metavar="DIR",
-                   help="also write certificate.{json,md,tex} and ledger.{json,md} to DIR")
-    v.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    v.set_defaults(run=_verify)
+    def __getitem__(self, name: str) -> argparse.ArgumentParser:
+        value = super().__getitem__(name)
+        if not isinstance(value, argparse.ArgumentParser):
+            value = value()
+            super().__setitem__(name, value)
+        return value
 
-    led = sub.add_parser("ledger", help=verify_cli.SUMMARY)
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default
+
+    def values(self) -> list[argparse.ArgumentParser]:  # type: ignore[override]
+        return [self[n] for n in self]
+
+    def items(self) -> list[tuple[str, argparse.ArgumentParser]]:  # type: ignore[override]
+        return [(n, self[n]) for n in self]
+
+
+def _subcommands(parser: argparse.ArgumentParser, **kwargs: Any) -> Any:
+    """``parser.add_subparsers(**kwargs)`` whose subcommands may be built lazily."""
+    sub = parser.add_subparsers(parser_class=_Parser, **kwargs)
+    sub._name_parser_map = sub.choices = _LazyParsers()
+    return sub
+
+
+def _lazy_parser(sub: Any, name: str, fill: Callable[[argparse.ArgumentParser], None], **kwargs: Any) -> None:
+    """Add the subcommand ``name`` to ``sub`` (its help line at once); ``fill(parser)`` adds its
+    arguments when the command is first used (parsed, or its help shown)."""
+    parser = sub.add_parser(name, **kwargs)
+
+    def build() -> argparse.ArgumentParser:
+        fill(parser)
+        return parser
+
+    dict.__setitem__(sub.choices, name, build)
+
+
+def _load_rooms() -> None:
+    """Import every room (:mod:`attnproof.theorems`), which registers its identities, learners,
+    runners and sweeps (the command line's process imports them only here)."""
+    from . import theorems  # noqa: F401
+
+
+def _add_ledger(led: argparse.ArgumentParser) -> None:
+    """The arguments of ``attnproof ledger`` (:mod:`attnproof.verify.cli`)."""
+    from .verify import cli as verify_cli
+
+    led.description = verify_cli.SUMMARY[0].upper() + verify_cli.SUMMARY[1:] + "."
     verify_cli.add_arguments(led)
     led.set_defaults(run=verify_cli.run_ledger)
 
-    r = sub.add_parser("recover", help="recover a random target through a counting oracle")
+
+def _add_recover(r: argparse.ArgumentParser) -> None:
+    """The learners of ``attnproof recover``, each with the options its room declares."""
+    from . import room
+    from .verify.registry import LEARNERS
+
+    _load_rooms()
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--d", type=_positive_int, required=True,
                         help="the width d of the target (W is d x d)")
@@ -506,25 +581,32 @@ def build_parser() -> argparse.ArgumentParser:
     learners = r.add_subparsers(dest="learner", required=True, parser_class=_Parser, metavar="LEARNER",
                                 help="a registered learner (default exact); "
                                 "'attnproof recover LEARNER --help' shows its options")
+
     for name, lr in sorted(LEARNERS.items()):
         lp = learners.add_parser(name, parents=[common], help=f"{lr.result}; queries {lr.queries}")
         _add_options(lp, room.RUNNERS[name].options)
         lp.set_defaults(run=_recover)
 
+
+def _add_bench(b: argparse.ArgumentParser) -> None:
+    """The sweeps of ``attnproof bench``: the ones the rooms register, and the engine's own."""
+    from . import room
+    from .bench import PERF_SIZES
+
+    _load_rooms()
     jobs = _jobs_options()
-    b = sub.add_parser("bench", help="sweeps: query counts, errors and time over several runs")
     sweeps = b.add_subparsers(dest="what", required=True, parser_class=_Parser, metavar="SWEEP",
                               help="what to sweep; 'attnproof bench SWEEP --help' shows its options")
     for name, sw in sorted(room.SWEEPS.items()):
         sp = sweeps.add_parser(name, parents=[jobs], help=sw.help)
         _add_options(sp, sw.options)
-        sp.set_defaults(run=_bench_sweep)
+        sp.set_defaults(run=_bench_sweep, jobs=_sweep_jobs)
     h = sweeps.add_parser("heads", parents=[jobs], help="every head of all-MiniLM-L6-v2, with biases")
     h.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "exact"), default="skeleton",
                    help="skeleton (rank = head dimension; default), skeleton-adaptive or exact")
     h.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
     h.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
-    h.set_defaults(run=_bench_heads)
+    h.set_defaults(run=_bench_heads, jobs=_heads_jobs)
     pf = sweeps.add_parser("perf", parents=[jobs],
                            help="the performance targets: queries / floor over scales, learner time / oracle "
                            "time, bits of W, error estimate / true error, the MiniLM heads")
@@ -533,7 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "all 72 heads; minutes)")
     pf.add_argument("--seed", type=_nonnegative_int, default=0,
                     help="seed of the targets and the learners' draws")
-    pf.set_defaults(run=_bench_perf)
+    pf.set_defaults(run=_bench_perf, jobs=_perf_jobs)
     mh = sweeps.add_parser("multihead", help="Hessian SBD (App. C.2): how many probe Hessians split "
                            "the heads (runs in this process)")
     mh.add_argument("--seeds", type=_positive_int, default=3, help="seeds per point")
@@ -542,7 +624,24 @@ def build_parser() -> argparse.ArgumentParser:
     mh.add_argument("--json", action="store_true", help=_JSON_HELP)
     mh.set_defaults(run=_bench_multihead)
 
-    m = sub.add_parser("recover-model", parents=[jobs],
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``attnproof``; ``recover``, ``bench`` and ``ledger`` are filled on first use
+    (:func:`_lazy_parser`), the others need no room."""
+    p = _Parser(prog="attnproof", description="Learning attention with queries (arXiv 2601.16873).")
+    sub = _subcommands(p, dest="command", required=True, metavar="COMMAND",
+                       help="verify, ledger, recover, bench or recover-model")
+
+    v = sub.add_parser("verify", help="verify every registered identity; exit 0 iff all pass")
+    v.add_argument("--json", action="store_true", help=_JSON_HELP)
+    v.add_argument("--out", metavar="DIR",
+                   help="also write certificate.{json,md,tex} and ledger.{json,md} to DIR")
+    v.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    v.set_defaults(run=_verify)
+    _lazy_parser(sub, "ledger", _add_ledger, help="the paper's claims, their checks and computed status")
+    _lazy_parser(sub, "recover", _add_recover, help="recover a random target through a counting oracle")
+    _lazy_parser(sub, "bench", _add_bench, help="sweeps: query counts, errors and time over several runs")
+    m = sub.add_parser("recover-model", parents=[_jobs_options()],
                        help="recover every attention head of a BERT-style safetensors checkpoint")
     m.add_argument("checkpoint", metavar="CHECKPOINT",
                    help="a .safetensors file, or a directory holding model.safetensors (and config.json)")
@@ -552,14 +651,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skeleton (rank = head dimension), skeleton-adaptive or exact (Thm 4.1 with biases)")
     m.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
     m.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
-    m.set_defaults(run=_recover_model)
+    m.set_defaults(run=_recover_model, jobs=_model_jobs)
     return p
 
 
 def _check_recover(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Reject what the chosen learner cannot take (one line, exit 2): an arithmetic it does not
     run in, or option values its room's options class refuses (at this d)."""
+    from . import room
     from .arith import parse
+    from .verify.registry import LEARNERS
 
     spec = LEARNERS[args.learner]
     if parse(args.arith).family not in spec.arithmetics:
@@ -575,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = _learner_first(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser()
     args = parser.parse_args(argv)
+    _load_rooms()  # every command reads what the rooms register
+    from . import room
+
     if args.command == "recover":
         _check_recover(parser, args)
     if args.command == "bench" and args.what in room.SWEEPS:

@@ -26,6 +26,7 @@ verification graph (:data:`attnproof.verify.registry.LEARNERS`); a runner is key
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import inspect
 import math
 import numbers
@@ -34,6 +35,8 @@ import typing
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field
 from typing import Any
+
+import numpy as np
 
 from .arith import Arith
 from .errors import AttnproofError, InvalidInputError
@@ -263,16 +266,81 @@ def default_of(fn: Callable[..., Any], name: str) -> Any:
 class Job:
     """One independent run: ``fn(**kwargs)`` returns a result row (a dict).
 
-    ``key`` names the run in a results file and spells out every parameter, so that a file
-    written with other parameters resumes nothing; ``queries`` is the run's expected query
-    count (the unit of the progress bar).  ``fn`` is a module-level function, so that Dask can
-    ship the job to another process.
+    ``key`` names the run for a reader (``job_key``'s ``name k=v ...``); ``queries`` is the
+    run's expected query count (the unit of the progress bar).  ``fn`` is a module-level
+    function, so that Dask can ship the job to another process.  A results file keeps a row
+    under :attr:`resume_key`, which is derived from everything the row is computed from (``fn``
+    and every keyword, a model's arrays included), not from a hand-written list of parameters:
+    a run with any other option (another head split of a checkpoint, another seed) resumes none
+    of its rows (issue 23 item 6).
     """
 
     key: str
     fn: Callable[..., dict[str, Any]]
     kwargs: dict[str, Any]
     queries: int
+
+    @property
+    def resume_key(self) -> str:
+        """``key`` and a SHA-256 of the job's inputs, ``fn`` and ``kwargs`` (see :func:`inputs_digest`)."""
+        return f"{self.key} inputs={inputs_digest(self.fn, self.kwargs)[:16]}"
+
+
+def inputs_digest(*values: Any) -> str:
+    """A SHA-256 (hex) of ``values`` by content, the same in every process: numbers by their
+    exact repr, arrays by dtype, shape and bytes (object arrays entry by entry), functions and
+    classes by their qualified name, an arithmetic by its name, any other object by its type
+    and attributes.
+
+    Raises
+    ------
+    AttnproofError
+        For an object whose content cannot be read (no attributes and a repr naming its
+        address): such a job cannot be resumed safely.
+    """
+    h = hashlib.sha256()
+    _digest(values, h)
+    return h.hexdigest()
+
+
+def _digest(x: Any, h: Any) -> None:
+    """Feed ``x``'s canonical encoding to the hash ``h`` (each item tagged with its type)."""
+    def put(tag: str, text: str = "") -> None:
+        h.update(f"{tag}:{len(text)}:{text};".encode())
+
+    if x is None or isinstance(x, (bool, int, float, complex, str, bytes)):
+        put(type(x).__name__, repr(x))
+    elif isinstance(x, np.generic):
+        put("np." + x.dtype.str, repr(x.item()))
+    elif isinstance(x, np.ndarray):
+        put("ndarray", f"{x.dtype.str}{x.shape}")
+        if x.dtype.hasobject:
+            for item in x.flat:
+                _digest(item, h)
+        else:
+            h.update(np.ascontiguousarray(x).tobytes())
+    elif isinstance(x, (list, tuple)):
+        put(type(x).__name__, str(len(x)))
+        for item in x:
+            _digest(item, h)
+    elif isinstance(x, dict):
+        put("dict", str(len(x)))
+        for k in sorted(x, key=repr):
+            _digest(k, h)
+            _digest(x[k], h)
+    elif isinstance(x, range):
+        put("range", repr(x))
+    elif isinstance(x, Arith):
+        put("arith", x.name)
+    elif isinstance(x, (type, types.FunctionType, types.BuiltinFunctionType)):
+        put("callable", f"{x.__module__}.{x.__qualname__}")
+    elif hasattr(x, "__dict__") and vars(x):
+        put("object", f"{type(x).__module__}.{type(x).__qualname__}")
+        _digest(vars(x), h)
+    elif " at 0x" not in repr(x):  # mpmath and sympy numbers: their repr is their value
+        put(f"{type(x).__module__}.{type(x).__qualname__}", repr(x))
+    else:
+        raise AttnproofError(f"cannot key a job by a {type(x).__name__} (no readable content): {x!r}")
 
 
 def job_key(name: str, **params: Any) -> str:
@@ -360,6 +428,6 @@ def result_row(
 
 
 __all__ = [
-    "Option", "option", "Options", "NoOptions", "Runner", "RUNNERS", "runner", "default_of", "Job", "job_key",
-    "Sweep", "SWEEPS", "sweep", "result_row",
+    "Option", "option", "Options", "NoOptions", "Runner", "RUNNERS", "runner", "default_of", "Job",
+    "inputs_digest", "job_key", "Sweep", "SWEEPS", "sweep", "result_row",
 ]

