@@ -647,7 +647,10 @@ def check_real(a: Any) -> None:
     ------
     InvalidInputError
     """
-    arr = np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
+    try:  # a list of floats becomes a float array here: only object arrays are read entry by entry
+        arr = np.asarray(a)
+    except ValueError:  # ragged: the conversion after this check names the problem
+        return
     if arr.dtype.kind == "c":
         raise InvalidInputError("the models are real: complex entries are refused, not cut to real")
     if arr.dtype.kind in "USV":
