@@ -144,8 +144,10 @@ class Arith(ABC):
 
     def within(self, x: Any, tol: float) -> bool:
         """Is |x| <= tol?  In exact arithmetic: is x provably 0 (``tol`` is then ignored, as
-        every tolerance of a rounding model is 0 there)."""
-        return bool(abs(float(x)) <= tol)
+        every tolerance of a rounding model is 0 there).  Compared in this arithmetic, so an mpmath
+        value below float64's range is not rounded to 0 first."""
+        with self.context():
+            return bool(abs(x) <= tol)
 
     def simplify(self, a: np.ndarray) -> np.ndarray:
         """Entries in canonical form: sympy simplifies each (e.g. ``exp(-s) exp(s)`` to 1); a
@@ -386,7 +388,9 @@ class Float64(Arith):
         return np.asarray(a, dtype=np.float64)
 
     def norm(self, a: Any) -> float:
-        return float(norm2(np.asarray(a, dtype=np.float64).reshape(-1)))
+        a = np.asarray(a, dtype=np.float64)
+        top = float(np.max(np.abs(a), initial=0.0))
+        return top * float(np.linalg.norm(a / top)) if top > 0 else 0.0
 
     def log2_abs_max(self, a: Any) -> float:
         top = float(np.max(np.abs(np.asarray(a, dtype=np.float64)), initial=0.0))
@@ -643,7 +647,10 @@ def check_real(a: Any) -> None:
     ------
     InvalidInputError
     """
-    arr = np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
+    try:  # a list of floats becomes a float array here: only object arrays are read entry by entry
+        arr = np.asarray(a)
+    except ValueError:  # ragged: the conversion after this check names the problem
+        return
     if arr.dtype.kind == "c":
         raise InvalidInputError("the models are real: complex entries are refused, not cut to real")
     if arr.dtype.kind in "USV":

@@ -415,8 +415,6 @@ class Session:
     learner : Learner, keyword only
         The registered learner (``attnproof.verify.registry.LEARNERS[name]``, or the ``@learner``'s
         record): its ``count`` gives ``queries_formula``; the arithmetic must be one it declares.
-        (Transitional: a registered *name*, resolved when first needed, as exact/lowrank/noisy
-        still pass it to :meth:`recovery`.)
     diagnostics : dict, keyword only
         Learner-specific facts; the session adds the shared schema when it closes.
 
@@ -428,7 +426,7 @@ class Session:
 
     oracle: Oracle
     arith: Arith
-    learner: Learner | str | None = field(default=None, kw_only=True)
+    learner: Learner | None = field(default=None, kw_only=True)
     diagnostics: dict[str, Any] = field(default_factory=dict, kw_only=True)
     start: int = field(init=False)
     started: float = field(init=False)
@@ -439,13 +437,6 @@ class Session:
     #: The parts of the wall-clock time reported: ``'oracle'`` (inside the oracle's calls) and
     #: ``'solve'`` (everything else; it is what the other parts leave of the whole).
     TIME_PARTS: ClassVar[tuple[str, ...]] = ("oracle", "solve")
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Session:
-        # Transitional: ``Session(oracle, arith, policy[, max_batch_bytes])`` is the bilinear
-        # layer, as exact.py and lowrank.py still write it; remove once they build BilinearSession.
-        if cls is Session and (len(args) > 2 or {"policy", "max_batch_bytes"} & kwargs.keys()):
-            return super().__new__(BilinearSession)
-        return super().__new__(cls)
 
     def __post_init__(self) -> None:
         self.arith = parse(self.arith)  # "float64", "mp:30", "sympy" spell an arithmetic too
@@ -527,10 +518,6 @@ class Session:
         """The session's registered learner."""
         if self.learner is None:
             raise InvalidInputError("this session has no registered learner (Session(..., learner=...))")
-        if isinstance(self.learner, str):  # transitional: the name, as exact/lowrank/noisy pass it
-            from .verify.registry import LEARNERS
-
-            self.learner = LEARNERS[self.learner]
         return self.learner
 
     def formula(self, **count: Any) -> int:
@@ -610,7 +597,6 @@ class Session:
 
     def recovery(
         self,
-        learner: Learner | str | None = None,
         *,
         W: np.ndarray,
         v: np.ndarray,
@@ -631,7 +617,6 @@ class Session:
         (``v_error`` as ``error_bound_v``).  ``guard=False`` is for a learner whose promise is
         absolute and checked before it queries (Thm 6.1's eps_W): its bound is reported,
         possibly infinite, and not compared with ``rtol``.  ``reasked`` as for :meth:`close`.
-        ``learner`` (transitional; a name is accepted too) is for a session built without one.
 
         Raises
         ------
@@ -643,8 +628,6 @@ class Session:
             too small for the arithmetic to resolve (||W_hat||_F itself within the bound, e.g.
             W* = 0 in float64) raises here too: the answer would be noise with no digit right.
         """
-        if learner is not None:
-            self.learner = learner
         info = self.close(reasked=reasked, error_bound=W_error, error_bound_v=v_error, **count)
         if W_error is not None and guard:
             why = " (a W* this small, or saturated/ill-conditioned probes)"

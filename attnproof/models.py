@@ -378,33 +378,25 @@ def canonical_ffn(
 
 def normalize_normal(w: np.ndarray, arith: Arith) -> tuple[np.ndarray, Any]:
     """(n, lam) with w = lam n and the first entry of largest magnitude of n equal to +1."""
-    if arith.exact:  # exact comparisons: the first exact maximum
-        top = max(abs(x) for x in w)
-        i = next(k for k, x in enumerate(w) if abs(x) == top)
-    else:
-        i = int(np.argmax(arith.to_float(np.abs(w))))
-    lam = w[i]
+    lam = w[arith.argmax_abs(w)]  # exact comparisons in exact arithmetic
     return w / lam, lam
 
 
 def _same(m: np.ndarray, n: np.ndarray, arith: Arith, rtol: float) -> bool:
-    if arith.exact or rtol == 0:
-        return all(arith.is_zero(x - y) for x, y in zip(m, n))
-    return bool(np.max(np.abs(arith.to_float(m - n))) <= rtol)
+    """Are the normals equal to within rtol entrywise (exactly equal in exact arithmetic)?"""
+    return all(arith.within(x - y, rtol) for x, y in zip(m, n, strict=True))
 
 
 def _negligible_weight(c: Any, arith: Arith, rtol: float) -> bool:
-    if arith.exact or rtol == 0:
-        return arith.is_zero(c)
-    return abs(float(c)) <= rtol
+    """Is the kink weight within rtol of 0 (exactly 0 in exact arithmetic)?"""
+    return arith.within(c, rtol)
 
 
 def evaluate_canonical(u: np.ndarray, N: np.ndarray, c: np.ndarray, x: np.ndarray) -> Any:
     """``1/2 u^T x + 1/2 sum_j c_j |n_j^T x|`` for x of shape (d,) or (B, d) (any arithmetic)."""
     x = np.asarray(x)
     z = x @ N.T
-    absz = np.abs(z) if z.dtype != object else np.vectorize(abs, otypes=[object])(z)
-    return (x @ u + absz @ c) / 2
+    return (x @ u + np.abs(z) @ c) / 2  # np.abs calls abs() on the entries of an object array
 
 
 __all__ = [

@@ -13,7 +13,7 @@ import math
 import numbers
 import time
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -213,6 +213,10 @@ class ApproxOracle(ValueOracle):
     log: list[QueryRecord] = field(default_factory=list, init=False)
     _memory: dict[bytes, float] = field(default_factory=dict, init=False, repr=False)
 
+    #: the arithmetics it answers in, as a learner declares its own: its adversaries round in
+    #: float64 (the model's arithmetic must be one of these)
+    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         tau = self.tau
@@ -225,7 +229,7 @@ class ApproxOracle(ValueOracle):
         self.seed = int(self.seed)
         if self.adversary not in ADVERSARIES:
             raise InvalidInputError(f"unknown adversary {self.adversary!r}: use one of {ADVERSARIES}")
-        if self.model.arith is not FLOAT64:
+        if self.model.arith.family not in self.arithmetics:
             raise InvalidInputError("ApproxOracle answers in float64; give it a float64 model")
 
     @property

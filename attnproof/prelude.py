@@ -15,6 +15,12 @@ live on the measuring level, below every room of :mod:`attnproof.theorems`:
 
 :func:`prepare_probes` joins the last two into the one probe-preparation step the learners
 call.
+
+It also holds the shared checks of a learner's arguments (issue 23, item 10), so each refusal is
+spelled once: :func:`check_rng`, :func:`check_tolerance`, :func:`check_count` (defined on the
+ground floor, :mod:`attnproof.errors`, where the session uses them too), :func:`check_arith` and
+:func:`check_real_array`.  An oracle's answers are checked where every learner receives them,
+in :meth:`attnproof.measure.Session.ask`.
 """
 
 from __future__ import annotations

@@ -199,15 +199,17 @@ def test_guard_relative_absolute_and_not_finite():
         Session(_oracle(), FLOAT64).guard(2.0, 1.0, 1.0)
 
 
-def test_recovery_guards_with_the_session_learner_or_a_transitional_name():
+def test_recovery_guards_with_the_session_learner():
     W, v = np.eye(2), np.ones(2)
     session = Session(_oracle(), FLOAT64, learner=LEARNERS["exact"])
     rec = session.recovery(W=W, v=v, W_error=1e-12, bias=False)
     assert rec.diagnostics["queries_formula"] == 6 and rec.error_bound == 1e-12
     assert rec.diagnostics["promised_rtol"] == FLOAT64.resolution**0.2
     with pytest.raises(PrecisionLossError, match="exact: the a-posteriori bound on"):
-        Session(_oracle(), FLOAT64).recovery("exact", W=W, v=v, W_error=1.0)  # transitional: a name
-    unguarded = Session(_oracle(), FLOAT64).recovery("noisy", W=W, v=v, W_error=np.inf, guard=False)
+        Session(_oracle(), FLOAT64, learner=LEARNERS["exact"]).recovery(W=W, v=v, W_error=1.0)
+    unguarded = Session(_oracle(), FLOAT64, learner=LEARNERS["noisy"]).recovery(
+        W=W, v=v, W_error=np.inf, guard=False
+    )
     assert unguarded.error_bound == np.inf and "promised_rtol" not in unguarded.diagnostics
     rest = Session(_oracle(), FLOAT64, learner=LEARNERS["exact"]).recovery(W=W, v=v, reasked="rest")
     assert rest.queries == 0 and rest.diagnostics["reasked_queries"] == -6  # nothing asked: 6 short
@@ -232,11 +234,9 @@ def test_observe_hears_every_ask_and_only_inside_its_block():
     assert heard == [3, 2]
 
 
-def test_transitional_positional_form_builds_the_bilinear_layer():
+def test_the_base_session_and_the_bilinear_layer():
     oracle = _oracle()
-    assert type(Session(oracle, FLOAT64, ScalePolicy())) is BilinearSession
-    assert type(Session(oracle, FLOAT64, max_batch_bytes=64)) is BilinearSession
-    assert type(Session(oracle, FLOAT64)) is Session
+    assert type(Session(oracle, FLOAT64)) is Session and Session.TIME_PARTS == ("oracle", "solve")
     assert BilinearSession(oracle, FLOAT64).TIME_PARTS == ("oracle", "basis", "assembly", "solve")
 
 
