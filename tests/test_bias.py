@@ -14,7 +14,9 @@ from attnproof.errors import InvalidInputError, NonIdentifiableError, PrecisionL
 from attnproof.heads import bert_head
 from attnproof.models import Attention, FactoredAttention
 from attnproof.oracles import ValueOracle
+from attnproof.theorems import exact
 from attnproof.theorems.exact import learn_exact
+from attnproof.verify.checkers import run_rows
 from attnproof.theorems.lowrank import learn_skeleton, learn_skeleton_adaptive
 
 seeds = st.integers(0, 2**32 - 1)
@@ -155,3 +157,19 @@ def test_minilm_heads_load_when_installed():
     row = recover_heads(heads[:1])[0]
     assert row["queries"] == row["floor_queries"] == 2 * 384 + 1 + 32 * (768 - 32)
     assert row["rel_err_W"] < 1e-9
+
+
+def test_the_bias_run_fails_on_a_dropped_factor_of_c_bound(monkeypatch):
+    """``thm4.1/run-tight`` with biases: c's error is 0.6 of ``error_bound_c`` against the rounding
+    adversary, so a c bound that drops a factor of 2 fails the entry (issue 22 item 2)."""
+    assert run_rows(exact.run_tight())[0]
+    true_bound = exact._error_bound
+
+    def halved(*args):
+        W_error, c_error, cond = true_bound(*args)
+        return W_error, None if c_error is None else c_error / 2, cond
+
+    monkeypatch.setattr(exact, "_error_bound", halved)
+    rows = run_rows(exact.run_tight())[2]
+    failed = [r["check"] for r in rows if not r["passed"]]
+    assert failed == ["float64, bias: ||c_hat - c*|| / error_bound_c <= 1"]

@@ -23,7 +23,9 @@ from attnproof.models import Attention
 from attnproof.oracles import ValueOracle
 from attnproof.recovery import score
 from attnproof.measure import PILOT_SLACK, ScalePolicy
+from attnproof.theorems import exact
 from attnproof.theorems.exact import learn_exact, probe_matrix
+from attnproof.verify.checkers import run_rows
 
 from helpers import seeds
 
@@ -279,7 +281,7 @@ def test_bad_learner_arguments(kwargs, err):
         learn_exact(ValueOracle(Attention(np.eye(3), np.ones(3))), **kwargs)
 
 
-@pytest.mark.parametrize("rtol", ["1e-3", float("nan"), -1e-3, True, 1j])
+@pytest.mark.parametrize("rtol", ["1e-3", float("nan"), -1e-3, True, 1j, float("inf")])
 def test_bad_rtol_is_refused_before_any_query(rtol):
     """Issue 23 item 10: a string was a TypeError, NaN or a negative value a PrecisionLossError after
     every query."""
@@ -407,3 +409,62 @@ def test_mp_float_conversion_of_target_is_exact():
     with mpmath.workdps(50):
         assert MP(50).scalar(x) == mpmath.mpf(x)
     assert SYMPY.scalar(x) == SYMPY.scalar(x) and SYMPY.scalar(x).q == 2**55
+
+
+# --- the bound is nearly attained: verify's run entry fails on a dropped factor (issue 22 item 2) ---
+
+
+def test_run_tight_passes_and_fails_on_a_dropped_factor(monkeypatch):
+    """``thm4.1/run-tight``: against the rounding adversary the error is 0.63 of the bound (0.27 with
+    biases); a value-error model that drops a factor of 2 fails (tests/test_bias.py: c's bound too)."""
+    passed, _, rows = run_rows(exact.run_tight())
+    assert passed, [r for r in rows if not r["passed"]]
+    true_model = exact.value_errors
+    monkeypatch.setattr(exact, "value_errors", lambda *a, **k: true_model(*a, **k) / 2)
+    passed, _, rows = run_rows(exact.run_tight())
+    assert not passed and not rows[0]["passed"]  # float64, no bias: ||W_hat - W*||_F > error_bound
+
+
+# --- the bound formula and the guards, pinned on fixed inputs (issue 22 items 4, 5) ------------
+
+
+def test_error_bound_formula_on_fixed_inputs(monkeypatch):
+    """``||Z^{-1}|| ||dT||_F + (d + 4) u cond(Z) ||W||_F`` (and c's likewise), by hand: d = 2, dT with
+    ||dT||_F = 5e-16, ||Z^{-1}|| <= 2, ||Z|| <= 3 (cond 6), ||W||_F = 1, ||c|| = 2, ||dc|| = 1e-16; the
+    value model is handed each entry's column norm ||W e_j|| (entries column-major: j = 0, 0, 1, 1)."""
+    from types import SimpleNamespace
+    seen = {}
+
+    def model(probes, L, k, entries, W_norm, c_norm):
+        seen.update(W_norm=W_norm, c_norm=c_norm)
+        return np.array([3e-16, 4e-16, 0.0, 0.0])
+
+    monkeypatch.setattr(exact, "value_errors", model)
+    probes = SimpleNamespace(arith=FLOAT64, d=2, linear_err=np.array([1e-16, 0.0]))
+    W, c = np.array([[0.6, 0.0], [0.0, 0.8]]), np.array([0.0, 2.0])
+    u = 2.0**-53
+    bound, c_bound, cond = exact._error_bound(probes, W, c, None, None, 2.0, 3.0)
+    assert cond == 6.0
+    assert bound == pytest.approx(5e-16 * 2 + 6 * u * 6 * 1.0, rel=1e-14)
+    assert c_bound == pytest.approx(1e-16 * 2 + 6 * u * 6 * 2.0, rel=1e-14)
+    assert np.array_equal(seen["W_norm"], [0.6, 0.6, 0.8, 0.8]) and seen["c_norm"] == 2.0
+
+
+def test_orthogonal_norm_shortcut_threshold_on_both_sides():
+    """``_norms``: the product shortcut is used while ``delta = ||Z Z^T - I||_F < 1/2`` (then the
+    singular values lie in [sqrt(1 - delta), sqrt(1 + delta)]), the SVD from there on."""
+    below = exact._norms(np.array([[np.sqrt(1.49)]]), orthogonal=True)
+    above = exact._norms(np.array([[np.sqrt(1.51)]]), orthogonal=True)
+    assert below == pytest.approx((1 / np.sqrt(1 - 0.49), np.sqrt(1 + 0.49)), rel=1e-12)
+    assert above == pytest.approx((1 / np.sqrt(1.51), np.sqrt(1.51)), rel=1e-12)  # the SVD's exact values
+
+
+def test_basis_pairing_threshold_on_both_sides():
+    """The paper's probes pair e_l with the pivot just below ``DEGENERACY_RATIO max |v|``, not at or
+    just above it; either way the recovery is exact to rounding."""
+    W = np.array([[1.0, -0.5], [0.25, 2.0]])
+    for factor, paired in ((1 - 1e-9, 1), (1 + 1e-9, 0)):
+        v = np.array([1.0, exact.DEGENERACY_RATIO * factor])
+        rec = learn_exact(ValueOracle(Attention(W, v)), probes="basis")
+        assert rec.diagnostics["paired_rows"] == paired
+        assert np.linalg.norm(rec.W - W) <= rec.diagnostics["error_bound"]

@@ -51,6 +51,7 @@ from attnproof.theorems.membership import (
     step_counts,
 )
 from attnproof.theorems.membership.learners import _bisect
+from attnproof.theorems.membership.strategies import membership_targets
 from attnproof.theorems.membership.runner import MembershipOptions, RotatedOptions
 
 #: eps_W near 1 and small ones explicitly; float64 refuses (before any query) what it cannot resolve.
@@ -154,7 +155,7 @@ def test_sphere_constant_closed_forms():
 # --- bisect: the guarantee, always -----------------------------------------------------------
 
 
-@given(ast.membership_targets(), epsilons)
+@given(membership_targets(), epsilons)
 @example((np.array([[2.0]]), np.array([1.0]), 2.0, 1.0), 0.999)  # d = 1, |W*_11 s| = 1/2: band edge
 @example((np.array([[0.0, 0.0], [0.0, -2.0]]), np.array([-1.0, 1.0]) / math.sqrt(2), 2.0, AT_MARGIN[2]), 1e-3)
 # every |v_i| = mu: float(1/sqrt(3)) rounds *up*, so the strategy puts mu 1e-15 below it (found by Hypothesis:
@@ -176,7 +177,7 @@ def test_bisect_meets_theorem_b1(target, eps_W):
     assert diag["guarantee_met"]
 
 
-@given(ast.membership_targets(), st.sampled_from([1e-6, 1e-9, 1e-12]), st.sampled_from(["bisect", "paper"]))
+@given(membership_targets(), st.sampled_from([1e-6, 1e-9, 1e-12]), st.sampled_from(["bisect", "paper"]))
 def test_precision_loss_is_refused_before_any_query(target, eps_W, method):
     W, v, W_bound, mu = target
     oracle = MembershipOracle(Attention(W, v))
@@ -209,7 +210,7 @@ def test_mpmath_error_falls_like_10_to_minus_dps():
 # --- termination -----------------------------------------------------------------------------
 
 
-@given(ast.membership_targets(d=st.integers(1, 4)), st.integers(0, 400), st.sampled_from(["bisect", "paper"]))
+@given(membership_targets(d=st.integers(1, 4)), st.integers(0, 400), st.sampled_from(["bisect", "paper"]))
 def test_terminates_within_any_budget(target, budget, method):
     W, v, W_bound, mu = target
     d = len(v)
@@ -289,7 +290,7 @@ def test_paper_failure_rate_is_below_delta():
     assert fails_v <= delta * runs and fails_W <= delta * runs
 
 
-@given(ast.membership_targets(d=st.integers(1, 4)), st.integers(0, 2**32 - 1))
+@given(membership_targets(d=st.integers(1, 4)), st.integers(0, 2**32 - 1))
 # thorough profile: mu = 0.0083, W = 19 puts the a-bisection's tau (1.45e-12) below float64's floor:
 # refused before any query, which the test first ignored (it called learn, not attempt)
 @example((np.zeros((2, 2)), np.array([-0.00828641, -0.99996567]), 19.0, 0.008286407592029844), 0)
@@ -334,7 +335,7 @@ def test_zero_entry_breaks_the_margin(d, data):
     assert oracle.queries == 1 + (d - 1) * n_v  # detected after the v step, before any W probe
 
 
-@given(ast.membership_targets(d=st.integers(1, 5)), st.integers(-30, 30).map(lambda k: 2.0**k))
+@given(membership_targets(d=st.integers(1, 5)), st.integers(-30, 30).map(lambda k: 2.0**k))
 def test_only_the_direction_of_v_is_identifiable(target, c):
     """MQ is invariant under v -> c v; c = 2^k so that c v and every product with it are exact in
     float64 (for other c, f = 0 up to rounding, e.g. at theta = psi = pi/4, may answer differently)."""
@@ -367,27 +368,35 @@ def test_answers_breaking_the_norm_assumption_are_refused_or_bounded(d, scale, s
     try:
         rec = learn_membership(oracle, W_bound=2.0, mu=mu, eps_W=1e-3)
     except AssumptionError as e:
-        assert "||W*||_F" in str(e)
+        assert "||W*||_F <= W" in str(e)
         return
     err = np.linalg.norm(rec.W - W)
     assert err <= rec.diagnostics["error_bound"]
-    assert rec.diagnostics["guarantee_met"] == (rec.diagnostics["error_bound"] <= 1e-3
-                                                and rec.diagnostics["error_bound_v"] <= rec.diagnostics["eps_v"])
+    diag = rec.diagnostics
+    assert diag["guarantee_met"] == (diag["error_bound"] <= 1e-3 and diag["error_bound_v"] <= diag["eps_v"])
 
 
 def test_the_norm_check_refuses_only_a_certain_violation():
-    """Just past the threshold on both sides: ||W*||_F = 2 (1 + 1e-3) with W = 2 is refused (the
-    enclosures are far narrower than 1e-3); ||W*||_F = 2 (1 - 1e-3) is answered within 1e-3."""
-    W0, v = np.array([[1.0, -0.5], [0.25, 1.5]]), unit([0.6, -0.8])
+    """Just past the threshold on both sides: an entry W*_00 = 2 (1 + 1e-3) with W = 2 is refused
+    (its enclosure is far narrower than 2e-3, and the clip would be wrong); 2 (1 - 1e-3) is
+    answered within 1e-6.  ||W*||_F = 2.2 > W with every entry inside [-W, W] is answered (the clip
+    never bites, the bound holds), and norm_lower_bound says the assumption fails."""
+    v = unit([0.6, -0.8])
     for factor, refused in ((1 + 1e-3, True), (1 - 1e-3, False)):
-        W = W0 * (2.0 * factor / np.linalg.norm(W0))
+        W = np.array([[2.0 * factor, 0.0], [0.0, 0.0]])
         oracle = MembershipOracle(Attention(W, v))
         if refused:
-            with pytest.raises(AssumptionError, match="above the known bound"):
+            with pytest.raises(AssumptionError, match=r"\|W\*_ij\| > W"):
                 learn_membership(oracle, W_bound=2.0, mu=0.5, eps_W=1e-6)
         else:
             rec = learn_membership(oracle, W_bound=2.0, mu=0.5, eps_W=1e-6)
             assert np.linalg.norm(rec.W - W) <= rec.diagnostics["error_bound"] <= 1e-6
+            assert rec.diagnostics["norm_lower_bound"] <= 2.0
+    W = np.array([[1.5, -1.0], [0.75, 0.75]])  # ||W||_F = 2.2
+    rec = learn_membership(MembershipOracle(Attention(W, v)), W_bound=2.0, mu=0.5, eps_W=1e-6)
+    assert np.linalg.norm(rec.W - W) <= rec.diagnostics["error_bound"] <= 1e-6
+    assert rec.diagnostics["guarantee_met"]
+    assert 2.0 < rec.diagnostics["norm_lower_bound"] <= np.linalg.norm(W)
 
 
 def test_numpy_scalars_and_integer_seeds_are_accepted():
@@ -399,9 +408,11 @@ def test_numpy_scalars_and_integer_seeds_are_accepted():
                            eps_W=float(np.float32(1e-3)))
     assert np.array_equal(rec.W, ref.W) and rec.queries == ref.queries
     for seed in (5, np.int64(5)):
-        rot = learn_membership_rotated(MembershipOracle(Attention(W, v)), W_bound=2.0, eps_W=0.5, delta_rot=0.2,
+        rot = learn_membership_rotated(MembershipOracle(Attention(W, v)), W_bound=2.0, eps_W=0.5,
+                                       delta_rot=0.2,
                                        rng=seed)
-        same = learn_membership_rotated(MembershipOracle(Attention(W, v)), W_bound=2.0, eps_W=0.5, delta_rot=0.2,
+        same = learn_membership_rotated(MembershipOracle(Attention(W, v)), W_bound=2.0, eps_W=0.5,
+                                        delta_rot=0.2,
                                         rng=np.random.default_rng(5))
         assert np.array_equal(rot.W, same.W)
 
@@ -427,7 +438,8 @@ def test_the_sample_budget_has_a_ceiling():
     assert oracle.queries == 0
     budgeted = MembershipOracle(Attention(np.eye(2), unit([0.6, -0.8])), budget=10)
     with pytest.raises(QueryBudgetExceeded, match="left"):
-        learn_membership(budgeted, W_bound=2.0, mu=0.5, eps_W=0.5, method="paper", samples=membership.MAX_SAMPLES)
+        learn_membership(budgeted, W_bound=2.0, mu=0.5, eps_W=0.5, method="paper",
+                         samples=membership.MAX_SAMPLES)
     assert budgeted.queries == 0
 
 
@@ -438,9 +450,9 @@ def test_norm_bound_violation_is_named():
 
 def test_strategy_arguments_are_validated_eagerly():
     with pytest.raises(InvalidInputError):
-        ast.membership_targets(max_W_bound=1.0)
+        membership_targets(max_W_bound=1.0)
     with pytest.raises(InvalidInputError):
-        ast.membership_targets(d=3)
+        membership_targets(d=3)
 
 
 # --- beyond the paper: no margin, rotated tokens ---------------------------------------------
@@ -509,3 +521,34 @@ def test_the_defaults_are_declared_once():
     choices = {f.name: (f.default, opt.choices) for f, _, opt in MembershipOptions.fields()}
     assert choices["method"] == (METHOD, METHODS) and choices["W_bound"][0] == W_BOUND
     assert LEARNERS["membership"].count(d=7) == query_count(7, METHOD, W_BOUND, default_mu(7), EPS_W, DELTA)
+
+
+def test_the_run_entry_fails_on_a_dropped_factor(monkeypatch):
+    """``thmB.1/run``: the error is 0.42 of the a-posteriori bound at 40 digits (0.2-0.6 in
+    float64), so a bound that drops a factor of 4 fails the entry (issue 22 item 2)."""
+    from attnproof.theorems.membership import identities, learners
+    from attnproof.verify.checkers import run_rows
+    assert run_rows(identities.membership_run())[0]
+    true_posterior = learners._posterior
+
+    def quartered(*args):
+        err_W, err_v, entry = true_posterior(*args)
+        return err_W / 4, err_v, entry
+
+    monkeypatch.setattr(learners, "_posterior", quartered)
+    rows = run_rows(identities.membership_run())[2]
+    assert any(not r["passed"] and "error_bound" in r["check"] for r in rows)
+
+
+@pytest.mark.parametrize("err_W,err_v,met",
+                         [(1.0, 1.0, True), (1 + 1e-12, 0.0, False), (0.0, 1 + 1e-12, False)])
+def test_guarantee_met_is_pinned_against_each_bound(monkeypatch, err_W, err_v, met):
+    """guarantee_met = (error_bound <= eps_W) and (error_bound_v <= eps_v): each input just past its
+    threshold flips it (the bounds, in units of eps_W and eps_v, are what _posterior reports)."""
+    from attnproof.theorems.membership import learners
+    eps_W = 1e-3
+    eps_v = paper_eps_v(eps_W, 0.5, 2.0, 2)
+    monkeypatch.setattr(learners, "_posterior", lambda *a: (err_W * eps_W, err_v * eps_v, 0.0))
+    oracle = MembershipOracle(Attention(np.array([[1.0, -0.5], [0.25, 0.75]]), unit([0.6, -0.8])))
+    rec = learn_membership(oracle, W_bound=2.0, mu=0.5, eps_W=eps_W)
+    assert rec.diagnostics["guarantee_met"] is met

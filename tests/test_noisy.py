@@ -506,3 +506,15 @@ def test_tau_just_below_mu_half_is_refused_when_float64_cannot_separate_the_supp
     with pytest.raises(PrecisionLossError, match="mu/2"):
         learn_noisy(oracle, W_bound=2.0, mu=0.5, tau=math.nextafter(0.25, 0))
     assert oracle.queries == 0
+
+
+def test_the_run_entry_fails_on_a_dropped_factor(monkeypatch):
+    """``thm6.1/run-float64`` is nearly tight (the worst adversary reaches 0.63 of the bound with
+    CORRECTED): a bound that drops Lemma A.1's L (or any factor above 1.6) fails it (issue 22 item 2)."""
+    from attnproof.theorems import noisy
+    from attnproof.verify.checkers import run_rows
+    assert run_rows(noisy.run_float64())[0]
+    true_per_tau = noisy._per_tau
+    monkeypatch.setattr(noisy, "_per_tau", lambda design, s, m: true_per_tau(design, s, m) / design.lipschitz)
+    rows = run_rows(noisy.run_float64())[2]
+    assert any(not r["passed"] and "error_bound" in r["check"] for r in rows)

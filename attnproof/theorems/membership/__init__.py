@@ -52,9 +52,11 @@ Both learners bisect on intervals that provably contain the unknown (closed inte
 a-posteriori error bound computed with mpmath interval arithmetic from the final intervals
 (certain for ``bisect``; for ``paper`` it holds on the Hoeffding event, probability
 ``>= 1 - delta``).  The enclosures of W* are not clipped to the band (only p's
-point estimate is, as in Eq. (28)), so they hold even if ``||W*||_F > W``; answers that put
-``||W*||_F`` certainly above W, or a bisection on an end of Eq. (22)'s interval, are refused
-(:class:`AssumptionError`), as answers breaking the margin are.  Every bisection has a precision floor (:class:`PrecisionLossError`) and
+point estimate is, as in Eq. (28)), so they hold even if ``||W*||_F > W``; answers that put an
+entry certainly beyond ``[-W, W]`` (where the clip would be wrong), or a bisection on an end of
+Eq. (22)'s interval, are refused (:class:`AssumptionError`), as answers breaking the margin are;
+``norm_lower_bound`` reports a certain lower bound on ``||W*||_F``.  Every bisection has a
+precision floor (:class:`PrecisionLossError`) and
 runs through the oracle's query budget.
 
 **The room.**  :mod:`.parameters` (the known parameters, every constant and count),
@@ -104,10 +106,12 @@ from .parameters import (
 )
 
 __all__ = [
-    "CHUNK", "DELTA", "DELTA_ROT", "EPS_W", "L_BAND", "MAX_SAMPLES", "MAX_VERBATIM_SAMPLES", "METHOD", "METHODS",
+    "CHUNK", "DELTA", "DELTA_ROT", "EPS_W", "L_BAND", "MAX_SAMPLES", "MAX_VERBATIM_SAMPLES", "METHOD",
+    "METHODS",
     "MembershipOracle", "RotatedQueries", "TAU_CONST", "W_BOUND", "angle_probes", "angle_tau",
     "apriori_interval", "bisection_steps", "check_assumptions", "check_precision", "check_target",
-    "default_mu", "entry_error_bound", "generator", "hoeffding_delta", "hoeffding_radius", "hoeffding_samples",
+    "default_mu", "entry_error_bound", "generator", "hoeffding_delta", "hoeffding_radius",
+    "hoeffding_samples",
     "identities", "information_floor", "learn_membership", "learn_membership_rotated", "paper_eps_v",
     "paper_tau", "probe", "query_count", "random_orthogonal", "rotation_margin", "sphere_constant",
     "step_counts",

@@ -190,10 +190,10 @@ def learn_membership(
     Raises
     ------
     AssumptionError
-        Bad (W, mu, eps_W, delta), or answers contradicting the margin or the norm assumption
-        (the enclosures put ``||W*||_F`` above W: refused, like a broken margin, rather than
-        clipped into a wrong answer; where the answers cannot tell, the reported bound holds
-        without the norm assumption).
+        Bad (W, mu, eps_W, delta), or answers contradicting the margin, or the norm assumption
+        where it matters: an entry certainly beyond ``[-W, W]`` (refused, like a broken margin,
+        rather than clipped into a wrong answer).  Otherwise the reported bound holds without the
+        norm assumption, and ``norm_lower_bound`` above W says that it fails.
     PrecisionLossError
         tau is below what the arithmetic can resolve.
     QueryBudgetExceeded
@@ -261,7 +261,7 @@ def learn_membership(
                 f"|v*_i / ||v*||| < mu = {mu} certainly at i = {small}: the margin assumption fails "
                 "(a zero entry of v*?); see check_target for what stays identifiable"
             )
-        W, w_iv = _w_by_bisection(session, v, v_iv, W_bound, mu, n_W)
+        W, w_iv, diag["norm_lower_bound"] = _w_by_bisection(session, v, v_iv, W_bound, mu, n_W)
         err_W, err_v, diag["max_entry_bound"] = _posterior(W, w_iv, v, v_iv)
     diag["guarantee_met"] = err_W <= eps_W and err_v <= eps_v
     # the bounds are the theorem's promise, checked above (guarantee_met), not a relative guard; a
@@ -355,10 +355,11 @@ _ROTATED = LEARNERS["membership-rotated"]
 
 
 def _w_by_bisection(session: Session, v: np.ndarray, v_iv: list, W_bound: float, mu: float,
-                    n_W: int) -> tuple[np.ndarray, list]:
+                    n_W: int) -> tuple[np.ndarray, list, float]:
     """Eqs. (18)-(28) for all d^2 entries in parallel: one batch of d^2 probes per step.
 
-    Returns W_hat and the enclosures ``(interval, i, j)`` of W*_ij.  The point estimate clips p to
+    Returns W_hat, the enclosures ``(interval, i, j)`` of W*_ij and a certain lower bound on
+    ``||W*||_F`` (:func:`_check_norm`).  The point estimate clips p to
     the band ``[sigma(-1/2), sigma(1/2)]`` as Eq. (28) does; the enclosures do not (only to
     ``(0, 1)``, where ``p = sigma(s W*_ij)`` lies whatever W* is), so they hold without the norm
     assumption, and the answers are checked against it (:func:`_check_norm`).
@@ -388,13 +389,14 @@ def _w_by_bisection(session: Session, v: np.ndarray, v_iv: list, W_bound: float,
         W = arith.zeros((d, d))
         w_iv = []
         for k, (i, j) in enumerate(zip(i_idx, j_idx)):
-            p = min(max(2 * W_bound * abs(alpha[k]) * ((lo[k] + hi[k]) / 2) ** 2, band[0]), band[1])  # (26)-(28)
+            p = 2 * W_bound * abs(alpha[k]) * ((lo[k] + hi[k]) / 2) ** 2  # Eqs. (26)-(28), clipped
+            p = min(max(p, band[0]), band[1])
             W[i, j] = arith.scalar(-2 * W_bound * sgn[k] * _logit(p))
             p_iv = 2 * W_bound * abs(v_iv[j] / v_iv[i]) * iv.mpf([lo[k], hi[k]]) ** 2
             w_iv.append((-2 * W_bound * sgn[k] * _logit_enclosure(p_iv), int(i), int(j)))
-        hits = [(int(i), int(j)) for k, (i, j) in enumerate(zip(i_idx, j_idx)) if lo[k] == a_lo or hi[k] == a_hi]
-    _check_norm(w_iv, hits, W_bound)
-    return W, w_iv
+        hits = [(int(i), int(j)) for k, (i, j) in enumerate(zip(i_idx, j_idx))
+                if lo[k] == a_lo or hi[k] == a_hi]
+    return W, w_iv, _check_norm(w_iv, hits, W_bound)
 
 
 def _logit_enclosure(p_iv: Any) -> Any:
@@ -411,13 +413,18 @@ def _logit_enclosure(p_iv: Any) -> Any:
     return iv.mpf([low, high])
 
 
-def _check_norm(w_iv: list, hits: list, W_bound: float) -> None:
-    """Refuse (:class:`AssumptionError`) when the answers certainly contradict the assumptions, as
-    the margin check does for v: the enclosures of W* (valid whenever a* lies in Eq. (22)'s
-    interval) put ``||W*||_F`` above W, or a bisection ended on an end of Eq. (22)'s interval.
-    The latter is certain too: the assumptions put a* in
+def _check_norm(w_iv: list, hits: list, W_bound: float) -> float:
+    """Refuse (:class:`AssumptionError`) when the answers certainly break the norm assumption in a
+    way that makes the clip of Eq. (28) wrong, as the margin check does for v: an enclosure of some
+    W*_ij lies wholly outside ``[-W, W]`` (then p lies outside the clip band and the paper's
+    estimate is off by the clip), or a bisection ended on an end of Eq. (22)'s interval (then the
+    enclosure itself is in doubt).  The latter is certain: the assumptions put a* in
     ``[sqrt(sigma(-1/2) mu / (2W)), sqrt(sigma(1/2) / (2 W mu))]``, at least ``0.08 sqrt(mu / W)``
-    inside both ends, while the last interval is at most ``2 tau < 0.08 sqrt(mu / W)`` wide."""
+    inside both ends, while the last interval is at most ``2 tau < 0.08 sqrt(mu / W)`` wide.
+
+    Returns the certain lower bound on ``||W*||_F`` from the enclosures: above W, the assumption
+    fails, yet every entry is within the band, so the answer and its (unclipped) bound stand.
+    """
     if hits:
         raise AssumptionError(
             f"the bisection for W*_ij at (i, j) = {hits[:5]} ended on an end of Eq. (22)'s a-priori "
@@ -426,13 +433,16 @@ def _check_norm(w_iv: list, hits: list, W_bound: float) -> None:
         )
     iv = mpmath.iv
     mig = [iv.mpf(0) if e.a <= 0 <= e.b else min(abs(e.a), abs(e.b)) for e, _, _ in w_iv]  # min |W*_ij|
+    outside = [(i, j) for m, (_, i, j) in zip(mig, w_iv) if m.a > W_bound]
     low = mpmath.mpf(iv.sqrt(sum((m * m for m in mig), iv.mpf(0))).a)  # rounded down: a lower bound
-    if low > W_bound:
+    if outside:
         raise AssumptionError(
-            f"the answers put ||W*||_F >= {mpmath.nstr(low, 6)}, above the known bound W = {W_bound}: the "
-            "norm assumption ||W*||_F <= W fails (the paper's clip of p to [sigma(-1/2), sigma(1/2)] would "
-            f"then be silently wrong); rerun with W_bound >= {mpmath.nstr(low, 6)}"
+            f"the answers put |W*_ij| > W = {W_bound} at (i, j) = {outside[:5]}, so ||W*||_F >= "
+            f"{mpmath.nstr(low, 6)}: the norm assumption ||W*||_F <= W fails, and the clip of p to "
+            f"[sigma(-1/2), sigma(1/2)] (Eq. (28)) would make the answer wrong; rerun with W_bound >= "
+            f"{mpmath.nstr(low, 6)}"
         )
+    return float(low)
 
 
 def _posterior(W: np.ndarray, w_iv: list, v: np.ndarray, v_iv: list) -> tuple[float, float, float]:

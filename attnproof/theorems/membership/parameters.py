@@ -77,10 +77,13 @@ def generator(rng: Any) -> np.random.Generator:
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0:
         return np.random.default_rng(int(rng))
-    raise InvalidInputError(f"rng must be a numpy.random.Generator or a non-negative integer seed; got {rng!r}")
+    raise InvalidInputError(
+        f"rng must be a numpy.random.Generator or a non-negative integer seed; got {rng!r}")
 
 
-def check_assumptions(W_bound: Any, mu: Any, eps_W: Any, delta: Any, d: int) -> tuple[float, float, float, float]:
+def check_assumptions(
+    W_bound: Any, mu: Any, eps_W: Any, delta: Any, d: int
+) -> tuple[float, float, float, float]:
     """Raise unless Thm B.1's known parameters make sense; return them as floats.
 
     ``W >= 2``; ``0 < mu <= 1/sqrt(d)`` (``||v*|| = 1`` with every ``|v*_i| >= mu`` forces

@@ -37,9 +37,10 @@ adversaries.  An answer is known to ``~u |f|`` (``u = 2^-53``) and the proof's c
 like tau, by ``~ L W_bound^2 / (a band^2 mu)``: below some tolerance (``W_bound >~ 1e7``, or
 ``eps_W <~ 1e-14``) float64 cannot deliver the guarantee at all.  :func:`float64_floor` derives
 what each step adds, :func:`design_tolerances` subtracts it, and :func:`learn_noisy` refuses
-(:class:`~attnproof.errors.PrecisionLossError`, before any query) rather than return a wrong
-answer; each recovery carries an a-posteriori ``error_bound``.  Refusing rather than switching to
-mpmath is deliberate: answers that arrive as float64 carry no more digits, whatever precision
+(:class:`~attnproof.errors.PrecisionLossError`: before any query when no margin could help, else
+from the measured |v_hat| after the d one-token queries) rather than return a wrong answer;
+each recovery carries an a-posteriori ``error_bound``.  Refusing rather than switching to mpmath
+is deliberate: answers that arrive as float64 carry no more digits, whatever precision
 the learner computes in.
 """
 
