@@ -116,6 +116,7 @@ def transformer_query_count(d: int, L: int, route: str = "antisymmetric") -> int
         "sec4.1/relu-antisymmetry",
         "sec4.1/antisymmetry-all-d",
         "sec4.1/run-high-precision",
+        "sec4.1/run-bound-tight",
         "sec4.1/parity-split",
         "sec4.1/piece-gradient",
         "sec4.1/kink-intersection",
