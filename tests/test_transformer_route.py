@@ -6,18 +6,21 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from attnproof.arith import FLOAT64
 from attnproof.errors import DegenerateProbeError, PrecisionLossError
 from attnproof.models import OneLayerTransformer
-from attnproof.oracles import ValueOracle
+from attnproof.oracles import AntisymmetricOracle, ValueOracle
+from attnproof.theorems import transformer
 from attnproof.theorems.transformer import (
     learn_transformer,
     lifted_bound,
     reduction_factor,
 )
+from attnproof.theorems.transformer.identities import TIGHT_TARGETS, run_bound_tight
+from attnproof.verify.checkers import run_rows
 
 EPS = FLOAT64.resolution
 
@@ -85,7 +88,6 @@ def cancelling_transformers(draw):
     return W, np.stack([a, a, b], axis=1), np.array([1.0, r - 1.0, w_b])
 
 
-@settings(max_examples=12)
 @given(cancelling_transformers(), st.integers(0, 3))
 @example((np.array([[0.3]]), np.array([[0.1875, 0.1875, 0.0]]), np.array([1.0, -0.99, 0.0])), 0)
 # units 0.95 of which cancel (f = -0.0078 ReLU(x), kappa 121): error 3.0e-12 against the old bound
@@ -125,3 +127,44 @@ def test_tiny_odd_unit_on_the_cone_within_bound(tiny, seed):
     rec = recover(W, A, w, seed)
     assert rec.diagnostics["route"] == "cone" and rec.ffn.L == 2  # the tiny unit's kink omitted
     assert W_error(rec, W) <= rec.diagnostics["error_bound"]
+
+
+# --- the run entry at nearly-tight targets: verify fails when a factor of the bound is dropped ---
+
+
+def test_run_bound_tight_passes():
+    passed, _worst, rows = run_rows(run_bound_tight())
+    assert passed and len(rows) == 3 * len(TIGHT_TARGETS)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("reduction_factor", lambda *args: 1.0),  # Thm 4.1's bound as if the oracle were an attention head
+    ("TOL_ULPS", 1),  # the oracle rounded at the scale of f, not of its units
+    ("oracle_error", "drop the FFN's error"),  # f taken as exactly linear on the cone
+])
+def test_run_bound_tight_fails_without_a_factor(monkeypatch, name, value):
+    """Each factor of W's bound, dropped, makes ``sec4.1/run-bound-tight`` fail (its error
+    exceeds the bound at one of its targets): ``verify`` catches the break."""
+    if value == "drop the FFN's error":
+        full = transformer.oracle_error
+        value = lambda ffn, arith, cone: full(ffn, arith, False)  # noqa: E731
+    monkeypatch.setattr(transformer, name, value)
+    _passed, _worst, rows = run_rows(run_bound_tight())
+    failed = [r["check"] for r in rows if not r["passed"]]
+    assert failed and all(c.endswith("||W_hat - W*||_F <= error_bound") for c in failed), failed
+
+
+def test_bound_does_not_trust_the_amplification(monkeypatch):
+    """An AntisymmetricOracle that never updates ``amplification`` (issue 22 item 2: W off by
+    7.3e-9 for a bound of 8.6e-13 when the bound multiplied it) leaves the bound unchanged: the
+    units' rounding is bounded from the recovered FFN, not from the oracle's own report."""
+    W, A, w_o, seed, _route, _slack = TIGHT_TARGETS[0]
+    before = recover(W, A, w_o, seed).diagnostics["error_bound"]
+
+    def never_updated(self, Xb):
+        y = np.asarray(self.base(np.concatenate([Xb, -Xb])))
+        return y[: Xb.shape[0]] - y[Xb.shape[0]:]
+
+    monkeypatch.setattr(AntisymmetricOracle, "_answer", never_updated)
+    rec = recover(W, A, w_o, seed)
+    assert rec.diagnostics["error_bound"] == before and W_error(rec, W) <= before

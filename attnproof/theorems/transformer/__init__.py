@@ -89,7 +89,10 @@ class TransformerRecovery:
     arith : str
     diagnostics : dict
         ``route`` ("antisymmetric" or "cone"), ``ffn_queries``, ``attention_queries``,
-        ``formula`` (the count asserted), the Thm 4.1 run's diagnostics and ``error_bound``.
+        ``formula`` (the count asserted), the Thm 4.1 run's diagnostics and, in floating point,
+        ``error_bound`` on ||W_hat - W*||_F: Thm 4.1's bound on the derived oracle times
+        ``reduction_factor`` (:func:`reduction_factor`, from the oracle's error ``oracle_error``,
+        :func:`oracle_error`), lifted through M on the cone (:func:`lifted_bound`).
     """
 
     W: np.ndarray
@@ -116,6 +119,7 @@ def transformer_query_count(d: int, L: int, route: str = "antisymmetric") -> int
         "sec4.1/relu-antisymmetry",
         "sec4.1/antisymmetry-all-d",
         "sec4.1/run-high-precision",
+        "sec4.1/run-bound-tight",
         "sec4.1/parity-split",
         "sec4.1/piece-gradient",
         "sec4.1/kink-intersection",
