@@ -477,6 +477,21 @@ def test_sbd_needs_a_positive_number_of_checks(checks):
         learn_multihead_sbd(ValueOracle(MultiHeadAttention(heads)), hessians=2, rng=rng, checks=checks)
 
 
+def test_hessian_count_certificate_holds_at_the_bound_and_fails_below_it():
+    """Issue 21, item 2: at the rational point, K = max(2, d_h - 1) Hessians leave exactly the block
+    algebra (a non-zero (n - H)-minor, exact and enclosed by Arb away from 0); K = d_h - 2 (below
+    the necessity bound) cannot: the same machinery finds no minor that large."""
+    import flint
+
+    from attnproof.theorems.multihead.identities import hessian_count_certificate
+
+    c = hessian_count_certificate(2, 4)
+    assert c["rank"] == c["n"] - 2 and c["det"] != 0 and c["null_residual"] == 0
+    assert not c["arb"].contains(0) and c["arb"].overlaps(flint.arb(c["det"]))
+    low = hessian_count_certificate(2, 4, K=2)
+    assert low["rank"] < low["n"] - 2 and low["null_residual"] == 0
+
+
 @pytest.mark.parametrize("learner", ["orthogonal-heads", "multihead-sbd"])
 def test_the_defaults_are_declared_once(learner):
     """One declaration of the defaults (issue 19): a default bench run asks exactly the registered

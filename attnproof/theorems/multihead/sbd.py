@@ -94,6 +94,33 @@ def _check_family(As: list[Any], arith: Arith) -> list[np.ndarray]:
     return out
 
 
+def commutator_map(As: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The matrix of ``X -> (X A_k - A_k X)_k`` on symmetric X (Murota et al. 2010's commutant).
+
+    Column ``(a, b)`` (a <= b, in the returned order) is the image of ``S_ab = e_a e_b^T + e_b
+    e_a^T`` (``e_a e_a^T`` when a = b), the K commutators stacked row-major: ``S_ab A`` has the rows
+    ``A[b, :]`` at a and ``A[a, :]`` at b, ``A S_ab`` the columns ``A[:, a]`` at b and ``A[:, b]``
+    at a.  Only additions of the entries: any element type (float64, mpf, sympy, flint's fmpq).
+    Its null space is the symmetric commutant; under Assumption C.1 it contains every
+    ``sum_h c_h P_h`` (``sec7/hessian-invariant``).
+    """
+    d = As[0].shape[0]
+    idx = [(a, b) for a in range(d) for b in range(a, d)]
+    cols = []
+    for a, b in idx:
+        parts = []
+        for A in As:
+            C = A * 0
+            C[a, :] += A[b, :]
+            C[:, b] -= A[:, a]
+            if a != b:
+                C[b, :] += A[a, :]
+                C[:, a] -= A[:, b]
+            parts.append(C.reshape(-1))
+        cols.append(np.concatenate(parts))
+    return np.stack(cols, axis=1), idx
+
+
 def sbd_commutant(
     As: list[Any], rng: np.random.Generator, arith: Arith = FLOAT64, null_tol: float | None = None
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
@@ -128,14 +155,8 @@ def sbd_commutant(
     """
     As = _check_family(As, arith)
     d = As[0].shape[0]
-    idx = [(a, b) for a in range(d) for b in range(a, d)]
     with arith.context():
-        cols = []
-        for a, b in idx:
-            S = arith.zeros((d, d))
-            S[a, b] = S[b, a] = arith.scalar(1)
-            cols.append(np.concatenate([(S @ A - A @ S).reshape(-1) for A in As]))
-        M = np.stack(cols, axis=1)
+        M, idx = commutator_map(As)
         s, null_basis = arith.right_singular(M)  # ascending
         sf = np.maximum(arith.to_float(s), 64 * d * arith.eps * max(float(arith.to_float(s).max()), 1e-300))
         ratios = sf[1:] / sf[:-1]
