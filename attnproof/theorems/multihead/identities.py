@@ -17,7 +17,7 @@ from ...verify.checkers import expand_matrix
 from ...verify.formulas import paper_head, recovery_checks, symbols
 from ...verify.registry import LEARNERS, RunCheck as Check, Pair, bound, identity, run_check as run
 from ...recovery import Recovery
-from .maps import flip_heads, lift, reduced_parameters
+from .maps import cayley_bases, flip_heads, lift, reduced_parameters
 from .oracle import ReducedOracle
 from .orthogonal import learn_orthogonal_heads
 from .sbd import (
@@ -392,6 +392,49 @@ def run_high_precision() -> list[Check]:
             info = rec.diagnostics
             checks.append((f"{arith.name}, d = {Q.shape[0]}: queries - (formula + re-asked)",
                            abs(rec.queries - info["queries_formula"] - info["reasked_queries"]), 0))
+    return checks
+
+
+#: Head 2's v in ``propC.2/run-small-head`` is scaled by this (about 7.5e-9): its reduced oracle is
+#: swamped by head 1's rounding, so the bound is the leak term's (issue 23, item 1).
+SMALL_HEAD = 2.0**-27
+#: ``propC.2/run-small-head``: the small head's bound may exceed its error by at most this (measured
+#: 0.8e3-1.6e3 for seeds 0-2: the leak's worst case ``kappa`` is ~10 eps where rounding leaks ~1 eps).
+SMALL_HEAD_TIGHTNESS = 1e4
+
+
+@run(
+    id="propC.2/run-small-head",
+    paper="Prop. C.2",
+    statement=r"\mathrm{learn\_orthogonal\_heads}\ \text{(float64), head 2's } v \text{ at } 2^{-27}:"
+    r"\ \|\hat W^{(h)} - W^{(h)}\|_F \le b_h \le 10^4\,\|\hat W^{(2)} - W^{(2)}\|_F\ (h = 2),\ "
+    r"\|\hat v^{(h)} - v^{(h)}\|_2 \le b^v_h",
+    uses=("propC.2/run-high-precision",),
+    assumptions="d = 4 split 2 + 2, bases from cayley_bases of a fixed rational S in float64 (orthonormal to "
+    "rounding), heads lifted from the fixed rational reduced heads of propC.2/run-high-precision with head "
+    "2's v scaled by 2^-27; Gaussian probes (seed 0), the default checks; b_h, b^v_h the learner's "
+    "per-head error_bounds / error_bounds_v. The bound is nearly tight here (10^3 x the error) and made of "
+    "the other head's rounding leak: dropping the reduced oracle's factor or the lift's term fails it",
+    scope="listed sizes: d = 4 (a fixed target)",
+)
+def run_small_head() -> list[Check]:
+    S = np.array([[(3 * i + 5 * j) % 7 - 3 for j in range(4)] for i in range(4)], dtype=float) / 2
+    bases = cayley_bases([2, 2], S, FLOAT64)
+    heads = []
+    for k, E in enumerate(bases):
+        W, v = (np.array(x, dtype=float) for x in _rational_head(2, k))
+        heads.append(lift(W, v * (SMALL_HEAD if k else 1.0), E))
+    rec = learn_orthogonal_heads(ValueOracle(MultiHeadAttention(heads)), bases, probes="gaussian",
+                                 rng=np.random.default_rng(0))
+    info = rec.diagnostics
+    checks: list[Check] = []
+    for h, (got, (W, v)) in enumerate(zip(rec.heads, heads)):
+        err_W = float(np.linalg.norm(got.W - W))
+        checks += [(f"head {h + 1}: ||W_hat - W||_F <= its bound", err_W, info["error_bounds"][h]),
+                   (f"head {h + 1}: ||v_hat - v||_2 <= its bound", float(np.linalg.norm(got.v - v)),
+                    info["error_bounds_v"][h])]
+    checks.append((f"head 2: its bound <= {SMALL_HEAD_TIGHTNESS:g} ||W_hat - W||_F", info["error_bounds"][1],
+                   SMALL_HEAD_TIGHTNESS * float(np.linalg.norm(rec.heads[1].W - heads[1][0]))))
     return checks
 
 

@@ -253,12 +253,24 @@ def _error_bounds(
         dh, vt = E.shape[1], v_norms[h]
         leak = ((d + dh + d_max + H + 2) * eps + gamma) * (sum(v_norms) - vt)
         one_token = ((d + H) * eps * vt + leak) * float(np.linalg.norm(np.abs(arith.to_float(E)), 2)) * slack
-        ratio = max(((d + 4 + 3 * dh) * eps * vt + leak) / ((dh + 4) * eps * vt), one_token / (4 * eps * vt))
-        Wt = arith.norm(rec.W)
-        bW = rec.diagnostics["error_bound"] * ratio + ((2 * dh + 2) * eps + 2 * gamma) * Wt
+        ratio = _reduced_oracle_ratio(d, dh, eps, vt, leak, one_token)
+        bW = rec.diagnostics["error_bound"] * ratio + _lift_error(dh, eps, gamma, arith.norm(rec.W))
         bv = one_token + ((dh + 1) * eps + gamma) * vt
         out.append((float(bW), float(bv)))
     return out
+
+
+def _reduced_oracle_ratio(d: int, dh: int, eps: float, vt: float, leak: float, one_token: float) -> float:
+    """How much worse the reduced oracle answers than Thm 4.1's bound assumes (:func:`_error_bounds`):
+    the larger of the label's ratio ``((d + 4 + 3 d_h) eps ||v~|| + leak) / ((d_h + 4) eps ||v~||)``
+    and the one-token ratio ``one_token / (4 eps ||v~||)``."""
+    return max(((d + 4 + 3 * dh) * eps * vt + leak) / ((dh + 4) * eps * vt), one_token / (4 * eps * vt))
+
+
+def _lift_error(dh: int, eps: float, gamma: float, Wt: float) -> float:
+    """The lift ``E W~ E^T``'s rounding ``(2 d_h + 2) eps ||W~||_F`` and the bases' defect
+    ``2 gamma ||W~||_F`` (:func:`_error_bounds`)."""
+    return ((2 * dh + 2) * eps + 2 * gamma) * Wt
 
 
 def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
