@@ -470,6 +470,19 @@ def test_sbd_cli_refuses_too_few_hessians(capsys):
     assert "AssumptionError" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("tau", [1e-8, 1e-6])
+def test_sbd_too_noisy_is_refused_before_any_query(tau):
+    """At noise 1e-8..1e-6 the finite-difference blocks' allowance exceeds any promise (was:
+    answered with heads 0.01-0.23 off, or with the wrong number of heads); refused up front."""
+    from attnproof.oracles import ApproxOracle
+
+    heads, _, rng = _c1(2, 3, 0)
+    oracle = ApproxOracle(MultiHeadAttention(heads), tau=tau, adversary="random", seed=0)
+    with pytest.raises(PrecisionLossError, match="allowance"):
+        learn_multihead_sbd(oracle, hessians=2, rng=rng, noise=tau)
+    assert oracle.queries == 0
+
+
 @pytest.mark.parametrize("checks", [-1, 0, True, 1.5])
 def test_sbd_needs_a_positive_number_of_checks(checks):
     heads, _, rng = _c1(2, 2, 0)

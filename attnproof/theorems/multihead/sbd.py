@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith
-from ...errors import AssumptionError, InvalidInputError, ShapeError
+from ...errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError
 from ...oracles import ValueOracle
 from ...measure import Session
 from ...verify.registry import LEARNERS, learner
@@ -303,6 +303,9 @@ def learn_multihead_sbd(
     ------
     InvalidInputError
         If ``hessians`` is not in [1, d], ``checks`` < 1 or ``noise`` not in [0, 1).
+    PrecisionLossError
+        Before any query, if :func:`block_allowance` at the step and noise level exceeds the
+        arithmetic's default promise (resolution^(1/5)): too noisy for blocks to be checked.
     AssumptionError
         If a check disagrees: the blocks found are not the heads' subspaces.
 
@@ -330,6 +333,14 @@ def learn_multihead_sbd(
     session = Session(oracle, arith, learner=_MULTIHEAD_SBD)  # finite differences: float64 or mpmath
     level = max(arith.eps, noise)
     h = step if step is not None else 2.0 ** round(np.log2(level) / 4)
+    allowance = block_allowance(float(h), level)
+    if not allowance <= session.promise(None):  # before any query: nothing could be promised
+        raise PrecisionLossError(
+            f"multihead-sbd: the finite differences' allowance 20 (h^2 + level / h^2) = {allowance:.2g} "
+            f"(step h = {float(h):.3g}, noise level {level:.2g}) exceeds the promised "
+            f"{session.promise(None):.1g}: the blocks could not be told from wrong ones; use a less noisy "
+            "oracle or more digits (arith=MP(dps))"
+        )
     with arith.context(), session.phase("hessians"):
         I, zero = arith.eye(d), arith.zeros(d)
         As = [fd_hessian(session.ask, I[j], zero, h, arith) for j in range(hessians)]
@@ -349,7 +360,6 @@ def learn_multihead_sbd(
     # bounded: the checks refuse blocks that are not the heads' subspaces
     info["error_bound_given_blocks"] = info.pop("error_bound")
     info.pop("error_bound_v", None)
-    allowance = block_allowance(float(h), level)
     info["block_allowance"] = allowance
     bounds = [
         (bW + allowance * arith.norm(r.W), bv + allowance * arith.norm(r.v))
