@@ -255,6 +255,22 @@ def test_orthogonal_heads_sympy_is_exact():
     ),
     0,
 )
+# thorough profile (seed 81723): head 3's W leaks into U_1, whose own recovered W is 1e-44; the checks
+# scaled their tokens *up* to make that W's scores O(1), and head 3's rounding buried the leak (gap
+# 6.6e-3): the checks now only scale down
+@example(
+    (
+        [
+            (np.diag([1.00489378e-44, 0.0, 0.0]), np.array([-1.0, 0.0, 0.0])),
+            (np.diag([0.0, 1.0, 0.0]), np.array([0.0, -1.0, 0.0])),
+            (np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [1.0, 0.0, 1.17549435e-38]]),
+             np.array([0.0, 0.0, -1.0])),
+        ],
+        [np.eye(3)[:, :1], np.eye(3)[:, 1:2], np.eye(3)[:, 2:]],
+        "leak-W",
+    ),
+    0,
+)
 def test_c1_violation_is_never_silently_recovered(target, seed):
     """A typed refusal (AssumptionError; NonIdentifiableError or PrecisionLossError when the
     violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's

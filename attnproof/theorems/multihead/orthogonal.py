@@ -288,8 +288,8 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     (two heads sharing U_k differ from any one head there) and every head's ``W^(h)`` against a
     leak into U_k, to first order and with no other head's error in the tolerance (the recovered
     heads lie in their subspaces: a uniformly attending head's prediction carries no W error).
-    Each query is scaled by a power of two (exact) so that head k's recovered scores are O(1): a
-    saturated softmax would hide an error of W.
+    Each query is scaled down by a power of two (exact) so that head k's recovered scores are at
+    most O(1): a saturated softmax would hide an error of W (never up: see the code).
 
     Tolerance (numeric arithmetics), first order in the errors, with each head's *own* bounds:
     with ``y_i = x_i^T v^(h)`` and weights alpha_i, the scores move by ``|x_i^T dW x_N| <= |x_i|
@@ -320,8 +320,9 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
         a = [gen.standard_normal(Es[k].shape[1]), [gen.standard_normal(Es[g].shape[1]) for g in others],
              gen.standard_normal(Es[k].shape[1])]
         top = float(np.abs(np.array([Ef[k] @ a[0], Ef[k] @ a[2]]) @ Wf[k] @ (Ef[k] @ a[2])).max())
-        # head k's largest recovered score about 1 (a power of two: exact)
-        c = np.ldexp(1.0, int(np.clip(np.round(-np.log2(top) / 2), -64, 64))) if top > 0 else 1.0
+        # head k's largest recovered score at most about 1 (a power of two: exact); never scaled up,
+        # or a tiny recovered W would blow the tokens up and bury the other heads in rounding
+        c = np.ldexp(1.0, int(min(0.0, np.round(-np.log2(top) / 2)))) if 0 < top < np.inf else 1.0
         with arith.context():
             x2 = sum(Es[g] @ arith.asarray(c * x) for g, x in zip(others, a[1]))
             queries.append(np.stack([Es[k] @ arith.asarray(c * a[0]), x2, Es[k] @ arith.asarray(c * a[2])]))
