@@ -311,13 +311,16 @@ def learn_multihead_sbd(
 
     Examples
     --------
+    A generic target (random subspaces: the coordinate blocks with probes q = e_1, e_2 inside one
+    head would be refused, the other head unseen):
+
     >>> import numpy as np
     >>> from attnproof import MultiHeadAttention, ValueOracle
-    >>> heads = [(np.diag([1.0, -1.0, 0, 0]), np.array([1.0, 0.5, 0, 0])),
-    ...          (np.diag([0, 0, 0.5, 2.0]), np.array([0, 0, -1.0, 1.0]))]
+    >>> from attnproof.theorems.multihead.runner import orthogonal_heads_target
+    >>> heads, _ = orthogonal_heads_target(4, 2, np.random.default_rng(0))
     >>> oracle = ValueOracle(MultiHeadAttention(heads))
-    >>> rec = learn_multihead_sbd(oracle, hessians=1, rng=np.random.default_rng(0))
-    >>> rec.queries == 1 * (2 * 16 + 1) + 2 * (2 + 4) + 3, len(rec.heads)
+    >>> rec = learn_multihead_sbd(oracle, hessians=2, rng=np.random.default_rng(0))
+    >>> rec.queries == 2 * (2 * 16 + 1) + 2 * (2 + 4) + 3, len(rec.heads)
     (True, 2)
     """
     d = oracle.d
