@@ -255,6 +255,22 @@ def test_orthogonal_heads_sympy_is_exact():
     ),
     0,
 )
+# thorough profile (seed 81723): head 3's W leaks into U_1, whose own recovered W is 1e-44; the checks
+# scaled their tokens *up* to make that W's scores O(1), and head 3's rounding buried the leak (gap
+# 6.6e-3): the checks now only scale down
+@example(
+    (
+        [
+            (np.diag([1.00489378e-44, 0.0, 0.0]), np.array([-1.0, 0.0, 0.0])),
+            (np.diag([0.0, 1.0, 0.0]), np.array([0.0, -1.0, 0.0])),
+            (np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [1.0, 0.0, 1.17549435e-38]]),
+             np.array([0.0, 0.0, -1.0])),
+        ],
+        [np.eye(3)[:, :1], np.eye(3)[:, 1:2], np.eye(3)[:, 2:]],
+        "leak-W",
+    ),
+    0,
+)
 def test_c1_violation_is_never_silently_recovered(target, seed):
     """A typed refusal (AssumptionError; NonIdentifiableError or PrecisionLossError when the
     violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's
@@ -470,11 +486,66 @@ def test_sbd_cli_refuses_too_few_hessians(capsys):
     assert "AssumptionError" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("tau", [1e-8, 1e-6])
+def test_sbd_too_noisy_is_refused_before_any_query(tau):
+    """At noise 1e-8..1e-6 the finite-difference blocks' allowance exceeds any promise (was:
+    answered with heads 0.01-0.23 off, or with the wrong number of heads); refused up front."""
+    from attnproof.oracles import ApproxOracle
+
+    heads, _, rng = _c1(2, 3, 0)
+    oracle = ApproxOracle(MultiHeadAttention(heads), tau=tau, adversary="random", seed=0)
+    with pytest.raises(PrecisionLossError, match="allowance"):
+        learn_multihead_sbd(oracle, hessians=2, rng=rng, noise=tau)
+    assert oracle.queries == 0
+
+
 @pytest.mark.parametrize("checks", [-1, 0, True, 1.5])
 def test_sbd_needs_a_positive_number_of_checks(checks):
     heads, _, rng = _c1(2, 2, 0)
     with pytest.raises(InvalidInputError, match="checks"):
         learn_multihead_sbd(ValueOracle(MultiHeadAttention(heads)), hessians=2, rng=rng, checks=checks)
+
+
+def test_hessian_count_certificate_holds_at_the_bound_and_fails_below_it():
+    """Issue 21, item 2: at the rational point, K = max(2, d_h - 1) Hessians leave exactly the block
+    algebra (a non-zero (n - H)-minor, exact and enclosed by Arb away from 0); K = d_h - 2 (below
+    the necessity bound) cannot: the same machinery finds no minor that large."""
+    import flint
+
+    from attnproof.theorems.multihead.identities import hessian_count_certificate
+
+    c = hessian_count_certificate(2, 4)
+    assert c["rank"] == c["n"] - 2 and c["det"] != 0 and c["null_residual"] == 0
+    assert not c["arb"].contains(0) and c["arb"].overlaps(flint.arb(c["det"]))
+    low = hessian_count_certificate(2, 4, K=2)
+    assert low["rank"] < low["n"] - 2 and low["null_residual"] == 0
+
+
+@pytest.mark.parametrize("drop_lift", [False, True])
+def test_verify_fails_when_the_orthogonal_heads_bound_loses_a_factor(monkeypatch, drop_lift):
+    """Issue 22, item 2: ``propC.2/run-small-head`` runs where the bound is nearly tight (1e3 x the
+    error), so ``attnproof verify`` fails when the reduced oracle's factor is dropped from the
+    bound, alone or with the lift's term (the lift term alone is ~1e-15 of this bound: a target
+    dominated by the lift is still missing, see the report)."""
+    from attnproof.theorems.multihead import orthogonal
+    from attnproof.verify.certificate import verify
+
+    assert verify("propC.2/run-small-head").passed
+    monkeypatch.setattr(orthogonal, "_reduced_oracle_ratio", lambda *a: 1.0)
+    if drop_lift:
+        monkeypatch.setattr(orthogonal, "_lift_error", lambda *a: 0.0)
+    assert not verify("propC.2/run-small-head").passed
+
+
+def test_verify_fails_when_the_sbd_allowance_is_dropped(monkeypatch):
+    """Issue 22, item 2, the other learner: without the finite differences' block allowance the
+    checks of ``learn_multihead_sbd`` refuse good blocks, and ``sec7/run-sbd`` fails."""
+    from attnproof.theorems.multihead import sbd
+    from attnproof.verify.certificate import verify
+
+    monkeypatch.setattr(sbd, "block_allowance", lambda h, level: 0.0)
+    entry = verify("sec7/run-sbd")
+    assert not entry.passed and "AssumptionError" in entry.error
 
 
 @pytest.mark.parametrize("learner", ["orthogonal-heads", "multihead-sbd"])

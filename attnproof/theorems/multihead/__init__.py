@@ -56,16 +56,27 @@ simultaneous block diagonalisations (SBD) are implemented: :func:`sbd_random_com
 ``span(v^(h), W^(h) q_1, ..., W^(h) q_K)`` is in the kernel of all K Hessians.  With
 ``K < d_h - 1`` that kernel is non-zero in each such head, the kernels of different heads form
 one common invariant subspace on which every A_k is 0, and the finest SBD cannot separate
-them: at least ``max_h d_h - 1`` Hessians (and at least 1) are necessary.  That this many also
-*suffice* for generic heads is measured (:func:`~.runner.multihead_sbd_table`), not
-proven.  A random combination ``sum_k c_k A_k`` has rank <= 2 on each U_h, so with
+them: at least ``max_h d_h - 1`` Hessians are necessary, and at least 2 when d_h >= 2 (the
+commutant of one symmetric A holds its spectral projectors, and on U_h it has the two
+eigenvalues ``u.v +- |u||v|``).
+
+*Sufficiency for almost every target (proven for the bench's patterns).*  The commutant SBD
+returns the U_h exactly when the symmetric commutant of the K Hessians is ``span{P_h}``: a rank
+condition ``rank M = d(d + 1)/2 - H`` on the commutator map M (:func:`~.sbd.commutator_map`),
+whose minors are polynomials in the parameters (Q, W~_h, v~_h).  One non-zero minor at one
+rational point (exact determinant, enclosed by Arb away from 0) makes it non-zero outside a
+measure-zero set: ``sec7/hessian-count-H<H>-dh<d_h>`` for every (H, d_h) of
+:func:`~.runner.multihead_sbd_table` with ``K = max(2, d_h - 1)``, which the bench also measures.
+
+A random combination ``sum_k c_k A_k`` has rank <= 2 on each U_h, so with
 ``d_h >= 3`` its eigenvalue 0 has multiplicity ``sum_h (d_h - 2)`` spread over all heads: the
 random-combination heuristic cannot split that eigenspace, whatever K.
 
 :func:`learn_multihead_sbd` chains finite-difference Hessians (2 d^2 + 1 value queries each),
 the commutant SBD and :func:`learn_orthogonal_heads`: learning under Assumption C.1 *without*
-knowing the subspaces, with value queries only (measured; its correctness for generic targets
-is not proven).
+knowing the subspaces, with value queries only: the blocks come from finite differences (their
+error is measured, not bounded), and held-out checks across the blocks refuse blocks that are not
+the heads' subspaces.
 
 **The room.**  :mod:`.maps` (reduced coordinates, the short-input flip, C.1 bases),
 :mod:`.oracle` (:class:`ReducedOracle`), :mod:`.orthogonal` (Prop. C.2's learner),
@@ -82,6 +93,7 @@ from .maps import cayley_bases, flip_heads, lift, reduced_parameters
 from .oracle import ReducedOracle
 from .orthogonal import CHECK_LENGTH, DEFAULT_CHECKS, HEADS, check_bases, heads_count, learn_orthogonal_heads
 from .sbd import (
+    commutator_map,
     fd_hessian,
     fd_queries,
     hessian_probe,
@@ -95,6 +107,7 @@ from .sbd import (
 
 __all__ = [
     "CHECK_LENGTH", "DEFAULT_CHECKS", "HEADS", "ReducedOracle", "cayley_bases", "check_bases",
+    "commutator_map",
     "fd_hessian", "fd_queries", "flip_heads", "heads_count", "hessian_probe", "identities",
     "learn_multihead_sbd", "learn_orthogonal_heads", "lift", "min_hessians", "probe_hessian",
     "reduced_parameters", "sbd_commutant", "sbd_random_combination", "subspace_error",

@@ -3,6 +3,7 @@ end to end in mpmath and float64 (the runs)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any
 
@@ -14,12 +15,15 @@ from ...models import Attention, MultiHeadAttention
 from ...oracles import ValueOracle
 from ...verify.checkers import expand_matrix
 from ...verify.formulas import paper_head, recovery_checks, symbols
-from ...verify.registry import LEARNERS, RunCheck as Check, Pair, identity, run_check as run
+from ...verify.registry import LEARNERS, RunCheck as Check, Pair, bound, identity, run_check as run
 from ...recovery import Recovery
-from .maps import flip_heads, lift, reduced_parameters
+from .maps import cayley_bases, flip_heads, lift, reduced_parameters
 from .oracle import ReducedOracle
 from .orthogonal import learn_orthogonal_heads
-from .sbd import SBD_FACTOR, block_allowance, hessian_probe, learn_multihead_sbd, min_hessians, probe_hessian
+from .sbd import (
+    SBD_FACTOR, block_allowance, commutator_map, hessian_probe, learn_multihead_sbd, min_hessians,
+    probe_hessian,
+)
 
 
 def _sym_heads(d: int, H: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -391,6 +395,49 @@ def run_high_precision() -> list[Check]:
     return checks
 
 
+#: Head 2's v in ``propC.2/run-small-head`` is scaled by this (about 7.5e-9): its reduced oracle is
+#: swamped by head 1's rounding, so the bound is the leak term's (issue 23, item 1).
+SMALL_HEAD = 2.0**-27
+#: ``propC.2/run-small-head``: the small head's bound may exceed its error by at most this (measured
+#: 0.8e3-1.6e3 for seeds 0-2: the leak's worst case ``kappa`` is ~10 eps where rounding leaks ~1 eps).
+SMALL_HEAD_TIGHTNESS = 1e4
+
+
+@run(
+    id="propC.2/run-small-head",
+    paper="Prop. C.2",
+    statement=r"\mathrm{learn\_orthogonal\_heads}\ \text{(float64), head 2's } v \text{ at } 2^{-27}:"
+    r"\ \|\hat W^{(h)} - W^{(h)}\|_F \le b_h \le 10^4\,\|\hat W^{(2)} - W^{(2)}\|_F\ (h = 2),\ "
+    r"\|\hat v^{(h)} - v^{(h)}\|_2 \le b^v_h",
+    uses=("propC.2/run-high-precision",),
+    assumptions="d = 4 split 2 + 2, bases from cayley_bases of a fixed rational S in float64 (orthonormal to "
+    "rounding), heads lifted from the fixed rational reduced heads of propC.2/run-high-precision with head "
+    "2's v scaled by 2^-27; Gaussian probes (seed 0), the default checks; b_h, b^v_h the learner's "
+    "per-head error_bounds / error_bounds_v. The bound is nearly tight here (10^3 x the error) and made of "
+    "the other head's rounding leak: dropping the reduced oracle's factor or the lift's term fails it",
+    scope="listed sizes: d = 4 (a fixed target)",
+)
+def run_small_head() -> list[Check]:
+    S = np.array([[(3 * i + 5 * j) % 7 - 3 for j in range(4)] for i in range(4)], dtype=float) / 2
+    bases = cayley_bases([2, 2], S, FLOAT64)
+    heads = []
+    for k, E in enumerate(bases):
+        W, v = (np.array(x, dtype=float) for x in _rational_head(2, k))
+        heads.append(lift(W, v * (SMALL_HEAD if k else 1.0), E))
+    rec = learn_orthogonal_heads(ValueOracle(MultiHeadAttention(heads)), bases, probes="gaussian",
+                                 rng=np.random.default_rng(0))
+    info = rec.diagnostics
+    checks: list[Check] = []
+    for h, (got, (W, v)) in enumerate(zip(rec.heads, heads)):
+        err_W = float(np.linalg.norm(got.W - W))
+        checks += [(f"head {h + 1}: ||W_hat - W||_F <= its bound", err_W, info["error_bounds"][h]),
+                   (f"head {h + 1}: ||v_hat - v||_2 <= its bound", float(np.linalg.norm(got.v - v)),
+                    info["error_bounds_v"][h])]
+    checks.append((f"head 2: its bound <= {SMALL_HEAD_TIGHTNESS:g} ||W_hat - W||_F", info["error_bounds"][1],
+                   SMALL_HEAD_TIGHTNESS * float(np.linalg.norm(rec.heads[1].W - heads[1][0]))))
+    return checks
+
+
 def _matched_errors(found: tuple[Recovery, ...], heads: list, arith: Arith) -> list[tuple[Any, Any]]:
     """``(||W_hat - W||_F, ||v_hat - v||_2)`` per true head, the found heads matched to the true
     ones by the permutation with the smallest total error (the SBD returns blocks in any order)."""
@@ -440,3 +487,159 @@ def run_sbd() -> list[Check]:
                  abs(rec.queries - count - info["reasked_queries"]), 0),
             ]
     return checks
+
+
+# --- the Hessian count suffices for almost every target (issue 21, item 2) -------------------
+
+#: The (H, d_h) patterns the bench's Hessian / SBD sweep covers (runner.multihead_sbd_table).
+SUFFICIENCY_PATTERNS = ((2, 2), (3, 2), (2, 3), (3, 3), (2, 4), (3, 4), (2, 5), (2, 6))
+#: The prime of the modular elimination that *chooses* the minor (the proof is its exact determinant).
+_PRIME = 2**61 - 1
+#: Householder reflections whose product is the point's rotation Q (few: small denominators).
+REFLECTIONS = 6
+#: Bits of the Arb enclosure of the minor.
+_ARB_BITS = 256
+
+
+def _lcg(n: int, seed: int) -> list[int]:
+    """n small integers in [-9, 9] from a linear congruential generator: a fixed, reproducible
+    parameter point with no structure (exact rational coordinates follow from them)."""
+    out, x = [], seed
+    for _ in range(n):
+        x = (1103515245 * x + 12345) % 2**31
+        out.append((x >> 16) % 19 - 9)
+    return out
+
+
+def _householder(u: list[int]) -> np.ndarray:
+    """``I - 2 u u^T / u^T u`` with exact rational (fmpq) entries: an orthogonal reflection."""
+    import flint
+
+    uu = sum(x * x for x in u)
+    d = len(u)
+    return np.array([[flint.fmpq(int(i == j)) - flint.fmpq(2 * u[i] * u[j], uu) for j in range(d)]
+                     for i in range(d)], dtype=object)
+
+
+def sufficiency_point(H: int, d_h: int) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """The parameter point of ``sec7/hessian-count-H<H>-dh<d_h>``: Q, a product of d Householder
+    reflections of integer vectors (exactly orthogonal and rational), the bases ``E_h`` =
+    consecutive column groups of Q, and heads
+    ``(E_h W~_h E_h^T, E_h v~_h)`` with W~ in Z/4, v~ in Z/2 (non-zero), all fmpq object arrays."""
+    import flint
+
+    d = H * d_h
+    Q = _householder([x or 1 for x in _lcg(d, 1)])
+    for m in range(2, REFLECTIONS + 1):
+        Q = Q @ _householder([x or 1 for x in _lcg(d, m)])
+    heads = []
+    for h in range(H):
+        E = Q[:, h * d_h:(h + 1) * d_h]
+        r = _lcg(d_h * d_h + d_h, 7 + h)
+        Wt = np.array([flint.fmpq(x, 4) for x in r[:d_h * d_h]], dtype=object).reshape(d_h, d_h)
+        vt = np.array([flint.fmpq(x or 1, 2) for x in r[d_h * d_h:]], dtype=object)
+        heads.append(lift(Wt, vt, E))
+    return Q, heads
+
+
+def _rank_pivots(M: np.ndarray) -> tuple[list[int], list[int]]:
+    """Rows and columns of a square submatrix of the fmpq matrix M of full rank modulo
+    :data:`_PRIME`, as large as M's rank there: column pivots of M, then row pivots of those
+    columns (flint's modular elimination; only a *choice*, the determinant decides)."""
+    import flint
+
+    def mod(A: np.ndarray) -> Any:
+        vals = [int(x.p) % _PRIME * pow(int(x.q) % _PRIME, -1, _PRIME) % _PRIME for x in A.reshape(-1)]
+        return flint.nmod_mat(A.shape[0], A.shape[1], vals, _PRIME)
+
+    def pivots(A: np.ndarray) -> list[int]:
+        R, r = mod(A).rref()
+        return [next(j for j in range(A.shape[1]) if int(R[i, j])) for i in range(r)]
+
+    cols = pivots(M)
+    rows = pivots(M[:, cols].T)
+    return rows, cols
+
+
+def hessian_count_certificate(H: int, d_h: int, K: int | None = None) -> dict[str, Any]:
+    """Certify at :func:`sufficiency_point` that K Hessians at z = 0 (q = e_1..e_K; default
+    ``K = max(2, d_h - 1)``) have exactly the block algebra as symmetric commutant.
+
+    The Hessians are ``A_k = U_k V^T + V U_k^T`` (4 times ``nabla^2 F(0)``, ``sec7/hessian-at-zero``),
+    the commutant map M is :func:`~.sbd.commutator_map` (n = d(d + 1)/2 columns), and every
+    ``P_h = E_h E_h^T`` is in its null space (checked exactly), so ``rank M <= n - H``; a non-zero
+    ``(n - H)``-minor gives equality (with K below the necessity bound the largest non-zero minor
+    is smaller).  Returns ``n``, ``rank`` (= the minor's size), ``det`` (the
+    minor, exact fmpq), ``arb`` (its Arb enclosure at :data:`_ARB_BITS` bits) and ``null_residual``
+    (the largest ``|M vec(P_h)|`` entry, exactly 0).
+    """
+    import flint
+
+    Q, heads = sufficiency_point(H, d_h)
+    K = max(2, d_h - 1) if K is None else K
+    V = np.stack([v for _, v in heads], axis=1)
+    As = []
+    for k in range(K):
+        U = np.stack([W[:, k] for W, _ in heads], axis=1)  # W^(h) e_k
+        As.append(U @ V.T + V @ U.T)
+    M, idx = commutator_map(As)
+    null = max(abs(x) for h in range(H)
+               for E in [Q[:, h * d_h:(h + 1) * d_h]]
+               for x in M @ np.array([(E @ E.T)[a, b] for a, b in idx], dtype=object))
+    rows, cols = _rank_pivots(M)
+    minor = flint.fmpq_mat([[M[i, j] for j in cols] for i in rows])
+    saved = flint.ctx.prec
+    flint.ctx.prec = _ARB_BITS
+    try:
+        enclosure = flint.arb_mat(minor).det()
+    finally:
+        flint.ctx.prec = saved
+    return {"n": len(idx), "rank": len(cols), "det": minor.det(), "arb": enclosure, "null_residual": null}
+
+
+def _sufficiency_claims(H: int, d_h: int) -> list[Any]:
+    """The bound claims of one pattern: the minor's size is ``n - H``, ``|det| - 2^-k >= 0`` exactly
+    (sympy) and by the Arb enclosure (an mpmath.iv interval), and ``-max |M vec(P_h)| >= 0``."""
+    c = hessian_count_certificate(H, d_h)
+    p, q = int(c["det"].p), int(c["det"].q)
+    k = q.bit_length() - abs(p).bit_length() + 2  # 2^-k <= |det| / 2 (0 < |p| / q)
+    with FLOAT64.interval() as iv:
+        lo, hi = (iv.mpf(int(x.man_exp()[0])) * iv.mpf(2) ** int(x.man_exp()[1])
+                  for x in (c["arb"].abs_lower(), c["arb"].abs_upper()))
+        enclosed = iv.mpf([lo.a, hi.b]) - iv.mpf(2) ** -k
+    at = f"H = {H}, d_h = {d_h}, K = {max(2, d_h - 1)}"
+    return [
+        (f"{at}: minor size - (n - H) >= 0, n = {c['n']}", sp.Integer(c["rank"] - (c["n"] - H))),
+        (f"{at}: |det| - 2^-{k} >= 0 (the exact rational minor)",
+         sp.Abs(sp.Rational(p, q)) - sp.Integer(2) ** -k),
+        (f"{at}: |det| - 2^-{k} >= 0 (Arb, {_ARB_BITS} bits)", enclosed),
+        (f"{at}: -max_h |M vec(P_h)| >= 0 (the block algebra is in the null space)",
+         -sp.Rational(int(c["null_residual"].p), int(c["null_residual"].q))),
+    ]
+
+
+for _H, _dh in SUFFICIENCY_PATTERNS:
+    _K = max(2, _dh - 1)
+    bound(
+        id=f"sec7/hessian-count-H{_H}-dh{_dh}",
+        paper="App. C, conjecture (new: the Hessian count suffices generically)",
+        statement=rf"H = {_H},\ d_h = {_dh},\ K = \max(2, d_h - 1) = {_K}:\ "
+        r"\{X = X^\top : X A_k = A_k X,\ k \le K\} = \mathrm{span}\{P_1, \dots, P_H\}"
+        r"\ \text{for almost every C.1 target},\ A_k = \nabla_z^2 F(0) \text{ at } q = e_k",
+        uses=("sec7/hessian-at-zero", "sec7/hessian-invariant"),
+        assumptions="C.1 targets parameterised by (Q, W~_h, v~_h) in O(d) x R^N (E_h = consecutive column "
+        "groups of Q, W^(h) = E_h W~_h E_h^T, v^(h) = E_h v~_h); A_k = U_k V^T + V U_k^T (4 nabla^2 F(0), "
+        "sec7/hessian-at-zero), M = commutator_map(A_1..A_K) on symmetric X (n = d(d+1)/2 columns). "
+        "Every P_h is in null(M) (claimed exactly here; sec7/hessian-invariant for every target), so "
+        "rank M <= n - H; an (n - H)-minor of M is a polynomial in (Q, W~, v~), non-zero at the rational "
+        "point sufficiency_point (exact determinant, and Arb encloses it away from 0), hence not "
+        "identically 0 on the component of O(d) holding that point, nor on the other (a column sign of "
+        "Q is the linear change (W~, v~) -> (D W~ D, D v~)): outside its zero set (Haar x Lebesgue "
+        "measure zero) null(M) = span{P_h}, and the commutant SBD's generic element sum c_h P_h "
+        "(distinct c_h, probability 1) has the U_h as eigenspaces. Necessity (proven in the room's "
+        "docstring): K >= d_h - 1 (a common kernel), and K >= 2 for d_h >= 2 (one A has the "
+        "eigenvalues u.v +- |u||v| on U_h); so K = max(2, d_h - 1) is the least count for almost "
+        "every target of this pattern. The minor is chosen by modular elimination (p = 2^61 - 1); "
+        "only its exact determinant decides",
+        scope=f"listed sizes: H = {_H}, d_h = {_dh} (d = {_H * _dh}, K = {_K}); almost every parameter",
+    )(functools.partial(_sufficiency_claims, _H, _dh))

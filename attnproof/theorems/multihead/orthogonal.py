@@ -253,12 +253,24 @@ def _error_bounds(
         dh, vt = E.shape[1], v_norms[h]
         leak = ((d + dh + d_max + H + 2) * eps + gamma) * (sum(v_norms) - vt)
         one_token = ((d + H) * eps * vt + leak) * float(np.linalg.norm(np.abs(arith.to_float(E)), 2)) * slack
-        ratio = max(((d + 4 + 3 * dh) * eps * vt + leak) / ((dh + 4) * eps * vt), one_token / (4 * eps * vt))
-        Wt = arith.norm(rec.W)
-        bW = rec.diagnostics["error_bound"] * ratio + ((2 * dh + 2) * eps + 2 * gamma) * Wt
+        ratio = _reduced_oracle_ratio(d, dh, eps, vt, leak, one_token)
+        bW = rec.diagnostics["error_bound"] * ratio + _lift_error(dh, eps, gamma, arith.norm(rec.W))
         bv = one_token + ((dh + 1) * eps + gamma) * vt
         out.append((float(bW), float(bv)))
     return out
+
+
+def _reduced_oracle_ratio(d: int, dh: int, eps: float, vt: float, leak: float, one_token: float) -> float:
+    """How much worse the reduced oracle answers than Thm 4.1's bound assumes (:func:`_error_bounds`):
+    the larger of the label's ratio ``((d + 4 + 3 d_h) eps ||v~|| + leak) / ((d_h + 4) eps ||v~||)``
+    and the one-token ratio ``one_token / (4 eps ||v~||)``."""
+    return max(((d + 4 + 3 * dh) * eps * vt + leak) / ((dh + 4) * eps * vt), one_token / (4 * eps * vt))
+
+
+def _lift_error(dh: int, eps: float, gamma: float, Wt: float) -> float:
+    """The lift ``E W~ E^T``'s rounding ``(2 d_h + 2) eps ||W~||_F`` and the bases' defect
+    ``2 gamma ||W~||_F`` (:func:`_error_bounds`)."""
+    return ((2 * dh + 2) * eps + 2 * gamma) * Wt
 
 
 def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
@@ -276,8 +288,8 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     (two heads sharing U_k differ from any one head there) and every head's ``W^(h)`` against a
     leak into U_k, to first order and with no other head's error in the tolerance (the recovered
     heads lie in their subspaces: a uniformly attending head's prediction carries no W error).
-    Each query is scaled by a power of two (exact) so that head k's recovered scores are O(1): a
-    saturated softmax would hide an error of W.
+    Each query is scaled down by a power of two (exact) so that head k's recovered scores are at
+    most O(1): a saturated softmax would hide an error of W (never up: see the code).
 
     Tolerance (numeric arithmetics), first order in the errors, with each head's *own* bounds:
     with ``y_i = x_i^T v^(h)`` and weights alpha_i, the scores move by ``|x_i^T dW x_N| <= |x_i|
@@ -308,8 +320,9 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
         a = [gen.standard_normal(Es[k].shape[1]), [gen.standard_normal(Es[g].shape[1]) for g in others],
              gen.standard_normal(Es[k].shape[1])]
         top = float(np.abs(np.array([Ef[k] @ a[0], Ef[k] @ a[2]]) @ Wf[k] @ (Ef[k] @ a[2])).max())
-        # head k's largest recovered score about 1 (a power of two: exact)
-        c = np.ldexp(1.0, int(np.clip(np.round(-np.log2(top) / 2), -64, 64))) if top > 0 else 1.0
+        # head k's largest recovered score at most about 1 (a power of two: exact); never scaled up,
+        # or a tiny recovered W would blow the tokens up and bury the other heads in rounding
+        c = np.ldexp(1.0, int(min(0.0, np.round(-np.log2(top) / 2)))) if 0 < top < np.inf else 1.0
         with arith.context():
             x2 = sum(Es[g] @ arith.asarray(c * x) for g, x in zip(others, a[1]))
             queries.append(np.stack([Es[k] @ arith.asarray(c * a[0]), x2, Es[k] @ arith.asarray(c * a[2])]))

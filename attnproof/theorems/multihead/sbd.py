@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith
-from ...errors import AssumptionError, InvalidInputError, ShapeError
+from ...errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError
 from ...oracles import ValueOracle
 from ...measure import Session
 from ...verify.registry import LEARNERS, learner
@@ -94,6 +94,33 @@ def _check_family(As: list[Any], arith: Arith) -> list[np.ndarray]:
     return out
 
 
+def commutator_map(As: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The matrix of ``X -> (X A_k - A_k X)_k`` on symmetric X (Murota et al. 2010's commutant).
+
+    Column ``(a, b)`` (a <= b, in the returned order) is the image of ``S_ab = e_a e_b^T + e_b
+    e_a^T`` (``e_a e_a^T`` when a = b), the K commutators stacked row-major: ``S_ab A`` has the rows
+    ``A[b, :]`` at a and ``A[a, :]`` at b, ``A S_ab`` the columns ``A[:, a]`` at b and ``A[:, b]``
+    at a.  Only additions of the entries: any element type (float64, mpf, sympy, flint's fmpq).
+    Its null space is the symmetric commutant; under Assumption C.1 it contains every
+    ``sum_h c_h P_h`` (``sec7/hessian-invariant``).
+    """
+    d = As[0].shape[0]
+    idx = [(a, b) for a in range(d) for b in range(a, d)]
+    cols = []
+    for a, b in idx:
+        parts = []
+        for A in As:
+            C = A * 0
+            C[a, :] += A[b, :]
+            C[:, b] -= A[:, a]
+            if a != b:
+                C[b, :] += A[a, :]
+                C[:, a] -= A[:, b]
+            parts.append(C.reshape(-1))
+        cols.append(np.concatenate(parts))
+    return np.stack(cols, axis=1), idx
+
+
 def sbd_commutant(
     As: list[Any], rng: np.random.Generator, arith: Arith = FLOAT64, null_tol: float | None = None
 ) -> tuple[list[np.ndarray], dict[str, Any]]:
@@ -128,14 +155,8 @@ def sbd_commutant(
     """
     As = _check_family(As, arith)
     d = As[0].shape[0]
-    idx = [(a, b) for a in range(d) for b in range(a, d)]
     with arith.context():
-        cols = []
-        for a, b in idx:
-            S = arith.zeros((d, d))
-            S[a, b] = S[b, a] = arith.scalar(1)
-            cols.append(np.concatenate([(S @ A - A @ S).reshape(-1) for A in As]))
-        M = np.stack(cols, axis=1)
+        M, idx = commutator_map(As)
         s, null_basis = arith.right_singular(M)  # ascending
         sf = np.maximum(arith.to_float(s), 64 * d * arith.eps * max(float(arith.to_float(s).max()), 1e-300))
         ratios = sf[1:] / sf[:-1]
@@ -282,18 +303,24 @@ def learn_multihead_sbd(
     ------
     InvalidInputError
         If ``hessians`` is not in [1, d], ``checks`` < 1 or ``noise`` not in [0, 1).
+    PrecisionLossError
+        Before any query, if :func:`block_allowance` at the step and noise level exceeds the
+        arithmetic's default promise (resolution^(1/5)): too noisy for blocks to be checked.
     AssumptionError
         If a check disagrees: the blocks found are not the heads' subspaces.
 
     Examples
     --------
+    A generic target (random subspaces: the coordinate blocks with probes q = e_1, e_2 inside one
+    head would be refused, the other head unseen):
+
     >>> import numpy as np
     >>> from attnproof import MultiHeadAttention, ValueOracle
-    >>> heads = [(np.diag([1.0, -1.0, 0, 0]), np.array([1.0, 0.5, 0, 0])),
-    ...          (np.diag([0, 0, 0.5, 2.0]), np.array([0, 0, -1.0, 1.0]))]
+    >>> from attnproof.theorems.multihead.runner import orthogonal_heads_target
+    >>> heads, _ = orthogonal_heads_target(4, 2, np.random.default_rng(0))
     >>> oracle = ValueOracle(MultiHeadAttention(heads))
-    >>> rec = learn_multihead_sbd(oracle, hessians=1, rng=np.random.default_rng(0))
-    >>> rec.queries == 1 * (2 * 16 + 1) + 2 * (2 + 4) + 3, len(rec.heads)
+    >>> rec = learn_multihead_sbd(oracle, hessians=2, rng=np.random.default_rng(0))
+    >>> rec.queries == 2 * (2 * 16 + 1) + 2 * (2 + 4) + 3, len(rec.heads)
     (True, 2)
     """
     d = oracle.d
@@ -309,6 +336,14 @@ def learn_multihead_sbd(
     session = Session(oracle, arith, learner=_MULTIHEAD_SBD)  # finite differences: float64 or mpmath
     level = max(arith.eps, noise)
     h = step if step is not None else 2.0 ** round(np.log2(level) / 4)
+    allowance = block_allowance(float(h), level)
+    if not allowance <= session.promise(None):  # before any query: nothing could be promised
+        raise PrecisionLossError(
+            f"multihead-sbd: the finite differences' allowance 20 (h^2 + level / h^2) = {allowance:.2g} "
+            f"(step h = {float(h):.3g}, noise level {level:.2g}) exceeds the promised "
+            f"{session.promise(None):.1g}: the blocks could not be told from wrong ones; use a less noisy "
+            "oracle or more digits (arith=MP(dps))"
+        )
     with arith.context(), session.phase("hessians"):
         I, zero = arith.eye(d), arith.zeros(d)
         As = [fd_hessian(session.ask, I[j], zero, h, arith) for j in range(hessians)]
@@ -328,7 +363,6 @@ def learn_multihead_sbd(
     # bounded: the checks refuse blocks that are not the heads' subspaces
     info["error_bound_given_blocks"] = info.pop("error_bound")
     info.pop("error_bound_v", None)
-    allowance = block_allowance(float(h), level)
     info["block_allowance"] = allowance
     bounds = [
         (bW + allowance * arith.norm(r.W), bv + allowance * arith.norm(r.v))
