@@ -471,6 +471,12 @@ def test_the_code_hash_reads_the_files_not_the_commit(tmp_path):
     assert recorded.code_hash(root) != before
 
 
+def test_the_provenance_is_one_short_line_however_many_tests_were_named():
+    got = dataclasses.replace(outcomes(), args=("-q", *[PASSING] * 60))
+    line = got.provenance(CODE)
+    assert "\n" not in line and len(line) < 300 and "(61 arguments)" in line and "unchanged" in line
+
+
 def test_the_plugin_merges_runs_of_the_same_code_and_replaces_other_code(tmp_path):
     root = source_copy(tmp_path)
     path = tmp_path / "r.json"
