@@ -39,10 +39,19 @@ def claim(id, *checks, depends=(), **kw):
     return L.Claim(id, "test", "result", f"claim {id}", "intro", tuple(checks), tuple(depends), **kw)
 
 
+#: The code hash of synthetic outcomes: the ledger reads it as this checkout's (``same_code``), so
+#: they count, and an edit of the checkout while the tests run cannot make them stale.
+CODE = "c0de" * 16
+
+
+@pytest.fixture(autouse=True)
+def same_code(monkeypatch):
+    monkeypatch.setattr(ledger_module, "code_hash", lambda: CODE)
+
+
 def outcomes(**by_node):
-    """Synthetic outcomes recorded on this very code (so they count)."""
-    return L.Outcomes(dict(by_node), commit="c0ffee", created="now", source="synthetic",
-                      code=recorded.code_hash())
+    """Synthetic outcomes recorded on the code the ledger reads (so they count)."""
+    return L.Outcomes(dict(by_node), commit="c0ffee", created="now", source="synthetic", code=CODE)
 
 
 def statuses(ledger):
@@ -462,6 +471,12 @@ def test_the_code_hash_reads_the_files_not_the_commit(tmp_path):
     assert recorded.code_hash(root) != before
 
 
+def test_the_provenance_is_one_short_line_however_many_tests_were_named():
+    got = dataclasses.replace(outcomes(), args=("-q", *[PASSING] * 60))
+    line = got.provenance(CODE)
+    assert "\n" not in line and len(line) < 300 and "(61 arguments)" in line and "unchanged" in line
+
+
 def test_the_plugin_merges_runs_of_the_same_code_and_replaces_other_code(tmp_path):
     root = source_copy(tmp_path)
     path = tmp_path / "r.json"
@@ -575,8 +590,7 @@ def real_results(tmp_path, full_cert, monkeypatch):
         if check.kind == "property":
             expected[check.target] = dict(check.options)["expect"]
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"commit": "c0ffee", "created": "now", "code": recorded.code_hash(),
-                                "tests": expected}))
+    path.write_text(json.dumps({"commit": "c0ffee", "created": "now", "code": CODE, "tests": expected}))
     return path, expected
 
 
@@ -624,7 +638,7 @@ def test_main_text_and_a_failed_check_exits_1(real_results, capsys, tmp_path):
     assert out.count("\n| `") == len(L.CLAIMS) and "### E1 (erratum)" in out
     failed = dict(expected, **{"tests/test_exact.py::test_sympy_recovery_is_exact": "failed"})
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"tests": failed, "code": recorded.code_hash()}))
+    bad.write_text(json.dumps({"tests": failed, "code": CODE}))
     assert cli.main(["--results", str(bad)]) == 1
     assert "| `thm4.1` |" in capsys.readouterr().out
 

@@ -201,7 +201,10 @@ class Outcomes:
             commit += " with uncommitted changes"
         what = (f"code sha256 {self.code[:12]}" if len(self.code) == 64
                 else f"code {self.code}" if self.code else "unrecorded code")
-        how = f" by `pytest {' '.join(self.args)}`".rstrip() if self.args else ""
+        shown = " ".join(self.args)
+        if len(shown) > 80:  # e.g. the ledger's own run of every linked node ID
+            shown = shown[:80].rsplit(" ", 1)[0] + f" ... ({len(self.args)} arguments)"
+        how = f" by `pytest {shown}`" if self.args else ""
         runs = f" ({self.runs} runs merged)" if self.runs > 1 else ""
         now = ("stale: the code has changed since, so none of them counts" if self.stale(code)
                else "the code is unchanged since")
