@@ -265,7 +265,7 @@ def oracle_error(ffn: FFNRecovery, arith: Arith, cone: bool) -> float:
     error_bound |x|_inf``, f is that linear function up to ``error_bound |x|_inf``.  VQ~ needs
     no FFN: ``VQ(X) - VQ(-X) = alpha^T X u`` whatever the units (``sec4.1/relu-antisymmetry``).
     """
-    nu = TOL_ULPS * arith.resolution * _size(ffn, arith)
+    nu = TOL_ULPS[arith.name.split(":")[0]] * arith.resolution * _size(ffn, arith)
     return nu + ffn.diagnostics["error_bound"] if cone else nu
 
 
