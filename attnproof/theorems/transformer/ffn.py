@@ -277,11 +277,13 @@ def _learn_ffn_once(
         search = _PathSearch(session, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
         search.ledger = ledger
         pU, pV, pW = (search.end_piece(x) for x in (U, V, -U))
-        search.scale_check(pU, pW)
         if d == 1:  # the only hyperplane is {0}, which any path between U and -U crosses at 0
             kinks = [] if search.same_gradient(pU, pW) else [(pW.G - pU.G, -U, pU.err + pW.err)]
         else:
             kinks = search.segment(pU, pV) + search.segment(pV, pW)
+        # after the search: its tolerances then know the largest gradient on the path, the scale
+        # of the oracle's rounding even where units cancel at U (issue 23 item 7)
+        search.scale_check(pU, pW)
         for round_ in range(CHECK_ROUNDS + 1):
             rec = _assemble(search, pU, pW, kinks)
             z = _first_contradiction(rec, search, rng, checks)
