@@ -202,6 +202,25 @@ def test_ffn_float64_recovers_every_kind(target, seed):
         check_canonical(rec, A, w)
 
 
+def test_error_bound_formula_on_fixed_input():
+    """The a-posteriori bound, pinned by hand (issue 22 item 5: a dropped factor must fail):
+    d = 3, end gradients (1/2, 0, 0) with errors 1e-10 and 2e-10, one kink J = e_2 crossed along
+    e_2 with error 3e-10, 4e-10 of jumps taken for none.  Then u = e_1, N = [e_2], c = [1], the
+    size |u|_1 / 2 + |c| |n|_1 / 2 = 1, and the bound is d/2 (1 + 2 + 3) 1e-10 + 4e-10 / 2 +
+    size eps 4 (L + 1) = 9e-10 + 2e-10 + 8 eps."""
+    from types import SimpleNamespace
+
+    from attnproof.theorems.transformer._path_search import _Piece
+    from attnproof.theorems.transformer.ffn import _assemble
+
+    G, e2 = np.array([0.5, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+    search = SimpleNamespace(arith=FLOAT64, d=3, steps=0, rho=2.0**-30, paths=1, hidden=4e-10)
+    pU, pW = _Piece(np.ones(3), 0.5, G, 1e-10), _Piece(-np.ones(3), -0.5, G, 2e-10)
+    rec = _assemble(search, pU, pW, [(e2, e2, 3e-10)])
+    assert np.array_equal(rec.u, [1.0, 0.0, 0.0]) and np.array_equal(rec.N, [e2]) and np.array_equal(rec.c, [1.0])
+    assert rec.diagnostics["error_bound"] == pytest.approx(9e-10 + 2e-10 + 8 * EPS, rel=1e-12, abs=0)
+
+
 def test_ffn_query_ledger_explains_every_extra_query():
     """Generic position: L + 1 regions of d + 1 queries, 3 per kink, 4 for the scale checks;
     every query beyond that is a check point, a retried step, a point met inside a known region
