@@ -159,6 +159,10 @@ def is_zero_function(A, w):
 # 0.3 |x|); now a check point off the path contradicts f_hat and a path through it finds them
 @example((np.array([[1.0, -0.5, -1.0, -1.5], [0.0, 1.0, 1.0, 2.0]]), np.array([1.0, -1.0, -1.0, 1.0]),
           "zero_sum"), 0)
+# zero-sum triple (thorough profile, seed 48151): its error region is 28 % of the directions, and
+# all 4 check points missed it (1 hyperplane of 4, error 1.2); 16 check points find it
+@example((np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 2.0]]), np.array([1.0, -1.0, -1.0, 1.0]), "zero_sum"),
+         150)
 @example((np.array([[2.22507386e-313]]), np.array([2.22507386e-313]), "generic"), 0)  # f rounds to 0
 @example((np.array([[1.0]]), np.array([2.22507386e-313]), "generic"), 0)  # subnormal answers
 # tiny zero-sum triple next to a unit one: its kinks (1e-175) are below the bound, invisible
@@ -251,6 +255,8 @@ def test_ffn_query_ledger_explains_every_extra_query():
 # before: 1 hyperplane of 4); now a point is tested again between other pieces
 @example((np.array([[-3.0, -3.0, -1.0, 0.0, 1.5], [-3.0, -3.0, 3.0, 3.0, -9.0], [-3.0, -3.0, 0.0, 0.0, 0.0]]),
           np.array([-1.0, 1.0, 1.5, 1.5, 1.0]), "zero_sum"), 2)
+# zero-sum triple (thorough profile, seed 48151): 1 hyperplane of 4 with 4 check points; 16 find it
+@example((np.array([[4.0, -2.0, -1.0, -7.0], [1.0, 2.0, 2.0, 6.0]]), np.array([2.0, -4.0, 1.0, 1.0]), "zero_sum"), 2)
 @example((np.array([[1.0, 2.0]]), np.array([2.0, -1.0]), "parallel"), 0)  # == 0 (thorough profile)
 def test_ffn_sympy_is_exact(target, seed):
     A, w, _kind = target
@@ -606,6 +612,20 @@ def test_transformer_with_zero_ffn_is_not_identifiable(target, seed):
 
 # --- open: counterexamples of the thorough profile not yet fixed (strict xfail: a fix shows) ---
 
+OPEN_EXACT = [
+    # zero-sum triple (thorough profile, seed 48151): bisection to the floor on every path
+    # (DegenerateProbeError): a refusal of a good answer, exact data
+    (np.array([[4.0, 0.0, 4.0, -4.0], [0.0, 4.0, 4.0, -8.0]]), np.array([-4.0, 1.0, 1.0, 1.0]), 1),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="open: refusal of a good answer (zero-sum kinks, exact data)")
+@pytest.mark.parametrize("A, w, seed", OPEN_EXACT)
+def test_open_exact_counterexamples(A, w, seed):
+    rec, _ = recover_ffn(A, w, SYMPY, seed)
+    assert rec.N.shape == canonical_ffn(A, w, SYMPY)[1].shape
+
+
 OPEN_FLOAT = [
     # zero-sum units cancelling next to a 2.7e-152 unit: u is off by 2.7e-152, above the
     # a-posteriori bound (4e-161): the bound misses the oracle's rounding of cancelling units
@@ -616,6 +636,11 @@ OPEN_FLOAT = [
     # a refusal of a good answer (the silent wrong answers of this family are fixed)
     (np.array([[1.0, -0.75, -0.875, -0.3125], [0.0, 0.0, 0.25, -0.125]]), np.array([1.0, -1.0, 0.5, 1.0]),
      20924),
+    # the same (thorough profile, seed 48151): zero-sum triples refused (no gradient at 3 points)
+    (np.array([[1.0, 0.0, -0.667633, -0.44856592], [0.0, -0.667633, -0.667633, -0.89713185]]),
+     np.array([1.0, -0.671875, -0.671875, 1.0]), 22),
+    (np.array([[1.0, -0.625, -0.625, -0.9375], [0.0, -0.625, -0.625, -0.9375]]), np.array([1.0, -0.75, -0.75, 1.0]),
+     10),
 ]
 
 
