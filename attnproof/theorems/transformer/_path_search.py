@@ -280,7 +280,8 @@ class _PathSearch:
             if float(sb - sa) < self.min_gap or self.steps > self.max_steps:
                 raise DegenerateProbeError(
                     f"kinks closer than the search resolves (interval {float(sb - sa):.3g} after "
-                    f"{self.steps} steps): near-parallel hyperplanes"
+                    f"{self.steps} steps): near-parallel hyperplanes, or a kink whose jump is within "
+                    f"the gradients' errors ({pa.err + pb.err:.3g}: a unit far smaller than the others)"
                 )
             y_split, s = None, None
             if self.same_gradient(pa, pb):
