@@ -310,6 +310,7 @@ MP_EXAMPLES = max(4, settings.default.max_examples // 10) if settings.default.ma
 # issue 23 item 2: at 8 digits a confirmation pair grown to clear the tolerances straddled two
 # kinks 0.1 apart: 1 of 3 hyperplanes, sup error 0.7 against a reported bound 0.35
 @example(3, 3, 2, 8, 0.5)
+@example(3, 3, 2, 7, 0.5)  # the same at 7 digits with pairs up to 1/16 of their interval: 0.7 vs 0.0017
 def test_low_precision_mpmath_within_bound_or_refused(d, m, seed, dps, tolerance):
     """mpmath at 7-10 digits with a user tolerance: the answer is within its bound, or refused."""
     rng = np.random.default_rng(seed)
@@ -327,11 +328,12 @@ SIXTY = (np.array([[1.0, 0.5, -0.5], [0.0, np.sqrt(3) / 2, np.sqrt(3) / 2], [0.0
          np.array([1.0, -1.0, 0.5]))  # three hyperplanes 60 degrees apart
 
 
-@pytest.mark.parametrize("dps", [7, 8, 10])
+@pytest.mark.parametrize("dps", [8, 9, 10])
 def test_benign_ffn_at_low_mpmath_precision(dps):
     """Issue 23 item 8: hyperplanes 60 degrees apart were refused below 13 digits (tolerances of
-    2^10 10^-dps, a first step 2^-10 |x|, and the default tolerance 1e-6 of float64); answered now,
-    all three hyperplanes, within the bound, with the default tolerance (resolution^(1/5))."""
+    2^10 10^-dps, a first step 2^-10 |x|, and the default tolerance 1e-6 of float64); answered now
+    from 8 digits, all three hyperplanes, within the bound, with the default tolerance
+    (resolution^(1/5)); 7 digits and fewer are refused (DegenerateProbeError)."""
     A, w = SIXTY
     arith = MP(dps)
     rec = learn_ffn(ValueOracle(ReluFFN(A, w, arith)), rng=0, arith=arith)
