@@ -41,9 +41,10 @@ RESOLUTION_LOG2 = {"float64": 30, "sympy": 64}
 #: A confirmation pair x* +- y farther off the path than this fraction of the interval's reach is
 #: no test (it may straddle other kinks of the interval): the interval is bisected instead.  Per
 #: arithmetic: mpmath at 7-10 digits merged kinks 0.1 apart this way (issue 23 item 2: 1 of 3
-#: hyperplanes, error 0.7 against a bound 0.35); float64 keeps no limit, as a pair grown far off
-#: the path is what confirms a unit 1e-12 beside unit ones (its straddling risk stays open there).
-REACH_FRACTION = {"float64": np.inf, "mp": 2.0**-4, "sympy": np.inf}
+#: hyperplanes, error 0.7 against a bound 0.35; with 2^-4, at 7 digits, error 0.7 against 0.0017);
+#: float64 keeps no limit, as a pair grown far off the path is what confirms a unit 1e-12 beside
+#: unit ones (its straddling risk stays open there).
+REACH_FRACTION = {"float64": np.inf, "mp": 2.0**-8, "sympy": np.inf}
 #: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
 ANSWER_RANGE = (2.0**-1000, 2.0**900)
 #: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
@@ -280,7 +281,8 @@ class _PathSearch:
             if float(sb - sa) < self.min_gap or self.steps > self.max_steps:
                 raise DegenerateProbeError(
                     f"kinks closer than the search resolves (interval {float(sb - sa):.3g} after "
-                    f"{self.steps} steps): near-parallel hyperplanes"
+                    f"{self.steps} steps): near-parallel hyperplanes, or a kink whose jump is within "
+                    f"the gradients' errors ({pa.err + pb.err:.3g}: a unit far smaller than the others)"
                 )
             y_split, s = None, None
             if self.same_gradient(pa, pb):

@@ -16,7 +16,7 @@ from ...oracles import ValueOracle
 from ...verify.registry import LEARNERS, learner
 from ._path_search import H_ROUNDS, NUDGES, _Ledger, _PathSearch, _Piece
 
-#: Fresh check points asked after each reconstruction (counted beside the formula).
+#: Check points per segment of the path, asked after each reconstruction (counted beside the formula).
 CHECKS = 16
 #: Further paths U -> z -> -U through a contradicting point z before the learner refuses.
 CHECK_ROUNDS = 3
@@ -61,13 +61,13 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
 
     Three end pieces and the scale check, then per search step at most: a value, a
     confirmation pair, a bisection value, and NUDGES pieces, each of H_ROUNDS perturbation
-    batches, a centre and a homogeneity query; ``checks`` check points per reconstruction
+    batches, a centre and a homogeneity query; ``2 checks`` check points per reconstruction
     (1 + CHECK_ROUNDS of them) and a piece per further path; all of it once per attempt
     (1 + restarts).  The search steps of an attempt, on all its paths, are at most max_steps.
     """
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
-    paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * checks
+    paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * 2 * checks
     return (1 + restarts) * (3 * piece + 4 + paths + steps * (1 + 2 + 1 + NUDGES * piece))
 
 
@@ -180,13 +180,13 @@ def learn_ffn(
         PrecisionLossError) is abandoned for a new random path, at most this many times; the
         abandoned queries are counted (``diagnostics["restarts"]`` says why).
     checks : int
-        Fresh answers at Gaussian points asked after each reconstruction (counted, beyond the
-        formula: ``ledger["checks"]``).  Kinks whose jumps cancel on the path (a zero-sum group,
-        ``sec4.1/zero-sum-flip``) are invisible on it; a check (or any answer seen) that
-        contradicts f_hat starts a further path U -> z -> -U through it, at most CHECK_ROUNDS
-        times (``diagnostics["paths"]``), and the kinks found are joined.  The checks are
-        random: a hidden group whose error region has Gaussian measure p escapes them with
-        probability (1 - p)^checks (16 checks: 1 % at p = 0.25).
+        Fresh answers on a grid of ``checks`` points per segment of the path, asked after each
+        reconstruction (counted, beyond the formula: ``ledger["checks"]``).  Kinks whose jumps
+        cancel on the path (a zero-sum group, ``sec4.1/zero-sum-flip``) are invisible at its
+        pieces; f_hat is then wrong between the group's first and last kink, so a group spanning
+        more than 1 / checks of a segment's parameter holds a grid point.  A check (or any answer
+        seen) that contradicts f_hat starts a further path U -> z -> -U through it, at most
+        CHECK_ROUNDS times (``diagnostics["paths"]``), and the kinks found are joined.
 
     Returns
     -------
@@ -277,14 +277,17 @@ def _learn_ffn_once(
         search = _PathSearch(session, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
         search.ledger = ledger
         pU, pV, pW = (search.end_piece(x) for x in (U, V, -U))
-        search.scale_check(pU, pW)
         if d == 1:  # the only hyperplane is {0}, which any path between U and -U crosses at 0
             kinks = [] if search.same_gradient(pU, pW) else [(pW.G - pU.G, -U, pU.err + pW.err)]
         else:
             kinks = search.segment(pU, pV) + search.segment(pV, pW)
+        ends = (U, V, -U)
+        # after the search: its tolerances then know the largest gradient on the path, the scale
+        # of the oracle's rounding even where units cancel at U (issue 23 item 7)
+        search.scale_check(pU, pW)
         for round_ in range(CHECK_ROUNDS + 1):
             rec = _assemble(search, pU, pW, kinks)
-            z = _first_contradiction(rec, search, rng, checks)
+            z = _first_contradiction(rec, search, ends, checks)
             if z is None:
                 break
             if round_ == CHECK_ROUNDS:
@@ -297,7 +300,7 @@ def _learn_ffn_once(
             # there; the path U -> z -> -U through a point where f_hat is wrong crosses it elsewhere
             pz = search.end_piece(z)
             search.paths += 1
-            kinks = _union(kinks, search.segment(pU, pz) + search.segment(pz, pW), search)
+            kinks, ends = _union(kinks, search.segment(pU, pz) + search.segment(pz, pW), search), (U, z, -U)
     _check_nonzero(rec, arith)
     session.guard(
         rec.diagnostics.get("error_bound", 0.0), max(_size(rec, arith), arith.eps), tolerance,
@@ -366,18 +369,22 @@ def _check_nonzero(rec: FFNRecovery, arith: Arith) -> None:
 
 
 def _first_contradiction(
-    rec: FFNRecovery, search: _PathSearch, rng: np.random.Generator, checks: int
+    rec: FFNRecovery, search: _PathSearch, ends: tuple[np.ndarray, ...], checks: int
 ) -> np.ndarray | None:
-    """The first answer that contradicts ``rec``, among ``checks`` fresh ones at Gaussian points
-    (counted: ``ledger.checks``) and every answer seen before (free), or None.
+    """The first answer that contradicts ``rec``, among ``checks`` fresh ones on each segment of
+    the last path through ``ends`` (at ``x_a + (k + 1/2) / checks (x_b - x_a)``, counted:
+    ``ledger.checks``) and every answer seen before (free), or None.
 
     A group of kinks whose jumps sum to zero between two pieces of the path leaves both pieces,
-    and every answer on their planes, unchanged (``sec4.1/zero-sum-flip``): only a point off the
-    path where the group is active, where f_hat is then wrong, shows it."""
-    arith, d = search.arith, search.d
+    and every answer on their planes, unchanged (``sec4.1/zero-sum-flip``); f_hat is wrong on the
+    path only between the group's first and last kink, so a group spanning more than 1 / checks
+    of a segment holds a check point."""
+    arith = search.arith
     if checks:
-        search.ask(arith.asarray(rng.standard_normal((checks, d))))
-        search.ledger.checks += checks
+        t = arith.asarray([(arith.scalar(2 * k + 1) / (2 * checks)) for k in range(checks)])
+        grid = [a + t[:, None] * (b - a)[None, :] for a, b in zip(ends[:-1], ends[1:])]
+        search.ask(np.concatenate(grid))
+        search.ledger.checks += checks * (len(ends) - 1)
     bound = rec.diagnostics.get("error_bound", 0.0)
     for x, y in search.seen[::-1]:  # the fresh checks first
         xf = float(np.abs(arith.to_float(x)).max())
