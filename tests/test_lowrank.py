@@ -269,3 +269,56 @@ def test_a_solver_breakdown_is_a_typed_refusal_and_a_failed_phase_point(monkeypa
         learn_lowrank_cvx(ValueOracle(Attention(K.T @ Q, v)), m=20, rng=np.random.default_rng(1))
     point = phase_point(6, 1, 2.0, [0])
     assert point["success"] == 0.0 and point["max_rel_err"] == float("inf")
+
+
+# --- Def 2.1 (RUB) with certified brackets ------------------------------------------------------
+from attnproof.theorems.lowrank.rub import (  # noqa: E402
+    ensemble, recovery_condition, rub_bracket, rub_ratio,
+)
+from attnproof.theorems.lowrank.strategies import rop_ensembles  # noqa: E402
+
+
+def test_rub_bracket_on_the_coordinate_design():
+    """A(Z) = (Z_11, Z_22) (a_k = b_k = e_k): by hand, sup over all Z of (|Z_11| + |Z_22|) / 2 is
+    sqrt(2) / 2 (Z = I / sqrt 2), over rank 1 it is 1/2 (u = v = e_1), and inf = 0 (Z = e_1 e_2^T)."""
+    a = b = np.eye(2)
+    for rank, exact in (("all", np.sqrt(2) / 2), ("1", 0.5)):
+        sup = rub_bracket(a, b, rank, "sup", rtol=1e-2)
+        assert sup.attained <= exact * (1 + 1e-12) and exact <= sup.certified <= exact * (1 + 1.1e-2)
+        assert abs(rub_ratio(a, b, sup.Z) - sup.attained) <= 1e-12
+        inf = rub_bracket(a, b, rank, "inf", rtol=1e-2)
+        assert inf.certified <= 0.0 <= inf.attained <= 1e-12
+
+
+@given(rop_ensembles(), st.sampled_from(["1", "all"]), seeds)
+def test_rub_bracket_encloses_the_ratio_at_random_matrices(ens, rank, seed):
+    """Whatever the budget, no matrix of the set has a ratio outside the certified ends."""
+    a, b = ens
+    d = a.shape[1]
+    rng = np.random.default_rng(seed)
+    lo = rub_bracket(a, b, rank, "inf", max_boxes=500)
+    hi = rub_bracket(a, b, rank, "sup", max_boxes=500)
+    assert lo.certified <= lo.attained <= hi.attained <= hi.certified
+    for _ in range(50):
+        Z = np.outer(*rng.standard_normal((2, d))) if rank == "1" else rng.standard_normal((d, d))
+        assert lo.certified <= rub_ratio(a, b, Z) <= hi.certified
+
+
+def test_rub_condition_refuted_by_attained_values_and_typed_errors():
+    a, b = ensemble(2, 40, np.random.default_rng(0))
+    cond = recovery_condition(a, b, 1)
+    assert not cond.holds and cond.attained_ratio >= np.sqrt(2)  # too few measurements: refuted
+    with pytest.raises(InvalidInputError):
+        rub_bracket(a, b, "2", "inf")
+    with pytest.raises(InvalidInputError):
+        rub_bracket(a, b, "1", "max")
+    with pytest.raises(InvalidInputError):
+        recovery_condition(a, b, 0)
+    with pytest.raises(InvalidInputError):
+        ensemble(0, 3, np.random.default_rng(0))
+
+
+@pytest.mark.slow
+def test_rub_condition_proven_for_a_drawn_ensemble():
+    cond = recovery_condition(*ensemble(2, 300, np.random.default_rng(0)), 1)
+    assert cond.holds and cond.c2.certified < np.sqrt(2) * cond.c1.certified
