@@ -16,7 +16,9 @@ the rank-<=t matrices: an inf of a convex function over a non-convex set, and a 
   (c the centre, h the half-widths; exact interval arithmetic of a linear form) and ``||x||``
   in ``[||nearest point||, ||farthest corner||]``, so ``|g^T x| / ||x||`` lies in
   ``[mig / nmax, mag / nmin]``; the ratio over a product of boxes is enclosed by summing the
-  products of these enclosures.  With one factor, N(x) = sum_k |g_k^T x| is convex, and two
+  products of these enclosures; with the other factors at their enclosures, each factor's
+  weighted sum sum_k c_k |g_k^T x| is convex in x and gets the two sharper enclosures below.  With
+  one factor, N(x) = sum_k |g_k^T x| is convex, and two
   sharper enclosures are used as well: N(x) >= s^T x >= s^T c - |s|^T h for any
   s = sum_k eps_k g_k with |eps_k| <= 1 (s = the subgradient at c), and the maximum of N over a
   box is attained at one of its corners;
@@ -163,23 +165,45 @@ def _enclose(
             support = (sv * c).sum(axis=1) - (np.abs(sv) * w).sum(axis=1) - err
             return np.maximum(support, 0.0) / (m * nmax) * (1 - ROUNDING_SLACK), mid
         top = np.zeros(len(c))  # a convex function's maximum over a box is at a corner
-        for corner in itertools.product((-1.0, 1.0), repeat=n):
-            top = np.maximum(top, np.abs((c + np.asarray(corner) * w) @ g.T).sum(axis=1))
+        for corner in itertools.product((False, True), repeat=n):  # the exact corners
+            top = np.maximum(top, np.abs(np.where(corner, h, l) @ g.T).sum(axis=1))
         return -(top + err) / (m * nmin) * (1 + ROUNDING_SLACK), mid
-    low = np.ones((lo[0].shape[0], m))
-    high, mid = np.ones_like(low), np.ones_like(low)
+    lows, highs, mids = [], [], []
     for g, l, h in zip(G, lo, hi, strict=True):  # interval products (the rows a_k, b_k are exact)
         n = g.shape[1]
         c, w = (l + h) / 2, (h - l) / 2
         centre = c @ g.T
         rad = (w @ np.abs(g).T) * (1 + _gamma(n + 2)) + _gamma(n + 2) * (np.abs(c) @ np.abs(g).T)
         nmin, nmax = _norm_range(l, h)
-        low *= np.maximum(np.abs(centre) - rad, 0.0) / nmax[:, None]
-        high *= (np.abs(centre) + rad) / nmin[:, None]
-        mid *= np.abs(centre) / np.sqrt((c**2).sum(axis=1))[:, None]
+        lows.append(np.maximum(np.abs(centre) - rad, 0.0) / nmax[:, None])
+        highs.append((np.abs(centre) + rad) / nmin[:, None])
+        mids.append(np.abs(centre) / np.sqrt((c**2).sum(axis=1))[:, None])
+    mid = np.prod(mids, axis=0).mean(axis=1)
+    slack = _gamma(m + 8)
     if sign > 0:
-        return low.mean(axis=1) * (1 - ROUNDING_SLACK), mid.mean(axis=1)
-    return -high.mean(axis=1) * (1 + ROUNDING_SLACK), mid.mean(axis=1)
+        best = np.prod(lows, axis=0).mean(axis=1)
+        # sharper: with the other factor at its lower enclosure c_k >= 0, sum_k c_k |g_k^T x| is
+        # convex in x and >= s^T x >= s^T c - |s|^T w for s = sum_k eps_k c_k g_k, |eps_k| <= 1
+        for f, (g, l, h) in enumerate(zip(G, lo, hi, strict=True)):
+            weight = np.prod([lows[o] for o in range(len(G)) if o != f], axis=0)
+            c, w = (l + h) / 2, (h - l) / 2
+            sv = (np.sign(c @ g.T) * weight) @ g
+            err = slack * ((weight * ((np.abs(c) + w) @ np.abs(g).T)).sum(axis=1))
+            support = (sv * c).sum(axis=1) - (np.abs(sv) * w).sum(axis=1) - err
+            best = np.maximum(best, np.maximum(support, 0.0) / (m * _norm_range(l, h)[1]))
+        return best * (1 - ROUNDING_SLACK), mid
+    best = np.prod(highs, axis=0).mean(axis=1)
+    # sharper: with the other factor at its upper enclosure, sum_k C_k |g_k^T x| is convex in x:
+    # its maximum over the box is at a corner
+    for f, (g, l, h) in enumerate(zip(G, lo, hi, strict=True)):
+        weight = np.prod([highs[o] for o in range(len(G)) if o != f], axis=0)
+        c, w = (l + h) / 2, (h - l) / 2
+        top = np.zeros(len(c))
+        for corner in itertools.product((False, True), repeat=g.shape[1]):  # the exact corners
+            top = np.maximum(top, (weight * np.abs(np.where(corner, h, l) @ g.T)).sum(axis=1))
+        err = slack * ((weight * ((np.abs(c) + w) @ np.abs(g).T)).sum(axis=1))
+        best = np.minimum(best, (top + err) * (1 + slack) / (m * _norm_range(l, h)[0]))
+    return -best * (1 + ROUNDING_SLACK), mid
 
 
 def _initial_boxes(G: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -336,7 +360,8 @@ def recovery_condition(
     else:
         tau = math.sqrt(probe2.attained * k * probe1.attained)
         c2 = rub_bracket(a, b, "all", "sup", target=tau, max_boxes=max_boxes)
-        c1 = rub_bracket(a, b, "all", "inf", target=tau / k, max_boxes=max_boxes)
+        # a relative margin of 1e-4 above c2 / sqrt(s / r): the pass survives rounding of the claim
+        c1 = rub_bracket(a, b, "all", "inf", target=c2.certified / k * (1 + 1e-4), max_boxes=max_boxes)
     holds = bool(c2.certified < k * c1.certified)
     relaxed = not (r + s - 1 >= d and s >= d)
     return Condition(r, s, holds, c1, c2, relaxed, time.perf_counter() - t0)
@@ -373,9 +398,9 @@ def _sample_ratios(a: np.ndarray, b: np.ndarray, rank: str, n: int, rng: np.rand
     return vals / (a.shape[0] * np.linalg.norm(Z, axis=(1, 2)))
 
 
-#: The ensembles of ``def2.1/rub-certified``: (d, m, seed, rank, rtol).  The rank-1 enclosure at
-#: d = 3 (four angles, interval products) closes more slowly: its gap is allowed 40 %.
-RUB_CERTIFIED_CASES = ((2, 40, 0, "all", 0.05), (2, 40, 0, "1", 0.05), (3, 24, 0, "1", 0.4))
+#: The ensembles of ``def2.1/rub-certified``: (d, m, seed, rank, rtol).  The rank-1 search at
+#: d = 3 (a four-dimensional box) closes more slowly: its gap is allowed 15 %.
+RUB_CERTIFIED_CASES = ((2, 40, 0, "all", 0.05), (2, 40, 0, "1", 0.05), (3, 24, 0, "1", 0.15))
 #: Box budget of each registered bracket (seconds on one core).
 RUB_CERTIFIED_BOXES = 60_000
 
@@ -404,7 +429,7 @@ def _outward(q: mpmath.iv.mpf) -> mpmath.iv.mpf:
     r"\sup_{\operatorname{rank} Z \le t} \frac{\|\mathcal A(Z)\|_1}{m\|Z\|_F} \le \overline{C}_2 "
     r"\ \text{for drawn Gaussian ROP ensembles, gaps} \le \mathrm{rtol}",
     assumptions="RUB_CERTIFIED_CASES: (d, m, seed, t, rtol) = (2, 40, 0, all = rank <= 2, 0.05), "
-    "(2, 40, 0, 1, 0.05), (3, 24, 0, 1, 0.4), a_k, b_k ~ N(0, I_d) from numpy's default_rng(seed); "
+    "(2, 40, 0, 1, 0.05), (3, 24, 0, 1, 0.15), a_k, b_k ~ N(0, I_d) from numpy's default_rng(seed); "
     "the certified ends by branch and bound with interval enclosures (rub_bracket, float64 with its "
     "rounding covered), the attained "
     "ends at concrete Z; each certified end is checked against the ratio at 2000 independent random Z "
@@ -418,7 +443,8 @@ def rub_certified() -> list[BoundClaim]:
         sampled = _sample_ratios(a, b, rank, 2000, np.random.default_rng(seed + 1))
         at = f"d={d}, m={m}, seed={seed}, rank {rank}"
         for sense in ("inf", "sup"):
-            br = rub_bracket(a, b, rank, sense, rtol=rtol, max_boxes=RUB_CERTIFIED_BOXES)
+            # searched to 0.8 rtol, so that the claim gap <= rtol has a margin above the grid
+            br = rub_bracket(a, b, rank, sense, rtol=0.8 * rtol, max_boxes=RUB_CERTIFIED_BOXES)
             sgn = 1 if sense == "inf" else -1
             name = "c1" if sense == "inf" else "c2"
             edge = sampled.min() if sgn > 0 else sampled.max()
