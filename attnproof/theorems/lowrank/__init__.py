@@ -42,6 +42,7 @@ from ...verify.checkers import expand_matrix
 from ...verify.formulas import recovery_checks, symbols
 from ...verify.registry import LEARNERS, RunCheck as Check, Pair, identity, learner, run_check as run
 from ...recovery import Recovery
+from . import rub  # noqa: F401  (registers def2.1/rub-certified and thmA.2/rub-condition)
 
 def random_bases(
     d: int, v: np.ndarray, rng: np.random.Generator, arith: Arith
