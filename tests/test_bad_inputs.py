@@ -4,9 +4,9 @@ Each cell names its expected outcome: a typed :mod:`attnproof.errors` exception 
 for the command line exit status 2 with one line on stderr and no traceback.  ``ACCEPTED``
 marks inputs that must work (numpy scalar types, valid arguments next to a refused one).
 
-A cell that fails today in a file this matrix's author does not own is a strict xfail whose
-reason names the file to fix; whoever fixes it removes the mark (a strict xfail that passes
-fails the suite, so none can linger).  The strategies' refusals are tabulated in
+No cell is expected to fail: every learner's arguments are checked by the shared validators
+(``attnproof.prelude.check_rng``, ``check_tolerance``, ``check_count``, ``check_arith``) or its
+own, and every oracle answer at ``Session.ask``.  The strategies' refusals are tabulated in
 ``tests/test_strategies.py`` (``BAD_ARGUMENTS``); here only the numpy scalar types they accept.
 """
 
@@ -59,15 +59,6 @@ from helpers import cli
 
 ACCEPTED = "accepted"
 NAN, INF = float("nan"), float("inf")
-
-
-def lead(path: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"owned by lead: {path}")
-
-
-APPROX = pytest.mark.xfail(
-    strict=True, reason="owned by the ApproxOracle helper: attnproof/oracles.py (ApproxOracle)"
-)
 
 
 def cell(name: str, expected: type[Exception] | str | int, *rest: Any) -> Any:
@@ -337,8 +328,7 @@ def test_cli(args: tuple[str, ...], status: int) -> None:
 # One setup per learner (a cheap target inside its assumptions); the matrix crosses it with bad
 # values of each argument and with oracles whose answers are strings, None, the wrong shape, NaN
 # or complex.  Every cell must raise an AttnproofError: never AttributeError, TypeError,
-# ValueError, LinAlgError, nor an answer.  A cell failing in a room's own code is a strict xfail
-# naming the room (the room helpers are fixing them: remove the mark at merge).
+# ValueError, LinAlgError, nor an answer.
 
 
 def _heads() -> tuple[MultiHeadAttention, list[np.ndarray]]:
@@ -474,50 +464,12 @@ ARGUMENTS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
-def _room(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
-def _fails(room: str, name: str, arguments: dict[str, str]) -> dict[tuple[str, str, str], str]:
-    """Cells of ``name`` failing in ``room``'s own code: argument -> its failing kinds."""
-    return {
-        (name, arg, kind): f"room {room}: {arg} not validated ({kind}: untyped, accepted or mistyped)"
-        for arg, kinds in arguments.items() for kind in kinds.split()
-    }
-
-
-TOL_TYPES = "string complex array"
-BAD_RNG = "string negative float complex"
-BAD_COUNT = "string float negative nan complex"
-
-#: (learner, argument, bad value's kind) cells that fail today in a room's own code (untyped
-#: errors, or the bad value accepted): strict xfails, each naming the room that fixes it
-ROOM_FAILURES: dict[tuple[str, str, str], str] = {
-    **_fails("membership (theorems/membership)", "membership", {
-        "W_bound": TOL_TYPES + " nan", "mu": TOL_TYPES + " nan", "eps_W": TOL_TYPES + " nan",
-        "delta": TOL_TYPES + " nan", "samples": BAD_COUNT, "rng": BAD_RNG, "arith": "unknown number"}),
-    **_fails("membership (theorems/membership)", "membership-rotated", {
-        "W_bound": TOL_TYPES + " nan", "eps_W": TOL_TYPES + " nan", "delta_rot": TOL_TYPES + " nan",
-        "rng": BAD_RNG}),
-    **_fails("lowrank (theorems/lowrank)", "lowrank-cvx", {"solver": "unknown"}),
-    **_fails("multihead (theorems/multihead/orthogonal.py)", "orthogonal-heads", {"rng": BAD_RNG}),
-    **_fails("multihead (theorems/multihead/sbd.py)", "multihead-sbd", {
-        "rng": BAD_RNG + " none", "step": "string negative complex array", "checks": BAD_COUNT}),
-    **_fails("transformer (theorems/transformer/ffn.py)", "ffn", {
-        "rng": BAD_RNG, "min_gap": "string nan negative complex array",
-        "max_steps": "string float nan complex"}),
-    **_fails("transformer (theorems/transformer)", "transformer", {"rng": BAD_RNG}),
-}
-
-
 def _argument_cells() -> list[Any]:
     cells = []
     for name, arguments in ARGUMENTS.items():
         for arg, values in arguments.items():
             for kind, value in values.items():
-                key = (name, arg, kind)
-                marks = [_room(ROOM_FAILURES[key])] if key in ROOM_FAILURES else []
-                cells.append(pytest.param(name, arg, value, id=f"{name}-{arg}-{kind}", marks=marks))
+                cells.append(pytest.param(name, arg, value, id=f"{name}-{arg}-{kind}"))
     return cells
 
 

@@ -88,7 +88,6 @@ def _room(room: str, what: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, reason=f"room {room}: {what} (issue 23)")
 
 
-@_room("multihead (theorems/multihead/orthogonal.py)", "error_bound models only relative error (item 1)")
 @FEW
 @given(st.integers(0, 2**16), st.integers(1, 2), st.floats(4.0, 14.0))
 @example(8, 1, 8.0)  # |v_1| ~ 1e-8: err_W 1.7e-8 against a bound of 1.7e-13
@@ -162,7 +161,6 @@ def test_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
     _ffn_within_bound(rec, A, w, np.random.default_rng(seed + 1))
 
 
-@_room("transformer (theorems/transformer)", "the cone straddles a tiny odd unit, W's bound ignores it")
 @FEW
 @given(**TINY_ODD)
 @example(seed=2, d=4, m=1, log10_tiny=8.8955)  # cone route: sum |W_hat - W| 4.6e-9, bound 5.0e-11
@@ -177,7 +175,6 @@ def test_transformer_tiny_odd_unit(seed, d, m, log10_tiny):
     assert np.abs(rec.W - W).sum() <= rec.diagnostics["error_bound"] + 64 * EPS * d * d * np.abs(W).max()
 
 
-@_room("transformer (theorems/transformer/ffn.py)", "mp:7-10, loose tolerance: hyperplanes dropped (item 2)")
 @FEW
 @given(st.integers(0, 2**16), st.integers(7, 10), st.floats(1e-2, 0.5))
 @example(8, 8, 0.1)  # mp:8: one hyperplane of three found, the error above the bound
@@ -193,7 +190,6 @@ def test_ffn_low_mpmath_precision(seed, dps, tolerance):
     _ffn_within_bound(rec, A, w, g, arith)
 
 
-@_room("membership (theorems/membership)", "||W*||_F > W_bound clipped silently, guarantee_met (item 3)")
 @FEW
 @given(st.integers(0, 2**16), st.integers(2, 3), st.floats(1.05, 3.0), st.sampled_from([1e-2, 1e-3]))
 @example(0, 2, 1.5, 1e-3)  # ||W_hat - W*||_F 0.85 against a bound of 8.4e-7, guarantee_met

@@ -522,6 +522,9 @@ def learn_lowrank_cvx(
         raise InvalidInputError(f"m (the number of measurements) must be an integer >= 1; got {m!r}")
     if not hasattr(rng, "standard_normal"):
         raise InvalidInputError("the nuclear-norm learner needs an explicit numpy.random.Generator (rng=...)")
+    if solver not in cp.installed_solvers():
+        raise InvalidInputError(
+            f"unknown or uninstalled solver {solver!r}: use one of {cp.installed_solvers()}")
     session = BilinearSession(oracle, FLOAT64, policy or ScalePolicy(), learner=LEARNERS["lowrank-cvx"])
     info = session.diagnostics
     info.update(learner="lowrank-cvx", m=int(m), solver=solver)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...arith import FLOAT64, Arith
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError, QueryBudgetExceeded
+from ...prelude import check_arith, check_count
 from ...measure import Session
 from ...verify.registry import LEARNERS, learner
 from ...recovery import Recovery
@@ -218,7 +219,8 @@ def learn_membership(
     """
     d = oracle.d
     W_bound, mu, eps_W, delta = check_assumptions(W_bound, mu, eps_W, delta, d)
-    rng = generator(rng)
+    rng, arith = generator(rng), check_arith("arith", arith)
+    samples = None if samples is None else check_count("samples", samples, minimum=1)
     if method not in METHODS:
         raise InvalidInputError(f"unknown method {method!r}: use one of {METHODS}")
     check_precision(d, W_bound, mu, eps_W, method, arith)
@@ -334,7 +336,7 @@ def learn_membership_rotated(
     (True, True)
     """
     d = oracle.d
-    rng = generator(rng)
+    rng, arith = generator(rng), check_arith("arith", arith)
     session = Session(oracle, arith, learner=_ROTATED)
     mu_rot = rotation_margin(d, delta_rot)
     Q = random_orthogonal(d, rng, arith)

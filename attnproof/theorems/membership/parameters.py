@@ -18,7 +18,7 @@ import numpy as np
 import sympy as sp
 
 from ...arith import FLOAT64, MP, Arith
-from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
+from ...errors import AssumptionError, InvalidInputError, NonFiniteError, PrecisionLossError, check_rng
 
 #: Upper bound on the Lipschitz constant of sigma^{-1} on [sigma(-1/2), sigma(1/2)],
 #: 2 + 2 cosh(1/2) = 4.2553 (the proof uses 5; bound ``thmB.1/accuracy-algebra``).
@@ -61,9 +61,12 @@ def default_mu(d: int) -> float:
 
 def _real(name: str, x: Any) -> float:
     """``x`` as a float: Python and numpy reals accepted; bools, strings, None and complex refused
-    (:class:`InvalidInputError`; a NaN or infinity is left to the range checks)."""
+    (:class:`InvalidInputError`), and NaN (:class:`NonFiniteError`); an infinity is left to the
+    range checks."""
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
         raise InvalidInputError(f"{name} must be a real number; got {x!r}")
+    if math.isnan(x):
+        raise NonFiniteError(f"{name} must be a real number; got NaN")
     return float(x)
 
 
@@ -71,14 +74,7 @@ def generator(rng: Any) -> np.random.Generator:
     """The learners' source of randomness: a Generator as given, an integer seed (numpy's too) as
     ``default_rng(seed)``, None as ``default_rng(0)`` (reproducible); anything else is
     :class:`InvalidInputError`."""
-    if rng is None:
-        return np.random.default_rng(0)
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0:
-        return np.random.default_rng(int(rng))
-    raise InvalidInputError(
-        f"rng must be a numpy.random.Generator or a non-negative integer seed; got {rng!r}")
+    return np.random.default_rng(0) if rng is None else check_rng("rng", rng)
 
 
 def check_assumptions(

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith
-from ...errors import AssumptionError, InvalidInputError, ShapeError
+from ...errors import AssumptionError, InvalidInputError, ShapeError, check_rng
 from ...models import MultiHeadAttention
 from ...oracles import ValueOracle
 from ...measure import Session
@@ -168,6 +168,7 @@ def learn_orthogonal_heads(
     """
     if not isinstance(checks, int) or checks < 0:
         raise InvalidInputError(f"checks must be a non-negative integer; got {checks!r}")
+    rng = check_rng("rng", rng)
     session = Session(oracle, arith, learner=_ORTHOGONAL_HEADS)
     with arith.context():
         Es = [arith.nsimplify(E) for E in check_bases(bases, oracle.d, arith)]  # sympy: exact bases

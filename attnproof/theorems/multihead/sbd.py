@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith
-from ...errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError
+from ...errors import (
+    AssumptionError, InvalidInputError, PrecisionLossError, ShapeError, check_rng, check_tolerance,
+)
 from ...oracles import ValueOracle
 from ...measure import Session
 from ...verify.registry import LEARNERS, learner
@@ -333,6 +335,8 @@ def learn_multihead_sbd(
         )
     if not (isinstance(noise, (int, float)) and 0 <= noise < 1):
         raise InvalidInputError(f"noise must be a number in [0, 1); got {noise!r}")
+    rng = check_rng("rng", rng, required=True)
+    step = check_tolerance("step", step, optional=True)
     session = Session(oracle, arith, learner=_MULTIHEAD_SBD)  # finite differences: float64 or mpmath
     level = max(arith.eps, noise)
     h = step if step is not None else 2.0 ** round(np.log2(level) / 4)

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith, parse
-from ...errors import DegenerateProbeError, InvalidInputError, NonIdentifiableError, PrecisionLossError
+from ...errors import DegenerateProbeError, NonIdentifiableError, PrecisionLossError
 from ...measure import Session
 from ...models import evaluate_canonical, normalize_normal
 from ...oracles import ValueOracle
+from ...prelude import check_arith, check_count, check_rng, check_tolerance
 from ...verify.registry import LEARNERS, learner
 from ._path_search import H_ROUNDS, NUDGES, _Ledger, _PathSearch, _Piece
 
@@ -222,21 +223,12 @@ def learn_ffn(
     >>> bool(abs(rec(np.array([0.3, -2.0])) - 2.0) < 1e-12)  # ReLU(.3) + ReLU(-2) + ReLU(1.7)
     True
     """
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
-        rng = np.random.default_rng(int(rng))  # a seed
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidInputError(
-            f"learn_ffn needs an explicit numpy.random.Generator or a non-negative integer seed "
-            f"(rng=...); got {rng!r}"
-        )
-    if not isinstance(arith, (str, Arith)):
-        raise InvalidInputError(f"arith must be an Arith or one of float64, mp:DIGITS, sympy; got {arith!r}")
-    arith = parse(arith)
-    if tolerance is not None and (not isinstance(tolerance, (int, float)) or not tolerance > 0):
-        raise InvalidInputError(f"tolerance must be a positive number; got {tolerance!r}")
-    for name, value in (("restarts", restarts), ("checks", checks)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-            raise InvalidInputError(f"{name} must be a non-negative integer; got {value!r}")
+    rng = check_rng("rng", rng, required=True)
+    arith = check_arith("arith", arith)
+    tolerance = check_tolerance("tolerance", tolerance, optional=True)
+    restarts, checks = check_count("restarts", restarts), check_count("checks", checks)
+    min_gap = check_tolerance("min_gap", min_gap, optional=True)
+    max_steps = None if max_steps is None else check_count("max_steps", max_steps, minimum=1)
     session = Session(oracle, arith, learner=LEARNERS["ffn"])
     d = oracle.d
     if min_gap is None:
