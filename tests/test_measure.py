@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from attnproof.arith import FLOAT64, MP, SYMPY
 from attnproof.errors import InvalidInputError, PrecisionLossError
+from attnproof.theorems.multihead.runner import orthogonal_heads_target
 from attnproof.measure import (
     BilinearSession, Probes, ScalePolicy, Session, balanced, probe_batch, random_orthogonal, value_errors,
 )
@@ -261,8 +262,10 @@ def test_the_registered_count_is_what_every_non_bilinear_learner_reports_today()
          lambda rec: dict(W_bound=2.0, eps_W=1e-3, delta_rot=0.01)),
         ("orthogonal-heads", ValueOracle(MultiHeadAttention(heads)),
          dict(bases=[E[:, :2], E[:, 2:]]), lambda rec: dict(H=2, dims=[2, 2])),
-        ("multihead-sbd", ValueOracle(MultiHeadAttention(heads)), dict(hessians=1, rng=rng(0), checks=0),
-         lambda rec: dict(H=2, K=1, dims=[2, 2], checks=0)),
+        # a generic C.1 target (diagonal heads split into 1-dimensional blocks: refused)
+        ("multihead-sbd", ValueOracle(MultiHeadAttention(orthogonal_heads_target(4, 2, rng(0))[0])),
+         dict(hessians=2, rng=rng(0), checks=1),
+         lambda rec: dict(H=2, K=2, dims=[2, 2], checks=1)),
         ("ffn", ValueOracle(ReluFFN(A, w_o)), dict(rng=rng(0)), lambda rec: dict(L=rec.L)),
         ("transformer", ValueOracle(OneLayerTransformer(np.eye(2), A, w_o)), dict(rng=rng(0)),
          lambda rec: dict(L=rec.ffn.L, route=rec.diagnostics["route"])),

@@ -139,7 +139,8 @@ def test_run_bound_tight_passes():
 
 @pytest.mark.parametrize("name, value", [
     ("reduction_factor", lambda *args: 1.0),  # Thm 4.1's bound as if the oracle were an attention head
-    ("TOL_ULPS", 1),  # the oracle rounded at the scale of f, not of its units
+    # the oracle rounded at the scale of f, not of its units
+    ("TOL_ULPS", {"float64": 1, "mp": 1, "sympy": 0}),
     ("oracle_error", "drop the FFN's error"),  # f taken as exactly linear on the cone
 ])
 def test_run_bound_tight_fails_without_a_factor(monkeypatch, name, value):

@@ -431,7 +431,8 @@ def _check_norm(w_iv: list, hits: list, W_bound: float) -> float:
         raise AssumptionError(
             f"the bisection for W*_ij at (i, j) = {hits[:5]} ended on an end of Eq. (22)'s a-priori "
             "interval: the answers contradict ||W*||_F <= W or the margin (a* lies outside the interval "
-            "the assumptions allow)"
+            "the assumptions allow), or, with method 'paper' and fewer samples than Hoeffding's count, "
+            "v_hat's signs are wrong (the probes then miss the margin)"
         )
     iv = mpmath.iv
     mig = [iv.mpf(0) if e.a <= 0 <= e.b else min(abs(e.a), abs(e.b)) for e, _, _ in w_iv]  # min |W*_ij|
