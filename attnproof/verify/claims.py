@@ -115,9 +115,6 @@ def claim(id: str, paper: str, kind: str, chapter: str, statement: str, *checks:
     return Claim(id, paper, kind, statement, chapter, tuple(checks), tuple(depends), reason, open)
 
 
-T = "tests/test_"  # node IDs below are relative to the repository root
-
-
 #: Node IDs in check links are relative to the repository root: ``f"test:{T}exact.py::..."``.
 T = "tests/test_"
 

@@ -63,6 +63,7 @@ register(PLACE, claims=[
        "id:thm4.1/end-to-end-bias",
        "id:bias/expansion-all-d",
        "id:thm4.1/run-high-precision",
+       "id:thm4.1/run-tight",
        f"test:{T}exact.py::test_sympy_recovery_is_exact",
        f"test:{T}exact.py::test_float64_recovery_within_derived_bound",
        "bench:exact d=8",

@@ -16,14 +16,22 @@ PLACE = (5,)
 register(PLACE, claims=[
     claim("def2.1", "App. A.1 (Cai and Zhang 2015, Def. 2.1)", "cited", "lowrank",
        r"Restricted uniform boundedness (RUB) of the ROP operator $\mathcal{A}$",
-       reason="a property of random operators that the library does not compute; Thm A.2 is "
-              "measured through the nuclear-norm learner instead"),
+       "id:def2.1/rub-certified",
+       f"test:{T}lowrank.py::test_rub_bracket_encloses_the_ratio_at_random_matrices",
+       reason="computed for drawn Gaussian ROP ensembles: certified brackets (branch and bound with "
+              "interval enclosures, rounding covered) at the listed sizes (d = 2: rank <= 2 and rank "
+              "1; d = 3: rank 1), attained values from local search on the other side"),
     claim("thmA.2", "Thm A.2 (Cai and Zhang 2015, Thm 2.2, Cor. 2.1)", "cited", "lowrank",
        r"With $m = \Omega(r(d_1 + d_2))$ Gaussian rank-one projections, w.p. $1 - e^{-\Omega(m)}$ "
        r"the nuclear-norm program (7) recovers every rank-$\le r$ matrix",
+       "id:thmA.2/rub-condition",
        f"test:{T}lowrank.py::test_nuclear_norm_learner_recovers_a_small_target",
        "bench:lowrank-cvx d=4 rank=1 tol=1e-6",
-       depends=("def2.1",)),
+       depends=("def2.1",),
+       reason="proven for the listed ensemble (d = 2, r = 1, m = 300, seed 0): the certified RUB "
+              "constants meet the recovery condition of the lemma in theorems/lowrank/rub.py; at "
+              "d = 2 that is no stronger than injectivity, and rank-restricted sizes beyond it are "
+              "out of the branch and bound's reach (measured by the learner instead)"),
     claim("thm5.1/measurement", "Thm 5.1, proof", "equation", "lowrank",
        r"$X = [(a + b)^\top; b^\top]$: $\alpha = \sigma(a^\top W b)$, "
        r"$t = \sigma^{-1}((y - b^\top v)/a^\top v) = \langle a b^\top, W \rangle$",
@@ -56,7 +64,9 @@ register(PLACE, claims=[
        "bench:lowrank-cvx d=4 rank=1 tol=1e-6",
        depends=("thmA.2", "thm5.1/measurement", "thm5.1/a-not-perp-v", "thm5.1/eq2", "thm5.1/queries"),
        reason="the probability 1 - exp(-Omega(m)) is the cited Thm A.2's, with an unstated constant: "
-              "measured, not proven"),
+              "measured (the low-rank chapter: the fraction of drawn ensembles whose certified RUB "
+              "constants meet the condition, d = 2, r = 1: 0/5 at m = 80, 2/5 at 160, 5/5 at 240, so "
+              "C ~ 60 in m >= C r (2d) there), not proven in general"),
     claim("thm5.1/skeleton", "beyond Thm 5.1", "beyond the paper", "lowrank",
        r"Deterministic exact recovery at the floor $d + r(2d - r)$ queries (cross approximation)",
        "learner:skeleton",

@@ -59,6 +59,7 @@ register(PLACE, claims=[
        "learner:orthogonal-heads",
        "id:propC.2/end-to-end",
        "id:propC.2/run-high-precision",
+       "id:propC.2/run-small-head",
        f"test:{T}multihead.py::test_orthogonal_heads_sympy_is_exact",
        f"test:{T}multihead.py::test_orthogonal_heads_float64_within_bound",
        "bench:orthogonal-heads d=4",
@@ -81,6 +82,11 @@ register(PLACE, claims=[
        r"Under Assumption C.1 multi-head attention is learnable from value (or Hessian) queries",
        "learner:multihead-sbd",
        "id:sec7/run-sbd",
+       # sufficiency of K = max(2, d_h - 1) Hessians for almost every C.1 target, per (H, d_h)
+       # pattern of the bench: a certified non-zero minor at one rational point (necessity: the
+       # lower bound K >= max(2, d_h - 1) in the room's docstring)
+       *(f"id:sec7/hessian-count-H{H}-dh{dh}"
+         for H, dh in ((2, 2), (3, 2), (2, 3), (3, 3), (2, 4), (3, 4), (2, 5), (2, 6))),
        f"test:{T}multihead.py::test_sbd_end_to_end_float64_and_mpmath",
        "bench:multihead-sbd d=4 tol=1e-5",
        depends=("appC/invariance", "propC.2"),

@@ -52,6 +52,7 @@ register(PLACE, claims=[
        "learner:transformer",
        "id:sec4.1/end-to-end",
        "id:sec4.1/run-high-precision",
+       "id:sec4.1/run-bound-tight",
        f"test:{T}transformer.py::test_transformer_sympy_exact_both_routes",
        f"test:{T}transformer.py::test_transformer_float64",
        "bench:transformer d=3",
