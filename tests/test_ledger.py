@@ -129,7 +129,8 @@ def test_a_claim_registered_later_is_evaluated_and_an_id_is_never_registered_twi
 #: RUB, Hessian-count and tight-run identities wired in since (def2.1, thmA.2, thm5.1, thm4.1,
 #: sec4.1, propC.2, appC/conjecture).  A deliberate change of a claim regenerates it:
 #: ``python -c "import json, dataclasses, attnproof.verify as L; print(json.dumps({'claims':
-#: [dataclasses.asdict(c) for c in L.CLAIMS], 'errata': [dataclasses.asdict(e) for e in L.ERRATA]}, indent=1, ensure_ascii=False))"``.
+#: [dataclasses.asdict(c) for c in L.CLAIMS], 'errata': [dataclasses.asdict(e) for e in
+#: L.ERRATA]}, indent=1, ensure_ascii=False))" > tests/data/ledger_claims.json``.
 BEFORE = recorded.ROOT / "tests" / "data" / "ledger_claims.json"
 
 
