@@ -414,7 +414,8 @@ def result_row(
     the score (errors, bits for W and v), the error bound, times and diagnostics."""
     row: dict[str, Any] = {"learner": learner, "d": d, "arith": rec.arith.name, "seed": seed}
     row.update(extra)
-    row.update(queries=rec.queries, queries_formula=rec.diagnostics.get("queries_formula"))
+    row.update(queries=rec.queries, queries_formula=rec.diagnostics.get("queries_formula"),
+               reasked_queries=rec.diagnostics.get("reasked_queries", 0))
     row.update(score(rec, W, v).as_dict())
     row.update(
         error_bound=rec.error_bound,

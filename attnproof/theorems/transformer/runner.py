@@ -81,6 +81,7 @@ def run_ffn(d: int, m: int | None = None, arith: Arith | str = "float64", seed: 
     return {
         "d": d, "m": m, "learner": "ffn", "arith": arith.name, "seed": seed, "L": rec.L,
         "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
+        "reasked_queries": rec.diagnostics["reasked_queries"],
         "err_W": err, "err_v": 0.0, "bits": -math.log2(err) if err else None, "exact": err == 0,
         "error_bound": bound, "within_bound": None if bound is None else err <= bound,
         "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
@@ -138,6 +139,7 @@ def run_transformer(
     return {
         "d": d, "m": m, "learner": "transformer", "arith": arith.name, "seed": seed, "route": route,
         "L": rec.ffn.L, "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
+        "reasked_queries": rec.diagnostics["reasked_queries"],
         "query_formula": "(L+1)(d+1) + 3L + 4 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
         "ffn_queries": rec.diagnostics["ffn_queries"],
         "attention_queries": rec.diagnostics["attention_queries"],
