@@ -206,7 +206,9 @@ def test_every_theorem_chapter_draws_targets_with_hypothesis_reproducibly():
         assert HYPOTHESIS_SECTION in source, f"{chapter}.md has no Hypothesis section"
         section = source[source.index(HYPOTHESIS_SECTION):]
         section = section[: section.find("\n## ", 1) if "\n## " in section[1:] else len(section)]
-        assert "@given(" in section and "from attnproof import strategies as ast" in section, chapter
+        # the shared strategies, or the room's own (theorems/<room>/strategies.py)
+        assert "@given(" in section and re.search(
+            r"from attnproof(\.theorems\.\w+)? import strategies as \w+", section), chapter
         assert re.search(r"@settings\(derandomize=True, database=None, max_examples=\d+", section), chapter
         assert re.search(r"`tests/test_\w+\.py::test_\w+`", section), f"{chapter}: no property test linked"
 

@@ -457,7 +457,8 @@ def _matched_errors(found: tuple[Recovery, ...], heads: list, arith: Arith) -> l
     paper="App. C, conjecture (learned)",
     statement=r"\mathrm{learn\_multihead\_sbd}\ \text{(step } h\text{)}:\ \|\hat W^{(h)} - W^{(h)}\|_F,\ "
     r"\|\hat v^{(h)} - v^{(h)}\|_2 \le 20\,(h^2 + \epsilon / h^2)\ "
-    r"\text{in float64 and mpmath (30, 50 digits), the checks passing, with exactly the counted queries}",
+    r"\text{in float64 and mpmath (30, 50 digits)},\ \text{the checks passing},\ "
+    r"\text{with exactly the counted queries}",
     uses=("sec7/hessian-at-zero", "sec7/hessian-invariant", "propC.2/run-high-precision"),
     assumptions="the C.1 targets of propC.2/run-high-precision (d = 3 split 1 + 2, d = 4 split 2 + 2), the "
     "subspaces not given; K = max_h max(2, d_h - 1) Hessians (the necessity bound), seed 0, the learner's "
