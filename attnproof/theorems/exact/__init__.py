@@ -31,7 +31,6 @@ Beyond the paper (float64 and mpmath only; sympy is exact and needs none of it):
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
@@ -42,7 +41,7 @@ from ...errors import DegenerateProbeError, InvalidInputError, ShapeError
 from ...measure import BilinearSession, Probes, ScalePolicy, balanced, random_orthogonal, value_errors
 from ...models import Attention, scores
 from ...oracles import ValueOracle
-from ...prelude import prepare_probes, read_v
+from ...prelude import check_tolerance, prepare_probes, read_v
 from ...verify.checkers import expand_matrix
 from ...verify.formulas import recovery_checks, symbols
 from ...verify.registry import LEARNERS, RunCheck as Check, Pair, identity, learner, run_check as run
@@ -141,7 +140,7 @@ def learn_exact(
     (6, True)
     """
     d = oracle.d
-    rtol = _check_rtol(rtol)
+    rtol = check_tolerance("rtol", rtol, optional=True, zero=True)  # before any query
     session = BilinearSession(oracle, arith, policy or ScalePolicy(), max_batch_bytes,
                               learner=LEARNERS["exact"])
     with arith.context():
@@ -171,22 +170,6 @@ def learn_exact(
         return session.recovery(
             W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol, bias=bias
         )
-
-
-def _check_rtol(rtol: Any) -> float | None:
-    """``rtol`` as a float (numpy reals accepted), before any query: None (the default promise) or
-    a finite real ``>= 0``; a string, bool, NaN, infinite or negative value is
-    :class:`InvalidInputError`, not a TypeError or a PrecisionLossError after every query."""
-    if rtol is None:
-        return None
-    if isinstance(rtol, (bool, np.bool_)) or not isinstance(rtol, numbers.Real):
-        raise InvalidInputError(f"rtol must be a real number >= 0 or None; got {rtol!r}")
-    value = float(rtol)
-    if not 0 <= value < math.inf:  # NaN too
-        raise InvalidInputError(
-            f"rtol must be finite and >= 0 (the promised relative accuracy); got {rtol!r}"
-        )
-    return value
 
 
 def probe_matrix(
