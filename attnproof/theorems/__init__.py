@@ -10,9 +10,12 @@ The room convention (every result follows it):
   :func:`attnproof.verify.registry.bound`, which run the library's own code in sympy.
 * ``theorems/<room>/runner.py`` declares, once, what the engine needs (:mod:`attnproof.room`):
   each learner's options (an :class:`attnproof.room.Options` dataclass), its bench runner
-  (:func:`attnproof.room.runner`) and the room's sweeps (:func:`attnproof.room.sweep`).
-  ``attnproof recover <learner>``, ``attnproof bench <sweep>`` and :func:`attnproof.bench.run`
-  are built from these; ``bench.py`` and ``cli.py`` name no result.
+  (:func:`attnproof.room.runner`), the room's sweeps (:func:`attnproof.room.sweep`) and its
+  share of the engine's sweeps that span rooms (:func:`attnproof.room.part`, at an explicit
+  order: a learner of ``bench perf``'s query-count sweep, a timing run, a ``bench bounds``
+  workload, real heads).  ``attnproof recover <learner>``, ``attnproof bench <sweep>``,
+  ``bench perf``, ``bench bounds`` and :func:`attnproof.bench.run` are built from these;
+  ``bench.py`` and ``cli.py`` name no result.
 * A room imports only from the levels below it (``errors``, ``arith``, ``proof``, ``models``,
   ``recovery``, ``oracles``, ``prelude``, ``measure``, ``room``), never from another room, except
   along a reduction the paper itself makes, declared in :data:`REDUCTIONS` (Sec. 4.1 learns the

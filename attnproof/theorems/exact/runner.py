@@ -129,3 +129,28 @@ __all__ = [
     "ExactOptions", "random_target", "run_exact", "ExactSweepOptions", "exact_jobs", "precision_sweep",
     "supported_range",
 ]
+
+
+# --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
+from ...room import FloorTarget, TimingRun, Workload, part, random_biases  # noqa: E402
+
+
+def floor_target(
+    d: int, rank: int, scale: float, bias: bool, probes: str, rng: np.random.Generator
+) -> tuple[Attention, Any, dict[str, Any]]:
+    """``bench perf``'s query-count target of Thm 4.1 (a :class:`~attnproof.room.FloorTarget`):
+    :func:`random_target` scaled to ``||W*||_F = scale``, with biases when ``bias``, learned by
+    :func:`~attnproof.theorems.exact.learn_exact` with ``probes`` (``rank`` unused: the learner
+    reads all of W*, the row shows rank d)."""
+    W, v = random_target(d, rng)
+    c, beta = random_biases(d, rng, bias)
+    model = Attention(W * (scale / np.linalg.norm(W)), v, c=c, beta=beta)
+    return model, lambda oracle: learn_exact(oracle, probes=probes, rng=rng, bias=bias), {
+        "rank": d, "probes": probes}
+
+
+part("perf", "floor", 0, FloorTarget("exact", ("orthogonal", "gaussian", "basis"), floor_target))
+part("perf", "time", 1, TimingRun("exact", {"small": {"d": 64}, "medium": {"d": 256}, "full": {"d": 1024}},
+                                  bits=True))
+part("bounds", "small", 0, Workload("exact", 64, "float64", {}, (0, 1)))
+part("bounds", "full", 0, Workload("exact", 1024, "float64", {}, (0,)))

@@ -210,3 +210,31 @@ __all__ = [
     "phase_point", "phase_transition", "LowrankSweepOptions", "lowrank_jobs", "describe_phase",
     "PhaseSweepOptions", "phase_jobs",
 ]
+
+
+# --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
+from ...room import FloorTarget, TimingRun, Workload, part, random_biases  # noqa: E402
+
+
+def floor_target(
+    d: int, rank: int, scale: float, bias: bool, probes: str, rng: np.random.Generator
+) -> tuple[FactoredAttention, Any, dict[str, Any]]:
+    """``bench perf``'s query-count target of Thm 5.1 (a :class:`~attnproof.room.FloorTarget`):
+    :func:`low_rank_target` of rank ``rank`` scaled to ``||W*||_F = scale``, with biases when
+    ``bias``, learned by :func:`~attnproof.theorems.lowrank.learn_skeleton` at that rank (its
+    probes are random bases whatever ``probes`` says)."""
+    K, Q, v = low_rank_target(d, rank, rng)
+    f = np.sqrt(scale / np.linalg.norm(K.T @ Q))
+    c, beta = random_biases(d, rng, bias)
+    model = FactoredAttention(K * f, Q * f, v, c=c, beta=beta)
+    return model, lambda oracle: learn_skeleton(oracle, rank=rank, rng=rng, bias=bias), {
+        "rank": rank, "probes": "random bases"}
+
+
+part("perf", "floor", 1, FloorTarget("skeleton", ("gaussian",), floor_target))
+part("perf", "time", 0, TimingRun("skeleton", {"small": {"d": 128, "rank": 8},
+                                               "medium": {"d": 1024, "rank": 32},
+                                               "full": {"d": 4096, "rank": 128}}))
+part("bounds", "small", 1, Workload("skeleton", 256, "float64", {"rank": 8}, (0, 1)))
+part("bounds", "small", 2, Workload("skeleton-adaptive", 64, "float64", {"rank": 4}, (0,)))
+part("bounds", "full", 1, Workload("skeleton", 4096, "float64", {"rank": 128}, (0, 1, 2, 3, 4)))

@@ -20,7 +20,7 @@ import numpy as np
 from ...arith import Arith, parse
 from ...errors import InvalidInputError
 from ...models import Attention
-from ...room import Options, option, result_row, runner
+from ...room import Options, Workload, option, part, result_row, runner
 from .learners import learn_membership, learn_membership_rotated
 from .oracle import MembershipOracle
 from .parameters import DELTA, DELTA_ROT, EPS_W, METHOD, METHODS, W_BOUND, default_mu, information_floor
@@ -143,6 +143,10 @@ def run_membership_rotated(
     row = result_row("membership-rotated", d, seed, rec, oracle, seconds, model.W, unit, eps_W=eps_W)
     row["guarantee_met"] = row["err_W"] <= eps_W and bool(rec.diagnostics["guarantee_met"])
     return row
+
+
+part("bounds", "small", 7, Workload("membership", 3, "float64", {"eps_W": 1e-2}, (0,)))
+part("bounds", "small", 8, Workload("membership-rotated", 3, "mp:40", {"eps_W": 1e-2}, (0,)))
 
 
 __all__ = [

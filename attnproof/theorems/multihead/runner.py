@@ -281,3 +281,9 @@ __all__ = [
     "MultiheadSBDOptions", "OrthogonalHeadsOptions", "minimal_hessians", "multihead_sbd_table",
     "orthogonal_heads_target", "run_multihead_sbd", "run_orthogonal_heads",
 ]
+
+
+# --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
+from ...room import Workload, part  # noqa: E402
+
+part("bounds", "small", 6, Workload("orthogonal-heads", 6, "float64", {"H": 2}, (0,)))

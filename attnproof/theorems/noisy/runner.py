@@ -119,3 +119,9 @@ def tolerance_headroom(
 
 
 __all__ = ["NoisyOptions", "margin_target", "theorem_tolerances", "run_noisy", "tolerance_headroom"]
+
+
+# --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
+from ...room import Workload, part  # noqa: E402
+
+part("bounds", "small", 3, Workload("noisy", 8, "float64", {}, (0, 1)))

@@ -154,3 +154,12 @@ def run_transformer(
 
 
 __all__ = ["FFNOptions", "TransformerOptions", "ROUTES", "transformer_target", "run_ffn", "run_transformer"]
+
+
+# --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
+from ...room import Workload, part  # noqa: E402
+
+part("bounds", "small", 4, Workload("ffn", 8, "float64", {"m": 8}, (0, 1)))
+part("bounds", "small", 5, Workload("transformer", 4, "float64", {"m": 6}, (0,)))
+for _i, (_d, _m) in enumerate((d, m) for d in (4, 8, 16) for m in (4, 8, 16)):  # the FFN at d, m <= 16
+    part("bounds", "full", 2 + _i / 10, Workload("ffn", _d, "float64", {"m": _m}, (0, 1)))
