@@ -627,7 +627,7 @@ def _add_recover(r: argparse.ArgumentParser) -> None:
 def _add_bench(b: argparse.ArgumentParser) -> None:
     """The sweeps of ``attnproof bench``: the ones the rooms register, and the engine's own."""
     from . import room
-    from .bench import PERF_SIZES
+    from .bench import HEAD_LEARNERS, PERF_SIZES
 
     _load_rooms()
     jobs = _jobs_options()
@@ -638,7 +638,7 @@ def _add_bench(b: argparse.ArgumentParser) -> None:
         _add_options(sp, sw.options)
         sp.set_defaults(run=_bench_sweep, jobs=_sweep_jobs)
     h = sweeps.add_parser("heads", parents=[jobs], help="every head of all-MiniLM-L6-v2, with biases")
-    h.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "exact"), default="skeleton",
+    h.add_argument("--learner", choices=HEAD_LEARNERS, default=HEAD_LEARNERS[0],
                    help="skeleton (rank = head dimension; default), skeleton-adaptive or exact")
     h.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
     h.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
@@ -670,8 +670,8 @@ def _add_bench(b: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``attnproof``; ``recover``, ``bench`` and ``ledger`` are filled on first use
-    (:func:`_lazy_parser`), the others need no room."""
+    """The parser of ``attnproof``; ``recover``, ``bench``, ``ledger`` and ``recover-model`` are
+    filled on first use (:func:`_lazy_parser`), ``verify`` needs no room to parse."""
     p = _Parser(prog="attnproof", description="Learning attention with queries (arXiv 2601.16873).")
     sub = _subcommands(p, dest="command", required=True, metavar="COMMAND",
                        help="verify, ledger, recover, bench or recover-model")
@@ -685,18 +685,24 @@ def build_parser() -> argparse.ArgumentParser:
     _lazy_parser(sub, "ledger", _add_ledger, help="the paper's claims, their checks and computed status")
     _lazy_parser(sub, "recover", _add_recover, help="recover a random target through a counting oracle")
     _lazy_parser(sub, "bench", _add_bench, help="sweeps: query counts, errors and time over several runs")
-    m = sub.add_parser("recover-model", parents=[_jobs_options()],
-                       help="recover every attention head of a BERT-style safetensors checkpoint")
+    _lazy_parser(sub, "recover-model", _add_recover_model, parents=[_jobs_options()],
+                 help="recover every attention head of a BERT-style safetensors checkpoint")
+    return p
+
+
+def _add_recover_model(m: argparse.ArgumentParser) -> None:
+    """The arguments of ``attnproof recover-model`` (its learners are the rooms': filled on use)."""
+    from .bench import HEAD_LEARNERS
+
     m.add_argument("checkpoint", metavar="CHECKPOINT",
                    help="a .safetensors file, or a directory holding model.safetensors (and config.json)")
     m.add_argument("--n-heads", dest="n_heads", type=_positive_int, default=None,
                    help="heads per layer (default: num_attention_heads of config.json)")
-    m.add_argument("--learner", choices=("skeleton", "skeleton-adaptive", "exact"), default="skeleton",
+    m.add_argument("--learner", choices=HEAD_LEARNERS, default=HEAD_LEARNERS[0],
                    help="skeleton (rank = head dimension), skeleton-adaptive or exact (Thm 4.1 with biases)")
     m.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
     m.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
     m.set_defaults(run=_recover_model, jobs=_model_jobs)
-    return p
 
 
 def _check_recover(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -173,3 +173,24 @@ def test_the_bias_run_fails_on_a_dropped_factor_of_c_bound(monkeypatch):
     rows = run_rows(exact.run_tight())[2]
     failed = [r["check"] for r in rows if not r["passed"]]
     assert failed == ["float64, bias: ||c_hat - c*|| / error_bound_c <= 1"]
+
+
+def test_the_head_learners_offered_are_every_registered_learner_that_takes_biases():
+    """``--learner`` of ``bench heads`` and ``recover-model`` is read from the room's
+    HEAD_LEARNERS, which must name exactly the registered learners with a ``bias`` keyword (the
+    default, first, is the one the room's functions default to); any other is refused, typed."""
+    import inspect
+
+    from attnproof.bench import HEAD_LEARNERS, head_jobs, recover_head
+    from attnproof.cli import build_parser
+    from attnproof.verify.registry import LEARNERS
+
+    takes_bias = {n for n, lr in LEARNERS.items() if "bias" in inspect.signature(lr.fn).parameters}
+    assert set(HEAD_LEARNERS) == takes_bias and len(HEAD_LEARNERS) == len(takes_bias)
+    assert inspect.signature(recover_head).parameters["learner"].default == HEAD_LEARNERS[0]
+    for argv in (["bench", "heads"], ["recover-model", "ckpt"]):
+        parser = build_parser()
+        assert parser.parse_args(argv).learner == HEAD_LEARNERS[0]
+        assert parser.parse_args([*argv, "--learner", HEAD_LEARNERS[-1]]).learner == HEAD_LEARNERS[-1]
+    with pytest.raises(InvalidInputError, match="does not learn heads with biases"):
+        head_jobs([], "noisy")

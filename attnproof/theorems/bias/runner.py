@@ -28,6 +28,12 @@ from ...recovery import Recovery, score
 from ...room import Job, bits_of, job_key, part, ratio_or_none
 
 
+#: the learners of a real head with biases, the default first (``--learner`` of ``attnproof bench
+#: heads`` and ``recover-model``): every registered learner that takes ``bias`` (``skeleton`` at
+#: rank = the head dimension; ``tests/test_bias.py`` checks the set against the registry)
+HEAD_LEARNERS = ("skeleton", "skeleton-adaptive", "exact")
+
+
 def _head_learner(learner: str) -> Callable[..., Recovery]:
     """The registered learner ``learner`` if it learns heads with biases, else a typed refusal."""
     fn = LEARNERS[learner].fn if learner in LEARNERS else None
@@ -40,7 +46,7 @@ def _head_learner(learner: str) -> Callable[..., Recovery]:
 
 
 def recover_head(
-    layer: int, head: int, model: FactoredAttention, learner: str = "skeleton", seed: int = 0
+    layer: int, head: int, model: FactoredAttention, learner: str = HEAD_LEARNERS[0], seed: int = 0
 ) -> dict[str, Any]:
     """Recover (W, c, v, beta) of one real head with biases through a counting oracle.
 
@@ -76,7 +82,7 @@ def recover_head(
 
 
 def recover_heads(
-    heads: list[tuple[int, int, Any]], learner: str = "skeleton", seed: int = 0
+    heads: list[tuple[int, int, Any]], learner: str = HEAD_LEARNERS[0], seed: int = 0
 ) -> list[dict[str, Any]]:
     """:func:`recover_head` for each (layer, head, model) of ``heads``, in order."""
     _head_learner(learner)  # refuse before the first head
@@ -84,7 +90,7 @@ def recover_heads(
 
 
 def head_jobs(
-    heads: list[tuple[int, int, FactoredAttention]], learner: str = "skeleton", seed: int = 0,
+    heads: list[tuple[int, int, FactoredAttention]], learner: str = HEAD_LEARNERS[0], seed: int = 0,
     source: str = "",
 ) -> list[Job]:
     """One :func:`recover_head` job per (layer, head, model) of ``heads``; ``source`` (the
@@ -160,6 +166,6 @@ def head_bound_row(**kwargs: Any) -> dict[str, Any]:
 
 
 __all__ = [
-    "recover_head", "recover_heads", "head_jobs", "heads_summary", "PERF_HEADS", "MINILM", "perf_head_jobs",
-    "bounds_head_jobs", "head_bound_row",
+    "HEAD_LEARNERS", "recover_head", "recover_heads", "head_jobs", "heads_summary", "PERF_HEADS", "MINILM",
+    "perf_head_jobs", "bounds_head_jobs", "head_bound_row",
 ]
