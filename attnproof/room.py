@@ -13,9 +13,13 @@ A room declares once, in its own subpackage, what the engine (:mod:`attnproof.be
   keywords and the registered count's arguments are all read from this one declaration;
 * its **runner**, registered with :func:`runner`: ``fn(d, arith, seed, options) -> row``, which
   draws a target for the learner, recovers it through a counting oracle and returns
-  :func:`result_row`'s dict (plus the room's own keys).
+  :func:`result_row`'s dict (plus the room's own keys);
+* its **sweeps** (:func:`sweep`), and its share of the engine's sweeps that span rooms
+  (:func:`part`: ``bench perf``'s query-count targets and timing runs, ``bench bounds``'s
+  workloads, real heads), each at an explicit order.
 
-The engine never names a result: it reads :data:`RUNNERS` (learner name -> :class:`Runner`).
+The engine never names a result: it reads :data:`RUNNERS` (learner name -> :class:`Runner`),
+:data:`SWEEPS` and :data:`PARTS`.
 Rooms sit below the engine (``tests/test_layers.py``): this module is on the floor between
 them (it imports only errors, arith, recovery), so a room can register here and the engine can
 read here, and neither imports the other's floor.  The learner registry itself stays with the
