@@ -87,6 +87,31 @@ def test_a_declared_option_is_a_runner_keyword_with_the_same_default(learner):
             assert params[f.name].default == f.default, (learner, f.name)
 
 
+#: (learner, option) whose bench default differs from the learner's own on purpose, and why
+DIFFERENT_ON_PURPOSE = {
+    ("noisy", "design"): "the option names the design; the learner takes the ProbeDesign itself",
+    ("noisy", "eps_W"): "the bench asks an accuracy; the learner without one may probe past the proof",
+    ("noisy", "eps_v"): "as eps_W",
+}
+
+
+@pytest.mark.parametrize("learner", sorted(room.RUNNERS))
+def test_an_option_that_is_a_learner_keyword_has_the_learners_default(learner):
+    """Issue 19 item 5: a default is written once.  An option that the learner itself takes
+    with a default has that default (read it with ``room.default_of``), unless listed above."""
+    import dataclasses
+    import inspect
+
+    params = inspect.signature(LEARNERS[learner].fn).parameters
+    for f, _, _ in room.RUNNERS[learner].options.fields():
+        if f.name not in params or params[f.name].default is inspect.Parameter.empty:
+            continue
+        if (learner, f.name) in DIFFERENT_ON_PURPOSE:
+            assert params[f.name].default != f.default, (learner, f.name, "no longer different: unlist it")
+            continue
+        assert f.default is not dataclasses.MISSING and f.default == params[f.name].default, (learner, f.name)
+
+
 def test_options_are_validated_eagerly_and_named():
     options = room.RUNNERS["noisy"].options
     assert options().values()["design"] == "corrected"
