@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import sys
 import typing
 from collections.abc import Callable
@@ -36,16 +35,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _int_at_least(lo: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= lo, else one line naming the bound."""
+    """An argparse type: an integer >= lo, else one line naming the bound
+    (:func:`attnproof.room.int_at_least`, imported when a value is read, not for ``--help``)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < lo:
-            raise argparse.ArgumentTypeError(f"must be >= {lo}: {value}")
-        return value
+        from .room import int_at_least
+
+        return _read(int_at_least(lo), text)
 
     return parse
 
@@ -53,31 +49,12 @@ def _int_at_least(lo: int) -> Callable[[str], int]:
 _positive_int, _nonnegative_int = _int_at_least(1), _int_at_least(0)
 
 
-def _positive_float(text: str) -> float:
+def _read(reader: Callable[[str], Any], text: str) -> Any:
+    """``reader(text)``, its typed error as argparse's (one line after the flag's name)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0: {text}")
-    return value
-
-
-def _unit_float(text: str) -> float:
-    value = _positive_float(text)
-    if value >= 1:
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1): {text}")
-    return value
-
-
-def _hessian_source(text: str) -> str:
-    if text in ("exact", "fd"):
-        return text
-    return _arith(text) if text.startswith("mp:") else _fail(f"use exact, fd or mp:DIGITS: {text!r}")
-
-
-def _fail(message: str) -> Any:
-    raise argparse.ArgumentTypeError(message)
+        return reader(text)
+    except AttnproofError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _arith(text: str) -> str:
@@ -176,10 +153,12 @@ def _queries(r: dict[str, Any]) -> str:
 
 
 def _describe(r: dict[str, Any]) -> str:
-    """One line for a result row of :func:`attnproof.bench.result_row` (any learner)."""
+    """One line for a result row of :func:`attnproof.bench.result_row` (any learner): the row
+    keys the rooms show (part ``("rows", "shown")`` of :mod:`attnproof.room`) as ``key=value``."""
+    from . import room
+
     head = [f"{r['learner']}", f"d={r['d']}"]
-    keys = ("rank", "m", "L", "H", "route", "method", "design", "adversary", "tau", "probes")
-    head += [f"{k}={_fmt(r[k])}" for k in keys if k in r]
+    head += [f"{k}={_fmt(r[k])}" for k in room.parts("rows", "shown") if k in r]
     head.append(f"arith={r['arith']}")
     if r["exact"]:
         bits = "exact"
@@ -248,8 +227,9 @@ def _execute(
     args: argparse.Namespace, jobs: list[Any], describe: Callable[[dict[str, Any]], str]
 ) -> list[dict[str, Any]]:
     """Run ``jobs`` as the options say (``--workers``, ``--scheduler``, ``--out``), with a
-    progress bar on stderr (unless ``--quiet`` or ``--json``), printing ``describe(row)`` for
-    each row as it finishes (unless ``--json``); returns the rows in the jobs' order.
+    progress bar on stderr (unless ``--quiet`` or ``--json``, or the command has no ``--quiet``),
+    printing ``describe(row)`` for each row as it finishes (unless ``--json``, or it is None);
+    returns the rows in the jobs' order.
 
     The bar counts queries (live in this process); on a terminal it redraws itself, elsewhere
     (a log file, a pipe) it is written once, when the run ends, if the run lasted
@@ -263,7 +243,7 @@ def _execute(
     rows: dict[str, dict[str, Any]] = {}
     total = sum(j.queries for j in jobs) or None
     done, live = [0], [0]  # queries of the whole run, and of the running job (in this process)
-    show = not (args.quiet or args.json)
+    show = not (getattr(args, "quiet", True) or args.json)
     redraw = show and sys.stderr.isatty()
     meter = {"unit": "queries", "unit_scale": bool(total and total >= 1000)}
 
@@ -282,8 +262,9 @@ def _execute(
             bar.update(rest)
             done[0] += rest
             live[0] = 0
-            if not args.json:
-                line = describe(row) + (" (resumed)" if resumed else "")
+            described = None if args.json else describe(row)
+            if described is not None:
+                line = described + (" (resumed)" if resumed else "")
                 if not bar.disable and bar.last_print_t >= bar.start_t + bar.delay:  # the bar is shown
                     bar.write(line, file=sys.stdout)  # clears it, writes, redraws it
                 else:
@@ -325,24 +306,6 @@ def _print_failures(rows: list[dict[str, Any]]) -> int:
     return 1 if failures else 0
 
 
-def _bench_multihead(args: argparse.Namespace) -> int:
-    from .bench import jsonable, minimal_hessians, multihead_sbd_table
-
-    rows = multihead_sbd_table(seeds=range(args.seeds), source=args.source)
-    minimal = minimal_hessians(rows)
-    if args.json:
-        print(json.dumps(jsonable({"bench": "multihead", "results": rows, "minimal": minimal}), indent=2))
-        return 0
-    print(f"Hessian SBD (App. C.2): share of {args.seeds} seed(s) per row whose K probe Hessians split "
-          "into the H true heads, by the commutant and by a random combination")
-    for row in rows:
-        print(f"H={row['H']} d_h={row['d_h']} K={row['K']}: commutant {row['commutant']:.2f}, "
-              f"random combination {row['random_combination']:.2f}")
-    for m in minimal:
-        print(f"H={m['H']} d_h={m['d_h']}: minimal K = {m['minimal_K']} (lower bound {m['lower_bound']})")
-    return 0
-
-
 def _heads_report(args: argparse.Namespace, header: dict[str, Any], rows: list[dict[str, Any]]) -> int:
     """The heads' rows and their summary (:func:`attnproof.bench.heads_summary`), after
     ``header`` in the JSON document; exit 1 when a head's error exceeds its own bound."""
@@ -368,7 +331,8 @@ def _sweep_jobs(args: argparse.Namespace) -> list[Any]:
 
 
 def _bench_sweep(args: argparse.Namespace) -> int:
-    """``bench <sweep>`` for a sweep a room registered (:data:`attnproof.room.SWEEPS`)."""
+    """``bench <sweep>`` for a sweep a room registered (:data:`attnproof.room.SWEEPS`): its rows'
+    lines, then its report (:class:`attnproof.room.Sweep`); exit 1 when a row failed."""
     from . import room
     from .bench import jsonable
 
@@ -377,8 +341,13 @@ def _bench_sweep(args: argparse.Namespace) -> int:
     for r in rows:
         if "learner_seconds" in r:
             r["learner_share"] = r["learner_seconds"] / r["oracle_seconds"] if r["oracle_seconds"] else None
+    doc, lines = (sweep.report(_options_from(args, sweep.options), rows) if sweep.report
+                  else ({"results": rows}, []))
     if args.json:
-        print(json.dumps(jsonable({"bench": args.what, "results": rows}), indent=2))
+        print(json.dumps(jsonable({"bench": args.what, **doc}), indent=2))
+    else:
+        for line in lines:
+            print(line)
     return _print_failures(rows)
 
 
@@ -490,17 +459,22 @@ def _list_of(kind: type) -> Callable[[str], tuple[Any, ...]]:
 
 def _add_options(parser: argparse.ArgumentParser, options: type[room.Options]) -> None:
     """One flag per option a room declared: ``--name`` (``_`` as ``-``), typed, its choices, its
-    default in the help, required when it has none.  The values are checked when the options
+    default in the help (unless it says not to), required when it has none, read by the
+    option's own ``parse`` when it declares one.  The values are checked when the options
     object is built (:func:`_options_from`), by the same code the Python API runs."""
     for f, (kind, _), opt in options.fields():
         is_list = typing.get_origin(kind) is tuple
         item = typing.get_args(kind)[0] if is_list else kind
         default = None if f.default is dataclasses.MISSING else f.default
         shown = ",".join(map(str, default)) if is_list and default is not None else default
+        if opt.parse is not None:
+            read: Callable[[str], Any] = lambda text, parse=opt.parse: _read(parse, text)  # noqa: E731
+        else:
+            read = _list_of(item) if is_list else _scalar(item)
         parser.add_argument(
-            "--" + f.name.replace("_", "-"), dest=f.name, type=_list_of(item) if is_list else _scalar(item),
+            "--" + f.name.replace("_", "-"), dest=f.name, type=read,
             choices=None if is_list else opt.choices, default=None, required=f.default is dataclasses.MISSING,
-            help=opt.help + ("" if shown is None else f" (default: {shown})"),
+            help=opt.help + ("" if shown is None or not opt.show_default else f" (default: {shown})"),
         )
 
 
@@ -625,24 +599,48 @@ def _add_recover(r: argparse.ArgumentParser) -> None:
 
 
 def _add_bench(b: argparse.ArgumentParser) -> None:
-    """The sweeps of ``attnproof bench``: the ones the rooms register, and the engine's own."""
+    """The sweeps of ``attnproof bench``: the ones the rooms register, and the engine's own
+    (``heads``, ``perf``, ``bounds``), listed by their order (:class:`attnproof.room.Sweep`)."""
     from . import room
-    from .bench import HEAD_LEARNERS, PERF_SIZES
 
     _load_rooms()
     jobs = _jobs_options()
     sweeps = b.add_subparsers(dest="what", required=True, parser_class=_Parser, metavar="SWEEP",
                               help="what to sweep; 'attnproof bench SWEEP --help' shows its options")
-    for name, sw in sorted(room.SWEEPS.items()):
-        sp = sweeps.add_parser(name, parents=[jobs], help=sw.help)
-        _add_options(sp, sw.options)
-        sp.set_defaults(run=_bench_sweep, jobs=_sweep_jobs)
+
+    def add_room_sweep(sw: room.Sweep) -> Callable[[], None]:
+        def add() -> None:
+            sp = sweeps.add_parser(sw.name, parents=[] if sw.in_process else [jobs], help=sw.help)
+            _add_options(sp, sw.options)
+            if sw.in_process:
+                sp.add_argument("--json", action="store_true", help=_JSON_HELP)
+            sp.set_defaults(run=_bench_sweep, jobs=_sweep_jobs)
+        return add
+
+    entries = [(sw.order, name, add_room_sweep(sw)) for name, sw in room.SWEEPS.items()]
+    entries += [(1.0, "heads", lambda: _add_heads(sweeps, jobs)),
+                (2.0, "perf", lambda: _add_perf(sweeps, jobs)),
+                (3.0, "bounds", lambda: _add_bounds(sweeps, jobs))]
+    for _, _, add in sorted(entries, key=lambda e: e[:2]):
+        add()
+
+
+def _add_heads(sweeps: Any, jobs: argparse.ArgumentParser) -> None:
+    """``attnproof bench heads``."""
+    from .bench import HEAD_LEARNERS
+
     h = sweeps.add_parser("heads", parents=[jobs], help="every head of all-MiniLM-L6-v2, with biases")
     h.add_argument("--learner", choices=HEAD_LEARNERS, default=HEAD_LEARNERS[0],
                    help="skeleton (rank = head dimension; default), skeleton-adaptive or exact")
     h.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
     h.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
     h.set_defaults(run=_bench_heads, jobs=_heads_jobs)
+
+
+def _add_perf(sweeps: Any, jobs: argparse.ArgumentParser) -> None:
+    """``attnproof bench perf``."""
+    from .bench import PERF_SIZES
+
     pf = sweeps.add_parser("perf", parents=[jobs],
                            help="the performance targets: queries / floor over scales, learner time / oracle "
                            "time, bits of W, error estimate / true error, the MiniLM heads")
@@ -652,6 +650,10 @@ def _add_bench(b: argparse.ArgumentParser) -> None:
     pf.add_argument("--seed", type=_nonnegative_int, default=0,
                     help="seed of the targets and the learners' draws")
     pf.set_defaults(run=_bench_perf, jobs=_perf_jobs)
+
+
+def _add_bounds(sweeps: Any, jobs: argparse.ArgumentParser) -> None:
+    """``attnproof bench bounds``."""
     bd = sweeps.add_parser("bounds", parents=[jobs],
                            help="each learner's rigorous error bound against its true error: bound / error, "
                            "bits, refusals, on small workloads (seconds)")
@@ -660,13 +662,6 @@ def _add_bench(b: argparse.ArgumentParser) -> None:
                     "seeds 0-4,"
                     " the FFN on d, m <= 16, every MiniLM head (long)")
     bd.set_defaults(run=_bench_bounds, jobs=_bounds_jobs)
-    mh = sweeps.add_parser("multihead", help="Hessian SBD (App. C.2): how many probe Hessians split "
-                           "the heads (runs in this process)")
-    mh.add_argument("--seeds", type=_positive_int, default=3, help="seeds per point")
-    mh.add_argument("--source", default="exact", type=_hessian_source,
-                    help="Hessians exact (closed form), fd (finite differences) or mp:DIGITS")
-    mh.add_argument("--json", action="store_true", help=_JSON_HELP)
-    mh.set_defaults(run=_bench_multihead)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -64,6 +64,12 @@ class Option:
     check : callable, optional
         Called with the value; raises an :class:`~attnproof.errors.AttnproofError` when it is
         not accepted (e.g. :func:`attnproof.arith.parse` for an arithmetic's name).
+    parse : callable, optional
+        How the command line reads the flag's text (default: the field's type); raises an
+        :class:`~attnproof.errors.AttnproofError` whose message argparse shows after the flag
+        (e.g. :func:`int_at_least`).
+    show_default : bool
+        Whether ``--help`` appends the default.
     """
 
     help: str
@@ -73,6 +79,8 @@ class Option:
     open_low: bool = False
     open_high: bool = False
     check: Callable[[Any], object] | None = None
+    parse: Callable[[str], Any] | None = None
+    show_default: bool = True
 
 
 def option(
@@ -85,11 +93,29 @@ def option(
     open_low: bool = False,
     open_high: bool = False,
     check: Callable[[Any], object] | None = None,
+    parse: Callable[[str], Any] | None = None,
+    show_default: bool = True,
 ) -> Any:
     """A field of an :class:`Options` class: its default (none: required) and an :class:`Option`."""
     choices = None if choices is None else tuple(choices)
-    meta = {"option": Option(help, choices, low, high, open_low, open_high, check)}
+    meta = {"option": Option(help, choices, low, high, open_low, open_high, check, parse, show_default)}
     return field(default=default, metadata=meta)
+
+
+def int_at_least(lo: int) -> Callable[[str], int]:
+    """A reader of a flag's text: an integer >= lo, else an InvalidInputError naming the bound
+    (the command line's integer flags read this way)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise InvalidInputError(f"not an integer: {text!r}") from None
+        if value < lo:
+            raise InvalidInputError(f"must be >= {lo}: {value}")
+        return value
+
+    return parse
 
 
 def _kind(annotation: Any) -> tuple[Any, bool]:
@@ -356,8 +382,8 @@ def job_key(name: str, **params: Any) -> str:
 @dataclass(frozen=True)
 class Sweep:
     """A room's sweep (``attnproof bench <name>``): ``jobs(**options.values())`` lists its
-    independent jobs; the engine runs them (in this process or on Dask, resumable) and prints
-    ``describe(row)`` for each finished row.
+    independent jobs; the engine runs them (in this process or on Dask, resumable), prints
+    ``describe(row)`` for each finished row, then the sweep's ``report`` of all its rows.
 
     Attributes
     ----------
@@ -370,7 +396,19 @@ class Sweep:
     help : str
         One line for ``attnproof bench --help``.
     describe : callable, optional
-        Row -> one line (default: the engine's line for a learner's result row).
+        Row -> one line, or None for no line (default: the engine's line for a learner's
+        result row).
+    report : callable, optional
+        ``report(options, rows) -> (document, lines)``, once every row is in: the JSON
+        document's keys after ``"bench"`` (default ``{"results": rows}``) and the lines printed
+        after the rows' (default none).
+    order : float
+        Where the sweep is listed in ``attnproof bench --help`` (by order, then name; the
+        engine's own sweeps ``heads``, ``perf``, ``bounds`` are at 1, 2, 3).
+    in_process : bool
+        The jobs always run one after the other in this process: the command takes no
+        ``--workers``, ``--scheduler``, ``--out`` or ``--quiet`` (only ``--json``), and shows
+        no progress bar.
     room : str
         The room that declared it.
     """
@@ -379,7 +417,10 @@ class Sweep:
     jobs: Callable[..., list[Job]]
     options: type[Options]
     help: str
-    describe: Callable[[dict[str, Any]], str] | None
+    describe: Callable[[dict[str, Any]], str | None] | None
+    report: Callable[[Options, list[dict[str, Any]]], tuple[dict[str, Any], list[str]]] | None
+    order: float
+    in_process: bool
     room: str
 
 
@@ -388,7 +429,14 @@ SWEEPS: dict[str, Sweep] = {}
 
 
 def sweep(
-    name: str, options: type[Options], help: str, describe: Callable[[dict[str, Any]], str] | None = None
+    name: str,
+    options: type[Options],
+    help: str,
+    describe: Callable[[dict[str, Any]], str | None] | None = None,
+    *,
+    report: Callable[[Options, list[dict[str, Any]]], tuple[dict[str, Any], list[str]]] | None = None,
+    order: float = 0.0,
+    in_process: bool = False,
 ) -> Callable[[Callable[..., list[Job]]], Callable[..., list[Job]]]:
     """Register ``jobs(**options)`` as the sweep ``attnproof bench <name>`` (see :class:`Sweep`).
 
@@ -406,7 +454,7 @@ def sweep(
             raise AttnproofError(f"sweep {name!r}: options {sorted(missing)} are not keywords of "
                                  f"{fn.__name__}")
         room = fn.__module__.removeprefix("attnproof.theorems.").split(".")[0]
-        SWEEPS[name] = Sweep(name, fn, options, help, describe, room)
+        SWEEPS[name] = Sweep(name, fn, options, help, describe, report, order, in_process, room)
         return fn
 
     return deco
@@ -434,6 +482,8 @@ class Part:
     ``("bounds", "full")``
     ``("bounds", "heads")``   ``fn() -> list[Job]``: real heads for ``bench bounds --full`` (the
                               room helper ``head_bound_row(**job.kwargs)`` scores each)
+    ``("rows", "shown")``     a key of a learner's result row that the engine's one line for the
+                              row shows as ``key=value`` (when the row has it), at its order
     ========================  ====================================================================
 
     Attributes
@@ -468,8 +518,8 @@ def part(sweep: str, name: str, order: float, value: Any = MISSING) -> Any:
     Raises
     ------
     AttnproofError
-        If ``order`` is not a finite number or is taken in that part (two rooms' rows would
-        come in import order).
+        If ``order`` is not a finite number or is taken in that part by another value (two
+        rooms' rows would come in import order; two rooms may register the same value there).
     """
 
     room = sys._getframe(1).f_globals["__name__"].removeprefix("attnproof.theorems.").split(".")[0]
@@ -477,7 +527,7 @@ def part(sweep: str, name: str, order: float, value: Any = MISSING) -> Any:
     def register(value: Any) -> Any:
         if isinstance(order, bool) or not isinstance(order, numbers.Real) or not math.isfinite(order):
             raise AttnproofError(f"part {sweep}/{name}: order must be a finite number; got {order!r}")
-        if any(p.order == order for p in PARTS if (p.sweep, p.name) == (sweep, name)):
+        if any(p.order == order and p.value != value for p in PARTS if (p.sweep, p.name) == (sweep, name)):
             raise AttnproofError(f"part {sweep}/{name}: order {order} is taken")
         PARTS.append(Part(sweep, name, order, value, room))
         return value
@@ -486,9 +536,11 @@ def part(sweep: str, name: str, order: float, value: Any = MISSING) -> Any:
 
 
 def parts(sweep: str, name: str) -> list[Any]:
-    """The values the rooms registered for the part ``name`` of ``sweep``, by their order."""
-    return [p.value for p in sorted((p for p in PARTS if (p.sweep, p.name) == (sweep, name)),
-                                    key=lambda p: p.order)]
+    """The values the rooms registered for the part ``name`` of ``sweep``, by their order (a
+    value two rooms registered at the same order once)."""
+    ordered = sorted((p for p in PARTS if (p.sweep, p.name) == (sweep, name)), key=lambda p: p.order)
+    return [p.value for i, p in enumerate(ordered)
+            if not (i and (ordered[i - 1].order, ordered[i - 1].value) == (p.order, p.value))]
 
 
 @dataclass(frozen=True)
@@ -574,7 +626,8 @@ def result_row(
 
 
 __all__ = [
-    "Option", "option", "Options", "NoOptions", "Runner", "RUNNERS", "runner", "default_of", "Job",
+    "Option", "option", "int_at_least", "Options", "NoOptions", "Runner", "RUNNERS", "runner", "default_of",
+    "Job",
     "inputs_digest", "job_key", "Sweep", "SWEEPS", "sweep", "Part", "PARTS", "part", "parts", "FloorTarget",
     "TimingRun", "Workload", "random_biases", "ratio_or_none", "bits_of", "result_row",
 ]

@@ -610,3 +610,71 @@ def test_bench_bounds_flags_a_loose_or_violated_bound_from_the_run(capsys, monke
     status, doc, err = _main(capsys, "bench", "bounds", "--json")
     assert status == 1 and "exceeds the learner's own bound" in err
     assert json.loads(doc)["table"][0]["within"] == "NO"
+
+
+def test_a_planted_rooms_sweep_with_a_report_is_a_bench_command(capsys, monkeypatch):
+    """Adding a result = its folder, for a sweep with its own report (as ``bench multihead``): a
+    room's in-process sweep is listed at its order, takes its options as declared (its own
+    reader's error, no default shown when it says so), prints no line for a row whose
+    ``describe`` is None, then its report's lines, or the report's document under --json; a
+    failed row still exits 1."""
+    import dataclasses
+
+    from attnproof import room
+    from attnproof.cli import build_parser
+    from attnproof.errors import InvalidInputError
+
+    def odd(text):
+        if int(text) % 2 == 0:
+            raise InvalidInputError(f"must be odd: {text}")
+        return int(text)
+
+    @dataclasses.dataclass(frozen=True)
+    class PlantedSweepOptions(room.Options):
+        n: int = room.option(3, low=1, parse=odd, show_default=False, help="a planted count")
+
+    def planted_row(n):
+        return {"n": n, "within_bound": n != 5, "err_W": 1.0, "error_bound": 0.5}
+
+    def planted_jobs(n=3):
+        return [room.Job(f"planted n={n}", planted_row, {"n": n}, 0)]
+
+    def planted_report(options, rows):
+        n = options.values()["n"]
+        return {"results": [r["n"] for r in rows], "total": n * len(rows)}, [f"planted report: n={n}"]
+
+    monkeypatch.setattr(room, "SWEEPS", dict(room.SWEEPS))
+    room.sweep("planted", PlantedSweepOptions, help="a planted report sweep", describe=lambda row: None,
+               report=planted_report, order=2.5, in_process=True)(planted_jobs)
+    listed = list(_subcommand_helps(dict(_parsers(build_parser()))["attnproof bench"]))
+    assert listed.index("perf") < listed.index("planted") < listed.index("bounds")
+    sub = {p.prog: p for _, p in _parsers(build_parser())}["attnproof bench planted"]
+    assert {a.dest for a in sub._actions} == {"help", "n", "json"}  # no --workers, --out, --quiet
+    assert "(default" not in sub.format_help()
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["bench", "planted", "--n", "4"])
+    assert exc.value.code == 2 and "argument --n: must be odd: 4" in capsys.readouterr().err
+    assert _main(capsys, "bench", "planted", "--n", "7") == (0, "planted report: n=7\n", "")
+    status, out, _ = _main(capsys, "bench", "planted", "--json")
+    assert status == 0 and json.loads(out) == {"bench": "planted", "results": [3], "total": 3}
+    status, out, err = _main(capsys, "bench", "planted", "--n", "5")
+    assert status == 1 and out == "planted report: n=5\n" and "exceeds the learner's own bound" in err
+
+
+def test_the_line_of_a_result_row_shows_the_keys_the_rooms_register(monkeypatch):
+    """The engine's line names no room's row key: a planted room's key (part ("rows", "shown"))
+    appears as key=value at its order, two rooms may register the same key at the same order
+    (shown once), and another key at a taken order is refused."""
+    from attnproof import room
+    from attnproof.cli import _describe
+    from attnproof.errors import AttnproofError
+
+    row = {"learner": "planted", "d": 3, "arith": "float64", "exact": True, "queries": 12, "queries_formula": 12,
+           "err_W": 0.0, "err_v": 0.0, "seconds": 0.5, "oracle_seconds": 0.25, "gain": 2.5, "rank": 2}
+    assert "gain=" not in _describe(row)
+    monkeypatch.setattr(room, "PARTS", list(room.PARTS))
+    room.part("rows", "shown", 0.5, "gain")
+    room.part("rows", "shown", 0.5, "gain")
+    assert _describe(row).startswith("planted d=3 rank=2 gain=2.500e+00 arith=float64: 12 queries")
+    with pytest.raises(AttnproofError, match="order 0.5 is taken"):
+        room.part("rows", "shown", 0.5, "other")

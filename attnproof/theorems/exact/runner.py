@@ -154,3 +154,5 @@ part("perf", "time", 1, TimingRun("exact", {"small": {"d": 64}, "medium": {"d": 
                                   bits=True))
 part("bounds", "small", 0, Workload("exact", 64, "float64", {}, (0, 1)))
 part("bounds", "full", 0, Workload("exact", 1024, "float64", {}, (0,)))
+# the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
+part("rows", "shown", 9, "probes")

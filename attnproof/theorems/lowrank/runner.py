@@ -238,3 +238,6 @@ part("perf", "time", 0, TimingRun("skeleton", {"small": {"d": 128, "rank": 8},
 part("bounds", "small", 1, Workload("skeleton", 256, "float64", {"rank": 8}, (0, 1)))
 part("bounds", "small", 2, Workload("skeleton-adaptive", 64, "float64", {"rank": 4}, (0,)))
 part("bounds", "full", 1, Workload("skeleton", 4096, "float64", {"rank": 128}, (0, 1, 2, 3, 4)))
+# the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
+part("rows", "shown", 0, "rank")
+part("rows", "shown", 9, "probes")

@@ -153,3 +153,6 @@ __all__ = [
     "MembershipOptions", "RotatedOptions", "membership_target", "run_membership",
     "run_membership_rotated",
 ]
+
+# the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
+part("rows", "shown", 5, "method")

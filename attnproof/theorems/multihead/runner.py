@@ -287,3 +287,66 @@ __all__ = [
 from ...room import Workload, part  # noqa: E402
 
 part("bounds", "small", 6, Workload("orthogonal-heads", 6, "float64", {"H": 2}, (0,)))
+
+
+# --- ``attnproof bench multihead``: the Hessian / SBD experiment as the room's sweep ----------
+from ...errors import AttnproofError  # noqa: E402
+from ...room import Job, int_at_least, job_key, sweep  # noqa: E402
+
+
+def hessian_source(text: str) -> str:
+    """A Hessian source of :func:`multihead_sbd_table`: ``exact``, ``fd`` or ``mp:DIGITS``
+    (an mpmath arithmetic :func:`attnproof.arith.parse` accepts), else an InvalidInputError."""
+    if text in ("exact", "fd"):
+        return text
+    if not text.startswith("mp:"):
+        raise InvalidInputError(f"use exact, fd or mp:DIGITS: {text!r}")
+    try:
+        parse(text)
+    except AttnproofError as exc:
+        raise InvalidInputError(str(exc)) from None
+    return text
+
+
+@dataclass(frozen=True)
+class SBDSweepOptions(Options):
+    """Options of ``attnproof bench multihead``."""
+
+    seeds: int = option(3, low=1, parse=int_at_least(1), show_default=False, help="seeds per point")
+    source: str = option("exact", check=hessian_source, parse=hessian_source, show_default=False,
+                         help="Hessians exact (closed form), fd (finite differences) or mp:DIGITS")
+
+
+def sbd_table(seeds: int, source: str) -> dict[str, Any]:
+    """The one job of ``bench multihead``: ``{"rows": multihead_sbd_table(...)}`` over
+    ``range(seeds)``."""
+    return {"rows": multihead_sbd_table(seeds=range(seeds), source=source)}
+
+
+def sbd_report(options: Options, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """``bench multihead``'s document and lines: the table's rows (success shares per (H, d_h, K))
+    and, per (H, d_h), the minimal K against the necessity bound (:func:`minimal_hessians`)."""
+    (job,) = rows
+    table, seeds = job["rows"], options.values()["seeds"]
+    minimal = minimal_hessians(table)
+    lines = [f"Hessian SBD (App. C.2): share of {seeds} seed(s) per row whose K probe Hessians split "
+             "into the H true heads, by the commutant and by a random combination"]
+    lines += [f"H={r['H']} d_h={r['d_h']} K={r['K']}: commutant {r['commutant']:.2f}, "
+              f"random combination {r['random_combination']:.2f}" for r in table]
+    lines += [f"H={m['H']} d_h={m['d_h']}: minimal K = {m['minimal_K']} (lower bound {m['lower_bound']})"
+              for m in minimal]
+    return {"results": table, "minimal": minimal}, lines
+
+
+@sweep("multihead", SBDSweepOptions, help="Hessian SBD (App. C.2): how many probe Hessians split the heads "
+       "(runs in this process)", describe=lambda row: None, report=sbd_report, order=4, in_process=True)
+def sbd_jobs(seeds: int = 3, source: str = "exact") -> list[Job]:
+    """The one job of ``bench multihead`` (:func:`sbd_table`)."""
+    kwargs = {"seeds": seeds, "source": source}
+    return [Job(job_key("multihead", **kwargs), sbd_table, kwargs, 0)]
+
+
+__all__ += ["SBDSweepOptions", "hessian_source", "sbd_jobs", "sbd_report", "sbd_table"]
+# the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
+for _order, _key in ((3, "H"), (7, "adversary"), (8, "tau"), (9, "probes")):
+    part("rows", "shown", _order, _key)

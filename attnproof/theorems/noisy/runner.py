@@ -125,3 +125,6 @@ __all__ = ["NoisyOptions", "margin_target", "theorem_tolerances", "run_noisy", "
 from ...room import Workload, part  # noqa: E402
 
 part("bounds", "small", 3, Workload("noisy", 8, "float64", {}, (0, 1)))
+# the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
+for _order, _key in ((6, "design"), (7, "adversary"), (8, "tau")):
+    part("rows", "shown", _order, _key)
