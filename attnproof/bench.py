@@ -282,15 +282,27 @@ PERF_SCALES = tuple(10.0**e for e in range(-3, 4))
 #: The sizes of :func:`perf_jobs` and the grid of its query-count sweep at each: ``sweep`` (d, r),
 #: every :class:`~attnproof.room.FloorTarget` at width d (rank r for a learner that takes one)
 #: over :data:`PERF_SCALES`; each room's :class:`~attnproof.room.TimingRun` and heads part size
-#: the rest.  ``full`` is issue 13's (about 5 min on 2 cores); ``small`` runs in seconds.
+#: the rest; ``duration`` says how long it runs.  ``full`` is issue 13's (about 5 min on 2 cores).
 PERF_SIZES: dict[str, dict[str, Any]] = {
-    "small": {"sweep": (16, 2)},
-    "medium": {"sweep": (32, 4)},
-    "full": {"sweep": (64, 4)},
+    "small": {"sweep": (16, 2), "duration": "seconds"},
+    "medium": {"sweep": (32, 4), "duration": "about a minute"},
+    "full": {"sweep": (64, 4), "duration": "minutes"},
 }
 
 #: issue 13's targets
 PERF_TARGETS = {"queries_over_floor": 1.01, "learner_over_oracle": 0.25, "bits": 45.0, "tightness": 10.0}
+
+
+def perf_sizes_help() -> str:
+    """``--size`` of ``bench perf`` in words: each of :data:`PERF_SIZES` with its duration, the
+    largest also with the rooms' shares at it (each timing run's ``d = .. r = ..``, then the
+    words of part ``("perf", "note")``: ``fn(size) -> str | None``)."""
+    *rest, last = PERF_SIZES
+    timed = [t.sizes[last] for t in room.parts("perf", "time") if last in t.sizes]
+    shares = [f"d = {s['d']}" + (f" r = {s['rank']}" if "rank" in s else "") for s in timed]
+    shares += [w for note in room.parts("perf", "note") if (w := note(last))]
+    words = [f"{n} ({PERF_SIZES[n]['duration']})" for n in rest]
+    return ", ".join(words) + f" or {last} ({', '.join(shares)}; {PERF_SIZES[last]['duration']})"
 
 
 def _floor_target(learner: str) -> room.FloorTarget:
@@ -438,7 +450,8 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """:func:`perf_summary` as rows ``ratio, measured, target, met`` (for :func:`markdown_table`;
-    ``met`` is yes, NO, or – when not measured or no target)."""
+    ``met`` is yes, NO, or – when not measured or no target), the rooms' rows (part
+    ``("perf", "table")``) last."""
     q, b, t = summary["queries_over_floor"], summary["bits"], summary["tightness"]
 
     def fmt(x: Any, spec: str) -> str:
@@ -463,12 +476,8 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
                  "target": f"within {t['target']}x", "met": t["met"]})
     rows.append({"ratio": "rigorous bound / true error (worst over the sweep)",
                  "measured": fmt(t["bound_over_error_max"], ".2g"), "target": ">= 1", "met": None})
-    h = summary["heads"]
-    if h is not None:
-        rows.append({"ratio": f"MiniLM heads ({h['heads']}): worst rel. error of W "
-                              f"(layer {h['worst_head'][0]} head {h['worst_head'][1]})",
-                     "measured": f"{h['worst_rel_err_W']:.2g} ({h['worst_err_over_bound']:.2g} of its bound)",
-                     "target": "within its bound", "met": h["all_within_bound"]})
+    for table in room.parts("perf", "table"):
+        rows += table(summary)
     for r in rows:
         r["met"] = {True: "yes", False: "NO", None: "–"}[r["met"]]
     return rows
@@ -593,6 +602,7 @@ __all__ = [
     "perf_jobs",
     "perf_summary",
     "perf_table",
+    "perf_sizes_help",
     "run",
     "markdown_table",
     "options_of",

@@ -639,14 +639,13 @@ def _add_heads(sweeps: Any, jobs: argparse.ArgumentParser) -> None:
 
 def _add_perf(sweeps: Any, jobs: argparse.ArgumentParser) -> None:
     """``attnproof bench perf``."""
-    from .bench import PERF_SIZES
+    from .bench import PERF_SIZES, perf_sizes_help
 
     pf = sweeps.add_parser("perf", parents=[jobs],
                            help="the performance targets: queries / floor over scales, learner time / oracle "
                            "time, bits of W, error estimate / true error, the MiniLM heads")
     pf.add_argument("--size", choices=tuple(PERF_SIZES), default="small",
-                    help="small (seconds), medium (about a minute) or full (d = 4096 r = 128, d = 1024, "
-                    "all 72 heads; minutes)")
+                    help=perf_sizes_help())
     pf.add_argument("--seed", type=_nonnegative_int, default=0,
                     help="seed of the targets and the learners' draws")
     pf.set_defaults(run=_bench_perf, jobs=_perf_jobs)

@@ -482,6 +482,10 @@ class Part:
     ``("bounds", "full")``
     ``("bounds", "heads")``   ``fn() -> list[Job]``: real heads for ``bench bounds --full`` (the
                               room helper ``head_bound_row(**job.kwargs)`` scores each)
+    ``("perf", "note")``      ``fn(size) -> str | None``: the room's share of a size in words
+                              (``bench perf --help``)
+    ``("perf", "table")``     ``fn(summary) -> list[row]``: rows the room adds to ``bench perf``'s
+                              table from its summary (``ratio, measured, target, met``)
     ``("rows", "shown")``     a key of a learner's result row that the engine's one line for the
                               row shows as ``key=value`` (when the row has it), at its order
     ========================  ====================================================================

@@ -356,6 +356,25 @@ def test_perf_summary_takes_the_worst_run_and_checks_each_target():
     assert {r["met"] for r in table} <= {"yes", "NO", "–"}
 
 
+def test_a_planted_rooms_perf_table_rows_and_size_words_are_picked_up(monkeypatch):
+    """The perf table and ``--size``'s words name no room: a planted room's table rows (part
+    ("perf", "table"), read from the summary) come last, and its words for a size (part
+    ("perf", "note")) and its timing run at the largest size are in the help of the sizes."""
+    from attnproof.bench import PERF_SIZES, perf_sizes_help
+
+    monkeypatch.setattr(room, "PARTS", list(room.PARTS))
+    room.part("perf", "table", 0.5, lambda summary: [{"ratio": "planted", "measured": str(summary["cores"]),
+                                                      "target": "-", "met": True}])
+    room.part("perf", "note", 0.5, lambda size: f"planted at {size}")
+    room.part("perf", "time", 0.5, room.TimingRun("planted", {n: {"d": 7, "rank": 2} for n in PERF_SIZES}))
+    s = perf_summary([_floor_row(1.0, 2.0)])
+    assert perf_table(s)[-1] == {"ratio": "planted", "measured": str(s["cores"]), "target": "-", "met": "yes"}
+    words = perf_sizes_help()
+    *rest, last = PERF_SIZES
+    assert all(f"{n} ({PERF_SIZES[n]['duration']})" in words for n in rest)
+    assert "d = 7 r = 2, " in words and f"planted at {last}; {PERF_SIZES[last]['duration']})" in words
+
+
 def test_execute_reports_every_query_live_in_process():
     heard = []
     jobs = exact_jobs([4, 6]) + lowrank_jobs([8], [2])

@@ -669,8 +669,9 @@ def test_the_line_of_a_result_row_shows_the_keys_the_rooms_register(monkeypatch)
     from attnproof.cli import _describe
     from attnproof.errors import AttnproofError
 
-    row = {"learner": "planted", "d": 3, "arith": "float64", "exact": True, "queries": 12, "queries_formula": 12,
-           "err_W": 0.0, "err_v": 0.0, "seconds": 0.5, "oracle_seconds": 0.25, "gain": 2.5, "rank": 2}
+    row = {"learner": "planted", "d": 3, "arith": "float64", "exact": True, "queries": 12,
+           "queries_formula": 12, "err_W": 0.0, "err_v": 0.0, "seconds": 0.5, "oracle_seconds": 0.25,
+           "gain": 2.5, "rank": 2}
     assert "gain=" not in _describe(row)
     monkeypatch.setattr(room, "PARTS", list(room.PARTS))
     room.part("rows", "shown", 0.5, "gain")

@@ -169,3 +169,28 @@ __all__ = [
     "HEAD_LEARNERS", "recover_head", "recover_heads", "head_jobs", "heads_summary", "PERF_HEADS", "MINILM",
     "perf_head_jobs", "bounds_head_jobs", "head_bound_row",
 ]
+
+
+@part("perf", "table", 0)
+def perf_table_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """``bench perf``'s table row of the MiniLM heads (none when no head ran): the worst relative
+    error of W over the heads (:func:`heads_summary`, the summary's ``heads``) against its bound."""
+    h = summary["heads"]
+    if h is None:
+        return []
+    return [{"ratio": f"MiniLM heads ({h['heads']}): worst rel. error of W "
+                      f"(layer {h['worst_head'][0]} head {h['worst_head'][1]})",
+             "measured": f"{h['worst_rel_err_W']:.2g} ({h['worst_err_over_bound']:.2g} of its bound)",
+             "target": "within its bound", "met": h["all_within_bound"]}]
+
+
+__all__ += ["perf_table_rows"]
+
+
+@part("perf", "note", 0)
+def perf_heads_note(size: str) -> str | None:
+    """``bench perf``'s heads at ``size`` in words, when it runs all of them (:data:`PERF_HEADS`)."""
+    return "all 72 heads" if PERF_HEADS[size] is None else None
+
+
+__all__ += ["perf_heads_note"]
