@@ -224,7 +224,7 @@ PROGRESS_DELAY = 2.0
 
 
 def _execute(
-    args: argparse.Namespace, jobs: list[Any], describe: Callable[[dict[str, Any]], str]
+    args: argparse.Namespace, jobs: list[Any], describe: Callable[[dict[str, Any]], str | None]
 ) -> list[dict[str, Any]]:
     """Run ``jobs`` as the options say (``--workers``, ``--scheduler``, ``--out``), with a
     progress bar on stderr (unless ``--quiet`` or ``--json``, or the command has no ``--quiet``),
