@@ -104,6 +104,25 @@ def test_skeleton_error_estimate_is_within_10x_of_the_true_error(dr, scale, mant
     assert err / 10 <= estimate <= max(10.0, chance_factor(terms)) * err
 
 
+@pytest.mark.parametrize("d, r, rank, bias", [(12, 3, 5, False), (12, 3, 5, True), (10, 2, 10, False), (9, 9, 9, True)])
+def test_error_estimate_inputs_and_outputs_agree(monkeypatch, d, r, rank, bias):
+    """The estimate's variance summed over the measured entries (each sigma_e^2 ||G_e||^2, the
+    corner's ||G||^2 = (x^2 - u^2)(y^2 - 1) + u^2) equals the same variance summed over the
+    entries of dW (three paths into each unmeasured entry): two derivations of one number,
+    with shortened rows (biases) and a stop column (rank found below the declared one)."""
+    import attnproof.theorems.lowrank as lowrank
+
+    totals = []
+    count = lowrank._effective_terms
+    monkeypatch.setattr(lowrank, "_effective_terms", lambda t, sq: totals.append(t) or count(t, sq))
+    rng = np.random.default_rng(1)
+    K, Q, v = rng.standard_normal((r, d)), rng.standard_normal((r, d)), rng.standard_normal(d)
+    c, beta = (8 * rng.standard_normal(d), 0.3) if bias else (None, None)  # some rows shortened
+    learn_skeleton(ValueOracle(FactoredAttention(K, Q, v, c=c, beta=beta)), rank=rank, rng=rng, bias=bias)
+    inputs, outputs = totals
+    assert inputs > 0 and outputs == pytest.approx(inputs, rel=1e-9)
+
+
 def test_error_estimate_terms_see_one_dominant_probe():
     """The count that relaxes the property above is not always small: the pinned case (a probe
     re-asked at 2^-16) is about two roundings, a generic head without biases many."""

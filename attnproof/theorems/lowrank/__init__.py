@@ -261,7 +261,8 @@ def _cross_estimate(
     Ic, Jc = np.flatnonzero(~np.isin(np.arange(d), I)), np.flatnonzero(~np.isin(np.arange(d), J))
     F = np.hstack([u2[Ic, None] * V[np.ix_(Ic, J)], X2[Ic], X2[Ic] @ V[np.ix_(I, J)]])
     G = np.hstack([Y2[:, Jc].T, V[np.ix_(I, Jc)].T, Y2[:, Jc].T])
-    measured = u2[rows] * V[rows, cols]
+    used = np.isin(rows, I) | np.isin(cols, J)  # a stop column's other entries do not enter W
+    measured = u2[rows[used]] * V[rows[used], cols[used]]
     block_sum = float(F.sum(axis=0) @ G.sum(axis=0))
     block_sq = float(np.sum((F.T @ F) * (G.T @ G)))
     total = float(np.sum(inputs))
