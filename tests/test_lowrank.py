@@ -19,6 +19,7 @@ from attnproof.models import Attention, FactoredAttention
 from attnproof.oracles import ValueOracle
 from attnproof.recovery import score
 from attnproof.theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
+from attnproof.theorems.lowrank.runner import run_lowrank
 
 from helpers import seeds
 
@@ -423,3 +424,11 @@ def test_skeleton_bound_is_within_1e3_of_the_true_error():
     K, Q, v = low_rank_target(d, r, np.random.default_rng(0))
     rec = learn_skeleton(ValueOracle(FactoredAttention(K, Q, v)), rank=r, rng=np.random.default_rng(1))
     assert rec.error_bound <= 1e3 * np.linalg.norm(rec.W - K.T @ Q)
+
+
+def test_run_lowrank_reports_the_oracles_cost_per_query():
+    """The bench row sets the oracle's time per query beside its flop count (6 d r: K x_1, K x_2,
+    Q x_2), so a reader sees how close a run is to the machine (issue 21, item 4)."""
+    row = run_lowrank(16, 3, seed=1)
+    assert row["oracle_seconds_per_query"] * row["queries"] == pytest.approx(row["oracle_seconds"])
+    assert row["oracle_flops_per_query"] == 6 * 16 * 3
