@@ -105,7 +105,9 @@ def test_skeleton_error_estimate_is_within_10x_of_the_true_error(dr, scale, mant
     assert err / 10 <= estimate <= max(10.0, chance_factor(terms)) * err
 
 
-@pytest.mark.parametrize("d, r, rank, bias", [(12, 3, 5, False), (12, 3, 5, True), (10, 2, 10, False), (9, 9, 9, True)])
+@pytest.mark.parametrize(
+    "d, r, rank, bias", [(12, 3, 5, False), (12, 3, 5, True), (10, 2, 10, False), (9, 9, 9, True)]
+)
 def test_error_estimate_inputs_and_outputs_agree(monkeypatch, d, r, rank, bias):
     """The estimate's variance summed over the measured entries (each sigma_e^2 ||G_e||^2, the
     corner's ||G||^2 = (x^2 - u^2)(y^2 - 1) + u^2) equals the same variance summed over the
