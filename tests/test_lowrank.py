@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from scipy.special import gammaincinv
 
 from attnproof import strategies as ast
 from attnproof.arith import FLOAT64, MP
@@ -16,6 +19,7 @@ from attnproof.models import Attention, FactoredAttention
 from attnproof.oracles import ValueOracle
 from attnproof.recovery import score
 from attnproof.theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
+from attnproof.theorems.lowrank.runner import run_lowrank
 
 from helpers import seeds
 
@@ -60,21 +64,81 @@ def test_skeleton_queries_stay_at_the_floor_at_every_scale(dr, scale, mantissa, 
     assert score(rec, model.W, model.v, FLOAT64).err_W <= rec.error_bound
 
 
+def chance_factor(n: float, tail: float = 1e-6) -> float:
+    """How far below its typical size a sum of n independent roundings falls with probability
+    ``tail``: ``1 / sqrt(q / n)`` with q the ``tail`` quantile of chi^2_n (Gaussian terms; a
+    single uniform rounding, the case n = 1, is below a tenth of its RMS with probability 0.06,
+    less than a Gaussian's 0.08)."""
+    return 1 / math.sqrt(gammaincinv(n / 2, tail) * 2 / n)
+
+
 @given(
     st.integers(16, 32).flatmap(lambda d: st.tuples(st.just(d), st.integers(1, d))),
     ast.scales(-3, 3), st.floats(1.0, 10.0), st.booleans(), seeds,
 )
+# one probe re-asked at 2^-16, nine powers of two below the rest (its logit carries c^T p, so
+# the early re-ask misses it): its c^T p rounding times 2^16 is the error (terms ~ 2.0)
+@example((16, 1), 10.0, 3.8, True, 16)  # estimate 1.37e-10, error 6.0e-12 (issue 23; thorough)
+@example((16, 7), 100.0, 2.0625, True, 725425)  # 5.6e-10 vs 3.4e-11 (thorough, seed 26744)
+# rank 26 of 28: the 4 unmeasured entries dominate (Y up to 18), a draw low by chance: 1.0e-9 vs
+# 6.4e-11 before the corner entries' weights were exact (n = 3.4; thorough, seed 26744)
+@example((28, 26), 100.0, 6.125, True, 2187)
 def test_skeleton_error_estimate_is_within_10x_of_the_true_error(dr, scale, mantissa, bias, seed):
-    """``error_estimate`` (typical rounding through d(C U^-1 R); issue 13) is within a factor 10
-    of ||W_hat - W*||_F for generic factors at every scale, with or without biases (measured:
-    0.12 .. 9.9 in 200 random draws, d = 8..32)."""
+    """``error_estimate`` (typical rounding through d(C U^-1 R); issue 13) is never 10 times
+    below ||W_hat - W*||_F, and not 10 times above it where it is a sum of many independent
+    roundings (``error_estimate_terms`` n from 6.4 on).
+
+    Where a few terms dominate the realised error is a few roundings, which can fall far below
+    their typical size by chance: one probe asked at a scale 2^3-2^9 below the rest, or the few
+    unmeasured entries of a nearly full-rank skeleton with a large U^-1 R.  The estimate is then
+    held to the factor by which sqrt(chi^2_n / n) falls short with probability 1e-6 (about 10^3
+    for n = 2).  Measured (300 draws): estimate / error 0.27 .. 71, above 10 once (n = 1.05);
+    n's quartiles 2.9, 11, 31."""
     (d, r), rng = dr, np.random.default_rng(seed)
     K, Q, v = low_rank_target(d, r, rng)
     c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
     model = FactoredAttention(K * (scale * mantissa), Q, v, c=c, beta=beta)
     rec = learn_skeleton(ValueOracle(model), rank=r, rng=rng, bias=bias)
     err, estimate = score(rec, model.W, model.v, FLOAT64).err_W, rec.diagnostics["error_estimate"]
-    assert err / 10 <= estimate <= 10 * err
+    terms = rec.diagnostics["error_estimate_terms"]
+    assert 1 <= terms <= 2 * d * d
+    assert err / 10 <= estimate <= max(10.0, chance_factor(terms)) * err
+
+
+@pytest.mark.parametrize(
+    "d, r, rank, bias", [(12, 3, 5, False), (12, 3, 5, True), (10, 2, 10, False), (9, 9, 9, True)]
+)
+def test_error_estimate_inputs_and_outputs_agree(monkeypatch, d, r, rank, bias):
+    """The estimate's variance summed over the measured entries (each sigma_e^2 ||G_e||^2, the
+    corner's ||G||^2 = (x^2 - u^2)(y^2 - 1) + u^2) equals the same variance summed over the
+    entries of dW (three paths into each unmeasured entry): two derivations of one number,
+    with shortened rows (biases) and a stop column (rank found below the declared one)."""
+    import attnproof.theorems.lowrank as lowrank
+
+    totals = []
+    count = lowrank._effective_terms
+    monkeypatch.setattr(lowrank, "_effective_terms", lambda t, sq: totals.append(t) or count(t, sq))
+    rng = np.random.default_rng(1)
+    K, Q, v = rng.standard_normal((r, d)), rng.standard_normal((r, d)), rng.standard_normal(d)
+    c, beta = (8 * rng.standard_normal(d), 0.3) if bias else (None, None)  # some rows shortened
+    learn_skeleton(ValueOracle(FactoredAttention(K, Q, v, c=c, beta=beta)), rank=rank, rng=rng, bias=bias)
+    inputs, outputs = totals
+    assert inputs > 0 and outputs == pytest.approx(inputs, rel=1e-9)
+
+
+def test_error_estimate_terms_see_one_dominant_probe():
+    """The count that relaxes the property above is not always small: the pinned case (a probe
+    re-asked at 2^-16) is about two roundings, a generic head without biases many."""
+    def terms(d, r, scale, bias, seed):
+        rng = np.random.default_rng(seed)
+        K, Q, v = low_rank_target(d, r, rng)
+        c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+        rec = learn_skeleton(ValueOracle(FactoredAttention(K * scale, Q, v, c=c, beta=beta)),
+                             rank=r, rng=rng, bias=bias)
+        return rec.diagnostics["error_estimate_terms"]
+
+    assert terms(16, 1, 38.0, True, 16) < 3 < chance_factor(3) / 10
+    assert chance_factor(terms(24, 4, 1.0, False, 0)) < 10
 
 
 @given(
@@ -254,6 +318,53 @@ def test_open_rank_cut_below_rank_tol_escapes_the_bound():
     assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound
 
 
+@pytest.mark.xfail(
+    strict=True, reason="open (measure.py): with a score bias the early re-ask reads the whole logit, "
+    "c^T p included, so a probe shrunk blindly to 2^-16 stays there"
+)
+def test_open_biased_probe_stays_far_below_the_learned_scale(monkeypatch):
+    """The case pinned in the 10x property above: the first column's probe (2, 0) saturates, is
+    shrunk by 2^16 (no trusted logit) and is never asked again at the learned scale 2^-7, since
+    BilinearSession.measure_adaptively asks again only probes whose logit |L| is below
+    ``policy.tiny`` -- and with a bias L ~ c^T p ~ 1 whatever the signal s p^T W* q.  Its value
+    is thus 2^9 times less resolved than the rest (it alone makes the error: error_estimate_terms
+    ~ 2).  ``_learn`` already reads the signal without the bias; the early re-ask should too."""
+    import attnproof.theorems.lowrank as lowrank
+
+    crosses = []
+    measure = lowrank.cross_approximation
+    monkeypatch.setattr(lowrank, "cross_approximation", lambda *a: crosses.append(measure(*a)) or crosses[-1])
+    rng = np.random.default_rng(16)
+    K, Q, v = low_rank_target(16, 1, rng)
+    c, beta = rng.standard_normal(16), float(rng.standard_normal())
+    learn_skeleton(ValueOracle(FactoredAttention(K * 38.0, Q, v, c=c, beta=beta)), rank=1, rng=rng, bias=True)
+    (cross,) = crosses
+    assert cross.k[cross.known].min() > cross.scale.k - 8  # the early re-ask's own criterion
+
+
+@pytest.mark.xfail(
+    strict=True, reason="open (measure.py): value_errors' typical model charges W x_2's rounding to "
+    "both scores, though it cancels in their difference but for p"
+)
+@pytest.mark.parametrize("d, mantissa, seed", [(16, 1.5, 18), (23, 3.0, 1209)])  # seeds 271828, 314159
+def test_open_estimate_12x_above_at_a_large_query_scale(d, mantissa, seed):
+    """Found by the thorough profile (seed 271828) in the 10x property: d = 16, r = 1, biases,
+    seed 18: estimate 1.98e-11 against 1.76e-12 (11x; 12x the RMS over 30 nearby mantissas, so
+    not chance; error_estimate_terms 9.4).  The first column is asked at s = 2^7, where
+    ``value_errors(Wq=...)`` puts W x_2's rounding (the ``||W||_F / sqrt(d)`` part of its size)
+    into each score with weight ||x_1|| + ||x_2|| ~ 2s, 30x the column's actual errors; the
+    oracle computes y = W x_2 (or Q x_2) once, and the logit (x_1 - x_2)^T y meets its rounding
+    only through p (s p with whole-probe scaling).  Weighting that part by ||p|| instead brings
+    this case to 1.4x and leaves 150 random draws unchanged (median 1.04).  A second find
+    (seed 314159): d = 23, mantissa 3, seed 1209: 2.1e-10 vs 1.75e-11 (12x; 0.58x so weighted)."""
+    rng = np.random.default_rng(seed)
+    K, Q, v = low_rank_target(d, 1, rng)
+    c, beta = rng.standard_normal(d), float(rng.standard_normal())
+    model = FactoredAttention(K * mantissa, Q, v, c=c, beta=beta)
+    rec = learn_skeleton(ValueOracle(model), rank=1, rng=rng, bias=True)
+    assert rec.diagnostics["error_estimate"] <= 10 * score(rec, model.W, model.v, FLOAT64).err_W
+
+
 def test_a_solver_breakdown_is_a_typed_refusal_and_a_failed_phase_point(monkeypatch):
     """Clarabel can fail numerically (seen: d = 24, r = 4, m = 704 > d^2): the learner raises
     PrecisionLossError, not cvxpy's SolverError, and the phase sweep counts it as a failure."""
@@ -362,3 +473,11 @@ def test_skeleton_bound_is_within_1e3_of_the_true_error():
     K, Q, v = low_rank_target(d, r, np.random.default_rng(0))
     rec = learn_skeleton(ValueOracle(FactoredAttention(K, Q, v)), rank=r, rng=np.random.default_rng(1))
     assert rec.error_bound <= 1e3 * np.linalg.norm(rec.W - K.T @ Q)
+
+
+def test_run_lowrank_reports_the_oracles_cost_per_query():
+    """The bench row sets the oracle's time per query beside its flop count (6 d r: K x_1, K x_2,
+    Q x_2), so a reader sees how close a run is to the machine (issue 21, item 4)."""
+    row = run_lowrank(16, 3, seed=1)
+    assert row["oracle_seconds_per_query"] * row["queries"] == pytest.approx(row["oracle_seconds"])
+    assert row["oracle_flops_per_query"] == 6 * 16 * 3

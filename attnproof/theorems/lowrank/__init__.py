@@ -200,36 +200,82 @@ def _cross_error(
 
 def _cross_estimate(
     probes: Probes, cross: Cross, W: np.ndarray, c_norm: float, unshorten: np.ndarray
-) -> float:
-    """An estimate of ||W_hat - W*||_F (not a bound): the typical rounding error of each measured
-    entry (:func:`attnproof.measure.value_errors` with ``Wq = ||M e_l||``, as P is orthogonal)
-    through ``d(C U^{-1} R) = dC Y + X dR - X dU Y`` in quadrature, plus ``eps ||W||_F`` for the
-    reconstruction's own rounding.  Rounding only: what a stop declared zero is not in it."""
+) -> tuple[float, float]:
+    """An estimate of ||W_hat - W*||_F (not a bound), and how many independent roundings make it.
+
+    Each measured entry e of M' = D M has a typical rounding error sigma_e
+    (:func:`attnproof.measure.value_errors` with ``Wq = ||M e_l||``, as P is orthogonal), and
+    moves ``D^{-1} C U^{-1} R`` by ``sigma_e G_e``, to first order, with X = D^{-1} C U^{-1},
+    Y = U^{-1} R, u = 1 / shorten: ``G = u_i e_i Y_b`` for an entry (i, J_b) of C alone,
+    ``X_a e_l^T`` for an entry (I_a, l) of R alone, and ``u e_{I_a} Y_b + X_a e_{J_b}^T - X_a Y_b``
+    for the corner entry (I_a, J_b), which C, R and U share: ``||G||^2 = (x_a^2 - u^2)(y_b^2 - 1)
+    + u^2`` (x_a = ||X e_a||, y_b = ||e_b^T Y||; X's row I_a is u e_a^T and Y's column J_b is
+    e_b).  Independent roundings add in quadrature: the estimate is ``sqrt(sum_e sigma_e^2
+    ||G_e||^2)`` plus ``eps ||W||_F`` for the reconstruction's own rounding.  Rounding only:
+    what a stop declared zero is not in it.
+
+    The count: the realised squared error is a quadratic form whose mean is the estimate squared,
+    and its effective number of independent terms ``n = (tr S)^2 / ||S||_F^2`` (S the covariance
+    of dW) is at most the same ratio over the inputs (terms sigma_e^2 ||G_e||^2; with biases the
+    rows' shared c^T p rounding one term per row) and over the outputs (S's diagonal: u E at a
+    measured entry, the quadrature of the three paths at an unmeasured one): the smaller is
+    returned.  The realised error is about ``estimate sqrt(chi^2_n / n)``: many terms concentrate
+    it near the estimate; one dominant input (a probe asked at a scale 2^3-2^9 below the rest) or
+    a few dominant outputs (the (d - r)^2 unmeasured entries of a nearly full-rank skeleton with
+    large Y) leave it a few roundings, which can fall far below their typical size."""
     arith = probes.arith
     d = probes.d
     W_norm = arith.norm(W)
     if not cross.rows:
-        return float(arith.resolution * W_norm)
+        return float(arith.resolution * W_norm), 1.0
     Af, Bf = arith.to_float(cross.A), arith.to_float(cross.B)
     Mq = np.sqrt(np.einsum("kl,km,ml->l", Bf, Af.T @ Af, Bf))  # ||M e_l|| = ||A B e_l||
-    E = np.zeros((d, d))
     rows, cols = np.nonzero(cross.known)
-    E[rows, cols] = value_errors(
+    sigma = value_errors(
         probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm, Wq=Mq[cols]
     )
+    top = float(sigma.max(initial=0.0))
+    V = np.zeros((d, d))  # (sigma_e / top)^2: in range however small or large the errors are
+    V[rows, cols] = (sigma / top) ** 2 if top > 0 else 0.0
     Mf = arith.to_float(cross.M)
-    I, J = cross.rows, cross.cols
+    I, J = np.array(cross.rows), np.array(cross.cols)
     U = Mf[np.ix_(I, J)]
     X = np.linalg.solve(U.T, Mf[:, J].T).T * unshorten[:, None]
     Y = np.linalg.solve(U, Mf[I, :])
-    x, y = np.linalg.norm(X, axis=0), np.linalg.norm(Y, axis=1)  # ||X e_k||, ||e_k^T Y||
-    dC, dR, dU = E[:, J] * unshorten[:, None], E[I, :], E[np.ix_(I, J)]
-    terms = (
-        np.sum(np.linalg.norm(dC, axis=0) ** 2 * y**2)
-        + np.sum(x**2 * np.linalg.norm(dR, axis=1) ** 2)
-        + np.sum(np.outer(x, y) ** 2 * dU**2)
-    )
-    return float(math.sqrt(terms) + arith.resolution * W_norm)
+    X2, Y2, u2 = X**2, Y**2, unshorten**2
+    x2, y2 = X2.sum(axis=0), Y2.sum(axis=1)
+    G2 = np.zeros((d, d))  # ||G_e||^2 at every measured entry
+    G2[:, J] = u2[:, None] * y2
+    G2[I, :] = x2[:, None]
+    G2[np.ix_(I, J)] = np.outer(x2 - u2[I], y2 - 1) + u2[I][:, None]
+    inputs = G2[rows, cols] * V[rows, cols]
+    if probes.linear_typical is not None:  # the row's c^T p rounding, lin / s, in each entry
+        shared = np.zeros((d, d))
+        lin = arith.to_float(probes.linear_typical)[rows] / np.ldexp(1.0, cross.k[rows, cols]) / (top or 1.0)
+        shared[rows, cols] = np.minimum(lin**2, V[rows, cols])
+        own = G2[rows, cols] * (V[rows, cols] - shared[rows, cols])
+        inputs = np.concatenate([own, np.sum(G2 * shared, axis=1)])
+    # outputs: u^2 V at the measured entries; at an unmeasured (i, l) the three paths
+    # sum_b u_i^2 V[i, J_b] Y[b, l]^2 + sum_a X[i, a]^2 V[I_a, l] + sum_ab X[i, a]^2 V[I_a, J_b] Y[b, l]^2,
+    # = (F G^T)[i, l] with F, G stacked (its sum and squared norm from r x r Gram matrices)
+    Ic, Jc = np.flatnonzero(~np.isin(np.arange(d), I)), np.flatnonzero(~np.isin(np.arange(d), J))
+    F = np.hstack([u2[Ic, None] * V[np.ix_(Ic, J)], X2[Ic], X2[Ic] @ V[np.ix_(I, J)]])
+    G = np.hstack([Y2[:, Jc].T, V[np.ix_(I, Jc)].T, Y2[:, Jc].T])
+    used = np.isin(rows, I) | np.isin(cols, J)  # a stop column's other entries do not enter W
+    measured = u2[rows[used]] * V[rows[used], cols[used]]
+    block_sum = float(F.sum(axis=0) @ G.sum(axis=0))
+    block_sq = float(np.sum((F.T @ F) * (G.T @ G)))
+    total = float(np.sum(inputs))
+    estimate = float(top * math.sqrt(total) + arith.resolution * W_norm)
+    n_in = _effective_terms(float(np.sum(inputs)), float(np.sum(inputs**2)))
+    n_out = _effective_terms(float(np.sum(measured)) + block_sum, float(np.sum(measured**2)) + block_sq)
+    return estimate, min(n_in, n_out)
+
+
+def _effective_terms(total: float, squares: float) -> float:
+    """``total^2 / squares`` (the effective number of independent terms of a sum of variances with
+    that sum and sum of squares), 1 for a sum of zeros."""
+    return total**2 / squares if squares > 0 else 1.0
 
 
 #: What both skeleton learners rest on: phase 1, the bilinear measurement, the skeleton, biases.
@@ -412,7 +458,8 @@ def _learn_by_crosses(
                 _cross_error(session, probes, cross, W_norm, c_norm, unshorten)
                 + (d + 4) * arith.eps * d * W_norm
             )
-            session.diagnostics["error_estimate"] = _cross_estimate(probes, cross, W, c_norm, unshorten)
+            estimate, terms = _cross_estimate(probes, cross, W, c_norm, unshorten)
+            session.diagnostics.update(error_estimate=estimate, error_estimate_terms=terms)
             if bias:
                 session.diagnostics["error_bound_c"] = (
                     FLOAT64.norm(probes.linear_err * unshorten) + 4 * arith.eps * c_norm

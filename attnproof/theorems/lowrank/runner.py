@@ -84,7 +84,9 @@ def run_lowrank(
 
     ``m`` (cvx only) defaults to 3 r (2d - r) measurements.  Keys as
     :func:`~attnproof.theorems.exact.runner.run_exact`, plus ``rank``, ``learner``,
-    ``floor_queries`` = d + r(2d - r).
+    ``floor_queries`` = d + r(2d - r), and the oracle's own cost: ``oracle_seconds_per_query``
+    against ``oracle_flops_per_query`` = 6 d r (a two-token query of the factored head computes
+    K x_1, K x_2 and Q x_2, three r x d products; the value readout and the two scores are O(d + r)).
     """
     arith = parse(arith)
     rng = np.random.default_rng(seed)
@@ -102,7 +104,9 @@ def run_lowrank(
         raise InvalidInputError(f"unknown low-rank learner {learner!r}: use one of {list(LOWRANK_LEARNERS)}")
     seconds = time.perf_counter() - t0
     return result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, rank=rank,
-                      floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d)
+                      floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d,
+                      oracle_seconds_per_query=oracle.seconds / max(oracle.queries, 1),
+                      oracle_flops_per_query=6 * d * rank)
 
 
 def _cvx_error(d: int, rank: int, seed: int, m: int) -> float:
