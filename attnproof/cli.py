@@ -148,8 +148,8 @@ def _queries(r: dict[str, Any]) -> str:
     extra = r["queries"] - formula if isinstance(formula, int) else 0
     if extra <= 0:
         return f"{r['queries']} queries (formula {formula})"
-    return (f"{r['queries']} queries (formula {formula} + {extra} counted re-asks: probes asked again "
-            "at a smaller scale when a logit saturated, or extra points of a kink search)")
+    return (f"{r['queries']} queries (formula {formula} + {extra} counted extras: probes asked again "
+            "at a smaller scale when a logit saturated, check points, or extra points of a kink search)")
 
 
 def _describe(r: dict[str, Any]) -> str:
@@ -178,7 +178,10 @@ def _describe(r: dict[str, Any]) -> str:
                      f"eps_v={r['eps_v']}: {'met' if r['guarantee_v'] else 'MISSED'}")
     elif "guarantee_met" in r:
         parts.append(f"eps_W={r['eps_W']}: guarantee {'met' if r['guarantee_met'] else 'MISSED'}")
-    parts.append(f"{r['seconds']:.2f} s ({r['oracle_seconds']:.2f} s in the oracle)")
+    oracle = r["oracle_seconds"]
+    learner = max(r["seconds"] - oracle, 0.0)
+    ratio = f", learner/oracle {learner / oracle:.2f}" if oracle > 0 else ""
+    parts.append(f"{r['seconds']:.2f} s ({oracle:.2f} s in the oracle{ratio})")
     return " ".join(head) + ": " + ", ".join(parts)
 
 

@@ -679,3 +679,16 @@ def test_the_line_of_a_result_row_shows_the_keys_the_rooms_register(monkeypatch)
     assert _describe(row).startswith("planted d=3 rank=2 gain=2.500e+00 arith=float64: 12 queries")
     with pytest.raises(AttnproofError, match="order 0.5 is taken"):
         room.part("rows", "shown", 0.5, "other")
+
+
+def test_the_line_of_a_result_row_gives_the_learner_to_oracle_time_ratio():
+    """Issue 21 item 4's ratio is read off the human line: learner time (total minus the oracle's)
+    over the oracle's; no ratio when the oracle took no measurable time."""
+    from attnproof.cli import _describe
+
+    row = {"learner": "planted", "d": 3, "arith": "float64", "exact": True, "queries": 14,
+           "queries_formula": 12, "err_W": 0.0, "err_v": 0.0, "seconds": 0.5, "oracle_seconds": 0.4}
+    line = _describe(row)
+    assert line.endswith("0.50 s (0.40 s in the oracle, learner/oracle 0.25)")
+    assert "formula 12 + 2 counted extras" in line
+    assert _describe({**row, "oracle_seconds": 0.0}).endswith("0.50 s (0.00 s in the oracle)")
