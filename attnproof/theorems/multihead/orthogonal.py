@@ -175,7 +175,7 @@ def learn_orthogonal_heads(
     >>> heads = [(np.diag([1.0, 2.0, 0, 0]), np.array([1.0, -1.0, 0, 0])),
     ...          (np.diag([0, 0, 0.5, -1.0]), np.array([0, 0, 2.0, 1.0]))]
     >>> oracle = ValueOracle(MultiHeadAttention(heads))
-    >>> rec = learn_orthogonal_heads(oracle, [E[:, :2], E[:, 2:]], checks=0)
+    >>> rec = learn_orthogonal_heads(oracle, [E[:, :2], E[:, 2:]], checks=0, certify=False)
     >>> rec.queries, float(np.abs(rec.heads[0].W - heads[0][0]).max()) < 1e-12
     (12, True)
     """
