@@ -548,8 +548,8 @@ def test_hessian_count_certificate_holds_at_the_bound_and_fails_below_it():
 def test_verify_fails_when_the_orthogonal_heads_bound_loses_a_factor(monkeypatch, drop_lift):
     """Issue 22, item 2: ``propC.2/run-small-head`` runs where the bound is nearly tight (1e3 x the
     error), so ``attnproof verify`` fails when the reduced oracle's factor is dropped from the
-    bound, alone or with the lift's term (the lift term alone is ~1e-15 of this bound: a target
-    dominated by the lift is still missing, see the report)."""
+    bound, alone or with the lift's term (the lift's term alone is ~1e-15 of this bound: see
+    ``propC.2/run-lift`` for a target where it dominates)."""
     from attnproof.theorems.multihead import orthogonal
     from attnproof.verify.certificate import verify
 
@@ -558,6 +558,18 @@ def test_verify_fails_when_the_orthogonal_heads_bound_loses_a_factor(monkeypatch
     if drop_lift:
         monkeypatch.setattr(orthogonal, "_lift_error", lambda *a: 0.0)
     assert not verify("propC.2/run-small-head").passed
+
+
+def test_verify_fails_when_only_the_lift_term_is_dropped(monkeypatch):
+    """Issue 22, item 2: ``propC.2/run-lift`` runs where the lift's term (rounding of ``E W~ E^T`` and
+    the bases' Gram defect) is most of head 1's bound and the error is the lift's (a basis scaled by
+    1 + 120 u), so dropping that term alone makes ``attnproof verify`` fail."""
+    from attnproof.theorems.multihead import orthogonal
+    from attnproof.verify.certificate import verify
+
+    assert verify("propC.2/run-lift").passed
+    monkeypatch.setattr(orthogonal, "_lift_error", lambda *a: 0.0)
+    assert not verify("propC.2/run-lift").passed
 
 
 def test_verify_fails_when_the_sbd_allowance_is_dropped(monkeypatch):

@@ -260,7 +260,7 @@ def reduced_head() -> list[Pair]:
 def end_to_end() -> list[Pair]:
     Es, _, heads = _c1_target(*_C1_CASES[0])
     oracle = ValueOracle(MultiHeadAttention(heads, SYMPY))
-    rec = learn_orthogonal_heads(oracle, Es, arith=SYMPY, checks=0)
+    rec = learn_orthogonal_heads(oracle, Es, arith=SYMPY, checks=0, certify=False)
     expected = sum(E.shape[1] + E.shape[1] ** 2 for E in Es)
     if rec.queries != expected or oracle.queries != expected:
         raise AssertionError(f"learner used {rec.queries} queries, expected sum_h (d_h + d_h^2) = {expected}")
@@ -441,6 +441,39 @@ def run_small_head() -> list[Check]:
                    info["error_bounds"][1] / float(np.linalg.norm(rec.heads[1].W - heads[1][0])),
                    SMALL_HEAD_TIGHTNESS))
     return checks
+
+
+#: ``propC.2/run-lift``: head 1's basis is ``(1 + LIFT_DEFECT) e_1`` (Gram defect ~2 LIFT_DEFECT, inside
+#: check_bases' 64 d eps at d = 4), so the lift ``E W~ E^T`` errs by ~3 LIFT_DEFECT ||W~||: the lift's term.
+LIFT_DEFECT = 15 * 2.0**-50
+#: ``propC.2/run-lift``: head 1's bound may exceed its error by at most this (measured 1.84).
+LIFT_TIGHTNESS = 4.0
+
+
+@run(
+    id="propC.2/run-lift",
+    paper="Prop. C.2",
+    statement=r"\mathrm{learn\_orthogonal\_heads}\ \text{(float64), head 1's basis } (1 + \delta) e_1,\ "
+    r"\delta = 120\,u:\ \|\hat W^{(1)} - W^{(1)}\|_F \le b_1 \le 4\,\|\hat W^{(1)} - W^{(1)}\|_F",
+    uses=("propC.2/run-small-head",),
+    assumptions="d = 4 split 1 + 1 + 1 + 1, bases e_k with head 1's scaled by 1 + 15 * 2^-50 (u = 2^-53: a "
+    "Gram defect of 240 u, accepted by check_bases), heads E_k w_k E_k^T, E_k v_k with w = (3/4, -1/2, -1/2, "
+    "-1/2), v = (1, 2^-10, 2^-10, 2^-10); basis probes, the default checks, certify=False (C.1 taken for the "
+    "given bases); b_1 the learner's error_bounds[0]. The lift's rounding and the bases' defect "
+    "((2 d_h + 2) u + 2 gamma) ||W~||_F are 56 % of b_1 and the error is 3 delta ||W~||: dropping the lift's "
+    "term fails it",
+    scope="listed sizes: d = 4 (a fixed target)",
+)
+def run_lift() -> list[Check]:
+    Es = [np.eye(4)[:, [k]] * ((1.0 + LIFT_DEFECT) if k == 0 else 1.0) for k in range(4)]
+    heads = [lift(np.array([[0.75 if k == 0 else -0.5]]), np.array([1.0 if k == 0 else 2.0**-10]), E)
+             for k, E in enumerate(Es)]
+    rec = learn_orthogonal_heads(ValueOracle(MultiHeadAttention(heads)), Es, certify=False)
+    err_W = float(np.linalg.norm(rec.heads[0].W - heads[0][0]))
+    bound = rec.diagnostics["error_bounds"][0]
+    # ratios against constants: the hashed allowed values never carry measured last bits
+    return [("head 1: ||W_hat - W||_F / its bound <= 1", err_W / bound, 1.0),
+            (f"head 1: its bound / ||W_hat - W||_F <= {LIFT_TIGHTNESS:g}", bound / err_W, LIFT_TIGHTNESS)]
 
 
 def _matched_errors(found: tuple[Recovery, ...], heads: list, arith: Arith) -> list[tuple[Any, Any]]:
