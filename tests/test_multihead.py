@@ -483,7 +483,8 @@ def test_sbd_end_to_end_float64_and_mpmath():
     heads, _, rng = _c1(2, 3, 3)
     oracle = ValueOracle(MultiHeadAttention(heads))
     rec = learn_multihead_sbd(oracle, hessians=2, rng=rng)
-    assert rec.queries == oracle.queries == 2 * fd_queries(6) + 2 * (3 + 9) + 3
+    assert rec.queries == oracle.queries == 2 * fd_queries(6) + 2 * (3 + 9) + 3 + 4 * 3 * 3
+    assert score_heads(rec, heads, FLOAT64)["err_W"] <= rec.diagnostics["error_bound"]
     assert score_heads(rec, heads, FLOAT64)["err_W"] < 1e-4
     ar = MP(40)
     heads, _, rng = _c1(2, 3, 3, ar)
@@ -511,14 +512,16 @@ def test_sbd_cli_refuses_too_few_hessians(capsys):
 
 @pytest.mark.parametrize("tau", [1e-8, 1e-6])
 def test_sbd_too_noisy_is_refused_before_any_query(tau):
-    """At noise 1e-8..1e-6 the finite-difference blocks' allowance exceeds any promise (was:
-    answered with heads 0.01-0.23 off, or with the wrong number of heads); refused up front."""
+    """At noise 1e-8..1e-6 (was: answered with heads 0.01-0.23 off, or with the wrong number of
+    heads): the heads' bounds model rounding-level answers only, so refused up front."""
     from attnproof.oracles import ApproxOracle
 
     heads, _, rng = _c1(2, 3, 0)
     oracle = ApproxOracle(MultiHeadAttention(heads), tau=tau, adversary="random", seed=0)
-    with pytest.raises(PrecisionLossError, match="allowance"):
+    with pytest.raises(PrecisionLossError, match="noise"):
         learn_multihead_sbd(oracle, hessians=2, rng=rng, noise=tau)
+    with pytest.raises(PrecisionLossError, match="noise"):
+        learn_multihead_sbd(oracle, hessians=2, rng=rng, noise=2 * FLOAT64.eps)
     assert oracle.queries == 0
 
 
@@ -572,15 +575,17 @@ def test_verify_fails_when_only_the_lift_term_is_dropped(monkeypatch):
     assert not verify("propC.2/run-lift").passed
 
 
-def test_verify_fails_when_the_sbd_allowance_is_dropped(monkeypatch):
-    """Issue 22, item 2, the other learner: without the finite differences' block allowance the
-    checks of ``learn_multihead_sbd`` refuse good blocks, and ``sec7/run-sbd`` fails."""
-    from attnproof.theorems.multihead import sbd
+def test_verify_fails_when_the_sbd_blocks_rotation_is_dropped(monkeypatch):
+    """Issue 22, item 2, the other learner: without the term of the blocks' rotation (the finite
+    differences leave the blocks ~eps^(1/2) off the subspaces) the heads' bounds are 1e5 x too small:
+    the checks refuse the blocks or the errors exceed the bounds, and ``sec7/run-sbd`` fails."""
+    from attnproof.theorems.multihead import orthogonal
     from attnproof.verify.certificate import verify
 
-    monkeypatch.setattr(sbd, "block_allowance", lambda h, level: 0.0)
-    entry = verify("sec7/run-sbd")
-    assert not entry.passed and "AssumptionError" in entry.error
+    real = orthogonal.rotation_terms
+    monkeypatch.setattr(orthogonal, "rotation_terms",
+                        lambda *a: ([(0.0, 0.0)] * len(a[0]), real(*a)[1]))
+    assert not verify("sec7/run-sbd").passed
 
 
 @pytest.mark.parametrize("learner", ["orthogonal-heads", "multihead-sbd"])

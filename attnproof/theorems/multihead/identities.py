@@ -20,10 +20,7 @@ from ...recovery import Recovery
 from .maps import cayley_bases, flip_heads, lift, reduced_parameters
 from .oracle import ReducedOracle
 from .orthogonal import learn_orthogonal_heads
-from .sbd import (
-    SBD_FACTOR, block_allowance, commutator_map, hessian_probe, learn_multihead_sbd, min_hessians,
-    probe_hessian,
-)
+from .sbd import commutator_map, hessian_probe, learn_multihead_sbd, min_hessians, probe_hessian
 
 
 def _sym_heads(d: int, H: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -491,18 +488,20 @@ def _matched_errors(found: tuple[Recovery, ...], heads: list, arith: Arith) -> l
 @run(
     id="sec7/run-sbd",
     paper="App. C, conjecture (learned)",
-    statement=r"\mathrm{learn\_multihead\_sbd}\ \text{(step } h\text{)}:\ \|\hat W^{(h)} - W^{(h)}\|_F,\ "
-    r"\|\hat v^{(h)} - v^{(h)}\|_2 \le 20\,(h^2 + \epsilon / h^2)\ "
+    statement=r"\mathrm{learn\_multihead\_sbd}:\ "
+    r"\big(\textstyle\sum_h \|\hat W^{(h)} - W^{(h)}\|_F^2\big)^{1/2} \le b,\ "
+    r"\big(\sum_h \|\hat v^{(h)} - v^{(h)}\|_2^2\big)^{1/2} \le b^v\ "
+    r"\text{(its bounds, the blocks' rotation included)}\ "
     r"\text{in float64 and mpmath (30, 50 digits)},\ \text{the checks passing},\ "
     r"\text{with exactly the counted queries}",
     uses=("sec7/hessian-at-zero", "sec7/hessian-invariant", "propC.2/run-high-precision"),
     assumptions="the C.1 targets of propC.2/run-high-precision (d = 3 split 1 + 2, d = 4 split 2 + 2), the "
     "subspaces not given; K = max_h max(2, d_h - 1) Hessians (the necessity bound), seed 0, the learner's "
-    "own step h ~ eps^(1/4) (so the allowance shrinks like 10^-(dps/2)); the allowance is the learner's "
-    "block_allowance, SBD_FACTOR = 20 a measured constant with a 10x margin (the SBD's conditioning is "
-    "not bounded); the learner's held-out checks (check_heads, tolerance from each head's C.2 bound plus "
-    "that allowance) pass: worst residual / tolerance <= 1; queries = LEARNERS['multihead-sbd'].count plus "
-    "the re-asked queries",
+    "own step h ~ eps^(1/4); b, b^v the learner's error_bound, error_bound_v: Prop. C.2's per-head bounds "
+    "plus the term of the blocks' rotation off the true subspaces that the C.1 identities cannot exclude "
+    "(rotation.py: first order, the re-run learner's one-sided slopes measured); the heads matched to the "
+    "true ones by the permutation of least error; the learner's held-out checks pass: worst residual / "
+    "tolerance <= 1; queries = LEARNERS['multihead-sbd'].count plus the re-asked queries",
     scope="listed sizes: d = 3, 4 (fixed targets)",
 )
 def run_sbd() -> list[Check]:
@@ -514,13 +513,16 @@ def run_sbd() -> list[Check]:
             oracle = ValueOracle(MultiHeadAttention(heads, arith))
             rec = learn_multihead_sbd(oracle, hessians=K, rng=np.random.default_rng(0), arith=arith)
             info = rec.diagnostics
-            allowed = block_allowance(info["fd_step"], arith.eps)
-            at, bound = f"{arith.name}, d = {Q.shape[0]}", f"{SBD_FACTOR} (h^2 + eps / h^2)"
-            for k, (err_W, err_v) in enumerate(_matched_errors(rec.heads, heads, arith)):
-                checks += [(f"{at}, head {k + 1}: ||W_hat - W||_F <= {bound}", err_W, allowed),
-                           (f"{at}, head {k + 1}: ||v_hat - v||_2 <= {bound}", err_v, allowed)]
+            errors = _matched_errors(rec.heads, heads, arith)
+            err_W = float(np.sqrt(sum(float(e) ** 2 for e, _ in errors)))
+            err_v = float(np.sqrt(sum(float(e) ** 2 for _, e in errors)))
+            at = f"{arith.name}, d = {Q.shape[0]}"
             count = LEARNERS["multihead-sbd"].count(d=Q.shape[0], H=len(dims), K=K, dims=dims)
+            # ratios against constants: the hashed allowed values never carry measured last bits
             checks += [
+                (f"{at}: sqrt(sum_h ||W_hat - W||_F^2) / error_bound <= 1", err_W / info["error_bound"], 1.0),
+                (f"{at}: sqrt(sum_h ||v_hat - v||_2^2) / error_bound_v <= 1",
+                 err_v / info["error_bound_v"], 1.0),
                 (f"{at}: check residual / tolerance <= 1", info["check_residual"], 1),
                 (f"{at}: queries - (count + re-asked)",
                  abs(rec.queries - count - info["reasked_queries"]), 0),
