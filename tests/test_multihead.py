@@ -166,22 +166,42 @@ def _learn(heads, bases, arith=FLOAT64, **kw):
     return rec, oracle
 
 
+def _degenerate_target(d: int):
+    """Like the thorough profile's draws (seed 20261126) that the certified learner refuses:
+    coordinate bases (1 + (d - 1)), head 1 a W with one non-zero row and v = -e_1, head 2 with W = 0
+    and v = -e_4: many rotation directions move no identity (J rank-deficient)."""
+    W1 = np.zeros((d, d))
+    W1[0, :3] = 1.0
+    W2 = np.zeros((d, d))
+    v2 = np.zeros(d)
+    v2[3] = -1.0
+    return [(W1, -np.eye(d)[0]), (W2, v2)], [np.eye(d)[:, :1], np.eye(d)[:, 1:]]
+
+
 @given(mst.orthogonal_heads_targets(), st.sampled_from(["basis", "gaussian"]), st.integers(0, 2**16))
+@example(_degenerate_target(6), "basis", 0)  # certified: a rotation the identities cannot see: refused
 def test_orthogonal_heads_float64_within_bound(target, probes, seed):
+    """C.1 taken for the bases (certify=False): answered within the bound, with exactly the counted
+    queries (only a head whose W is below float64's reach refuses).  Certified (the default):
+    within its (larger) bound, or a PrecisionLossError when the C.1 identities cannot exclude a
+    rotation that would move a head (degenerate heads leave directions they do not see)."""
     heads, bases = target
-    try:
-        rec, oracle = _learn(heads, bases, probes=probes, rng=np.random.default_rng(seed))
-    except PrecisionLossError:  # the output guard: only a head whose W is below resolution refuses
-        assert min(np.abs(W).max() for W, _ in heads) < 1e-140
-        return
-    extra = sum(h.diagnostics["reasked_queries"] for h in rec.heads)
     dims = [E.shape[1] for E in bases]
-    count = LEARNERS["orthogonal-heads"].count(d=sum(dims), dims=dims)
-    assert count == sum(n + n * n for n in dims) + 3 + 4 * (sum(dims) ** 2 - sum(n * n for n in dims)) // 2
-    assert rec.queries == oracle.queries == count + extra
-    s = score_heads(rec, heads, FLOAT64)
-    assert s["err_W"] <= rec.diagnostics["error_bound"]
-    assert s["err_v"] <= 1e-12 * max(np.abs(v).max() for _, v in heads)
+    for certify in (False, True):
+        try:
+            rec, oracle = _learn(heads, bases, probes=probes, rng=np.random.default_rng(seed),
+                                 certify=certify)
+        except PrecisionLossError:  # the output guard: a W below resolution, or (certified) a rotation
+            assert certify or min(np.abs(W).max() for W, _ in heads) < 1e-140
+            continue
+        extra = sum(h.diagnostics["reasked_queries"] for h in rec.heads)
+        count = LEARNERS["orthogonal-heads"].count(d=sum(dims), dims=dims, certify=certify)
+        identities = 4 * (sum(dims) ** 2 - sum(n * n for n in dims)) // 2 if certify else 0
+        assert count == sum(n + n * n for n in dims) + 3 + identities
+        assert rec.queries == oracle.queries == count + extra
+        s = score_heads(rec, heads, FLOAT64)
+        assert s["err_W"] <= rec.diagnostics["error_bound"]
+        assert s["err_v"] <= 1e-12 * max(np.abs(v).max() for _, v in heads)
 
 
 def test_orthogonal_heads_exact_query_count_without_checks():
