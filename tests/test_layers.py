@@ -200,7 +200,6 @@ ALLOWED_ARITH_BRANCHES = {
     "oracles": 1,
     "theorems.exact": 1,
     "theorems.lowrank": 1,
-    "theorems.multihead": 1,
     "theorems.transformer": 12,
 }
 

@@ -74,12 +74,14 @@ random-combination heuristic cannot split that eigenspace, whatever K.
 
 :func:`learn_multihead_sbd` chains finite-difference Hessians (2 d^2 + 1 value queries each),
 the commutant SBD and :func:`learn_orthogonal_heads`: learning under Assumption C.1 *without*
-knowing the subspaces, with value queries only: the blocks come from finite differences (their
-error is measured, not bounded), and held-out checks across the blocks refuse blocks that are not
-the heads' subspaces.
+knowing the subspaces, with value queries only: the blocks come from finite differences, a
+rotation of ~eps^(1/2) off the subspaces that the C.1 identities of :mod:`.rotation` measure and
+each head's bound carries, and held-out checks across the blocks refuse blocks that are not the
+heads' subspaces.
 
 **The room.**  :mod:`.maps` (reduced coordinates, the short-input flip, C.1 bases),
 :mod:`.oracle` (:class:`ReducedOracle`), :mod:`.orthogonal` (Prop. C.2's learner),
+:mod:`.rotation` (C.1 up to a rotation: the identities and the bound's term),
 :mod:`.sbd` (App. C's Hessians, the SBDs and their learner), :mod:`.identities` (the identities
 and runs) and :mod:`.runner` (the learners' options and runners, the bench's target and
 the Hessian / SBD experiment, registered with :mod:`attnproof.room`).  Everything public is

@@ -7,6 +7,7 @@ lifted back; held-out length-3 queries check Assumption C.1 (the room's docstrin
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from ...recovery import MultiHeadRecovery, Recovery
 from ..exact import learn_exact
 from .maps import lift
 from .oracle import ReducedOracle
+from .rotation import identity_count, identity_residuals, rotation_terms
 
 #: Length of the held-out check queries (N = 3: the shortest length at which the
 #: short-input collapse is visible, see ``sec7/short-input-collapse``).
@@ -96,8 +98,10 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
         "thm4.1/end-to-end-d2",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
-    queries="sum_h (d_h + d_h^2) + checks (3)",
-    count=lambda d, H=HEADS, checks=DEFAULT_CHECKS, dims=None, **_: heads_count(d, H, dims) + checks,
+    queries="sum_h (d_h + d_h^2) + checks (3) + 4 sum_{g<h} d_g d_h (C.1 identities)",
+    count=lambda d, H=HEADS, checks=DEFAULT_CHECKS, dims=None, certify=True, **_: (
+        heads_count(d, H, dims) + checks + (identity_count(dims or [d // H] * H) if certify else 0)
+    ),
 )
 def learn_orthogonal_heads(
     oracle: ValueOracle,
@@ -107,6 +111,7 @@ def learn_orthogonal_heads(
     rng: np.random.Generator | None = None,
     arith: Arith = FLOAT64,
     checks: int = DEFAULT_CHECKS,
+    certify: bool = True,
     tol: float | None = None,
 ) -> MultiHeadRecovery:
     """Recover every head of an orthogonal-heads target from its subspaces' bases (Prop. C.2).
@@ -128,7 +133,13 @@ def learn_orthogonal_heads(
     arith : Arith
         float64, mpmath or sympy.
     checks : int
-        Held-out length-3 queries (0 gives exactly ``sum_h (d_h + d_h^2)`` queries).
+        Held-out length-3 queries (0 and ``certify=False`` give exactly ``sum_h (d_h + d_h^2)`` queries).
+    certify : bool
+        Ask ``4 sum_{g<h} d_g d_h`` C.1 identity queries (:mod:`.rotation`) and add to each head's
+        bound what a rotation of the subspaces off the given bases, consistent with their answers,
+        could do to it (first order): the bound then holds for targets that satisfy C.1 only up to
+        such a rotation (issue 23, item 1), at the price of a looser bound for small heads.
+        ``False``: C.1 is taken for the given bases (up to their rounding).
     tol : float, optional
         Promised accuracy: raise PrecisionLossError if the a-posteriori bound on
         ``sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2)`` exceeds it.  Default: every head's own bound
@@ -148,11 +159,13 @@ def learn_orthogonal_heads(
     ------
     AssumptionError
         If the bases violate C.1, or a check query disagrees with the recovered model beyond
-        the error bound (the target does not satisfy C.1 for these bases).
+        the error bound, or the identities measure a rotation beyond first order (the target does
+        not satisfy C.1 for these bases).
     NonIdentifiableError
         If some head has v~ = 0 (C.1 requires v^(h) != 0).
     PrecisionLossError
-        If the a-posteriori error bound exceeds ``tol`` (or a head's exceeds the default promise).
+        If the a-posteriori error bound exceeds ``tol`` (or a head's exceeds the default promise),
+        or a rotation below the identities' resolution could move a small head beyond first order.
 
     Examples
     --------
@@ -162,26 +175,39 @@ def learn_orthogonal_heads(
     >>> heads = [(np.diag([1.0, 2.0, 0, 0]), np.array([1.0, -1.0, 0, 0])),
     ...          (np.diag([0, 0, 0.5, -1.0]), np.array([0, 0, 2.0, 1.0]))]
     >>> oracle = ValueOracle(MultiHeadAttention(heads))
-    >>> rec = learn_orthogonal_heads(oracle, [E[:, :2], E[:, 2:]], checks=0)
+    >>> rec = learn_orthogonal_heads(oracle, [E[:, :2], E[:, 2:]], checks=0, certify=False)
     >>> rec.queries, float(np.abs(rec.heads[0].W - heads[0][0]).max()) < 1e-12
     (12, True)
     """
     if not isinstance(checks, int) or checks < 0:
         raise InvalidInputError(f"checks must be a non-negative integer; got {checks!r}")
+    if not isinstance(certify, bool):
+        raise InvalidInputError(f"certify must be True or False; got {certify!r}")
     rng = check_rng("rng", rng)
     session = Session(oracle, arith, learner=_ORTHOGONAL_HEADS)
     with arith.context():
         Es = [arith.nsimplify(E) for E in check_bases(bases, oracle.d, arith)]  # sympy: exact bases
         heads: list[Recovery] = []
+        rngs = []  # each reduced run's generator as it started (the rotation term re-runs it)
         for E in Es:
+            rngs.append(copy.deepcopy(rng))
             sub = ReducedOracle(oracle, E)
             red = learn_exact(sub, probes=probes, rng=rng, arith=arith)
             W, v = lift(red.W, red.v, E)
             heads.append(Recovery(W=W, v=v, queries=sub.queries, arith=arith, diagnostics=red.diagnostics))
     dims = [E.shape[1] for E in Es]
-    session.diagnostics.update(d_h=dims, checks=checks)
-    # floating point only: exact arithmetic has no rounding error to bound
-    bounds = None if arith.exact else _error_bounds(heads, Es, oracle.d, arith)
+    session.diagnostics.update(d_h=dims, checks=checks, certify=certify)
+    # the reduced runs bound their error in floating point only (exact arithmetic has none)
+    rounding_only = heads[0].diagnostics.get("error_bound") is not None
+    bounds = _error_bounds(heads, Es, oracle.d, arith) if rounding_only else None
+    if certify and len(Es) > 1:  # Assumption C.1 up to a rotation: measured, and bounded (rotation.py)
+        gamma = _gram_defect(Es, oracle.d, arith)
+        gen = rng if rng is not None else np.random.default_rng(0)
+        Q, X1, r, tol_r = identity_residuals(session, heads, Es, gamma, gen)
+        if bounds is not None:
+            terms, rotation = rotation_terms(heads, Es, arith, Q, X1, r, tol_r, probes, rngs)
+            bounds = [(bW + aW, bv + av) for (bW, bv), (aW, av) in zip(bounds, terms)]
+            session.diagnostics.update(rotation_bound=rotation, rotation_terms=[aW for aW, _ in terms])
     bound = bound_v = None
     if bounds is not None:
         bound = float(np.sqrt(sum(bW * bW for bW, _ in bounds)))
@@ -193,11 +219,13 @@ def learn_orthogonal_heads(
         for h, ((bW, _), rec) in enumerate(zip(bounds, heads) if tol is None else ()):
             session.guard(bW, arith.norm(rec.W), None, what=f"head {h + 1}'s ||W_hat - W*||_F",
                           why=" (a head whose v is small beside the other heads' is swamped by their "
-                          "rounding in its subspace)")
+                          "rounding in its subspace, or C.1 holds only up to a rotation the identities "
+                          "cannot resolve)")
     if checks:
         session.diagnostics["check_residual"] = check_heads(session, heads, Es, bounds, checks, rng)
     info = session.close(reasked=sum(int(h.diagnostics.get("reasked_queries", 0)) for h in heads),
-                         error_bound=bound, error_bound_v=bound_v, H=len(Es), dims=dims, checks=checks)
+                         error_bound=bound, error_bound_v=bound_v, H=len(Es), dims=dims, checks=checks,
+                         certify=certify)
     return MultiHeadRecovery(tuple(heads), tuple(Es), session.queries, arith.name, info)
 
 

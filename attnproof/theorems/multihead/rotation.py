@@ -1,0 +1,264 @@
+"""Assumption C.1 up to a small rotation: identity queries that measure it, and the first-order
+term it adds to Prop. C.2's bound (issue 23, items 1 and 5).
+
+**The C.1 identity (new).**  Under Assumption C.1, for ``x_1 in U_h`` and ``x_2 in U_g``
+(``g != h``) every head's scores of ``[+-x_1; x_2]`` are the same (head h's are 0: ``W^(h) x_2 =
+0``; head g's are ``(0, x_2^T W^(g) x_2)``; the others' 0) and only head h sees the sign of x_1,
+with uniform weights, so
+
+    f([x_1; x_2]) - f([-x_1; x_2]) = x_1^T v^(h) = x_1^T sum_k v^(k),
+
+and ``sum_k v^(k)`` is what the one-token answers measure (the learner's ``sum_k v_hat^(k)``,
+whatever C.1's truth: the bases split it, their sum is the whole).  The identity holds to the
+answers' rounding only, with no learned W in it, so its tolerance is at the rounding level.
+
+**A rotation.**  If the target satisfies C.1 for the subspaces ``R U_h`` (``R = exp(K)``, K skew;
+its part inside each U_h only changes the basis of U_h, so K is taken off-block,
+``K = sum_{g<h} E_g A_gh E_h^T - E_h A_gh^T E_g^T``, coordinates k = the entries of the A_gh in the
+Frobenius-orthonormal basis of :func:`off_block_directions`), then to first order in k the
+identities' residuals are ``J k``, J the derivative of the identities of the recovered model rotated
+by ``exp(K)`` (central differences of the model, no query).  The measured residuals r satisfy
+``|r - J k| <= tol`` (rounding), so with J of full column rank ``k = J^+ (J k)`` and, entrywise,
+``|k - J^+ r| <= |J^+| (tol + 2 ||J||_2 ||k||^2)`` (the second term: the identities' second order,
+with a factor 2 of margin).  The learned heads' errors beyond Prop. C.2's bound are the learner's
+response to k, measured by re-running the reduced learner on the recovered model rotated along
+each direction (no query): the response is positively homogeneous but not linear (the learner's
+discrete choices make kinks at k = 0; one-sided slopes differ by up to 10x), so each direction j
+counts with the larger one-sided slope ``s_hj``, and head h's bound gains
+
+    sum_j s_hj |k_j|  (|k_j| <= |(J^+ r)_j| + its spread)  + the second-order remainder,
+
+exact for a convex response (sublinear), measured (0 of 400 hostile draws outside) otherwise.  A
+direction of rotation that J does not see (its kernel) and that moves a head makes that head's
+bound infinite (a refusal).  ``2 IDENTITIES_PER_DIRECTION`` answers per off-block direction: J is a
+tall matrix, which keeps ``||J^+||`` near the identities' typical sensitivity.  A rotation that
+perturbs some head's reduced oracle by more than :data:`MAX_ROTATION` of its size (``rho_h = ||k||
+(1 + sum_{g != h} ||v^(g)|| / ||v^(h)||)``: the others' values leak ``||k|| ||v^(g)||`` into it) is refused
+as a C.1 violation (or, every identity within its tolerance, as beyond float64's resolution), and
+below it the second-order remainder is taken as ``2 ||k|| (rho_h ||s_h|| + 2 ||k|| ||W^(h)||_F)`` (the
+lift's own is ``2 ||k||^2 ||W||``; the re-run learner's is rho_h times its first-order response, with
+a factor 2 of margin: measured, not proven).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from ...arith import FLOAT64, Arith
+from ...errors import AssumptionError, PrecisionLossError
+from ...measure import Session
+from ...models import MultiHeadAttention
+from ...oracles import ValueOracle
+from ...recovery import Recovery
+from ..exact import learn_exact
+from .oracle import ReducedOracle
+
+#: Identities asked per off-block direction of rotation (each two answers): J has twice as many
+#: rows as columns (square J is often ill-conditioned: the bound's median inflation 312x at 1 per
+#: direction, 11x at 2, measured on 40 C.1 targets).
+IDENTITIES_PER_DIRECTION = 2
+#: The largest rotation the first-order certificate accepts, relative to the reduced oracle of the
+#: head it moves most (``rho_h``, :func:`rotation_terms`): beyond it the target is refused.
+MAX_ROTATION = 2.0**-10
+#: Difference steps: central, of the model's identities (J); one-sided, of the re-run learner (E:
+#: its second-order term is ~2^-30 relative, below the rounding of the re-runs).
+_STEP_J, _STEP_E = 2.0**-20, 2.0**-30
+#: Singular values of J below this fraction of the largest are its kernel (the central
+#: differences are accurate to ~1e-10 relative).
+_RANK_CUT = 2.0**-30
+
+
+def off_block_count(dims: list[int]) -> int:
+    """Off-block directions of rotation: ``sum_{g<h} d_g d_h``."""
+    return (sum(dims) ** 2 - sum(n * n for n in dims)) // 2
+
+
+def identity_count(dims: list[int]) -> int:
+    """Value queries of the C.1 identities: ``2 IDENTITIES_PER_DIRECTION sum_{g<h} d_g d_h``."""
+    return 2 * IDENTITIES_PER_DIRECTION * off_block_count(dims)
+
+
+def off_block_directions(Ef: list[np.ndarray]) -> list[tuple[int, int, np.ndarray]]:
+    """``(g, h, K)`` for g < h and each basis pair: ``K = (a b^T - b a^T) / sqrt(2)`` with a, b columns
+    of E_g, E_h (float64): skew, unit Frobenius norm, mapping U_g and U_h into each other."""
+    out = []
+    for g, Eg in enumerate(Ef):
+        for h in range(g + 1, len(Ef)):
+            for a in Eg.T:
+                for b in Ef[h].T:
+                    out.append((g, h, (np.outer(a, b) - np.outer(b, a)) / np.sqrt(2)))
+    return out
+
+
+def _rotation(K: np.ndarray, t: float) -> np.ndarray:
+    """``I + tK + (tK)^2 / 2``: exp(tK) to O(t^3), enough for central differences."""
+    tK = t * K
+    return np.eye(K.shape[0]) + tK + tK @ tK / 2
+
+
+def identity_queries(
+    heads: list[Recovery], Es: list[np.ndarray], arith: Arith, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The identity queries ``[x_1; x_2], [-x_1; x_2]`` (interleaved, shape (2m, 2, d)) and the x_1
+    (m, d): per pair g < h, ``IDENTITIES_PER_DIRECTION d_g d_h`` identities with Gaussian coordinates,
+    ``x_1`` in U_h and ``x_2`` in U_g alternately the other way round, scaled down by a power of two
+    (exact) so that the recovered score ``x_2^T W_hat x_2`` is at most about 1."""
+    Ef = [arith.to_float(E) for E in Es]
+    Wf = [arith.to_float(r.W) for r in heads]
+    Q, X1 = [], []
+    pairs = [(g, h) for g in range(len(Es)) for h in range(g + 1, len(Es))]
+    for g, h in pairs:
+        for m in range(IDENTITIES_PER_DIRECTION * Es[g].shape[1] * Es[h].shape[1]):
+            a, b = (h, g) if m % 2 == 0 else (g, h)  # x_1 in U_a, x_2 in U_b
+            z1, z2 = rng.standard_normal(Es[a].shape[1]), rng.standard_normal(Es[b].shape[1])
+            x2 = Ef[b] @ z2
+            top = abs(float(x2 @ Wf[b] @ x2))
+            c = np.ldexp(1.0, int(min(0.0, np.round(-np.log2(top) / 2)))) if 0 < top < np.inf else 1.0
+            with arith.context():
+                x1, x2 = Es[a] @ arith.asarray(c * z1), Es[b] @ arith.asarray(c * z2)
+                Q += [np.stack([x1, x2]), np.stack([-x1, x2])]
+            X1.append(x1)
+    return np.stack(Q), np.stack(X1)
+
+
+def identity_residuals(
+    session: Session, heads: list[Recovery], Es: list[np.ndarray], gamma: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Ask the identity queries (:func:`identity_queries`, counted by ``session``) and return
+    ``(Q, X1, r, tol)``: the residuals ``r = f([x_1; x_2]) - f([-x_1; x_2]) - x_1^T sum_k v_hat^(k)``
+    (float64) and their tolerances under C.1.
+
+    Tolerance: each answer's rounding ``4 (d + 6) eps sum_k max_i |x_i^T v^(k)| (1 + max_i |x_i|
+    |x_2| ||W^(k)||_F)`` (the check queries' model, :func:`~.orthogonal.check_heads`), plus ``|x_1|``
+    times the error of the measured ``sum_k v^(k)``: each one-token answer ``E_k e_i`` errs by ``(d + H +
+    2) eps |x| S`` (S = sum_k ||v_hat^(k)||, |x| <= 1 + gamma), the lift ``E_k v~`` by ``(d_k + 1) eps
+    ||v_hat^(k)||``, the bases' defect ``gamma S``, and the dot product ``d eps``.
+    Exact arithmetic (eps = 0): the tolerance is 0 and an identity must hold exactly.
+
+    Raises
+    ------
+    AssumptionError
+        In exact arithmetic, if an identity does not hold exactly.
+    """
+    arith, d, H = session.arith, session.oracle.d, len(Es)
+    Q, X1 = identity_queries(heads, Es, arith, rng)
+    y = arith.asarray(session.ask(Q))
+    with arith.context():
+        vsum = sum((r.v for r in heads), arith.zeros(d))
+        diff = y[0::2] - y[1::2] - X1 @ vsum
+    if not all(arith.within(x, 0.0) for x in diff) and not arith.eps:
+        raise AssumptionError("a C.1 identity f([x_1; x_2]) - f([-x_1; x_2]) = x_1^T sum_k v^(k) fails "
+                              "exactly: the target does not satisfy Assumption C.1 for the given bases")
+    eps, Qf, X1f = arith.eps, arith.to_float(Q), arith.to_float(X1)
+    Wf = [arith.to_float(r.W) for r in heads]
+    vf = [arith.to_float(r.v) for r in heads]
+    S = float(sum(np.linalg.norm(v) for v in vf))
+    dims = [E.shape[1] for E in Es]
+    sum_v = ((1 + gamma) * np.sqrt(H * d) * (d + H + 2) + max(dims) + 1 + d) * eps * S + gamma * S
+    tol = np.empty(len(X1f))
+    for b in range(len(X1f)):
+        rounding = 0.0
+        for X in Qf[2 * b : 2 * b + 2]:
+            reach = float(np.linalg.norm(X, axis=1).max() * np.linalg.norm(X[-1]))
+            rounding += sum(float(np.abs(X @ v).max()) * (1 + reach * float(np.linalg.norm(W)))
+                            for W, v in zip(Wf, vf))
+        tol[b] = 4 * (d + 6) * eps * rounding + float(np.linalg.norm(X1f[b])) * sum_v
+    return Qf, X1f, arith.to_float(diff), tol * (1 + 8 * d * FLOAT64.eps)
+
+
+def _identities(params: list[tuple[np.ndarray, np.ndarray]], Q: np.ndarray, X1: np.ndarray) -> np.ndarray:
+    """The identities' left minus right sides for the float64 heads ``params`` (no query)."""
+    y = MultiHeadAttention(params)(Q)
+    return y[0::2] - y[1::2] - X1 @ sum(v for _, v in params)
+
+
+def rotation_terms(
+    heads: list[Recovery], Es: list[np.ndarray], arith: Arith, Q: np.ndarray, X1: np.ndarray,
+    r: np.ndarray, tol: np.ndarray, probes: str, rngs: list[Any],
+) -> tuple[list[tuple[float, float]], float]:
+    """Per head ``(||E_h k||_F bound, ||E^v_h k|| bound)`` for the rotations k consistent with the
+    identities' residuals (module docstring), and the bound on ``||k||_2`` itself.
+
+    ``rngs``: each head's random generator as it was before its reduced run (Gaussian probes: the
+    re-run draws the same probes).  All in float64 (the coefficients J, E_h are derivatives: a
+    few digits suffice; the residuals and tolerances carry the arithmetic's precision).
+
+    Raises
+    ------
+    AssumptionError
+        If the rotation consistent with the residuals may move a head's reduced oracle by more than
+        :data:`MAX_ROTATION` relative to it, an identity failing.
+    PrecisionLossError
+        The latter with every identity within its tolerance: a rotation below their resolution
+        could move a small head beyond first order.
+    """
+    Ef = [arith.to_float(E) for E in Es]
+    params = [(arith.to_float(h.W), arith.to_float(h.v)) for h in heads]
+    dirs = off_block_directions(Ef)
+    n, H = len(dirs), len(Es)
+    J = np.empty((len(X1), n))
+    # the re-run learner's response is positively homogeneous but not linear (its discrete choices
+    # make kinks at k = 0: one-sided slopes differ by up to 10x), so per direction the larger of
+    # the two one-sided slopes, weighted by |k_j| (sublinear: exact for a convex response)
+    slopes = np.zeros((2, H, n))  # (W, v) x head x direction
+
+    def learned_errors(rotated: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Head k's (W, v) errors when the learner re-runs on the float64 model ``rotated``."""
+        red = learn_exact(ReducedOracle(ValueOracle(MultiHeadAttention(rotated)), Ef[k]), probes=probes,
+                          rng=copy.deepcopy(rngs[k]), rtol=1e300)
+        return (Ef[k] @ red.W @ Ef[k].T - rotated[k][0]).reshape(-1), Ef[k] @ red.v - rotated[k][1]
+
+    def rotate(K: np.ndarray, t: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        R = _rotation(K, t)
+        return [(R @ W @ R.T, R @ v) for W, v in params]
+
+    base = [learned_errors(params, k) for k in range(H)]  # differences from the re-run at k = 0
+    for j, (g, h, K) in enumerate(dirs):
+        ids = [_identities(rotate(K, t), Q, X1) for t in (_STEP_J, -_STEP_J)]
+        J[:, j] = (ids[0] - ids[1]) / (2 * _STEP_J)
+        for t in (_STEP_E, -_STEP_E):
+            rotated = rotate(K, t)
+            for k in (g, h):  # K moves only U_g and U_h: the other heads' reduced runs do not change
+                for i, (e, e0) in enumerate(zip(learned_errors(rotated, k), base[k])):
+                    slopes[i, k, j] = max(slopes[i, k, j], float(np.linalg.norm(e - e0)) / _STEP_E)
+    U, s, Vt = np.linalg.svd(J, full_matrices=False)
+    rank = int(np.sum(s > _RANK_CUT * s.max())) if s.size and s.max() > 0 else 0
+    P = Vt[:rank].T @ (U[:, :rank].T / s[:rank, None])  # J^+ on J's range
+    reach = np.linalg.norm(Vt[rank:], axis=0)  # how far each direction reaches into J's kernel
+    k_hat = P @ r
+    # |k - k_hat| entrywise on J's range: P times the identities' noise, their rounding (tol) and
+    # their second-order term (~ ||J||_2 ||k||^2, with a factor 2 of margin)
+    k0 = float(np.linalg.norm(k_hat)) + float(np.linalg.norm(P, 2)) * float(np.linalg.norm(tol))
+    spread = np.abs(P) @ (tol + 2 * float(np.linalg.norm(J, 2)) * k0 * k0)
+    k_bound = float(np.linalg.norm(k_hat)) + float(np.linalg.norm(spread))
+    out = []
+    S = sum(float(np.linalg.norm(v)) for _, v in params)
+    for h, (W, v) in enumerate(params):
+        # the rotation's relative size in head h's reduced oracle: the others' values leak k S into it
+        rho = k_bound * (1 + (S - float(np.linalg.norm(v))) / max(float(np.linalg.norm(v)), 1e-300))
+        if rho > MAX_ROTATION:
+            seen = np.any(np.abs(r) > tol)  # a rotation measured, or only one below the resolution
+            raise (AssumptionError if seen else PrecisionLossError)(
+                f"the C.1 identities allow a rotation of {k_bound:.3g} rad off the given bases, which moves "
+                f"head {h + 1}'s reduced oracle by {rho:.3g} of its size (above {MAX_ROTATION:.3g}: beyond "
+                "first order): " + ("the target does not satisfy Assumption C.1 for them closely enough"
+                                    if seen else "float64 cannot certify C.1 closely enough for a head this "
+                                    "small beside the others; use mpmath (arith=MP(dps))")
+            )
+        terms = []
+        for i, size_h in enumerate((float(np.linalg.norm(W)), float(np.linalg.norm(v)))):
+            slope = float(np.linalg.norm(slopes[i, h]))
+            if float(slopes[i, h] @ reach) > 2.0**-20 * max(slope, 1e-300):
+                terms.append(float("inf"))  # a rotation the identities cannot see moves this head
+                continue
+            # the response to k: the one-sided slopes times |k_j| <= |k_hat_j| + spread_j; the
+            # second-order remainder: the lift's 2 k^2 ||W||, the re-run's rho times its first-order
+            # response, each with a factor 2 of margin
+            second = 2 * k_bound * (rho * slope + 2 * k_bound * size_h)
+            first = float(slopes[i, h] @ (np.abs(k_hat) + spread))
+            terms.append((first + second) * (1 + 8 * n * FLOAT64.eps))
+        out.append((terms[0], terms[1]))
+    return out, k_bound
