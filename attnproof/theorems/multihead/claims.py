@@ -60,6 +60,7 @@ register(PLACE, claims=[
        "id:propC.2/end-to-end",
        "id:propC.2/run-high-precision",
        "id:propC.2/run-small-head",
+       "id:propC.2/run-lift",
        f"test:{T}multihead.py::test_orthogonal_heads_sympy_is_exact",
        f"test:{T}multihead.py::test_orthogonal_heads_float64_within_bound",
        "bench:orthogonal-heads d=4",
