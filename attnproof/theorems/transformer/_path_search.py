@@ -77,7 +77,8 @@ class _Ledger:
 
     ``values`` counts single-point queries (region centres, kink points x*, midpoint checks),
     ``pairs`` the off-path confirmation pairs x* +- y, ``checks`` the fresh check points asked
-    after each reconstruction.
+    after each reconstruction; ``polished`` the regions re-measured at their centres (their
+    queries are among ``pieces``, ``retries`` and ``values``).
     """
 
     pieces: int = 0
@@ -88,6 +89,7 @@ class _Ledger:
     regions_skipped: int = 0
     nudges: int = 0
     checks: int = 0
+    polished: int = 0
 
     def total(self, d: int) -> int:
         return d * (self.pieces + self.retries) + self.values + 2 * self.pairs + self.checks
@@ -148,8 +150,9 @@ class _PathSearch:
         """a = b to within tol (exactly, in exact arithmetic)."""
         return self.arith.within(a - b, tol)
 
-    def piece(self, x0: np.ndarray, y0: Any = None) -> _Piece:
-        """The gradient of the region containing x0 (``sec4.1/piece-gradient``).
+    def piece(self, x0: np.ndarray, y0: Any = None, h: Any = None) -> _Piece:
+        """The gradient of the region containing x0 (``sec4.1/piece-gradient``), with first step
+        ``h`` (default ``2^(e - H_LOG2)``, ``2^e >= max |x0_i|``).
 
         A failure of Euler's relation ``G^T x0 = f(x0)`` by the same amount at two step sizes
         means x0 lies on a hyperplane or f is affine there (biases: checked by
@@ -166,8 +169,9 @@ class _PathSearch:
             y0 = self.ask(x0[None])[0]
             self.ledger.values += 1
         self.ledger.pieces += 1
-        top = arith.abs_max(x0)
-        h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - self.h_log2 if top > 0 else 0)
+        if h is None:
+            top = arith.abs_max(x0)
+            h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - self.h_log2 if top > 0 else 0)
         residual_before = None
         for attempt in range(H_ROUNDS):
             if attempt:
