@@ -336,7 +336,9 @@ def _assemble(search: _PathSearch, pU: _Piece, pW: _Piece, kinks: list) -> FFNRe
     return rec
 
 
-def path_regions(N: np.ndarray, ends: tuple[np.ndarray, ...]) -> list[tuple[np.ndarray, np.ndarray]] | None:
+def path_regions(
+    N: np.ndarray, ends: tuple[np.ndarray, ...]
+) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """The regions a path through ``ends`` crosses, in order: ``(sigma, x)``, sigma the signs of
     ``N x`` on the region and x the path's point halfway between its two crossings (float64).
 
@@ -400,7 +402,9 @@ def region_centre(B: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
     return c, float((B @ c).min()) if B.size else 1.0
 
 
-def _polish(search: _PathSearch, rec: FFNRecovery, ends: tuple[np.ndarray, ...], errors: list[float]) -> FFNRecovery:
+def _polish(
+    search: _PathSearch, rec: FFNRecovery, ends: tuple[np.ndarray, ...], errors: list[float]
+) -> FFNRecovery:
     """The network again from each region's gradient re-measured deep inside its cone (counted:
     ``d + 1`` queries a region, ``ledger.polished`` of them).
 
@@ -408,14 +412,15 @@ def _polish(search: _PathSearch, rec: FFNRecovery, ends: tuple[np.ndarray, ...],
     ``h ~ 2^-10 |x|`` that stay inside however thin the region is there: its error is
     ``~ eps |f| / h``.  Knowing the hyperplanes, each of the path's L + 1 regions (in order,
     :func:`path_regions`) is re-measured from its centre c (:func:`region_centre`) with the
-    largest power-of-two step below ``MARGIN_USED t``, t its margin (typically ``t ~ 0.1 |c|``: about 2^6
-    times less error), then u and the jumps are assembled again exactly as from the search's
-    pieces (``sec4.1/canonical-from-jumps``).  The result is kept only when every region gave
-    its gradient, every jump is above its errors, the hyperplanes are the same, its a-posteriori bound is smaller and every
-    answer seen agrees with it; otherwise the search's network stands (the queries counted).
-    Nothing is re-measured when the search's gradients carry no error (exact arithmetic).
+    largest power-of-two step below ``MARGIN_USED t``, t its margin (typically ``t ~ 0.1 |c|``:
+    about 2^6 times less error), then u and the jumps are assembled again exactly as from the
+    search's pieces (``sec4.1/canonical-from-jumps``).  The result is kept only when every
+    region gave its gradient, every jump is above its errors, the hyperplanes are the same, its
+    a-posteriori bound is smaller and every answer seen agrees with it; otherwise the search's
+    network stands (the queries counted).  Nothing is re-measured when the search's gradients
+    carry no error (exact arithmetic).
     """
-    arith, d = search.arith, search.d
+    arith = search.arith
     if not any(errors):
         return rec
     regions = path_regions(arith.to_float(rec.N), ends)
