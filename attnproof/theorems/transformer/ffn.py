@@ -492,21 +492,46 @@ def _check_nonzero(rec: FFNRecovery, arith: Arith) -> None:
         )
 
 
+def check_parameters(a: np.ndarray, b: np.ndarray, checks: int) -> list[float]:
+    """``checks`` parameters t of the segment ``a + t (b - a)`` whose points are evenly spaced in
+    *angle* (at ``(k + 1/2) / checks`` of the angle alpha between a and b; float64, no query).
+
+    By the sine rule, the ray at angle phi from a meets the segment at
+    ``t = |a| sin phi / (|a| sin phi + |b| sin(alpha - phi))``.  Even spacing in t is not enough:
+    a segment passing near 0 (V almost parallel to U but shorter) sweeps most of its angle, and
+    crosses most hyperplanes, in a short stretch of t (issue 23: the 4 kinks of an exact FFN
+    within t in [0.170, 0.177], a zero-sum group between no two of 16 check points).  Where a
+    and b are (anti)parallel (d = 1) the spacing in t stays.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    fractions = [(2 * k + 1) / (2 * checks) for k in range(checks)]
+    cos = float(np.clip(a @ b / (na * nb), -1.0, 1.0)) if na and nb else 1.0
+    alpha = float(np.arccos(cos))
+    if not 1e-6 < alpha < np.pi - 1e-6:
+        return fractions
+    return [
+        na * np.sin(q * alpha) / (na * np.sin(q * alpha) + nb * np.sin((1 - q) * alpha)) for q in fractions
+    ]
+
+
 def _first_contradiction(
     rec: FFNRecovery, search: _PathSearch, ends: tuple[np.ndarray, ...], checks: int
 ) -> np.ndarray | None:
     """The first answer that contradicts ``rec``, among ``checks`` fresh ones on each segment of
-    the last path through ``ends`` (at ``x_a + (k + 1/2) / checks (x_b - x_a)``, counted:
+    the last path through ``ends`` (evenly spaced in angle, :func:`check_parameters`; counted:
     ``ledger.checks``) and every answer seen before (free), or None.
 
     A group of kinks whose jumps sum to zero between two pieces of the path leaves both pieces,
     and every answer on their planes, unchanged (``sec4.1/zero-sum-flip``); f_hat is wrong on the
     path only between the group's first and last kink, so a group spanning more than 1 / checks
-    of a segment holds a check point."""
+    of a segment's angle holds a check point."""
     arith = search.arith
     if checks:
-        t = arith.asarray([(arith.scalar(2 * k + 1) / (2 * checks)) for k in range(checks)])
-        grid = [a + t[:, None] * (b - a)[None, :] for a, b in zip(ends[:-1], ends[1:])]
+        grid = []
+        for a, b in zip(ends[:-1], ends[1:]):
+            t = arith.asarray(check_parameters(arith.to_float(a), arith.to_float(b), checks))
+            grid.append(a + t[:, None] * (b - a)[None, :])
         search.ask(np.concatenate(grid))
         search.ledger.checks += checks * (len(ends) - 1)
     bound = rec.diagnostics.get("error_bound", 0.0)
