@@ -67,14 +67,15 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
 
     Three end pieces and the scale check, then per search step at most: a value, a
     confirmation pair, a bisection value, and NUDGES pieces, each of H_ROUNDS perturbation
-    batches, a centre and a homogeneity query; ``2 checks`` check points per reconstruction
-    (1 + CHECK_ROUNDS of them) and a piece per further path; the polish's L + 1 pieces (a kink
+    batches, a centre and a homogeneity query; ``2 checks`` check points and two points per
+    hyperplane (a kink per search step at most) per reconstruction (1 + CHECK_ROUNDS of them)
+    and a piece per further path; the polish's L + 1 pieces (a kink
     per search step at most); all of it once per attempt (1 + restarts).  The search steps of
     an attempt, on all its paths, are at most max_steps.
     """
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
-    paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * 2 * checks
+    paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * 2 * (checks + steps)
     return (1 + restarts) * (4 * piece + 4 + paths + steps * (1 + 2 + 1 + (NUDGES + 1) * piece))
 
 
@@ -187,11 +188,13 @@ def learn_ffn(
         PrecisionLossError) is abandoned for a new random path, at most this many times; the
         abandoned queries are counted (``diagnostics["restarts"]`` says why).
     checks : int
-        Fresh answers on a grid of ``checks`` points per segment of the path, asked after each
-        reconstruction (counted, beyond the formula: ``ledger["checks"]``).  Kinks whose jumps
-        cancel on the path (a zero-sum group, ``sec4.1/zero-sum-flip``) are invisible at its
-        pieces; f_hat is then wrong between the group's first and last kink, so a group spanning
-        more than 1 / checks of a segment's parameter holds a grid point.  A check (or any answer
+        Fresh answers on a grid of ``checks`` points per segment of the path (evenly spaced in
+        angle), asked after each reconstruction, and two on each recovered hyperplane off the
+        path (counted, beyond the formula: ``ledger["checks"]``, ``ledger["planes"]``).  Kinks
+        whose jumps cancel on the path (a zero-sum group, ``sec4.1/zero-sum-flip``) are
+        invisible at its pieces; f_hat is then wrong between the group's first and last kink, so
+        a group spanning more than 1 / checks of a segment's angle holds a grid point; two kinks
+        confirmed as one (a tiny unit's beside a large one's) show off the path.  A check (or any answer
         seen) that contradicts f_hat starts a further path U -> z -> -U through it, at most
         CHECK_ROUNDS times (``diagnostics["paths"]``), and the kinks found are joined.
 
@@ -249,15 +252,24 @@ def learn_ffn(
     max_steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     failures: list[str] = []
     spent = _Ledger()
+    fallback: FFNRecovery | None = None  # a search's network whose polish no further path explained
     for attempt in range(restarts + 1):
         try:
             rec = _learn_ffn_once(session, rng, min_gap, max_steps, tolerance, spent, int(checks))
+        except _Unpolished as stop:
+            fallback = stop.rec if fallback is None else fallback
+            failures.append(f"{type(stop.err).__name__}: {stop.err}")
+            if attempt < restarts:
+                continue
+            rec = fallback
         except (DegenerateProbeError, PrecisionLossError) as err:
             # a path too close to a meeting of hyperplanes for this arithmetic: draw another
-            if attempt == restarts or "safe range" in str(err):
+            if (attempt == restarts and fallback is None) or "safe range" in str(err):
                 raise
             failures.append(f"{type(err).__name__}: {err}")
-            continue
+            if attempt < restarts:
+                continue
+            rec = fallback
         if spent.total(d) != session.queries:
             raise AssertionError(f"query ledger {spent} does not add up to {session.queries}")
         session.diagnostics.update(rec.diagnostics, ledger=dict(spent.__dict__), restarts=failures)
@@ -290,23 +302,53 @@ def _learn_ffn_once(
         # after the search: its tolerances then know the largest gradient on the path, the scale
         # of the oracle's rounding even where units cancel at U (issue 23 item 7)
         search.scale_check(pU, pW)
+        consistent = None  # the last network every answer agreed with, to its own bound
         for round_ in range(CHECK_ROUNDS + 1):
             rec = _assemble(search, pU, pW, kinks)
             z = _first_contradiction(rec, search, ends, checks)
             if z is None:
-                break
+                consistent = rec
+                rec, z = _polish(search, rec, ends, [pU.err, pW.err] + [e for _, _, e in kinks])
+                if z is None:
+                    break
             if round_ == CHECK_ROUNDS:
+                if consistent is not None:  # only the polish's tighter bound is contradicted
+                    rec = consistent
+                    break
                 raise arith.unresolved(
                     f"an answer contradicts the recovered network after {CHECK_ROUNDS} more paths "
                     "through contradicting points: kinks closer than the search resolves, or a path "
                     "in non-generic position"
                 )
             # a group of kinks whose jumps cancel on the path (``sec4.1/zero-sum-flip``) is invisible
-            # there; the path U -> z -> -U through a point where f_hat is wrong crosses it elsewhere
-            pz = search.end_piece(z)
-            search.paths += 1
-            kinks, ends = _union(kinks, search.segment(pU, pz) + search.segment(pz, pW), search), (U, z, -U)
-        rec = _polish(search, rec, ends, [pU.err, pW.err] + [e for _, _, e in kinks])
+            # there; the path U -> z -> -U through a point where f_hat is wrong crosses it elsewhere;
+            # so are two kinks merged into one (``_plane_points``, or the polish's tighter bound)
+            try:
+                pz = search.end_piece(z)
+                search.paths += 1
+                more = search.segment(pU, pz) + search.segment(pz, pW)
+            except (DegenerateProbeError, PrecisionLossError) as err:
+                if consistent is None:
+                    raise
+                # the kink the polish saw is below what a further path resolves: another attempt
+                # may resolve it; if none does, the search's network stands (its own bound)
+                raise _Unpolished(_finish(session, consistent, tolerance), err) from None
+            kinks, ends, consistent = _union(kinks, more, search), (U, z, -U), None
+    return _finish(session, rec, tolerance)
+
+
+class _Unpolished(Exception):
+    """Internal: a further path through an answer that contradicts the polished network failed;
+    ``rec`` is the search's network (every answer agreed with it, to its own bound)."""
+
+    def __init__(self, rec: FFNRecovery, err: Exception) -> None:
+        super().__init__(str(err))
+        self.rec, self.err = rec, err
+
+
+def _finish(session: Session, rec: FFNRecovery, tolerance: float | None) -> FFNRecovery:
+    """rec, once it is not identically 0 and its bound is within the promised tolerance."""
+    arith = session.arith
     _check_nonzero(rec, arith)
     session.guard(
         rec.diagnostics.get("error_bound", 0.0), max(_size(rec, arith), arith.eps), tolerance,
@@ -336,6 +378,19 @@ def _assemble(search: _PathSearch, pU: _Piece, pW: _Piece, kinks: list) -> FFNRe
     return rec
 
 
+def path_crossings(N: np.ndarray, ends: list[np.ndarray]) -> list[tuple[float, int]]:
+    """``(k + s, j)`` for every hyperplane ``n_j^T x = 0`` that segment k of the path through
+    ``ends`` crosses, at ``ends[k] + s (ends[k + 1] - ends[k])`` (float64, no query)."""
+    crossings = []
+    for j, n in enumerate(N):
+        for k, (a, b) in enumerate(zip(ends[:-1], ends[1:])):
+            na, nb = float(n @ a), float(n @ b)
+            if (na > 0) != (nb > 0):
+                crossings.append((k + na / (na - nb), j))
+                break
+    return crossings
+
+
 def path_regions(
     N: np.ndarray, ends: tuple[np.ndarray, ...]
 ) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -348,13 +403,7 @@ def path_regions(
     point is no midpoint's strict side (two crossings too close to order in float64).
     """
     P = [np.asarray(e, dtype=float) for e in ends]
-    crossings = []
-    for j, n in enumerate(N):
-        for k, (a, b) in enumerate(zip(P[:-1], P[1:])):
-            na, nb = float(n @ a), float(n @ b)
-            if (na > 0) != (nb > 0):
-                crossings.append((k + na / (na - nb), j))
-                break
+    crossings = path_crossings(N, P)
     if len(crossings) != len(N):
         return None
     crossings.sort()
@@ -404,7 +453,7 @@ def region_centre(B: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
 
 def _polish(
     search: _PathSearch, rec: FFNRecovery, ends: tuple[np.ndarray, ...], errors: list[float]
-) -> FFNRecovery:
+) -> tuple[FFNRecovery, np.ndarray | None]:
     """The network again from each region's gradient re-measured deep inside its cone (counted:
     ``d + 1`` queries a region, ``ledger.polished`` of them).
 
@@ -419,39 +468,51 @@ def _polish(
     a-posteriori bound is smaller and every answer seen agrees with it; otherwise the search's
     network stands (the queries counted).  Nothing is re-measured when the search's gradients
     carry no error (exact arithmetic).
+
+    Returns
+    -------
+    rec : FFNRecovery
+        The polished network, or ``rec``.
+    z : array or None
+        An answer seen that contradicts the polished network (its bound is tighter than the
+        search's: a kink the search merged with another shows there), else None; the caller
+        then searches a further path through z.
     """
     arith = search.arith
     if not any(errors):
-        return rec
+        return rec, None
     regions = path_regions(arith.to_float(rec.N), ends)
     if regions is None:
-        return rec
+        return rec, None
     N = arith.to_float(rec.N)
     pieces = []
     for sigma, x in regions:
         c, t = region_centre(sigma[:, None] * N, x)
         if not t > 0:
-            return rec
+            return rec, None
         h = arith.scalar(2) ** int(np.floor(np.log2(MARGIN_USED * t)))
         try:
             pieces.append(search.piece(arith.asarray(c), h=h))
         except _OnHyperplane:
-            return rec
+            return rec, None
         finally:
             search.ledger.polished += 1
     if any(search.same_gradient(a, b) for a, b in zip(pieces[:-1], pieces[1:])):
-        return rec  # a jump within the re-measured gradients' errors: no better than the search's
+        return rec, None  # a jump within the re-measured gradients' errors: no better than the search's
     kinks = [(b.G - a.G, b.x - a.x, a.err + b.err) for a, b in zip(pieces[:-1], pieces[1:])]
     polished = _assemble(search, pieces[0], pieces[-1], kinks)
     bound = rec.diagnostics.get("error_bound", 0.0)
-    if (
-        polished.L != rec.L
-        or not polished.diagnostics.get("error_bound", 0.0) < bound
-        or _first_contradiction(polished, search, ends, 0) is not None
-    ):
-        return rec
+    if polished.L != rec.L or not polished.diagnostics.get("error_bound", 0.0) < bound:
+        return rec, None
+    # held to its bound without the jump mass of the intervals taken as kink-free (a kink merged
+    # with another shows here; a false alarm only costs a further path, and at CHECK_ROUNDS the
+    # search's network stands)
+    bound_seen = polished.diagnostics["error_bound"] - 0.5 * search.hidden
+    z = _first_contradiction(polished, search, ends, 0, bound_seen)
+    if z is not None:
+        return rec, z
     polished.diagnostics["unpolished_bound"] = bound
-    return polished
+    return polished, None
 
 
 def _union(
@@ -515,12 +576,44 @@ def check_parameters(a: np.ndarray, b: np.ndarray, checks: int) -> list[float]:
     ]
 
 
+def _plane_points(rec: FFNRecovery, search: _PathSearch, ends: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Two points on each recovered hyperplane far from the path: ``x*_j +- |x*_j|_inf v / |v|_inf``,
+    x*_j where the path crosses it, v the off-path direction r projected onto it.
+
+    Two hyperplanes that the path crosses close together, one with a jump below what the
+    confirmation pair resolves there (a 1e-8 unit beside a unit one, issue 23), are confirmed as
+    one kink of jump ``K_1 + K_2`` (the sum of theirs): f_hat then has one hyperplane where f has
+    two, wrong by ``|K_2^T x|`` in the wedge between them.  Near the path the wedge is thin; at
+    distance ~|x*| along the merged hyperplane it is not, and x*_j lies near both, so one of the
+    two points is inside the wedge (an answer off by ~|K_2| |x*|, well above the tolerances) and
+    starts a further path through it, which crosses the two hyperplanes far apart.
+    """
+    arith = search.arith
+    P = [arith.to_float(e) for e in ends]
+    points = []
+    for t, j in path_crossings(arith.to_float(rec.N), P):
+        k = min(int(t), len(ends) - 2)
+        x = ends[k] + arith.asarray([t - k])[0] * (ends[k + 1] - ends[k])
+        n = rec.N[j]
+        v = search.r - (n @ search.r) / (n @ n) * n
+        if arith.is_zero(arith.abs_max_scalar(v)):
+            continue
+        v = v * (arith.abs_max_scalar(x) / arith.abs_max_scalar(v))
+        points += [x + v, x - v]
+    return np.array(points) if points else np.zeros((0, search.d))
+
+
 def _first_contradiction(
-    rec: FFNRecovery, search: _PathSearch, ends: tuple[np.ndarray, ...], checks: int
+    rec: FFNRecovery,
+    search: _PathSearch,
+    ends: tuple[np.ndarray, ...],
+    checks: int,
+    bound: float | None = None,
 ) -> np.ndarray | None:
     """The first answer that contradicts ``rec``, among ``checks`` fresh ones on each segment of
     the last path through ``ends`` (evenly spaced in angle, :func:`check_parameters`; counted:
-    ``ledger.checks``) and every answer seen before (free), or None.
+    ``ledger.checks``) and every answer seen before (free), or None; an answer contradicts rec
+    when it is farther from it than its tolerance plus ``bound`` (default rec's) times ``|x|_inf``.
 
     A group of kinks whose jumps sum to zero between two pieces of the path leaves both pieces,
     and every answer on their planes, unchanged (``sec4.1/zero-sum-flip``); f_hat is wrong on the
@@ -534,7 +627,11 @@ def _first_contradiction(
             grid.append(a + t[:, None] * (b - a)[None, :])
         search.ask(np.concatenate(grid))
         search.ledger.checks += checks * (len(ends) - 1)
-    bound = rec.diagnostics.get("error_bound", 0.0)
+        planes = _plane_points(rec, search, ends)
+        if len(planes):
+            search.ask(planes)
+            search.ledger.planes += len(planes)
+    bound = rec.diagnostics.get("error_bound", 0.0) if bound is None else bound
     for x, y in search.seen[::-1]:  # the fresh checks first
         xf = float(np.abs(arith.to_float(x)).max())
         if not search.agrees(rec(x), y, search.tol(x, y) + bound * xf):
