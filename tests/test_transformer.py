@@ -268,6 +268,19 @@ def test_polish_recovers_45_bits_within_the_bound(d, m):
         assert row["queries"] == row["queries_formula"] + row["reasked_queries"]
 
 
+def test_polish_off_asks_d_plus_1_fewer_queries_a_region():
+    """``polish=False``: the search's network, with the same hyperplanes, (L + 1)(d + 1) queries
+    fewer, a larger bound."""
+    rng = np.random.default_rng(5)
+    A, w = rng.standard_normal((5, 4)), rng.standard_normal(4)
+    on, _ = recover_ffn(A, w, seed=2)
+    off = learn_ffn(ValueOracle(ReluFFN(A, w)), rng=np.random.default_rng(2), polish=False)
+    assert off.L == on.L == 4 and off.diagnostics["ledger"]["polished"] == 0
+    assert on.queries - off.queries == (on.L + 1) * (5 + 1)
+    assert on.diagnostics["error_bound"] < off.diagnostics["error_bound"]
+    assert off.diagnostics["error_bound"] == on.diagnostics["unpolished_bound"]
+
+
 def test_path_regions_and_centres():
     """The regions of a path U -> V -> -U in order (one hyperplane flips between neighbours), and
     a centre in each whose margin keeps every axis step of the polish inside its region."""
@@ -522,7 +535,8 @@ def test_learner_terminates_against_a_hostile_oracle(kind, d, seed):
 @pytest.mark.parametrize("kw", [
     {"rng": None}, {"rng": np.random.default_rng(0), "tolerance": 0}, {"rng": -1}, {"rng": True},
     {"rng": 0.5}, {"rng": 0, "arith": "float32"}, {"rng": 0, "arith": 64}, {"rng": 0, "checks": -1},
-    {"rng": 0, "checks": 1.0}, {"rng": 0, "restarts": True},
+    {"rng": 0, "checks": 1.0}, {"rng": 0, "restarts": True}, {"rng": 0, "polish": "yes"},
+    {"rng": 0, "polish": 1},
 ])
 def test_bad_arguments(kw):
     """Typed errors (``rng=0.5``, ``arith=64`` were AttributeError / TypeError before)."""

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith, parse
-from ...errors import DegenerateProbeError, NonIdentifiableError, PrecisionLossError
+from ...errors import DegenerateProbeError, InvalidInputError, NonIdentifiableError, PrecisionLossError
 from ...measure import Session
 from ...models import evaluate_canonical, normalize_normal
 from ...oracles import ValueOracle
@@ -157,6 +157,7 @@ def learn_ffn(
     tolerance: float | None = None,
     restarts: int = 2,
     checks: int = CHECKS,
+    polish: bool = True,
 ) -> FFNRecovery:
     """Learn a bias-free FFN ``f(x) = w_o^T ReLU(A^T x)`` from one-token value queries (A_FFN).
 
@@ -198,12 +199,14 @@ def learn_ffn(
         seen) that contradicts f_hat starts a further path U -> z -> -U through it, at most
         CHECK_ROUNDS times (``diagnostics["paths"]``), and the kinks found are joined.
 
-    Once the hyperplanes are known, each of the path's L + 1 regions is measured again from a
-    point deep inside its cone (:func:`_polish`: ``d + 1`` queries a region, counted beside the
-    formula, ``ledger["polished"]``): the search's gradients carry ``eps |f| / h`` with
-    ``h ~ 2^-10 |x|``, the polished ones a step ~ 0.1 |x|, and f_hat gains about 6 bits (2^-45
-    relative or better on random targets with d, m <= 16); the polished network is kept only when
-    its bound is smaller and every answer seen agrees with it.
+    polish : bool
+        Once the hyperplanes are known, measure each of the path's L + 1 regions again from a
+        point deep inside its cone (:func:`_polish`: ``d + 1`` queries a region, counted beside
+        the formula, ``ledger["polished"]``): the search's gradients carry ``eps |f| / h`` with
+        ``h ~ 2^-10 |x|``, the polished ones a step ~ 0.1 |x|, and f_hat gains about 6 bits
+        (2^-45 relative or better on random targets with d, m <= 16; the bound shrinks alike);
+        the polished network is kept only when its bound is smaller and every answer seen
+        agrees with it.  False: about half the queries, 2^-33..2^-42 relative.
 
     Returns
     -------
@@ -215,8 +218,8 @@ def learn_ffn(
     Raises
     ------
     InvalidInputError
-        If rng is neither a Generator nor a seed, arith is no arithmetic, or tolerance,
-        restarts or checks is out of range.
+        If rng is neither a Generator nor a seed, arith is no arithmetic, tolerance, restarts
+        or checks is out of range, or polish is no bool.
     NonIdentifiableError
         If f is identically 0 (nothing to learn, and W of a Transformer is then hidden).
     AssumptionError
@@ -245,6 +248,8 @@ def learn_ffn(
     restarts, checks = check_count("restarts", restarts), check_count("checks", checks)
     min_gap = check_tolerance("min_gap", min_gap, optional=True)
     max_steps = None if max_steps is None else check_count("max_steps", max_steps, minimum=1)
+    if not isinstance(polish, (bool, np.bool_)):
+        raise InvalidInputError(f"polish must be True or False; got {polish!r}")
     session = Session(oracle, arith, learner=LEARNERS["ffn"])
     d = oracle.d
     if min_gap is None:
@@ -255,7 +260,9 @@ def learn_ffn(
     fallback: FFNRecovery | None = None  # a search's network whose polish no further path explained
     for attempt in range(restarts + 1):
         try:
-            rec = _learn_ffn_once(session, rng, min_gap, max_steps, tolerance, spent, int(checks))
+            rec = _learn_ffn_once(
+                session, rng, min_gap, max_steps, tolerance, spent, int(checks), bool(polish)
+            )
         except _Unpolished as stop:
             fallback = stop.rec if fallback is None else fallback
             failures.append(f"{type(stop.err).__name__}: {stop.err}")
@@ -286,6 +293,7 @@ def _learn_ffn_once(
     tolerance: float | None,
     ledger: _Ledger,
     checks: int,
+    polish: bool,
 ) -> FFNRecovery:
     """One path U -> V -> -U (see :func:`learn_ffn`); queries are booked in ``ledger``."""
     arith, d = session.arith, session.oracle.d
@@ -307,6 +315,8 @@ def _learn_ffn_once(
             rec = _assemble(search, pU, pW, kinks)
             z = _first_contradiction(rec, search, ends, checks)
             if z is None:
+                if not polish:
+                    break
                 consistent = rec
                 rec, z = _polish(search, rec, ends, [pU.err, pW.err] + [e for _, _, e in kinks])
                 if z is None:
