@@ -146,11 +146,16 @@ TINY_ODD = dict(
 )
 
 
-@_room("transformer (theorems/transformer/ffn.py)", "a tiny odd unit's kink is dropped silently (item 4)")
 @FEW
 @given(**TINY_ODD)
-@example(seed=0, d=4, m=1, log10_tiny=9.0)  # L = 1: the tiny unit dropped, 4e-10 over the bound 1.4e-9
+# L = 1: the tiny unit dropped, 4e-10 over the bound 1.4e-9 (a strict xfail of the room before);
+# its kink shows now at the points on the recovered hyperplanes or against the polish's bound
+@example(seed=0, d=4, m=1, log10_tiny=9.0)
 def test_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
+    _ffn_tiny_odd_unit_property(seed, d, m, log10_tiny)
+
+
+def _ffn_tiny_odd_unit_property(seed: int, d: int, m: int, log10_tiny: float) -> None:
     A, w, _ = _tiny_odd_ffn(seed, d, m, log10_tiny)
     oracle = ValueOracle(ReluFFN(A, w))
     try:
@@ -159,6 +164,22 @@ def test_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
         return
     assert rec.queries == oracle.queries
     _ffn_within_bound(rec, A, w, np.random.default_rng(seed + 1))
+
+
+#: Counterexamples of the family the thorough profile still finds (strict xfail: a fix shows).
+OPEN_TINY_ODD = [
+    # (thorough, --hypothesis-seed 4711) a 10^-8.5 unit: its kink merged with a unit one's; the
+    # polished network contradicts the answers, but no further path resolves the tiny kink
+    # (DegenerateProbeError, on every attempt), and the search's network stands: 1e-9 |x| above
+    # its bound
+    (205, 4, 2, 8.5),
+]
+
+
+@_room("transformer (theorems/transformer/ffn.py)", "a tiny odd unit's kink merged, no path resolves it")
+@pytest.mark.parametrize("seed, d, m, log10_tiny", OPEN_TINY_ODD)
+def test_open_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
+    _ffn_tiny_odd_unit_property(seed, d, m, log10_tiny)
 
 
 @FEW

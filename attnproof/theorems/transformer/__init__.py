@@ -35,7 +35,10 @@ Four more queries check ``f(s x) = s f(x)`` at ``x = +-U``, ``s = 2^+-16`` (a bi
 invisible on the whole path shows there).  In generic position every path region is visited once:
 ``(L + 1)(d + 1) + 3 L + 4`` queries for L hyperplanes (:func:`ffn_query_count`); retries (a
 smaller h, a point found inside a known region, a repeated confirmation) are counted in
-``diagnostics["reasked_queries"]`` and itemised in ``diagnostics["ledger"]``.
+``diagnostics["reasked_queries"]`` and itemised in ``diagnostics["ledger"]``.  So are the
+polish's ``(L + 1)(d + 1)`` queries: the search's gradients are finite differences with steps
+``h ~ 2^-10 |x|`` (error ``eps |f| / h``); once the hyperplanes are known, each region of the path
+is measured again from a point deep inside its cone (steps ~ 0.1 |x|), for about 6 more bits.
 
 Exactness and resolution.  In sympy every comparison is exact and the learner is exact
 unless the random path is non-generic (a kink within ``2^-64 |x*|`` of an intersection point

@@ -73,11 +73,14 @@ class _Piece:
 
 @dataclass
 class _Ledger:
-    """Where the queries went: ``d (pieces + retries) + values + 2 pairs + checks``.
+    """Where the queries went: ``d (pieces + retries) + values + 2 pairs + checks + planes``.
 
     ``values`` counts single-point queries (region centres, kink points x*, midpoint checks),
     ``pairs`` the off-path confirmation pairs x* +- y, ``checks`` the fresh check points asked
-    after each reconstruction.
+    after each reconstruction, ``planes`` the check points on the recovered hyperplanes off the
+    path; ``kink_free`` the intervals taken as kink-free although their gradients may differ
+    within their errors; ``polished`` the regions re-measured at their centres (their
+    queries are among ``pieces``, ``retries`` and ``values``).
     """
 
     pieces: int = 0
@@ -88,9 +91,12 @@ class _Ledger:
     regions_skipped: int = 0
     nudges: int = 0
     checks: int = 0
+    planes: int = 0
+    polished: int = 0
+    kink_free: int = 0
 
     def total(self, d: int) -> int:
-        return d * (self.pieces + self.retries) + self.values + 2 * self.pairs + self.checks
+        return d * (self.pieces + self.retries) + self.values + 2 * self.pairs + self.checks + self.planes
 
 
 class _PathSearch:
@@ -115,7 +121,8 @@ class _PathSearch:
         bits = RESOLUTION_LOG2.get(arith.name, int(0.75 * getattr(arith, "dps", 20) * np.log2(10)))
         self.rho = arith.scalar(2) ** -bits
         self.seen: list[tuple[np.ndarray, Any]] = []
-        #: sum of |G_b - G_a|_1 over intervals taken as kink-free though their gradients differ
+        #: sum of |G_b - G_a|_1 + d (err_a + err_b) over intervals taken as kink-free: the most
+        #: jump mass a kink below the gradients' errors can have there
         self.hidden = 0.0
 
     def ask(self, X: np.ndarray) -> np.ndarray:
@@ -148,8 +155,9 @@ class _PathSearch:
         """a = b to within tol (exactly, in exact arithmetic)."""
         return self.arith.within(a - b, tol)
 
-    def piece(self, x0: np.ndarray, y0: Any = None) -> _Piece:
-        """The gradient of the region containing x0 (``sec4.1/piece-gradient``).
+    def piece(self, x0: np.ndarray, y0: Any = None, h: Any = None) -> _Piece:
+        """The gradient of the region containing x0 (``sec4.1/piece-gradient``), with first step
+        ``h`` (default ``2^(e - H_LOG2)``, ``2^e >= max |x0_i|``).
 
         A failure of Euler's relation ``G^T x0 = f(x0)`` by the same amount at two step sizes
         means x0 lies on a hyperplane or f is affine there (biases: checked by
@@ -166,8 +174,9 @@ class _PathSearch:
             y0 = self.ask(x0[None])[0]
             self.ledger.values += 1
         self.ledger.pieces += 1
-        top = arith.abs_max(x0)
-        h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - self.h_log2 if top > 0 else 0)
+        if h is None:
+            top = arith.abs_max(x0)
+            h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - self.h_log2 if top > 0 else 0)
         residual_before = None
         for attempt in range(H_ROUNDS):
             if attempt:
@@ -291,8 +300,12 @@ class _PathSearch:
                 y_split = self.ask(x[None])[0]
                 self.ledger.values += 1
                 if self.fits(pa, x, y_split):
-                    # any jump left between them is below the resolution (0 in exact arithmetic)
-                    self.hidden += float(np.abs(self.arith.to_float(pb.G - pa.G)).sum())
+                    # any jump left between them is below the resolution (0 in exact arithmetic):
+                    # at most |G_b - G_a| + the two gradients' errors, per entry
+                    self.hidden += float(np.abs(self.arith.to_float(pb.G - pa.G)).sum()) + self.d * (
+                        pa.err + pb.err
+                    )
+                    self.ledger.kink_free += 1
                     continue  # one linear function on the whole interval: no kink
             else:
                 J = pb.G - pa.G

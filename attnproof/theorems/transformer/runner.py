@@ -63,7 +63,11 @@ def transformer_target(
 def run_ffn(d: int, m: int | None = None, arith: Arith | str = "float64", seed: int = 0) -> dict[str, Any]:
     """Learn a random bias-free ReLU FFN ``x -> w_o^T ReLU(A^T x)`` (A_FFN of Sec. 4.1) from
     one-token value queries; score it by the functional error on random points (the parameters
-    are identifiable only up to the symmetries of the canonical form).  ``m`` defaults to 2d."""
+    are identifiable only up to the symmetries of the canonical form).  ``m`` defaults to 2d.
+
+    ``err_W`` is ``max |f_hat(x) - f(x)| / |x|_inf`` over 256 Gaussian points (what
+    ``error_bound`` bounds), ``rel_err_W`` the same divided by ``max |f(x)| / |x|_inf`` there
+    (the function's own size), and ``bits = -log2 rel_err_W``."""
     arith = parse(arith)
     m = 2 * d if m is None else m
     rng = np.random.default_rng(seed)
@@ -77,12 +81,15 @@ def run_ffn(d: int, m: int | None = None, arith: Arith | str = "float64", seed: 
     with arith.context():
         truth, got = model(arith.asarray(X)[:, None, :]), rec(arith.asarray(X))
         err = max(float(abs(a - b)) / float(np.abs(x).max()) for a, b, x in zip(got, truth, X))
+        size = max(float(abs(a)) / float(np.abs(x).max()) for a, x in zip(truth, X))
+    rel = err / size if size else err
     bound = rec.diagnostics.get("error_bound")
     return {
         "d": d, "m": m, "learner": "ffn", "arith": arith.name, "seed": seed, "L": rec.L,
         "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
         "reasked_queries": rec.diagnostics["reasked_queries"],
-        "err_W": err, "err_v": 0.0, "bits": -math.log2(err) if err else None, "exact": err == 0,
+        "err_W": err, "rel_err_W": rel, "err_v": 0.0, "bits": -math.log2(rel) if rel else None,
+        "exact": err == 0,
         "error_bound": bound, "within_bound": None if bound is None else err <= bound,
         "seconds": seconds, "oracle_seconds": oracle.seconds, "learner_seconds": seconds - oracle.seconds,
         "diagnostics": rec.diagnostics,
