@@ -300,6 +300,28 @@ def test_a_benchmark_check_is_measured_and_can_fail():
     assert not strict.passed and strict.outcome == "failed"
 
 
+@pytest.mark.parametrize(
+    "queries, reasked, designed, passed",
+    [
+        (50, 0, 0, True),  # exactly the formula
+        (60, 10, 0, True),  # counted re-asks
+        (100, 50, 0, True),  # re-asks up to the formula itself
+        (101, 51, 0, False),  # more re-asks than the formula
+        (150, 100, 72, True),  # the FFN: 72 designed extras (checks, planes, polish), 28 re-asks
+        (173, 123, 72, False),  # designed extras plus 51 re-asks: more than the formula
+        (120, 71, 72, False),  # fewer extras than the designed ones
+        (121, 72, 72, False),  # a query not counted
+    ],
+)
+def test_a_benchmark_counts_the_formula_the_designed_extras_and_at_most_the_formula_in_re_asks(
+    monkeypatch, queries, reasked, designed, passed
+):
+    row = {"queries": queries, "queries_formula": 50, "reasked_queries": reasked,
+           "designed_queries": designed, "within_bound": True, "err_W": 0.0, "error_bound": 1.0}
+    monkeypatch.setattr(evidence, "bench_run", lambda target, **_: row)
+    assert evidence.bench_evidence(L.parse_check("bench:ffn d=3"), None).passed is passed
+
+
 # --- the status rules, pinned on synthetic outcomes (issue 22, item 5) -----------------------
 
 

@@ -13,8 +13,9 @@ A claim (:mod:`attnproof.verify.claims`) links to checks written as one string e
 ``bench:<learner> key=value ...``
     a measured run of :func:`attnproof.bench.run` at small size: it passes when the queries
     are the learner's formula plus the extras it counts (``reasked_queries``: re-asked probes, and
-    the FFN learner's check points against silent zero-sum kinks), the extras no more than the
-    formula itself, and the error is within the learner's reported bound (or its
+    the FFN learner's designed extras ``designed_queries``: check points against silent zero-sum
+    kinks, points on the recovered hyperplanes, the polish), the re-asks beyond the designed
+    extras no more than the formula itself, and the error is within the learner's reported bound (or its
     guarantee, or ``tol=`` for learners without a bound); with ``arith=mp:N`` it is a
     high-precision ``run``, otherwise a ``benchmark``;
 ``learner:<name>``
@@ -151,7 +152,9 @@ def bench_evidence(link: Link, _: Evidence) -> CheckResult:
     except AttnproofError as exc:
         return CheckResult(link.spec, link.kind, "failed", False, f"{type(exc).__name__}: {exc}")
     extras = row.get("reasked_queries") or 0
-    counted = row["queries"] == row["queries_formula"] + extras and 0 <= extras <= row["queries_formula"]
+    designed = row.get("designed_queries") or 0
+    counted = (row["queries"] == row["queries_formula"] + extras
+               and 0 <= designed <= extras <= designed + row["queries_formula"])
     if row.get("within_bound") is not None:
         accurate = bool(row["within_bound"])
         how = f"err_W {row['err_W']:.1e} <= bound {row['error_bound']:.1e}"
@@ -159,7 +162,9 @@ def bench_evidence(link: Link, _: Evidence) -> CheckResult:
         accurate, how = bool(row["guarantee_met"]), f"guarantee met: err_W {row['err_W']:.1e}"
     else:
         accurate, how = tol is not None and row["err_W"] <= tol, f"err_W {row['err_W']:.1e} <= tol {tol}"
-    detail = f"{row['queries']} queries (formula {row['queries_formula']} + {extras} counted extras); {how}"
+    of = f", {designed} of them designed" if designed else ""
+    detail = (f"{row['queries']} queries (formula {row['queries_formula']} + {extras} counted extras{of}); "
+              f"{how}")
     ok = counted and accurate
     return CheckResult(link.spec, link.kind, "passed" if ok else "failed", ok, detail)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from ...models import FactoredAttention
 from ...oracles import ValueOracle
 from ...verify.registry import LEARNERS
 from ...recovery import Recovery, score
-from ...room import Job, bits_of, job_key, part, ratio_or_none
+from ...room import Job, Options, bits_of, int_at_least, job_key, option, part, ratio_or_none, sweep
 
 
 #: the learners of a real head with biases, the default first (``--learner`` of ``attnproof bench
@@ -197,9 +198,7 @@ __all__ += ["perf_heads_note"]
 
 
 # --- ``attnproof bench heads`` (and ``recover-model``'s lines and report) ----------------------
-from dataclasses import dataclass  # noqa: E402
 
-from ...room import Options, int_at_least, option, sweep  # noqa: E402
 
 
 def describe_head(row: dict[str, Any]) -> str:

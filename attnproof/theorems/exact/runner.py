@@ -19,7 +19,10 @@ from ...errors import AttnproofError
 from ...models import Attention
 from ...oracles import ValueOracle
 from ...verify.registry import LEARNERS
-from ...room import Job, Options, default_of, job_key, option, result_row, runner, sweep
+from ...room import (
+    FloorTarget, Job, Options, TimingRun, Workload, default_of,
+    job_key, option, part, random_biases, result_row, runner, sweep,
+)
 from . import PROBE_FAMILIES, learn_exact
 
 
@@ -132,7 +135,6 @@ __all__ = [
 
 
 # --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
-from ...room import FloorTarget, TimingRun, Workload, part, random_biases  # noqa: E402
 
 
 def floor_target(

@@ -19,7 +19,10 @@ from ...errors import InvalidInputError, PrecisionLossError
 from ...models import FactoredAttention
 from ...oracles import ValueOracle
 from ...verify.registry import LEARNERS
-from ...room import Job, Options, job_key, option, result_row, runner, sweep
+from ...room import (
+    FloorTarget, Job, Options, TimingRun, Workload, job_key,
+    option, part, random_biases, result_row, runner, sweep,
+)
 from . import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
 
 #: the low-rank learners :func:`run_lowrank` runs
@@ -217,7 +220,6 @@ __all__ = [
 
 
 # --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
-from ...room import FloorTarget, TimingRun, Workload, part, random_biases  # noqa: E402
 
 
 def floor_target(

@@ -18,12 +18,12 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith, parse
-from ...errors import InvalidInputError
+from ...errors import AttnproofError, InvalidInputError
 from ...models import MultiHeadAttention
 from ...oracles import ApproxOracle, ValueOracle
 from ...verify.registry import LEARNERS
 from ...recovery import MultiHeadRecovery, score_heads
-from ...room import Options, option, runner
+from ...room import Job, Options, Workload, int_at_least, job_key, option, part, runner, sweep
 from .maps import cayley_bases
 from .orthogonal import DEFAULT_CHECKS, HEADS, learn_orthogonal_heads
 from .sbd import (
@@ -284,14 +284,11 @@ __all__ = [
 
 
 # --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
-from ...room import Workload, part  # noqa: E402
 
 part("bounds", "small", 6, Workload("orthogonal-heads", 6, "float64", {"H": 2}, (0,)))
 
 
 # --- ``attnproof bench multihead``: the Hessian / SBD experiment as the room's sweep ----------
-from ...errors import AttnproofError  # noqa: E402
-from ...room import Job, int_at_least, job_key, sweep  # noqa: E402
 
 
 def hessian_source(text: str) -> str:

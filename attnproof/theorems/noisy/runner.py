@@ -16,7 +16,7 @@ import numpy as np
 
 from ...oracles import ADVERSARIES, ApproxOracle
 from ...models import Attention
-from ...room import Options, option, result_row, runner
+from ...room import Options, Workload, option, part, result_row, runner
 from . import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 
 
@@ -122,7 +122,6 @@ __all__ = ["NoisyOptions", "margin_target", "theorem_tolerances", "run_noisy", "
 
 
 # --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
-from ...room import Workload, part  # noqa: E402
 
 part("bounds", "small", 3, Workload("noisy", 8, "float64", {}, (0, 1)))
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)

@@ -18,7 +18,7 @@ from ...arith import Arith, parse
 from ...models import OneLayerTransformer, ReluFFN
 from ...oracles import ValueOracle
 from ...recovery import Recovery, score
-from ...room import Options, default_of, option, runner
+from ...room import Options, Workload, default_of, option, part, runner
 from . import learn_transformer
 from .ffn import learn_ffn
 
@@ -59,6 +59,14 @@ def transformer_target(
     return W, rng.standard_normal((d, m)), rng.standard_normal(m)
 
 
+def designed_queries(ledger: dict[str, int], d: int) -> int:
+    """The queries :func:`learn_ffn` plans beyond Q_FFN = (L + 1)(d + 1) + 3L + 4 (its
+    ``diagnostics["ledger"]``): the check points after each reconstruction, two points on each
+    recovered hyperplane off the path, and the polish's d + 1 a re-measured region.  What the
+    counted extras hold beyond these are re-asks."""
+    return ledger["checks"] + ledger["planes"] + (d + 1) * ledger["polished"]
+
+
 @runner("ffn", FFNOptions)
 def run_ffn(d: int, m: int | None = None, arith: Arith | str = "float64", seed: int = 0) -> dict[str, Any]:
     """Learn a random bias-free ReLU FFN ``x -> w_o^T ReLU(A^T x)`` (A_FFN of Sec. 4.1) from
@@ -88,6 +96,7 @@ def run_ffn(d: int, m: int | None = None, arith: Arith | str = "float64", seed: 
         "d": d, "m": m, "learner": "ffn", "arith": arith.name, "seed": seed, "L": rec.L,
         "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
         "reasked_queries": rec.diagnostics["reasked_queries"],
+        "designed_queries": designed_queries(rec.diagnostics["ledger"], d),
         "err_W": err, "rel_err_W": rel, "err_v": 0.0, "bits": -math.log2(rel) if rel else None,
         "exact": err == 0,
         "error_bound": bound, "within_bound": None if bound is None else err <= bound,
@@ -147,6 +156,7 @@ def run_transformer(
         "d": d, "m": m, "learner": "transformer", "arith": arith.name, "seed": seed, "route": route,
         "L": rec.ffn.L, "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
         "reasked_queries": rec.diagnostics["reasked_queries"],
+        "designed_queries": designed_queries(rec.ffn.diagnostics["ledger"], d),
         "query_formula": "(L+1)(d+1) + 3L + 4 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
         "ffn_queries": rec.diagnostics["ffn_queries"],
         "attention_queries": rec.diagnostics["attention_queries"],
@@ -164,7 +174,6 @@ __all__ = ["FFNOptions", "TransformerOptions", "ROUTES", "transformer_target", "
 
 
 # --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
-from ...room import Workload, part  # noqa: E402
 
 part("bounds", "small", 4, Workload("ffn", 8, "float64", {"m": 8}, (0, 1)))
 part("bounds", "small", 5, Workload("transformer", 4, "float64", {"m": 6}, (0,)))
