@@ -10,6 +10,7 @@ a scalar or an array of shape (B,).  Evaluation is vectorised over the batch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,10 +27,10 @@ class Rounding:
     """How a model's answers are rounded: the declaration an oracle exposes (like its tolerance),
     which :func:`attnproof.measure.value_errors` reads instead of assuming the worst.
 
-    Each dot product of n terms ``t_i`` that the evaluation forms (the scores, the readout, the
+    Each dot product ``x^T y`` of n terms that the evaluation forms (the scores, the readout, the
     softmax's sum; a few more roundings for exp and the division) is within
-    ``(n + 4) term sum |t_i|`` of its exact value, and the answer y itself is then within
-    ``final |y|`` of what that evaluation computed.
+    ``(n + 4) term ||x|| ||y||`` of its exact value (the form :func:`attnproof.measure.value_errors`
+    reads), and the answer y itself is then within ``final |y|`` of what that evaluation computed.
 
     Attributes
     ----------
@@ -85,6 +86,35 @@ def _ext(a: Any) -> np.ndarray | None:
     return None if a is None else np.asarray(a, dtype=np.longdouble)
 
 
+def _split(M: np.ndarray, axis: int, rho: int) -> tuple[np.ndarray, np.ndarray]:
+    """``M = M_1 + M_2`` exactly (Ozaki's error-free split, float64): along ``axis`` every slice's
+    M_1 holds multiples of ``2^(e + rho - 53)`` (``2^e`` >= its largest |entry|) of at most
+    ``53 - rho`` bits, and ``|M_2| <= 2^(e + rho - 54)``."""
+    mu = np.max(np.abs(M), axis=axis, keepdims=True)
+    _, e = np.frexp(mu)  # mu < 2^e (0 for a zero slice)
+    sigma = np.ldexp(0.75, e + rho)
+    M1 = (M + sigma) - sigma
+    return M1, M - M1
+
+
+def _ext_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``A @ B`` (float64, inner dimension n) to extended precision with four float64 BLAS
+    products: A and B split by :func:`_split` with ``rho = ceil((53 + log2 n) / 2)``, so
+    ``A_1 @ B_1`` is exact (its products have at most 2 (53 - rho) bits, n of them add up within 53
+    bits, in any order); the three others are at most ``2^(rho - 53)`` of ``|A| |B|`` each, so
+    their float64 rounding is ``n 2^-53 2^(rho - 53)`` of it -- ``2^-72 n`` at n = 4096, below the
+    ``(n + 4) 2^-64`` of :data:`FAITHFUL` -- and they are added in longdouble.  The cost is four
+    GEMMs, not a longdouble product (no BLAS: ~10-50 times slower per product)."""
+    n = A.shape[-1]
+    rho = math.ceil((53 + math.log2(max(n, 1))) / 2)
+    A1, A2 = _split(A, -1, rho)
+    B1, B2 = _split(B, 0, rho)
+    out = _ext(A1 @ B1)
+    for P in (A1 @ B2, A2 @ B1, A2 @ B2):
+        out += _ext(P)
+    return out
+
+
 def _last_token_image(XN: np.ndarray, M: np.ndarray) -> np.ndarray:
     """``XN @ M.T`` in longdouble for XN (B, d) and M (m, d), reading only the non-zero entries
     of XN: a one-hot last token (a column probe of Thm 4.1) costs m operations, not m d.  Each
@@ -92,26 +122,32 @@ def _last_token_image(XN: np.ndarray, M: np.ndarray) -> np.ndarray:
     d terms)."""
     B = XN.shape[0]
     rows, cols = np.nonzero(XN)
-    if len(rows) > B * M.shape[1] // 8:  # dense: a plain longdouble product
-        return XN @ M.T
+    if len(rows) > B * M.shape[1] // 8:  # dense: the split BLAS product
+        return _ext_product(XN, M.T)
     out = np.zeros((B, M.shape[0]), dtype=np.longdouble)
-    np.add.at(out, rows, XN[rows, cols, None] * M.T[cols])
+    np.add.at(out, rows, _ext(XN[rows, cols, None]) * _ext(M.T[cols]))
     return out
 
 
 def _faithful(Xb: np.ndarray, key: Any, query: Any, v: Any, c: Any, beta: Any) -> np.ndarray:
     """``softmax(s)^T (X v) [+ beta]`` with ``s_i = (key x_i)^T (query x_N) [+ c^T x_i]``, evaluated
-    in longdouble (``key`` None: W's own scores ``x_i^T W x_N``, query = W) and rounded once to
-    float64 (:data:`FAITHFUL`)."""
-    X = _ext(Xb)
-    B, N, d = X.shape
-    q = _last_token_image(X[:, -1, :], _ext(query))  # (B, r): W x_N, or Q x_N
-    keys = X if key is None else (X.reshape(B * N, d) @ _ext(key).T).reshape(B, N, -1)
-    s = np.einsum("bnr,br->bn", keys, q)
+    to extended precision (``key`` None: W's own scores ``x_i^T W x_N``, query = W; products of
+    float64 arrays by :func:`_ext_product`, the rest in longdouble) and rounded once to float64
+    (:data:`FAITHFUL`)."""
+    Xf = np.asarray(Xb, dtype=np.float64)
+    B, N, d = Xf.shape
+    flat = Xf.reshape(B * N, d)
+    q = _last_token_image(Xf[:, -1, :], np.asarray(query, dtype=np.float64))  # (B, r): W x_N or Q x_N
+    if key is None:
+        s = np.einsum("bnd,bd->bn", _ext(Xf), q)
+    else:
+        keys = _ext_product(flat, np.asarray(key, dtype=np.float64).T).reshape(B, N, -1)
+        s = np.einsum("bnr,br->bn", keys, q)
     if c is not None:
-        s = s + X @ _ext(c)
+        s = s + _ext_product(flat, np.asarray(c, dtype=np.float64)[:, None]).reshape(B, N)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
-    out = np.einsum("bn,bn->b", e, X @ _ext(v)) / e.sum(axis=-1)
+    values = _ext_product(flat, np.asarray(v, dtype=np.float64)[:, None]).reshape(B, N)
+    out = np.einsum("bn,bn->b", e, values) / e.sum(axis=-1)
     if beta is not None:
         out = out + np.longdouble(beta)
     return out.astype(np.float64)
