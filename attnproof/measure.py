@@ -50,7 +50,7 @@ import numpy as np
 
 from .arith import FLOAT64, Arith, check_real, norm2, parse
 from .errors import InvalidInputError, PrecisionLossError, ShapeError, check_tolerance
-from .models import NAIVE, Rounding
+from .models import NAIVE, Rounding, declared_rounding
 from .verify.registry import Learner
 from .recovery import Recovery
 
@@ -684,8 +684,7 @@ class BilinearSession(Session):
         """How the oracle declares its answers rounded (:attr:`attnproof.oracles.ValueOracle.rounding`),
         for :func:`value_errors`; :data:`~attnproof.models.NAIVE` when it declares nothing (a
         derived oracle: its answers are combinations of others)."""
-        declared = getattr(self.oracle, "rounding", NAIVE)
-        return declared if isinstance(declared, Rounding) else NAIVE
+        return declared_rounding(self.oracle)
 
     def _chunk(self, n: int, d: int) -> tuple[int, np.ndarray | None]:
         """Batch size and (float64) buffer for n probes of width d (no buffer, one batch, where

@@ -58,6 +58,13 @@ FAITHFUL_ARITHMETICS = ("float64",)
 ANSWERS = {"naive": NAIVE, "faithful": FAITHFUL}
 
 
+def declared_rounding(source: Any) -> Rounding:
+    """The :class:`Rounding` a model or an oracle declares (its ``rounding``), or :data:`NAIVE`
+    when it declares none (a derived oracle, whose answers combine others, declares none)."""
+    declared = getattr(source, "rounding", NAIVE)
+    return declared if isinstance(declared, Rounding) else NAIVE
+
+
 def faithful_available() -> bool:
     """Does numpy's longdouble carry a 64-bit significand here (x87 extended precision)?"""
     return np.finfo(np.longdouble).nmant >= 63
@@ -555,6 +562,7 @@ __all__ = [
     "NAIVE",
     "FAITHFUL",
     "faithful_available",
+    "declared_rounding",
     "ReluFFN",
     "canonical_ffn",
     "normalize_normal",

@@ -19,7 +19,7 @@ import numpy as np
 
 from .arith import FLOAT64
 from .errors import InvalidInputError, PrecisionLossError, QueryBudgetExceeded, ToleranceViolation
-from .models import NAIVE, Rounding, as_batch, attention_weights
+from .models import NAIVE, Rounding, as_batch, attention_weights, declared_rounding
 
 
 class Model(Protocol):
@@ -133,8 +133,7 @@ class ValueOracle:
         it (``Attention(..., answers="faithful")``); :data:`~attnproof.models.NAIVE` -- evaluated in
         the model's arithmetic in any order -- for a model that declares nothing.  Public, like
         :attr:`tolerance`: a learner reads the declaration, never the model."""
-        declared = getattr(self.model, "rounding", NAIVE)
-        return declared if isinstance(declared, Rounding) else NAIVE
+        return declared_rounding(self.model)
 
     @property
     def remaining(self) -> int | None:
