@@ -111,14 +111,16 @@ def _ext_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     bits, in any order); the three others are at most ``2^(rho - 53)`` of ``|A| |B|`` each, so
     their float64 rounding is ``n 2^-53 2^(rho - 53)`` of it -- ``2^-72 n`` at n = 4096, below the
     ``(n + 4) 2^-64`` of :data:`FAITHFUL` -- and they are added in longdouble.  The cost is four
-    GEMMs, not a longdouble product (no BLAS: ~10-50 times slower per product)."""
-    n = A.shape[-1]
+    GEMMs' flops in two calls (``A_i @ [B_1 | B_2]``), not a longdouble product (no BLAS: ~10-50
+    times slower per product)."""
+    n, p = A.shape[-1], B.shape[1]
     rho = math.ceil((53 + math.log2(max(n, 1))) / 2)
     A1, A2 = _split(A, -1, rho)
-    B1, B2 = _split(B, 0, rho)
-    out = _ext(A1 @ B1)
-    for P in (A1 @ B2, A2 @ B1, A2 @ B2):
-        out += _ext(P)
+    both = np.hstack(_split(B, 0, rho))  # [B_1 | B_2]
+    out = np.zeros((A.shape[0], p), dtype=np.longdouble)
+    for P in (A1 @ both, A2 @ both):
+        out += _ext(P[:, :p])
+        out += _ext(P[:, p:])
     return out
 
 
@@ -143,17 +145,20 @@ def _faithful(Xb: np.ndarray, key: Any, query: Any, v: Any, c: Any, beta: Any) -
     (:data:`FAITHFUL`)."""
     Xf = np.asarray(Xb, dtype=np.float64)
     B, N, d = Xf.shape
-    flat = Xf.reshape(B * N, d)
     q = _last_token_image(Xf[:, -1, :], np.asarray(query, dtype=np.float64))  # (B, r): W x_N or Q x_N
-    if key is None:
-        s = np.einsum("bnd,bd->bn", _ext(Xf), q)
-    else:
-        keys = _ext_product(flat, np.asarray(key, dtype=np.float64).T).reshape(B, N, -1)
-        s = np.einsum("bnr,br->bn", keys, q)
+    # every token's image under [key^T | c | v] in one split product: keys, score bias, value
+    columns = [np.asarray(v, dtype=np.float64)[:, None]]
     if c is not None:
-        s = s + _ext_product(flat, np.asarray(c, dtype=np.float64)[:, None]).reshape(B, N)
+        columns.insert(0, np.asarray(c, dtype=np.float64)[:, None])
+    if key is not None:
+        columns.insert(0, np.asarray(key, dtype=np.float64).T)
+    images = _ext_product(Xf.reshape(B * N, d), np.hstack(columns)).reshape(B, N, -1)
+    values = images[..., -1]
+    keys = _ext(Xf) if key is None else images[..., : -1 - (c is not None)]
+    s = np.einsum("bnr,br->bn", keys, q)
+    if c is not None:
+        s = s + images[..., -2]
     e = np.exp(s - s.max(axis=-1, keepdims=True))
-    values = _ext_product(flat, np.asarray(v, dtype=np.float64)[:, None]).reshape(B, N)
     out = np.einsum("bn,bn->b", e, values) / e.sum(axis=-1)
     if beta is not None:
         out = out + np.longdouble(beta)

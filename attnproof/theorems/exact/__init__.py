@@ -164,7 +164,7 @@ def learn_exact(
         if not arith.exact:  # exact arithmetic has no rounding error to bound
             D = arith.to_float(shorten)  # the measured rows are D Z: ||(D Z)^{-1}|| <= ||Z^{-1}|| / min D
             norms = Z_inv_norm / D.min(), Z_norm * D.max()
-            W_error, c_error, cond = _error_bound(probe_set, W, c, L, k, *norms, rounding=session.rounding)
+            W_error, c_error, cond = _error_bound(probe_set, W, c, L, k, *norms, session.rounding)
             estimate = _error_estimate(probe_set, W, c, L, k, info["probes"] == "orthogonal", cond)
             session.diagnostics.update(cond_Z=cond, error_bound_c=c_error, error_estimate=estimate)
         return session.recovery(
