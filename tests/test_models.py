@@ -3,7 +3,7 @@
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -143,6 +143,8 @@ def test_merged_parameters_keep_the_models_precision():
 
 
 @given(st.integers(1, 6), st.integers(1, 3), st.integers(0, 2**32 - 1), st.booleans())
+# thorough profile, seed 4242: the reference had taken the factored model's W rounded to float64
+@example(d=1, N=2, seed=232, sparse=False)
 def test_faithful_answers_are_the_exact_value_rounded_once(d, N, seed, sparse):
     """``answers="faithful"``: within 2^-53 |y| plus the extended evaluation's own (n + 4) 2^-64
     per term of the exact f (mpmath, 60 digits), for dense and one-hot last tokens (the sparse
@@ -156,9 +158,12 @@ def test_faithful_answers_are_the_exact_value_rounded_once(d, N, seed, sparse):
     if sparse:
         X[-1] = 0.0
         X[-1, rng.integers(d)] = 2.0
-    exact = reference_f(K.T @ Q, v, X)  # K^T Q in float64 is the dense model's W: same f
-    for model in (Attention(K.T @ Q, v, answers="faithful"), FactoredAttention(K, Q, v, answers="faithful")):
+    with mpmath.workdps(60):  # the factored model's W is K^T Q exactly, the dense one's fl(K^T Q)
+        W_exact = np.vectorize(mpmath.mpf, otypes=[object])(K).T @ np.vectorize(mpmath.mpf, otypes=[object])(Q)
+    for model, W in ((Attention(K.T @ Q, v, answers="faithful"), K.T @ Q),
+                     (FactoredAttention(K, Q, v, answers="faithful"), W_exact)):
         assert model.rounding is FAITHFUL
+        exact = reference_f(W, v, X)
         y = model(X)
         terms = float(np.abs(X @ v).max()) * (1 + np.abs(X).sum() * np.abs(K.T @ Q).sum() * np.abs(X).sum())
         assert abs(y - float(exact)) <= 2.0**-53 * abs(y) + (d + 4) * 2.0**-64 * 8 * (1 + terms)
