@@ -159,7 +159,8 @@ def test_faithful_answers_are_the_exact_value_rounded_once(d, N, seed, sparse):
         X[-1] = 0.0
         X[-1, rng.integers(d)] = 2.0
     with mpmath.workdps(60):  # the factored model's W is K^T Q exactly, the dense one's fl(K^T Q)
-        W_exact = np.vectorize(mpmath.mpf, otypes=[object])(K).T @ np.vectorize(mpmath.mpf, otypes=[object])(Q)
+        exact_K, exact_Q = (np.vectorize(mpmath.mpf, otypes=[object])(M) for M in (K, Q))
+        W_exact = exact_K.T @ exact_Q
     for model, W in ((Attention(K.T @ Q, v, answers="faithful"), K.T @ Q),
                      (FactoredAttention(K, Q, v, answers="faithful"), W_exact)):
         assert model.rounding is FAITHFUL
