@@ -915,6 +915,8 @@ def value_errors(
       ``g (|beta| + ||x_1|| ||v|| + ||x_2|| ||v||) + final (|beta| + |x_1^T v| + |x_2^T v|)``, and
       its logit ``(x_1 - x_2)^T (W x_2 + c)`` by
       ``g (||W||_F (||x_1|| + ||x_2||) ||x_2|| + ||c|| (||x_1|| + ||x_2||))``;
+    * the learner's probe ``x_1`` is itself rounded (``p + q`` in float64): ``eps ||x_1||`` moves
+      the label by ``eps ||x_1|| ||v||`` and the score by ``eps ||x_1|| (||W|| ||x_2|| + ||c||)``;
     * the learner's v and beta carry the error of their one-token answers,
       ``(4 t + 2 final) (|v_i| + |beta|)`` (the answer's and the learner's subtraction of beta)
       and ``4 eps |beta|``;
@@ -976,10 +978,13 @@ def value_errors(
     else:  # |x_1^T v| + |x_2^T v| bounds |y - beta| (alpha in [0, 1]): the final rounding's share
         x1v = np.abs(pv + s * qv) if probes.scale_query_only else s * (pv + qv)
         dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4 + rounding.final * (beta + x1v + s * qv)
+        dy = dy + eps * x1 * vn  # the learner's own probe x_1 = p + q (p + s q) rounded: eps ||x_1||
     dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps if typical else 2 * eps)
     # typical: ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c), and W x_2's own rounding
     size = (Wq + W_norm / np.sqrt(d)) / np.sqrt(d) if typical else W_norm
     ds = g * add(size * (x1 + x2) * x2, c_norm * (x1 + x2) / (np.sqrt(d) if typical else 1))
+    if not typical:  # ... moves the score (x_1 - x_2)^T (W x_2 + c) by dx_1^T (W x_2 + c)
+        ds = ds + eps * x1 * (size * x2 + c_norm)
     with np.errstate(divide="ignore"):
         dL = add(dalpha / (alpha * (1 - alpha)), ds)
     lin = probes.linear_typical if typical else probes.linear_err

@@ -346,16 +346,20 @@ def test_faithful_answers_measure_within_the_declared_bound(d, seed, e, bias):
 def test_value_errors_declared_rounding_is_pinned():
     """value_errors with a declared rounding, by hand (d = 1, p = q = 1, s = 1, v = 1, beta = 0,
     W = 0 so alpha = 1/2): the label's error is g (||x_1|| + ||x_2||) ||v|| + final (|x_1^T v| +
-    |x_2^T v|) = 3 g + 3 final with g = 5 t; v's error (4 t + 2 final) ||v||; alpha's
-    ((3 g + 3 final) + 2 (4 t + 2 final)) / |p^T v| + 2 eps; the logit's 4 alpha's (1 / (alpha
-    (1 - alpha))), with no score term (W = 0)."""
+    |x_2^T v|) + eps ||x_1|| ||v|| (the learner's rounded probe x_1 = p + q) = 3 g + 3 final + 2 eps
+    with g = 5 t; v's error (4 t + 2 final) ||v||; alpha's ((3 g + 3 final + 2 eps) + 2 (4 t + 2
+    final)) / |p^T v| + 2 eps; the logit's 4 alpha's (1 / (alpha (1 - alpha))), with no score term
+    (W = 0, c = 0)."""
     from attnproof.models import Rounding
 
     probes = Probes(np.ones((1, 1)), np.ones((1, 1)), np.ones(1), FLOAT64)
     t, final, eps = 2.0**-64, 2.0**-53, FLOAT64.eps
     idx = np.zeros(1, dtype=np.int64)
     got = value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0, rounding=Rounding("faithful", t, final))
-    dalpha = (3 * 5 * t + 3 * final) + 2 * (4 * t + 2 * final) + 2 * eps
+    dalpha = (3 * 5 * t + 3 * final + 2 * eps) + 2 * (4 * t + 2 * final) + 2 * eps
     assert got[0] == pytest.approx(4 * dalpha, rel=1e-12)
     naive = value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0)
-    assert naive[0] == pytest.approx(4 * ((3 * 5 * eps) + 2 * 4 * eps + 2 * eps), rel=1e-12)
+    assert naive[0] == pytest.approx(4 * ((3 * 5 * eps + 2 * eps) + 2 * 4 * eps + 2 * eps), rel=1e-12)
+    # the score: W = 1 adds g (x_1 + x_2) x_2 ||W|| + eps x_1 ||W|| x_2 = 3 g + 2 eps to the logit
+    scored = value_errors(probes, np.zeros(1), idx, (idx, idx), 1.0, rounding=Rounding("faithful", t, final))
+    assert scored[0] - got[0] == pytest.approx(3 * 5 * t + 2 * eps, rel=1e-9)
