@@ -438,7 +438,7 @@ def test_mp_float_conversion_of_target_is_exact():
 
 
 def test_run_tight_passes_and_fails_on_a_dropped_factor(monkeypatch):
-    """``thm4.1/run-tight``: against the rounding adversary the error is 0.63 of the bound (0.27 with
+    """``thm4.1/run-tight``: against the rounding adversary the error is 0.58 of the bound (0.25 with
     biases); a value-error model that drops a factor of 2 fails (tests/test_bias.py: c's bound too)."""
     passed, _, rows = run_rows(exact.run_tight())
     assert passed, [r for r in rows if not r["passed"]]

@@ -122,7 +122,7 @@ def test_time_in_the_model_is_accounted_and_only_it():
 
 
 def test_skeleton_run_tight_passes_and_fails_on_a_dropped_factor(monkeypatch):
-    """``thm5.1/run-tight`` (the shared RoundingAdversary against the skeleton): its error is 0.43
+    """``thm5.1/run-tight`` (the shared RoundingAdversary against the skeleton): its error is 0.40
     of the bound; a value-error model that drops a factor of 3, or a bound inflated by 4 (the
     fraction is 1/4), fails the run."""
     import attnproof.theorems.lowrank as lowrank
