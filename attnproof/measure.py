@@ -50,6 +50,7 @@ import numpy as np
 
 from .arith import FLOAT64, Arith, check_real, norm2, parse
 from .errors import InvalidInputError, PrecisionLossError, ShapeError, check_tolerance
+from .models import NAIVE, Rounding, declared_rounding
 from .verify.registry import Learner
 from .recovery import Recovery
 
@@ -60,7 +61,9 @@ from .recovery import Recovery
 #: is recovered by the exact and skeleton learners with at most their query floor plus this many
 #: counted re-asks (measured: at most 6 in 1500 random draws; before the learner learned the
 #: scale from its first measurements, such a W cost up to 2x the floor).  Property-tested in
-#: tests/test_exact.py and tests/test_lowrank.py.
+#: tests/test_exact.py and tests/test_lowrank.py.  Not a bound for a sparse W whose measured
+#: values span more than ~2^16 (entries near rounding beside unit ones): the first values seen
+#: then mislead the scale (measured: up to 18 re-asks at d <= 7); those stay counted.
 PILOT_SLACK = 8
 
 @dataclass(frozen=True)
@@ -117,7 +120,9 @@ class Scale:
 
     ``log2_top`` is log2 of the largest informative ``|p^T W* q|`` measured so far (-inf: none
     yet), ``count`` how many informative values were measured, ``jumps`` how many times the
-    scale moved up past rounding, and ``k`` the scale exponent the next batch is asked at.
+    scale moved up past rounding, and ``k`` the scale exponent the next batch is asked at;
+    ``k_unguessed`` is the scale before the first jump (None: no jump), the last one not guessed
+    from values lost to rounding.
     Values are scale-free (``p^T W* q`` itself), so one Scale serves every call on the same
     probe set.
     """
@@ -126,6 +131,7 @@ class Scale:
     log2_top: float = -math.inf
     jumps: int = 0
     count: int = 0
+    k_unguessed: int | None = None
 
     @property
     def known(self) -> bool:
@@ -158,6 +164,8 @@ class Scale:
         such a logit would reach the ceiling (a value lost to rounding becomes readable)."""
         step = max(1, math.floor((math.log2(policy.ceiling) - log2_logit) / order))
         if self.k < policy.max_k:
+            if self.k_unguessed is None:
+                self.k_unguessed = self.k
             self.k, self.jumps = min(policy.max_k, self.k + step), self.jumps + 1
 
 
@@ -671,6 +679,13 @@ class BilinearSession(Session):
             raise InvalidInputError(f"max_batch_bytes must be an integer >= 1; got {mbb!r}")
         self.policy = self.policy or ScalePolicy()
 
+    @property
+    def rounding(self) -> Rounding:
+        """How the oracle declares its answers rounded (:attr:`attnproof.oracles.ValueOracle.rounding`),
+        for :func:`value_errors`; :data:`~attnproof.models.NAIVE` when it declares nothing (a
+        derived oracle: its answers are combinations of others)."""
+        return declared_rounding(self.oracle)
+
     def _chunk(self, n: int, d: int) -> tuple[int, np.ndarray | None]:
         """Batch size and (float64) buffer for n probes of width d (no buffer, one batch, where
         the arithmetic builds its arrays per batch: :meth:`Arith.buffer`)."""
@@ -762,12 +777,15 @@ class BilinearSession(Session):
         rescaled = np.zeros(n, dtype=bool)
         jumps, reasked = scale.jumps, 0
         start, size = 0, 1  # a call may measure values of another size (a pivot row): one probe first
-        while start < n:  # at most log2(n) + 1 batches
+        while start < n:  # at most (jumps + 1) (log2(n) + 1) batches
             b = np.arange(start, min(n, start + size))
             k[b] = scale.k
-            reasked += self._settle(probes, entries, L, k, mags, b, rescaled, policy)
+            reasked += self._settle(probes, entries, L, k, mags, b, rescaled, policy, scale.k_unguessed)
+            before = scale.jumps
             self._learn(probes, entries, L, k, b, scale, policy)
-            start, size = start + len(b), 2 * size
+            # a jump guesses the scale from values near rounding: growth restarts at one probe, so a
+            # wrong guess costs one saturated probe, not a doubled batch of them (issue 23)
+            start, size = start + len(b), 1 if scale.jumps > before else 2 * size
         # every value lost to rounding: W* tiny or 0; move a few spread-out probes up until one is
         # informative (each jump keeps a lost value below the ceiling)
         search = np.unique(np.linspace(0, n - 1, min(n, policy.pilot)).astype(np.int64))
@@ -802,10 +820,17 @@ class BilinearSession(Session):
         b: np.ndarray,
         rescaled: np.ndarray,
         policy: ScalePolicy,
+        unguessed: int | None = None,
     ) -> int:
         """Ask the probes ``b`` at their scales k[b] and ask again every one whose logit saturates
         (retargeted to ``goal`` from a trusted logit, else shrunk by 2^shrink_log2) until none
-        does; fills L, k, mags in place and returns the number of queries asked again."""
+        does; fills L, k, mags in place and returns the number of queries asked again.
+
+        ``unguessed`` (:attr:`Scale.k_unguessed`, for probes asked for the first time): a probe
+        saturated above it (the scale jumped, guessed from values lost to rounding) goes back at
+        least to it -- the jump was wrong for this probe, and shrinking 2^shrink_log2 at a time
+        would ask it once per 2^shrink_log2 of the jump (issue 23).  Not for the probes moved up
+        by the jumps themselves: they were lost at that scale."""
         kk, ll = entries
         L[b], _ = self.measure(probes, (kk[b], ll[b]), k[b])
         mags[b] = self.arith.magnitudes(L[b])
@@ -820,6 +845,8 @@ class BilinearSession(Session):
             with np.errstate(divide="ignore"):
                 retarget = np.floor(np.log2(policy.goal / np.where(trusted, m, 1.0)) / probes.order)
             k[bad] += np.where(trusted, retarget.astype(np.int64), -(policy.shrink_log2 // probes.order))
+            if unguessed is not None:
+                k[bad] = np.where(trusted, k[bad], np.minimum(k[bad], unguessed))
             if np.any(np.abs(k[bad]) > policy.max_k):
                 raise PrecisionLossError(
                     f"a probe's sigmoid stays saturated even at scale 2^-{policy.max_k}: "
@@ -874,18 +901,25 @@ def value_errors(
     W_norm: float,
     c_norm: float = 0.0,
     Wq: np.ndarray | None = None,
+    rounding: Rounding = NAIVE,
 ) -> np.ndarray:
     """First-order bound on the rounding error of each measured value p^T W* q (float64).
 
-    Model (every quantity rounded with unit roundoff eps; a dot product of length d + 4 with
-    relative error g = (d + 4) eps), for the probe ``x_1 = s (p + q), x_2 = s q`` (whole-probe
-    scaling) or ``x_1 = p + s q, x_2 = s q`` (query-only), s = 2^k:
+    Model (the learner's own quantities rounded with its unit roundoff eps; the oracle's as it
+    declares, ``rounding`` (:class:`~attnproof.models.Rounding`): a dot product of length d + 4
+    with relative error g = (d + 4) t, t = ``rounding.term`` (eps for :data:`NAIVE`), and the
+    answer y rounded by ``rounding.final |y|``), for the probe ``x_1 = s (p + q), x_2 = s q``
+    (whole-probe scaling) or ``x_1 = p + s q, x_2 = s q`` (query-only), s = 2^k:
 
     * the oracle's label ``y = beta + alpha x_1^T v + (1 - alpha) x_2^T v`` is off by
-      ``g (|beta| + ||x_1|| ||v|| + ||x_2|| ||v||)``, and its logit ``(x_1 - x_2)^T (W x_2 + c)``
-      by ``g (||W||_F (||x_1|| + ||x_2||) ||x_2|| + ||c|| (||x_1|| + ||x_2||))``;
+      ``g (|beta| + ||x_1|| ||v|| + ||x_2|| ||v||) + final (|beta| + |x_1^T v| + |x_2^T v|)``, and
+      its logit ``(x_1 - x_2)^T (W x_2 + c)`` by
+      ``g (||W||_F (||x_1|| + ||x_2||) ||x_2|| + ||c|| (||x_1|| + ||x_2||))``;
+    * the learner's probe ``x_1`` is itself rounded (``p + q`` in float64): ``eps ||x_1||`` moves
+      the label by ``eps ||x_1|| ||v||`` and the score by ``eps ||x_1|| (||W|| ||x_2|| + ||c||)``;
     * the learner's v and beta carry the error of their one-token answers,
-      ``4 eps (|v_i| + |beta|)`` and ``4 eps |beta|``;
+      ``(4 t + 2 final) (|v_i| + |beta|)`` (the answer's and the learner's subtraction of beta)
+      and ``4 eps |beta|``;
     * alpha = (label - beta - base) / (p^T v) then carries those errors over |p^T v|, and the logit
       ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``;
     * the value is ``(L / s - c^T p) / s`` or ``(L - c^T p) / s``: the logit error over s^2 (or s),
@@ -915,10 +949,11 @@ def value_errors(
     v = arith.to_float(arith.ldexp(probes.v, e))
     beta = abs(float(arith.to_float(arith.ldexp(probes.offset, e))))
     d = probes.d
-    g = eps if typical else (d + 4) * eps
+    term = eps if typical or rounding.term is None else rounding.term  # the oracle's unit per term
+    g = eps if typical else (d + 4) * term
     # the one-token answers: exact without an offset; typically eps |beta| per entry, and a unit
     # vector meets d of those in a sum of random sign
-    v_err = eps * beta if typical else 4 * eps * (norm2(v) + np.sqrt(d) * beta)
+    v_err = eps * beta if typical else (4 * term + 2 * rounding.final) * (norm2(v) + np.sqrt(d) * beta)
     p_norm = norm2(P, axis=1)[kk]
     q_norm = np.ones(len(ll)) if Q is None else norm2(Q, axis=1)[ll]
     pv = np.abs(arith.to_float(arith.ldexp(probes.pv, e)))[kk]
@@ -931,8 +966,8 @@ def value_errors(
     vn = norm2(v)
     # a bound adds the errors; independent roundings add in quadrature
     add = (lambda *t: np.sqrt(sum(np.square(x) for x in t))) if typical else (lambda *t: sum(t))
+    qv = np.abs(arith.to_float(arith.ldexp(probes.qv, e)))[ll]
     if typical:  # eps times the label's terms: |x^T v| and ||x o v|| (x o v: the summands)
-        qv = np.abs(arith.to_float(arith.ldexp(probes.qv, e)))[ll]
         pvv = np.sqrt((P * P) @ (v * v))[kk]
         qvv = np.abs(v)[ll] if Q is None else np.sqrt((Q * Q) @ (v * v))[ll]
         if probes.scale_query_only:
@@ -940,12 +975,16 @@ def value_errors(
         else:
             x1v, x1vv = s * np.abs(pv + qv), s * np.sqrt(pvv**2 + qvv**2)
         dy = eps * add(beta, x1v, s * qv, x1vv, s * qvv)
-    else:
-        dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4
+    else:  # |x_1^T v| + |x_2^T v| bounds |y - beta| (alpha in [0, 1]): the final rounding's share
+        x1v = np.abs(pv + s * qv) if probes.scale_query_only else s * (pv + qv)
+        dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4 + rounding.final * (beta + x1v + s * qv)
+        dy = dy + eps * x1 * vn  # the learner's own probe x_1 = p + q (p + s q) rounded: eps ||x_1||
     dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps if typical else 2 * eps)
     # typical: ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c), and W x_2's own rounding
     size = (Wq + W_norm / np.sqrt(d)) / np.sqrt(d) if typical else W_norm
     ds = g * add(size * (x1 + x2) * x2, c_norm * (x1 + x2) / (np.sqrt(d) if typical else 1))
+    if not typical:  # ... moves the score (x_1 - x_2)^T (W x_2 + c) by dx_1^T (W x_2 + c)
+        ds = ds + eps * x1 * (size * x2 + c_norm)
     with np.errstate(divide="ignore"):
         dL = add(dalpha / (alpha * (1 - alpha)), ds)
     lin = probes.linear_typical if typical else probes.linear_err

@@ -10,14 +10,159 @@ a scalar or an array of shape (B,).  Evaluation is vectorised over the batch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from .arith import FLOAT64, Arith
-from .errors import ShapeError
+from .errors import InvalidInputError, ShapeError
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """How a model's answers are rounded: the declaration an oracle exposes (like its tolerance),
+    which :func:`attnproof.measure.value_errors` reads instead of assuming the worst.
+
+    Each dot product ``x^T y`` of n terms that the evaluation forms (the scores, the readout, the
+    softmax's sum; a few more roundings for exp and the division) is within
+    ``(n + 4) term ||x|| ||y||`` of its exact value (the form :func:`attnproof.measure.value_errors`
+    reads), and the answer y itself is then within ``final |y|`` of what that evaluation computed.
+
+    Attributes
+    ----------
+    name : {"naive", "faithful"}
+        ``naive``: evaluated in the model's arithmetic in any summation order; ``term`` is None,
+        meaning that arithmetic's unit roundoff, and ``final`` is 0 (the last rounding is one of
+        the n + 4).  ``faithful``: evaluated in extended precision (x87 80-bit ``longdouble``,
+        unit roundoff 2^-64) and rounded once to float64 (``final`` = 2^-53).
+    term : float or None
+    final : float
+    """
+
+    name: str
+    term: float | None = None
+    final: float = 0.0
+
+
+#: The default declaration: no promise beyond "evaluated in its arithmetic, in any order".
+NAIVE = Rounding("naive")
+#: float64 answers of an extended-precision evaluation rounded once (:func:`faithful_available`).
+FAITHFUL = Rounding("faithful", term=2.0**-64, final=2.0**-53)
+#: The arithmetics a faithful evaluation answers in (a declaration, as a learner's): float64 only.
+FAITHFUL_ARITHMETICS = ("float64",)
+#: What a model's ``answers`` argument accepts.
+ANSWERS = {"naive": NAIVE, "faithful": FAITHFUL}
+
+
+def declared_rounding(source: Any) -> Rounding:
+    """The :class:`Rounding` a model or an oracle declares (its ``rounding``), or :data:`NAIVE`
+    when it declares none (a derived oracle, whose answers combine others, declares none)."""
+    declared = getattr(source, "rounding", NAIVE)
+    return declared if isinstance(declared, Rounding) else NAIVE
+
+
+def faithful_available() -> bool:
+    """Does numpy's longdouble carry a 64-bit significand here (x87 extended precision)?"""
+    return np.finfo(np.longdouble).nmant >= 63
+
+
+def _answers(answers: Any, arith: Arith) -> Rounding:
+    """The declaration for a model's ``answers`` argument ("naive" or "faithful").
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown spelling, a faithful evaluation of a non-float64 model, or a platform whose
+        longdouble is no wider than float64 (no faithful evaluation is possible there).
+    """
+    if not isinstance(answers, str) or answers not in ANSWERS:
+        raise InvalidInputError(f"answers must be one of {tuple(ANSWERS)}; got {answers!r}")
+    if answers == "faithful" and (arith.family not in FAITHFUL_ARITHMETICS or not faithful_available()):
+        raise InvalidInputError(
+            "faithful answers need a float64 model and an extended-precision longdouble (x87); "
+            f"got {arith.name}, longdouble with {np.finfo(np.longdouble).nmant} significand bits"
+        )
+    return ANSWERS[answers]
+
+
+def _ext(a: Any) -> np.ndarray | None:
+    return None if a is None else np.asarray(a, dtype=np.longdouble)
+
+
+def _split(M: np.ndarray, axis: int, rho: int) -> tuple[np.ndarray, np.ndarray]:
+    """``M = M_1 + M_2`` exactly (Ozaki's error-free split, float64): along ``axis`` every slice's
+    M_1 holds multiples of ``2^(e + rho - 53)`` (``2^e`` >= its largest |entry|) of at most
+    ``53 - rho`` bits, and ``|M_2| <= 2^(e + rho - 54)``."""
+    mu = np.max(np.abs(M), axis=axis, keepdims=True)
+    _, e = np.frexp(mu)  # mu < 2^e (0 for a zero slice)
+    sigma = np.ldexp(0.75, e + rho)
+    M1 = (M + sigma) - sigma
+    return M1, M - M1
+
+
+def _ext_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``A @ B`` (float64, inner dimension n) to extended precision with four float64 BLAS
+    products: A and B split by :func:`_split` with ``rho = ceil((53 + log2 n) / 2)``, so
+    ``A_1 @ B_1`` is exact (its products have at most 2 (53 - rho) bits, n of them add up within 53
+    bits, in any order); the three others are at most ``2^(rho - 53)`` of ``|A| |B|`` each, so
+    their float64 rounding is ``n 2^-53 2^(rho - 53)`` of it -- ``2^-72 n`` at n = 4096, below the
+    ``(n + 4) 2^-64`` of :data:`FAITHFUL` -- and they are added in longdouble.  The cost is four
+    GEMMs' flops in two calls (``A_i @ [B_1 | B_2]``), not a longdouble product (no BLAS: ~10-50
+    times slower per product)."""
+    n, p = A.shape[-1], B.shape[1]
+    rho = math.ceil((53 + math.log2(max(n, 1))) / 2)
+    A1, A2 = _split(A, -1, rho)
+    both = np.hstack(_split(B, 0, rho))  # [B_1 | B_2]
+    out = np.zeros((A.shape[0], p), dtype=np.longdouble)
+    for P in (A1 @ both, A2 @ both):
+        out += _ext(P[:, :p])
+        out += _ext(P[:, p:])
+    return out
+
+
+def _last_token_image(XN: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``XN @ M.T`` in longdouble for XN (B, d) and M (m, d), reading only the non-zero entries
+    of XN: a one-hot last token (a column probe of Thm 4.1) costs m operations, not m d.  Each
+    entry is a sum over the non-zeros of its row, added in longdouble (a dot product of at most
+    d terms)."""
+    B = XN.shape[0]
+    rows, cols = np.nonzero(XN)
+    if len(rows) > B * M.shape[1] // 8:  # dense: the split BLAS product
+        return _ext_product(XN, M.T)
+    out = np.zeros((B, M.shape[0]), dtype=np.longdouble)
+    np.add.at(out, rows, _ext(XN[rows, cols, None]) * _ext(M.T[cols]))
+    return out
+
+
+def _faithful(Xb: np.ndarray, key: Any, query: Any, v: Any, c: Any, beta: Any) -> np.ndarray:
+    """``softmax(s)^T (X v) [+ beta]`` with ``s_i = (key x_i)^T (query x_N) [+ c^T x_i]``, evaluated
+    to extended precision (``key`` None: W's own scores ``x_i^T W x_N``, query = W; products of
+    float64 arrays by :func:`_ext_product`, the rest in longdouble) and rounded once to float64
+    (:data:`FAITHFUL`)."""
+    Xf = np.asarray(Xb, dtype=np.float64)
+    B, N, d = Xf.shape
+    q = _last_token_image(Xf[:, -1, :], np.asarray(query, dtype=np.float64))  # (B, r): W x_N or Q x_N
+    # every token's image under [key^T | c | v] in one split product: keys, score bias, value
+    columns = [np.asarray(v, dtype=np.float64)[:, None]]
+    if c is not None:
+        columns.insert(0, np.asarray(c, dtype=np.float64)[:, None])
+    if key is not None:
+        columns.insert(0, np.asarray(key, dtype=np.float64).T)
+    images = _ext_product(Xf.reshape(B * N, d), np.hstack(columns)).reshape(B, N, -1)
+    values = images[..., -1]
+    keys = _ext(Xf) if key is None else images[..., : -1 - (c is not None)]
+    s = np.einsum("bnr,br->bn", keys, q)
+    if c is not None:
+        s = s + images[..., -2]
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    out = np.einsum("bn,bn->b", e, values) / e.sum(axis=-1)
+    if beta is not None:
+        out = out + np.longdouble(beta)
+    return out.astype(np.float64)
 
 
 def as_batch(X: Any, d: int, arith: Arith) -> tuple[np.ndarray, bool]:
@@ -100,10 +245,18 @@ class Attention:
     c, beta : optional
         A real head's biases: scores ``x_i^T W x_N + c^T x_i`` and output ``... + beta``
         (:mod:`attnproof.theorems.bias`); None for the paper's bias-free model.
+    answers : {"naive", "faithful"}
+        Keyword only.  How the answers are evaluated and rounded (:class:`Rounding`, exposed as
+        ``rounding`` and declared by an oracle): in the arithmetic (default), or in extended
+        precision rounded once to float64 (float64 models only).
     """
 
-    def __init__(self, W: Any, v: Any, arith: Arith = FLOAT64, c: Any = None, beta: Any = None) -> None:
+    def __init__(
+        self, W: Any, v: Any, arith: Arith = FLOAT64, c: Any = None, beta: Any = None,
+        *, answers: str = "naive",
+    ) -> None:
         self.arith = arith
+        self.rounding = _answers(answers, arith)
         self.W = arith.asarray(W)
         self.v = arith.asarray(v)
         if self.W.ndim != 2 or self.W.shape[0] != self.W.shape[1]:
@@ -144,7 +297,10 @@ class Attention:
         """f_{W,v}(X) for one sequence (N, d) -> scalar, or a batch (B, N, d) -> (B,)."""
         with self.arith.context():
             Xb, batched = as_batch(X, self.d, self.arith)
-            out = _readout(attention_weights(Xb, self.W, self.arith, self.c), Xb, self.v, self.beta)
+            if self.rounding is FAITHFUL:
+                out = _faithful(Xb, None, self.W, self.v, self.c, self.beta)
+            else:
+                out = _readout(attention_weights(Xb, self.W, self.arith, self.c), Xb, self.v, self.beta)
         return out if batched else out[0]
 
     def __repr__(self) -> str:
@@ -163,12 +319,16 @@ class FactoredAttention:
     v : array-like, shape (d,)
     c, beta : optional
         Score bias and output offset, as for :class:`Attention`.
+    answers : {"naive", "faithful"}
+        Keyword only; as for :class:`Attention`.
     """
 
     def __init__(
-        self, K: Any, Q: Any, v: Any, arith: Arith = FLOAT64, c: Any = None, beta: Any = None
+        self, K: Any, Q: Any, v: Any, arith: Arith = FLOAT64, c: Any = None, beta: Any = None,
+        *, answers: str = "naive",
     ) -> None:
         self.arith = arith
+        self.rounding = _answers(answers, arith)
         self.K, self.Q, self.v = arith.asarray(K), arith.asarray(Q), arith.asarray(v)
         if self.Q.ndim != 2:
             raise ShapeError(f"Q must have shape (r, d); got {self.Q.shape}")
@@ -197,6 +357,9 @@ class FactoredAttention:
     def __call__(self, X: Any) -> Any:
         with self.arith.context():
             Xb, batched = as_batch(X, self.d, self.arith)
+            if self.rounding is FAITHFUL:
+                out = _faithful(Xb, self.K, self.Q, self.v, self.c, self.beta)
+                return out if batched else out[0]
             B, N, d = Xb.shape
             q = Xb[:, -1, :] @ self.Q.T  # (B, r)
             keys = (Xb.reshape(B * N, d) @ self.K.T).reshape(B, N, -1)  # one GEMM, not B small ones
@@ -400,6 +563,11 @@ def evaluate_canonical(u: np.ndarray, N: np.ndarray, c: np.ndarray, x: np.ndarra
 
 
 __all__ = [
+    "Rounding",
+    "NAIVE",
+    "FAITHFUL",
+    "faithful_available",
+    "declared_rounding",
     "ReluFFN",
     "canonical_ffn",
     "normalize_normal",

@@ -19,7 +19,7 @@ import numpy as np
 
 from .arith import FLOAT64
 from .errors import InvalidInputError, PrecisionLossError, QueryBudgetExceeded, ToleranceViolation
-from .models import as_batch, attention_weights
+from .models import NAIVE, Rounding, as_batch, attention_weights, declared_rounding
 
 
 class Model(Protocol):
@@ -126,6 +126,14 @@ class ValueOracle:
 
         An approximate subclass overrides it with its tau (see the :class:`Model` protocol)."""
         return 0.0
+
+    @property
+    def rounding(self) -> Rounding:
+        """How the answers are rounded (:class:`~attnproof.models.Rounding`), as the model declares
+        it (``Attention(..., answers="faithful")``); :data:`~attnproof.models.NAIVE` -- evaluated in
+        the model's arithmetic in any order -- for a model that declares nothing.  Public, like
+        :attr:`tolerance`: a learner reads the declaration, never the model."""
+        return declared_rounding(self.model)
 
     @property
     def remaining(self) -> int | None:
@@ -369,7 +377,43 @@ class LinearMapOracle(DerivedOracle):
         return np.asarray(self.base(Xb @ self.M.T))
 
 
+class RoundingAdversary(ValueOracle):
+    """A float64 value oracle whose two-token answers are off by the most the naive rounding model
+    allows (:func:`attnproof.measure.value_errors` with :data:`~attnproof.models.NAIVE`), every
+    error pushing the recovered logit the same way: the score difference by
+    ``+g (||x_1|| + ||x_2||) (||W x_2|| + ||c||)`` and the label by
+    ``g (|beta| + (||x_1|| + ||x_2||) ||v||)`` towards a larger weight, ``g = (d + 4) u``
+    (u = 2^-53).  One-token answers are exact.  Against it a learner's error comes within a small
+    factor of its ``error_bound``, so a bound that drops a factor fails (``thm4.1/run-tight``,
+    ``thm5.1/run-tight``).  It declares :data:`~attnproof.models.NAIVE` whatever its model
+    declares: its answers are the naive model's worst case.  Reads the model's W (dense d x d),
+    v, c and beta."""
+
+    @property
+    def rounding(self) -> Rounding:
+        return NAIVE
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        y = np.asarray(self.model(Xb), dtype=np.float64)
+        if Xb.shape[1] != 2:
+            return y
+        m = self.model
+        W, v = np.asarray(m.W, float), np.asarray(m.v, float)
+        c = np.zeros(m.d) if m.c is None else np.asarray(m.c, float)
+        beta = 0.0 if m.beta is None else float(m.beta)
+        g = (m.d + 4) * FLOAT64.resolution
+        x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
+        n1, n2 = np.linalg.norm(x1, axis=1), np.linalg.norm(x2, axis=1)
+        logit = np.einsum("bi,bi->b", x1 - x2, x2 @ W.T + c)
+        pv = (x1 - x2) @ v
+        ds = g * (n1 + n2) * (np.linalg.norm(x2 @ W.T, axis=1) + np.linalg.norm(c))
+        dy = g * (abs(beta) + (n1 + n2) * np.linalg.norm(v))
+        # sigma(logit + ds) for sigma(logit): the weight rises, and so does the label (sign of pv)
+        y = y + (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv + np.sign(pv) * dy
+        return y
+
+
 __all__ = [
     "ValueOracle", "ApproxOracle", "DeclaresTolerance", "DerivedOracle",
-    "AntisymmetricOracle", "LinearMapOracle", "ADVERSARIES", "QueryRecord", "Model",
+    "AntisymmetricOracle", "LinearMapOracle", "RoundingAdversary", "ADVERSARIES", "QueryRecord", "Model",
 ]

@@ -3,7 +3,7 @@
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -140,3 +140,43 @@ def test_merged_parameters_keep_the_models_precision():
             FactoredAttention(K, Q, np.ones(3), MP(80)).W,
         ):
             assert max(abs(x) for x in (W - exact).reshape(-1)) < mpmath.mpf(10) ** -75
+
+
+@given(st.integers(1, 6), st.integers(1, 3), st.integers(0, 2**32 - 1), st.booleans())
+# thorough profile, seed 4242: the reference had taken the factored model's W rounded to float64
+@example(d=1, N=2, seed=232, sparse=False)
+def test_faithful_answers_are_the_exact_value_rounded_once(d, N, seed, sparse):
+    """``answers="faithful"``: within 2^-53 |y| plus the extended evaluation's own (n + 4) 2^-64
+    per term of the exact f (mpmath, 60 digits), for dense and one-hot last tokens (the sparse
+    gather) alike, dense and factored W; the naive default is unchanged."""
+    from attnproof.models import FAITHFUL, NAIVE
+
+    rng = np.random.default_rng(seed)
+    K, Q = rng.standard_normal((2, d)), rng.standard_normal((2, d))
+    v = rng.standard_normal(d)
+    X = rng.standard_normal((N, d))
+    if sparse:
+        X[-1] = 0.0
+        X[-1, rng.integers(d)] = 2.0
+    with mpmath.workdps(60):  # the factored model's W is K^T Q exactly, the dense one's fl(K^T Q)
+        exact_K, exact_Q = (np.vectorize(mpmath.mpf, otypes=[object])(M) for M in (K, Q))
+        W_exact = exact_K.T @ exact_Q
+    for model, W in ((Attention(K.T @ Q, v, answers="faithful"), K.T @ Q),
+                     (FactoredAttention(K, Q, v, answers="faithful"), W_exact)):
+        assert model.rounding is FAITHFUL
+        exact = reference_f(W, v, X)
+        y = model(X)
+        terms = float(np.abs(X @ v).max()) * (1 + np.abs(X).sum() * np.abs(K.T @ Q).sum() * np.abs(X).sum())
+        assert abs(y - float(exact)) <= 2.0**-53 * abs(y) + (d + 4) * 2.0**-64 * 8 * (1 + terms)
+    assert Attention(K.T @ Q, v).rounding is NAIVE
+
+
+def test_faithful_needs_a_float64_model_and_a_known_spelling():
+    from attnproof.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError):
+        Attention(np.eye(2), np.ones(2), MP(30), answers="faithful")
+    with pytest.raises(InvalidInputError):
+        Attention(np.eye(2), np.ones(2), answers="exact")
+    with pytest.raises(InvalidInputError):
+        FactoredAttention(np.eye(2), np.eye(2), np.ones(2), answers=None)

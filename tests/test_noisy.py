@@ -518,3 +518,42 @@ def test_the_run_entry_fails_on_a_dropped_factor(monkeypatch):
     monkeypatch.setattr(noisy, "_per_tau", lambda design, s, m: true_per_tau(design, s, m) / design.lipschitz)
     rows = run_rows(noisy.run_float64())[2]
     assert any(not r["passed"] and "error_bound" in r["check"] for r in rows)
+
+
+def test_float64_floor_reads_the_declared_rounding_pinned():
+    """float64_floor's answer term by hand: ``2 ((d + 4) t (2 a + 2 b + sqrt 2 band (a + sqrt 2 b)^2)
+    + final (a + b))`` with t, final the oracle's declaration (t = u, final = 0 naive: the formula
+    before the declaration existed); the learner's own steps do not depend on it."""
+    from attnproof.models import FAITHFUL, NAIVE, Rounding
+    from attnproof.theorems.noisy import CORRECTED, float64_floor
+
+    d, W_bound, u = 3, 1e3, 2.0**-53
+    a, band = CORRECTED.a, CORRECTED.band
+    b = CORRECTED.b(W_bound)
+    shape = 2 * a + 2 * b + math.sqrt(2) * band * (a + math.sqrt(2) * b) ** 2
+    naive, faithful = float64_floor(CORRECTED, W_bound, d), float64_floor(CORRECTED, W_bound, d, FAITHFUL)
+    assert naive == float64_floor(CORRECTED, W_bound, d, NAIVE)
+    assert naive.tau == pytest.approx(2 * (d + 4) * u * shape, rel=1e-14)
+    t, final = FAITHFUL.term, FAITHFUL.final
+    assert faithful.tau == pytest.approx(2 * ((d + 4) * t * shape + final * (a + b)), rel=1e-14)
+    assert (faithful.direct, faithful.paired) == (naive.direct, naive.paired)
+    odd = float64_floor(CORRECTED, W_bound, d, Rounding("faithful", term=0.0, final=1e-3))
+    assert odd.tau == pytest.approx(2 * 1e-3 * (a + b), rel=1e-14)
+
+
+def test_a_faithful_oracle_tightens_the_noisy_bound():
+    """Issue 23 item 9 (W_bound = 1e6, mu = 0.01, v* = (0.6, 0.8)): with the oracle declaring
+    faithful answers the answers' rounding floor drops (the bound 0.061 -> 0.0063, error 4.7e-4)
+    and still holds.  At W_bound = 1e7 it stays refused: 4.2 -> 0.50 > eps_W = 0.3, the rest being
+    the learner's own float64 steps (fl(s + a) - a of its probes), not the answers'."""
+    W, v = np.array([[0.5, -0.25], [0.75, 0.1]]), np.array([0.6, 0.8])
+    bounds = {}
+    for answers in ("naive", "faithful"):
+        rec = learn_noisy(ValueOracle(Attention(W, v, answers=answers)), W_bound=1e6, mu=0.01, tau=0.0,
+                          eps_W=0.3, eps_v=0.5)
+        bounds[answers] = rec.diagnostics["error_bound"]
+        assert guarantee(rec, W, v)["err_W"] <= bounds[answers]
+    assert bounds["faithful"] < bounds["naive"] / 5
+    with pytest.raises(PrecisionLossError):
+        learn_noisy(ValueOracle(Attention(W, v, answers="faithful")), W_bound=1e7, mu=0.01, tau=0.0,
+                    eps_W=0.3, eps_v=0.5)

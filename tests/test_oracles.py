@@ -119,3 +119,22 @@ def test_time_in_the_model_is_accounted_and_only_it():
     with pytest.raises(ShapeError):
         o(np.ones((2, 4)))
     assert o.seconds == spent
+
+
+def test_skeleton_run_tight_passes_and_fails_on_a_dropped_factor(monkeypatch):
+    """``thm5.1/run-tight`` (the shared RoundingAdversary against the skeleton): its error is 0.40
+    of the bound; a value-error model that drops a factor of 3, or a bound inflated by 4 (the
+    fraction is 1/4), fails the run."""
+    import attnproof.theorems.lowrank as lowrank
+    from attnproof.theorems.lowrank import tight as claims
+    from attnproof.verify.checkers import run_rows
+
+    passed, _, rows = run_rows(claims.run_tight())
+    assert passed, rows
+    true_model = lowrank.value_errors
+    monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) / 3)
+    passed, _, rows = run_rows(claims.run_tight())
+    assert not passed and not rows[0]["passed"]  # ||W_hat - W*||_F > error_bound
+    monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) * 4)
+    passed, _, rows = run_rows(claims.run_tight())
+    assert not passed and rows[0]["passed"] and not rows[1]["passed"]  # kappa bound > the error

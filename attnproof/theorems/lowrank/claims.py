@@ -4,11 +4,15 @@ Bhattamishra et al., *Provably Learning Attention with Queries* (arXiv 2601.1687
 links its checks one per line (``id:``, ``test:``, ``xfail:``, ``bench:``, ``learner:``; see
 :mod:`attnproof.verify.claims`); :func:`~attnproof.verify.claims.register` files them in the
 ledger at :data:`PLACE`, in this list's order.
+
+The skeleton's tight run entry, ``thm5.1/run-tight``, is registered by :mod:`.tight`, imported
+here.
 """
 
 from __future__ import annotations
 
 from ...verify.claims import T, claim, register
+from . import tight  # noqa: F401  (registers thm5.1/run-tight, once: a reload of this module does not)
 
 #: This room's place in the ledger's order (the paper's section).
 PLACE = (5,)
@@ -73,6 +77,7 @@ register(PLACE, claims=[
        "id:thm5.1/skeleton-reconstruction",
        "id:thm5.1/skeleton-end-to-end",
        "id:thm5.1/run-high-precision",
+       "id:thm5.1/run-tight",
        "id:thm5.1/query-count",
        f"test:{T}lowrank.py::test_skeleton_uses_exactly_the_floor_and_is_accurate",
        f"test:{T}lowrank.py::test_skeleton_is_exact_in_mpmath",

@@ -67,7 +67,7 @@ from ...errors import (
     PrecisionLossError,
 )
 from ...measure import Session
-from ...models import Attention, scores
+from ...models import NAIVE, Attention, Rounding, declared_rounding, scores
 from ...oracles import ADVERSARIES, ApproxOracle, DeclaresTolerance, ValueOracle
 from ...verify.formulas import symbols
 from ...verify.registry import (
@@ -284,8 +284,12 @@ class Float64Floor:
     paired: float
 
 
-def float64_floor(design: ProbeDesign, W_bound: float, d: int) -> Float64Floor:
+def float64_floor(design: ProbeDesign, W_bound: float, d: int, rounding: Rounding = NAIVE) -> Float64Floor:
     """First-order float64 rounding of Thm 6.1's learner, doubled to cover higher orders.
+
+    ``rounding``: how the oracle declares its answers rounded (:class:`~attnproof.models.Rounding`;
+    ``u`` below is its ``term`` in the answers' dot products, u itself for :data:`NAIVE`, and a
+    faithful answer adds its one final rounding ``final |f| <= final (a + b)``).
 
     With ``u = 2^-53``, ``b = design.b(W_bound)`` and a probe of scale ``s`` (``b`` or ``b_pair``):
 
@@ -308,7 +312,9 @@ def float64_floor(design: ProbeDesign, W_bound: float, d: int) -> Float64Floor:
     def steps(s: float) -> float:
         return 2 * ((L + band) * u * (s + a) / s + 3 * u * (L + 2 * band + 1)) / (a * s)
 
-    tau = 2 * (d + 4) * u * ((2 * a + 2 * b) + math.sqrt(2) * band * (a + math.sqrt(2) * b) ** 2)
+    t = u if rounding.term is None else rounding.term  # the answers' unit per term
+    tau = 2 * ((d + 4) * t * ((2 * a + 2 * b) + math.sqrt(2) * band * (a + math.sqrt(2) * b) ** 2)
+               + rounding.final * (a + b))
     return Float64Floor(tau=tau, direct=steps(b), paired=steps(b) + steps(b * design.pair_shrink))
 
 
@@ -518,7 +524,7 @@ def learn_noisy(
             "tolerance this large can separate the support of v*; Thm 6.1 guarantees nothing"
         )
     d = _width(oracle.d)
-    floor = float64_floor(design, W_bound, d)
+    floor = float64_floor(design, W_bound, d, declared_rounding(oracle))
     tau_e = tau + floor.tau  # the tolerance the answers actually carry
     if not tau_e < split:
         raise PrecisionLossError(
