@@ -555,7 +555,7 @@ def bounds_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     worst looseness exceeds :data:`BOUND_TIGHTNESS_TARGET`, yes when not, – when no run has a bound."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        opts = ", ".join(f"{k}={v}" for k, v in r["options"].items() if k not in ("layer", "head"))
+        opts = " ".join(f"{k}={v}" for k, v in r["options"].items() if k not in ("layer", "head"))
         what = f"{r['learner']} d={r['d']}" + (f" {opts}" if opts else "") + (
             f" {r['arith']}" if r["arith"] != "float64" else "")
         groups.setdefault(what, []).append(r)

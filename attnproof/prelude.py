@@ -142,7 +142,8 @@ def learn_score_bias(
     if arith.exact:  # exact arithmetic: no rounding error to bound
         return t_c, None, None
     t_norm = arith.norm(t_c)
-    bound = value_errors(probes, L, k, entries, W_norm=0.0, c_norm=P_inv_norm * t_norm)
+    c_norm = P_inv_norm * t_norm
+    bound = value_errors(probes, L, k, entries, W_norm=0.0, c_norm=c_norm, rounding=session.rounding)
     c_typical = math.sqrt(P.shape[0]) * t_norm / arith.norm(P)
     typical = value_errors(probes, L, k, entries, W_norm=0.0, c_norm=c_typical, Wq=np.zeros(len(rows)))
     return t_c, bound, typical

@@ -164,6 +164,8 @@ part("perf", "floor", 0, FloorTarget("exact", ("orthogonal", "gaussian", "basis"
 part("perf", "time", 1, TimingRun("exact", {"small": {"d": 64}, "medium": {"d": 256}, "full": {"d": 1024}},
                                   bits=True))
 part("bounds", "small", 0, Workload("exact", 64, "float64", {}, (0, 1)))
+part("bounds", "small", 0.5, Workload("exact", 64, "float64", {"answers": "faithful"}, (0, 1)))
 part("bounds", "full", 0, Workload("exact", 1024, "float64", {}, (0,)))
+part("bounds", "full", 0.5, Workload("exact", 1024, "float64", {"answers": "faithful"}, (0,)))
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 part("rows", "shown", 9, "probes")

@@ -180,7 +180,8 @@ def _cross_error(
     E = np.zeros((d, d))
     rows, cols = np.nonzero(cross.known)
     E[rows, cols] = value_errors(
-        probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm
+        probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm,
+        rounding=session.rounding,
     )
     trunc = 0.0
     if cross.stop_col is not None:  # what was declared zero: up to the threshold in every entry
@@ -513,7 +514,8 @@ def _check_rank(
         allowed = np.zeros(checks)
     else:
         c_norm = 0.0 if c is None else arith.norm(c)
-        allowed = 2 * (value_errors(fresh, L, k, (idx, idx), arith.norm(W), c_norm) + W_error)
+        bound = value_errors(fresh, L, k, (idx, idx), arith.norm(W), c_norm, rounding=session.rounding)
+        allowed = 2 * (bound + W_error)
     info = session.diagnostics
     info.update(check_residual=float(gaps.max()), check_threshold=float(allowed.max()))
     unseen = CHECK_MARGIN * d * float(allowed.max())

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...arith import Arith, parse
 from ...errors import InvalidInputError, PrecisionLossError
-from ...models import FactoredAttention
+from ...models import ANSWERS, FactoredAttention
 from ...oracles import ValueOracle
 from ...verify.registry import LEARNERS
 from ...room import (
@@ -34,6 +34,11 @@ class RankOptions(Options):
     """Options of a low-rank learner on the bench: the rank r of the target W* = K^T Q."""
 
     rank: int = option(low=0, help="r = rank of the target W = K^T Q (<= d)")
+    answers: str = option(
+        "naive", choices=tuple(ANSWERS),
+        help="how the oracle evaluates and rounds its answers: in float64 in any order (naive), or in "
+        "extended precision rounded once (faithful: declared, so the skeleton's bound is tighter)",
+    )
 
     def check(self, d: int) -> None:
         if self.rank > d:
@@ -82,10 +87,12 @@ def run_lowrank(
     seed: int = 0,
     m: int | None = None,
     checks: int = 0,
+    answers: str = "naive",
 ) -> dict[str, Any]:
     """Recover a factored rank-r target with ``skeleton``, ``skeleton-adaptive`` or ``lowrank-cvx``.
 
-    ``m`` (cvx only) defaults to 3 r (2d - r) measurements.  Keys as
+    ``m`` (cvx only) defaults to 3 r (2d - r) measurements.  ``answers``: the model's evaluation
+    (:class:`~attnproof.models.Rounding`), which the oracle declares and the bounds read.  Keys as
     :func:`~attnproof.theorems.exact.runner.run_exact`, plus ``rank``, ``learner``,
     ``floor_queries`` = d + r(2d - r), and the oracle's own cost: ``oracle_seconds_per_query``
     against ``oracle_flops_per_query`` = 6 d r (a two-token query of the factored head computes
@@ -94,7 +101,7 @@ def run_lowrank(
     arith = parse(arith)
     rng = np.random.default_rng(seed)
     K, Q, v = low_rank_target(d, rank, rng)
-    model = FactoredAttention(K, Q, v, arith)
+    model = FactoredAttention(K, Q, v, arith, answers=answers)
     oracle = ValueOracle(model)
     t0 = time.perf_counter()
     if learner == "skeleton":
@@ -242,8 +249,11 @@ part("perf", "time", 0, TimingRun("skeleton", {"small": {"d": 128, "rank": 8},
                                                "medium": {"d": 1024, "rank": 32},
                                                "full": {"d": 4096, "rank": 128}}))
 part("bounds", "small", 1, Workload("skeleton", 256, "float64", {"rank": 8}, (0, 1)))
+part("bounds", "small", 1.5, Workload("skeleton", 256, "float64", {"rank": 8, "answers": "faithful"}, (0, 1)))
 part("bounds", "small", 2, Workload("skeleton-adaptive", 64, "float64", {"rank": 4}, (0,)))
 part("bounds", "full", 1, Workload("skeleton", 4096, "float64", {"rank": 128}, (0, 1, 2, 3, 4)))
+part("bounds", "full", 1.5, Workload("skeleton", 4096, "float64", {"rank": 128, "answers": "faithful"},
+                                     (0, 1, 2, 3, 4)))
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 part("rows", "shown", 0, "rank")
 part("rows", "shown", 9, "probes")
