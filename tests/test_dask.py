@@ -15,7 +15,7 @@ distributed = pytest.importorskip("distributed")
 
 #: What may differ between two runs of the same job: wall-clock times and their ratio (and the
 #: learner's own time breakdown, when it reports one).
-TIMING = {"seconds", "oracle_seconds", "learner_seconds", "learner_share"}
+TIMING = {"seconds", "oracle_seconds", "learner_seconds", "learner_share", "oracle_seconds_per_query"}
 
 
 def without_timing(row: dict) -> dict:

@@ -15,7 +15,7 @@ from attnproof.arith import FLOAT64, MP
 from attnproof.bench import low_rank_target
 from attnproof.errors import AssumptionError, InvalidInputError, NonIdentifiableError, PrecisionLossError
 from attnproof.measure import PILOT_SLACK, ScalePolicy
-from attnproof.models import Attention, FactoredAttention
+from attnproof.models import NAIVE, Attention, FactoredAttention
 from attnproof.oracles import ValueOracle
 from attnproof.recovery import score
 from attnproof.theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
@@ -459,7 +459,7 @@ def test_skeleton_cross_error_formula_is_pinned(monkeypatch, stop_col):
     e = 1e-9
     monkeypatch.setattr(lowrank, "value_errors",
                         lambda probes, L, k, entries, *a, **kw: np.full(len(entries[0]), e))
-    session, probes = types.SimpleNamespace(arith=FLOAT64), types.SimpleNamespace(d=2)
+    session, probes = types.SimpleNamespace(arith=FLOAT64, rounding=NAIVE), types.SimpleNamespace(d=2)
     got = lowrank._cross_error(session, probes, _pinned_cross(stop_col), 5.0, 0.0, np.ones(2))
     want = e * (np.sqrt(10) + np.sqrt(2.5) + 2.5) + (2 * (3e-10 + e) if stop_col is not None else 0.0)
     assert abs(got - want) <= 1e-14 * want
