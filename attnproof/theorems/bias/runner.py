@@ -5,8 +5,9 @@ checkpoint (:mod:`attnproof.heads`) is a :class:`~attnproof.models.FactoredAtten
 bias c and output offset beta; any registered learner that takes ``bias`` recovers it
 (``skeleton`` at rank = the head dimension, ``skeleton-adaptive``, ``exact``), found in the
 learner registry by that capability, not imported.  ``attnproof bench heads`` and
-``attnproof recover-model`` run these jobs; ``bench perf`` and ``bench bounds --full`` take the
-heads of all-MiniLM-L6-v2 from this room's parts (:func:`attnproof.room.part`).
+``attnproof recover-model`` (this room's sweep and command) run these jobs; ``bench perf`` and
+``bench bounds --full`` take the heads of all-MiniLM-L6-v2 from this room's parts
+(:func:`attnproof.room.part`).
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ import numpy as np
 
 from ...arith import FLOAT64
 from ...errors import InvalidInputError
-from ...heads import minilm_heads
+from ...heads import checkpoint_heads, minilm_heads
 from ...models import FactoredAttention
 from ...oracles import ValueOracle
 from ...verify.registry import LEARNERS
 from ...recovery import Recovery, score
-from ...room import Job, Options, bits_of, int_at_least, job_key, option, part, ratio_or_none, sweep
+from ...room import (
+    Job, Options, PerfShare, bits_of, command, int_at_least, job_key, option, part, ratio_or_none, sweep,
+)
 
 
 #: the learners of a real head with biases, the default first (``--learner`` of ``attnproof bench
@@ -137,18 +140,23 @@ def _minilm_heads() -> list[tuple[int, int, FactoredAttention]]:
         return []
 
 
-@part("perf", "heads", 0)
 def perf_head_jobs(size: str, seed: int = 0) -> list[Job]:
     """``bench perf``'s heads at ``size``: the first :data:`PERF_HEADS` ``[size]`` heads of
     all-MiniLM-L6-v2 (:func:`head_jobs`, the skeleton learner)."""
     return head_jobs(_minilm_heads()[: PERF_HEADS[size]], seed=seed, source=MINILM)
 
 
-@part("bounds", "heads", 0)
+@part("bounds", "jobs", 0)
 def bounds_head_jobs() -> list[Job]:
     """``bench bounds --full``'s heads: every head of all-MiniLM-L6-v2 (:func:`head_jobs`), each
     scored by :func:`head_bound_row`."""
-    return head_jobs(_minilm_heads(), seed=0, source=MINILM)
+    return [Job(j.key, head_bound_row, j.kwargs, j.queries)
+            for j in head_jobs(_minilm_heads(), seed=0, source=MINILM)]
+
+
+part("bounds", "note", 3, "every MiniLM head")
+for _order, _key in ((0, "layer"), (1, "head")):  # a head's place, not an option of the workload
+    part("bounds", "place", _order, _key)
 
 
 def head_bound_row(**kwargs: Any) -> dict[str, Any]:
@@ -242,3 +250,46 @@ def minilm_head_jobs(learner: str = HEAD_LEARNERS[0], seed: int = 0, heads: int 
 
 
 __all__ += ["describe_head", "heads_report", "HeadsSweepOptions", "minilm_head_jobs"]
+
+
+part("perf", "share", 0, PerfShare("heads", "the MiniLM heads", perf_head_jobs, describe_head, heads_summary))
+
+
+# --- ``attnproof recover-model``: every head of a checkpoint ------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelOptions(Options):
+    """Options of ``attnproof recover-model``."""
+
+    checkpoint: str = option(positional=True, metavar="CHECKPOINT",
+                             help="a .safetensors file, or a directory holding model.safetensors (and "
+                             "config.json)")
+    n_heads: int | None = option(None, low=1, parse=int_at_least(1),
+                                 help="heads per layer (default: num_attention_heads of config.json)")
+    learner: str = option(HEAD_LEARNERS[0], choices=HEAD_LEARNERS, show_default=False,
+                          help="skeleton (rank = head dimension), skeleton-adaptive or exact (Thm 4.1 with "
+                          "biases)")
+    heads: int | None = option(None, low=1, parse=int_at_least(1), metavar="N", help="the first N heads only")
+    seed: int = option(0, low=0, parse=int_at_least(0), show_default=False,
+                       help="seed of the learners' draws")
+
+
+def model_report(options: Options, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """``recover-model``'s document (the checkpoint, then :func:`heads_report`'s) and its line."""
+    doc, lines = heads_report(options, rows)
+    return {"checkpoint": options.values()["checkpoint"], **doc}, lines
+
+
+@command("recover-model", ModelOptions, help="recover every attention head of a BERT-style safetensors "
+         "checkpoint", describe=describe_head, report=model_report)
+def model_jobs(
+    checkpoint: str, n_heads: int | None = None, learner: str = HEAD_LEARNERS[0], heads: int | None = None,
+    seed: int = 0,
+) -> list[Job]:
+    """``recover-model``: the first ``heads`` heads of the checkpoint, split into ``n_heads``
+    heads per layer (:func:`head_jobs`)."""
+    return head_jobs(checkpoint_heads(checkpoint, n_heads)[:heads], learner, seed, checkpoint)
+
+
+__all__ += ["ModelOptions", "model_report", "model_jobs"]

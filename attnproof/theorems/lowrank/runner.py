@@ -254,6 +254,7 @@ part("bounds", "small", 2, Workload("skeleton-adaptive", 64, "float64", {"rank":
 part("bounds", "full", 1, Workload("skeleton", 4096, "float64", {"rank": 128}, (0, 1, 2, 3, 4)))
 part("bounds", "full", 1.5, Workload("skeleton", 4096, "float64", {"rank": 128, "answers": "faithful"},
                                      (0, 1, 2, 3, 4)))
+part("bounds", "note", 1, "skeleton d = 4096 r = 128 seeds 0-4")
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 part("rows", "shown", 0, "rank")
 part("rows", "shown", 9, "probes")

@@ -20,7 +20,7 @@ import numpy as np
 from ...arith import Arith, parse
 from ...errors import InvalidInputError
 from ...models import Attention
-from ...room import Options, Workload, option, part, result_row, runner
+from ...room import Options, Workload, guarantee_missed, option, part, result_row, runner
 from .learners import learn_membership, learn_membership_rotated
 from .oracle import MembershipOracle
 from .parameters import DELTA, DELTA_ROT, EPS_W, METHOD, METHODS, W_BOUND, default_mu, information_floor
@@ -156,3 +156,14 @@ __all__ = [
 
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 part("rows", "shown", 5, "method")
+
+
+@part("rows", "note", 1)
+def _guarantee_note(row: dict[str, Any]) -> str | None:
+    """The line of a ``membership`` or ``membership-rotated`` row: whether Thm B.1's guarantee held."""
+    if row.get("learner") not in ("membership", "membership-rotated"):
+        return None
+    return f"eps_W={row['eps_W']}: guarantee {'met' if row['guarantee_met'] else 'MISSED'}"
+
+
+part("rows", "failed", 0, guarantee_missed)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...oracles import ADVERSARIES, ApproxOracle
 from ...models import Attention
-from ...room import Options, Workload, option, part, result_row, runner
+from ...room import Options, Workload, guarantee_missed, option, part, result_row, runner
 from . import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 
 
@@ -127,3 +127,15 @@ part("bounds", "small", 3, Workload("noisy", 8, "float64", {}, (0, 1)))
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 for _order, _key in ((6, "design"), (7, "adversary"), (8, "tau")):
     part("rows", "shown", _order, _key)
+
+
+@part("rows", "note", 0)
+def _guarantee_note(row: dict[str, Any]) -> str | None:
+    """The line of a ``noisy`` row: whether Thm 6.1's guarantee held for W and for v."""
+    if row.get("learner") != "noisy":
+        return None
+    return (f"eps_W={row['eps_W']}: {'met' if row['guarantee_W'] else 'MISSED'}, "
+            f"eps_v={row['eps_v']}: {'met' if row['guarantee_v'] else 'MISSED'}")
+
+
+part("rows", "failed", 0, guarantee_missed)

@@ -180,6 +180,8 @@ part("bounds", "small", 5, Workload("transformer", 4, "float64", {"m": 6}, (0,))
 for _i, (_d, _m) in enumerate((d, m) for d in (4, 8, 16) for m in (4, 8, 16)):  # the FFN at d, m <= 16
     part("bounds", "full", 2 + _i, Workload("ffn", _d, "float64", {"m": _m}, (0, 1)))
 del _i, _d, _m
+part("bounds", "note", 2, "the FFN on d, m <= 16")
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 for _order, _key in ((1, "m"), (2, "L"), (4, "route"), (9, "probes")):
     part("rows", "shown", _order, _key)
+part("rows", "error", 0, "ffn_err")
