@@ -90,8 +90,19 @@ def test_curated_patch_applies_once_or_is_reported_stale(tmp_path, monkeypatch, 
 
 def test_curated_snippets_name_real_modules():
     targets = set(tool.target_files())
-    assert len({c.name for c in tool.CURATED}) == len(tool.CURATED)
-    assert all(c.path in targets and c.old != c.new for c in tool.CURATED)
+    every = tool.all_curated()
+    assert len({c.name for c in every}) == len(every)
+    assert all(c.path in targets and c.old != c.new for c in every)
+    assert all(m.status != "stale" for m in tool.curated())  # every snippet occurs exactly once
+
+
+def test_a_rooms_curated_mutants_live_in_the_room():
+    """The shared modules' curated mutants are the tool's; a room's are in its mutants.py (no room
+    module in :data:`CURATED`), and that file is data, not a mutation target."""
+    assert not any(tool.room_of(c.path) for c in tool.CURATED)
+    rooms = {tool.room_of(c.path) for c in tool.room_curated()}
+    assert rooms and None not in rooms
+    assert not any(t.endswith("/" + tool.ROOM_MUTANTS) for t in tool.target_files())
 
 
 def test_targets_and_test_map_cover_each_other():
@@ -104,12 +115,15 @@ def test_targets_and_test_map_cover_each_other():
 
 
 def test_a_planted_room_is_mutated_and_tested_by_convention(tmp_path):
-    """A new room needs no entry here: its modules are targets, its test file is tests/test_<room>.py."""
+    """A new room needs no entry here: its modules are targets, its test file is
+    tests/test_<room>.py, its curated mutants come from its mutants.py."""
     room = tmp_path / "attnproof" / "theorems" / "planted"
     room.mkdir(parents=True)
     (room.parent / "__init__.py").write_text("")
     (room / "__init__.py").write_text("x = 1\n")
     (room / "runner.py").write_text("y = 2\n")
+    (room / "mutants.py").write_text('"""Planted."""\n\nMUTANTS = ({"name": "planted-y", "path": "runner.py", '
+                                     '"old": "y = 2", "new": "y = 0", "what": "y dropped"},)\n')
     (tmp_path / "attnproof" / "theorems" / "single.py").write_text("z = 3\n")
     for f in ("measure", "oracles", "models", "recovery"):
         (tmp_path / "attnproof" / f"{f}.py").write_text("")
@@ -120,6 +134,11 @@ def test_a_planted_room_is_mutated_and_tested_by_convention(tmp_path):
     assert tool.tests_for("attnproof/theorems/planted/runner.py") == ("tests/test_planted.py",)
     assert tool.tests_for("attnproof/theorems/single.py") == ("tests/test_single.py",)
     assert tool.tests_for("attnproof/measure.py") == tool.TEST_MAP["attnproof/measure.py"]
+    assert "attnproof/theorems/planted/mutants.py" not in targets  # data, not a target
+    planted = [m for m in tool.curated(root=tmp_path) if m.id == "curated:planted-y"]
+    assert [(m.path, m.status, m.source) for m in planted] == [
+        ("attnproof/theorems/planted/runner.py", "pending", "y = 0\n")]
+    assert tool.pytest_command(planted[0].path)[-1] == "attnproof/theorems/planted/runner.py"
 
 
 def test_a_mutant_is_restored_even_when_its_run_is_interrupted(tmp_path, monkeypatch):

@@ -10,9 +10,10 @@ It builds every candidate mutant of the target modules (``attnproof/theorems/``,
 comparison boundary flips, constants 2 -> 1 / 0.1 -> 0.01 / 1e-6 -> 1e-2, dropped terms,
 log2 -> log10, max <-> min, abs dropped, negation dropped), drops the mutants whose AST equals
 the original or another mutant's (no-ops such as ``1.0`` -> ``1``), samples ``--sample`` of
-them with ``random.Random(seed)`` from a deterministic order, adds the curated mutants of
-:data:`CURATED` (the audit's named survivors, each a snippet patch; a snippet that no longer
-exists is reported ``stale``), and runs each one:
+them with ``random.Random(seed)`` from a deterministic order, adds the curated mutants (the
+audit's named survivors, each a snippet patch; a snippet that no longer exists is reported
+``stale``: each room's own in ``attnproof/theorems/<room>/mutants.py``, :func:`room_curated`,
+and the shared modules' in :data:`CURATED`), and runs each one:
 
 1. the module's fast tests (:func:`tests_for`: its room's ``tests/test_<room>.py``, or
    :data:`TEST_MAP`; plus ``tests/test_mutation_kills.py`` and the module's doctests) with
@@ -96,22 +97,15 @@ class Curated:
     what: str
 
 
-#: The audit's named survivors (issue 12), as precise patches.
+#: The audit's named survivors (issue 12) in the shared modules below the rooms, as precise
+#: patches; a room's own live in its ``mutants.py`` (:func:`room_curated`).
 CURATED: tuple[Curated, ...] = (
-    Curated("gaussian-margin", "attnproof/theorems/exact/__init__.py", "GAUSSIAN_MARGIN = 0.1",
-            "GAUSSIAN_MARGIN = 0.01", "Gaussian-probe margin constant 0.1 -> 0.01"),
-    Curated("noisy-zero-split", "attnproof/theorems/noisy/__init__.py", "nonzero = np.abs(v) > mu / 2",
-            "nonzero = np.abs(v) > mu", "the mu/2 zero / non-zero split of v_hat moved to mu"),
-    Curated("skeleton-rank-tol", "attnproof/theorems/lowrank/__init__.py",
-            "rank_tol = 0.1 * math.sqrt(arith.eps) if rank_tol is None",
-            "rank_tol = 1e-2 if rank_tol is None", "skeleton rank-cut tolerance 0.1 sqrt(eps) -> 1e-2"),
-    Curated("floor-count-bias", "attnproof/theorems/lowrank/__init__.py", "(d + 1 if bias else 0)",
-            "(d if bias else 0)", "the floor query count forgets f([0]) with biases"),
     Curated("query-only-order", "attnproof/measure.py", "return 1 if self.scale_query_only else 2",
             "return 2 if self.scale_query_only else 1", "query-only scaling order swapped"),
     Curated("global-upscale-overshoot", "attnproof/measure.py",
-            "math.ceil(math.log2(policy.goal / top) / probes.order)",
-            "math.ceil(math.log2(policy.goal / top))", "global upscaling ignores the order (overshoots)"),
+            "np.floor(np.log2(policy.goal / np.where(trusted, m, 1.0)) / probes.order)",
+            "np.floor(np.log2(policy.goal / np.where(trusted, m, 1.0)))",
+            "re-scaling a saturated probe ignores the order (overshoots)"),
     Curated("approx-remembered-uncounted", "attnproof/oracles.py",
             "        return np.array([self._memory[key] for key in keys])",
             "        self.queries -= len(keys) - len(new)\n"
@@ -127,12 +121,31 @@ CURATED: tuple[Curated, ...] = (
             "scored error of W: the max entry instead of the Frobenius norm"),
     Curated("bits-base-10", "attnproof/recovery.py", "math.log2(top) - math.log2(max_err)",
             "math.log10(top) - math.log10(max_err)", "bits in base 10 instead of base 2"),
-    Curated("lipschitz-cosh", "attnproof/theorems/noisy/__init__.py", "return 2 + 2 * math.cosh(self.band)",
-            "return 2 + math.cosh(self.band)", "ProbeDesign.lipschitz = 2 + cosh(beta)"),
-    Curated("tau-v-no-eps-v", "attnproof/theorems/noisy/__init__.py",
-            "t_v = (eps_v / math.sqrt(d) - floor.tau) * shrink", "t_v = t",
-            "design_tolerances' tau_v without eps_v / sqrt(d)"),
 )
+
+#: The file of a room's curated mutants (``attnproof/theorems/<room>/mutants.py``).
+ROOM_MUTANTS = "mutants.py"
+
+
+def room_curated(root: Path = ROOT) -> list[Curated]:
+    """Every room's curated mutants, by room: the literal ``MUTANTS`` of its :data:`ROOM_MUTANTS`
+    (dicts of ``name``, ``path`` inside the room, ``old``, ``new``, ``what``), read with
+    :func:`ast.literal_eval`, never imported (the tool runs without importing the library)."""
+    out = []
+    for f in sorted((root / "attnproof" / "theorems").glob(f"*/{ROOM_MUTANTS}")):
+        values = [n.value for n in ast.parse(f.read_text()).body if isinstance(n, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == "MUTANTS" for t in n.targets)]
+        if len(values) != 1:
+            raise ValueError(f"{f.relative_to(root)}: expected one MUTANTS = (...) assignment")
+        for m in ast.literal_eval(values[0]):
+            path = (f.parent / m["path"]).relative_to(root).as_posix()
+            out.append(Curated(m["name"], path, m["old"], m["new"], m["what"]))
+    return out
+
+
+def all_curated(root: Path = ROOT) -> list[Curated]:
+    """The shared modules' :data:`CURATED` and every room's (:func:`room_curated`)."""
+    return [*CURATED, *room_curated(root)]
 
 
 @dataclass
@@ -288,9 +301,10 @@ def generate(path: str, root: Path = ROOT) -> list[Mutant]:
 
 
 def curated(root: Path = ROOT) -> list[Mutant]:
-    """The curated mutants; a patch whose snippet is missing or not unique is ``stale``."""
+    """The curated mutants (:func:`all_curated`); a patch whose snippet is missing or not unique
+    is ``stale``."""
     out = []
-    for c in CURATED:
+    for c in all_curated(root):
         source = (root / c.path).read_text()
         found = source.count(c.old)
         line = source[: source.find(c.old)].count("\n") + 1 if found else 0
@@ -308,13 +322,13 @@ def curated(root: Path = ROOT) -> list[Mutant]:
 def target_files(root: Path = ROOT) -> list[str]:
     """The mutated modules, sorted (``attnproof/theorems/`` expanded to every room's modules: a room
     is ``<room>.py`` or a package ``<room>/``, whose ``__init__.py`` is code; the gathering
-    ``theorems/__init__.py`` is left out)."""
+    ``theorems/__init__.py`` and the rooms' curated mutants, data, are left out)."""
     files: list[str] = []
     for t in TARGETS:
         p = root / t
         if p.is_dir():
             files += [f.relative_to(root).as_posix() for f in sorted(p.rglob("*.py"))
-                      if f != p / "__init__.py"]
+                      if f != p / "__init__.py" and f.name != ROOM_MUTANTS]
         else:
             files.append(t)
     return sorted(files)
