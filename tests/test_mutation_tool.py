@@ -122,8 +122,8 @@ def test_a_planted_room_is_mutated_and_tested_by_convention(tmp_path):
     (room.parent / "__init__.py").write_text("")
     (room / "__init__.py").write_text("x = 1\n")
     (room / "runner.py").write_text("y = 2\n")
-    (room / "mutants.py").write_text('"""Planted."""\n\nMUTANTS = ({"name": "planted-y", "path": "runner.py", '
-                                     '"old": "y = 2", "new": "y = 0", "what": "y dropped"},)\n')
+    (room / "mutants.py").write_text('"""Planted."""\n\nMUTANTS = ({"name": "planted-y", "path": '
+                                     '"runner.py", "old": "y = 2", "new": "y = 0", "what": "y dropped"},)\n')
     (tmp_path / "attnproof" / "theorems" / "single.py").write_text("z = 3\n")
     for f in ("measure", "oracles", "models", "recovery"):
         (tmp_path / "attnproof" / f"{f}.py").write_text("")
