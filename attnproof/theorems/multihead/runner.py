@@ -194,7 +194,8 @@ def _multihead_result(
 
 @runner("orthogonal-heads", OrthogonalHeadsOptions)
 def run_orthogonal_heads(
-    d: int, H: int = HEADS, arith: str | Arith = "float64", seed: int = 0, checks: int = DEFAULT_CHECKS,
+    d: int, H: int = OrthogonalHeadsOptions.H, arith: str | Arith = "float64", seed: int = 0,
+    checks: int = OrthogonalHeadsOptions.checks,
     probes: str = "basis", tol: float | None = None,
 ) -> dict[str, Any]:
     """Recover a random C.1 target with :func:`learn_orthogonal_heads` (Prop. C.2), bases known.
@@ -226,12 +227,12 @@ def run_orthogonal_heads(
 @runner("multihead-sbd", MultiheadSBDOptions)
 def run_multihead_sbd(
     d: int,
-    H: int = HEADS,
+    H: int = MultiheadSBDOptions.H,
     arith: str | Arith = "float64",
     seed: int = 0,
-    hessians: int | None = None,
-    tau: float | None = None,
-    checks: int = DEFAULT_CHECKS,
+    hessians: int | None = MultiheadSBDOptions.hessians,
+    tau: float | None = MultiheadSBDOptions.tau,
+    checks: int = MultiheadSBDOptions.checks,
 ) -> dict[str, Any]:
     """End to end without the subspaces: finite-difference Hessians -> commutant SBD -> Prop. C.2.
 
@@ -337,7 +338,7 @@ def sbd_report(options: Options, rows: list[dict[str, Any]]) -> tuple[dict[str, 
 
 @sweep("multihead", SBDSweepOptions, help="Hessian SBD (App. C.2): how many probe Hessians split the heads "
        "(runs in this process)", describe=lambda row: None, report=sbd_report, order=4, in_process=True)
-def sbd_jobs(seeds: int = 3, source: str = "exact") -> list[Job]:
+def sbd_jobs(seeds: int = SBDSweepOptions.seeds, source: str = SBDSweepOptions.source) -> list[Job]:
     """The one job of ``bench multihead`` (:func:`sbd_table`)."""
     kwargs = {"seeds": seeds, "source": source}
     return [Job(job_key("multihead", **kwargs), sbd_table, kwargs, 0)]

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...oracles import ADVERSARIES, ApproxOracle
 from ...models import Attention
-from ...room import Options, Workload, guarantee_missed, option, part, result_row, runner
+from ...room import Options, Workload, default_of, guarantee_missed, option, part, result_row, runner
 from . import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_tolerances
 
 
@@ -24,7 +24,8 @@ from . import DESIGNS, PAPER, Tolerances, design_tolerances, learn_noisy, paper_
 class NoisyOptions(Options):
     """Options of the ``noisy`` learner on the bench (Thm 6.1)."""
 
-    design: str = option("corrected", choices=tuple(DESIGNS), help="the probe design")
+    design: str = option(default_of(learn_noisy, "design").name, choices=tuple(DESIGNS),
+                         help="the probe design")
     tau: float | None = option(None, low=0.0, open_low=True,
                                help="the oracle's tolerance (default: the design's proven one)")
     adversary: str = option("worst", choices=tuple(ADVERSARIES), help="how the oracle spends its tolerance")
@@ -36,7 +37,7 @@ class NoisyOptions(Options):
 
 
 def margin_target(
-    d: int, rng: np.random.Generator, W_bound: float = 2.0
+    d: int, rng: np.random.Generator, W_bound: float = NoisyOptions.W_bound
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """A target meeting Thm 6.1's assumptions: ||W*||_F = 0.9 W, ||v*||_2 = 1, mu = min |v*_i|."""
     W = rng.standard_normal((d, d))
@@ -57,16 +58,17 @@ def theorem_tolerances(
 @runner("noisy", NoisyOptions)
 def run_noisy(
     d: int,
-    design: str = "corrected",
-    tau: float | None = None,
-    adversary: str = "worst",
-    eps_W: float = 0.1,
-    eps_v: float = 0.1,
-    W_bound: float = 2.0,
+    design: str = NoisyOptions.design,
+    tau: float | None = NoisyOptions.tau,
+    adversary: str = NoisyOptions.adversary,
+    eps_W: float = NoisyOptions.eps_W,
+    eps_v: float = NoisyOptions.eps_v,
+    W_bound: float = NoisyOptions.W_bound,
     seed: int = 0,
     target: tuple[np.ndarray, np.ndarray, float] | None = None,
 ) -> dict[str, Any]:
-    """Recover a margin target through an adversarial ApproxOracle (Thm 6.1) and score it.
+    """Recover a margin target through an adversarial ApproxOracle (Thm 6.1) and score it (the
+    options' defaults are :class:`NoisyOptions`').
 
     ``tau`` defaults to the design's proven tolerance for (eps_W, eps_v).  The result has the
     keys of :func:`~attnproof.theorems.exact.runner.run_exact` plus ``eps_W, eps_v, tau,
@@ -100,7 +102,8 @@ def tolerance_headroom(
     breaks a guarantee; reports the last safe m and that tolerance relative to the paper's.
     """
     targets = [margin_target(d, np.random.default_rng(s)) for s in seeds]
-    proven = [theorem_tolerances(design, eps, eps, 2.0, mu, d).tau for _, _, mu in targets]
+    W_bound = NoisyOptions.W_bound
+    proven = [theorem_tolerances(design, eps, eps, W_bound, mu, d).tau for _, _, mu in targets]
     safe = 0.0
     for k in range(max_doublings):
         ok = all(
@@ -113,7 +116,7 @@ def tolerance_headroom(
             break
         safe = 2.0**k
     mu = targets[0][2]
-    paper = paper_tolerances(eps, eps, 2.0, mu, d).tau
+    paper = paper_tolerances(eps, eps, W_bound, mu, d).tau
     return {"design": design, "safe_multiplier": safe, "proven_over_paper": proven[0] / paper,
             "empirical_over_paper": safe * proven[0] / paper}
 

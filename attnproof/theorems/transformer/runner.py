@@ -68,7 +68,9 @@ def designed_queries(ledger: dict[str, int], d: int) -> int:
 
 
 @runner("ffn", FFNOptions)
-def run_ffn(d: int, m: int | None = None, arith: Arith | str = "float64", seed: int = 0) -> dict[str, Any]:
+def run_ffn(
+    d: int, m: int | None = FFNOptions.m, arith: Arith | str = "float64", seed: int = 0
+) -> dict[str, Any]:
     """Learn a random bias-free ReLU FFN ``x -> w_o^T ReLU(A^T x)`` (A_FFN of Sec. 4.1) from
     one-token value queries; score it by the functional error on random points (the parameters
     are identifiable only up to the symmetries of the canonical form).  ``m`` defaults to 2d.
@@ -108,12 +110,12 @@ def run_ffn(d: int, m: int | None = None, arith: Arith | str = "float64", seed: 
 @runner("transformer", TransformerOptions)
 def run_transformer(
     d: int,
-    m: int | None = None,
+    m: int | None = TransformerOptions.m,
     arith: Arith | str = "float64",
     seed: int = 0,
-    route: str = "auto",
-    probes: str = "gaussian",
-    even: bool = False,
+    route: str = TransformerOptions.route,
+    probes: str = TransformerOptions.probes,
+    even: bool = TransformerOptions.even,
 ) -> dict[str, Any]:
     """Recover a random one-layer Transformer (Sec. 4.1) through a counting oracle, and score it.
 
