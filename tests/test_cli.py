@@ -692,3 +692,99 @@ def test_the_line_of_a_result_row_gives_the_learner_to_oracle_time_ratio():
     assert line.endswith("0.50 s (0.40 s in the oracle, learner/oracle 0.25)")
     assert "formula 12 + 2 counted extras" in line
     assert _describe({**row, "oracle_seconds": 0.0}).endswith("0.50 s (0.00 s in the oracle)")
+
+
+def test_the_rooms_commands_are_listed_without_importing_a_room():
+    """``attnproof --help`` lists the rooms' top-level commands from cli.ROOM_COMMANDS (no room
+    imported, see above); that table is the registrations' own (name and help line)."""
+    from attnproof import room
+    from attnproof.cli import ROOM_COMMANDS
+
+    assert ROOM_COMMANDS == {name: cmd.help for name, cmd in room.COMMANDS.items()}
+
+
+def _plant_a_room(monkeypatch):
+    """A planted room's registrations, as a new folder would make them: a learner with options
+    and a runner whose row has its own error key, words and failure; a top-level command with a
+    positional option; a share of ``bench perf``; a line for ``bench bounds --full``."""
+    import dataclasses
+
+    from attnproof import cli, room
+    from attnproof.theorems.exact import learn_exact
+    from attnproof.verify.registry import LEARNERS, Learner
+
+    @dataclasses.dataclass(frozen=True)
+    class PlantedOptions(room.Options):
+        gain: float = room.option(2.0, low=0.0, help="a planted gain")
+
+    def run_planted(d, arith="float64", seed=0, gain=PlantedOptions.gain):
+        return {"learner": "planted", "d": d, "arith": "float64", "seed": seed, "exact": False, "queries": 5,
+                "queries_formula": 5, "err_W": 0.5, "err_v": 0.25, "bits_W": 1.0, "bits_v": 2.0,
+                "planted_err": gain, "error_bound": 1.0, "within_bound": True, "seconds": 0.5,
+                "oracle_seconds": 0.25, "learner_seconds": 0.25}
+
+    @dataclasses.dataclass(frozen=True)
+    class PlantedCommandOptions(room.Options):
+        thing: str = room.option(positional=True, metavar="THING", help="a planted thing")
+        n: int = room.option(1, low=1, help="how many")
+
+    def planted_jobs(thing, n=1):
+        return [room.Job(f"planted {thing} {i}", dict, {"thing": thing, "i": i}, 0) for i in range(n)]
+
+    def planted_report(options, rows):
+        return {"thing": options.values()["thing"], "results": rows}, [f"{len(rows)} planted rows"]
+
+    monkeypatch.setitem(LEARNERS, "planted", Learner("planted", learn_exact, "Thm 0", ("sec3/qkv-merge",),
+                                                     ("float64",), "5", lambda d, **_: 5))
+    for table in ("RUNNERS", "COMMANDS"):
+        monkeypatch.setattr(room, table, dict(getattr(room, table)))
+    monkeypatch.setattr(room, "PARTS", list(room.PARTS))
+    monkeypatch.setattr(cli, "ROOM_COMMANDS", {**cli.ROOM_COMMANDS, "planted-cmd": "a planted command"})
+    room.runner("planted", PlantedOptions)(run_planted)
+    room.command("planted-cmd", PlantedCommandOptions, help="a planted command",
+                 describe=lambda row: f"planted row {row['i']}", report=planted_report)(planted_jobs)
+    room.part("rows", "error", 0.5, "planted_err")
+    room.part("rows", "note", 0.5, lambda r: "planted words" if r["learner"] == "planted" else None)
+    room.part("rows", "failed", 0.5,
+              lambda r: "the planted gain is too high" if r.get("planted_err", 0) > 3 else None)
+    room.part("perf", "share", 0.5, room.PerfShare(
+        "planted", "the planted share", lambda size, seed: [room.Job("p", dict, {"v": seed}, 0)],
+        lambda row: f"planted share {row['v']}", lambda rows: {"rows": len(rows)}))
+    room.part("bounds", "note", 2.5, "the planted workload")
+
+
+def test_a_planted_rooms_learner_and_command_are_picked_up_everywhere(capsys, monkeypatch):
+    """Adding a result = its folder: its learner is a ``recover`` subcommand with its options,
+    its row's error key, words and failure reach the line and the exit status; its command is a
+    top-level command (its positional option, its report's document without a ``bench`` key);
+    its perf share is run, described, summarised and named in ``bench perf --help``; its words
+    for ``bench bounds --full`` are in that flag's help."""
+    from attnproof.bench import perf_help, perf_jobs, perf_summary
+    from attnproof.cli import _describe_perf, _failed, build_parser
+
+    _plant_a_room(monkeypatch)
+    status, out, err = _main(capsys, "recover", "planted", "--d", "3", "--gain", "2.5")
+    assert status == 0, err
+    assert out.startswith("planted d=3 arith=float64: 5 queries (formula 5), err_W=5.000e-01 err_v=2.500e-01 "
+                          "planted_err=2.500e+00, 1.0 bits (W), 2.0 bits (v), bound 1.00e+00 (held), planted words")
+    status, out, err = _main(capsys, "recover", "planted", "--d", "3", "--gain", "4")
+    assert status == 1 and err == "attnproof: the planted gain is too high\n"
+    assert _failed({"learner": "x", "within_bound": False, "err_W": 2.0, "error_bound": 1.0, "planted_err": 9}
+                   ).startswith("the error 2.000e+00 exceeds")  # the bound's verdict comes first
+    helps = _subcommand_helps(build_parser())
+    assert helps["planted-cmd"] == "a planted command"
+    assert _main(capsys, "planted-cmd", "box", "--n", "2", "--quiet") == (
+        0, "planted row 0\nplanted row 1\n2 planted rows\n", "")
+    status, out, _ = _main(capsys, "planted-cmd", "box", "--json")
+    assert status == 0 and json.loads(out) == {"thing": "box", "results": [{"thing": "box", "i": 0}]}
+    with pytest.raises(SystemExit) as exc:
+        _main(capsys, "planted-cmd")
+    assert exc.value.code == 2 and "required: THING" in capsys.readouterr().err
+    (share,) = [j for j in perf_jobs("small", seed=7) if j.kwargs.get("part") == "planted"]
+    row = share.fn(**share.kwargs)
+    assert _describe_perf(row) == "planted share 7"
+    assert perf_summary([row])["planted"] == {"rows": 1} and perf_summary([])["planted"] is None
+    assert perf_help().endswith(", the MiniLM heads, the planted share")
+    bounds = {p.prog: p for _, p in _parsers(build_parser())}["attnproof bench bounds"]
+    assert "the FFN on d, m <= 16, the planted workload, every MiniLM head (long)" in " ".join(
+        bounds.format_help().split())

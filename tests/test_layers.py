@@ -339,3 +339,40 @@ def f(arith, x, y):
     (root / "theorems" / "newroom" / "__init__.py").write_text(planted)
     (root / "theorems" / "newroom" / "learn.py").write_text("z = 1 if arith.exact else 2\n")
     assert arith_branch_counts(root) == {"theorems.newroom": 12}
+
+
+#: Words the engine uses for its own contract that happen to be a room's or a learner's name: the
+#: row key ``exact`` (an exact answer) and the option ``bias`` of ``bench perf``'s targets.
+ENGINE_WORDS = frozenset({"exact", "bias"})
+
+#: The engine's modules, which read the rooms' registrations and name no result (issue 19).
+ENGINE = ("cli.py", "bench.py")
+
+
+def result_names_in(text: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) for every whole-word occurrence of one of ``names`` in ``text`` (a name with a
+    hyphen counts as one word), code, strings and docstrings alike."""
+    import re
+
+    found = []
+    for name in sorted(names):
+        for m in re.finditer(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text):
+            found.append((text[: m.start()].count("\n") + 1, name))
+    return found
+
+
+def test_the_engine_names_no_room_and_no_learner():
+    """cli.py and bench.py are generic: no room's name, no registered learner's, no checkpoint's
+    (what they print about a result comes from the rooms' registrations, attnproof.room)."""
+    from attnproof.theorems import ROOMS
+    from attnproof.verify.registry import LEARNERS
+
+    names = (set(LEARNERS) | set(ROOMS) | {"MiniLM"}) - ENGINE_WORDS
+    for module in ENGINE:
+        assert result_names_in((PACKAGE / module).read_text(), names) == [], module
+
+
+def test_the_engine_rule_sees_a_planted_name():
+    text = 'x = 1\nhelp = "the noisy learner and skeleton-adaptive"\n# lowrank-cvx, not lowrank\n'
+    found = result_names_in(text, {"noisy", "skeleton", "skeleton-adaptive", "lowrank", "lowrank-cvx"})
+    assert sorted(found) == [(2, "noisy"), (2, "skeleton-adaptive"), (3, "lowrank"), (3, "lowrank-cvx")]
