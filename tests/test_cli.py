@@ -765,8 +765,9 @@ def test_a_planted_rooms_learner_and_command_are_picked_up_everywhere(capsys, mo
     _plant_a_room(monkeypatch)
     status, out, err = _main(capsys, "recover", "planted", "--d", "3", "--gain", "2.5")
     assert status == 0, err
-    assert out.startswith("planted d=3 arith=float64: 5 queries (formula 5), err_W=5.000e-01 err_v=2.500e-01 "
-                          "planted_err=2.500e+00, 1.0 bits (W), 2.0 bits (v), bound 1.00e+00 (held), planted words")
+    assert out.startswith("planted d=3 arith=float64: 5 queries (formula 5), err_W=5.000e-01 "
+                          "err_v=2.500e-01 planted_err=2.500e+00, 1.0 bits (W), 2.0 bits (v), "
+                          "bound 1.00e+00 (held), planted words")
     status, out, err = _main(capsys, "recover", "planted", "--d", "3", "--gain", "4")
     assert status == 1 and err == "attnproof: the planted gain is too high\n"
     assert _failed({"learner": "x", "within_bound": False, "err_W": 2.0, "error_bound": 1.0, "planted_err": 9}

@@ -9,13 +9,15 @@ The room convention (every result follows it):
   query count), and the identities and bounds registered with :func:`attnproof.verify.registry.identity` /
   :func:`attnproof.verify.registry.bound`, which run the library's own code in sympy.
 * ``theorems/<room>/runner.py`` declares, once, what the engine needs (:mod:`attnproof.room`):
-  each learner's options (an :class:`attnproof.room.Options` dataclass), its bench runner
-  (:func:`attnproof.room.runner`), the room's sweeps (:func:`attnproof.room.sweep`) and its
-  share of the engine's sweeps that span rooms (:func:`attnproof.room.part`, at an explicit
-  order: a learner of ``bench perf``'s query-count sweep, a timing run, a ``bench bounds``
-  workload, real heads).  ``attnproof recover <learner>``, ``attnproof bench <sweep>``,
-  ``bench perf``, ``bench bounds`` and :func:`attnproof.bench.run` are built from these;
-  ``bench.py`` and ``cli.py`` name no result.
+  each learner's options (an :class:`attnproof.room.Options` dataclass; the runner's keyword
+  defaults are read from it), its bench runner (:func:`attnproof.room.runner`), the room's
+  sweeps (:func:`attnproof.room.sweep`), its top-level commands (:func:`attnproof.room.command`,
+  whose name and help line ``attnproof.cli.ROOM_COMMANDS`` lists) and its share of the engine's
+  sweeps and lines that span rooms (:func:`attnproof.room.part`, at an explicit order: a
+  learner of ``bench perf``'s query-count sweep, a timing run, a ``bench bounds`` workload,
+  real heads, a result row's words and failure).  ``attnproof recover <learner>``, ``attnproof
+  bench <sweep>``, ``bench perf``, ``bench bounds`` and :func:`attnproof.bench.run` are built
+  from these; ``bench.py`` and ``cli.py`` name no result (``tests/test_layers.py`` checks).
 * A room imports only from the levels below it (``errors``, ``arith``, ``proof``, ``models``,
   ``recovery``, ``oracles``, ``prelude``, ``measure``, ``room``), never from another room, except
   along a reduction the paper itself makes, declared in :data:`REDUCTIONS` (Sec. 4.1 learns the
@@ -24,6 +26,8 @@ The room convention (every result follows it):
 * ``theorems/<room>/claims.py`` holds the room's claims of the paper for the verification ledger
   (and its errata), registered with :func:`attnproof.verify.claims.register` at the room's place
   in the paper's order; a claim links the room's identities by ID (that module's docstring).
+* ``theorems/<room>/mutants.py`` (optional) lists the room's curated mutants, literal data
+  ``tools/mutation.py`` reads without importing the room (that module's :func:`room_curated`).
 * Tests live in ``tests/test_<room>.py`` (``tools/mutation.py`` finds them by that name); the
   chapter in ``book/<room>.md``.
 
