@@ -353,8 +353,12 @@ _PARALLEL_ENTRIES = 2**20
 
 @cache
 def _pool(workers: int) -> ThreadPoolExecutor:
-    """The threads that write probe batches (created on first use, shared by every session)."""
+    """The threads that write probe batches (created on first use, shared by every session; a
+    forked child, which inherits the pool but not its threads, creates its own)."""
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="attnproof-probes")
+
+
+os.register_at_fork(after_in_child=_pool.cache_clear)
 
 
 def _in_blocks(fill: Callable[[int, int], None], B: int, d: int) -> None:
