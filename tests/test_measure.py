@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import example, given
@@ -66,11 +68,16 @@ def test_saturation_beyond_the_scale_range_raises_and_terminates():
 
 @given(
     st.integers(1, 6), st.integers(0, 2**32 - 1), st.sampled_from(["column", "row", "scattered"]),
-    st.booleans(), st.booleans(), st.integers(-3, 3),
+    st.booleans(), st.booleans(), st.integers(-3, 3), st.booleans(),
 )
-def test_buffered_probe_batch_equals_the_documented_tokens(d, seed, shape, basis, query_only, e):
+def test_buffered_probe_batch_equals_the_documented_tokens(d, seed, shape, basis, query_only, e, threads):
     """The one-pass assembly into a buffer (rows read from scaled copies of P and Q) writes exactly
-    the tokens ``s [(p + q)^T; q^T]`` (``[(p + s q)^T; (s q)^T]`` query-only) of the plain path."""
+    the tokens ``s [(p + q)^T; q^T]`` (``[(p + s q)^T; (s q)^T]`` query-only) of the plain path,
+    bitwise, also when blocks of rows are written by several threads (``threads``: every batch
+    split, as batches of 2^20 entries and more are on a multi-core machine)."""
+    import unittest.mock
+
+    import attnproof.measure as measure
     rng = np.random.default_rng(seed)
     P, Q = rng.standard_normal((d, d)), None if basis else rng.standard_normal((d, d))
     probes = Probes(P, Q, np.ones(d), FLOAT64, scale_query_only=query_only)
@@ -79,7 +86,10 @@ def test_buffered_probe_batch_equals_the_documented_tokens(d, seed, shape, basis
     kk = {"column": rng.integers(0, d, n), "row": fixed, "scattered": free}[shape]
     ll = {"column": fixed, "row": free, "scattered": rng.integers(0, d, n)}[shape]
     s = np.full(n, 2.0**e)
-    buffered = probe_batch(probes, kk, ll, s, np.full((n + 3, 2, d), np.nan)).copy()
+    cores, least = ((lambda: 2), 1) if threads else (os.cpu_count, measure._PARALLEL_ENTRIES)
+    with unittest.mock.patch.object(measure, "_PARALLEL_ENTRIES", least):
+        with unittest.mock.patch.object(measure.os, "cpu_count", cores):
+            buffered = probe_batch(probes, kk, ll, s, np.full((n + 3, 2, d), np.nan)).copy()
     assert np.array_equal(buffered, probe_batch(probes, kk, ll, s))
     again = probe_batch(probes, kk, ll, s, np.zeros((n, 2, d)))  # the cached scaled copies, reused
     assert np.array_equal(again, buffered)
