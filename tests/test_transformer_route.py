@@ -66,7 +66,7 @@ def test_cancelling_units_pinned():
     oracle rounds at the scale of the units, which no query shows.  Thm 4.1's bound times VQ~'s
     measured amplification (2) assumed answers rounded at the scale of f: error 5.1e-12 against
     a bound of 1.21e-12.  The bound now takes the rounding model of the FFN learner (units up to
-    TOL_ULPS times the canonical form's size)."""
+    tol_ulps times the canonical form's size)."""
     W = [[0.3]]
     rec = recover(W, [[0.1875, 0.1875]], [1.0, -0.99])
     assert rec.diagnostics["route"] == "antisymmetric"
@@ -140,7 +140,7 @@ def test_run_bound_tight_passes():
 @pytest.mark.parametrize("name, value", [
     ("reduction_factor", lambda *args: 1.0),  # Thm 4.1's bound as if the oracle were an attention head
     # the oracle rounded at the scale of f, not of its units
-    ("TOL_ULPS", {"float64": 1, "mp": 1, "sympy": 0}),
+    ("answer_noise", lambda arith: arith.unit_roundoff),
     ("oracle_error", "drop the FFN's error"),  # f taken as exactly linear on the cone
 ])
 def test_run_bound_tight_fails_without_a_factor(monkeypatch, name, value):
