@@ -236,6 +236,25 @@ def test_error_bound_formula_on_fixed_input():
     assert rec.diagnostics["error_bound"] == pytest.approx(9e-10 + 2e-10 + 8 * EPS, rel=1e-12, abs=0)
 
 
+def test_rounding_model_on_fixed_input():
+    """The search's rounding model, pinned by hand (issue 22 item 5): an answer may carry
+    ``answer_noise`` = tol_ulps unit roundoffs relative (float64 2^10 2^-53 = 2^-43; mp:8 2^6 2^-30
+    = 2^-24; sympy 0); a piece's gradient from answers y at x0 + h e_i and y0 at x0 is within
+    ``noise 2 (|G|.|x0| + |y0| + max|y|) / h + u max|G|`` per entry, and values near x agree to
+    ``noise (sum |values| + gscale |x|_1 + |G|.|x|) + err |x|_1``.  With G = (1, -2),
+    x0 = (1, 1/2), y = (5/4, -1/2), y0 = 1/4, h = 1/4: 2^-43 2 (2 + 1/4 + 5/4) / (1/4) + 2^-53 2
+    = 28 2^-43 + 2^-52; tol(x0, 1/2, G, err = 2^-10) = 2^-43 (1/2 + 2) + 2^-10 3/2."""
+    from attnproof.measure import Session
+    from attnproof.theorems.transformer._path_search import _PathSearch, answer_noise
+
+    assert answer_noise(FLOAT64) == 2.0**-43 and answer_noise(MP(8)) == 2.0**-24 and answer_noise(SYMPY) == 0
+    search = _PathSearch(Session(ValueOracle(ReluFFN(np.eye(2), np.ones(2))), FLOAT64), np.ones(2), 0.0, 1)
+    G, x0 = np.array([1.0, -2.0]), np.array([1.0, 0.5])
+    err = search._gradient_error(G, x0, np.array([1.25, -0.5]), 0.25, 0.25)
+    assert err == 28 * 2.0**-43 + 2.0**-52
+    assert search.tol(x0, 0.5, G=G, err=2.0**-10) == 2.0**-43 * 2.5 + 2.0**-10 * 1.5
+
+
 def test_ffn_query_ledger_explains_every_extra_query():
     """Generic position: L + 1 regions of d + 1 queries, 3 per kink, 4 for the scale checks;
     every query beyond that is a check point, a retried step, a point met inside a known region

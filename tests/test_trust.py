@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -81,6 +82,10 @@ def test_every_learner_meets_its_reported_bound_or_raises_a_typed_error(h, name,
 #: a few examples in the ci profile (a tenth of its count), more in thorough
 FEW = settings(max_examples=max(3, settings().max_examples // 10))
 EPS = FLOAT64.eps
+
+
+def _room(room: str, what: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=f"room {room}: {what} (issue 23)")
 
 
 @FEW
@@ -164,6 +169,22 @@ def _ffn_tiny_odd_unit_property(seed: int, d: int, m: int, log10_tiny: float) ->
         return
     assert rec.queries == oracle.queries
     _ffn_within_bound(rec, A, w, np.random.default_rng(seed + 1))
+
+
+#: Counterexamples of the family the thorough profile still finds (strict xfail: a fix shows).
+OPEN_TINY_ODD = [
+    # (thorough, --hypothesis-seed 91127; the same on main) a 10^-10.5 unit: two attempts refused
+    # at an end of the path, the third merges the tiny kink with a unit one's; the polished bound
+    # (2.5e-11) is below the merge's error (3.1e-11 |x| in the wedge), and no answer seen shows
+    # it: SILENTLY 3.5e-11 |x| above the bound
+    (2, 4, 2, 10.5),
+]
+
+
+@_room("transformer (theorems/transformer/ffn.py)", "a tiny odd unit's kink merged below the polished bound")
+@pytest.mark.parametrize("seed, d, m, log10_tiny", OPEN_TINY_ODD)
+def test_open_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
+    _ffn_tiny_odd_unit_property(seed, d, m, log10_tiny)
 
 
 @FEW
