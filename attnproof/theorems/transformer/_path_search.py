@@ -266,18 +266,17 @@ class _PathSearch:
         ------
         AssumptionError
             If f is not positively homogeneous (an FFN with biases).
+        PrecisionLossError
+            If it fails by no more than the rounding of units of gradient ~1 (see
+            :meth:`_not_homogeneous`).
         """
         S = self.arith.scalar(2) ** SCALE_LOG2
         answers = self.ask(np.array([S * pU.x, S * pW.x, pU.x / S, pW.x / S]))
         self.ledger.values += 4
         for p, y, scale in zip((pU, pW, pU, pW), answers, (S, S, 1 / S, 1 / S)):
             if not self.agrees(y, scale * p.y, scale * self.tol(p.x, y / scale, p.y, G=p.G)):
-                raise AssumptionError(
-                    f"f(s x) - s f(x) = {float(y - scale * p.y):.6g} != 0 at s = {float(scale):g}: "
-                    "f is not positively "
-                    "homogeneous (an FFN with biases); the bias-free learner (Sec. 4.1) refuses it, as the "
-                    "parity split f(x) - f(-x) = u^T x fails with biases"
-                )
+                what = f"f(s x) - s f(x) at s = {float(scale):g}"
+                self._not_homogeneous(y - scale * p.y, scale * p.x, what)
 
     def _homogeneity(self, x0: np.ndarray, y0: Any) -> None:
         """One query: ``f(2 x0) = 2 f(x0)`` for a bias-free FFN (``sec4.1/parity-split``).
@@ -286,15 +285,40 @@ class _PathSearch:
         ------
         AssumptionError
             If it fails: f is affine, not linear, on x0's region (an FFN with biases).
+        PrecisionLossError
+            If it fails by no more than the rounding of units of gradient ~1.
         """
         y2 = self.ask(2 * x0[None])[0]
         self.ledger.values += 1
         if not self.agrees(y2, 2 * y0, self.tol(x0, y2, y0, y0)):
-            raise AssumptionError(
-                f"f(2 x0) - 2 f(x0) = {float(y2 - 2 * y0):.6g} != 0: f is not positively homogeneous "
-                "(an FFN with biases); the bias-free learner (Sec. 4.1) refuses it, as the parity "
-                "split f(x) - f(-x) = u^T x fails with biases"
+            self._not_homogeneous(y2 - 2 * y0, 2 * x0, "f(2 x0) - 2 f(x0)")
+
+    def _not_homogeneous(self, violation: Any, x: np.ndarray, what: str) -> None:
+        """Refuse an answer at x that breaks ``f(s x) = s f(x)`` by ``violation``.
+
+        The tolerance scales with |f| and the gradients seen, but the oracle rounds at the scale of
+        its units, which no query shows: units cancelling to f ~ 0 (f == 0 with FMA noise, issue 23
+        item 7) answer noise that breaks homogeneity by up to ``u |units| |x|``.  A violation within
+        the rounding a network with gradients of order one would carry, ``answer_noise |x|_1``, cannot
+        tell biases from that noise: PrecisionLossError; a larger one is an FFN with biases.
+
+        Raises
+        ------
+        PrecisionLossError, AssumptionError
+        """
+        size = abs(float(violation))
+        if size <= self.noise * float(np.abs(self.arith.to_float(x)).sum()):
+            raise PrecisionLossError(
+                f"{what} = {size:.3g}, within float rounding of units of gradient ~1 at |x|_1 = "
+                f"{float(np.abs(self.arith.to_float(x)).sum()):.3g}: f is 0 or below the arithmetic's "
+                "resolution up to its units' rounding (units cancelling), or an FFN with biases below it; "
+                "the answers cannot tell which"
             )
+        raise AssumptionError(
+            f"{what} = {float(violation):.6g} != 0: f is not positively homogeneous (an FFN with biases); "
+            "the bias-free learner (Sec. 4.1) refuses it, as the parity split f(x) - f(-x) = u^T x fails "
+            "with biases"
+        )
 
     def _gradient_error(self, G: np.ndarray, x0: np.ndarray, y: np.ndarray, y0: Any, h: Any) -> float:
         """Bound on max_i |G_i - grad_i| from answers with relative error tol_ulps u (:meth:`tol`),

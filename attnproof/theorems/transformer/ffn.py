@@ -227,8 +227,10 @@ def learn_ffn(
     DegenerateProbeError
         If hyperplanes are closer than the search resolves (exact arithmetic too).
     PrecisionLossError
-        If the a-posteriori error bound exceeds ``tolerance`` or the answers contradict the
-        recovered network (numeric arithmetics).
+        If the a-posteriori error bound exceeds ``tolerance``, the answers contradict the
+        recovered network, or f breaks homogeneity by no more than the rounding of units of
+        gradient ~1 (rounding noise of units cancelling to f ~ 0 cannot be told from biases below
+        the resolution; numeric arithmetics).
 
     Examples
     --------
