@@ -777,6 +777,9 @@ OPEN_EXACT = [
     # floor (interval 3.9e-61) on every path
     (np.array([[-2.0, 2.0, 0.0, -1.0, 3.0], [3.0, -4.0, 4.0, -4.0, 4.0]]),
      np.array([2.0, 1.0, 2.0, 3.0, 1.0]), 1),
+    # the same (thorough profile, --hypothesis-seed 5077; refused on main too): bisection to the
+    # floor (interval 3.2e-61)
+    (np.array([[1.0, 0.0, 4.0, -2.0], [0.0, -1.0, 1.0, 0.5]]), np.array([-1.0, 1.0, 0.5, 1.0]), 0),
 ]
 
 
@@ -807,6 +810,9 @@ OPEN_FLOAT = [
     # every path), a refusal of a good answer; seeds 3030, 215, 84 and 0 alike
     (np.array([[1.0, 1.0, 1.0, 2.0], [0.0, 1.0, 1.0, 2.0]]), np.array([2.22044605e-16, -1.0, -1.0, 1.0]),
      3030),
+    # (thorough profile, --hypothesis-seed 5077; the same on main) a zero-sum group at d = 5: no
+    # gradient at a random end of the path (DegenerateProbeError on every attempt)
+    (np.array([[0.0, 1.0, 1.0, 0.75]] + [[-1.0, 1.0, 1.0, 0.75]] * 4), np.array([1.0, -1.0, 0.25, 1.0]), 0),
 ]
 
 
@@ -836,6 +842,11 @@ OPEN_TF_FLOAT = [
      "zero_sum", 0, np.zeros((4, 4))),
     (np.array([[1.0, 1, 1, 2], [1, 1, 1, 2]]), np.array([8.16224014e-72, -1, -1, 1]), "zero_sum", 0,
      np.zeros((4, 4))),
+    # (thorough profile, --hypothesis-seed 5077; the same on main) a 5e-11 unit beside unit ones:
+    # f and W* within their bounds, but its kink (5e-11, above the canonical check's tolerance) is
+    # taken for none: the canonical form has 2 hyperplanes of 3
+    (np.array([[1, 0, 1e-10, 0, 0], [0.125, 1, 0, 0, 0]]), np.array([1, 1, 0.5, 0, 0.0]), "generic", 0,
+     np.ones((4, 4))),
     # the same run, NEW with PAIR_MARGIN 4 (16 before, which refused the six cases fixed by 4):
     # a further path bisects to the floor (DegenerateProbeError), a refusal of a good answer
     (np.array([[1, 1, 0.125, 0.96875], [1, 0.125, 0.125, 0.09375]]), np.array([1, -1, 0.25, 1.0]), "zero_sum",
