@@ -264,6 +264,12 @@ class Arith(ABC):
         arithmetic (whose own checks are exact; this only sizes numerical side tests)."""
         return self.eps or 2.0**-53
 
+    @property
+    def unit_roundoff(self) -> float:
+        """The largest relative error of one correctly rounded operation: eps for float64 (2^-53),
+        0 in exact arithmetic; mpmath overrides it (2^-prec, below its nominal 10^-dps)."""
+        return self.eps
+
     def magnitudes(self, a: Any) -> np.ndarray:
         """|a| elementwise as float64 (NaN where a is NaN); exact arithmetic: 0 exactly for a
         provable zero, and never 0 otherwise (a non-zero value that underflows float64 reports
@@ -457,6 +463,12 @@ class MP(Arith):
     def context(self) -> Iterator[None]:
         with mpmath.workdps(self.dps):
             yield
+
+    @property
+    def unit_roundoff(self) -> float:
+        """2^-prec, prec the binary precision mpmath works at for dps digits (30 bits at 8 digits:
+        9.3e-10, a tenth of 10^-8)."""
+        return 2.0 ** -mpmath.libmp.dps_to_prec(self.dps)
 
     def scalar(self, x: Any) -> mpmath.mpf:
         _refuse_non_real(x, strings=True)  # a decimal string is mpmath's exact spelling ("1e-400")

@@ -200,7 +200,7 @@ ALLOWED_ARITH_BRANCHES = {
     "oracles": 1,
     "theorems.exact": 1,
     "theorems.lowrank": 1,
-    "theorems.transformer": 12,
+    "theorems.transformer": 10,
 }
 
 

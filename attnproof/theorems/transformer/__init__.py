@@ -73,7 +73,7 @@ from ...oracles import AntisymmetricOracle, LinearMapOracle, ValueOracle
 from ...measure import Session
 from ...verify.registry import LEARNERS, learner
 from ..exact import learn_exact
-from ._path_search import TOL_ULPS
+from ._path_search import answer_noise
 from .ffn import FFNRecovery, _size, ffn_query_bound, ffn_query_count, learn_ffn
 
 
@@ -256,10 +256,10 @@ def oracle_error(ffn: FFNRecovery, arith: Arith, cone: bool) -> float:
     Rounding: the FFN sums its units before any cancellation shows, so an answer is rounded at
     the scale of the units, not of f (``-0.99 ReLU(x) + ReLU(x)``: units 199 times f).  The
     units are invisible to every query; the model :func:`learn_ffn` accepts answers in allows
-    ``TOL_ULPS`` eps times the magnitudes, i.e. units up to 2^10 times the canonical form's size
-    ``S = |u|_1 / 2 + sum_j |c_j| |n_j|_1 / 2`` (>= sup |f| on the unit inf-ball), whence
-    ``TOL_ULPS eps S`` (it covers the rounding of the cone route's tokens ``M x`` too: f is
-    S-Lipschitz in the inf-norm).
+    ``tol_ulps`` unit roundoffs times the magnitudes (:func:`answer_noise`), i.e. units up to 2^10
+    times the canonical form's size ``S = |u|_1 / 2 + sum_j |c_j| |n_j|_1 / 2`` (>= sup |f| on the
+    unit inf-ball) in float64, whence ``answer_noise S`` (it covers the rounding of the cone
+    route's tokens ``M x`` too: f is S-Lipschitz in the inf-norm).
 
     On the cone route also the FFN's own error bound: f is linear on the cone only up to kinks
     the FFN learner could not resolve, which the cone cannot avoid (a unit of weight 1e-9, its
@@ -268,7 +268,7 @@ def oracle_error(ffn: FFNRecovery, arith: Arith, cone: bool) -> float:
     error_bound |x|_inf``, f is that linear function up to ``error_bound |x|_inf``.  VQ~ needs
     no FFN: ``VQ(X) - VQ(-X) = alpha^T X u`` whatever the units (``sec4.1/relu-antisymmetry``).
     """
-    nu = TOL_ULPS[arith.name.split(":")[0]] * arith.resolution * _size(ffn, arith)
+    nu = answer_noise(arith) * _size(ffn, arith)
     return nu + ffn.diagnostics["error_bound"] if cone else nu
 
 

@@ -18,37 +18,80 @@ from ...errors import (
     DegenerateProbeError,
     PrecisionLossError,
 )
+from ...arith import Arith
 from ...measure import Session
 
-#: A piece's gradient is first taken with steps h = 2^(e - H_LOG2), 2^e >= max |x0_i|, per arithmetic
-#: (by the name before any ":"): mpmath at a few digits needs the longer first step, as the
-#: gradient's rounding error is ~ eps |f| / h; Euler's check shrinks a step that crosses a kink.
-H_LOG2 = {"float64": 10, "mp": 5, "sympy": 10}
-#: A failed Euler check divides h by 2^H_SHRINK_LOG2; at most H_ROUNDS attempts per piece.
-H_SHRINK_LOG2 = 4
+@dataclass(frozen=True)
+class Tuning:
+    """The search's constants for one family of arithmetic (:data:`TUNING`).
+
+    Attributes
+    ----------
+    tol_ulps : float
+        Float comparisons accept a disagreement of ``tol_ulps u`` times the magnitudes involved,
+        u the arithmetic's unit roundoff (:attr:`~attnproof.arith.Arith.unit_roundoff`: 2^-53, or
+        2^-prec in mpmath, 3 to 14 times below its nominal 10^-dps): float64's answers carry up
+        to 2^10 u (relative to the canonical form's size) with the cancellation its properties
+        admit; mpmath's 2^6 u (the 2^4 10^-dps of before, 43 to 224 u, at its low end) cover the
+        (d + m)-term sums of an mpmath oracle (2^10 10^-dps refused every FFN below 13 digits:
+        issue 23 item 8).
+    h_log2 : int
+        A piece's gradient is first taken with steps ``h = 2^(e - h_log2)``, ``2^e >= max |x0_i|``:
+        mpmath at a few digits needs the longer first step, the gradient's rounding error being
+        ~ u |f| / h; Euler's check shrinks a step that crosses a kink.
+    h_shrink_log2 : int
+        A failed Euler check divides h by ``2^h_shrink_log2`` (at most H_ROUNDS attempts per
+        piece).  mpmath halves it twice (down to 2^-13 |x|, below which a few digits tell no
+        gradient): a region too thin for 2^-5 |x| then costs a gradient 4 times, not 16 times,
+        less accurate (at 8 digits its kinks were left unconfirmed: issue 23 item 8).
+    resolution_log2 : int or None
+        Resolution ``rho = 2^-k`` of the kink confirmation (``|y| = rho |x*|``); None: 3/4 of the
+        arithmetic's bits (its digits times log2 10).  Hyperplanes crossing the path within
+        ``rho |x*|`` may be merged.
+    reach_fraction : float
+        A confirmation pair x* +- y farther off the path than this fraction of the interval's
+        reach is no test (it may straddle other kinks of the interval): a piece nearer x* is
+        opened instead.  mpmath at 7-10 digits merged kinks 0.1 apart this way (issue 23 item 2:
+        1 of 3 hyperplanes, error 0.7 against a bound 0.35; with 2^-4, at 7 digits, error 0.7
+        against 0.0017); float64 keeps no limit, as a pair grown far off the path is what
+        confirms a unit 1e-12 beside unit ones (its straddling risk stays open there).
+    """
+
+    tol_ulps: float
+    h_log2: int
+    h_shrink_log2: int
+    resolution_log2: int | None
+    reach_fraction: float
+
+
+#: Per family of arithmetic (see :class:`Tuning`).
+TUNING = {
+    "float64": Tuning(tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf),
+    "mpmath": Tuning(tol_ulps=2**6, h_log2=5, h_shrink_log2=2, resolution_log2=None, reach_fraction=2.0**-8),
+    "sympy": Tuning(tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf),
+}
+#: Euler-check attempts per piece (see :attr:`Tuning.h_shrink_log2`).
 H_ROUNDS = 5
 #: A split point whose gradient cannot be taken moves to the middle of its wider side, NUDGES times.
 NUDGES = 3
-#: Float comparisons accept a disagreement of TOL_ULPS * eps * (the magnitudes involved), per
-#: arithmetic: float64's answers carry up to 2^10 eps (relative to the canonical form's size) with
-#: the cancellation its properties admit; mpmath's eps = 10^-dps is already 3 to 10 unit roundoffs
-#: 2^-prec, and 2^4 of them cover the (d + m)-term sums of an mpmath oracle (a tolerance of 2^10
-#: 10^-dps refused every FFN below 13 digits: issue 23 item 8).
-TOL_ULPS = {"float64": 2**10, "mp": 2**4, "sympy": 0}
-#: Resolution rho = 2^-k of the kink confirmation (|y| = rho |x*|): float64, sympy; mpmath
-#: uses k = 3/4 of its bits.  Hyperplanes crossing the path within rho |x*| may be merged.
-RESOLUTION_LOG2 = {"float64": 30, "sympy": 64}
-#: A confirmation pair x* +- y farther off the path than this fraction of the interval's reach is
-#: no test (it may straddle other kinks of the interval): the interval is bisected instead.  Per
-#: arithmetic: mpmath at 7-10 digits merged kinks 0.1 apart this way (issue 23 item 2: 1 of 3
-#: hyperplanes, error 0.7 against a bound 0.35; with 2^-4, at 7 digits, error 0.7 against 0.0017);
-#: float64 keeps no limit, as a pair grown far off the path is what confirms a unit 1e-12 beside
-#: unit ones (its straddling risk stays open there).
-REACH_FRACTION = {"float64": np.inf, "mp": 2.0**-8, "sympy": np.inf}
+#: A confirmation pair x* +- y must see |J^T y| at least PAIR_MARGIN times the tolerances of its two
+#: predictions (y is grown to it): the test can then fail.
+PAIR_MARGIN = 4
 #: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
 ANSWER_RANGE = (2.0**-1000, 2.0**900)
 #: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
 SCALE_LOG2 = 16
+
+
+def tuning(arith: Arith) -> Tuning:
+    """The search's constants for ``arith`` (by its family)."""
+    return TUNING[arith.family]
+
+
+def answer_noise(arith: Arith) -> float:
+    """The relative rounding the search allows an answer: ``tol_ulps`` unit roundoffs of the
+    arithmetic (0 in exact arithmetic), relative to the magnitudes of :meth:`_PathSearch.tol`."""
+    return tuning(arith).tol_ulps * arith.unit_roundoff
 
 
 def kink_parameter(J: np.ndarray, X0: np.ndarray, direction: np.ndarray) -> Any:
@@ -114,12 +157,16 @@ class _PathSearch:
         #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
         #: f(x) and the local gradient vanish (units cancelling on x's region).
         self.gscale = 0.0
-        kind = arith.name.split(":")[0]
-        #: tolerance in units of eps, the first gradient step's log2 and the farthest a pair may
-        #: reach (see TOL_ULPS, H_LOG2, REACH_FRACTION)
-        self.ulps, self.h_log2, self.reach = TOL_ULPS[kind], H_LOG2[kind], REACH_FRACTION[kind]
-        bits = RESOLUTION_LOG2.get(arith.name, int(0.75 * getattr(arith, "dps", 20) * np.log2(10)))
-        self.rho = arith.scalar(2) ** -bits
+        #: the first gradient step's log2, its shrink's and the farthest a pair may reach
+        self.tuning = tuning(arith)
+        self.h_log2, self.h_shrink_log2 = self.tuning.h_log2, self.tuning.h_shrink_log2
+        self.reach = self.tuning.reach_fraction
+        #: the smallest step a gradient is taken with is 2^-smallest_h_log2 max|x|
+        self.smallest_h_log2 = self.h_log2 + self.h_shrink_log2 * (H_ROUNDS - 1)
+        #: the relative rounding an answer may carry: tol_ulps unit roundoffs (see :func:`answer_noise`)
+        self.noise = answer_noise(arith)
+        bits = self.tuning.resolution_log2
+        self.rho = arith.scalar(2) ** -(int(0.75 * arith.digits * np.log2(10)) if bits is None else bits)
         self.seen: list[tuple[np.ndarray, Any]] = []
         #: sum of |G_b - G_a|_1 + d (err_a + err_b) over intervals taken as kink-free: the most
         #: jump mass a kink below the gradients' errors can have there
@@ -149,7 +196,7 @@ class _PathSearch:
         size = sum(abs(float(v)) for v in values) + self.gscale * float(xf.sum())
         if G is not None:
             size += float(np.abs(self.arith.to_float(G)) @ xf)
-        return self.ulps * self.arith.eps * size + err * float(xf.sum())
+        return self.noise * size + err * float(xf.sum())
 
     def agrees(self, a: Any, b: Any, tol: float) -> bool:
         """a = b to within tol (exactly, in exact arithmetic)."""
@@ -157,7 +204,7 @@ class _PathSearch:
 
     def piece(self, x0: np.ndarray, y0: Any = None, h: Any = None) -> _Piece:
         """The gradient of the region containing x0 (``sec4.1/piece-gradient``), with first step
-        ``h`` (default ``2^(e - H_LOG2)``, ``2^e >= max |x0_i|``).
+        ``h`` (default ``2^(e - h_log2)``, ``2^e >= max |x0_i|``).
 
         A failure of Euler's relation ``G^T x0 = f(x0)`` by the same amount at two step sizes
         means x0 lies on a hyperplane or f is affine there (biases: checked by
@@ -194,7 +241,7 @@ class _PathSearch:
                 self._homogeneity(x0, y0)
                 raise _OnHyperplane
             residual_before = residual
-            h = h / 2**H_SHRINK_LOG2
+            h = h / 2**self.h_shrink_log2
         raise _OnHyperplane  # no step keeps the perturbations in one region: x0 is (nearly) on one
 
     def end_piece(self, x0: np.ndarray) -> _Piece:
@@ -203,9 +250,9 @@ class _PathSearch:
             return self.piece(x0)
         except _OnHyperplane:
             raise DegenerateProbeError(
-                "no gradient at a random end of the path: no step down to "
-                f"2^-{self.h_log2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| keeps f linear there: hyperplanes "
-                "closer than the arithmetic resolves, or not a bias-free ReLU FFN"
+                f"no gradient at a random end of the path: no step down to 2^-{self.smallest_h_log2} max|x| "
+                "keeps f linear there: hyperplanes closer than the arithmetic resolves, or not a bias-free "
+                "ReLU FFN"
             ) from None
 
     def scale_check(self, pU: _Piece, pW: _Piece) -> None:
@@ -219,18 +266,17 @@ class _PathSearch:
         ------
         AssumptionError
             If f is not positively homogeneous (an FFN with biases).
+        PrecisionLossError
+            If it fails by no more than the rounding of units of gradient ~1 (see
+            :meth:`_not_homogeneous`).
         """
         S = self.arith.scalar(2) ** SCALE_LOG2
         answers = self.ask(np.array([S * pU.x, S * pW.x, pU.x / S, pW.x / S]))
         self.ledger.values += 4
         for p, y, scale in zip((pU, pW, pU, pW), answers, (S, S, 1 / S, 1 / S)):
             if not self.agrees(y, scale * p.y, scale * self.tol(p.x, y / scale, p.y, G=p.G)):
-                raise AssumptionError(
-                    f"f(s x) - s f(x) = {float(y - scale * p.y):.6g} != 0 at s = {float(scale):g}: "
-                    "f is not positively "
-                    "homogeneous (an FFN with biases); the bias-free learner (Sec. 4.1) refuses it, as the "
-                    "parity split f(x) - f(-x) = u^T x fails with biases"
-                )
+                what = f"f(s x) - s f(x) at s = {float(scale):g}"
+                self._not_homogeneous(y - scale * p.y, scale * p.x, what)
 
     def _homogeneity(self, x0: np.ndarray, y0: Any) -> None:
         """One query: ``f(2 x0) = 2 f(x0)`` for a bias-free FFN (``sec4.1/parity-split``).
@@ -239,18 +285,44 @@ class _PathSearch:
         ------
         AssumptionError
             If it fails: f is affine, not linear, on x0's region (an FFN with biases).
+        PrecisionLossError
+            If it fails by no more than the rounding of units of gradient ~1.
         """
         y2 = self.ask(2 * x0[None])[0]
         self.ledger.values += 1
         if not self.agrees(y2, 2 * y0, self.tol(x0, y2, y0, y0)):
-            raise AssumptionError(
-                f"f(2 x0) - 2 f(x0) = {float(y2 - 2 * y0):.6g} != 0: f is not positively homogeneous "
-                "(an FFN with biases); the bias-free learner (Sec. 4.1) refuses it, as the parity "
-                "split f(x) - f(-x) = u^T x fails with biases"
+            self._not_homogeneous(y2 - 2 * y0, 2 * x0, "f(2 x0) - 2 f(x0)")
+
+    def _not_homogeneous(self, violation: Any, x: np.ndarray, what: str) -> None:
+        """Refuse an answer at x that breaks ``f(s x) = s f(x)`` by ``violation``.
+
+        The tolerance scales with |f| and the gradients seen, but the oracle rounds at the scale of
+        its units, which no query shows: units cancelling to f ~ 0 (f == 0 with FMA noise, issue 23
+        item 7) answer noise that breaks homogeneity by up to ``u |units| |x|``.  A violation within
+        the rounding a network with gradients of order one would carry, ``answer_noise |x|_1``, cannot
+        tell biases from that noise: PrecisionLossError; a larger one is an FFN with biases.
+
+        Raises
+        ------
+        PrecisionLossError, AssumptionError
+        """
+        size = abs(float(violation))
+        if size <= self.noise * float(np.abs(self.arith.to_float(x)).sum()):
+            raise PrecisionLossError(
+                f"{what} = {size:.3g}, within float rounding of units of gradient ~1 at |x|_1 = "
+                f"{float(np.abs(self.arith.to_float(x)).sum()):.3g}: f is 0 or below the arithmetic's "
+                "resolution up to its units' rounding (units cancelling), or an FFN with biases below it; "
+                "the answers cannot tell which"
             )
+        raise AssumptionError(
+            f"{what} = {float(violation):.6g} != 0: f is not positively homogeneous (an FFN with biases); "
+            "the bias-free learner (Sec. 4.1) refuses it, as the parity split f(x) - f(-x) = u^T x fails "
+            "with biases"
+        )
 
     def _gradient_error(self, G: np.ndarray, x0: np.ndarray, y: np.ndarray, y0: Any, h: Any) -> float:
-        """Bound on max_i |G_i - grad_i| from answers with relative error TOL_ULPS eps."""
+        """Bound on max_i |G_i - grad_i| from answers with relative error tol_ulps u (:meth:`tol`),
+        plus the division's rounding (0 in exact arithmetic, whose G may be symbolic)."""
         if self.arith.exact:
             return 0.0
         xf = np.abs(self.arith.to_float(x0))
@@ -259,19 +331,19 @@ class _PathSearch:
             + abs(float(y0))
             + float(np.abs(self.arith.to_float(y)).max())
         )
-        return self.ulps * self.arith.eps * 2 * scale / float(h) + self.arith.eps * float(
+        return self.noise * 2 * scale / float(h) + self.arith.unit_roundoff * float(
             np.abs(self.arith.to_float(G)).max()
         )
 
     def same_gradient(self, a: _Piece, b: _Piece) -> bool:
         """Are a's and b's gradients equal, to within their errors and the rounding floor?
 
-        The floor ``16 TOL_ULPS eps max|G|`` is the smallest jump a confirmation pair x* +- y with
-        ``|y| <= |x*|`` can tell from the answers' rounding (``eps |G| |x|`` even where f is tiny,
+        The floor ``16 tol_ulps u max|G|`` is the smallest jump a confirmation pair x* +- y with
+        ``|y| <= |x*|`` can tell from the answers' rounding (``u |G| |x|`` even where f is tiny,
         see :meth:`tol`); a jump below it (a unit whose kink is below float64's resolution beside
         large ones) is taken for none, and booked in ``hidden`` (the error bound adds half of it).
         """
-        tol = 2 * (a.err + b.err) + 16 * self.ulps * self.arith.eps * self.gscale  # 0 in exact arithmetic
+        tol = 2 * (a.err + b.err) + 16 * self.noise * self.gscale  # 0 in exact arithmetic
         return all(self.arith.within(t, tol) for t in a.G - b.G)
 
     def segment(self, a: _Piece, b: _Piece) -> list[tuple[np.ndarray, np.ndarray, float]]:
@@ -317,6 +389,14 @@ class _PathSearch:
                         kinks.append((J, direction, pa.err + pb.err))
                         continue
                     inside = sa < s < sb
+                    if inside and status == "far":
+                        # the pieces' errors over their distance to x* need a pair reaching too
+                        # far: open a piece halfway from x* to the piece whose prediction there
+                        # is the less certain (it replaces that piece when on its plane)
+                        far_a = pa.err * float(s - sa) >= pb.err * float(sb - s)
+                        middle = (sa + s) / 2 if far_a else (s + sb) / 2
+                        self._split(stack, X0, direction, (sa, pa, middle, sb, pb), None, toward=s)
+                        continue
                     if inside and status in ("in_a", "in_b"):  # x* lies in pa's (pb's) own region
                         self.ledger.regions_skipped += 1
                         stack.append((s, pa, sb, pb) if status == "in_a" else (sa, pa, s, pb))
@@ -351,8 +431,12 @@ class _PathSearch:
             self._split(stack, X0, direction, (sa, pa, s, sb, pb), y_split)
         return kinks
 
-    def _split(self, stack: list, X0: np.ndarray, direction: np.ndarray, interval: tuple, y: Any) -> None:
-        """Open the region at s (moved if s lies on a hyperplane) and push the two halves."""
+    def _split(
+        self, stack: list, X0: np.ndarray, direction: np.ndarray, interval: tuple, y: Any, toward: Any = None
+    ) -> None:
+        """Open the region at s (moved if s lies on a hyperplane) and push the two halves; a piece
+        opened towards a kink at ``toward`` replaces the end piece it duplicates when nearer in
+        effect (see :meth:`segment`)."""
         sa, pa, s, sb, pb = interval
         for _ in range(NUDGES):
             try:
@@ -364,12 +448,21 @@ class _PathSearch:
         else:
             raise DegenerateProbeError(
                 f"no gradient at {NUDGES} points of an interval of width {float(sb - sa):.3g}: every one "
-                f"is within 2^-{self.h_log2 + H_SHRINK_LOG2 * (H_ROUNDS - 1)} max|x| of a hyperplane (kinks "
+                f"is within 2^-{self.smallest_h_log2} max|x| of a hyperplane (kinks "
                 "closer than the search resolves)"
             )
         if self.same_gradient(p, pa) or self.same_gradient(p, pb):
+            # p lies in pa's (pb's) region; opened towards a kink at s* (``toward``), it stands
+            # for that piece when its prediction at s* is the more certain (error times distance)
             self.ledger.duplicate_pieces += 1
-            stack.append((s, pa, sb, pb) if self.same_gradient(p, pa) else (sa, pa, s, pb))
+
+            def nearer(q: _Piece, sq: Any) -> bool:  # p predicts f at s* better than q at sq does
+                return toward is not None and p.err * abs(float(toward - s)) < q.err * abs(float(toward - sq))
+
+            if self.same_gradient(p, pa):
+                stack.append((s, p if nearer(pa, sa) else pa, sb, pb))
+            else:
+                stack.append((sa, pa, s, p if nearer(pb, sb) else pb))
         else:
             stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
 
@@ -435,14 +528,15 @@ class _PathSearch:
         ``f(x* + y) = G_b^T (x* + y)`` and ``f(x* - y) = G_a^T (x* - y)`` with y off the path on
         pb's side, ``|y|_inf = rho |x*|_inf`` (two queries): they rule out an x* inside pa's or
         pb's own region, where the first test holds by construction, unless x* lies within
-        ``|y|`` of that region's boundary: the search's resolution rho (RESOLUTION_LOG2).
+        ``|y|`` of that region's boundary: the search's resolution rho (:attr:`Tuning.resolution_log2`).
 
         Returns
         -------
-        status : {"kink", "in_a", "in_b", "split", "unknown"}
+        status : {"kink", "in_a", "in_b", "split", "far", "unknown"}
             A confirmed kink; x* inside pa's (pb's) region (all three answers on its plane);
-            x* opens a new piece; or no pattern was recognised (x* may lie on a hyperplane,
-            so the caller bisects instead of opening a region there).
+            x* opens a new piece; the pair that could fail would reach farther than reach_fraction
+            of the interval (the caller opens a piece nearer x*); or no pattern was recognised
+            (x* may lie on a hyperplane, so the caller bisects instead of opening a region there).
         y_x : f(x*)
         """
         arith = self.arith
@@ -457,14 +551,14 @@ class _PathSearch:
             y = reach * (size * self.rho / arith.abs_max_scalar(reach))
         if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerances
             dz = max(float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb))
-            need = 16 * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
+            need = PAIR_MARGIN * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
             if abs(float(J @ y)) < need:
                 y = y * (need / abs(float(J @ y)))
                 if float(arith.abs_max_scalar(y)) > self.reach * float(arith.abs_max_scalar(reach)):
                     # a pair this far off the path may straddle the other kinks of the interval
-                    # (merging them into one): no verdict; the caller bisects, and the pieces'
-                    # tolerances shrink with their distance to x*
-                    return "unknown", y_x
+                    # (merging them into one): no verdict; the caller measures a piece nearer
+                    # x*, whose prediction there carries less of its gradient's error
+                    return "far", y_x
         if (float(J @ y) > 0) != (float(J @ reach) > 0):
             y = -y
         plus, minus = self.ask(np.array([x + y, x - y]))

@@ -175,8 +175,8 @@ def learn_ffn(
         float64, mpmath or sympy (exact: the path is rational); a name ``"float64"``,
         ``"mp:DIGITS"`` or ``"sympy"`` is parsed.
     min_gap : float, optional
-        Floor on the path interval searched (default 2^12 eps: 9e-13 in float64; 2^-200 in
-        sympy): below it the kinks are declared unresolvable.
+        Floor on the path interval searched (default 2^12 eps, at least 2^-200: 9e-13 in
+        float64; 2^-200 in sympy): below it the kinks are declared unresolvable.
     max_steps : int, optional
         Bound on search steps (default 64 (d + 8)^2): termination whatever the oracle says.
     tolerance : float, optional
@@ -227,8 +227,10 @@ def learn_ffn(
     DegenerateProbeError
         If hyperplanes are closer than the search resolves (exact arithmetic too).
     PrecisionLossError
-        If the a-posteriori error bound exceeds ``tolerance`` or the answers contradict the
-        recovered network (numeric arithmetics).
+        If the a-posteriori error bound exceeds ``tolerance``, the answers contradict the
+        recovered network, or f breaks homogeneity by no more than the rounding of units of
+        gradient ~1 (rounding noise of units cancelling to f ~ 0 cannot be told from biases below
+        the resolution; numeric arithmetics).
 
     Examples
     --------
@@ -253,7 +255,7 @@ def learn_ffn(
     session = Session(oracle, arith, learner=LEARNERS["ffn"])
     d = oracle.d
     if min_gap is None:
-        min_gap = 2.0**-200 if arith.exact else 2**12 * arith.eps
+        min_gap = max(2**12 * arith.eps, 2.0**-200)  # 2^-200 in exact arithmetic (eps = 0)
     max_steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     failures: list[str] = []
     spent = _Ledger()
@@ -537,7 +539,7 @@ def _union(
         n, lam = normalize_normal(J, arith)
         for J1, _, err1 in union:
             n1, lam1 = normalize_normal(J1, arith)
-            tol = 4 * (err / abs(float(lam)) + err1 / abs(float(lam1))) + search.ulps * arith.eps
+            tol = 4 * (err / abs(float(lam)) + err1 / abs(float(lam1))) + search.noise
             if all(arith.within(t, tol) for t in n - n1):  # exactly, in exact arithmetic
                 break
         else:
