@@ -797,8 +797,12 @@ class BilinearSession(Session):
             reasked += len(search) + self._settle(probes, entries, L, k, mags, search, rescaled, policy)
             rescaled[search] = True
         # probes asked before the scale was known, at one 256 times smaller or more than it turned out
-        # to allow: ask them again (a probe that then saturates is rescaled like any other)
-        early = np.flatnonzero((probes.order * (scale.k - k) >= 8) & (mags < policy.tiny))
+        # to allow: ask them again (a probe that then saturates is rescaled like any other).  Their
+        # signal is read without the score bias c^T p, which does not grow with s (as in _learn):
+        # with a bias the whole logit stays ~ c^T p however far below the scale a probe was asked
+        early = np.flatnonzero(
+            (probes.order * (scale.k - k) >= 8) & (self._signal(probes, entries, L, k) < policy.tiny)
+        )
         if early.size:
             k[early] = scale.k
             reasked += len(early) + self._settle(probes, entries, L, k, mags, early, rescaled, policy)
@@ -857,6 +861,14 @@ class BilinearSession(Session):
             mags[bad] = self.arith.magnitudes(L[bad])
         raise PrecisionLossError(f"probe rescaling did not converge in {policy.rounds} rounds")
 
+    def _signal(
+        self, probes: Probes, entries: tuple[np.ndarray, np.ndarray], L: np.ndarray, k: np.ndarray
+    ) -> np.ndarray:
+        """``|s^order p^T W* q|`` of each entry (float64): its logit L without the score bias
+        (``s c^T p`` whole-probe, ``c^T p`` query-only), which does not grow with s."""
+        arith = self.arith
+        return arith.magnitudes(probes.values(L, k, entries[0]) * arith.pow2(probes.order * k))
+
     def _learn(
         self,
         probes: Probes,
@@ -872,10 +884,9 @@ class BilinearSession(Session):
         none and nothing is known yet, a jump past the rounding that hid them -- when its logits
         are clearly above rounding noise (a tiny W*), or else only if not ``patient`` (every
         entry was lost: zeros alone do not tell a tiny W* from a sparse one)."""
-        arith, order = self.arith, probes.order
+        order = probes.order
         kk, ll = entries
-        # |s^order p^T W* q|: the logit without the score bias, which does not grow with s
-        signal = arith.magnitudes(probes.values(L[b], k[b], kk[b]) * arith.pow2(order * k[b]))
+        signal = self._signal(probes, (kk[b], ll[b]), L[b], k[b])
         with np.errstate(divide="ignore"):
             log2_values = np.log2(signal) - order * k[b]
         scale.learn(log2_values[signal >= policy.informative], order, policy)
@@ -931,7 +942,8 @@ def value_errors(
     eps / sqrt(3) (the RMS of a uniform error), a dot product ``x^T y`` by about that times
     ``|x^T y| + ||x o y||`` (x o y: its summands; ``||x|| ||y|| / sqrt(d)`` when y is spread out),
     so the label's error is that for ``x_i^T v``, the score's for ``x_i^T (W x_2)`` and ``x_i^T c``
-    (plus the rounding of ``W x_2`` itself), and a one-token answer is exact without an offset.
+    (plus the rounding of ``W x_2`` itself, computed once: it meets the logit only through
+    ``x_1 - x_2``, of norm ``s ||p||`` or ``||p||``), and a one-token answer is exact without an offset.
     A learner adds these up in quadrature through its solve.
 
     The same formula serves float64 and mpmath (eps = 10^-dps).  Returned as float64.
@@ -980,11 +992,15 @@ def value_errors(
         dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4 + rounding.final * (beta + x1v + s * qv)
         dy = dy + eps * x1 * vn  # the learner's own probe x_1 = p + q (p + s q) rounded: eps ||x_1||
     dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps if typical else 2 * eps)
-    # typical: ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c), and W x_2's own rounding
-    size = (Wq + W_norm / np.sqrt(d)) / np.sqrt(d) if typical else W_norm
-    ds = g * add(size * (x1 + x2) * x2, c_norm * (x1 + x2) / (np.sqrt(d) if typical else 1))
+    if typical:  # ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c); W x_2 is computed
+        # once, so its own rounding dy (~ ||W||_F ||x_2|| / sqrt(d)) meets the logit only through
+        # (x_1 - x_2)^T dy = s p^T dy (p^T dy query-only): weighted by ||s p||, not ||x_1|| + ||x_2||
+        Wx2 = (Wq * (x1 + x2) + W_norm / np.sqrt(d) * sx * p_norm) * x2
+        ds = g * add(Wx2 / np.sqrt(d), c_norm * (x1 + x2) / np.sqrt(d))
+    else:
+        ds = g * add(W_norm * (x1 + x2) * x2, c_norm * (x1 + x2))
     if not typical:  # ... moves the score (x_1 - x_2)^T (W x_2 + c) by dx_1^T (W x_2 + c)
-        ds = ds + eps * x1 * (size * x2 + c_norm)
+        ds = ds + eps * x1 * (W_norm * x2 + c_norm)
     with np.errstate(divide="ignore"):
         dL = add(dalpha / (alpha * (1 - alpha)), ds)
     lin = probes.linear_typical if typical else probes.linear_err
