@@ -83,6 +83,8 @@ def test_float64_recovery_within_derived_bound(target, probes, seed):
 @example((np.diag([100.0] + [0.0] * 9), np.array([-1.0] + [0.0] * 9)), "gaussian", 1369004)
 # the same seed drew a Z with cond(Z) = 1.6e4 (3.4e-9, thorough profile): redrawn when > 100 d
 @example((np.diag([100.0] + [0.0] * 9), np.array([-0.5, 0.5625, 1.0] + [0.0] * 7)), "gaussian", 1369004)
+# the smallest normal W*: answered since the scale reaches 2^500 (bound 1.0e-315, thorough seed 52711)
+@example((np.array([[2.2250738585072014e-308]]), np.array([-1.0])), "orthogonal", 0)
 def test_float64_relative_error_for_moderate_targets(target, probes, seed):
     W, v = target
     if np.abs(W).max() < RESOLVABLE:  # near or below resolution: refused or within the bound
@@ -91,7 +93,8 @@ def test_float64_relative_error_for_moderate_targets(target, probes, seed):
         except PrecisionLossError as exc:
             assert "a-posteriori bound" in str(exc)
             return
-        assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound <= 6.7e-4 * np.linalg.norm(rec.W)
+        # FLOAT64.norm: np.linalg.norm([2.2e-308]) underflows to 0 in the square
+        assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound <= 6.7e-4 * FLOAT64.norm(rec.W)
         return
     rec, _ = recover(W, v, probes, seed)
     assert score(rec, W, v, FLOAT64).rel_err_W < 1e-9
