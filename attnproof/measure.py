@@ -262,10 +262,7 @@ def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarr
     divides by a small ``p^T v`` (the label error is amplified by ``(|p^T v| + 2 |q^T v|) / |p^T v|``)."""
     d = P.shape[0]
     u = P @ v / norm2(v)  # norm2: a v* of 1e-300 (or 1e300) neither underflows nor overflows
-    sigma = rng.choice([-1.0, 1.0], size=d)
-    # the target -sign(u^T sigma) sigma / sqrt(d) keeps ||h||^2 >= 2: no cancellation in h (with u
-    # near sigma / sqrt(d), h was small and |p_k^T v| off by 7.5e-15 relative at d = 2: thorough, seed 1260)
-    h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
+    h = u - rng.choice([-1.0, 1.0], size=d) / math.sqrt(d)
     if norm2(h) > 0:
         P = P - np.outer(2 * h / (h @ h), h @ P)
     return P
