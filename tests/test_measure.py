@@ -96,6 +96,20 @@ def test_random_orthogonal_and_balanced_bases(d, seed):
     assert np.allclose(np.abs(P @ v), np.linalg.norm(v) / np.sqrt(d), rtol=16 * d * FLOAT64.eps, atol=0)
 
 
+@pytest.mark.xfail(strict=True, reason="open (measure.balanced): the reflection's h = u - sigma / sqrt(d) "
+                   "cancels when u is near sigma / sqrt(d)")
+def test_open_balanced_rows_lose_accuracy_when_the_reflection_cancels():
+    """Found by the thorough profile (seed 61734) in the property above: d = 2, seed 1260, |p_k^T v|
+    off by 7.5e-15 relative (the property allows 16 d eps = 3.6e-15).  The stable choice, target
+    ``-sign(u^T sigma) sigma / sqrt(d)`` (||h||^2 >= 2), fixes it, but it changes every orthogonal
+    probe basis of the exact and skeleton learners (thm5.1/run-high-precision's hash moves: a
+    re-ask count is in a check's label), so it is left to the merge."""
+    d, rng = 2, np.random.default_rng(1260)
+    v = rng.standard_normal(d)
+    P = balanced(random_orthogonal(d, rng), v, rng)
+    assert np.allclose(np.abs(P @ v), np.linalg.norm(v) / np.sqrt(d), rtol=16 * d * FLOAT64.eps, atol=0)
+
+
 @pytest.mark.parametrize("m", [-997, 997, -1100])  # v* of about 1e-300, 1e300, 1e-331 (mpmath)
 @pytest.mark.parametrize("bias", [False, True])
 def test_the_rounding_model_reads_a_tiny_or_huge_v_in_range(m, bias, monkeypatch):
