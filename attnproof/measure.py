@@ -112,7 +112,7 @@ class ScalePolicy:
     trust: float = 30.0
     shrink_log2: int = 16
     tiny: float = 0.25
-    max_k: int = 240
+    max_k: int = 500
     rounds: int = 64
 
 
@@ -831,16 +831,24 @@ class BilinearSession(Session):
         # every value lost to rounding: W* tiny or 0; move a few spread-out probes up until one is
         # informative (each jump keeps a lost value below the ceiling)
         search = np.unique(np.linspace(0, n - 1, min(n, policy.pilot)).astype(np.int64))
-        while n and not scale.known:
+        while n and not scale.known:  # each pass but the last jumps k up, to at most max_k: <= 2 max_k passes
+            before = scale.jumps
             self._learn(probes, entries, L, k, search, scale, policy, patient=False)
-            if scale.known or scale.k <= int(k[search].max()):  # at the largest scale: W* = 0 to resolution
+            # no jump (at the largest scale: W* = 0 to resolution), or none above where the probes are;
+            # the probes may sit below scale.k after _settle shrank saturated ones (labels beyond
+            # float64's range): without the first test they were moved up and shrunk again forever
+            if scale.known or scale.jumps == before or scale.k <= int(k[search].max()):
                 break
             k[search] = scale.k
             reasked += len(search) + self._settle(probes, entries, L, k, mags, search, rescaled, policy)
             rescaled[search] = True
         # probes asked before the scale was known, at one 256 times smaller or more than it turned out
-        # to allow: ask them again (a probe that then saturates is rescaled like any other)
-        early = np.flatnonzero((probes.order * (scale.k - k) >= 8) & (mags < policy.tiny))
+        # to allow: ask them again (a probe that then saturates is rescaled like any other).  Their
+        # signal is read without the score bias c^T p, which does not grow with s (as in _learn):
+        # with a bias the whole logit stays ~ c^T p however far below the scale a probe was asked
+        early = np.flatnonzero(
+            (probes.order * (scale.k - k) >= 8) & (self._signal(probes, entries, L, k) < policy.tiny)
+        )
         if early.size:
             k[early] = scale.k
             reasked += len(early) + self._settle(probes, entries, L, k, mags, early, rescaled, policy)
@@ -899,6 +907,14 @@ class BilinearSession(Session):
             mags[bad] = self.arith.magnitudes(L[bad])
         raise PrecisionLossError(f"probe rescaling did not converge in {policy.rounds} rounds")
 
+    def _signal(
+        self, probes: Probes, entries: tuple[np.ndarray, np.ndarray], L: np.ndarray, k: np.ndarray
+    ) -> np.ndarray:
+        """``|s^order p^T W* q|`` of each entry (float64): its logit L without the score bias
+        (``s c^T p`` whole-probe, ``c^T p`` query-only), which does not grow with s."""
+        arith = self.arith
+        return arith.magnitudes(probes.values(L, k, entries[0]) * arith.pow2(probes.order * k))
+
     def _learn(
         self,
         probes: Probes,
@@ -914,18 +930,26 @@ class BilinearSession(Session):
         none and nothing is known yet, a jump past the rounding that hid them -- when its logits
         are clearly above rounding noise (a tiny W*), or else only if not ``patient`` (every
         entry was lost: zeros alone do not tell a tiny W* from a sparse one)."""
-        arith, order = self.arith, probes.order
+        order = probes.order
         kk, ll = entries
-        # |s^order p^T W* q|: the logit without the score bias, which does not grow with s
-        signal = arith.magnitudes(probes.values(L[b], k[b], kk[b]) * arith.pow2(order * k[b]))
+        signal = self._signal(probes, (kk[b], ll[b]), L[b], k[b])
         with np.errstate(divide="ignore"):
             log2_values = np.log2(signal) - order * k[b]
         scale.learn(log2_values[signal >= policy.informative], order, policy)
         if not scale.known:
             top = float(signal.max(initial=0.0))
-            noise = float(np.max(resolution(probes, (kk[b], ll[b]), k[b]) * np.ldexp(1.0, order * k[b])))
+            # the logits' rounding noise: the values' resolution times s^order, i.e. the resolution at
+            # k = 0 (taken there: at k = 500, 10^-50 / 2^1000 underflows float64)
+            noise = float(np.max(resolution(probes, (kk[b], ll[b]), np.zeros_like(k[b]))))
             if top > 1024 * noise or not patient:  # clearly a tiny W*, or the last resort
                 scale.jump(math.log2(max(top, noise)), order, policy)
+
+
+#: The absolute error a float64 product may add below the normal range (2^-1074 >= the 2^-1075 of
+#: gradual underflow; additions are exact there).  :func:`value_errors` charges it in every
+#: arithmetic: mpmath does not underflow in this range, and there it only over-estimates labels
+#: below ~1e-290 (no branch on the arithmetic).
+UNDERFLOW = float(np.finfo(np.float64).smallest_subnormal)
 
 
 def _into_range(probes: Probes) -> int:
@@ -973,7 +997,8 @@ def value_errors(
     eps / sqrt(3) (the RMS of a uniform error), a dot product ``x^T y`` by about that times
     ``|x^T y| + ||x o y||`` (x o y: its summands; ``||x|| ||y|| / sqrt(d)`` when y is spread out),
     so the label's error is that for ``x_i^T v``, the score's for ``x_i^T (W x_2)`` and ``x_i^T c``
-    (plus the rounding of ``W x_2`` itself), and a one-token answer is exact without an offset.
+    (plus the rounding of ``W x_2`` itself, computed once: it meets the logit only through
+    ``x_1 - x_2``, of norm ``s ||p||`` or ``||p||``), and a one-token answer is exact without an offset.
     A learner adds these up in quadrature through its solve.
 
     The same formula serves float64 and mpmath (eps = 10^-dps).  Returned as float64.
@@ -1021,19 +1046,32 @@ def value_errors(
         x1v = np.abs(pv + s * qv) if probes.scale_query_only else s * (pv + qv)
         dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4 + rounding.final * (beta + x1v + s * qv)
         dy = dy + eps * x1 * vn  # the learner's own probe x_1 = p + q (p + s q) rounded: eps ||x_1||
+    # float64's gradual underflow: a product (or a probe entry) landing below 2^-1022 is also off by up
+    # to 2^-1075 absolute (sums are exact there): the label's 2 d + 4 products in v's scaled units, and
+    # the probe entries' error times v; once the probe scale s is far from 1 (a W* of 1e200 is asked
+    # at s ~ 1e-100) such labels are where a tiny v* ends up, and this term keeps the bound honest
+    tiny = UNDERFLOW
+    dy = add(dy, np.ldexp(tiny * (2.0 * d + 4), e) + tiny * np.sqrt(d) * vn)
     dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps if typical else 2 * eps)
-    # typical: ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c), and W x_2's own rounding
-    size = (Wq + W_norm / np.sqrt(d)) / np.sqrt(d) if typical else W_norm
-    ds = g * add(size * (x1 + x2) * x2, c_norm * (x1 + x2) / (np.sqrt(d) if typical else 1))
+    if typical:  # ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c); W x_2 is computed
+        # once, so its own rounding dy (~ ||W||_F ||x_2|| / sqrt(d)) meets the logit only through
+        # (x_1 - x_2)^T dy = s p^T dy (p^T dy query-only): weighted by ||s p||, not ||x_1|| + ||x_2||
+        Wx2 = (Wq * (x1 + x2) + W_norm / np.sqrt(d) * sx * p_norm) * x2
+        ds = g * add(Wx2 / np.sqrt(d), c_norm * (x1 + x2) / np.sqrt(d))
+    else:
+        ds = g * add(W_norm * (x1 + x2) * x2, c_norm * (x1 + x2))
     if not typical:  # ... moves the score (x_1 - x_2)^T (W x_2 + c) by dx_1^T (W x_2 + c)
-        ds = ds + eps * x1 * (size * x2 + c_norm)
+        ds = ds + eps * x1 * (W_norm * x2 + c_norm)
+    # underflow in the scores: their d^2 + 2 d products, and the probe entries' times W x_2 + c
+    ds = add(ds, tiny * (d * d + 2.0 * d + np.sqrt(d) * (W_norm * x2 + c_norm)))
     with np.errstate(divide="ignore"):
         dL = add(dalpha / (alpha * (1 - alpha)), ds)
     lin = probes.linear_typical if typical else probes.linear_err
     lin = 0.0 if lin is None else lin[kk]
-    if probes.scale_query_only:
-        return add(dL, lin) / s
-    return add(dL / s, lin) / s
+    err = add(dL, lin) if probes.scale_query_only else add(dL / s, lin)
+    # a bound below float64's range (mpmath at s = 2^500: 10^-50 / 2^1000) is rounded up to the
+    # smallest subnormal, never down to 0
+    return np.maximum(err / s, np.where(err > 0, UNDERFLOW, 0.0))
 
 
 def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray) -> np.ndarray:

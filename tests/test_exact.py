@@ -42,9 +42,10 @@ def recover(W, v, probes="gaussian", seed=0, arith=FLOAT64, **kw):
 # --- float64: recovery within the learner's own first-order rounding bound ----------------
 
 #: Below this max |W_ij| every logit rounds to 0 even at the largest probe scale 2^max_k
-#: (resolution ~ 4 eps / 2^(2 max_k) ~ 1e-160): the learner's a-posteriori bound then exceeds
-#: its promise and it raises PrecisionLossError (W = 0 included) instead of returning noise.
-RESOLVABLE = 1e-140
+#: (resolution ~ 4 eps / 2^(2 max_k) ~ 1e-316 at max_k = 500; it was 1e-160 at max_k = 240): the
+#: learner's a-posteriori bound then exceeds its promise and it raises PrecisionLossError (W = 0
+#: included) instead of returning noise.
+RESOLVABLE = 1e-280
 
 
 @given(
@@ -82,6 +83,8 @@ def test_float64_recovery_within_derived_bound(target, probes, seed):
 @example((np.diag([100.0] + [0.0] * 9), np.array([-1.0] + [0.0] * 9)), "gaussian", 1369004)
 # the same seed drew a Z with cond(Z) = 1.6e4 (3.4e-9, thorough profile): redrawn when > 100 d
 @example((np.diag([100.0] + [0.0] * 9), np.array([-0.5, 0.5625, 1.0] + [0.0] * 7)), "gaussian", 1369004)
+# the smallest normal W*: answered since the scale reaches 2^500 (bound 1.0e-315, thorough seed 52711)
+@example((np.array([[2.2250738585072014e-308]]), np.array([-1.0])), "orthogonal", 0)
 def test_float64_relative_error_for_moderate_targets(target, probes, seed):
     W, v = target
     if np.abs(W).max() < RESOLVABLE:  # near or below resolution: refused or within the bound
@@ -90,7 +93,8 @@ def test_float64_relative_error_for_moderate_targets(target, probes, seed):
         except PrecisionLossError as exc:
             assert "a-posteriori bound" in str(exc)
             return
-        assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound <= 6.7e-4 * np.linalg.norm(rec.W)
+        # FLOAT64.norm: np.linalg.norm([2.2e-308]) underflows to 0 in the square
+        assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound <= 6.7e-4 * FLOAT64.norm(rec.W)
         return
     rec, _ = recover(W, v, probes, seed)
     assert score(rec, W, v, FLOAT64).rel_err_W < 1e-9
@@ -328,9 +332,43 @@ def test_v_outside_float_range_raises_precision_loss(v_scale):
         recover(np.eye(2), np.array([1.0, 0.5]) * v_scale)
 
 
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_the_floor_follows_the_learned_scale(scale):
+    """``recover exact --d 8 --scale 1e-200`` was refused (bound 1.44e-157, the resolution at the
+    largest probe scale 2^240, whatever W*) and 1e200 saturated at 2^-240; the probe scale now
+    reaches 2^+-500 and the norms of the bound do not overflow nor underflow in their squares
+    (measured: relative errors 9e-16 and 4e-15, bounds 7.8e-213 and 1.1e189)."""
+    rng = np.random.default_rng(0)
+    W, v = rng.standard_normal((8, 8)) * scale, rng.standard_normal(8)
+    rec, oracle = recover(W, v, "orthogonal", 0)
+    err = np.linalg.norm((rec.W - W) / scale) * scale
+    assert err <= rec.error_bound <= 1e-11 * np.linalg.norm(W / scale) * scale  # as at scale 1 (1e-13)
+    assert rec.queries == oracle.queries == 8 + 64 + rec.diagnostics["reasked_queries"]
+
+
+@pytest.mark.parametrize("w_log10, v_log10", [(125, -250), (225, -200), (250, -225), (-250, 200)])
+def test_labels_below_float64s_normal_range_stay_within_the_bound(w_log10, v_log10):
+    """A W* of 1e125 is asked at s ~ 1e-63, and with a v* of 1e-250 the labels s (p + q)^T v* fall
+    below 2^-1022, where float64 loses precision without a relative bound (gradual underflow):
+    the learner returned an error of 2.9e115 under a bound of 1.5e112 (and, once larger W* became
+    reachable, 1.8e250 under 9.5e183).  value_errors now charges 2^-1074 per product: within
+    the bound or refused.  The last target (a tiny W*, a huge v*) jumped up and shrank its
+    saturated search probes forever; the search now stops when the scale does not jump."""
+    rng = np.random.default_rng(abs(1000 * w_log10 + v_log10))
+    W, v = rng.standard_normal((3, 3)) * 10.0**w_log10, rng.standard_normal(3) * 10.0**v_log10
+    oracle = ValueOracle(Attention(W, v), budget=10_000)  # the endless search exceeds any budget
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):  # labels overflow at the search's scales
+            rec = learn_exact(oracle, rng=rng)
+    except PrecisionLossError:
+        return
+    scale = 10.0**w_log10
+    assert np.linalg.norm((rec.W - W) / scale) * scale <= rec.error_bound
+
+
 def test_W_beyond_rescaling_range_raises_precision_loss_and_terminates():
     d = 3
-    W = np.full((d, d), 1e200)
+    W = np.full((d, d), 1e307)
     rec_oracle = ValueOracle(Attention(W, np.ones(d)))
     with pytest.raises(PrecisionLossError):
         learn_exact(rec_oracle, probes="basis")
@@ -404,7 +442,7 @@ def test_mpmath_recovery_is_near_exact(target, probes, seed):
     try:
         rec, oracle = recover(W, v, probes, seed, arith)
     except PrecisionLossError:
-        # W* below what 50 digits resolve at the largest probe scale 4^240 (10^-50 / 10^144),
+        # W* below what 50 digits resolve at the largest probe scale 4^500 (10^-50 / 10^301),
         # with the bound's headroom and the promise 10^-10: refused, W* = 0 included
         assert np.abs(W).max() < 1e-170
         return

@@ -106,12 +106,31 @@ def test_random_orthogonal_and_balanced_bases(d, seed):
     assert np.allclose(np.abs(P @ v), np.linalg.norm(v) / np.sqrt(d), rtol=16 * d * FLOAT64.eps, atol=0)
 
 
+@pytest.mark.xfail(strict=True, reason="open (measure.balanced): the reflection's h = u - sigma / sqrt(d) "
+                   "cancels when u is near sigma / sqrt(d)")
+def test_open_balanced_rows_lose_accuracy_when_the_reflection_cancels():
+    """Found by the thorough profile (seed 61734) in the property above: d = 2, seed 1260, |p_k^T v|
+    off by 7.5e-15 relative (the property allows 16 d eps = 3.6e-15).  The stable choice, target
+    ``-sign(u^T sigma) sigma / sqrt(d)`` (||h||^2 >= 2), fixes it, but it changes every orthogonal
+    probe basis of the exact and skeleton learners (thm5.1/run-high-precision's hash moves: a
+    re-ask count is in a check's label), so it is left to the merge."""
+    d, rng = 2, np.random.default_rng(1260)
+    v = rng.standard_normal(d)
+    P = balanced(random_orthogonal(d, rng), v, rng)
+    assert np.allclose(np.abs(P @ v), np.linalg.norm(v) / np.sqrt(d), rtol=16 * d * FLOAT64.eps, atol=0)
+
+
 @pytest.mark.parametrize("m", [-997, 997, -1100])  # v* of about 1e-300, 1e300, 1e-331 (mpmath)
 @pytest.mark.parametrize("bias", [False, True])
-def test_the_rounding_model_reads_a_tiny_or_huge_v_in_range(m, bias):
+def test_the_rounding_model_reads_a_tiny_or_huge_v_in_range(m, bias, monkeypatch):
     """value_errors and resolution are homogeneous of degree 0 in (v*, beta): scaling both by an
     exact power of two 2^m leaves them unchanged (before the fix, ||v|| underflowed to 0 below
-    about 1e-154 and the bound lost its v terms; above 1e154 it overflowed to inf)."""
+    about 1e-154 and the bound lost its v terms; above 1e154 it overflowed to inf) -- but for the
+    absolute charge of float64's gradual underflow (measure.UNDERFLOW), which is not homogeneous:
+    it only adds (checked with it), the rest is homogeneous (checked without it)."""
+    import attnproof.measure as measure
+
+    with_underflow = []
     rng = np.random.default_rng(7)
     d = 3
     arith = MP(30) if m < -1074 else FLOAT64
@@ -125,10 +144,14 @@ def test_the_rounding_model_reads_a_tiny_or_huge_v_in_range(m, bias):
 
     unit, far = model(0), model(m)
     for kwargs in ({}, {"Wq": np.ones(d)}):
+        with_underflow.append(value_errors(far, L, k, (idx, idx), 2.0, 0.5, **kwargs))
+    monkeypatch.setattr(measure, "UNDERFLOW", 0.0)
+    for kwargs, charged in zip(({}, {"Wq": np.ones(d)}), with_underflow, strict=True):
         expected = value_errors(unit, L, k, (idx, idx), 2.0, 0.5, **kwargs)
         assert np.all(np.isfinite(expected)) and np.all(expected > 0)
         got = value_errors(far, L, k, (idx, idx), 2.0, 0.5, **kwargs)
         np.testing.assert_allclose(got, expected, rtol=1e-12)
+        assert np.all(charged >= got * (1 - 1e-12))
     from attnproof.measure import resolution
 
     np.testing.assert_allclose(resolution(far, (idx, idx), k), resolution(unit, (idx, idx), k), rtol=1e-12)

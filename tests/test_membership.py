@@ -557,6 +557,31 @@ def test_the_run_entry_fails_on_a_dropped_factor(monkeypatch):
     assert any(not r["passed"] and "error_bound" in r["check"] for r in rows)
 
 
+def test_the_runs_check_a_ratio_and_fail_on_a_dropped_factor(monkeypatch):
+    """Issue 22: the membership runs compare ||error|| / error_bound with the constant 1 (the
+    learner's measured bound no longer enters the entry's hash) and still fail on a wrong bound:
+    ``thmB.1/run-rotated`` reaches 0.86 of error_bound (mp:40, d = 2), so a bound halved fails it;
+    its v bound error_bound_v2 is looser (0.05-0.18 of it: a factor 8 dropped fails)."""
+    from attnproof.theorems.membership import identities, learners
+    from attnproof.verify.checkers import run_rows
+
+    for entry in (identities.membership_run, identities.rotated_run):
+        checks = entry()
+        assert run_rows(checks)[0]
+        assert all(allowed == 1.0 for label, _, allowed in checks if "error_bound" in label)
+    true_posterior = learners._posterior
+    for factor, which in ((2, 0), (8, 1)):
+        def dropped(*args, factor=factor, which=which):
+            out = list(true_posterior(*args))
+            out[which] /= factor
+            return tuple(out)
+
+        monkeypatch.setattr(learners, "_posterior", dropped)
+        name = "error_bound" if which == 0 else "error_bound_v2"
+        rows = run_rows(identities.rotated_run())[2]
+        assert any(not r["passed"] and f"/ {name} " in r["check"] for r in rows), factor
+
+
 @pytest.mark.parametrize("err_W,err_v,met",
                          [(1.0, 1.0, True), (1 + 1e-12, 0.0, False), (0.0, 1 + 1e-12, False)])
 def test_guarantee_met_is_pinned_against_each_bound(monkeypatch, err_W, err_v, met):

@@ -26,6 +26,7 @@ from attnproof.theorems.noisy import (
     BETA_STAR,
     CORRECTED,
     PAPER,
+    ProbeDesign,
     TUNED,
     design_tolerances,
     entry_error_per_tau,
@@ -535,17 +536,21 @@ def test_float64_floor_reads_the_declared_rounding_pinned():
     assert naive == float64_floor(CORRECTED, W_bound, d, NAIVE)
     assert naive.tau == pytest.approx(2 * (d + 4) * u * shape, rel=1e-14)
     t, final = FAITHFUL.term, FAITHFUL.final
-    assert faithful.tau == pytest.approx(2 * ((d + 4) * t * shape + final * (a + b)), rel=1e-14)
+    # the final rounding is one rounding: charged once (the doubled dot-product terms cover its share of them)
+    assert faithful.tau == pytest.approx(2 * (d + 4) * t * shape + final * (a + b), rel=1e-14)
     assert (faithful.direct, faithful.paired) == (naive.direct, naive.paired)
     odd = float64_floor(CORRECTED, W_bound, d, Rounding("faithful", term=0.0, final=1e-3))
-    assert odd.tau == pytest.approx(2 * 1e-3 * (a + b), rel=1e-14)
+    assert odd.tau == pytest.approx(1e-3 * (a + b), rel=1e-14)
 
 
 def test_a_faithful_oracle_tightens_the_noisy_bound():
     """Issue 23 item 9 (W_bound = 1e6, mu = 0.01, v* = (0.6, 0.8)): with the oracle declaring
-    faithful answers the answers' rounding floor drops (the bound 0.061 -> 0.0063, error 4.7e-4)
-    and still holds.  At W_bound = 1e7 it stays refused: 4.2 -> 0.50 > eps_W = 0.3, the rest being
-    the learner's own float64 steps (fl(s + a) - a of its probes), not the answers'."""
+    faithful answers the answers' rounding floor drops (the bound 0.061 -> 0.0063 -> 0.0021 with
+    exact probes, error 4.7e-4) and still holds.  At W_bound = 1e7 it was refused (bound 0.63 >
+    eps_W = 0.3, 0.1 per entry of it the probes' fl(s + a) - a, and the single final rounding
+    doubled); the probes are now exact (ProbeDesign.exact_scale) and the final rounding charged
+    once: answered, bound 0.21, error 0.044.  Naive answers stay refused there (bound 5.9, error
+    0.10): their declared (d + 4) u per dot product is the floor, not the learner's steps."""
     W, v = np.array([[0.5, -0.25], [0.75, 0.1]]), np.array([0.6, 0.8])
     bounds = {}
     for answers in ("naive", "faithful"):
@@ -554,6 +559,38 @@ def test_a_faithful_oracle_tightens_the_noisy_bound():
         bounds[answers] = rec.diagnostics["error_bound"]
         assert guarantee(rec, W, v)["err_W"] <= bounds[answers]
     assert bounds["faithful"] < bounds["naive"] / 5
+    rec = learn_noisy(ValueOracle(Attention(W, v, answers="faithful")), W_bound=1e7, mu=0.01, tau=0.0,
+                      eps_W=0.3, eps_v=0.5)
+    assert guarantee(rec, W, v)["err_W"] <= rec.diagnostics["error_bound"] <= 0.3
     with pytest.raises(PrecisionLossError):
-        learn_noisy(ValueOracle(Attention(W, v, answers="faithful")), W_bound=1e7, mu=0.01, tau=0.0,
-                    eps_W=0.3, eps_v=0.5)
+        learn_noisy(ValueOracle(Attention(W, v)), W_bound=1e7, mu=0.01, tau=0.0, eps_W=0.3, eps_v=0.5)
+
+
+@pytest.mark.parametrize("design", [CORRECTED, TUNED])
+@pytest.mark.parametrize("W_bound", [2.0, 3.0, 16.0, 1e3, 1e7, 3e12])
+def test_the_probes_are_exactly_the_proofs(design, W_bound):
+    """Issue 23 item 9: b = 2 band / W_bound = 1e-7 beside a = 1/2 was rounded in the probe entry
+    fl(b + a), which float64_floor had to charge ((L + band) u (b + a) / (a b^2): 0.1 per entry at
+    W_bound = 1e7).  The scales are now float64 numbers s with s + a exact, at most 2 band /
+    W_bound and within ulp(a + s) of it: every probe is s u + a e_j on the first token and a e_j
+    on the second, exactly."""
+    from attnproof.arith import FLOAT64
+    from attnproof.theorems.noisy import probes
+
+    b, b_pair = design.b(W_bound), design.b_pair(W_bound)
+    for s, target in ((b, 2 * design.band / W_bound), (b_pair, b * design.pair_shrink)):
+        assert target - math.ulp(design.a + target) < s <= target and (s + design.a) - design.a == s
+    d, a = 3, design.a
+    nonzero = np.array([True, False, True])
+    X, scale_u = probes(nonzero, 2, a, b, b_pair, FLOAT64)
+    U = np.diag(scale_u.astype(float))
+    U[1, 2] = b_pair
+    i, j = np.divmod(np.arange(d * d), d)
+    assert np.array_equal(X[:, 0] - X[:, 1], U[i]) and np.array_equal(X[:, 1], a * np.eye(d)[j])
+
+
+def test_a_scale_below_float64_spacing_and_an_inexact_a_are_refused():
+    with pytest.raises(PrecisionLossError, match="spacing"):
+        CORRECTED.b(1e17)
+    with pytest.raises(InvalidInputError, match="power of two"):
+        ProbeDesign("odd", band=0.5, pair_shrink=1 / math.sqrt(2), a=0.3)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ...arith import FLOAT64, MP, SYMPY, Arith
+from ...arith import FLOAT64, MP, SYMPY, Arith, norm2
 from ...errors import DegenerateProbeError, InvalidInputError, ShapeError
 from ...measure import BilinearSession, Probes, ScalePolicy, balanced, random_orthogonal, value_errors
 from ...models import NAIVE, Attention, Rounding, scores
@@ -321,7 +321,8 @@ def _error_bound(
     W_norm = arith.norm(W)
     c_norm = 0.0 if c is None else arith.norm(c)
     entries = _all_entries(d)
-    columns = np.linalg.norm(arith.to_float(W), axis=0)[entries[1]]  # ||W e_j|| of each entry (l, j)
+    # ||W e_j|| of each entry (l, j); norm2: a W* of 1e200 (1e-200) neither overflows (underflows) in squares
+    columns = norm2(arith.to_float(W), axis=0)[entries[1]]
     dT = value_errors(probes, L, k, entries, columns, c_norm, rounding=rounding)
     cond = norm * inv_norm
     g = (d + 4) * arith.resolution
@@ -348,13 +349,13 @@ def _error_estimate(
     d = probes.d
     Wf = arith.to_float(W)
     entries = _all_entries(d)
-    columns = np.linalg.norm(Wf, axis=0)  # ||W e_j||: q = e_j
+    columns = norm2(Wf, axis=0)  # ||W e_j||: q = e_j
     c_norm = 0.0 if c is None else arith.norm(c)
     sigma = value_errors(probes, L, k, entries, arith.norm(W), c_norm, Wq=columns[entries[1]])
-    rows = np.sqrt(np.sum(sigma.reshape(d, d) ** 2, axis=0))  # ||row l of dT||: entry e = j d + l
+    rows = norm2(sigma.reshape(d, d), axis=0)  # ||row l of dT||: entry e = j d + l
     Zf = arith.to_float(probes.P)
     spread = 1 / np.linalg.norm(Zf, axis=1) if orthogonal else np.linalg.norm(np.linalg.inv(Zf), axis=0)
-    return float(np.linalg.norm(spread * rows) + arith.resolution * cond * arith.norm(W))
+    return float(norm2(spread * rows) + arith.resolution * cond * arith.norm(W))
 
 
 # --- The identities this room relies on: proven about the library's own model and learner code

@@ -10,7 +10,7 @@ import sympy as sp
 
 from ...arith import FLOAT64, MP, SYMPY
 from ...models import Attention
-from ...verify.formulas import symbols
+from ...verify.formulas import _within, symbols
 from ...verify.registry import (
     LEARNERS, RunCheck as Check, BoundClaim as Claim, Pair, bound, identity, run_check as run,
 )
@@ -360,7 +360,8 @@ def membership_run() -> list[Check]:
         at = f"{arith.name}, eps_W = {eps_W:g}"
         checks += [
             (f"{at}: ||W_hat - W*||_F <= eps_W", err_W, eps_W),
-            (f"{at}: ||W_hat - W*||_F <= error_bound", err_W, rec.diagnostics["error_bound"]),
+            (f"{at}: ||W_hat - W*||_F / error_bound <= 1",
+             _within(float(err_W), rec.diagnostics["error_bound"]), 1.0),
             (f"{at}: ||v_hat - v*||_inf <= eps_v", err_v, paper_eps_v(eps_W, mu, W_bound, 2)),
             (f"{at}: queries - count", abs(rec.queries - count), 0),
         ]
@@ -408,9 +409,11 @@ def rotated_run() -> list[Check]:
             at = f"{arith.name}, d = {d}, eps_W = {eps_W:g}"
             checks += [
                 (f"{at}: ||W_hat - W*||_F <= eps_W", err_W, eps_W),
-                (f"{at}: ||W_hat - W*||_F <= error_bound", err_W, rec.diagnostics["error_bound"]),
+                (f"{at}: ||W_hat - W*||_F / error_bound <= 1",
+                 _within(float(err_W), rec.diagnostics["error_bound"]), 1.0),
                 (f"{at}: ||v_hat - v*||_2 <= sqrt(d) eps_v(mu')", err_v, math.sqrt(d) * eps_v),
-                (f"{at}: ||v_hat - v*||_2 <= error_bound_v2", err_v, rec.diagnostics["error_bound_v2"]),
+                (f"{at}: ||v_hat - v*||_2 / error_bound_v2 <= 1",
+                 _within(float(err_v), rec.diagnostics["error_bound_v2"]), 1.0),
                 (f"{at}: queries - count", abs(rec.queries - count), 0),
                 (f"{at}: queries asked - queries reported", abs(oracle.queries - rec.queries), 0),
             ]
