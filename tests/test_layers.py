@@ -45,6 +45,7 @@ LEVELS = {
     "verify.claims": 1,
     "verify.outcomes": 1,
     "verify.render": 1,
+    "verify.enclosures": 1,  # the Arb seam: rooms register their enclosures (no flint imported)
     "models": 2,
     "recovery": 2,
     "oracles": 3,
