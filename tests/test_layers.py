@@ -377,3 +377,68 @@ def test_the_engine_rule_sees_a_planted_name():
     text = 'x = 1\nhelp = "the noisy learner and skeleton-adaptive"\n# lowrank-cvx, not lowrank\n'
     found = result_names_in(text, {"noisy", "skeleton", "skeleton-adaptive", "lowrank", "lowrank-cvx"})
     assert sorted(found) == [(2, "noisy"), (2, "skeleton-adaptive"), (3, "lowrank"), (3, "lowrank-cvx")]
+
+
+#: verify/'s modules that import the rooms' package ``attnproof.theorems`` itself (never a room by
+#: name): importing it registers every room's entries, which the ledger, the SMT leg and the Arb
+#: leg read; the Arb engine also loads each room's ``arb.py`` by the folder convention.
+VERIFY_IMPORTS_THE_ROOMS = frozenset({"verify.ledger", "verify.smt", "verify.arb"})
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """``id()`` of the docstring nodes of a module, its classes and functions."""
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def room_references(source: str, rooms: set[str], ids: set[str], names: set[str]) -> list[tuple[int, str]]:
+    """(line, what) for every place ``source``'s code names a result: an identifier that is a
+    room (``theorems.noisy``, ``noisy.DESIGNS``), or a string constant (docstrings aside: they may
+    show an example) holding a registry ID or, as a word, a room's or a learner's name."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        word = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                else node.name if isinstance(node, ast.alias) else None)
+        if word is not None and rooms & set(word.split(".")):
+            found.append((node.lineno if hasattr(node, "lineno") else 0, word))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            found += [(node.lineno, i) for i in sorted(ids) if i in node.value]
+            found += [(node.lineno, n) for _, n in result_names_in(node.value, names)]
+    return found
+
+
+def test_verify_names_no_room():
+    """verify/ is the engine of the verification (issue 19): the rooms register their entries,
+    claims, Arb enclosures and own certificates; verify/ imports no room and holds no table of
+    their IDs (the Coq leg reads its ID map from the ``.v`` files' headers)."""
+    from attnproof.theorems import ROOMS
+    from attnproof.verify.registry import LEARNERS, REGISTRY
+
+    names = (set(LEARNERS) | set(ROOMS)) - ENGINE_WORDS
+    modules = [m for m in MODULES if m.startswith("verify.")]
+    assert "verify.arb" in modules and "verify.coq_check" in modules  # the rule sees verify/
+    for module in modules:
+        rooms_imported = {t for t in GRAPH[module] if t.startswith("theorems")}
+        assert not {t for t in rooms_imported if t != "theorems"}, (module, rooms_imported)
+        assert not rooms_imported or module in VERIFY_IMPORTS_THE_ROOMS, module
+        found = room_references(MODULES[module].read_text(), set(ROOMS), set(REGISTRY), names)
+        assert found == [], (module, found)
+
+
+def test_the_verify_rule_sees_a_planted_room():
+    planted = '''"""The doc may show "thm4.1/one-token"."""
+from ..theorems import noisy
+import attnproof.theorems.membership
+TABLE = {"thm4.1/one-token": ("Softmax.v", "x")}
+x = theorems.lowrank.rub
+help = "the noisy learner"
+'''
+    found = room_references(planted, {"noisy", "membership", "lowrank"}, {"thm4.1/one-token"}, {"noisy"})
+    assert sorted(found) == [(2, "noisy"), (3, "attnproof.theorems.membership"), (4, "thm4.1/one-token"),
+                             (5, "lowrank"), (6, "noisy")]
