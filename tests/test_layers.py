@@ -455,3 +455,12 @@ help = "the noisy learner"
     found = room_references(planted, {"noisy", "membership", "lowrank"}, {"thm4.1/one-token"}, {"noisy"})
     assert sorted(found) == [(2, "noisy"), (3, "attnproof.theorems.membership"), (4, "thm4.1/one-token"),
                              (5, "lowrank"), (6, "noisy")]
+
+
+def test_no_module_imports_a_rooms_arb_enclosures():
+    """A room's ``arb.py`` imports python-flint; only the Arb engine loads it, at run time
+    (:func:`attnproof.verify.arb.load`), so importing a room or the CLI never imports it."""
+    for module, targets in GRAPH.items():
+        arb = {t for t in targets if t.startswith("theorems.") and t.split(".")[-1] == "arb"}
+        assert not arb, (module, arb)
+    assert any(m.startswith("theorems.") and m.endswith(".arb") for m in MODULES)  # the rule has a subject
