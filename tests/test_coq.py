@@ -167,3 +167,20 @@ def test_a_changed_constant_fails_to_compile(tmp_path, name, old, new):
     )
     # the unmutated file compiles (test_every_theorem_is_kernel_checked): the failure is the constant's
     assert proc.returncode != 0 and "Error" in proc.stdout + proc.stderr
+
+
+def test_the_id_map_is_read_from_the_headers(tmp_path, monkeypatch):
+    """verify/ names no result (issue 19): the IDs come from each file's header table, a row whose
+    theorem is not named after its ID is refused, and a file without a table formalizes nothing."""
+    from attnproof.errors import AttnproofError
+
+    assert {i for ids in IDS_BY_FILE.values() for i in ids} == set(THEOREMS)
+    assert all(coq_check.header_ids(f) == IDS_BY_FILE.get(f, ()) for f in FILES)
+    monkeypatch.setattr(coq_check, "COQ_DIR", tmp_path)
+    (tmp_path / "A.v").write_text("(* Registry ID | Coq theorem\n   thm9.9/x-y | thm9_9__x_y\n*)\n")
+    (tmp_path / "B.v").write_text("(* Registry ID | Coq theorem\n   thm9.9/x-y | thm9_9__other\n*)\n")
+    (tmp_path / "C.v").write_text("(* shared definitions | none *)\nDefinition f := 1.\n")
+    assert coq_check.header_ids("A.v") == ("thm9.9/x-y",)
+    with pytest.raises(AttnproofError, match="not named after the ID"):
+        coq_check.header_ids("B.v")
+    assert coq_check.header_ids("C.v") == ()

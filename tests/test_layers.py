@@ -19,7 +19,8 @@ Inside ``theorems/`` rooms never import each other, except along a reduction the
 declared in ``attnproof.theorems.REDUCTIONS``.
 
 A second rule (issue 19): no module but ``arith.py`` branches on the arithmetic; what differs
-between float64, mpmath and sympy is a method of ``Arith`` (a per-room allow-list shrinks to 0).
+between float64, mpmath and sympy is a method of ``Arith`` (a short per-room allow-list, each entry
+justified: ``ALLOWED_ARITH_BRANCHES``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ LEVELS = {
     "verify.claims": 1,
     "verify.outcomes": 1,
     "verify.render": 1,
+    "verify.enclosures": 1,  # the Arb seam: rooms register their enclosures (no flint imported)
     "models": 2,
     "recovery": 2,
     "oracles": 3,
@@ -185,21 +187,33 @@ ARITH_CLASSES = {"Float64", "MP", "Sympy"}
 #: Attributes of an arithmetic that tell which one it is (compared, or used as a lookup key).
 KIND_ATTRIBUTES = {"name", "family", "dtype", "dps"}
 
-#: Today's offenders (kind branches of every sort, ``arith.exact`` included), per room: the
-#: rooms' owners drive these to 0 with Arith's methods.  A room is counted over its module or its
-#: subpackage (``theorems.membership`` covers theorems/membership.py and theorems/membership/*).
-#: A count may fall below its allowance (lower it here then); it may not rise, and a room not
-#: listed may not branch at all.
+#: The allowance, per room (a room is counted over its module or its subpackage:
+#: ``theorems.transformer`` covers theorems/transformer/*).  A count may fall below its allowance
+#: (lower it here then); it may not rise, and a room not listed may not branch at all.  What is
+#: left (issue 19 drove 58 branches to 17) is, but for two, ``arith.exact`` where it means what it
+#: says: an error bound, a tolerance or a saturation guard exists only in the rounding
+#: arithmetics (float64, mpmath), and exact arithmetic (sympy) has none to compute.
 ALLOWED_ARITH_BRANCHES = {
-    # ``arith.exact`` where it means what it says: exact arithmetic never saturates (no probe
-    # scale to adapt, no row to tame) and has no rounding error to bound
+    # Session.measure_adaptively: exact arithmetic never saturates, no probe scale to adapt
     "measure": 1,
+    # learn_score_bias: no rounding error to bound; tame_rows: nothing saturates, no row to tame
     "prelude": 2,
-    # the rooms and the levels they brought branches into (issue 19: to be driven to 0)
+    # relu(z) sees an array, not an Arith (the identities call it on sympy arrays): object dtype
+    # -> sympy.Max, elementwise and symbolic; float -> np.maximum
     "models": 1,
+    # AntisymmetricOracle._answer: the rounding amplification of the difference is measured in
+    # the rounding arithmetics only
     "oracles": 1,
+    # learn_exact: no rounding error to bound
     "theorems.exact": 1,
+    # learn_skeleton_adaptive: no rounding error to bound
     "theorems.lowrank": 1,
+    # _path_search.py (8): tuning(arith) looks the search's constants up by arith.family (a table
+    # per arithmetic); tol and _gradient_error are 0, piece tracks no gradient scale, _intersection
+    # and misfit decide a kink or a plane exactly, _planes_meet has no two-tolerance ambiguity,
+    # _confirm's pair margin (|J^T y| above the tolerances) exists only where there are tolerances;
+    # ffn.py (2): the random direction normalised by its largest entry (float exponent range) and
+    # the sup-norm error bound, both in the rounding arithmetics only
     "theorems.transformer": 10,
 }
 
@@ -376,3 +390,77 @@ def test_the_engine_rule_sees_a_planted_name():
     text = 'x = 1\nhelp = "the noisy learner and skeleton-adaptive"\n# lowrank-cvx, not lowrank\n'
     found = result_names_in(text, {"noisy", "skeleton", "skeleton-adaptive", "lowrank", "lowrank-cvx"})
     assert sorted(found) == [(2, "noisy"), (2, "skeleton-adaptive"), (3, "lowrank"), (3, "lowrank-cvx")]
+
+
+#: verify/'s modules that import the rooms' package ``attnproof.theorems`` itself (never a room by
+#: name): importing it registers every room's entries, which the ledger, the SMT leg and the Arb
+#: leg read; the Arb engine also loads each room's ``arb.py`` by the folder convention.
+VERIFY_IMPORTS_THE_ROOMS = frozenset({"verify.ledger", "verify.smt", "verify.arb"})
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """``id()`` of the docstring nodes of a module, its classes and functions."""
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def room_references(source: str, rooms: set[str], ids: set[str], names: set[str]) -> list[tuple[int, str]]:
+    """(line, what) for every place ``source``'s code names a result: an identifier that is a
+    room (``theorems.noisy``, ``noisy.DESIGNS``), or a string constant (docstrings aside: they may
+    show an example) holding a registry ID or, as a word, a room's or a learner's name."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        word = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                else node.name if isinstance(node, ast.alias) else None)
+        if word is not None and rooms & set(word.split(".")):
+            found.append((node.lineno if hasattr(node, "lineno") else 0, word))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            found += [(node.lineno, i) for i in sorted(ids) if i in node.value]
+            found += [(node.lineno, n) for _, n in result_names_in(node.value, names)]
+    return found
+
+
+def test_verify_names_no_room():
+    """verify/ is the engine of the verification (issue 19): the rooms register their entries,
+    claims, Arb enclosures and own certificates; verify/ imports no room and holds no table of
+    their IDs (the Coq leg reads its ID map from the ``.v`` files' headers)."""
+    from attnproof.theorems import ROOMS
+    from attnproof.verify.registry import LEARNERS, REGISTRY
+
+    names = (set(LEARNERS) | set(ROOMS)) - ENGINE_WORDS
+    modules = [m for m in MODULES if m.startswith("verify.")]
+    assert "verify.arb" in modules and "verify.coq_check" in modules  # the rule sees verify/
+    for module in modules:
+        rooms_imported = {t for t in GRAPH[module] if t.startswith("theorems")}
+        assert not {t for t in rooms_imported if t != "theorems"}, (module, rooms_imported)
+        assert not rooms_imported or module in VERIFY_IMPORTS_THE_ROOMS, module
+        found = room_references(MODULES[module].read_text(), set(ROOMS), set(REGISTRY), names)
+        assert found == [], (module, found)
+
+
+def test_the_verify_rule_sees_a_planted_room():
+    planted = '''"""The doc may show "thm4.1/one-token"."""
+from ..theorems import noisy
+import attnproof.theorems.membership
+TABLE = {"thm4.1/one-token": ("Softmax.v", "x")}
+x = theorems.lowrank.rub
+help = "the noisy learner"
+'''
+    found = room_references(planted, {"noisy", "membership", "lowrank"}, {"thm4.1/one-token"}, {"noisy"})
+    assert sorted(found) == [(2, "noisy"), (3, "attnproof.theorems.membership"), (4, "thm4.1/one-token"),
+                             (5, "lowrank"), (6, "noisy")]
+
+
+def test_no_module_imports_a_rooms_arb_enclosures():
+    """A room's ``arb.py`` imports python-flint; only the Arb engine loads it, at run time
+    (:func:`attnproof.verify.arb.load`), so importing a room or the CLI never imports it."""
+    for module, targets in GRAPH.items():
+        arb = {t for t in targets if t.startswith("theorems.") and t.split(".")[-1] == "arb"}
+        assert not arb, (module, arb)
+    assert any(m.startswith("theorems.") and m.endswith(".arb") for m in MODULES)  # the rule has a subject

@@ -1,26 +1,23 @@
 """Arb as a checker of the verifier (issue 20, item 3): every interval enclosure computed twice.
 
-The bounds whose claims are ``mpmath.iv`` intervals (:data:`attnproof.verify.arb.ENCLOSURES`)
-are recomputed with Arb ball arithmetic (``python-flint``); the entry passes the ``arb`` check
-only when both enclosures overlap and both are ``>= 0`` (:func:`attnproof.verify.arb.check_entry`).
-A bound whose claims are sympy expressions has no enclosure to compare: ``"not run"``.
-Verdicts are cached under the entry's SHA-256 and the SHA-256 of :mod:`~attnproof.verify.arb`.
+The bounds whose claims are ``mpmath.iv`` intervals (the rooms' enclosures,
+:data:`attnproof.verify.enclosures.ENCLOSURES`) are recomputed with Arb ball arithmetic
+(``python-flint``); the entry passes the ``arb`` check only when both enclosures overlap and both
+are ``>= 0`` (:func:`attnproof.verify.arb.check_entry`).  A bound whose claims are sympy
+expressions has no enclosure to compare: ``"not run"``.  Verdicts are cached under the entry's
+SHA-256 and the SHA-256 of :mod:`~attnproof.verify.arb` and of the room's module that holds the
+entry's enclosures.
 """
 
 from __future__ import annotations
 
-import functools
+import inspect
 from typing import Any
 
 import flint
 
 from . import arb
 from .checkers import Verdict, register_checker, source_sha256
-
-
-@functools.cache
-def _inputs() -> dict[str, Any]:
-    return arb.inputs()
 
 
 class ArbChecker:
@@ -33,13 +30,15 @@ class ArbChecker:
         return f"python-flint {flint.__version__}"
 
     def cache_key(self, ident: Any, digest: str) -> str:
-        """The entry's statement hash (it covers the interval claims) and the Arb side's source."""
-        return f"{digest}:{source_sha256(arb)}"
+        """The entry's statement hash (it covers the interval claims) and the Arb side's source:
+        the engine and the room's module of the entry's enclosures."""
+        fn = arb.load().get(ident.id)
+        return f"{digest}:{source_sha256(arb, *([inspect.getmodule(fn)] if fn else []))}"
 
     def check(self, ident: Any, built: list[Any]) -> Verdict:
-        if ident.id not in arb.ENCLOSURES:
+        if ident.id not in arb.load():
             return Verdict(None, "not run: no interval enclosure (the claims are sympy expressions)")
-        report = arb.check_entry(ident.id, _inputs())
+        report = arb.check_entry(ident.id)
         return Verdict(report.passed, report.detail)
 
 

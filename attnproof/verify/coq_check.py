@@ -13,12 +13,15 @@ Lemma A.1, Thm 6.1 with Erratum E1, App. B of arXiv 2601.16873), not the Python 
 ``.v`` file states, above each theorem, which registry statement it formalizes and where its
 scope differs.  Without ``coqc`` every entry is ``"not run"``, never passed.
 
+The map from registry IDs to Coq theorems is read from the ``.v`` files themselves (the table in
+each file's header, :func:`header_ids`), so this module names no result.
+
 Examples
 --------
->>> THEOREMS["thm4.1/softmax-to-sigmoid"]
-('Softmax.v', 'thm4_1__softmax_to_sigmoid')
->>> theorem_name("thm4.1/softmax-to-sigmoid")
-'thm4_1__softmax_to_sigmoid'
+>>> theorem_name("thm9.9/an-example")
+'thm9_9__an_example'
+>>> all(THEOREMS[i] == (f, theorem_name(i)) for f, ids in IDS_BY_FILE.items() for i in ids)
+True
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..errors import AttnproofError
 
 #: Directory of the Coq sources.
 COQ_DIR = Path(__file__).with_name("coq")
@@ -45,21 +50,32 @@ def theorem_name(registry_id: str) -> str:
     return registry_id.replace("/", "__").replace(".", "_").replace("-", "_")
 
 
-#: The registry IDs each Coq file formalizes (one theorem per ID, named by :func:`theorem_name`);
-#: ``Defs.v`` holds the shared definitions of Sec. 3 (sigma, ReLU, dot, the head) and no claim.
-IDS_BY_FILE: dict[str, tuple[str, ...]] = {
-    "Softmax.v": ("thm4.1/softmax-to-sigmoid", "thm4.1/one-token", "thm4.1/score-difference",
-                  "thm4.1/probes-all-d", "thm4.1/label-affine", "thm6.1/probe-logit", "thm4.1/query-count"),
-    "Relu.v": ("sec4.1/relu-as-abs", "sec4.1/relu-antisymmetry", "sec4.1/antisymmetry-all-d",
-               "sec4.1/canonical-network"),
-    "Multihead.v": ("prop7.1/multihead-collapse", "prop7.1/collapse-all-d", "prop7.1/symmetries",
-                    "sec7/short-input-decomposition", "sec7/short-input-collapse"),
-    "Lipschitz.v": ("lemmaA.1/lipschitz-closed-form", "lemmaA.1/logit-derivative",
-                    "lemmaA.1/lipschitz-bound", "thm6.1/optimal-beta"),
-    "Tolerance.v": ("thm6.1/tolerance-algebra", "thm6.1/erratum-E1", "thm6.1/paired-logit-corrected",
-                    "thmB.1/accuracy-algebra", "thmB.1/ratio-error", "thmB.1/ratio-bound",
-                    "thm6.1/support-split"),
-}
+#: A row of a file's header table: ``<registry ID> | <Coq theorem>``.
+_HEADER_ROW = re.compile(r"^\s*(\S+/\S+)\s*\|\s*(\w+)", re.M)
+
+
+def header_ids(name: str) -> tuple[str, ...]:
+    """The registry IDs the Coq file ``name`` formalizes, read from the table in its header
+    comment (``Registry ID | Coq theorem``, one row per theorem, named by :func:`theorem_name`).
+
+    Raises
+    ------
+    AttnproofError
+        If a row's theorem is not the :func:`theorem_name` of its ID.
+    """
+    text = (COQ_DIR / name).read_text()
+    header = text[: text.index("*)")] if text.lstrip().startswith("(*") else ""
+    rows = _HEADER_ROW.findall(header)
+    for registry_id, theorem in rows:
+        if theorem != theorem_name(registry_id):
+            raise AttnproofError(f"{name}: {registry_id} | {theorem}: the theorem is not named after the ID")
+    return tuple(registry_id for registry_id, _ in rows)
+
+
+#: The registry IDs each Coq file formalizes, read from the files (:func:`header_ids`), so that
+#: the verifier names no result; ``Defs.v`` holds the shared definitions of Sec. 3 (sigma, ReLU,
+#: dot, the head) and no claim.
+IDS_BY_FILE: dict[str, tuple[str, ...]] = {f: ids for f in FILES if (ids := header_ids(f))}
 #: Registry ID -> (file, Coq theorem).
 THEOREMS: dict[str, tuple[str, str]] = {
     i: (f, theorem_name(i)) for f, ids in IDS_BY_FILE.items() for i in ids

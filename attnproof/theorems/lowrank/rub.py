@@ -79,6 +79,7 @@ import mpmath
 import numpy as np
 
 from ...errors import InvalidInputError
+from ...verify.enclosures import own_certificate
 from ...verify.registry import BoundClaim, bound
 
 #: Unit roundoff of float64.
@@ -459,6 +460,10 @@ def rub_certified() -> list[BoundClaim]:
             if sense == "inf":
                 claims.append((f"{at}: c1 > 0 certified", _outward(_iv(br.certified))))
     return claims
+
+
+own_certificate("branch and bound with interval enclosures (its own certificate)",
+                "def2.1/rub-certified", "thmA.2/rub-condition")  # no Arb re-run (verify.enclosures)
 
 
 #: The ensembles of ``thmA.2/rub-condition``: (d, r, m, seed); s = 2r.

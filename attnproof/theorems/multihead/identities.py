@@ -14,6 +14,7 @@ from ...arith import FLOAT64, MP, SYMPY, Arith
 from ...models import Attention, MultiHeadAttention
 from ...oracles import ValueOracle
 from ...verify.checkers import expand_matrix
+from ...verify.enclosures import own_certificate
 from ...verify.formulas import paper_head, recovery_checks, symbols
 from ...verify.registry import LEARNERS, RunCheck as Check, Pair, bound, identity, run_check as run
 from ...recovery import Recovery
@@ -684,3 +685,5 @@ for _H, _dh in SUFFICIENCY_PATTERNS:
         "only its exact determinant decides",
         scope=f"listed sizes: H = {_H}, d_h = {_dh} (d = {_H * _dh}, K = {_K}); almost every parameter",
     )(functools.partial(_sufficiency_claims, _H, _dh))
+    own_certificate("an exact rational minor, with its Arb ball in the entry",
+                    f"sec7/hessian-count-H{_H}-dh{_dh}")  # no Arb re-run (verify.enclosures)
