@@ -28,6 +28,10 @@ The room convention (every result follows it):
   in the paper's order; a claim links the room's identities by ID (that module's docstring).
 * ``theorems/<room>/mutants.py`` (optional) lists the room's curated mutants, literal data
   ``tools/mutation.py`` reads without importing the room (that module's :func:`room_curated`).
+* ``theorems/<room>/arb.py`` (optional) holds the Arb (python-flint) enclosures of the room's
+  interval claims, registered with :func:`attnproof.verify.enclosures.enclosure`; only the Arb
+  leg of ``attnproof verify`` loads it (:func:`attnproof.verify.arb.load`), so importing a room
+  never imports flint.
 * Tests live in ``tests/test_<room>.py`` (``tools/mutation.py`` finds them by that name); the
   chapter in ``book/<room>.md``.
 
