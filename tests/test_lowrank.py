@@ -491,7 +491,8 @@ def test_cross_rounding_is_needed_for_a_rigorous_bound(monkeypatch):
     U, C, R = cross.M[0, 0], cross.M[:, :1], cross.M[:1, :]
     truth = np.linalg.norm(cross.A @ cross.B - C @ R / U)
     assert truth == pytest.approx(delta * np.sqrt(1.25), rel=1e-12)
-    monkeypatch.setattr(lowrank, "value_errors", lambda probes, L, k, entries, *a, **kw: np.zeros(len(entries[0])))
+    monkeypatch.setattr(lowrank, "value_errors",
+                        lambda probes, L, k, entries, *a, **kw: np.zeros(len(entries[0])))
     session, probes = types.SimpleNamespace(arith=FLOAT64, rounding=NAIVE), types.SimpleNamespace(d=2)
     bound = lowrank._cross_error(session, probes, cross, 5.0, 0.0, np.ones(2))
     assert truth <= bound <= 1.01 * truth
@@ -503,7 +504,8 @@ def test_assembly_error_formula_is_pinned():
     """_assembly_error for P = Q = I (d = 2), A = (1, 1/2)^T, B = (2, 4): the basis products
     gamma_2 (|| |P| ||_2 ||A||_F ||B||_2 + ||A||_2 ||B||_F || |Q| ||_2) = 2 gamma_2 sqrt(5/4) sqrt 20
     = 10 gamma_2, their product gamma_1 || |A||B| ||_F = 5 gamma_1, and the float64 inverses P^T,
-    Q^T: (2 dP + dP^2 + 2 dQ + dQ^2) ||W||_F with dP, dQ of _basis_rounding (two reflections, one);
+    Q^T: (2 dP + dP^2 + 2 dQ + dQ^2) ||W||_F with dP, dQ of _basis_rounding (two reflections, one),
+    or 2 (d + 4) d eps ||W||_F for inverses solved for (mpmath);
     _basis_rounding(d) = (6 pi + 5) eps sqrt(2d) + reflections (2 gamma_d sqrt d + 2 gamma_{d+3} +
     eps sqrt d)."""
     import attnproof.theorems.lowrank as lowrank
@@ -516,8 +518,11 @@ def test_assembly_error_formula_is_pinned():
     A, B, eye = np.array([[1.0], [0.5]]), np.array([[2.0, 4.0]]), np.eye(2)
     dP, dQ = lowrank._basis_rounding(2, u, 2), lowrank._basis_rounding(2, u, 1)
     want = 10 * _gamma(2) + 5 * _gamma(1) + (2 * dP + dP**2 + 2 * dQ + dQ**2) * 5.0
-    got = lowrank._assembly_error(FLOAT64, eye, eye, A, B, A, B, 5.0)
+    got = lowrank._assembly_error(FLOAT64, (eye, eye), (eye.T, eye.T), A, B, A, B, 5.0)
     assert got == pytest.approx(want, rel=1e-12)
+    solved = 10 * _gamma(2) + 5 * _gamma(1) + 2 * 6 * 2 * u * 5.0  # an inverse that was solved for
+    assert lowrank._assembly_error(FLOAT64, (eye, eye), (eye.copy(), eye.copy()), A, B, A, B, 5.0) == \
+        pytest.approx(solved, rel=1e-12)
 
 
 def test_basis_rounding_bounds_the_bases_actual_defect():
@@ -541,9 +546,10 @@ def test_cross_error_propagation_is_nearly_attained(monkeypatch, d, r, seed):
     """The propagation of _cross_error is not where the bound is loose: some choice of the skeleton
     entries' errors within their per-entry bounds E (signs found by a power iteration on the
     first-order map dM -> dC Y + X dR - X dU Y) moves A B by at least a quarter of the bound
-    (measured: 0.33-0.76 at d = 32-128, 0.53 at d = 256, 0.63 at d = 1024).  What separates the bound from the true error is E itself
-    (measure.value_errors' worst case per entry, 40-85 x the entries' actual errors at d = 256-1024
-    with faithful answers) and the random signs of real roundings (a further sqrt(r)-ish)."""
+    (measured: 0.33-0.76 at d = 32-128, 0.53 at d = 256, 0.63 at d = 1024).  What separates the
+    bound from the true error is E itself (measure.value_errors' worst case per entry, 40-85 x the
+    entries' actual errors at d = 256-1024 with faithful answers) and the random signs of real
+    roundings (a further factor 8-12 there)."""
     import attnproof.theorems.lowrank as lowrank
     from attnproof.measure import value_errors
 

@@ -264,36 +264,38 @@ def _abs_norm(P: np.ndarray) -> float:
 
 
 def _assembly_error(
-    arith: Arith, P: np.ndarray, Q: np.ndarray, A: np.ndarray, B: np.ndarray, F1: np.ndarray,
-    F2: np.ndarray, W_norm: float,
+    arith: Arith, bases: tuple[np.ndarray, np.ndarray], inverses: tuple[np.ndarray, np.ndarray],
+    A: np.ndarray, B: np.ndarray, F1: np.ndarray, F2: np.ndarray, W_norm: float,
 ) -> float:
-    """First-order bound on the rounding of ``W = (P^{-1} A) (B Q^{-T})`` computed as
-    ``F1 F2``, ``F1 = fl(P_inv A)``, ``F2 = fl(B Q_inv^T)`` from the exact ``P^{-1} A B Q^{-T}``.
+    """First-order bound on the rounding of ``W = F1 F2``, ``F1 = fl(P_inv A)``, ``F2 = fl(B Q_inv^T)``
+    (``bases`` = (P, Q), the probes' bases, ``inverses`` = (P_inv, Q_inv), as computed) against the
+    exact ``P^{-1} A B Q^{-T}``.
 
     The two basis products are dot products of length d: ``||dF1||_F <= gamma_d || |P_inv| ||_2
     ||A||_F`` (and likewise F2), which move W by ``||dF1||_F ||F2||_2`` and ``||F1||_2 ||dF2||_F``;
     their product sums r terms: ``gamma_r || |F1| |F2| ||_F`` (from the r x r Gram matrices of
-    |F1| and |F2|).  The inverses: in float64 ``P_inv = P^T`` and ``P^T P - I = P_0^T dP +
-    dP^T P_0 + dP^T dP`` with ``||dP||_F`` from :func:`_basis_rounding` (P: two reflections, Q:
-    one), which moves W by ``||P^T P - I||_2 ||W||_F``; in other arithmetics ``P_inv`` solves
-    ``P X = I`` in their precision, charged ``(d + 4) d eps ||W||_F`` each (a loose allowance,
-    negligible at their precision)."""
+    |F1| and |F2|).  The inverses: in float64 ``P_inv = P^T`` (a view of P: no solve was done) and
+    ``P^T P - I = P_0^T dP + dP^T P_0 + dP^T dP`` with ``||dP||_F`` from :func:`_basis_rounding`
+    (P: two reflections, Q: one), which moves W by ``||P^T P - I||_2 ||W||_F``; in other
+    arithmetics ``P_inv`` solves ``P X = I`` in their precision, charged ``(d + 4) d eps ||W||_F``
+    each (an allowance, negligible at their precision)."""
+    (P, Q), (P_inv, Q_inv) = bases, inverses
     d, r = P.shape[0], A.shape[1]
     if r == 0:
         return 0.0  # W = 0 exactly: an empty product
     eps = arith.resolution
-    Pf, Qf, Af, Bf, F1f, F2f = (arith.to_float(x) for x in (P, Q, A, B, F1, F2))
+    Pf, Qf, Af, Bf, F1f, F2f = (arith.to_float(x) for x in (P_inv, Q_inv, A, B, F1, F2))
     gd = _gamma(d, eps)
     products = gd * (_abs_norm(Pf) * np.linalg.norm(Af) * np.linalg.norm(F2f, 2)
                      + np.linalg.norm(F1f, 2) * np.linalg.norm(Bf) * _abs_norm(Qf))
     G1, G2 = np.abs(F1f).T @ np.abs(F1f), np.abs(F2f) @ np.abs(F2f).T
     products += _gamma(r, eps) * math.sqrt(float(np.sum(G1 * G2)))
-    if arith.family == "float64":
+    if np.shares_memory(P_inv, P) and np.shares_memory(Q_inv, Q):  # the transposes: no solve
         dP, dQ = _basis_rounding(d, eps, 2), _basis_rounding(d, eps, 1)
-        inverses = (2 * dP + dP**2 + 2 * dQ + dQ**2) * W_norm
+        inverses_error = (2 * dP + dP**2 + 2 * dQ + dQ**2) * W_norm
     else:
-        inverses = 2 * (d + 4) * d * eps * W_norm
-    return float(products + inverses)
+        inverses_error = 2 * (d + 4) * d * eps * W_norm
+    return float(products + inverses_error)
 
 
 def _cross_estimate(
@@ -555,7 +557,7 @@ def _learn_by_crosses(
             unshorten = 1 / arith.to_float(shorten)
             W_error = (
                 _cross_error(session, probes, cross, W_norm, c_norm, unshorten)
-                + _assembly_error(arith, P_inv, Q_inv, A, cross.B, F1, F2, W_norm)
+                + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm)
             )
             estimate, terms = _cross_estimate(probes, cross, W, c_norm, unshorten)
             session.diagnostics.update(error_estimate=estimate, error_estimate_terms=terms)
