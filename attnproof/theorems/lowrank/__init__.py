@@ -193,8 +193,12 @@ def _cross_error(
     M' = D M is what was measured (rows shortened by D = diag(shorten), exact powers of two;
     ``unshorten`` = 1 / shorten), M*' its exact value.  ``A B`` has rank r and reads the skeleton
     entries C~, R~ (sharing U~): ``A B = C~ U~^{-1} R~``, and the exact rank-r M*' = C* U*^{-1} R*.
-    With X = C U^{-1}, Y = U^{-1} R, ``d(C U^{-1} R) = dC Y + X dR - X dU Y``, so
-    ``||D^{-1} dC||_F ||Y||_2 + ||D^{-1} X||_2 (||dR||_F + ||dU||_F ||Y||_2)`` bounds it, where each
+    With X = C U^{-1}, Y = U^{-1} R, ``d(C U^{-1} R) = dC Y + X dR - X dU Y``.  X's rows I are the
+    identity and Y's columns J too, so on the skeleton this is each entry's own error, and on the
+    unmeasured block (rows off I, columns off J: X°, Y°, dC°, dR°) ``dC° Y° + X° dR° - X° dU Y°``;
+    the two are disjoint, so ``sqrt(||D^{-1} dM_skeleton||_F^2 + block^2)`` bounds it, each term of
+    the block bounded over every error within the entries' bounds by :func:`_through` (at most
+    ``||D^{-1} dC°||_F ||Y°||_2`` and so on; the corner through the smaller of its two sides), where each
     skeleton entry's error is its measurement's (:func:`attnproof.measure.value_errors`) plus
     :func:`_cross_rounding` (how far ``A B`` is from the measured entry).  A stop on a small
     residual column adds ``d`` times that residual plus its measurement error (the pivoting
@@ -226,11 +230,28 @@ def _cross_error(
     E[I, :] += in_rows
     E[np.ix_(I, J)] -= in_cols[I, :]  # the corner is in both: counted once
     U = Mf[np.ix_(I, J)]
-    X = np.linalg.solve(U.T, Mf[:, J].T).T * unshorten[:, None]
-    Y = np.linalg.solve(U, Mf[I, :])
-    nX, nY = np.linalg.norm(X, 2), np.linalg.norm(Y, 2)
-    dC, dR, dU = E[:, J] * unshorten[:, None], E[I, :], E[np.ix_(I, J)]
-    return float(FLOAT64.norm(dC) * nY + nX * (FLOAT64.norm(dR) + FLOAT64.norm(dU) * nY) + trunc)
+    Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)  # the unmeasured block
+    X = np.linalg.solve(U.T, Mf[Io][:, J].T).T * unshorten[Io, None]  # X°: the rows of X off I
+    Y = np.linalg.solve(U, Mf[I][:, Jo])  # Y°: the columns of Y off J
+    dC, dR, dU = E[Io][:, J] * unshorten[Io, None], E[I][:, Jo], E[np.ix_(I, J)]
+    skeleton = FLOAT64.norm((E * unshorten[:, None])[:, J]) ** 2 + FLOAT64.norm(dR * unshorten[I, None]) ** 2
+    corner = min(np.linalg.norm(X, 2) * _through(dU, Y), _through(dU.T, X.T) * np.linalg.norm(Y, 2)) \
+        if len(Io) and len(Jo) else 0.0
+    block = _through(dC, Y) + _through(dR.T, X.T) + corner
+    return float(math.sqrt(skeleton + block**2) + trunc)
+
+
+def _through(E: np.ndarray, Y: np.ndarray) -> float:
+    """A bound on ``max ||S Y||_F`` over all S with ``|S| <= E`` (entrywise; E is n x r, Y r x m).
+
+    Row by row, the smaller of ``||e_i|| ||Y||_2`` and, with ``Y = U Sigma V^T``,
+    ``||S_i Y|| = ||S_i U Sigma|| <= ||(e_i^T |U|) Sigma||`` (``|S_i u_k| <= e_i^T |u_k|``): the
+    second sees that a bounded error cannot line up with every singular direction at once
+    (``e^T |u| < ||e||`` for a spread u)."""
+    U, sigma, _ = np.linalg.svd(Y, full_matrices=False)
+    normwise = np.linalg.norm(E, axis=1) * (sigma[0] if len(sigma) else 0.0)
+    spectral = np.linalg.norm((E @ np.abs(U)) * sigma, axis=1)
+    return float(np.linalg.norm(np.minimum(normwise, spectral)))
 
 
 #: A bound on the rounding of one entry of the orthonormal DCT-II matrix of
