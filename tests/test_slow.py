@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from attnproof.bench import recover_heads, run_exact, run_lowrank
-from attnproof.errors import PrecisionLossError
 from attnproof.measure import PILOT_SLACK
 
 pytestmark = pytest.mark.slow
@@ -18,17 +17,16 @@ def test_exact_recovery_at_d_1024():
     assert r["rel_err_W"] < 1e-9
 
 
-@pytest.mark.xfail(
-    strict=True, raises=PrecisionLossError,
-    reason="open: with the structured (DCT + reflection) bases this draw's pivots are poor (ratio "
-           "0.053) and the rigorous bound, 7.8e-4 ||W||, exceeds the default promise 6.4e-4 ||W|| "
-           "although the true error is 4.3e-11: the learner refuses instead of answering (issue 13)",
-)
 def test_skeleton_at_llama_head_size():
+    """Seed 0 was refused (bound 7.8e-4 ||W|| above the default promise 6.4e-4 ||W||, true error
+    4.3e-11): with the propagation bounding the unmeasured block apart from the skeleton's entries
+    the bound is 6.1e-4 ||W|| -- answered, by a 5 % margin (naive answers; 4.5e-7 ||W|| with
+    faithful ones)."""
     r = run_lowrank(4096, 128, "skeleton", seed=0)
     floor = 4096 + 128 * (2 * 4096 - 128)
     assert floor <= r["queries"] <= floor + PILOT_SLACK
     assert r["rel_err_W"] < 1e-9
+    assert r["err_W"] <= r["error_bound"]
 
 
 def test_every_minilm_head():

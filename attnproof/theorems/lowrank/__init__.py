@@ -160,20 +160,51 @@ def cross_approximation(session: BilinearSession, probes: Probes, max_rank: int,
     )
 
 
+def _gamma(n: int, eps: float) -> float:
+    """Higham's ``gamma_n = n eps / (1 - n eps)``: a sum of n rounded terms (a dot product of length
+    n) is off by at most gamma_n times the sum of their magnitudes."""
+    return n * eps / (1 - n * eps)
+
+
+def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
+    """How far the computed cross ``A B`` is from the measured skeleton, at each entry it reads.
+
+    The factors are built by rounded residual updates (col / col[i], ``M - A B``), so ``A B``
+    reproduces the measured C, R only to rounding.  Measured a posteriori, in the learner's
+    arithmetic: at each skeleton entry e (the pivot columns J and rows I), ``|M_e - (A B)_e|`` is at
+    most the computed residual ``|fl(M_e - A_e B_e)|`` plus that computation's own rounding
+    ``gamma_{r+1} (|M_e| + (|A||B|)_e)`` (a sum of r + 1 terms).  Returns them for the pivot
+    columns (d x r) and rows (r x d), as float64."""
+    M, A, B, I, J = cross.M, cross.A, cross.B, cross.rows, cross.cols
+    g = _gamma(len(I) + 1, arith.resolution)
+    Mf, Af, Bf = (np.abs(arith.to_float(x)) for x in (M, A, B))
+    cols = arith.magnitudes(M[:, J] - A @ B[:, J]) + g * (Mf[:, J] + Af @ Bf[:, J])
+    rows = arith.magnitudes(M[I, :] - A[I, :] @ B) + g * (Mf[I, :] + Af[I, :] @ Bf)
+    return cols, rows
+
+
 def _cross_error(
     session: BilinearSession, probes: Probes, cross: Cross, W_norm: float, c_norm: float,
     unshorten: np.ndarray,
 ) -> float:
-    """First-order bound on ||D^{-1} (A B - M')||_F from the measurement errors of the skeleton.
+    """First-order bound on ||D^{-1} (A B - M*')||_F: the measurement errors of the skeleton and the
+    cross's own rounding, carried through the reconstruction.
 
     M' = D M is what was measured (rows shortened by D = diag(shorten), exact powers of two;
-    ``unshorten`` = 1 / shorten).  With C = M'[:, J], R = M'[I, :], U = M'[I, J] (the pivots),
-    ``A B = C U^{-1} R`` and ``d(C U^{-1} R) = dC Y + X dR - X dU Y`` with X = C U^{-1},
-    Y = U^{-1} R, so ``||D^{-1} dC||_F ||Y||_2 + ||D^{-1} X||_2 (||dR||_F + ||dU||_F ||Y||_2)``
-    bounds it, each entry's error from :func:`attnproof.measure.value_errors`.  A stop on a small residual
-    column adds ``d`` times that residual plus its measurement error (the pivoting heuristic: the measured
-    column is the residual's largest; a W* = 0 is thus bounded by the resolution, not by 0).
-    The unmeasured rest is 0 by the rank assumption (see ``checks``).
+    ``unshorten`` = 1 / shorten), M*' its exact value.  ``A B`` has rank r and reads the skeleton
+    entries C~, R~ (sharing U~): ``A B = C~ U~^{-1} R~``, and the exact rank-r M*' = C* U*^{-1} R*.
+    With X = C U^{-1}, Y = U^{-1} R, ``d(C U^{-1} R) = dC Y + X dR - X dU Y``.  X's rows I are the
+    identity and Y's columns J too, so on the skeleton this is each entry's own error, and on the
+    unmeasured block (rows off I, columns off J: X°, Y°, dC°, dR°) ``dC° Y° + X° dR° - X° dU Y°``;
+    the two are disjoint, so ``sqrt(||D^{-1} dM_skeleton||_F^2 + block^2)`` bounds it, each term of
+    the block bounded over every error within the entries' bounds by :func:`_through` (at most
+    ``||D^{-1} dC°||_F ||Y°||_2`` and so on; the corner through the smaller of its two sides), where each
+    skeleton entry's error is its measurement's (:func:`attnproof.measure.value_errors`) plus
+    :func:`_cross_rounding` (how far ``A B`` is from the measured entry).  A stop on a small
+    residual column adds ``d`` times that residual plus its measurement error (the pivoting
+    heuristic: the measured column is the residual's largest; a W* = 0 is thus bounded by the
+    resolution, not by 0), the residual's own rounding included.  The unmeasured rest is 0 by the
+    rank assumption (see ``checks``).
     """
     arith = session.arith
     d = probes.d
@@ -183,20 +214,109 @@ def _cross_error(
         probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm,
         rounding=session.rounding,
     )
+    I, J = cross.rows, cross.cols
+    Mf = arith.to_float(cross.M)
     trunc = 0.0
     if cross.stop_col is not None:  # what was declared zero: up to the threshold in every entry
-        below = max(cross.stop_threshold, cross.stop_residual) + float(E[:, cross.stop_col].max())
+        j = cross.stop_col  # the residual M[:, j] - A B[:, j] was computed with r + 1 terms
+        rounding = _gamma(len(I) + 1, arith.resolution) * float(np.max(
+            np.abs(Mf[:, j]) + np.abs(arith.to_float(cross.A)) @ np.abs(arith.to_float(cross.B[:, j]))))
+        below = max(cross.stop_threshold, cross.stop_residual) + float(E[:, j].max()) + rounding
         trunc = d * float(np.max(unshorten)) * below
     if not cross.rows:
         return trunc
-    Mf = arith.to_float(cross.M)
-    I, J = cross.rows, cross.cols
+    in_cols, in_rows = _cross_rounding(cross, arith)
+    E[:, J] += in_cols
+    E[I, :] += in_rows
+    E[np.ix_(I, J)] -= in_cols[I, :]  # the corner is in both: counted once
     U = Mf[np.ix_(I, J)]
-    X = np.linalg.solve(U.T, Mf[:, J].T).T * unshorten[:, None]
-    Y = np.linalg.solve(U, Mf[I, :])
-    nX, nY = np.linalg.norm(X, 2), np.linalg.norm(Y, 2)
-    dC, dR, dU = E[:, J] * unshorten[:, None], E[I, :], E[np.ix_(I, J)]
-    return float(FLOAT64.norm(dC) * nY + nX * (FLOAT64.norm(dR) + FLOAT64.norm(dU) * nY) + trunc)
+    Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)  # the unmeasured block
+    X = np.linalg.solve(U.T, Mf[Io][:, J].T).T * unshorten[Io, None]  # X°: the rows of X off I
+    Y = np.linalg.solve(U, Mf[I][:, Jo])  # Y°: the columns of Y off J
+    dC, dR, dU = E[Io][:, J] * unshorten[Io, None], E[I][:, Jo], E[np.ix_(I, J)]
+    skeleton = FLOAT64.norm((E * unshorten[:, None])[:, J]) ** 2 + FLOAT64.norm(dR * unshorten[I, None]) ** 2
+    corner = min(np.linalg.norm(X, 2) * _through(dU, Y), _through(dU.T, X.T) * np.linalg.norm(Y, 2)) \
+        if len(Io) and len(Jo) else 0.0
+    block = _through(dC, Y) + _through(dR.T, X.T) + corner
+    return float(math.sqrt(skeleton + block**2) + trunc)
+
+
+def _through(E: np.ndarray, Y: np.ndarray) -> float:
+    """A bound on ``max ||S Y||_F`` over all S with ``|S| <= E`` (entrywise; E is n x r, Y r x m).
+
+    Row by row, the smaller of ``||e_i|| ||Y||_2`` and, with ``Y = U Sigma V^T``,
+    ``||S_i Y|| = ||S_i U Sigma|| <= ||(e_i^T |U|) Sigma||`` (``|S_i u_k| <= e_i^T |u_k|``): the
+    second sees that a bounded error cannot line up with every singular direction at once
+    (``e^T |u| < ||e||`` for a spread u)."""
+    U, sigma, _ = np.linalg.svd(Y, full_matrices=False)
+    normwise = np.linalg.norm(E, axis=1) * (sigma[0] if len(sigma) else 0.0)
+    spectral = np.linalg.norm((E @ np.abs(U)) * sigma, axis=1)
+    return float(np.linalg.norm(np.minimum(normwise, spectral)))
+
+
+#: A bound on the rounding of one entry of the orthonormal DCT-II matrix of
+#: :func:`attnproof.measure.random_orthogonal`, in units of ``eps sqrt(2 / d)``: the angle
+#: ``n (pi / (2d))`` is off by gamma_3 (pi, the division, the product) of at most 2 pi, the cosine
+#: (libm, within one ulp) by 2 eps, and the scaling by ``sqrt(2 / d)`` adds gamma_3: 6 pi + 5.
+DCT_ENTRY_ROUNDING = 6 * math.pi + 5
+
+
+def _basis_rounding(d: int, eps: float, reflections: int) -> float:
+    """First-order bound on ``||P - P_0||_F`` for a basis of :func:`attnproof.measure.random_orthogonal`
+    (and ``reflections - 1`` more Householder reflections, :func:`attnproof.measure.balanced`): P_0
+    the exactly orthogonal matrix the computation approximates (each computed h defines an exact
+    reflection H; only its rounded application errs).
+
+    The DCT's d^2 entries are within ``DCT_ENTRY_ROUNDING eps sqrt(2 / d)`` each; applying
+    ``I - a h h^T`` (a = 2 / h^T h) to a matrix C of orthonormal columns computes ``h^T C`` to
+    ``gamma_d |h|^T |C|`` (Frobenius norm at most ``a ||h||^2 gamma_d || |C| ||_2 <= 2 gamma_d
+    sqrt(d)`` once scaled by a |h|), the scalar a and the outer product to ``gamma_{d+3}``
+    (``<= 2 gamma_{d+3}``, as ``||a h (h^T C)||_F <= 2``), and the subtraction to eps ``sqrt(d)``;
+    a reflection is orthogonal, so earlier errors keep their size."""
+    dct = DCT_ENTRY_ROUNDING * eps * math.sqrt(2 * d)
+    reflection = 2 * _gamma(d, eps) * math.sqrt(d) + 2 * _gamma(d + 3, eps) + eps * math.sqrt(d)
+    return dct + reflections * reflection
+
+
+def _abs_norm(P: np.ndarray) -> float:
+    """An upper bound on ``|| |P| ||_2``: ``sqrt(||P||_1 ||P||_inf)`` (largest column and row sums)."""
+    a = np.abs(P)
+    return math.sqrt(float(a.sum(axis=0).max()) * float(a.sum(axis=1).max()))
+
+
+def _assembly_error(
+    arith: Arith, bases: tuple[np.ndarray, np.ndarray], inverses: tuple[np.ndarray, np.ndarray],
+    A: np.ndarray, B: np.ndarray, F1: np.ndarray, F2: np.ndarray, W_norm: float,
+) -> float:
+    """First-order bound on the rounding of ``W = F1 F2``, ``F1 = fl(P_inv A)``, ``F2 = fl(B Q_inv^T)``
+    (``bases`` = (P, Q), the probes' bases, ``inverses`` = (P_inv, Q_inv), as computed) against the
+    exact ``P^{-1} A B Q^{-T}``.
+
+    The two basis products are dot products of length d: ``||dF1||_F <= gamma_d || |P_inv| ||_2
+    ||A||_F`` (and likewise F2), which move W by ``||dF1||_F ||F2||_2`` and ``||F1||_2 ||dF2||_F``;
+    their product sums r terms: ``gamma_r || |F1| |F2| ||_F`` (from the r x r Gram matrices of
+    |F1| and |F2|).  The inverses: in float64 ``P_inv = P^T`` (a view of P: no solve was done) and
+    ``P^T P - I = P_0^T dP + dP^T P_0 + dP^T dP`` with ``||dP||_F`` from :func:`_basis_rounding`
+    (P: two reflections, Q: one), which moves W by ``||P^T P - I||_2 ||W||_F``; in other
+    arithmetics ``P_inv`` solves ``P X = I`` in their precision, charged ``(d + 4) d eps ||W||_F``
+    each (an allowance, negligible at their precision)."""
+    (P, Q), (P_inv, Q_inv) = bases, inverses
+    d, r = P.shape[0], A.shape[1]
+    if r == 0:
+        return 0.0  # W = 0 exactly: an empty product
+    eps = arith.resolution
+    Pf, Qf, Af, Bf, F1f, F2f = (arith.to_float(x) for x in (P_inv, Q_inv, A, B, F1, F2))
+    gd = _gamma(d, eps)
+    products = gd * (_abs_norm(Pf) * np.linalg.norm(Af) * np.linalg.norm(F2f, 2)
+                     + np.linalg.norm(F1f, 2) * np.linalg.norm(Bf) * _abs_norm(Qf))
+    G1, G2 = np.abs(F1f).T @ np.abs(F1f), np.abs(F2f) @ np.abs(F2f).T
+    products += _gamma(r, eps) * math.sqrt(float(np.sum(G1 * G2)))
+    if np.shares_memory(P_inv, P) and np.shares_memory(Q_inv, Q):  # the transposes: no solve
+        dP, dQ = _basis_rounding(d, eps, 2), _basis_rounding(d, eps, 1)
+        inverses_error = (2 * dP + dP**2 + 2 * dQ + dQ**2) * W_norm
+    else:
+        inverses_error = 2 * (d + 4) * d * eps * W_norm
+    return float(products + inverses_error)
 
 
 def _cross_estimate(
@@ -449,7 +569,8 @@ def _learn_by_crosses(
         cross = cross_approximation(session, probes, max_rank, rank_tol)
         P_inv, Q_inv = arith.inverse_of_orthogonal(P), arith.inverse_of_orthogonal(Q)
         A = cross.A / shorten[:, None]  # M' = D M for the shortened rows: M = D^{-1} M'
-        W = (P_inv @ A) @ (cross.B @ Q_inv.T)
+        F1, F2 = P_inv @ A, cross.B @ Q_inv.T
+        W = F1 @ F2
         c = P_inv @ (probes.linear / shorten) if bias else None
         W_error = None
         if not arith.exact:  # exact arithmetic has no rounding error to bound
@@ -457,7 +578,7 @@ def _learn_by_crosses(
             unshorten = 1 / arith.to_float(shorten)
             W_error = (
                 _cross_error(session, probes, cross, W_norm, c_norm, unshorten)
-                + (d + 4) * arith.eps * d * W_norm
+                + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm)
             )
             estimate, terms = _cross_estimate(probes, cross, W, c_norm, unshorten)
             session.diagnostics.update(error_estimate=estimate, error_estimate_terms=terms)
