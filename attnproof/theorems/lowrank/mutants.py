@@ -1,11 +1,5 @@
-"""The curated mutants of this room (Thm 5.1): named bugs the mutation run (``tools/mutation.py``)
-applies as snippet patches, besides the mutants it generates.
-
-Literal data, read by the tool without importing the room: each mutant is a dict with its
-``name``, the ``path`` of the patched module inside this room, the unique snippet ``old`` it
-replaces by ``new``, and ``what`` the bug is.  A snippet that no longer occurs exactly once is
-reported ``stale``; each runs against the room's tests (``tests/test_<room>.py``) and ``verify``.
-"""
+"""The curated mutants of the Thm 5.1 room: named bugs for ``tools/mutation.py``, literal data it
+reads without importing the room (the format: its ``room_curated``)."""
 
 MUTANTS = (
     {"name": "skeleton-rank-tol", "path": "__init__.py",
