@@ -288,13 +288,13 @@ def probe_batch(
     """
     P, Q, arith = probes.P, probes.Q, probes.arith
     B, d = len(kk), probes.d
-    rows = np.arange(B)
     if out is not None and (s is None or not B or np.all(s == s[0])):
         X = out[:B]
         scale = 1.0 if s is None or not B else float(s[0])
         Ps, Qs = probes.scaled(1.0 if probes.scale_query_only else scale, scale)
         _in_blocks(lambda a, b: _fill(Ps, Qs, kk[a:b], ll[a:b], scale, X[a:b]), B, d)
         return X
+    rows = np.arange(B)
     if out is None:
         X = arith.zeros((B, 2, d))
         X[:, 0, :] = P[kk]
