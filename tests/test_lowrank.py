@@ -172,6 +172,9 @@ def test_coherent_targets_against_the_structured_bases(dij, shape, scale, seed):
 
 @given(ast.low_rank_targets(), seeds)
 @example((np.array([[3.75529917e-37]]), np.array([-1.0]), 1), 0)  # tiny W: upscaled, then shrunk 8 times
+# a subnormal W* (thorough, seed 15961): since the scale reaches 2^-500 it is answered (27 bits), and
+# the bound's sum of squares underflowed to 0 (bound 4e-323 vs error 8.6e-318): now a hypot
+@example((np.array([[1.7853053e-309]]), np.array([-1.0]), 1), 0)
 def test_skeleton_on_adversarial_factors(target, seed):
     """Hypothesis factors (zeros, repeats, tiny and huge entries): the floor plus counted
     re-asked probes, a bounded total, and an error within the reported bound -- or a refusal."""

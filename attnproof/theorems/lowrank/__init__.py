@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ...arith import FLOAT64, MP, SYMPY, Arith
+from ...arith import FLOAT64, MP, SYMPY, Arith, norm2
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ...measure import (
     BilinearSession, Probes, Scale, ScalePolicy, balanced, bilinear_values, random_orthogonal, resolution,
@@ -234,11 +234,12 @@ def _cross_error(
     X = np.linalg.solve(U.T, Mf[Io][:, J].T).T * unshorten[Io, None]  # X°: the rows of X off I
     Y = np.linalg.solve(U, Mf[I][:, Jo])  # Y°: the columns of Y off J
     dC, dR, dU = E[Io][:, J] * unshorten[Io, None], E[I][:, Jo], E[np.ix_(I, J)]
-    skeleton = FLOAT64.norm((E * unshorten[:, None])[:, J]) ** 2 + FLOAT64.norm(dR * unshorten[I, None]) ** 2
     corner = min(np.linalg.norm(X, 2) * _through(dU, Y), _through(dU.T, X.T) * np.linalg.norm(Y, 2)) \
         if len(Io) and len(Jo) else 0.0
     block = _through(dC, Y) + _through(dR.T, X.T) + corner
-    return float(math.sqrt(skeleton + block**2) + trunc)
+    # hypot, not a sum of squares: the errors of a subnormal W* (1e-317) would square to 0
+    skeleton = (FLOAT64.norm((E * unshorten[:, None])[:, J]), FLOAT64.norm(dR * unshorten[I, None]))
+    return float(math.hypot(*skeleton, block) + trunc)
 
 
 def _through(E: np.ndarray, Y: np.ndarray) -> float:
@@ -249,9 +250,9 @@ def _through(E: np.ndarray, Y: np.ndarray) -> float:
     second sees that a bounded error cannot line up with every singular direction at once
     (``e^T |u| < ||e||`` for a spread u)."""
     U, sigma, _ = np.linalg.svd(Y, full_matrices=False)
-    normwise = np.linalg.norm(E, axis=1) * (sigma[0] if len(sigma) else 0.0)
-    spectral = np.linalg.norm((E @ np.abs(U)) * sigma, axis=1)
-    return float(np.linalg.norm(np.minimum(normwise, spectral)))
+    normwise = norm2(E, axis=1) * (sigma[0] if len(sigma) else 0.0)  # norm2: tiny errors stay > 0
+    spectral = norm2((E @ np.abs(U)) * sigma, axis=1)
+    return float(norm2(np.minimum(normwise, spectral)))
 
 
 #: A bound on the rounding of one entry of the orthonormal DCT-II matrix of
