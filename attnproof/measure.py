@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, reduce
 from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
@@ -1031,8 +1031,9 @@ def value_errors(
         x1, x2, sx, sq = s * (p_norm + q_norm), s * q_norm, s, np.ones_like(s)
     alpha = FLOAT64.sigmoid(arith.to_float(L))
     vn = norm2(v)
-    # a bound adds the errors; independent roundings add in quadrature
-    add = (lambda *t: np.sqrt(sum(np.square(x) for x in t))) if typical else (lambda *t: sum(t))
+    # a bound adds the errors; independent roundings add in quadrature (hypot: the errors of a
+    # subnormal W* would square to 0)
+    add = (lambda *t: reduce(np.hypot, t)) if typical else (lambda *t: sum(t))
     qv = np.abs(arith.to_float(arith.ldexp(probes.qv, e)))[ll]
     if typical:  # eps times the label's terms: |x^T v| and ||x o v|| (x o v: the summands)
         pvv = np.sqrt((P * P) @ (v * v))[kk]
