@@ -195,7 +195,7 @@ __all__ = [
 # --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
 
 part("bounds", "small", 4, Workload("ffn", 8, "float64", {"m": 8}, (0, 1)))
-part("bounds", "small", 4.5, Workload("ffn", 8, "float64", {"m": 8, "answers": "faithful"}, (0, 1)))
+part("bounds", "small", 4.25, Workload("ffn", 8, "float64", {"m": 8, "answers": "faithful"}, (0, 1)))
 part("bounds", "small", 5, Workload("transformer", 4, "float64", {"m": 6}, (0,)))
 for _i, (_d, _m) in enumerate((d, m) for d in (4, 8, 16) for m in (4, 8, 16)):  # the FFN at d, m <= 16
     part("bounds", "full", 2 + _i, Workload("ffn", _d, "float64", {"m": _m}, (0, 1)))
