@@ -13,8 +13,8 @@ The new rooms' learners meet the same property on their own hostile families (is
 head among large ones (orthogonal heads), one tiny odd FFN unit (learn_ffn, learn_transformer),
 a target whose norm exceeds the declared W_bound (membership), mpmath at 7-10 digits with a loose
 user tolerance (learn_ffn), and too few Hessians (multi-head SBD).  Each family runs a few examples
-in the ``ci`` profile (a tenth of the profile's count) and more in ``thorough``; every
-counterexample found is pinned (``@example``) beside the fix that answers it.
+in the ``ci`` profile (a tenth of the profile's count) and more in ``thorough``; a family the
+room's own code fails today is a strict xfail naming the room, with the counterexample pinned.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -163,6 +164,26 @@ TINY_ODD = dict(
 # the bound; now a hyperplane found again must show the same jump size |c_j| too (L = 2)
 @example(seed=442, d=3, m=1, log10_tiny=8.25)
 def test_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
+    _ffn_tiny_odd_unit_property(seed, d, m, log10_tiny)
+
+
+#: Counterexamples of the family the thorough profile still finds (strict xfail: a fix shows).
+OPEN_TINY_ODD = [
+    # (thorough, --hypothesis-seed 7301127; the same before this branch) a 10^-10 unit whose kink
+    # crosses the path 0.023 before a unit one's: one attempt, confirmed as one kink (the tiny
+    # one's effect at the confirmation triple is below the search's prediction errors), the polished
+    # bound 2.3e-11 below the merge's error in the wedge, and no answer seen shows it (the points on
+    # the merged hyperplane see 2.3e-11 at most): SILENTLY 3.0e-11 |x| above the bound.  Open: the
+    # polished bound needs a term for a kink merged below the search's resolution (the plane
+    # points' residuals bound it along their directions only)
+    (35924, 3, 2, 10.0),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="room transformer (theorems/transformer/ffn.py): a tiny odd unit's "
+                   "kink merged below the polished bound in a single attempt (issue 23)")
+@pytest.mark.parametrize("seed, d, m, log10_tiny", OPEN_TINY_ODD)
+def test_open_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
     _ffn_tiny_odd_unit_property(seed, d, m, log10_tiny)
 
 
