@@ -466,10 +466,18 @@ class ReluFFN:
     w_o : array-like, shape (m,)
     arith : Arith
     b : array-like, shape (m,), optional
+    answers : {"naive", "faithful"}
+        Keyword only, as for :class:`Attention`: evaluated in the arithmetic (default), or in
+        extended precision (``A^T x`` by :func:`_ext_product`, the readout's m terms in
+        longdouble: within ``(d + m + 4) 2^-64 |w_o|^T |A^T x|`` of f(x)) and rounded once to
+        float64 (:data:`FAITHFUL`, exposed as ``rounding``; float64 models only).
     """
 
-    def __init__(self, A: Any, w_o: Any, arith: Arith = FLOAT64, b: Any = None) -> None:
+    def __init__(
+        self, A: Any, w_o: Any, arith: Arith = FLOAT64, b: Any = None, *, answers: str = "naive"
+    ) -> None:
         self.arith = arith
+        self.rounding = _answers(answers, arith)
         self.A, self.w_o = arith.asarray(A), arith.asarray(w_o)
         if self.A.ndim != 2:
             raise ShapeError(f"A must have shape (d, m); got {self.A.shape}")
@@ -491,8 +499,15 @@ class ReluFFN:
             Xb, batched = as_batch(X, self.d, self.arith)
             if Xb.shape[1] != 1:
                 raise ShapeError(f"an FFN reads one token (N = 1); got N = {Xb.shape[1]}")
-            z = Xb[:, 0, :] @ self.A
-            out = relu(z if self.b is None else z + self.b) @ self.w_o
+            if self.rounding is FAITHFUL:
+                Xf = np.asarray(Xb[:, 0, :], dtype=np.float64)
+                z = _ext_product(Xf, np.asarray(self.A, dtype=np.float64))
+                if self.b is not None:
+                    z = z + _ext(self.b)
+                out = (relu(z) @ _ext(self.w_o)).astype(np.float64)
+            else:
+                z = Xb[:, 0, :] @ self.A
+                out = relu(z if self.b is None else z + self.b) @ self.w_o
         return out if batched else out[0]
 
 

@@ -240,10 +240,12 @@ def test_rounding_model_on_fixed_input():
     """The search's rounding model, pinned by hand (issue 22 item 5): an answer may carry
     ``answer_noise`` = tol_ulps unit roundoffs relative (float64 2^10 2^-53 = 2^-43; mp:8 2^6 2^-30
     = 2^-24; sympy 0); a piece's gradient from answers y at x0 + h e_i and y0 at x0 is within
-    ``noise 2 (|G|.|x0| + |y0| + max|y|) / h + u max|G|`` per entry, and values near x agree to
+    ``noise 2 (|G|.|x0| + |y0| + max|y|) / h + u max_i |G_i| (|x0_i| / h + 2)`` per entry (the
+    query point x0_i + h rounded, the subtraction), and values near x agree to
     ``noise (sum |values| + gscale |x|_1 + |G|.|x|) + err |x|_1``.  With G = (1, -2),
-    x0 = (1, 1/2), y = (5/4, -1/2), y0 = 1/4, h = 1/4: 2^-43 2 (2 + 1/4 + 5/4) / (1/4) + 2^-53 2
-    = 28 2^-43 + 2^-52; tol(x0, 1/2, G, err = 2^-10) = 2^-43 (1/2 + 2) + 2^-10 3/2."""
+    x0 = (1, 1/2), y = (5/4, -1/2), y0 = 1/4, h = 1/4: 2^-43 2 (2 + 1/4 + 5/4) / (1/4)
+    + 2^-53 max(1 (4 + 2), 2 (2 + 2)) = 28 2^-43 + 2^-50; tol(x0, 1/2, G, err = 2^-10)
+    = 2^-43 (1/2 + 2) + 2^-10 3/2."""
     from attnproof.measure import Session
     from attnproof.theorems.transformer._path_search import _PathSearch, answer_noise
 
@@ -251,7 +253,7 @@ def test_rounding_model_on_fixed_input():
     search = _PathSearch(Session(ValueOracle(ReluFFN(np.eye(2), np.ones(2))), FLOAT64), np.ones(2), 0.0, 1)
     G, x0 = np.array([1.0, -2.0]), np.array([1.0, 0.5])
     err = search._gradient_error(G, x0, np.array([1.25, -0.5]), 0.25, 0.25)
-    assert err == 28 * 2.0**-43 + 2.0**-52
+    assert err == 28 * 2.0**-43 + 2.0**-50
     assert search.tol(x0, 0.5, G=G, err=2.0**-10) == 2.0**-43 * 2.5 + 2.0**-10 * 1.5
 
 

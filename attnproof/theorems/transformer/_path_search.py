@@ -20,6 +20,7 @@ from ...errors import (
 )
 from ...arith import Arith
 from ...measure import Session
+from ...models import NAIVE, Rounding, declared_rounding
 
 @dataclass(frozen=True)
 class Tuning:
@@ -88,10 +89,23 @@ def tuning(arith: Arith) -> Tuning:
     return TUNING[arith.family]
 
 
-def answer_noise(arith: Arith) -> float:
-    """The relative rounding the search allows an answer: ``tol_ulps`` unit roundoffs of the
-    arithmetic (0 in exact arithmetic), relative to the magnitudes of :meth:`_PathSearch.tol`."""
-    return tuning(arith).tol_ulps * arith.unit_roundoff
+def answer_noise(arith: Arith, rounding: Rounding = NAIVE) -> float:
+    """The relative rounding the search allows an answer, relative to the magnitudes of
+    :meth:`_PathSearch.tol` (0 in exact arithmetic).
+
+    Naive answers (the default declaration, :data:`~attnproof.models.NAIVE`): ``tol_ulps`` unit
+    roundoffs of the arithmetic, the cancellation of units its model admits (their sum
+    ``n |w_o|^T |A^T x|``, n the terms of the evaluation, up to ``tol_ulps`` times those
+    magnitudes).  Answers declared faithful (:data:`~attnproof.models.FAITHFUL`, float64 answers)
+    to an arithmetic that holds them exactly (unit roundoff at most ``final``): the same admitted
+    cancellation at the declared unit per term, plus the answer's one final rounding,
+    ``final + tol_ulps term`` (float64: ``2^-53 + 2^-54``, 683 times below naive's ``2^-43``).  A
+    coarser arithmetic rounds the answers again (naive's then), an exact one allows none.
+    """
+    naive = tuning(arith).tol_ulps * arith.unit_roundoff
+    if rounding.term is None or arith.unit_roundoff > rounding.final or not tuning(arith).tol_ulps:
+        return naive
+    return rounding.final + tuning(arith).tol_ulps * rounding.term
 
 
 def kink_parameter(J: np.ndarray, X0: np.ndarray, direction: np.ndarray) -> Any:
@@ -163,8 +177,14 @@ class _PathSearch:
         self.reach = self.tuning.reach_fraction
         #: the smallest step a gradient is taken with is 2^-smallest_h_log2 max|x|
         self.smallest_h_log2 = self.h_log2 + self.h_shrink_log2 * (H_ROUNDS - 1)
-        #: the relative rounding an answer may carry: tol_ulps unit roundoffs (see :func:`answer_noise`)
-        self.noise = answer_noise(arith)
+        #: the relative rounding an answer may carry, as the oracle declares (:func:`answer_noise`)
+        self.answer_noise = answer_noise(arith, declared_rounding(session.oracle))
+        #: the comparisons' tolerance: the answers' rounding, plus the learner's own in a
+        #: prediction ``y_p + G_p^T (z - x_p)`` (d + 4 roundings) when the answers are tighter than
+        #: naive (whose 2^10 units cover it)
+        self.noise = self.answer_noise + (
+            2 * (self.d + 4) * arith.unit_roundoff if self.answer_noise < answer_noise(arith) else 0.0
+        )
         bits = self.tuning.resolution_log2
         self.rho = arith.scalar(2) ** -(int(0.75 * arith.digits * np.log2(10)) if bits is None else bits)
         self.seen: list[tuple[np.ndarray, Any]] = []
@@ -321,18 +341,22 @@ class _PathSearch:
         )
 
     def _gradient_error(self, G: np.ndarray, x0: np.ndarray, y: np.ndarray, y0: Any, h: Any) -> float:
-        """Bound on max_i |G_i - grad_i| from answers with relative error tol_ulps u (:meth:`tol`),
-        plus the division's rounding (0 in exact arithmetic, whose G may be symbolic)."""
+        """Bound on ``max_i |G_i - grad_i|`` for ``G_i = (f(x0 + h e_i) - f(x0)) / h`` (0 in exact
+        arithmetic, whose G may be symbolic; h a power of two).
+
+        The two answers are off by the declared noise (:attr:`answer_noise`) times
+        ``scale = |G|^T |x0| + |f(x0)| + max_i |f(x0 + h e_i)|`` each; the query point
+        ``x0_i + h`` is rounded by ``u |x0_i + h|``, moving the answer by ``grad_i`` times that;
+        the subtraction by ``u |G_i| h``: in all ``2 noise scale / h + u |G_i| (|x0_i| / h + 2)``.
+        """
         if self.arith.exact:
             return 0.0
         xf = np.abs(self.arith.to_float(x0))
-        scale = (
-            float(np.abs(self.arith.to_float(G)) @ xf)
-            + abs(float(y0))
-            + float(np.abs(self.arith.to_float(y)).max())
-        )
-        return self.noise * 2 * scale / float(h) + self.arith.unit_roundoff * float(
-            np.abs(self.arith.to_float(G)).max()
+        Gf = np.abs(self.arith.to_float(G))
+        scale = float(Gf @ xf) + abs(float(y0)) + float(np.abs(self.arith.to_float(y)).max())
+        hf = float(h)
+        return self.answer_noise * 2 * scale / hf + self.arith.unit_roundoff * float(
+            np.max(Gf * (xf / hf + 2))
         )
 
     def same_gradient(self, a: _Piece, b: _Piece) -> bool:

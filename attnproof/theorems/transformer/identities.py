@@ -523,10 +523,12 @@ TIGHT_TARGETS: tuple[tuple[list, list, list, int, str, float], ...] = (
     # ReLU(3/16 x) - 0.99 ReLU(3/16 x): the oracle rounds at the units' scale, 199 times f's
     ([[0.3]], [[0.1875, 0.1875]], [1.0, -0.99], 0, "antisymmetric", 1e3),
     # an even FFN (A = [B, -B], w_o = [a, a]) plus a unit of weight 1e-9 whose kink, omitted by the
-    # FFN learner, the cone crosses: without the FFN's own error the bound is 1.7e-9, the error 3.3e-9
+    # FFN learner, the cone crosses: without the FFN's own error the bound is 3.4e-10, the error 9.0e-10
+    # (path seed 11; seed 3's, 1.7e-9 and 3.3e-9, since V is drawn again out of U's region meets no
+    # such kink: error 1.4e-13)
     ([[-0.2, -0.16, -0.39], [-0.61, -0.23, 0.28], [-0.14, 0.55, -0.12]],
      [[2.04, -2.56, -2.04, 2.56, -0.87], [0.42, -0.57, -0.42, 0.57, 3.32], [-0.45, -0.22, 0.45, 0.22, 0.23]],
-     [-2.02, -0.23, -2.02, -0.23, 1e-9], 3, "cone", 1e5),
+     [-2.02, -0.23, -2.02, -0.23, 1e-9], 11, "cone", 1e5),
 )
 @run(
     id="sec4.1/run-bound-tight",

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...arith import Arith, parse
-from ...models import OneLayerTransformer, ReluFFN
+from ...models import ANSWERS, OneLayerTransformer, ReluFFN
 from ...oracles import ValueOracle
 from ...recovery import Recovery, score
 from ...room import Options, Workload, default_of, option, part, runner
@@ -27,14 +27,25 @@ ROUTES = ("auto", "antisymmetric", "cone")
 
 
 @dataclass(frozen=True)
-class FFNOptions(Options):
-    """Options of the ``ffn`` learner on the bench (A_FFN of Sec. 4.1)."""
+class WidthOptions(Options):
+    """The hidden width shared by the ``ffn`` and ``transformer`` learners' options."""
 
     m: int | None = option(None, low=1, help="hidden units (default 2d)")
 
 
 @dataclass(frozen=True)
-class TransformerOptions(FFNOptions):
+class FFNOptions(WidthOptions):
+    """Options of the ``ffn`` learner on the bench (A_FFN of Sec. 4.1)."""
+
+    answers: str = option(
+        default_of(ReluFFN, "answers"), choices=tuple(ANSWERS),
+        help="how the oracle evaluates and rounds its answers: in float64 in any order (naive), or in "
+        "extended precision rounded once (faithful: declared, so the bound is ~100x tighter)",
+    )
+
+
+@dataclass(frozen=True)
+class TransformerOptions(WidthOptions):
     """Options of the ``transformer`` learner on the bench (Sec. 4.1)."""
 
     route: str = option(default_of(learn_transformer, "route"), choices=ROUTES,
@@ -69,11 +80,14 @@ def designed_queries(ledger: dict[str, int], d: int) -> int:
 
 @runner("ffn", FFNOptions)
 def run_ffn(
-    d: int, m: int | None = FFNOptions.m, arith: Arith | str = "float64", seed: int = 0
+    d: int, m: int | None = FFNOptions.m, arith: Arith | str = "float64", seed: int = 0,
+    answers: str = FFNOptions.answers,
 ) -> dict[str, Any]:
     """Learn a random bias-free ReLU FFN ``x -> w_o^T ReLU(A^T x)`` (A_FFN of Sec. 4.1) from
     one-token value queries; score it by the functional error on random points (the parameters
-    are identifiable only up to the symmetries of the canonical form).  ``m`` defaults to 2d.
+    are identifiable only up to the symmetries of the canonical form).  ``m`` defaults to 2d;
+    ``answers`` is the model's evaluation (:class:`~attnproof.models.Rounding`), which the
+    oracle declares and the learner's bound reads.
 
     ``err_W`` is ``max |f_hat(x) - f(x)| / |x|_inf`` over 256 Gaussian points (what
     ``error_bound`` bounds), ``rel_err_W`` the same divided by ``max |f(x)| / |x|_inf`` there
@@ -82,7 +96,7 @@ def run_ffn(
     m = 2 * d if m is None else m
     rng = np.random.default_rng(seed)
     _, A, w_o = transformer_target(d, m, rng)
-    model = ReluFFN(A, w_o, arith)
+    model = ReluFFN(A, w_o, arith, answers=answers)
     oracle = ValueOracle(model)
     t0 = time.perf_counter()
     rec = learn_ffn(oracle, rng=rng, arith=arith)
@@ -95,7 +109,7 @@ def run_ffn(
     rel = err / size if size else err
     bound = rec.diagnostics.get("error_bound")
     return {
-        "d": d, "m": m, "learner": "ffn", "arith": arith.name, "seed": seed, "L": rec.L,
+        "d": d, "m": m, "learner": "ffn", "arith": arith.name, "seed": seed, "answers": answers, "L": rec.L,
         "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
         "reasked_queries": rec.diagnostics["reasked_queries"],
         "designed_queries": designed_queries(rec.diagnostics["ledger"], d),
@@ -172,15 +186,21 @@ def run_transformer(
     }
 
 
-__all__ = ["FFNOptions", "TransformerOptions", "ROUTES", "transformer_target", "run_ffn", "run_transformer"]
+__all__ = [
+    "WidthOptions", "FFNOptions", "TransformerOptions", "ROUTES", "transformer_target", "run_ffn",
+    "run_transformer",
+]
 
 
 # --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
 
 part("bounds", "small", 4, Workload("ffn", 8, "float64", {"m": 8}, (0, 1)))
+part("bounds", "small", 4.25, Workload("ffn", 8, "float64", {"m": 8, "answers": "faithful"}, (0, 1)))
 part("bounds", "small", 5, Workload("transformer", 4, "float64", {"m": 6}, (0,)))
 for _i, (_d, _m) in enumerate((d, m) for d in (4, 8, 16) for m in (4, 8, 16)):  # the FFN at d, m <= 16
     part("bounds", "full", 2 + _i, Workload("ffn", _d, "float64", {"m": _m}, (0, 1)))
+    part("bounds", "full", 2.5 + _i,
+         Workload("ffn", _d, "float64", {"m": _m, "answers": "faithful"}, (0, 1)))
 del _i, _d, _m
 part("bounds", "note", 2, "the FFN on d, m <= 16")
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
