@@ -1091,6 +1091,21 @@ def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.nda
     return 4 * arith.eps * (1 + 2 * qv[ll] / pv[kk]) * np.ldexp(1.0, -probes.order * k)
 
 
+def effective_terms(variances: np.ndarray) -> float:
+    """``(sum a)^2 / sum a^2`` for the variances a of independent error terms: how many terms
+    a typical-error estimate (``value_errors`` with ``Wq``) effectively adds up (n for n equal
+    terms, about 1 where one dominates), 1 for a sum of zeros.  The realised error is about the
+    estimate times ``sqrt(chi^2_n / n)``: close to it for many terms, possibly far below for few.
+    Read in range (scaled by the largest term), so tiny or huge variances neither underflow nor
+    overflow."""
+    a = np.asarray(variances, dtype=float).reshape(-1)
+    top = float(a.max(initial=0.0))
+    if not top > 0:
+        return 1.0
+    a = a / top
+    return float(a.sum() ** 2 / (a * a).sum())
+
+
 def bilinear_values(L: np.ndarray, k: np.ndarray, arith: Arith) -> np.ndarray:
     """p^T W* q = L / 4^k."""
     return L / arith.pow2(2 * k)
@@ -1110,5 +1125,6 @@ __all__ = [
     "balanced",
     "resolution",
     "value_errors",
+    "effective_terms",
     "bilinear_values",
 ]
