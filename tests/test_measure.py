@@ -96,7 +96,8 @@ def test_buffered_probe_batch_equals_the_documented_tokens(d, seed, shape, basis
 
 
 @given(st.integers(1, 64), st.integers(0, 2**32 - 1))
-@example(2, 1260)  # u near the sign vector sigma / sqrt(d): h = u - sigma / sqrt(d) cancelled (thorough, seed 61734)
+# u near the sign vector sigma / sqrt(d): h = u - sigma / sqrt(d) cancelled (thorough, seed 61734)
+@example(2, 1260)
 def test_random_orthogonal_and_balanced_bases(d, seed):
     """O(d^2) bases: orthogonal to rounding (a product of d-term sums: d eps per entry), spread
     over every coordinate, and balanced: |p_k^T v| = ||v|| / sqrt(d) for every row."""

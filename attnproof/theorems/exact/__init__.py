@@ -39,7 +39,8 @@ import sympy as sp
 from ...arith import FLOAT64, MP, SYMPY, Arith, norm2
 from ...errors import DegenerateProbeError, InvalidInputError, ShapeError
 from ...measure import (
-    UNDERFLOW, BilinearSession, Probes, ScalePolicy, balanced, effective_terms, random_orthogonal, value_errors,
+    UNDERFLOW, BilinearSession, Probes, ScalePolicy, balanced, effective_terms, random_orthogonal,
+    value_errors,
 )
 from ...models import NAIVE, Attention, Rounding, scores
 from ...oracles import RoundingAdversary, ValueOracle
