@@ -114,8 +114,10 @@ def learn_exact(
         The promised accuracy (floating point): the a-posteriori bound on ||W_hat - W*||_F must
         be <= rtol ||W_hat||_F, else :class:`PrecisionLossError`.  Default: the resolution to
         the power 1/5 (6.6e-4 in float64, 10^(-dps/5) in mpmath): a worst-case certificate for a
-        fifth of the digits (the true error is typically 10^3-10^5 times below the bound; 40-80
-        times against an oracle that declares faithful answers, :attr:`ValueOracle.rounding`).
+        fifth of the digits (measured on random targets, d = 64..1024: the true error is 10^3-3 10^4
+        times below the bound against naive answers; against an oracle that declares faithful
+        answers, :attr:`ValueOracle.rounding`, 55-130 times with orthogonal probes and 95-1400
+        times with the basis probes, whose sparse rows the dense rounding model overcharges).
 
     Returns
     -------
