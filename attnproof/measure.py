@@ -260,14 +260,16 @@ def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
 
 def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """``P`` (orthogonal, float64) followed by the Householder reflection that maps P v / ||v|| to
-    a random sign vector / sqrt(d): every row then has ``p_k^T v = +-||v|| / sqrt(d)``, so no probe
+    a random sign vector / sqrt(d) (the one of the pair +-sigma that is far from P v / ||v||, so
+    h does not cancel): every row then has ``p_k^T v = +-||v|| / sqrt(d)``, so no probe
     divides by a small ``p^T v`` (the label error is amplified by ``(|p^T v| + 2 |q^T v|) / |p^T v|``)."""
     d = P.shape[0]
     u = P @ v / norm2(v)  # norm2: a v* of 1e-300 (or 1e300) neither underflows nor overflows
-    h = u - rng.choice([-1.0, 1.0], size=d) / math.sqrt(d)
-    if norm2(h) > 0:
-        P = P - np.outer(2 * h / (h @ h), h @ P)
-    return P
+    sigma = rng.choice([-1.0, 1.0], size=d)
+    # the target -sign(u^T sigma) sigma / sqrt(d) keeps ||h||^2 >= 2: no cancellation in h (with u
+    # near sigma / sqrt(d), h = u - sigma / sqrt(d) was small and |p_k^T v| off by 7.5e-15 relative)
+    h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
+    return P - np.outer(2 * h / (h @ h), h @ P)
 
 
 def probe_batch(
@@ -1089,6 +1091,21 @@ def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.nda
     return 4 * arith.eps * (1 + 2 * qv[ll] / pv[kk]) * np.ldexp(1.0, -probes.order * k)
 
 
+def effective_terms(variances: np.ndarray) -> float:
+    """``(sum a)^2 / sum a^2`` for the variances a of independent error terms: how many terms
+    a typical-error estimate (``value_errors`` with ``Wq``) effectively adds up (n for n equal
+    terms, about 1 where one dominates), 1 for a sum of zeros.  The realised error is about the
+    estimate times ``sqrt(chi^2_n / n)``: close to it for many terms, possibly far below for few.
+    Read in range (scaled by the largest term), so tiny or huge variances neither underflow nor
+    overflow."""
+    a = np.asarray(variances, dtype=float).reshape(-1)
+    top = float(a.max(initial=0.0))
+    if not top > 0:
+        return 1.0
+    a = a / top
+    return float(a.sum() ** 2 / (a * a).sum())
+
+
 def bilinear_values(L: np.ndarray, k: np.ndarray, arith: Arith) -> np.ndarray:
     """p^T W* q = L / 4^k."""
     return L / arith.pow2(2 * k)
@@ -1108,5 +1125,6 @@ __all__ = [
     "balanced",
     "resolution",
     "value_errors",
+    "effective_terms",
     "bilinear_values",
 ]

@@ -40,7 +40,7 @@ from .errors import (
     check_rng,
     check_tolerance,
 )
-from .measure import BilinearSession, Probes, Session, value_errors
+from .measure import BilinearSession, Probes, Scale, Session, value_errors
 
 
 # --- the shared argument validators (issue 23, item 10): one spelling of each refusal ----------
@@ -132,12 +132,20 @@ def learn_score_bias(
     the rounding-error bound of each t_k (:func:`attnproof.measure.value_errors`, with
     ``||c|| <= ||P^{-1}||_2 ||t||``) and its typical size (the same model's estimate, with
     ``||c|| ~ sqrt(d) ||t|| / ||P||_F``), or None twice in exact arithmetic.
+
+    c^T p_k is read to the logits' absolute accuracy (about eps at s = 1), not relative to
+    its own size: that is what the later logits, where it enters unscaled, need.  A c* that is
+    0 or lost to rounding at s = 1 costs no re-ask and reads as ~0 within its bound.
     """
     arith = session.arith
     probes = Probes(P, arith.zeros((1, P.shape[1])), v, arith, offset=beta)
     rows = np.arange(P.shape[0])
     entries = (rows, np.zeros_like(rows))
-    L, k = session.measure_adaptively(probes, entries)
+    # the scale starts known, as if a value of 1 had been read at s = 1: c^T p enters every later
+    # logit unscaled (query-only scaling), so it is needed to the logits' absolute accuracy only, and a
+    # value lost to rounding at s = 1 is measured well enough (its error bound says so).  A scale
+    # search would move such probes up to 2^max_k: a c* = 0 cost 41 re-asks at d = 4, ~92 at d = 16
+    L, k = session.measure_adaptively(probes, entries, Scale(log2_top=0.0))
     t_c = L / arith.pow2(k)
     if arith.exact:  # exact arithmetic: no rounding error to bound
         return t_c, None, None
