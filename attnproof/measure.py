@@ -247,16 +247,31 @@ def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
     x = e_i included), and the Gaussian h makes the rows a continuous random family, so a fixed
     W* meets a degenerate skeleton with probability 0 -- as with Haar-random bases, whose two
     dense QR factorisations cost O(d^3) (the learner's largest cost at d = 4096).
+
+    The angle ``k (2n + 1) mod 4d`` takes only 4d values: their scaled cosines are computed once
+    and C is read from that table, a block of rows at a time (bitwise the entries of computing
+    each one: the same operations on the same numbers), and H is applied a block of rows at a time
+    (no d x d temporary).
     """
-    k, n = np.arange(d)[:, None], np.arange(d)[None, :]
-    angle = (k * (2 * n + 1)) % (4 * d)  # exact integers: the cosine's argument reduced exactly
-    C = np.cos(angle * (np.pi / (2 * d)))
-    C *= math.sqrt(2.0 / d)
+    scaled_cos = np.cos(np.arange(4 * d) * (np.pi / (2 * d)))  # every angle, reduced exactly
+    scaled_cos *= math.sqrt(2.0 / d)
+    odd = 2 * np.arange(d) + 1
+    C = np.empty((d, d))
+    for a, b in _row_blocks(d):
+        np.take(scaled_cos, (np.arange(a, b)[:, None] * odd) % (4 * d), out=C[a:b])
     C[0] = math.sqrt(1.0 / d)
     C *= rng.choice([-1.0, 1.0], size=d)
     h = rng.standard_normal(d)
-    C -= np.outer(h * (2 / (h @ h)), h @ C)
+    u, w = h * (2 / (h @ h)), h @ C
+    for a, b in _row_blocks(d):
+        C[a:b] -= np.outer(u[a:b], w)
     return C
+
+
+def _row_blocks(d: int, entries: int = 2**18) -> Iterator[tuple[int, int]]:
+    """Consecutive row ranges [a, b) of a d x d matrix, about ``entries`` entries each."""
+    rows = max(1, entries // max(d, 1))
+    return ((a, min(d, a + rows)) for a in range(0, d, rows))
 
 
 def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
