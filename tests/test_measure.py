@@ -457,3 +457,25 @@ def test_rows_asked_in_the_slots_of_the_row_before_reuse_its_query_tokens():
             elif i is not None:
                 assert written == [len(ll)]  # a first row, or a new scale: every query token
     assert seen and not any(seen)
+
+
+@given(st.integers(1, 80), st.integers(0, 2**32 - 1), st.integers(1, 3000))
+def test_random_orthogonal_is_the_dct_formula_entry_by_entry(d, seed, entries):
+    """The table and row blocks of random_orthogonal give bitwise the matrix of the direct formula
+    (every cosine computed on its own, H applied through a d x d outer product), whatever the block
+    size (``entries`` per block, patched)."""
+    import unittest.mock
+
+    import attnproof.measure as measure
+
+    rng = np.random.default_rng(seed)
+    k, n = np.arange(d)[:, None], np.arange(d)[None, :]
+    C = np.cos(((k * (2 * n + 1)) % (4 * d)) * (np.pi / (2 * d)))
+    C *= np.sqrt(2.0 / d)
+    C[0] = np.sqrt(1.0 / d)
+    C *= rng.choice([-1.0, 1.0], size=d)
+    h = rng.standard_normal(d)
+    C -= np.outer(h * (2 / (h @ h)), h @ C)
+    blocks = measure._row_blocks
+    with unittest.mock.patch.object(measure, "_row_blocks", lambda d: blocks(d, entries)):
+        assert np.array_equal(random_orthogonal(d, np.random.default_rng(seed)), C)
