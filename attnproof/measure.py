@@ -24,7 +24,7 @@ Every learner works through one :class:`Session` (oracle, arithmetic, its regist
 :class:`~attnproof.verify.registry.Learner`, query counting, timing, the output guard, and the result
 closed with the shared schema: ``queries_formula``, ``reasked_queries``, ``error_bound``,
 ``time``); a learner that measures ``p^T W* q`` uses :class:`BilinearSession`, the layer on top
-(scaling policy, a reusable probe buffer, the adaptive measurement).  Diagnostics written by the
+(scaling policy, reusable probe buffers, the adaptive measurement).  Diagnostics written by the
 layer: ``rescaled_probes`` (probes asked again at another scale), ``global_rescales`` (batches
 moved to a larger scale because every logit was lost to rounding), ``reasked_queries`` (every
 query beyond the learner's formula that this cost), ``max_abs_logit`` and ``time``, the
