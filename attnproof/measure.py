@@ -24,7 +24,7 @@ Every learner works through one :class:`Session` (oracle, arithmetic, its regist
 :class:`~attnproof.verify.registry.Learner`, query counting, timing, the output guard, and the result
 closed with the shared schema: ``queries_formula``, ``reasked_queries``, ``error_bound``,
 ``time``); a learner that measures ``p^T W* q`` uses :class:`BilinearSession`, the layer on top
-(scaling policy, a reusable probe buffer, the adaptive measurement).  Diagnostics written by the
+(scaling policy, reusable probe buffers, the adaptive measurement).  Diagnostics written by the
 layer: ``rescaled_probes`` (probes asked again at another scale), ``global_rescales`` (batches
 moved to a larger scale because every logit was lost to rounding), ``reasked_queries`` (every
 query beyond the learner's formula that this cost), ``max_abs_logit`` and ``time``, the
@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -246,16 +247,31 @@ def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
     x = e_i included), and the Gaussian h makes the rows a continuous random family, so a fixed
     W* meets a degenerate skeleton with probability 0 -- as with Haar-random bases, whose two
     dense QR factorisations cost O(d^3) (the learner's largest cost at d = 4096).
+
+    The angle ``k (2n + 1) mod 4d`` takes only 4d values: their scaled cosines are computed once
+    and C is read from that table, a block of rows at a time (bitwise the entries of computing
+    each one: the same operations on the same numbers), and H is applied a block of rows at a time
+    (no d x d temporary).
     """
-    k, n = np.arange(d)[:, None], np.arange(d)[None, :]
-    angle = (k * (2 * n + 1)) % (4 * d)  # exact integers: the cosine's argument reduced exactly
-    C = np.cos(angle * (np.pi / (2 * d)))
-    C *= math.sqrt(2.0 / d)
+    scaled_cos = np.cos(np.arange(4 * d) * (np.pi / (2 * d)))  # every angle, reduced exactly
+    scaled_cos *= math.sqrt(2.0 / d)
+    odd = 2 * np.arange(d) + 1
+    C = np.empty((d, d))
+    for a, b in _row_blocks(d):
+        np.take(scaled_cos, (np.arange(a, b)[:, None] * odd) % (4 * d), out=C[a:b])
     C[0] = math.sqrt(1.0 / d)
     C *= rng.choice([-1.0, 1.0], size=d)
     h = rng.standard_normal(d)
-    C -= np.outer(h * (2 / (h @ h)), h @ C)
+    u, w = h * (2 / (h @ h)), h @ C
+    for a, b in _row_blocks(d):
+        C[a:b] -= np.outer(u[a:b], w)
     return C
+
+
+def _row_blocks(d: int, entries: int = 2**18) -> Iterator[tuple[int, int]]:
+    """Consecutive row ranges [a, b) of a d x d matrix, about ``entries`` entries each."""
+    rows = max(1, entries // max(d, 1))
+    return ((a, min(d, a + rows)) for a in range(0, d, rows))
 
 
 def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -278,6 +294,7 @@ def probe_batch(
     ll: np.ndarray,
     s: np.ndarray | None,
     out: np.ndarray | None = None,
+    held: np.ndarray | None = None,
 ) -> np.ndarray:
     """The two-token probes ``s [(p_k + q_l)^T; q_l^T]`` for each (k, l), shape (B, 2, d).
 
@@ -287,6 +304,13 @@ def probe_batch(
     (the rule: a batch is asked at its learned scale), the rows are read from copies of P and Q
     scaled once (:meth:`Probes.scaled`) and each token is written in one pass: a column of M
     (q fixed) as ``p_k + q`` straight from P, a row (p fixed) as ``q_l + p``.
+
+    ``held`` (int64, one per row of ``out``): the index l of the query token each row of ``out``
+    already holds, written by an earlier batch of the same probes at the same scale (-1: none);
+    such a row's query token is not written again (it is bitwise what would be written), and
+    ``held`` is updated to what ``out`` holds on return.  The caller resets it when the probes or
+    the scale change.  Successive rows of M share almost every query token, so a row asked in
+    the slots of the one before rewrites only the first token.
     """
     P, Q, arith = probes.P, probes.Q, probes.arith
     B, d = len(kk), probes.d
@@ -294,8 +318,14 @@ def probe_batch(
         X = out[:B]
         scale = 1.0 if s is None or not B else float(s[0])
         Ps, Qs = probes.scaled(1.0 if probes.scale_query_only else scale, scale)
-        _in_blocks(lambda a, b: _fill(Ps, Qs, kk[a:b], ll[a:b], scale, X[a:b]), B, d)
+        memo = None if held is None else held[:B]
+        _in_blocks(
+            lambda a, b: _fill(Ps, Qs, kk[a:b], ll[a:b], scale, X[a:b], None if memo is None else memo[a:b]),
+            B, d,
+        )
         return X
+    if held is not None:
+        held[:B] = -1  # written below from P and Q, scaled per probe
     rows = np.arange(B)
     if out is None:
         X = arith.zeros((B, 2, d))
@@ -324,10 +354,12 @@ def probe_batch(
 
 
 def _fill(
-    Ps: np.ndarray, Qs: np.ndarray | None, kk: np.ndarray, ll: np.ndarray, scale: float, X: np.ndarray
+    Ps: np.ndarray, Qs: np.ndarray | None, kk: np.ndarray, ll: np.ndarray, scale: float, X: np.ndarray,
+    held: np.ndarray | None = None,
 ) -> None:
     """Write the probes (k, l) of one scale into X (B, 2, d): the fast path of :func:`probe_batch`,
-    from the scaled copies ``Ps = a P``, ``Qs = s Q`` (``Qs = None``: q_l = e_l)."""
+    from the scaled copies ``Ps = a P``, ``Qs = s Q`` (``Qs = None``: q_l = e_l); ``held`` as
+    there (the query tokens X already holds: only the others are written)."""
     B = len(kk)
     first, second = X[:, 0, :], X[:, 1, :]
     if Qs is None:
@@ -336,16 +368,26 @@ def _fill(
         second[...] = 0
         first[rows, ll] += scale
         second[rows, ll] = scale
-    elif B and np.all(ll == ll[0]):
-        second[...] = Qs[ll[0]]
+        if held is not None:
+            held[...] = -1  # the basis tokens e_l are not tracked
+        return
+    stale = None if held is None else np.flatnonzero(held != ll)
+    if B and np.all(ll == ll[0]):
+        if stale is None or len(stale):
+            second[...] = Qs[ll[0]]
         _gather(Ps, kk, first, plus=Qs[ll[0]])
     else:
-        _gather(Qs, ll, second)
+        if stale is None or len(stale) == B:
+            _gather(Qs, ll, second)
+        elif len(stale):
+            second[stale] = Qs[ll[stale]]
         if B and np.all(kk == kk[0]):
             np.add(second, Ps[kk[0]], out=first)
         else:
             _gather(Ps, kk, first)
             first += second
+    if held is not None:
+        held[...] = ll
 
 
 #: Probe batches of at least this many float64 entries are written by several threads (below it the
@@ -368,8 +410,8 @@ def _in_blocks(fill: Callable[[int, int], None], B: int, d: int) -> None:
     is large: writing a batch of probes is bound by memory bandwidth, which one core does not
     saturate (at d = 4096: ~17 us per probe on one core, ~9 on two).  Each row is written by
     exactly one block with the same elementwise operations, so the result is bitwise the same."""
-    workers = min(os.cpu_count() or 1, 8, B)
-    if workers < 2 or 2 * B * d < _PARALLEL_ENTRIES:
+    workers = 1 if 2 * B * d < _PARALLEL_ENTRIES else min(os.cpu_count() or 1, 8, B)  # (a slow call here)
+    if workers < 2:
         fill(0, B)
         return
     cuts = np.linspace(0, B, workers + 1).astype(int)
@@ -690,12 +732,36 @@ class Session:
 
 
 @dataclass
+class _ProbeBuffer:
+    """A reusable float64 probe buffer ``X`` (rows, 2, d) and the query token each row holds
+    (``held``, as :func:`probe_batch` reads it), valid for the probes ``owner`` at the scale
+    exponent ``k``."""
+
+    X: np.ndarray
+    held: np.ndarray
+    owner: Callable[[], Probes | None] = lambda: None
+    k: int = 0
+
+    def hold(self, probes: Probes, k: np.ndarray) -> None:
+        """Before a batch of ``probes`` at scale exponents k: forget the held tokens unless they
+        were written for these probes at this one scale (a batch of mixed scales forgets the rows
+        it writes, in :func:`probe_batch`)."""
+        if len(k) and np.all(k == k[0]) and (self.owner() is not probes or self.k != int(k[0])):
+            self.held[:] = -1
+            self.owner, self.k = weakref.ref(probes), int(k[0])
+
+
+@dataclass
 class BilinearSession(Session):
     """The bilinear adaptive measurement, a layer on :class:`Session`: ``p^T W* q`` through
     two-token value queries, with probe scales adapted (see the module docstring).
 
-    Adds the scaling policy, the batch size and a reusable float64 probe buffer (refilling one
-    buffer costs a fraction of faulting in fresh pages for every batch); its time has four parts
+    Adds the scaling policy, the batch size and reusable float64 probe buffers (refilling one
+    buffer costs a fraction of faulting in fresh pages for every batch): one for batches that ask
+    a single query token (a column of M) and one for the others (a row of M), so alternating
+    columns and rows do not overwrite each other's tokens, and a row asked in the slots of the
+    row before rewrites only its first tokens (:func:`probe_batch`'s ``held``).  The oracle
+    receives a read-only view of a buffer.  Its time has four parts
     (:attr:`TIME_PARTS`), and its measurements fill ``rescaled_probes``, ``global_rescales``,
     ``reasked_queries`` and ``max_abs_logit``.
 
@@ -705,14 +771,15 @@ class BilinearSession(Session):
     arith : Arith
     policy : ScalePolicy, optional
     max_batch_bytes : int
-        Upper bound on the size of one batch of float64 probes sent to the oracle.
+        Upper bound on the size of one batch of float64 probes sent to the oracle (each of the
+        two buffers holds at most one batch).
     learner, diagnostics : keyword only
         As for :class:`Session`.
     """
 
     policy: ScalePolicy = field(default_factory=ScalePolicy)
     max_batch_bytes: int = 2**28
-    _buffer: np.ndarray | None = field(default=None, init=False, repr=False)
+    _buffers: dict[bool, _ProbeBuffer] = field(default_factory=dict, init=False, repr=False)
 
     TIME_PARTS: ClassVar[tuple[str, ...]] = ("oracle", "basis", "assembly", "solve")
 
@@ -730,33 +797,45 @@ class BilinearSession(Session):
         derived oracle: its answers are combinations of others)."""
         return declared_rounding(self.oracle)
 
-    def _chunk(self, n: int, d: int) -> tuple[int, np.ndarray | None]:
-        """Batch size and (float64) buffer for n probes of width d (no buffer, one batch, where
-        the arithmetic builds its arrays per batch: :meth:`Arith.buffer`)."""
-        rows = max(1, min(n, self.max_batch_bytes // (2 * d * 8)))
-        if self._buffer is None or self._buffer.shape[1:] != (2, d) or len(self._buffer) < rows:
-            self._buffer = self.arith.buffer((rows, 2, d))
-        if self._buffer is None:
-            return max(n, 1), None
-        return len(self._buffer), self._buffer
+    def _chunk(self, n: int, d: int, one_query: bool) -> tuple[int, _ProbeBuffer | None]:
+        """Batch size and (float64) buffer for n probes of width d, at least d rows (a whole row
+        or column of M) within ``max_batch_bytes`` (no buffer, one batch, where the arithmetic
+        builds its arrays per batch: :meth:`Arith.buffer`).  ``one_query``: the batches ask one
+        query token (their own buffer)."""
+        rows = max(1, min(max(n, d), self.max_batch_bytes // (2 * d * 8)))
+        buf = self._buffers.get(one_query)
+        if buf is None or buf.X.shape[1:] != (2, d) or len(buf.X) < rows:
+            X = self.arith.buffer((rows, 2, d))
+            if X is None:
+                return max(n, 1), None
+            buf = self._buffers[one_query] = _ProbeBuffer(X, np.full(rows, -1, dtype=np.int64))
+        return len(buf.X), buf
 
     def measure(
-        self, probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray | None = None
+        self,
+        probes: Probes,
+        entries: tuple[np.ndarray, np.ndarray],
+        k: np.ndarray | None = None,
+        at: int = 0,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Ask the probes for ``entries = (kk, ll)`` at scales 2^k; return the logits and k.
 
         The logit of entry (k, l) is ``s^2 p_k^T W* q_l``: ``alpha = (y / s - q_l^T v) / (p_k^T v)``
-        (identity ``thm4.1/label-affine``) and the logit is ``sigma^{-1}(alpha)``.
+        (identity ``thm4.1/label-affine``) and the logit is ``sigma^{-1}(alpha)``.  ``at``: the
+        row of the buffer the first probe is written to (a batch of a larger call sits at its
+        place in the call, so the next call in the same order finds its query tokens there); 0
+        when the batch would not fit there.
         """
         arith = self.arith
         kk, ll = entries
         n = len(kk)
         k = np.zeros(n, dtype=np.int64) if k is None else k
-        chunk, buffer = self._chunk(n, probes.d)
+        chunk, buffer = self._chunk(at + n, probes.d, bool(n) and bool(np.all(ll == ll[0])))
+        at = at if at + n <= chunk else 0
         L = np.empty(n, dtype=arith.dtype)
         with arith.context():  # mpmath's precision is global: in force for every step here
             for a in range(0, n, chunk):
-                self._measure_chunk(probes, entries, k, slice(a, a + chunk), buffer, L)
+                self._measure_chunk(probes, entries, k, slice(a, a + chunk), buffer, at, L)
         return L, k
 
     def _measure_chunk(
@@ -765,16 +844,23 @@ class BilinearSession(Session):
         entries: tuple[np.ndarray, np.ndarray],
         k: np.ndarray,
         sl: slice,
-        buffer: np.ndarray | None,
+        buffer: _ProbeBuffer | None,
+        at: int,
         L: np.ndarray,
     ) -> None:
-        """One batch of :meth:`measure`: ask, subtract the known parts, invert sigma."""
+        """One batch of :meth:`measure` (written at row ``at`` of the buffer): ask, subtract the
+        known parts, invert sigma."""
         arith = self.arith
         kk, ll = entries
         pv, qv = probes.pv, probes.qv
         with self.timed("assembly"):
             s = None if not np.any(k[sl]) else arith.pow2(k[sl])
-            X = probe_batch(probes, kk[sl], ll[sl], s, buffer)
+            if buffer is None:
+                X = probe_batch(probes, kk[sl], ll[sl], s)
+            else:
+                buffer.hold(probes, k[sl])
+                X = probe_batch(probes, kk[sl], ll[sl], s, buffer.X[at:], buffer.held[at:]).view()
+                X.flags.writeable = False  # the buffer's tokens are reused: the oracle only reads them
         answers = self.ask(X)
         y = arith.asarray(answers, copy=False) - probes.offset
         if s is None:
@@ -824,7 +910,9 @@ class BilinearSession(Session):
         while start < n:  # at most (jumps + 1) (log2(n) + 1) batches
             b = np.arange(start, min(n, start + size))
             k[b] = scale.k
-            reasked += self._settle(probes, entries, L, k, mags, b, rescaled, policy, scale.k_unguessed)
+            reasked += self._settle(
+                probes, entries, L, k, mags, b, rescaled, policy, scale.k_unguessed, start
+            )
             before = scale.jumps
             self._learn(probes, entries, L, k, b, scale, policy)
             # a jump guesses the scale from values near rounding: growth restarts at one probe, so a
@@ -873,6 +961,7 @@ class BilinearSession(Session):
         rescaled: np.ndarray,
         policy: ScalePolicy,
         unguessed: int | None = None,
+        at: int = 0,
     ) -> int:
         """Ask the probes ``b`` at their scales k[b] and ask again every one whose logit saturates
         (retargeted to ``goal`` from a trusted logit, else shrunk by 2^shrink_log2) until none
@@ -882,9 +971,10 @@ class BilinearSession(Session):
         saturated above it (the scale jumped, guessed from values lost to rounding) goes back at
         least to it -- the jump was wrong for this probe, and shrinking 2^shrink_log2 at a time
         would ask it once per 2^shrink_log2 of the jump (issue 23).  Not for the probes moved up
-        by the jumps themselves: they were lost at that scale."""
+        by the jumps themselves: they were lost at that scale.  ``at``: where the batch goes in the
+        probe buffer (:meth:`measure`)."""
         kk, ll = entries
-        L[b], _ = self.measure(probes, (kk[b], ll[b]), k[b])
+        L[b], _ = self.measure(probes, (kk[b], ll[b]), k[b], at)
         mags[b] = self.arith.magnitudes(L[b])
         reasked = 0
         for _ in range(policy.rounds):

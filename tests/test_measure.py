@@ -384,3 +384,86 @@ def test_value_errors_declared_rounding_is_pinned():
     # the score: W = 1 adds g (x_1 + x_2) x_2 ||W|| + eps x_1 ||W|| x_2 = 3 g + 2 eps to the logit
     scored = value_errors(probes, np.zeros(1), idx, (idx, idx), 1.0, rounding=Rounding("faithful", t, final))
     assert scored[0] - got[0] == pytest.approx(3 * 5 * t + 2 * eps, rel=1e-9)
+
+
+@given(st.integers(1, 6), st.integers(0, 2**32 - 1), st.booleans(), st.integers(-2, 2))
+def test_probe_batch_reuses_the_query_tokens_it_holds_bitwise(d, seed, query_only, e):
+    """A buffer that already holds some query tokens (``held``: the q_l each row holds) is refilled
+    to exactly the tokens of the plain path, batch after batch (rows, columns and scattered entries
+    in turn, of random lengths, into one buffer): a row whose token is held is not written again,
+    the others are (the buffer starts as NaN), and ``held`` names what the buffer holds after."""
+    rng = np.random.default_rng(seed)
+    P, Q = rng.standard_normal((d, d)), rng.standard_normal((d, d))
+    probes = Probes(P, Q, np.ones(d), FLOAT64, scale_query_only=query_only)
+    out, held = np.full((2 * d, 2, d), np.nan), np.full(2 * d, -1, dtype=np.int64)
+    for shape in rng.choice(["row", "column", "scattered"], size=4):
+        n = int(rng.integers(1, 2 * d + 1))
+        one, free = np.full(n, int(rng.integers(0, d))), rng.integers(0, d, n)
+        kk = {"row": one, "column": free, "scattered": rng.integers(0, d, n)}[shape]
+        ll = {"row": free, "column": one, "scattered": rng.integers(0, d, n)}[shape]
+        s = np.full(n, 2.0**e)
+        X = probe_batch(probes, kk, ll, s, out, held)
+        assert np.array_equal(X, probe_batch(probes, kk, ll, s))
+        assert np.array_equal(held[:n], ll)
+
+
+def test_rows_asked_in_the_slots_of_the_row_before_reuse_its_query_tokens():
+    """The session's buffers: rows of M (one p, many q) and columns (one q) alternate without
+    overwriting each other's query tokens; a row in the slots of the row before is written with
+    only its changed query tokens again, every batch reaches the oracle as exactly the documented
+    tokens and read-only, and a new scale (or probe set) forgets what the buffer held."""
+    d = 6
+    rng = np.random.default_rng(0)
+    P, Q = rng.standard_normal((d, d)), rng.standard_normal((d, d))
+    probes = Probes(P, Q, rng.standard_normal(d) + 3, FLOAT64)
+    oracle = ValueOracle(Attention(rng.standard_normal((d, d)), probes.v), record=True)
+    seen = []
+
+    class ReadOnly:
+        d, queries = oracle.d, property(lambda self: oracle.queries)
+
+        def __call__(self, X):
+            seen.append(X.flags.writeable)
+            return oracle(X)
+
+    session = BilinearSession(ReadOnly(), FLOAT64)
+    import attnproof.measure as measure
+    written = []
+    real = measure._gather
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(measure, "_gather", lambda M, idx, out, plus=None: (written.append(len(idx)),
+                                                                        real(M, idx, out, plus))[1])
+        cols = np.array([1, 2, 3, 4, 5])
+        for i, ll, k in ((0, cols, 0), (None, 0, 0), (1, np.array([1, 5, 3, 4]), 0), (2, cols, 1)):
+            kk, ll = (np.full(len(ll), i), ll) if i is not None else (np.arange(d), np.full(d, ll))
+            written.clear()
+            session.measure(probes, (kk, ll), np.full(len(kk), k))
+            X = oracle.log[-1].X
+            assert np.array_equal(X, probe_batch(probes, kk, ll, np.full(len(kk), 2.0**k)))
+            if i == 1:  # the row before's slots, the column between in its own buffer: one token
+                assert written == []  # changed (5 in slot 1, written alone), the first tokens added
+            elif i is not None:
+                assert written == [len(ll)]  # a first row, or a new scale: every query token
+    assert seen and not any(seen)
+
+
+@given(st.integers(1, 80), st.integers(0, 2**32 - 1), st.integers(1, 3000))
+def test_random_orthogonal_is_the_dct_formula_entry_by_entry(d, seed, entries):
+    """The table and row blocks of random_orthogonal give bitwise the matrix of the direct formula
+    (every cosine computed on its own, H applied through a d x d outer product), whatever the block
+    size (``entries`` per block, patched)."""
+    import unittest.mock
+
+    import attnproof.measure as measure
+
+    rng = np.random.default_rng(seed)
+    k, n = np.arange(d)[:, None], np.arange(d)[None, :]
+    C = np.cos(((k * (2 * n + 1)) % (4 * d)) * (np.pi / (2 * d)))
+    C *= np.sqrt(2.0 / d)
+    C[0] = np.sqrt(1.0 / d)
+    C *= rng.choice([-1.0, 1.0], size=d)
+    h = rng.standard_normal(d)
+    C -= np.outer(h * (2 / (h @ h)), h @ C)
+    blocks = measure._row_blocks
+    with unittest.mock.patch.object(measure, "_row_blocks", lambda d: blocks(d, entries)):
+        assert np.array_equal(random_orthogonal(d, np.random.default_rng(seed)), C)

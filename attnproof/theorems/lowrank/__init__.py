@@ -104,6 +104,11 @@ def cross_approximation(session: BilinearSession, probes: Probes, max_rank: int,
     keeps it well conditioned.  The next column is the largest residual entry of the row.
     Stops after ``max_rank`` steps or when a pivot column's residual is below
     ``rank_tol * max|M_measured|`` (plus the rounding resolution): that costs d - r queries.
+
+    A row is asked in the order ``slots`` keeps its free columns: a pivot column leaves by taking
+    the last free column into its slot, so each row asks its query tokens q_l in the places of
+    the row before but one, and the session's probe buffer writes only their first tokens again
+    (:func:`attnproof.measure.probe_batch`).
     """
     arith = session.arith
     d = probes.d
@@ -116,6 +121,7 @@ def cross_approximation(session: BilinearSession, probes: Probes, max_rank: int,
     scale, floor, pivots, rows_used, cols_used = 0.0, 0.0, [], [], []
     j, stop_col, stop_residual, stop_threshold = 0, None, 0.0, 0.0
     learned = Scale()  # the size of W* (far from unit, maybe), learned by the first measurements
+    slots, where, free = np.arange(d), np.arange(d), d  # the free columns slots[:free]; where = its inverse
 
     def ask(kk: np.ndarray, ll: np.ndarray) -> np.ndarray:
         """Measure entries (kk, ll) of M at the scale learned so far."""
@@ -137,7 +143,10 @@ def cross_approximation(session: BilinearSession, probes: Probes, max_rank: int,
             stop_col, stop_residual = j, max(float(mags[i]), 0.0)
             stop_threshold = float(rank_tol * scale + floor)
             break  # the residual column vanishes: rank found
-        cols = np.flatnonzero(~known[i, :])
+        free -= 1  # the pivot column j leaves: the last free column takes its slot
+        last, at = slots[free], where[j]
+        slots[at], slots[free], where[last], where[j] = last, j, at, free
+        cols = slots[:free][~known[i, slots[:free]]]
         if len(cols):
             ask(np.full(len(cols), i), cols)
             scale = max(scale, arith.abs_max(M[i, cols]))
