@@ -324,6 +324,17 @@ class Arith(ABC):
         is only float64-accurate, which mpmath and sympy must not inherit)."""
         return self.solve(P, self.eye(P.shape[0]))
 
+    def orthogonal_solve_error(
+        self, Z: np.ndarray, M: np.ndarray, X_norm: float, delta: float, Z_norm: float, Z_inv_norm: float,
+    ) -> float:
+        """A first-order bound on ``||inverse_of_orthogonal(Z) @ M - Z^{-1} M||_F`` (Thm 4.1's
+        solve with an orthogonal probe family, X = Z^{-1} M with ``||X||_F = X_norm``).
+
+        Here :meth:`inverse_of_orthogonal` is a solve in this arithmetic, whose forward error is
+        at most ``(d + 4) u cond(Z) ||X||_F`` (``Z_norm`` >= ||Z||_2, ``Z_inv_norm`` >=
+        ||Z^{-1}||_2; ``delta``, Z's computed orthogonality defect, is not needed)."""
+        return (Z.shape[0] + 4) * self.resolution * Z_norm * Z_inv_norm * X_norm
+
     def __repr__(self) -> str:
         return f"<Arith {self.name}>"
 
@@ -416,6 +427,25 @@ class Float64(Arith):
 
     def inverse_of_orthogonal(self, P: np.ndarray) -> np.ndarray:
         return P.T
+
+    def orthogonal_solve_error(
+        self, Z: np.ndarray, M: np.ndarray, X_norm: float, delta: float, Z_norm: float, Z_inv_norm: float,
+    ) -> float:
+        """The inverse is Z^T, and the product rounds: three worst cases, added.
+
+        * Z^T for Z^{-1}: ``(Z^T - Z^{-1}) M = (Z^T Z - I) Z^{-1} M``, at most ``delta ||X||_F``
+          (``delta`` >= ``||Z Z^T - I||_F = ||Z^T Z - I||_F``, the same singular values);
+        * the product: ``|fl(Z^T M) - Z^T M| <= gamma_d |Z|^T |M|`` entrywise (Higham, *Accuracy
+          and Stability of Numerical Algorithms*, Eq. (3.13)), whose Frobenius norm is computed
+          here (its nonnegative sums round by at most ``gamma_d`` more: the factor
+          ``1 + 2 gamma_d``); a first-order ``(d + 4) u cond ||X||`` is not a bound for it: a
+          d-term product of dense rows reaches ``~0.64 sqrt(d)`` times that;
+        * M's own rounding (one division per entry, ``M = D^{-1} T``): ``u ||Z||_2 ||M||_F``.
+        """
+        d, u = Z.shape[0], self.eps
+        g = d * u / (1 - d * u)
+        product = g * (1 + 2 * g) * norm2((np.abs(Z).T @ np.abs(M)).reshape(-1))
+        return float(delta * X_norm + product + u * Z_norm * norm2(np.reshape(M, -1)))
 
     @property
     def pi(self) -> float:

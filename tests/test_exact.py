@@ -546,3 +546,25 @@ def test_basis_pairing_threshold_on_both_sides():
         rec = learn_exact(ValueOracle(Attention(W, v)), probes="basis")
         assert rec.diagnostics["paired_rows"] == paired
         assert np.linalg.norm(rec.W - W) <= rec.diagnostics["error_bound"]
+
+
+def test_orthogonal_solve_error_on_fixed_inputs():
+    """The orthogonal family's solve ``W = Z^T M`` (float64): ``delta ||X||_F + gamma_d (1 + 2 gamma_d)
+    || |Z|^T |M| ||_F + u ||Z||_2 ||M||_F``, by hand at Z = I (d = 2), M = diag(3, 4) (||M||_F = 5),
+    delta = 1e-3, ||X||_F = 7; an exact arithmetic's solve keeps ``(d + 4) u cond(Z) ||X||_F``; the
+    defect bound of I is its rounding allowance alone, ``gamma_2 ||I||_F (1 + 6 u)``."""
+    from attnproof.arith import MP
+
+    u = 2.0**-53
+    g = 2 * u / (1 - 2 * u)
+    Z, M = np.eye(2), np.diag([3.0, 4.0])
+    got = FLOAT64.orthogonal_solve_error(Z, M, 7.0, 1e-3, 1.0, 1.0)
+    assert got == pytest.approx(1e-3 * 7 + g * (1 + 2 * g) * 5 + u * 5, rel=1e-14)
+    # the product's term reads |Z|^T |M|, not Z^T M: a sign pattern that cancels in Z^T M still counts
+    Zs = np.array([[1.0, 1.0], [1.0, -1.0]]) / np.sqrt(2)
+    Ms = np.array([[1.0, 1.0], [1.0, 1.0]])
+    assert FLOAT64.orthogonal_solve_error(Zs, Ms, 0.0, 0.0, 1.0, 1.0) == pytest.approx(
+        g * (1 + 2 * g) * np.sqrt(4 * 2.0) + u * 2, rel=1e-12)  # |Zs|^T |Ms| = sqrt(2) ones
+    mp = MP(30)
+    assert mp.orthogonal_solve_error(Z, M, 7.0, 1e-3, 2.0, 3.0) == pytest.approx(6 * mp.resolution * 6 * 7)
+    assert exact._defect(np.eye(2)) == pytest.approx(g * np.sqrt(2) * (1 + 6 * u), rel=1e-14)

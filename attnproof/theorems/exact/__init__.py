@@ -114,10 +114,13 @@ def learn_exact(
         The promised accuracy (floating point): the a-posteriori bound on ||W_hat - W*||_F must
         be <= rtol ||W_hat||_F, else :class:`PrecisionLossError`.  Default: the resolution to
         the power 1/5 (6.6e-4 in float64, 10^(-dps/5) in mpmath): a worst-case certificate for a
-        fifth of the digits (measured on random targets, d = 64..1024: the true error is 10^3-3 10^4
-        times below the bound against naive answers; against an oracle that declares faithful
-        answers, :attr:`ValueOracle.rounding`, 55-130 times with orthogonal probes and 95-1400
-        times with the basis probes, whose sparse rows the dense rounding model overcharges).
+        fifth of the digits (measured on random targets: with the orthogonal probes the true error
+        is 450, 2.3e3 and 3.8e4 times below the bound at d = 64, 256 and 1024 against an oracle
+        that declares faithful answers, :attr:`ValueOracle.rounding`, and 1.1e3 and 5.6e3 times at
+        d = 64, 256 against naive answers: the solve's worst case, ``gamma_d |Z|^T |M|`` and Z's
+        orthogonality defect, grows like d^(3/2) u where float64's typical error grows like
+        sqrt(d) u; with the basis probes, solved by LU under a normwise first-order model, 95-1400
+        times against faithful answers).
 
     Returns
     -------
@@ -153,16 +156,19 @@ def learn_exact(
         beta, v = read_v(session, bias)
         with session.timed("basis"):
             Z, info = probe_matrix(probes, v, arith, rng)
-            Z_inv_norm, Z_norm = _norms(arith.to_float(Z), info["probes"] == "orthogonal")
+            orthogonal = info["probes"] == "orthogonal"
+            delta = _defect(arith.to_float(Z)) if orthogonal else math.inf
+            Z_inv_norm, Z_norm = _norms(arith.to_float(Z), orthogonal, delta)
         session.diagnostics.update(info)
         probe_set, shorten = prepare_probes(session, Z, None, v, beta, bias, Z_inv_norm)
         entries = _all_entries(d)
         L, k = session.measure_adaptively(probe_set, entries)
         T = probe_set.values(L, k, entries[0]).reshape(d, d).T  # T[l, j] = u_l^T w_j (shortened u_l)
-        if info["probes"] == "orthogonal":  # (D Z)^{-1} = Z^T D^{-1}: a product, no LU
+        if orthogonal:  # (D Z)^{-1} = Z^T D^{-1}: a product, no LU
             Z_inv = arith.inverse_of_orthogonal(Z)
-            W = Z_inv @ (T / shorten[:, None])
-            c = Z_inv @ (probe_set.linear / shorten) if bias else None
+            M, m = T / shorten[:, None], probe_set.linear / shorten if bias else None
+            W = Z_inv @ M
+            c = Z_inv @ m if bias else None
         else:
             W = arith.solve(probe_set.P, T)
             c = arith.solve(probe_set.P, probe_set.linear) if bias else None
@@ -170,8 +176,14 @@ def learn_exact(
         if not arith.exact:  # exact arithmetic has no rounding error to bound
             D = arith.to_float(shorten)  # the measured rows are D Z: ||(D Z)^{-1}|| <= ||Z^{-1}|| / min D
             norms = Z_inv_norm / D.min(), Z_norm * D.max()
-            W_error, c_error, cond = _error_bound(probe_set, W, c, L, k, *norms, session.rounding)
-            estimate, terms = _error_estimate(probe_set, W, c, L, k, info["probes"] == "orthogonal", cond)
+            solve = None
+            if orthogonal:  # the product's own rounding, a worst case computed for these M (and m)
+                Zf = arith.to_float(Z)
+                solve = tuple(None if b is None else arith.orthogonal_solve_error(
+                    Zf, arith.to_float(b), arith.norm(x), delta, Z_norm, Z_inv_norm)
+                    for b, x in ((M, W), (m, c)))
+            W_error, c_error, cond = _error_bound(probe_set, W, c, L, k, *norms, session.rounding, solve)
+            estimate, terms = _error_estimate(probe_set, W, c, L, k, orthogonal, cond)
             session.diagnostics.update(cond_Z=cond, error_bound_c=c_error, error_estimate=estimate,
                                        error_estimate_terms=terms)
         return session.recovery(
@@ -285,16 +297,26 @@ def _all_entries(d: int) -> tuple[np.ndarray, np.ndarray]:
     return l, j
 
 
-def _norms(Z: np.ndarray, orthogonal: bool) -> tuple[float, float]:
+def _defect(Z: np.ndarray) -> float:
+    """An upper bound on Z's orthogonality defect ``||Z Z^T - I||_F`` (float64 Z): computed, plus
+    its own rounding, a worst case: ``|fl(Z Z^T) - Z Z^T| <= gamma_d |Z| |Z|^T`` entrywise
+    (Higham, Eq. (3.13)), the subtraction of I and the norm's sums ``(d^2 + 2) u`` relative more."""
+    d, u = Z.shape[0], FLOAT64.eps
+    g = d * u / (1 - d * u)
+    A = np.abs(Z)
+    computed = norm2((Z @ Z.T - np.eye(d)).reshape(-1))
+    return float((computed + g * norm2((A @ A.T).reshape(-1))) * (1 + (d * d + 2) * u))
+
+
+def _norms(Z: np.ndarray, orthogonal: bool, delta: float | None = None) -> tuple[float, float]:
     """Upper bounds on ||Z^{-1}||_2 and ||Z||_2 (float64 Z).
 
     For an orthogonal family one product instead of an SVD: with
-    ``delta = ||Z Z^T - I||_F`` (computed, plus its own rounding ``d^2 eps max ||z_i||^2``) < 1,
-    every singular value lies in ``[sqrt(1 - delta), sqrt(1 + delta)]``.  Otherwise the SVD.
+    ``delta`` >= ``||Z Z^T - I||_F`` (:func:`_defect`, unless given) < 1/2, every singular value
+    lies in ``[sqrt(1 - delta), sqrt(1 + delta)]``.  Otherwise the SVD.
     """
-    d = Z.shape[0]
     if orthogonal:
-        delta = float(np.linalg.norm(Z @ Z.T - np.eye(d))) + d * d * FLOAT64.eps * float(np.max(Z * Z) * d)
+        delta = _defect(Z) if delta is None else delta
         if delta < 0.5:
             return 1 / math.sqrt(1 - delta), math.sqrt(1 + delta)
     sv = np.linalg.svd(Z, compute_uv=False)
@@ -310,6 +332,7 @@ def _error_bound(
     inv_norm: float,
     norm: float,
     rounding: Rounding = NAIVE,
+    solve: tuple[float, float | None] | None = None,
 ) -> tuple[float, float | None, float]:
     """First-order bounds on ||W_hat - W*||_F and ||c_hat - c*|| from rounding, and cond(Z).
 
@@ -321,6 +344,9 @@ def _error_bound(
     <= g ||x_1 - x_2|| s ||W e_j||``: each entry's model takes its column's norm ``||W e_j||``, not
     ``||W||_F`` (a factor up to sqrt(d) tighter, and still the same rounding model).  ``rounding``:
     the oracle's declaration (:attr:`attnproof.measure.BilinearSession.rounding`) for dT.
+    ``solve``: the solve's own error for W (and c), when the caller computed it
+    (:meth:`attnproof.arith.Arith.orthogonal_solve_error`); else the normwise first-order
+    ``g cond(Z) ||W||_F`` of a backward-stable solve.
     """
     arith = probes.arith
     d = probes.d
@@ -332,8 +358,9 @@ def _error_bound(
     dT = value_errors(probes, L, k, entries, columns, c_norm, rounding=rounding)
     cond = norm * inv_norm
     g = (d + 4) * arith.resolution
-    bound = FLOAT64.norm(dT) * inv_norm + g * cond * W_norm
-    c_bound = None if c is None else FLOAT64.norm(probes.linear_err) * inv_norm + g * cond * c_norm
+    W_solve, c_solve = solve if solve is not None else (g * cond * W_norm, g * cond * c_norm)
+    bound = FLOAT64.norm(dT) * inv_norm + W_solve
+    c_bound = None if c is None else FLOAT64.norm(probes.linear_err) * inv_norm + c_solve
     return float(bound), c_bound, cond
 
 
