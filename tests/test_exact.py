@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import mpmath
+import math
+
 import numpy as np
 import pytest
 from hypothesis import example, given
@@ -552,7 +554,7 @@ def test_orthogonal_solve_error_on_fixed_inputs():
     """The orthogonal family's solve ``W = Z^T M`` (float64): ``delta ||X||_F + gamma_d (1 + 2 gamma_d)
     || |Z|^T |M| ||_F + u ||Z||_2 ||M||_F``, by hand at Z = I (d = 2), M = diag(3, 4) (||M||_F = 5),
     delta = 1e-3, ||X||_F = 7; an exact arithmetic's solve keeps ``(d + 4) u cond(Z) ||X||_F``; the
-    defect bound of I is its rounding allowance alone, ``gamma_2 ||I||_F (1 + 6 u)``."""
+    defect of I is 0 (its split is exact)."""
     from attnproof.arith import MP
 
     u = 2.0**-53
@@ -567,4 +569,23 @@ def test_orthogonal_solve_error_on_fixed_inputs():
         g * (1 + 2 * g) * np.sqrt(4 * 2.0) + u * 2, rel=1e-12)  # |Zs|^T |Ms| = sqrt(2) ones
     mp = MP(30)
     assert mp.orthogonal_solve_error(Z, M, 7.0, 1e-3, 2.0, 3.0) == pytest.approx(6 * mp.resolution * 6 * 7)
-    assert exact._defect(np.eye(2)) == pytest.approx(g * np.sqrt(2) * (1 + 6 * u), rel=1e-14)
+    assert exact._defect(np.eye(2)) == 0.0  # I splits exactly (Z2 = 0): no defect, no allowance
+
+
+@pytest.mark.parametrize("d, seed", [(2, 0), (2, 1), (3, 0), (5, 2), (16, 0), (16, 1)])
+def test_orthogonality_defect_bound_holds_and_is_tight_against_exact_rationals(d, seed):
+    """``_defect``: ``||Z Z^T - I||_F`` of a float64 QR factor, computed exactly in rationals, is
+    below the bound and within 1e-4 of it (the split product Z1 Z1^T is exact, only the 2^-t
+    smaller cross terms round); a plain fl(Z Z^T) bound, gamma_d |Z||Z|^T, sits ~0.64 d^2 u above."""
+    from fractions import Fraction
+
+    Z = np.linalg.qr(np.random.default_rng(100 * d + seed).standard_normal((d, d)))[0]
+    F = [[Fraction(x) for x in row] for row in Z.tolist()]
+    squares = sum((sum(F[i][k] * F[j][k] for k in range(d)) - (i == j)) ** 2
+                  for i in range(d) for j in range(d))
+    truth = math.sqrt(squares)
+    bound = exact._defect(Z)
+    assert truth <= bound <= truth * (1 + 1e-4)
+    Z1, Z2 = exact._split(Z, 20)
+    assert np.array_equal(Z1 + Z2, Z)
+    assert np.all(np.abs(Z2) <= np.max(np.abs(Z), axis=1, keepdims=True) * 2.0**-18)
