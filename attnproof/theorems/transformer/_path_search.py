@@ -469,14 +469,20 @@ class _PathSearch:
     def _intersection(
         self, J: np.ndarray, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any, err: float
     ) -> Any:
-        """s* with J^T (X0 + s* dir) = 0 (``sec4.1/kink-intersection``) if it lies in (sa, sb)
-        widened by its own uncertainty (the gradients' errors ``err`` move it), else None."""
+        """s* with J^T (X0 + s* dir) = 0 (``sec4.1/kink-intersection``) if it lies in [sa, sb]
+        widened by its own uncertainty (the gradients' errors ``err`` move it), else None.
+
+        The ends count: a piece opened at an earlier s* may have a hyperplane through its own
+        point.  Two kinks of a zero-sum group ``J_1 + J_2 + J_3 = 0`` crossed with one orientation
+        flipped leave a jump ``-2 J_3`` between their pieces, whose lines then meet exactly on the
+        third hyperplane; its kink with the next piece lies at that piece's end (exactly, in exact
+        arithmetic: an open interval never contains it, and bisection ran to the floor)."""
         slope = J @ direction
         if self.arith.is_zero(slope):
             return None
         s = kink_parameter(J, X0, direction)
         if self.arith.exact:
-            return s if sa < s < sb else None
+            return s if sa <= s <= sb else None
         x = X0 + s * direction
         wobble = (4 * err * float(np.abs(self.arith.to_float(x)).sum()) + self.tol(x, G=J)) / abs(
             float(slope)
