@@ -322,17 +322,28 @@ class _PathSearch:
 
     def _gradient_error(self, G: np.ndarray, x0: np.ndarray, y: np.ndarray, y0: Any, h: Any) -> float:
         """Bound on max_i |G_i - grad_i| from answers with relative error tol_ulps u (:meth:`tol`),
-        plus the division's rounding (0 in exact arithmetic, whose G may be symbolic)."""
+        plus the division's rounding (0 in exact arithmetic, whose G may be symbolic).
+
+        A gradient within the units' rounding of zero, ``|G|_inf <= 2 noise gscale |x0|_1 / h``,
+        from answers not all 0 (exact zeros are a dead region's, no rounding) is measured where
+        the units cancel (a zero-sum group's region: f is 0 there up to the
+        oracle's rounding ``noise gscale |x|_1``, which :meth:`tol` allows every answer): its
+        answers are that rounding, not f to ``noise`` relative, and its error is that term (an
+        error of 1e-23 claimed for a gradient of 4e-14 made the piece's prediction refuse its own
+        kink: no gradient at 3 points of an interval, thorough profile).  A larger gradient (a
+        tiny unit alone on its region, 1e-8 beside unit ones) is told from the noise and keeps
+        its relative error.
+        """
         if self.arith.exact:
             return 0.0
         xf = np.abs(self.arith.to_float(x0))
-        scale = (
-            float(np.abs(self.arith.to_float(G)) @ xf)
-            + abs(float(y0))
-            + float(np.abs(self.arith.to_float(y)).max())
-        )
-        return self.noise * 2 * scale / float(h) + self.arith.unit_roundoff * float(
-            np.abs(self.arith.to_float(G)).max()
+        Gf = np.abs(self.arith.to_float(G))
+        top = max(abs(float(y0)), float(np.abs(self.arith.to_float(y)).max()))
+        scale = float(Gf @ xf) + abs(float(y0)) + float(np.abs(self.arith.to_float(y)).max())
+        cancelled = 2 * self.noise * self.gscale * float(xf.sum()) / float(h)
+        noisy = 0 < top and float(Gf.max()) <= cancelled  # answers, but no gradient above their rounding
+        return self.noise * 2 * scale / float(h) + self.arith.unit_roundoff * float(Gf.max()) + (
+            cancelled if noisy else 0.0
         )
 
     def same_gradient(self, a: _Piece, b: _Piece) -> bool:
