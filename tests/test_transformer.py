@@ -209,6 +209,12 @@ def is_zero_function(A, w):
           np.array([1.0, -0.671875, -0.671875, 1.0]), "zero_sum"), 22)
 @example((np.array([[1.0, -0.625, -0.625, -0.9375], [0.0, -0.625, -0.625, -0.9375]]),
           np.array([1.0, -0.75, -0.75, 1.0]), "zero_sum"), 10)
+# a zero-sum group at d = 5 (thorough profile, --hypothesis-seed 5077; a strict xfail before): f is
+# 0 up to its units' rounding on the half-space of every end met first, whose Euler check then had
+# a tolerance of 0: no gradient at a random end (DegenerateProbeError on every attempt); an end
+# refused before another end met the units' gradient is measured again after them
+@example((np.array([[0.0, 1.0, 1.0, 0.75]] + [[-1.0, 1.0, 1.0, 0.75]] * 4), np.array([1.0, -1.0, 0.25, 1.0]),
+          "zero_sum"), 0)
 def test_ffn_float64_recovers_every_kind(target, seed):
     """Recovered to the a-posteriori bound; typed errors only for targets beyond float64:
     near-subnormal weights, f == 0, or hyperplanes closer than FLOAT64_ANGLE (which may also
@@ -819,9 +825,6 @@ OPEN_FLOAT = [
     # every path), a refusal of a good answer; seeds 3030, 215, 84 and 0 alike
     (np.array([[1.0, 1.0, 1.0, 2.0], [0.0, 1.0, 1.0, 2.0]]), np.array([2.22044605e-16, -1.0, -1.0, 1.0]),
      3030),
-    # (thorough profile, --hypothesis-seed 5077; the same on main) a zero-sum group at d = 5: no
-    # gradient at a random end of the path (DegenerateProbeError on every attempt)
-    (np.array([[0.0, 1.0, 1.0, 0.75]] + [[-1.0, 1.0, 1.0, 0.75]] * 4), np.array([1.0, -1.0, 0.25, 1.0]), 0),
 ]
 
 

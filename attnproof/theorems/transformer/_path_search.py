@@ -8,7 +8,7 @@ seen and the query ledger.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -112,6 +112,10 @@ class _Piece:
     y: Any
     G: np.ndarray
     err: float = 0.0
+    #: the answers at x + h e_i and the step h the gradient came from (its error is recomputed
+    #: when the search meets a larger gradient: :meth:`_PathSearch.end_pieces`)
+    ys: np.ndarray | None = None
+    h: Any = None
 
 
 @dataclass
@@ -236,7 +240,7 @@ class _PathSearch:
             if self.agrees(residual, 0, tol):
                 if not arith.exact:
                     self.gscale = max(self.gscale, float(np.abs(arith.to_float(G)).max()))
-                return _Piece(x0, y0, G, err)
+                return _Piece(x0, y0, G, err, y, h)
             if residual_before is not None and self.agrees(residual, residual_before, 2 * tol):
                 self._homogeneity(x0, y0)
                 raise _OnHyperplane
@@ -244,16 +248,54 @@ class _PathSearch:
             h = h / 2**self.h_shrink_log2
         raise _OnHyperplane  # no step keeps the perturbations in one region: x0 is (nearly) on one
 
+    def end_pieces(self, ends: tuple[np.ndarray, ...]) -> list[_Piece]:
+        """The gradients at the path's ends (:meth:`end_piece`), each with its error at the scale of
+        the largest gradient met on any of them.
+
+        Where units cancel (a zero-sum group, or twin units), f is 0 on a region up to the oracle's
+        rounding of the units, ``~ eps |units| |x|``, which the tolerances know only from the
+        gradients met (``gscale``): an end in such a region measured first fails Euler's check
+        against a tolerance of 0 (no gradient at a random end, on every path: thorough profile).
+        An end refused before another end raised ``gscale`` is measured once more after them
+        (its queries counted); the errors of the ends measured before it rose are recomputed
+        from their answers (:meth:`_gradient_error`, free).
+
+        Raises
+        ------
+        DegenerateProbeError
+            If an end has no gradient at the final ``gscale`` either.
+        AssumptionError, PrecisionLossError
+            As :meth:`piece`.
+        """
+        pieces: list[_Piece | None] = []
+        refused: list[tuple[int, float]] = []
+        for x0 in ends:
+            gscale = self.gscale
+            try:
+                pieces.append(self.piece(x0))
+            except _OnHyperplane:
+                pieces.append(None)
+                refused.append((len(pieces) - 1, gscale))
+        for k, gscale in refused:
+            if not self.gscale > gscale:
+                raise self._no_end_gradient()
+            pieces[k] = self.end_piece(ends[k])
+        return [replace(p, err=self._gradient_error(p.G, p.x, p.ys, p.y, p.h)) if p.h is not None else p
+                for p in pieces]
+
+    def _no_end_gradient(self) -> DegenerateProbeError:
+        return DegenerateProbeError(
+            f"no gradient at a random end of the path: no step down to 2^-{self.smallest_h_log2} max|x| "
+            "keeps f linear there: hyperplanes closer than the arithmetic resolves, or not a bias-free "
+            "ReLU FFN"
+        )
+
     def end_piece(self, x0: np.ndarray) -> _Piece:
         """The gradient at an end of the path (no caller can move it: a failure is final)."""
         try:
             return self.piece(x0)
         except _OnHyperplane:
-            raise DegenerateProbeError(
-                f"no gradient at a random end of the path: no step down to 2^-{self.smallest_h_log2} max|x| "
-                "keeps f linear there: hyperplanes closer than the arithmetic resolves, or not a bias-free "
-                "ReLU FFN"
-            ) from None
+            raise self._no_end_gradient() from None
 
     def scale_check(self, pU: _Piece, pW: _Piece) -> None:
         """Four queries: ``f(s x) = s f(x)`` at ``x = +-U``, ``s = 2^+-SCALE_LOG2``.

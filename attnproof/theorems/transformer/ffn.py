@@ -303,7 +303,7 @@ def _learn_ffn_once(
         U, V, r = (arith.asarray(rng.standard_normal(d)) for _ in range(3))
         search = _PathSearch(session, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
         search.ledger = ledger
-        pU, pV, pW = (search.end_piece(x) for x in (U, V, -U))
+        pU, pV, pW = search.end_pieces((U, V, -U))
         if d == 1:  # the only hyperplane is {0}, which any path between U and -U crosses at 0
             kinks = [] if search.same_gradient(pU, pW) else [(pW.G - pU.G, -U, pU.err + pW.err)]
         else:
