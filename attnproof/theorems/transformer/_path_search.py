@@ -79,6 +79,12 @@ NUDGES = 3
 PAIR_MARGIN = 4
 #: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
 ANSWER_RANGE = (2.0**-1000, 2.0**900)
+#: Where each segment of the path is probed for the units' scale when no end shows it
+#: (:meth:`_PathSearch.end_pieces`): its middle, then its quarters.
+SCALE_PROBES = (0.5, 0.25, 0.75)
+#: Pieces :meth:`_PathSearch.end_pieces` may measure beyond the three ends: two refused ends again
+#: (the third raised the scale) and the probes of both segments (for :func:`ffn_query_bound`).
+EXTRA_END_PIECES = 2 + 2 * len(SCALE_PROBES)
 #: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
 SCALE_LOG2 = 16
 
@@ -257,8 +263,10 @@ class _PathSearch:
         gradients met (``gscale``): an end in such a region measured first fails Euler's check
         against a tolerance of 0 (no gradient at a random end, on every path: thorough profile).
         An end refused before another end raised ``gscale`` is measured once more after them
-        (its queries counted); the errors of the ends measured before it rose are recomputed
-        from their answers (:meth:`_gradient_error`, free).
+        (its queries counted); when no end raised it (every end where the units cancel or are
+        silent: an 8e-72 unit beside a zero-sum triple, thorough profile), the path is probed for
+        it first (:meth:`_probe_scale`).  The errors of the ends measured before it rose are
+        recomputed from their answers (:meth:`_gradient_error`, free).
 
         Raises
         ------
@@ -278,10 +286,25 @@ class _PathSearch:
                 refused.append((len(pieces) - 1, gscale))
         for k, gscale in refused:
             if not self.gscale > gscale:
+                self._probe_scale(ends, gscale)
+            if not self.gscale > gscale:
                 raise self._no_end_gradient()
             pieces[k] = self.end_piece(ends[k])
         return [replace(p, err=self._gradient_error(p.G, p.x, p.ys, p.y, p.h)) if p.h is not None else p
                 for p in pieces]
+
+    def _probe_scale(self, ends: tuple[np.ndarray, ...], gscale: float) -> None:
+        """Gradients along the path (at SCALE_PROBES of each segment, counted) until one exceeds
+        ``gscale``: the units' scale, when every end lies where they cancel or are silent (f 0
+        up to rounding on the ends' regions, a real gradient only between them)."""
+        for a, b in zip(ends[:-1], ends[1:]):
+            for t in SCALE_PROBES:
+                try:
+                    self.piece(a + self.arith.scalar(t) * (b - a))
+                except _OnHyperplane:
+                    continue
+                if self.gscale > gscale:
+                    return
 
     def _no_end_gradient(self) -> DegenerateProbeError:
         return DegenerateProbeError(
