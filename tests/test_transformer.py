@@ -205,8 +205,8 @@ def is_zero_function(A, w):
 # from that rounding (4e-14), claimed an error of 1e-23 (relative to answers that are all noise):
 # the piece's prediction refused its own kink, no gradient at 3 points of an interval or at a
 # random end (DegenerateProbeError on every path); such a gradient now carries the units' rounding
-@example((np.array([[1.0, -0.75, -0.875, -0.3125], [0.0, 0.0, 0.25, -0.125]]), np.array([1.0, -1.0, 0.5, 1.0]),
-          "zero_sum"), 20924)
+@example((np.array([[1.0, -0.75, -0.875, -0.3125], [0.0, 0.0, 0.25, -0.125]]),
+          np.array([1.0, -1.0, 0.5, 1.0]), "zero_sum"), 20924)
 @example((np.array([[1.0, 0.0, -0.667633, -0.44856592], [0.0, -0.667633, -0.667633, -0.89713185]]),
           np.array([1.0, -0.671875, -0.671875, 1.0]), "zero_sum"), 22)
 @example((np.array([[1.0, -0.625, -0.625, -0.9375], [0.0, -0.625, -0.625, -0.9375]]),
