@@ -531,6 +531,11 @@ class _PathSearch:
             # p lies in pa's (pb's) region; opened towards a kink at s* (``toward``), it stands
             # for that piece when its prediction at s* is the more certain (error times distance)
             self.ledger.duplicate_pieces += 1
+            # the half between p and the piece it duplicates is dropped: any jump there is below
+            # the resolution, booked as for an interval taken as kink-free (a 1e-7 kink beside a
+            # zero-sum triple's was dropped unbooked, thorough profile)
+            q = pa if self.same_gradient(p, pa) else pb
+            self.hidden += float(np.abs(self.arith.to_float(p.G - q.G)).sum()) + self.d * (p.err + q.err)
 
             def nearer(q: _Piece, sq: Any) -> bool:  # p predicts f at s* better than q at sq does
                 return toward is not None and p.err * abs(float(toward - s)) < q.err * abs(float(toward - sq))
