@@ -223,6 +223,12 @@ def is_zero_function(A, w):
 # of cancellation, beyond the rounding model (premise: cancels_beyond_float64)
 @example((np.array([[1.0, 1.0, 1.0, 2.0], [0.0, 1.0, 1.0, 2.0]]), np.array([2.22044605e-16, -1.0, -1.0, 1.0]),
           "zero_sum"), 3030)
+# two 1e-8 units beside a unit one (thorough profile, --hypothesis-seed 73105; a regression of the
+# units'-rounding error above, never on main): their region's gradient, measured with a step cut to
+# 2^-26 |x|, was taken for the units' rounding (error 2e-5): refused; it passes Euler's relation to
+# the relative model, and keeps its relative error
+@example((np.array([[0.5, -1.0, -1.0], [-1.0, -1.0, -1.0], [-1.0, -1.0, -1.0], [-1.0, -1.0, -1.0]]),
+          np.array([1.0, 1e-8, 1e-8]), "generic"), 0)
 def test_ffn_float64_recovers_every_kind(target, seed):
     """Recovered to the a-posteriori bound; typed errors only for targets beyond float64:
     near-subnormal weights, units cancelling beyond the rounding model (cancels_beyond_float64,
@@ -796,6 +802,10 @@ P3 = 0.3 * np.ones((4, 4))  # W* = its top-left d x d block
 # all 32 cone draws missed (NonIdentifiableError "f == 0"); points beside each hyperplane now too
 @example((np.array([[1, 0.5, 1, 1.5], [1, 0.125, 0.125, 0.25]]), np.array([8.16224014e-72, -1, -1, 1]),
           "zero_sum"), 0, np.zeros((4, 4)))
+# 2^-24 units in a zero-sum triple (thorough profile, --hypothesis-seed 73106; the same regression,
+# never on main): refused (no gradient at 3 points of an interval)
+@example((np.array([[0.0, 0.25, 0.0, -0.0625], [-1.0, 0.0, 2.0**-24, -(2.0**-24)]]),
+          np.array([-1.0, 0.25, 1.0, 1.0]), "zero_sum"), 0, np.zeros((4, 4)))
 def test_transformer_float64(target, seed, W):
     A, w, kind = target
     tf_float64_property(A, w, kind, W, seed)
@@ -909,6 +919,18 @@ OPEN_TF_FLOAT = [
     # the floor (DegenerateProbeError): a refusal of a good answer
     (np.array([[1, 1, 0.125, 0.96875], [1, 0.125, 0.125, 0.09375]]), np.array([1, -1, 0.25, 1.0]), "zero_sum",
      1034672, np.zeros((4, 4))),
+    # NEW (thorough profile, --hypothesis-seed 73106; the same on main): a 1e-9 unit beside a
+    # zero-sum triple, its kink (mass 5.3e-10) merged, above the canonical check's tolerance 4.7e-10
+    # (f within its bound), as the 5e-11 case above
+    (np.array([[2.59090089e-64, 3.31186467e-01, 9.92041577e-01, 9.92041577e-01, -3.01442320e-01],
+               [-8.40005397e-01, 2.00000000e-01, -3.72245416e-01, 5.13625292e-01, 2.45236339e-02]]),
+     np.array([1.0, 1e-9, 2.03860571e-01, 0.1, 1.0]), "zero_sum", 10677,
+     np.array([[-0.79684502] * 4, [0.30142093] + [-0.79684502] * 3, [-0.79684502] * 3 + [-0.23861551],
+               [-0.79684502] * 4])),
+    # the same run (the same on main): 2^-24 units in a zero-sum group, bisection to the floor
+    # (DegenerateProbeError, interval 2.3e-13): a refusal
+    (np.array([[0.0, 0.0, 0.0, 2.0**-24, 2.0**-26], [-6.91237349e-01, 0.0, 2.0**-24, 2.0**-24, 2.0**-25]]),
+     np.array([-1.0, 0.0, -0.25, -0.25, 1.0]), "zero_sum", 0, np.zeros((4, 4))),
 ]
 
 

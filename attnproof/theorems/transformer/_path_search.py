@@ -390,26 +390,28 @@ class _PathSearch:
         plus the division's rounding (0 in exact arithmetic, whose G may be symbolic).
 
         A gradient within the units' rounding of zero, ``|G|_inf <= 2 noise gscale |x0|_1 / h``,
-        from answers not all 0 (exact zeros are a dead region's, no rounding) is measured where
-        the units cancel (a zero-sum group's region: f is 0 there up to the
-        oracle's rounding ``noise gscale |x|_1``, which :meth:`tol` allows every answer): its
-        answers are that rounding, not f to ``noise`` relative, and its error is that term (an
-        error of 1e-23 claimed for a gradient of 4e-14 made the piece's prediction refuse its own
-        kink: no gradient at 3 points of an interval, thorough profile).  A larger gradient (a
-        tiny unit alone on its region, 1e-8 beside unit ones) is told from the noise and keeps
-        its relative error.
+        from answers that fail Euler's relation to the relative model, is measured where the units
+        cancel (a zero-sum group's region: f is 0 there up to the oracle's rounding
+        ``noise gscale |x|_1``, which :meth:`tol` allows every answer): its answers are that
+        rounding, not f to ``noise`` relative, and its error is that term (an error of 1e-23
+        claimed for a gradient of 4e-14 made the piece's prediction refuse its own kink: no
+        gradient at 3 points of an interval, thorough profile).  Exact zeros of a dead region, and
+        a tiny unit alone on its region, pass that relation and keep their relative error (a 2e-8
+        unit's gradient, measured with a step cut to 2^-26 |x|, was refused otherwise).
         """
         if self.arith.exact:
             return 0.0
         xf = np.abs(self.arith.to_float(x0))
         Gf = np.abs(self.arith.to_float(G))
-        top = max(abs(float(y0)), float(np.abs(self.arith.to_float(y)).max()))
         scale = float(Gf @ xf) + abs(float(y0)) + float(np.abs(self.arith.to_float(y)).max())
+        relative = self.noise * 2 * scale / float(h) + self.arith.unit_roundoff * float(Gf.max())
         cancelled = 2 * self.noise * self.gscale * float(xf.sum()) / float(h)
-        noisy = 0 < top and float(Gf.max()) <= cancelled  # answers, but no gradient above their rounding
-        return self.noise * 2 * scale / float(h) + self.arith.unit_roundoff * float(Gf.max()) + (
-            cancelled if noisy else 0.0
-        )
+        # Euler's relation to the relative model alone: answers f to noise relative (exact zeros of a
+        # dead region, a tiny unit alone on its region) pass it; the units' rounding does not
+        residual = abs(float(G @ x0 - y0))
+        consistent = residual <= self.noise * (abs(float(y0)) + float(Gf @ xf)) + relative * float(xf.sum())
+        noisy = not consistent and float(Gf.max()) <= cancelled  # no gradient above the units' rounding
+        return relative + (cancelled if noisy else 0.0)
 
     def same_gradient(self, a: _Piece, b: _Piece) -> bool:
         """Are a's and b's gradients equal, to within their errors and the rounding floor?
