@@ -114,6 +114,9 @@ class TransformerRecovery:
 
 #: Candidate cone centres drawn (no query) by the cone route; the widest-margin one is kept.
 CONE_DRAWS = 32
+#: Draws projected onto each hyperplane, and the offsets 2^-1 .. 2^-CONE_PLANE_STEPS beside it, tried
+#: when no draw lands where f has a gradient (:func:`cone_map`).
+CONE_PLANE_DRAWS, CONE_PLANE_STEPS = 4, 20
 
 
 def transformer_query_count(d: int, L: int, route: str = "antisymmetric") -> int:
@@ -328,12 +331,12 @@ def cone_map(ffn: FFNRecovery, arith: Arith, rng: np.random.Generator) -> tuple[
     Raises
     ------
     NonIdentifiableError
-        If no draw has a non-zero gradient (f == 0).
+        If no draw, nor any point beside a hyperplane, has a non-zero gradient (f == 0).
     """
     d = ffn.u.shape[0]
     best = None
-    for _ in range(CONE_DRAWS):
-        x0 = arith.asarray(rng.standard_normal(d))
+
+    def consider(x0: np.ndarray, best: tuple | None) -> tuple | None:
         z = ffn.N @ x0
         margins = [abs(float(t)) / float(np.abs(arith.to_float(n)).sum()) for t, n in zip(z, ffn.N)]
         margin = min(margins, default=1.0)
@@ -341,7 +344,23 @@ def cone_map(ffn: FFNRecovery, arith: Arith, rng: np.random.Generator) -> tuple[
         g = (ffn.u + (ffn.c * signs) @ ffn.N) / 2
         size = float(np.abs(arith.to_float(g)).max())
         if size > 2 * ffn.diagnostics.get("error_bound", 0.0) and (best is None or margin * size > best[0]):
-            best = (margin * size, x0, margin, g)
+            return (margin * size, x0, margin, g)
+        return best
+
+    draws = [arith.asarray(rng.standard_normal(d)) for _ in range(CONE_DRAWS)]
+    for x0 in draws:
+        best = consider(x0, best)
+    if best is None:
+        # f vanishes on every drawn cone (a zero-sum group: f != 0 only on thin wedges between its
+        # hyperplanes, 4 % of the directions, thorough profile): a hyperplane with c_j != 0 has a
+        # non-zero gradient on one side, so try points beside each, 2^-k |x|_inf off it (no query)
+        for x0 in draws[:CONE_PLANE_DRAWS]:
+            for n in ffn.N:
+                p = x0 - (n @ x0) / (n @ n) * n
+                step = arith.abs_max_scalar(p) / arith.abs_max_scalar(n)
+                for k in range(1, CONE_PLANE_STEPS + 1):
+                    for side in (1, -1):
+                        best = consider(p + side * step * arith.scalar(2) ** -k * n, best)
     if best is None:
         raise NonIdentifiableError("every region of f has gradient 0: f == 0 and W* is hidden")
     _, x0, margin, g = best

@@ -8,7 +8,7 @@ seen and the query ledger.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -80,6 +80,12 @@ NUDGES = 3
 PAIR_MARGIN = 4
 #: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
 ANSWER_RANGE = (2.0**-1000, 2.0**900)
+#: Where each segment of the path is probed for the units' scale when no end shows it
+#: (:meth:`_PathSearch.end_pieces`): its middle, then its quarters.
+SCALE_PROBES = (0.5, 0.25, 0.75)
+#: Pieces :meth:`_PathSearch.end_pieces` may measure beyond the three ends: two refused ends again
+#: (the third raised the scale) and the probes of both segments (for :func:`ffn_query_bound`).
+EXTRA_END_PIECES = 2 + 2 * len(SCALE_PROBES)
 #: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
 SCALE_LOG2 = 16
 
@@ -126,6 +132,10 @@ class _Piece:
     y: Any
     G: np.ndarray
     err: float = 0.0
+    #: the answers at x + h e_i and the step h the gradient came from (its error is recomputed
+    #: when the search meets a larger gradient: :meth:`_PathSearch.end_pieces`)
+    ys: np.ndarray | None = None
+    h: Any = None
 
 
 @dataclass
@@ -256,7 +266,7 @@ class _PathSearch:
             if self.agrees(residual, 0, tol):
                 if not arith.exact:
                     self.gscale = max(self.gscale, float(np.abs(arith.to_float(G)).max()))
-                return _Piece(x0, y0, G, err)
+                return _Piece(x0, y0, G, err, y, h)
             if residual_before is not None and self.agrees(residual, residual_before, 2 * tol):
                 self._homogeneity(x0, y0)
                 raise _OnHyperplane
@@ -264,16 +274,71 @@ class _PathSearch:
             h = h / 2**self.h_shrink_log2
         raise _OnHyperplane  # no step keeps the perturbations in one region: x0 is (nearly) on one
 
+    def end_pieces(self, ends: tuple[np.ndarray, ...]) -> list[_Piece]:
+        """The gradients at the path's ends (:meth:`end_piece`), each with its error at the scale of
+        the largest gradient met on any of them.
+
+        Where units cancel (a zero-sum group, or twin units), f is 0 on a region up to the oracle's
+        rounding of the units, ``~ eps |units| |x|``, which the tolerances know only from the
+        gradients met (``gscale``): an end in such a region measured first fails Euler's check
+        against a tolerance of 0 (no gradient at a random end, on every path: thorough profile).
+        An end refused before another end raised ``gscale`` is measured once more after them
+        (its queries counted); when no end raised it (every end where the units cancel or are
+        silent: an 8e-72 unit beside a zero-sum triple, thorough profile), the path is probed for
+        it first (:meth:`_probe_scale`).  The errors of the ends measured before it rose are
+        recomputed from their answers (:meth:`_gradient_error`, free).
+
+        Raises
+        ------
+        DegenerateProbeError
+            If an end has no gradient at the final ``gscale`` either.
+        AssumptionError, PrecisionLossError
+            As :meth:`piece`.
+        """
+        pieces: list[_Piece | None] = []
+        refused: list[tuple[int, float]] = []
+        for x0 in ends:
+            gscale = self.gscale
+            try:
+                pieces.append(self.piece(x0))
+            except _OnHyperplane:
+                pieces.append(None)
+                refused.append((len(pieces) - 1, gscale))
+        for k, gscale in refused:
+            if not self.gscale > gscale:
+                self._probe_scale(ends, gscale)
+            if not self.gscale > gscale:
+                raise self._no_end_gradient()
+            pieces[k] = self.end_piece(ends[k])
+        return [replace(p, err=self._gradient_error(p.G, p.x, p.ys, p.y, p.h)) if p.h is not None else p
+                for p in pieces]
+
+    def _probe_scale(self, ends: tuple[np.ndarray, ...], gscale: float) -> None:
+        """Gradients along the path (at SCALE_PROBES of each segment, counted) until one exceeds
+        ``gscale``: the units' scale, when every end lies where they cancel or are silent (f 0
+        up to rounding on the ends' regions, a real gradient only between them)."""
+        for a, b in zip(ends[:-1], ends[1:]):
+            for t in SCALE_PROBES:
+                try:
+                    self.piece(a + self.arith.scalar(t) * (b - a))
+                except _OnHyperplane:
+                    continue
+                if self.gscale > gscale:
+                    return
+
+    def _no_end_gradient(self) -> DegenerateProbeError:
+        return DegenerateProbeError(
+            f"no gradient at a random end of the path: no step down to 2^-{self.smallest_h_log2} max|x| "
+            "keeps f linear there: hyperplanes closer than the arithmetic resolves, or not a bias-free "
+            "ReLU FFN"
+        )
+
     def end_piece(self, x0: np.ndarray) -> _Piece:
         """The gradient at an end of the path (no caller can move it: a failure is final)."""
         try:
             return self.piece(x0)
         except _OnHyperplane:
-            raise DegenerateProbeError(
-                f"no gradient at a random end of the path: no step down to 2^-{self.smallest_h_log2} max|x| "
-                "keeps f linear there: hyperplanes closer than the arithmetic resolves, or not a bias-free "
-                "ReLU FFN"
-            ) from None
+            raise self._no_end_gradient() from None
 
     def scale_check(self, pU: _Piece, pW: _Piece) -> None:
         """Four queries: ``f(s x) = s f(x)`` at ``x = +-U``, ``s = 2^+-SCALE_LOG2``.
@@ -348,6 +413,16 @@ class _PathSearch:
         ``scale = |G|^T |x0| + |f(x0)| + max_i |f(x0 + h e_i)|`` each; the query point
         ``x0_i + h`` is rounded by ``u |x0_i + h|``, moving the answer by ``grad_i`` times that;
         the subtraction by ``u |G_i| h``: in all ``2 noise scale / h + u |G_i| (|x0_i| / h + 2)``.
+
+        A gradient within the units' rounding of zero, ``|G|_inf <= 2 noise gscale |x0|_1 / h``,
+        from answers that fail Euler's relation to the relative model, is measured where the units
+        cancel (a zero-sum group's region: f is 0 there up to the oracle's rounding
+        ``noise gscale |x|_1``, which :meth:`tol` allows every answer): its answers are that
+        rounding, not f to ``noise`` relative, and its error is that term too (an error of 1e-23
+        claimed for a gradient of 4e-14 made the piece's prediction refuse its own kink: no
+        gradient at 3 points of an interval, thorough profile).  Exact zeros of a dead region, and
+        a tiny unit alone on its region, pass that relation and keep their relative error (a 2e-8
+        unit's gradient, measured with a step cut to 2^-26 |x|, was refused otherwise).
         """
         if self.arith.exact:
             return 0.0
@@ -355,9 +430,16 @@ class _PathSearch:
         Gf = np.abs(self.arith.to_float(G))
         scale = float(Gf @ xf) + abs(float(y0)) + float(np.abs(self.arith.to_float(y)).max())
         hf = float(h)
-        return self.answer_noise * 2 * scale / hf + self.arith.unit_roundoff * float(
+        relative = self.answer_noise * 2 * scale / hf + self.arith.unit_roundoff * float(
             np.max(Gf * (xf / hf + 2))
         )
+        cancelled = 2 * self.noise * self.gscale * float(xf.sum()) / hf
+        # Euler's relation to the relative model alone: answers f to noise relative (exact zeros of a
+        # dead region, a tiny unit alone on its region) pass it; the units' rounding does not
+        residual = abs(float(G @ x0 - y0))
+        consistent = residual <= self.noise * (abs(float(y0)) + float(Gf @ xf)) + relative * float(xf.sum())
+        noisy = not consistent and float(Gf.max()) <= cancelled  # no gradient above the units' rounding
+        return relative + (cancelled if noisy else 0.0)
 
     def same_gradient(self, a: _Piece, b: _Piece) -> bool:
         """Are a's and b's gradients equal, to within their errors and the rounding floor?
@@ -479,6 +561,11 @@ class _PathSearch:
             # p lies in pa's (pb's) region; opened towards a kink at s* (``toward``), it stands
             # for that piece when its prediction at s* is the more certain (error times distance)
             self.ledger.duplicate_pieces += 1
+            # the half between p and the piece it duplicates is dropped: any jump there is below
+            # the resolution, booked as for an interval taken as kink-free (a 1e-7 kink beside a
+            # zero-sum triple's was dropped unbooked, thorough profile)
+            q = pa if self.same_gradient(p, pa) else pb
+            self.hidden += float(np.abs(self.arith.to_float(p.G - q.G)).sum()) + self.d * (p.err + q.err)
 
             def nearer(q: _Piece, sq: Any) -> bool:  # p predicts f at s* better than q at sq does
                 return toward is not None and p.err * abs(float(toward - s)) < q.err * abs(float(toward - sq))
@@ -493,14 +580,20 @@ class _PathSearch:
     def _intersection(
         self, J: np.ndarray, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any, err: float
     ) -> Any:
-        """s* with J^T (X0 + s* dir) = 0 (``sec4.1/kink-intersection``) if it lies in (sa, sb)
-        widened by its own uncertainty (the gradients' errors ``err`` move it), else None."""
+        """s* with J^T (X0 + s* dir) = 0 (``sec4.1/kink-intersection``) if it lies in [sa, sb]
+        widened by its own uncertainty (the gradients' errors ``err`` move it), else None.
+
+        The ends count: a piece opened at an earlier s* may have a hyperplane through its own
+        point.  Two kinks of a zero-sum group ``J_1 + J_2 + J_3 = 0`` crossed with one orientation
+        flipped leave a jump ``-2 J_3`` between their pieces, whose lines then meet exactly on the
+        third hyperplane; its kink with the next piece lies at that piece's end (exactly, in exact
+        arithmetic: an open interval never contains it, and bisection ran to the floor)."""
         slope = J @ direction
         if self.arith.is_zero(slope):
             return None
         s = kink_parameter(J, X0, direction)
         if self.arith.exact:
-            return s if sa < s < sb else None
+            return s if sa <= s <= sb else None
         x = X0 + s * direction
         wobble = (4 * err * float(np.abs(self.arith.to_float(x)).sum()) + self.tol(x, G=J)) / abs(
             float(slope)

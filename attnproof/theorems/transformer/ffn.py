@@ -15,7 +15,7 @@ from ...models import evaluate_canonical, normalize_normal
 from ...oracles import ValueOracle
 from ...prelude import check_arith, check_count, check_rng, check_tolerance
 from ...verify.registry import LEARNERS, learner
-from ._path_search import H_ROUNDS, NUDGES, _Ledger, _OnHyperplane, _PathSearch, _Piece
+from ._path_search import EXTRA_END_PIECES, H_ROUNDS, NUDGES, _Ledger, _OnHyperplane, _PathSearch, _Piece
 
 #: Check points per segment of the path, asked after each reconstruction (counted beside the formula).
 CHECKS = 16
@@ -67,7 +67,8 @@ def assemble_canonical(
 def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, checks: int = CHECKS) -> int:
     """The most queries :func:`learn_ffn` can ask, whatever the oracle answers (termination).
 
-    Three end pieces, REDRAWS more for V, and the scale check, then per search step at most: a value, a
+    Three end pieces (and EXTRA_END_PIECES when an end is refused before the units' scale is
+    known), REDRAWS more for V, and the scale check, then per search step at most: a value, a
     confirmation pair, a bisection value, and NUDGES pieces, each of H_ROUNDS perturbation
     batches, a centre and a homogeneity query; ``2 checks`` check points and two points per
     hyperplane (a kink per search step at most) per reconstruction (1 + CHECK_ROUNDS of them)
@@ -78,7 +79,9 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
     paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * 2 * (checks + steps)
-    return (1 + restarts) * ((4 + REDRAWS) * piece + 4 + paths + steps * (1 + 2 + 1 + (NUDGES + 1) * piece))
+    return (1 + restarts) * (
+        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + (NUDGES + 1) * piece)
+    )
 
 
 @dataclass(frozen=True)
@@ -317,7 +320,7 @@ def _learn_ffn_once(
         U, V, r = (arith.asarray(rng.standard_normal(d)) for _ in range(3))
         search = _PathSearch(session, r / arith.abs_max(r) if not arith.exact else r, min_gap, max_steps)
         search.ledger, search.seen = ledger, seen
-        pU, pV, pW = (search.end_piece(x) for x in (U, V, -U))
+        pU, pV, pW = search.end_pieces((U, V, -U))
         for _ in range(REDRAWS if d > 1 else 0):
             # V in U's (or -U's) region: its segment crosses no hyperplane (or a zero-sum group),
             # and a segment taken as kink-free leaves the bound d (err_U + err_V) for a kink below
