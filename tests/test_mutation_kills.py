@@ -280,3 +280,51 @@ def test_registered_count_of_the_biased_skeleton_is_what_the_oracle_counted(dr, 
     oracle = ValueOracle(model)
     rec = learn_skeleton(oracle, rank=r, rng=rng, bias=True)
     assert rec.diagnostics["queries_formula"] + rec.diagnostics["reasked_queries"] == oracle.queries
+
+
+# --- the sampled mutants of the run at seed 7 (mutation/SURVIVORS.md) -------------------------------
+
+
+def test_score_of_a_zero_target_is_zero_when_exact_and_infinite_otherwise():
+    """rel_err = err / ||truth||, with ||truth|| = 0: 0 for an exact recovery, inf for any error
+    (here err_W = ||1 e_11||_F = 1 exactly and err_v = ||(0, 0)|| = 0)."""
+    W0, v0 = np.zeros((2, 2)), np.zeros(2)
+    exact = score(Recovery(W=W0.copy(), v=v0.copy(), queries=0, arith=FLOAT64), W0, v0)
+    assert (exact.rel_err_W, exact.rel_err_v) == (0.0, 0.0)
+    W1 = W0.copy()
+    W1[0, 0] = 1.0
+    off = score(Recovery(W=W1, v=v0.copy(), queries=0, arith=FLOAT64), W0, v0)
+    assert off.err_W == 1.0 and off.rel_err_W == math.inf and off.rel_err_v == 0.0
+
+
+@pytest.mark.parametrize("d", [0, -1])
+def test_an_oracle_refuses_a_model_of_width_below_one(d):
+    """Widths d < 1 are refused at construction (d = 0 just past the threshold d >= 1); d = 1 is taken."""
+    from attnproof.errors import InvalidInputError
+
+    class Width:
+        arith = FLOAT64
+
+        def __init__(self, d):
+            self.d = d
+
+        def __call__(self, X):
+            return np.zeros(len(X))
+
+    with pytest.raises(InvalidInputError):
+        ValueOracle(Width(d))
+    assert ValueOracle(Width(1)).queries == 0
+
+
+def test_transformer_runner_times_its_learner_within_the_wall_clock():
+    """``seconds`` is the learner's wall time: at least the oracle's share, at most the time the
+    whole run took, measured around it."""
+    import time
+
+    from attnproof.theorems.transformer.runner import run_transformer
+
+    t0 = time.perf_counter()
+    out = run_transformer(2, seed=0)
+    wall = time.perf_counter() - t0
+    assert 0.0 <= out["oracle_seconds"] <= out["seconds"] <= wall
+    assert out["learner_seconds"] == out["seconds"] - out["oracle_seconds"]
