@@ -328,3 +328,56 @@ def test_transformer_runner_times_its_learner_within_the_wall_clock():
     wall = time.perf_counter() - t0
     assert 0.0 <= out["oracle_seconds"] <= out["seconds"] <= wall
     assert out["learner_seconds"] == out["seconds"] - out["oracle_seconds"]
+
+
+def test_membership_monotone_claim_is_the_derivative_at_the_chosen_s():
+    """thmB.1/monotone checks sign(alpha) F'(a) > 0 at s = -sign(alpha) / (2W), with F'(a) = alpha -
+    sigma(W_ij s) s / a^2 (thmB.1/monotone-derivative).  By hand: -sign(alpha) sigma(W_ij s) s / a^2
+    = sigma(W_ij s) / (2 W a^2), so each claim is |alpha| + sigma(-sign(alpha) W_ij / (2W)) / (2 W a^2):
+    the a^-2 is what makes F blow up as a -> 0 (a claim without it is a different, weaker statement)."""
+    import sympy as sp
+
+    from attnproof.theorems.membership.identities import monotone
+
+    a, Wb, beta = sp.symbols("a W beta", positive=True)
+    w = sp.Symbol("W_ij", real=True)
+    claims = monotone()
+    assert len(claims) == 2
+    for sign, (_, expr) in zip((1, -1), claims):
+        sigma = 1 / (1 + sp.exp(sign * w / (2 * Wb)))  # sigma(W_ij s), s = -sign / (2W)
+        assert sp.simplify(expr - (beta + sigma / (2 * Wb * a**2))) == 0
+
+
+@pytest.mark.parametrize("reflections", [0, 1, 2])
+def test_basis_rounding_is_the_documented_dct_and_reflection_sum(reflections):
+    """_basis_rounding at d = 8, eps = 2^-52, by hand from its docstring: the DCT's d^2 = 64 entries
+    each within (6 pi + 5) eps sqrt(2 / 8) = (6 pi + 5) eps / 2 give a Frobenius bound of
+    8 (6 pi + 5) eps / 2 = 4 (6 pi + 5) eps (= (6 pi + 5) eps sqrt(2 d)); each reflection adds
+    2 gamma_8 sqrt(8) + 2 gamma_11 + eps sqrt(8), gamma_n = n eps / (1 - n eps)."""
+    from attnproof.theorems.lowrank import DCT_ENTRY_ROUNDING, _basis_rounding
+
+    eps = 2.0**-52
+    assert DCT_ENTRY_ROUNDING == 6 * math.pi + 5  # 3 x 2 pi (the angle), 2 (cos), 3 (the scaling)
+    dct = 4 * (6 * math.pi + 5) * eps
+    per_reflection = 2 * (8 * eps / (1 - 8 * eps)) * math.sqrt(8) + 2 * (11 * eps / (1 - 11 * eps)) + eps * math.sqrt(8)
+    assert _basis_rounding(8, eps, reflections) == pytest.approx(dct + reflections * per_reflection, rel=1e-14)
+
+
+def test_exact_error_bound_is_inverse_norm_times_dT_plus_the_solves_rounding(monkeypatch):
+    """Thm 4.1's bound ||W_hat - W*||_F <= ||Z^{-1}||_2 ||dT||_F + g cond(Z) ||W||_F, g = (d + 4) u
+    (u = 2^-53, float64's unit roundoff), pinned at fixed inputs with the per-entry value errors
+    dT held at 1 (16 entries: ||dT||_F = 4) and those of t = Z c at 2 (||.|| = 4).  By hand, d = 4,
+    W = 2 I (||W||_F = 4), c = (1, 1, 1, 1) (||c|| = 2), ||Z^{-1}|| <= 3, ||Z|| <= 5 (cond 15):
+    W: 4 * 3 + 8 u * 15 * 4 = 12 + 480 u;  c: 4 * 3 + 8 u * 15 * 2 = 12 + 240 u."""
+    from types import SimpleNamespace
+
+    import attnproof.theorems.exact as exact
+
+    u = 2.0**-53
+    monkeypatch.setattr(exact, "value_errors", lambda *args, **kwargs: np.ones(16))
+    probes = SimpleNamespace(arith=FLOAT64, d=4, linear_err=np.full(4, 2.0))
+    W_bound, c_bound, cond = exact._error_bound(probes, 2 * np.eye(4), np.ones(4), None, None, 3.0, 5.0)
+    assert cond == 15.0
+    assert W_bound == pytest.approx(12 + 480 * u, rel=1e-15, abs=0)
+    assert c_bound == pytest.approx(12 + 240 * u, rel=1e-15, abs=0)
+    assert W_bound > 12 and c_bound > 12  # the solve's share is there, not rounded away
