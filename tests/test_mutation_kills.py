@@ -360,7 +360,7 @@ def test_basis_rounding_is_the_documented_dct_and_reflection_sum(reflections):
     assert DCT_ENTRY_ROUNDING == 6 * math.pi + 5  # 3 x 2 pi (the angle), 2 (cos), 3 (the scaling)
     dct = 4 * (6 * math.pi + 5) * eps
     per_reflection = 2 * (8 * eps / (1 - 8 * eps)) * math.sqrt(8) + 2 * (11 * eps / (1 - 11 * eps)) + eps * math.sqrt(8)
-    assert _basis_rounding(8, eps, reflections) == pytest.approx(dct + reflections * per_reflection, rel=1e-14)
+    assert _basis_rounding(8, eps, reflections) == pytest.approx(dct + reflections * per_reflection, rel=1e-14, abs=0)
 
 
 def test_exact_error_bound_is_inverse_norm_times_dT_plus_the_solves_rounding(monkeypatch):
