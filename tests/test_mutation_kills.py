@@ -359,8 +359,10 @@ def test_basis_rounding_is_the_documented_dct_and_reflection_sum(reflections):
     eps = 2.0**-52
     assert DCT_ENTRY_ROUNDING == 6 * math.pi + 5  # 3 x 2 pi (the angle), 2 (cos), 3 (the scaling)
     dct = 4 * (6 * math.pi + 5) * eps
-    per_reflection = 2 * (8 * eps / (1 - 8 * eps)) * math.sqrt(8) + 2 * (11 * eps / (1 - 11 * eps)) + eps * math.sqrt(8)
-    assert _basis_rounding(8, eps, reflections) == pytest.approx(dct + reflections * per_reflection, rel=1e-14, abs=0)
+    gamma_8, gamma_11 = 8 * eps / (1 - 8 * eps), 11 * eps / (1 - 11 * eps)
+    per_reflection = 2 * gamma_8 * math.sqrt(8) + 2 * gamma_11 + eps * math.sqrt(8)
+    expected = dct + reflections * per_reflection
+    assert _basis_rounding(8, eps, reflections) == pytest.approx(expected, rel=1e-14, abs=0)
 
 
 def test_exact_error_bound_is_inverse_norm_times_dT_plus_the_solves_rounding(monkeypatch):
@@ -381,3 +383,15 @@ def test_exact_error_bound_is_inverse_norm_times_dT_plus_the_solves_rounding(mon
     assert W_bound == pytest.approx(12 + 480 * u, rel=1e-15, abs=0)
     assert c_bound == pytest.approx(12 + 240 * u, rel=1e-15, abs=0)
     assert W_bound > 12 and c_bound > 12  # the solve's share is there, not rounded away
+
+
+def test_gaussian_probe_margin_scales_with_the_norm_of_v():
+    """The margin is relative: |u^T v| < ||v|| / 10.  With v = (4) (d = 1): |4 z| < 0.4 iff |z| < 0.1, the
+    same p = erf(0.1 / sqrt 2) ~ 0.08 as for a unit v (an absolute 0.1, or 0.1 / ||v||, would give
+    p(|z| < 0.025) ~ 0.02 or p(|z| < 0.00625) ~ 0.005: 20+ standard deviations off at n = 2000)."""
+    rng = np.random.default_rng(1)
+    n = 2000
+    total = sum(probe_matrix("gaussian", np.array([4.0]), FLOAT64, rng)[1]["redrawn_rows"] for _ in range(n))
+    p = math.erf(0.1 / math.sqrt(2))
+    mean, sd = n * p / (1 - p), math.sqrt(n * p) / (1 - p)
+    assert abs(total - mean) <= 6 * sd
