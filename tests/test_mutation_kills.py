@@ -395,3 +395,19 @@ def test_gaussian_probe_margin_scales_with_the_norm_of_v():
     p = math.erf(0.1 / math.sqrt(2))
     mean, sd = n * p / (1 - p), math.sqrt(n * p) / (1 - p)
     assert abs(total - mean) <= 6 * sd
+
+
+def test_a_heads_score_bias_adds_c_transpose_x_i():
+    """Scores x_i^T W x_N + c^T x_i (Sec. 3 with biases).  By hand, d = 1, W = 0, v = 1, c = 1 on
+    X = [(1), (0)] (x_N = 0): scores (1, 0), weights (e, 1) / (e + 1), f = e / (e + 1) = sigma(1);
+    with beta = 1/2 it is sigma(1) + 1/2 (a subtracted c would give sigma(-1))."""
+    sigma1 = 1 / (1 + math.exp(-1.0))
+    model = Attention(np.zeros((1, 1)), np.ones(1), c=np.ones(1), beta=0.5)
+    assert model(np.array([[[1.0], [0.0]]]))[0] == pytest.approx(sigma1 + 0.5, rel=4 * EPS, abs=0)
+
+
+def test_worst_adversary_answers_a_one_token_query_towards_zero():
+    """A one-token query x has f = v^T x; the worst adversary answers f - tau sign(f) (towards 0):
+    v = (1), tau = 1/4 (exact in float64): f(2) = 2 -> 7/4, f(-2) = -2 -> -7/4."""
+    oracle = ApproxOracle(Attention(np.eye(1), np.ones(1)), tau=0.25, adversary="worst")
+    assert list(oracle(np.array([[[2.0]], [[-2.0]]]))) == [1.75, -1.75]
