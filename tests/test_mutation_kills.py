@@ -397,12 +397,13 @@ def test_gaussian_probe_margin_scales_with_the_norm_of_v():
     assert abs(total - mean) <= 6 * sd
 
 
-def test_a_heads_score_bias_adds_c_transpose_x_i():
-    """Scores x_i^T W x_N + c^T x_i (Sec. 3 with biases).  By hand, d = 1, W = 0, v = 1, c = 1 on
-    X = [(1), (0)] (x_N = 0): scores (1, 0), weights (e, 1) / (e + 1), f = e / (e + 1) = sigma(1);
-    with beta = 1/2 it is sigma(1) + 1/2 (a subtracted c would give sigma(-1))."""
+@pytest.mark.parametrize("answers", ["naive", "faithful"])
+def test_a_heads_score_bias_adds_c_transpose_x_i(answers):
+    """Scores x_i^T W x_N + c^T x_i (Sec. 3 with biases), in both evaluations.  By hand, d = 1, W = 0,
+    v = 1, c = 1 on X = [(1), (0)] (x_N = 0): scores (1, 0), weights (e, 1) / (e + 1), f = e / (e + 1)
+    = sigma(1); with beta = 1/2 it is sigma(1) + 1/2 (a subtracted c would give sigma(-1))."""
     sigma1 = 1 / (1 + math.exp(-1.0))
-    model = Attention(np.zeros((1, 1)), np.ones(1), c=np.ones(1), beta=0.5)
+    model = Attention(np.zeros((1, 1)), np.ones(1), c=np.ones(1), beta=0.5, answers=answers)
     assert model(np.array([[[1.0], [0.0]]]))[0] == pytest.approx(sigma1 + 0.5, rel=4 * EPS, abs=0)
 
 
