@@ -286,3 +286,135 @@ def test_registered_count_of_the_biased_skeleton_is_what_the_oracle_counted(dr, 
     oracle = ValueOracle(model)
     rec = learn_skeleton(oracle, rank=r, rng=rng, bias=True)
     assert rec.diagnostics["queries_formula"] + rec.diagnostics["reasked_queries"] == oracle.queries
+
+
+# --- the sampled mutants of the run at seed 7 (mutation/SURVIVORS.md) -------------------------------
+
+
+def test_score_of_a_zero_target_is_zero_when_exact_and_infinite_otherwise():
+    """rel_err = err / ||truth||, with ||truth|| = 0: 0 for an exact recovery, inf for any error
+    (here err_W = ||1 e_11||_F = 1 exactly and err_v = ||(0, 0)|| = 0)."""
+    W0, v0 = np.zeros((2, 2)), np.zeros(2)
+    exact = score(Recovery(W=W0.copy(), v=v0.copy(), queries=0, arith=FLOAT64), W0, v0)
+    assert (exact.rel_err_W, exact.rel_err_v) == (0.0, 0.0)
+    W1 = W0.copy()
+    W1[0, 0] = 1.0
+    off = score(Recovery(W=W1, v=v0.copy(), queries=0, arith=FLOAT64), W0, v0)
+    assert off.err_W == 1.0 and off.rel_err_W == math.inf and off.rel_err_v == 0.0
+
+
+@pytest.mark.parametrize("d", [0, -1])
+def test_an_oracle_refuses_a_model_of_width_below_one(d):
+    """Widths d < 1 are refused at construction (d = 0 just past the threshold d >= 1); d = 1 is taken."""
+    from attnproof.errors import InvalidInputError
+
+    class Width:
+        arith = FLOAT64
+
+        def __init__(self, d):
+            self.d = d
+
+        def __call__(self, X):
+            return np.zeros(len(X))
+
+    with pytest.raises(InvalidInputError):
+        ValueOracle(Width(d))
+    assert ValueOracle(Width(1)).queries == 0
+
+
+def test_transformer_runner_times_its_learner_within_the_wall_clock():
+    """``seconds`` is the learner's wall time: at least the oracle's share, at most the time the
+    whole run took, measured around it."""
+    import time
+
+    from attnproof.theorems.transformer.runner import run_transformer
+
+    t0 = time.perf_counter()
+    out = run_transformer(2, seed=0)
+    wall = time.perf_counter() - t0
+    assert 0.0 <= out["oracle_seconds"] <= out["seconds"] <= wall
+    assert out["learner_seconds"] == out["seconds"] - out["oracle_seconds"]
+
+
+def test_membership_monotone_claim_is_the_derivative_at_the_chosen_s():
+    """thmB.1/monotone checks sign(alpha) F'(a) > 0 at s = -sign(alpha) / (2W), with F'(a) = alpha -
+    sigma(W_ij s) s / a^2 (thmB.1/monotone-derivative).  By hand: -sign(alpha) sigma(W_ij s) s / a^2
+    = sigma(W_ij s) / (2 W a^2), so each claim is |alpha| + sigma(-sign(alpha) W_ij / (2W)) / (2 W a^2):
+    the a^-2 is what makes F blow up as a -> 0 (a claim without it is a different, weaker statement)."""
+    import sympy as sp
+
+    from attnproof.theorems.membership.identities import monotone
+
+    a, Wb, beta = sp.symbols("a W beta", positive=True)
+    w = sp.Symbol("W_ij", real=True)
+    claims = monotone()
+    assert len(claims) == 2
+    for sign, (_, expr) in zip((1, -1), claims):
+        sigma = 1 / (1 + sp.exp(sign * w / (2 * Wb)))  # sigma(W_ij s), s = -sign / (2W)
+        assert sp.simplify(expr - (beta + sigma / (2 * Wb * a**2))) == 0
+
+
+@pytest.mark.parametrize("reflections", [0, 1, 2])
+def test_basis_rounding_is_the_documented_dct_and_reflection_sum(reflections):
+    """_basis_rounding at d = 8, eps = 2^-52, by hand from its docstring: the DCT's d^2 = 64 entries
+    each within (6 pi + 5) eps sqrt(2 / 8) = (6 pi + 5) eps / 2 give a Frobenius bound of
+    8 (6 pi + 5) eps / 2 = 4 (6 pi + 5) eps (= (6 pi + 5) eps sqrt(2 d)); each reflection adds
+    2 gamma_8 sqrt(8) + 2 gamma_11 + eps sqrt(8), gamma_n = n eps / (1 - n eps)."""
+    from attnproof.theorems.lowrank import DCT_ENTRY_ROUNDING, _basis_rounding
+
+    eps = 2.0**-52
+    assert DCT_ENTRY_ROUNDING == 6 * math.pi + 5  # 3 x 2 pi (the angle), 2 (cos), 3 (the scaling)
+    dct = 4 * (6 * math.pi + 5) * eps
+    gamma_8, gamma_11 = 8 * eps / (1 - 8 * eps), 11 * eps / (1 - 11 * eps)
+    per_reflection = 2 * gamma_8 * math.sqrt(8) + 2 * gamma_11 + eps * math.sqrt(8)
+    expected = dct + reflections * per_reflection
+    assert _basis_rounding(8, eps, reflections) == pytest.approx(expected, rel=1e-14, abs=0)
+
+
+def test_exact_error_bound_is_inverse_norm_times_dT_plus_the_solves_rounding(monkeypatch):
+    """Thm 4.1's bound ||W_hat - W*||_F <= ||Z^{-1}||_2 ||dT||_F + g cond(Z) ||W||_F, g = (d + 4) u
+    (u = 2^-53, float64's unit roundoff), pinned at fixed inputs with the per-entry value errors
+    dT held at 1 (16 entries: ||dT||_F = 4) and those of t = Z c at 2 (||.|| = 4).  By hand, d = 4,
+    W = 2 I (||W||_F = 4), c = (1, 1, 1, 1) (||c|| = 2), ||Z^{-1}|| <= 3, ||Z|| <= 5 (cond 15):
+    W: 4 * 3 + 8 u * 15 * 4 = 12 + 480 u;  c: 4 * 3 + 8 u * 15 * 2 = 12 + 240 u."""
+    from types import SimpleNamespace
+
+    import attnproof.theorems.exact as exact
+
+    u = 2.0**-53
+    monkeypatch.setattr(exact, "value_errors", lambda *args, **kwargs: np.ones(16))
+    probes = SimpleNamespace(arith=FLOAT64, d=4, linear_err=np.full(4, 2.0))
+    W_bound, c_bound, cond = exact._error_bound(probes, 2 * np.eye(4), np.ones(4), None, None, 3.0, 5.0)
+    assert cond == 15.0
+    assert W_bound == pytest.approx(12 + 480 * u, rel=1e-15, abs=0)
+    assert c_bound == pytest.approx(12 + 240 * u, rel=1e-15, abs=0)
+    assert W_bound > 12 and c_bound > 12  # the solve's share is there, not rounded away
+
+
+def test_gaussian_probe_margin_scales_with_the_norm_of_v():
+    """The margin is relative: |u^T v| < ||v|| / 10.  With v = (4) (d = 1): |4 z| < 0.4 iff |z| < 0.1, the
+    same p = erf(0.1 / sqrt 2) ~ 0.08 as for a unit v (an absolute 0.1, or 0.1 / ||v||, would give
+    p(|z| < 0.025) ~ 0.02 or p(|z| < 0.00625) ~ 0.005: 20+ standard deviations off at n = 2000)."""
+    rng = np.random.default_rng(1)
+    n = 2000
+    total = sum(probe_matrix("gaussian", np.array([4.0]), FLOAT64, rng)[1]["redrawn_rows"] for _ in range(n))
+    p = math.erf(0.1 / math.sqrt(2))
+    mean, sd = n * p / (1 - p), math.sqrt(n * p) / (1 - p)
+    assert abs(total - mean) <= 6 * sd
+
+
+@pytest.mark.parametrize("answers", ["naive", "faithful"])
+def test_a_heads_score_bias_adds_c_transpose_x_i(answers):
+    """Scores x_i^T W x_N + c^T x_i (Sec. 3 with biases), in both evaluations.  By hand, d = 1, W = 0,
+    v = 1, c = 1 on X = [(1), (0)] (x_N = 0): scores (1, 0), weights (e, 1) / (e + 1), f = e / (e + 1)
+    = sigma(1); with beta = 1/2 it is sigma(1) + 1/2 (a subtracted c would give sigma(-1))."""
+    sigma1 = 1 / (1 + math.exp(-1.0))
+    model = Attention(np.zeros((1, 1)), np.ones(1), c=np.ones(1), beta=0.5, answers=answers)
+    assert model(np.array([[[1.0], [0.0]]]))[0] == pytest.approx(sigma1 + 0.5, rel=4 * EPS, abs=0)
+
+
+def test_worst_adversary_answers_a_one_token_query_towards_zero():
+    """A one-token query x has f = v^T x; the worst adversary answers f - tau sign(f) (towards 0):
+    v = (1), tau = 1/4 (exact in float64): f(2) = 2 -> 7/4, f(-2) = -2 -> -7/4."""
+    oracle = ApproxOracle(Attention(np.eye(1), np.ones(1)), tau=0.25, adversary="worst")
+    assert list(oracle(np.array([[[2.0]], [[-2.0]]]))) == [1.75, -1.75]

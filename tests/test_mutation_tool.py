@@ -66,6 +66,16 @@ def test_no_op_mutants_are_skipped(tmp_path):
     assert [m.operator for m in mutants] == ["drop-abs"]
 
 
+def test_nested_expressions_at_one_position_get_distinct_ids(tmp_path):
+    """``a * b / c`` and ``a * b`` start at one column and both drop a factor: two mutants, two ids
+    (a rerun finds each mutant by its id), the inner one keeping the plain form."""
+    mutants = tool.generate(_module(tmp_path, "y = a * b / c\n"), root=tmp_path)
+    ids = [m.id for m in mutants]
+    assert len(set(ids)) == len(ids)
+    drops = {m.after: m.id for m in mutants if m.operator == "drop-factor"}
+    assert drops == {"a": "m.py:1:4:drop-factor", "a * b": "m.py:1:4:drop-factor~2"}
+
+
 def test_sampling_is_deterministic_and_seeded():
     pool = list(range(500))
     mutants = [tool.Mutant(id=str(i), path="p", line=i, operator="o", before="a", after="b") for i in pool]

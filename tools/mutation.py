@@ -272,13 +272,16 @@ def generate(path: str, root: Path = ROOT) -> list[Mutant]:
 
     A mutant replaces one expression's source text by the unparsed mutated expression (in
     parentheses), so the rest of the file is byte-identical; it is kept only if it parses and
-    its AST differs from the original's and from every earlier mutant's.
+    its AST differs from the original's and from every earlier mutant's.  Its id is
+    ``path:line:col:operator``, with ``~2``, ``~3`` ... for the outer of nested expressions that
+    start at the same position (``a * b / c``: two drop-factors at one column).
     """
     source = (root / path).read_text()
     tree = ast.parse(source)
     skip, starts = _skipped(tree), _offsets(source)
     seen = {ast.dump(tree)}
     out: list[Mutant] = []
+    taken: dict[str, int] = {}  # nested expressions can start at one position: "~2", "~3" tell them apart
     nodes = [n for n in ast.walk(tree) if isinstance(n, ast.expr) and id(n) not in skip]
     nodes.sort(key=lambda n: (n.lineno, n.col_offset, n.end_lineno or 0, n.end_col_offset or 0))
     for node in nodes:
@@ -293,8 +296,10 @@ def generate(path: str, root: Path = ROOT) -> list[Mutant]:
             if dump in seen:
                 continue
             seen.add(dump)
+            key = f"{path}:{node.lineno}:{node.col_offset}:{operator}"
+            taken[key] = taken.get(key, 0) + 1
             out.append(Mutant(
-                id=f"{path}:{node.lineno}:{node.col_offset}:{operator}", path=path, line=node.lineno,
+                id=key if taken[key] == 1 else f"{key}~{taken[key]}", path=path, line=node.lineno,
                 operator=operator, before=source[lo:hi], after=text, source=mutated,
             ))
     return out

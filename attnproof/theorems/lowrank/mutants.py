@@ -10,4 +10,8 @@ MUTANTS = (
      "old": "(d + 1 if bias else 0)",
      "new": "(d if bias else 0)",
      "what": "the floor query count forgets f([0]) with biases"},
+    {"name": "basis-rounding-per-entry", "path": "__init__.py",
+     "old": "dct = DCT_ENTRY_ROUNDING * eps * math.sqrt(2 * d)",
+     "new": "dct = DCT_ENTRY_ROUNDING * eps * math.sqrt(2 / d)",
+     "what": "the DCT's rounding bound counts one entry's error, not the d^2 entries' Frobenius norm"},
 )
