@@ -115,12 +115,11 @@ def learn_exact(
         be <= rtol ||W_hat||_F, else :class:`PrecisionLossError`.  Default: the resolution to
         the power 1/5 (6.6e-4 in float64, 10^(-dps/5) in mpmath): a worst-case certificate for a
         fifth of the digits (measured on random targets: with the orthogonal probes the true error
-        is 450, 2.3e3 and 3.8e4 times below the bound at d = 64, 256 and 1024 against an oracle
-        that declares faithful answers, :attr:`ValueOracle.rounding`, and 1.1e3 and 5.6e3 times at
-        d = 64, 256 against naive answers: the solve's worst case, ``gamma_d |Z|^T |M|`` and Z's
-        orthogonality defect, grows like d^(3/2) u where float64's typical error grows like
-        sqrt(d) u; with the basis probes, solved by LU under a normwise first-order model, 95-1400
-        times against faithful answers).
+        is 91, 181 and 1.1e3 times below the bound at d = 64, 256 and 1024 against an oracle that
+        declares faithful answers, :attr:`ValueOracle.rounding`: at d = 1024 the product's worst
+        case ``gamma_d |Z|^T |M|``, growing like d^(3/2) u where float64's typical error grows like
+        sqrt(d) u, dominates; 1e3-3e4 times against naive answers; with the basis probes, solved by
+        LU under a normwise first-order model, 95-1400 times against faithful answers).
 
     Returns
     -------
