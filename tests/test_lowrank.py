@@ -583,7 +583,8 @@ def test_cross_error_propagation_is_nearly_attained(monkeypatch, d, r, seed):
     E = np.zeros((d, d))
     rows, cols = np.nonzero(used)
     E[rows, cols] = value_errors(probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm,
-                                 c_norm, rounding=session.rounding)
+                                 c_norm, rounding=session.rounding,
+                                 images=lowrank._image_norms(cross, session.arith, unshorten)[cols])
     U = cross.M[np.ix_(I, J)]
     X, Y = np.linalg.solve(U.T, cross.M[:, J].T).T, np.linalg.solve(U, cross.M[I, :])
 
@@ -603,15 +604,21 @@ def test_cross_error_propagation_is_nearly_attained(monkeypatch, d, r, seed):
     assert bound / 2 <= np.linalg.norm(move(S)) <= bound
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 4, open: the per-entry rounding model "
-                   "(measure.value_errors: (d + 4) eps per dot product, ||W||_F for every column) is "
-                   "~2.7e4 x the measured entry errors at d = 512 with naive answers; the propagation is "
-                   "within 2 x of the worst case those entry bounds allow (test above)")
-def test_skeleton_bound_is_within_1e3_of_the_true_error():
-    d, r = 128, 8  # measured: bound / true = 9.3e3 here (1.2e4 with the triangle-inequality propagation)
-    K, Q, v = low_rank_target(d, r, np.random.default_rng(0))
-    rec = learn_skeleton(ValueOracle(FactoredAttention(K, Q, v)), rank=r, rng=np.random.default_rng(1))
-    assert rec.error_bound <= 1e3 * np.linalg.norm(rec.W - K.T @ Q)
+@pytest.mark.parametrize("seed", [0, 2])
+def test_skeleton_bound_is_within_1e3_of_the_true_error(seed):
+    """Issue 22 item 4 with faithful answers (the oracle declares FAITHFUL): the bound is within
+    1e3 of the true error (measured at d = 128, r = 8, seeds 0-4: 46-290; 9.3e3 before the per-entry
+    model read q = W x_2's rounding through x_1 - x_2 and ||W q||, and the learner's own P v, Q v a
+    posteriori).  Naive answers are out of reach by construction: an oracle keeping only the naive
+    promise is itself 1e3 x worse than typical (tests/test_measure.py's checked statement)."""
+    d, r = 128, 8
+    K, Q, v = low_rank_target(d, r, np.random.default_rng(seed))
+    rec = learn_skeleton(ValueOracle(FactoredAttention(K, Q, v, answers="faithful")), rank=r,
+                         rng=np.random.default_rng(seed + 1))
+    from attnproof.models import _ext_product
+
+    error = float(np.linalg.norm((rec.W - _ext_product(K.T, Q)).astype(np.float64)))  # W* to ~2^-60
+    assert error <= rec.error_bound <= 1e3 * error
 
 
 def test_run_lowrank_reports_the_oracles_cost_per_query():
@@ -620,3 +627,21 @@ def test_run_lowrank_reports_the_oracles_cost_per_query():
     row = run_lowrank(16, 3, seed=1)
     assert row["oracle_seconds_per_query"] * row["queries"] == pytest.approx(row["oracle_seconds"])
     assert row["oracle_flops_per_query"] == 6 * 16 * 3
+
+
+def test_image_norms_are_pinned_and_scale_free():
+    """_image_norms: ||D^{-1} A B e_l|| by hand for A = (1, 2)^T, B = (3, 4), D^{-1} = diag(1, 1/2)
+    (D^{-1} A = (1, 1)^T): (3 sqrt 2, 4 sqrt 2); the same for A scaled by 2^-1000, whose squares
+    (2^-2000) would underflow to 0 without the factors' scaling into range."""
+    import types
+
+    import attnproof.theorems.lowrank as lowrank
+
+    cross = types.SimpleNamespace(A=np.array([[1.0], [2.0]]), B=np.array([[3.0, 4.0]]))
+    unshorten = np.array([1.0, 0.5])
+    want = np.array([3.0, 4.0]) * np.sqrt(2)
+    assert np.allclose(lowrank._image_norms(cross, FLOAT64, unshorten), want, rtol=1e-15, atol=0)
+    cross.A = cross.A * 2.0**-1000
+    assert np.allclose(lowrank._image_norms(cross, FLOAT64, unshorten), want * 2.0**-1000, rtol=1e-15, atol=0)
+    cross.A, cross.B = np.zeros((2, 0)), np.zeros((0, 2))  # no pivot: W = 0
+    assert np.array_equal(lowrank._image_norms(cross, FLOAT64, unshorten), [0.0, 0.0])
