@@ -645,3 +645,46 @@ def test_image_norms_are_pinned_and_scale_free():
     assert np.allclose(lowrank._image_norms(cross, FLOAT64, unshorten), want * 2.0**-1000, rtol=1e-15, atol=0)
     cross.A, cross.B = np.zeros((2, 0)), np.zeros((0, 2))  # no pivot: W = 0
     assert np.array_equal(lowrank._image_norms(cross, FLOAT64, unshorten), [0.0, 0.0])
+
+
+def test_declared_rounding_bound_is_attained_by_a_shared_query_adversary(monkeypatch):
+    """An oracle declaring a rounding (term 2^-40, final 2^-53) whose answers are off by the most that
+    declaration allows, every error raising the logit: the query q = W x_2 pushed by
+    g ||W||_F ||x_2|| along x_1 - x_2, each score's dot product by g ||x_i|| ||q||, the label by
+    g (||x_1|| + ||x_2||) ||v|| (g = (d + 4) 2^-40).  The skeleton's bound holds against it and is
+    attained to 0.42 (d = 16, r = 2), so a value model that drops a factor of 3 fails."""
+    import attnproof.theorems.lowrank as lowrank
+    from attnproof.models import Rounding
+
+    declared = Rounding("faithful", term=2.0**-40, final=2.0**-53)
+
+    class SharedQueryAdversary(ValueOracle):
+        @property
+        def rounding(self) -> Rounding:
+            return declared
+
+        def _answer(self, Xb: np.ndarray) -> np.ndarray:
+            y = np.asarray(self.model(Xb), dtype=np.float64)
+            if Xb.shape[1] != 2:
+                return y
+            W, v = np.asarray(self.model.W, float), np.asarray(self.model.v, float)
+            g = (self.model.d + 4) * declared.term
+            x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
+            n1, n2, n12 = (np.linalg.norm(x, axis=1) for x in (x1, x2, x1 - x2))
+            q = x2 @ W.T
+            logit, pv = np.einsum("bi,bi->b", x1 - x2, q), (x1 - x2) @ v
+            ds = g * (np.linalg.norm(W) * n12 * n2 + np.linalg.norm(q, axis=1) * (n1 + n2))
+            dy = g * (n1 + n2) * np.linalg.norm(v)
+            return y + (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv + np.sign(pv) * dy
+
+    K, Q, v = low_rank_target(16, 2, np.random.default_rng(1))
+
+    def ratio() -> float:
+        oracle = SharedQueryAdversary(FactoredAttention(K, Q, v))
+        rec = learn_skeleton(oracle, rank=2, rng=np.random.default_rng(2))
+        return float(np.linalg.norm(rec.W - K.T @ Q) / rec.error_bound)
+
+    assert 0.25 <= ratio() <= 1
+    true_model = lowrank.value_errors
+    monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) / 3)
+    assert ratio() > 1
