@@ -1051,6 +1051,56 @@ def _into_range(probes: Probes) -> int:
     return -math.floor(top) if math.isfinite(top) else 0
 
 
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a b = h + l`` exactly (Dekker's TwoProduct, float64, no FMA; Ogita, Rump and Oishi 2005,
+    Alg. 3.3): exact unless a product or a partial one falls below the normal range or |a|, |b|
+    exceed 2^996."""
+    factor = 134217729.0  # 2^27 + 1: splits a float64 into two halves of 26 bits
+    ca, cb = factor * a, factor * b
+    a_hi, b_hi = ca - (ca - a), cb - (cb - b)
+    a_lo, b_lo = a - a_hi, b - b_hi
+    h = a * b
+    return h, a_lo * b_lo - (((h - a_hi * b_hi) - a_lo * b_hi) - a_hi * b_lo)
+
+
+def _product_errors(
+    M: np.ndarray, x: np.ndarray, computed: np.ndarray, magnitude: np.ndarray, eps: float
+) -> np.ndarray:
+    """A bound on ``|computed_k - (M x)_k|`` for each row k: the rounding of a learner's own ``M x``
+    (``P v*``, ``Q v*``), which every probe's alpha divides by or subtracts.
+
+    float64 (``eps`` = 2^-53): a posteriori, against ``M x`` recomputed to twice the working
+    precision (Ogita, Rump and Oishi's Dot2, 2005: TwoProduct, then a pairwise tree of TwoSums whose
+    errors are added separately), within ``eps |res| + K`` of the exact value with
+    ``K = 4 gamma_{2d} eps (log2 d + 2) (|M| |x|)_k`` (the tree's ``ceil(log2 d)`` levels each err by
+    at most ``eps sum |h|``, their and the low parts' float sums by ``gamma_{2d}`` of that) and
+    ``4 d 2^-1074`` for products below the normal range.  So the bound is the distance to that
+    result plus ``eps |res| + K`` -- the error actually made (about ``eps sqrt(d)`` of |M| |x| for
+    BLAS), not the worst case ``gamma_d |M| |x|`` of any summation order (d / sqrt(d) times larger).
+    Any other ``eps`` (mpmath, 10^-dps): that a-priori ``gamma_d |M| |x|``.  ``magnitude`` is
+    ``|M| |x|`` (computed in float64: within ``gamma_d`` of it, hence the factors ``1 + 2 d eps``)."""
+    d = M.shape[1]
+    if eps != FLOAT64.eps:
+        return (d * eps / (1 - d * eps)) * magnitude * (1 + 2 * d * FLOAT64.eps)
+    res = np.empty(M.shape[0])
+    block = max(1, 2**20 // max(d, 1))
+    for a in range(0, M.shape[0], block):
+        h, low = _two_product(M[a : a + block], x[None, :])
+        errors = low.sum(axis=1)
+        while h.shape[1] > 1:  # pairwise TwoSum: h's row sums = the first column + the errors, exactly
+            if h.shape[1] % 2:
+                h = np.hstack([h, np.zeros((h.shape[0], 1))])
+            left, right = h[:, 0::2], h[:, 1::2]
+            h = left + right
+            z = h - left
+            errors = errors + ((left - (h - z)) + (right - z)).sum(axis=1)
+        res[a : a + block] = h[:, 0] + errors
+    levels = math.ceil(math.log2(max(d, 1))) + 2
+    gamma = 2 * d * eps / (1 - 2 * d * eps)
+    K = 4 * gamma * eps * levels * magnitude * (1 + 2 * d * FLOAT64.eps) + 4 * d * UNDERFLOW
+    return (np.abs(computed - res) + eps * np.abs(res) + K) * (1 + 4 * eps)
+
+
 def value_errors(
     probes: Probes,
     L: np.ndarray,
@@ -1060,6 +1110,7 @@ def value_errors(
     c_norm: float = 0.0,
     Wq: np.ndarray | None = None,
     rounding: Rounding = NAIVE,
+    images: np.ndarray | None = None,
 ) -> np.ndarray:
     """First-order bound on the rounding error of each measured value p^T W* q (float64).
 
@@ -1071,18 +1122,29 @@ def value_errors(
 
     * the oracle's label ``y = beta + alpha x_1^T v + (1 - alpha) x_2^T v`` is off by
       ``g (|beta| + ||x_1|| ||v|| + ||x_2|| ||v||) + final (|beta| + |x_1^T v| + |x_2^T v|)``, and
-      its logit ``(x_1 - x_2)^T (W x_2 + c)`` by
-      ``g (||W||_F (||x_1|| + ||x_2||) ||x_2|| + ||c|| (||x_1|| + ||x_2||))``;
+      its logit ``s_1 - s_2``, each score ``s_i = x_i^T q + c^T x_i`` read from one query vector
+      ``q = W x_2`` (computed once, its d entries each a dot product), by
+      ``g (||W||_F ||x_1 - x_2|| ||x_2|| + ||W x_2|| (||x_1|| + ||x_2||) + ||c|| (||x_1|| + ||x_2||))``:
+      q's rounding (at most ``g ||W||_F ||x_2||``) enters the difference through ``x_1 - x_2`` (of
+      norm ``s ||p||``, ``||p||`` query-only), each score's own dot products through ``||x_i||``;
     * the learner's probe ``x_1`` is itself rounded (``p + q`` in float64): ``eps ||x_1||`` moves
-      the label by ``eps ||x_1|| ||v||`` and the score by ``eps ||x_1|| (||W|| ||x_2|| + ||c||)``;
-    * the learner's v and beta carry the error of their one-token answers,
-      ``(4 t + 2 final) (|v_i| + |beta|)`` (the answer's and the learner's subtraction of beta)
+      the label by ``eps ||x_1|| ||v||`` and the score by ``eps ||x_1|| (||W x_2|| + ||c||)``;
+    * the learner's own ``P v`` and ``Q v`` (the alpha below subtracts ``q^T v`` and divides by
+      ``p^T v``) are off by what :func:`_product_errors` bounds (float64: measured a posteriori);
+    * the learner's v and beta carry the error of their one-token answers: ``|dv_i| <=
+      (4 t + final) |v_i| + 2 (4 t + final) |beta|`` (+ ``eps |v_i|`` for the learner's subtraction
+      of a beta != 0), which meets the probe as ``q^T dv`` (``<= (4 t + final) |q|^T |v| + ...``),
       and ``4 eps |beta|``;
     * alpha = (label - beta - base) / (p^T v) then carries those errors over |p^T v|, and the logit
-      ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``;
+      ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``; the logit
+      ``log(alpha) - log(1 - alpha)`` itself rounds by ``eps (2 |log alpha| + 2 |log(1 - alpha)| + |L|)``
+      (two library logarithms within 2 eps each, and the difference);
     * the value is ``(L / s - c^T p) / s`` or ``(L - c^T p) / s``: the logit error over s^2 (or s),
       plus the error of the measured c^T p (``probes.linear_err``; ``linear_typical`` for the
       estimate) over s.
+
+    ``images`` (per entry, ``||W q|| / ||q||`` of the recovered W, first order) sizes ``||W x_2||``
+    in the bound; without it ``||W||_F`` (``W_norm``) bounds it.
 
     With ``Wq`` (per entry, ``||W q|| / ||q||`` of the recovered W) the same model gives the
     *typical* error instead of a bound (an estimate, not a certificate): one rounding is off by
@@ -1111,8 +1173,11 @@ def value_errors(
     term = eps if typical or rounding.term is None else rounding.term  # the oracle's unit per term
     g = eps if typical else (d + 4) * term
     # the one-token answers: exact without an offset; typically eps |beta| per entry, and a unit
-    # vector meets d of those in a sum of random sign
-    v_err = eps * beta if typical else (4 * term + 2 * rounding.final) * (norm2(v) + np.sqrt(d) * beta)
+    # vector meets d of those in a sum of random sign.  The bound, per entry: |dv_i| <= a |v_i| + b
+    # (v_i = y_i - y_0: both answers off by (4 t + final) of their size, the subtraction by eps)
+    v_err = eps * beta
+    v_rel = 4 * term + rounding.final + (eps if beta else 0.0)
+    v_abs = 2 * (4 * term + rounding.final) * beta
     p_norm = norm2(P, axis=1)[kk]
     q_norm = np.ones(len(ll)) if Q is None else norm2(Q, axis=1)[ll]
     pv = np.abs(arith.to_float(arith.ldexp(probes.pv, e)))[kk]
@@ -1121,7 +1186,8 @@ def value_errors(
         x1, x2, sx, sq = p_norm + s * q_norm, s * q_norm, np.ones_like(s), s
     else:
         x1, x2, sx, sq = s * (p_norm + q_norm), s * q_norm, s, np.ones_like(s)
-    alpha = FLOAT64.sigmoid(arith.to_float(L))
+    Lf = arith.to_float(L)
+    alpha = FLOAT64.sigmoid(Lf)
     vn = norm2(v)
     # a bound adds the errors; independent roundings add in quadrature (hypot: the errors of a
     # subnormal W* would square to 0)
@@ -1138,27 +1204,44 @@ def value_errors(
     else:  # |x_1^T v| + |x_2^T v| bounds |y - beta| (alpha in [0, 1]): the final rounding's share
         x1v = np.abs(pv + s * qv) if probes.scale_query_only else s * (pv + qv)
         dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4 + rounding.final * (beta + x1v + s * qv)
-        dy = dy + eps * x1 * vn  # the learner's own probe x_1 = p + q (p + s q) rounded: eps ||x_1||
+        # the learner's own probe x_1 = p + q (p + s q) rounded: |dx_1| <= eps |x_1|, so dx_1^T v is at
+        # most eps (|p| + |q|)^T |v| (times s; eps (|p| + s |q|)^T |v| query-only)
+        Pabs = np.abs(P) @ np.abs(v)
+        Qabs = np.abs(v) if Q is None else np.abs(Q) @ np.abs(v)
+        pav, qav = Pabs[kk], Qabs[ll]
+        dy = dy + eps * (pav + s * qav if probes.scale_query_only else s * (pav + qav))
     # float64's gradual underflow: a product (or a probe entry) landing below 2^-1022 is also off by up
     # to 2^-1075 absolute (sums are exact there): the label's 2 d + 4 products in v's scaled units, and
     # the probe entries' error times v; once the probe scale s is far from 1 (a W* of 1e200 is asked
     # at s ~ 1e-100) such labels are where a tiny v* ends up, and this term keeps the bound honest
     tiny = UNDERFLOW
     dy = add(dy, np.ldexp(tiny * (2.0 * d + 4), e) + tiny * np.sqrt(d) * vn)
-    dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps if typical else 2 * eps)
+    if typical:
+        dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps)
+    else:  # v's error through |q|, |p|; the learner's own q^T v and p^T v; alpha's two roundings
+        dpv = _product_errors(P, v, arith.to_float(arith.ldexp(probes.pv, e)), Pabs, arith.resolution)[kk]
+        dqv = 0.0 if Q is None else _product_errors(
+            Q, v, arith.to_float(arith.ldexp(probes.qv, e)), Qabs, arith.resolution)[ll]
+        # q^T dv <= v_rel |q|^T |v| + v_abs ||q||_1 (||q||_1 <= sqrt(d) ||q||), likewise p
+        dq = v_rel * qav + v_abs * np.sqrt(d) * q_norm + dqv
+        dp = v_rel * pav + v_abs * np.sqrt(d) * p_norm + dpv
+        dalpha = (dy / sx + sq * dq + alpha * dp) / pv + 2 * eps
     if typical:  # ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c); W x_2 is computed
         # once, so its own rounding dy (~ ||W||_F ||x_2|| / sqrt(d)) meets the logit only through
         # (x_1 - x_2)^T dy = s p^T dy (p^T dy query-only): weighted by ||s p||, not ||x_1|| + ||x_2||
         Wx2 = (Wq * (x1 + x2) + W_norm / np.sqrt(d) * sx * p_norm) * x2
         ds = g * add(Wx2 / np.sqrt(d), c_norm * (x1 + x2) / np.sqrt(d))
-    else:
-        ds = g * add(W_norm * (x1 + x2) * x2, c_norm * (x1 + x2))
-    if not typical:  # ... moves the score (x_1 - x_2)^T (W x_2 + c) by dx_1^T (W x_2 + c)
-        ds = ds + eps * x1 * (W_norm * x2 + c_norm)
+    else:  # q = W x_2's rounding through x_1 - x_2 (norm sx ||p||), each score's dot products
+        Wx = W_norm if images is None else images  # ||W x_2|| / ||x_2||
+        ds = g * (W_norm * sx * p_norm * x2 + Wx * (x1 + x2) * x2 + c_norm * (x1 + x2))
+        # the learner's rounded x_1 moves the score (x_1 - x_2)^T (W x_2 + c) by dx_1^T (W x_2 + c)
+        ds = ds + eps * x1 * (Wx * x2 + c_norm)
     # underflow in the scores: their d^2 + 2 d products, and the probe entries' times W x_2 + c
     ds = add(ds, tiny * (d * d + 2.0 * d + np.sqrt(d) * (W_norm * x2 + c_norm)))
     with np.errstate(divide="ignore"):
         dL = add(dalpha / (alpha * (1 - alpha)), ds)
+        if not typical:  # the logit's own rounding: log(alpha) - log1p(-alpha)
+            dL = dL + eps * (2 * (np.abs(np.log(alpha)) + np.abs(np.log1p(-alpha))) + np.abs(Lf))
     lin = probes.linear_typical if typical else probes.linear_err
     lin = 0.0 if lin is None else lin[kk]
     err = add(dL, lin) if probes.scale_query_only else add(dL / s, lin)

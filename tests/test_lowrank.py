@@ -128,9 +128,9 @@ def test_error_estimate_inputs_and_outputs_agree(monkeypatch, d, r, rank, bias):
 
 def test_error_estimate_terms_see_one_dominant_probe():
     """The count that relaxes the property above is not always small: in the pinned biased head
-    one entry's rounding is the error (about one rounding; the case pinned before, a probe left at
-    2^-16 by the early re-ask, is asked again since issue 23 and has ~11), a generic head without
-    biases many."""
+    one entry's rounding is the error (about two roundings; the cases pinned before, a probe left
+    at 2^-16 by the early re-ask, then seed 29, have ~11 since issue 23's re-ask and the balanced
+    reflection's fix), a generic head without biases many."""
     def terms(d, r, scale, bias, seed):
         rng = np.random.default_rng(seed)
         K, Q, v = low_rank_target(d, r, rng)
@@ -139,7 +139,7 @@ def test_error_estimate_terms_see_one_dominant_probe():
                              rank=r, rng=rng, bias=bias)
         return rec.diagnostics["error_estimate_terms"]
 
-    assert terms(16, 1, 1.0, True, 29) < 3 < chance_factor(3) / 10
+    assert terms(16, 1, 1.0, True, 8) < 3 < chance_factor(3) / 10
     assert chance_factor(terms(24, 4, 1.0, False, 0)) < 10
 
 
@@ -583,7 +583,8 @@ def test_cross_error_propagation_is_nearly_attained(monkeypatch, d, r, seed):
     E = np.zeros((d, d))
     rows, cols = np.nonzero(used)
     E[rows, cols] = value_errors(probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm,
-                                 c_norm, rounding=session.rounding)
+                                 c_norm, rounding=session.rounding,
+                                 images=lowrank._image_norms(cross, session.arith, unshorten)[cols])
     U = cross.M[np.ix_(I, J)]
     X, Y = np.linalg.solve(U.T, cross.M[:, J].T).T, np.linalg.solve(U, cross.M[I, :])
 
@@ -603,15 +604,21 @@ def test_cross_error_propagation_is_nearly_attained(monkeypatch, d, r, seed):
     assert bound / 2 <= np.linalg.norm(move(S)) <= bound
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 item 4, open: the per-entry rounding model "
-                   "(measure.value_errors: (d + 4) eps per dot product, ||W||_F for every column) is "
-                   "~2.7e4 x the measured entry errors at d = 512 with naive answers; the propagation is "
-                   "within 2 x of the worst case those entry bounds allow (test above)")
-def test_skeleton_bound_is_within_1e3_of_the_true_error():
-    d, r = 128, 8  # measured: bound / true = 9.3e3 here (1.2e4 with the triangle-inequality propagation)
-    K, Q, v = low_rank_target(d, r, np.random.default_rng(0))
-    rec = learn_skeleton(ValueOracle(FactoredAttention(K, Q, v)), rank=r, rng=np.random.default_rng(1))
-    assert rec.error_bound <= 1e3 * np.linalg.norm(rec.W - K.T @ Q)
+@pytest.mark.parametrize("seed", [0, 2])
+def test_skeleton_bound_is_within_1e3_of_the_true_error(seed):
+    """Issue 22 item 4 with faithful answers (the oracle declares FAITHFUL): the bound is within
+    1e3 of the true error (measured at d = 128, r = 8, seeds 0-4: 46-290; 9.3e3 before the per-entry
+    model read q = W x_2's rounding through x_1 - x_2 and ||W q||, and the learner's own P v, Q v a
+    posteriori).  Naive answers are out of reach by construction: an oracle keeping only the naive
+    promise is itself 1e3 x worse than typical (tests/test_measure.py's checked statement)."""
+    d, r = 128, 8
+    K, Q, v = low_rank_target(d, r, np.random.default_rng(seed))
+    rec = learn_skeleton(ValueOracle(FactoredAttention(K, Q, v, answers="faithful")), rank=r,
+                         rng=np.random.default_rng(seed + 1))
+    from attnproof.models import _ext_product
+
+    error = float(np.linalg.norm((rec.W - _ext_product(K.T, Q)).astype(np.float64)))  # W* to ~2^-60
+    assert error <= rec.error_bound <= 1e3 * error
 
 
 def test_run_lowrank_reports_the_oracles_cost_per_query():
@@ -620,3 +627,64 @@ def test_run_lowrank_reports_the_oracles_cost_per_query():
     row = run_lowrank(16, 3, seed=1)
     assert row["oracle_seconds_per_query"] * row["queries"] == pytest.approx(row["oracle_seconds"])
     assert row["oracle_flops_per_query"] == 6 * 16 * 3
+
+
+def test_image_norms_are_pinned_and_scale_free():
+    """_image_norms: ||D^{-1} A B e_l|| by hand for A = (1, 2)^T, B = (3, 4), D^{-1} = diag(1, 1/2)
+    (D^{-1} A = (1, 1)^T): (3 sqrt 2, 4 sqrt 2); the same for A scaled by 2^-1000, whose squares
+    (2^-2000) would underflow to 0 without the factors' scaling into range."""
+    import types
+
+    import attnproof.theorems.lowrank as lowrank
+
+    cross = types.SimpleNamespace(A=np.array([[1.0], [2.0]]), B=np.array([[3.0, 4.0]]))
+    unshorten = np.array([1.0, 0.5])
+    want = np.array([3.0, 4.0]) * np.sqrt(2)
+    assert np.allclose(lowrank._image_norms(cross, FLOAT64, unshorten), want, rtol=1e-15, atol=0)
+    cross.A = cross.A * 2.0**-1000
+    assert np.allclose(lowrank._image_norms(cross, FLOAT64, unshorten), want * 2.0**-1000, rtol=1e-15, atol=0)
+    cross.A, cross.B = np.zeros((2, 0)), np.zeros((0, 2))  # no pivot: W = 0
+    assert np.array_equal(lowrank._image_norms(cross, FLOAT64, unshorten), [0.0, 0.0])
+
+
+def test_declared_rounding_bound_is_attained_by_a_shared_query_adversary(monkeypatch):
+    """An oracle declaring a rounding (term 2^-40, final 2^-53) whose answers are off by the most that
+    declaration allows, every error raising the logit: the query q = W x_2 pushed by
+    g ||W||_F ||x_2|| along x_1 - x_2, each score's dot product by g ||x_i|| ||q||, the label by
+    g (||x_1|| + ||x_2||) ||v|| (g = (d + 4) 2^-40).  The skeleton's bound holds against it and is
+    attained to 0.42 (d = 16, r = 2), so a value model that drops a factor of 3 fails."""
+    import attnproof.theorems.lowrank as lowrank
+    from attnproof.models import Rounding
+
+    declared = Rounding("faithful", term=2.0**-40, final=2.0**-53)
+
+    class SharedQueryAdversary(ValueOracle):
+        @property
+        def rounding(self) -> Rounding:
+            return declared
+
+        def _answer(self, Xb: np.ndarray) -> np.ndarray:
+            y = np.asarray(self.model(Xb), dtype=np.float64)
+            if Xb.shape[1] != 2:
+                return y
+            W, v = np.asarray(self.model.W, float), np.asarray(self.model.v, float)
+            g = (self.model.d + 4) * declared.term
+            x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
+            n1, n2, n12 = (np.linalg.norm(x, axis=1) for x in (x1, x2, x1 - x2))
+            q = x2 @ W.T
+            logit, pv = np.einsum("bi,bi->b", x1 - x2, q), (x1 - x2) @ v
+            ds = g * (np.linalg.norm(W) * n12 * n2 + np.linalg.norm(q, axis=1) * (n1 + n2))
+            dy = g * (n1 + n2) * np.linalg.norm(v)
+            return y + (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv + np.sign(pv) * dy
+
+    K, Q, v = low_rank_target(16, 2, np.random.default_rng(1))
+
+    def ratio() -> float:
+        oracle = SharedQueryAdversary(FactoredAttention(K, Q, v))
+        rec = learn_skeleton(oracle, rank=2, rng=np.random.default_rng(2))
+        return float(np.linalg.norm(rec.W - K.T @ Q) / rec.error_bound)
+
+    assert 0.25 <= ratio() <= 1
+    true_model = lowrank.value_errors
+    monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) / 3)
+    assert ratio() > 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -366,24 +367,35 @@ def test_faithful_answers_measure_within_the_declared_bound(d, seed, e, bias):
 
 def test_value_errors_declared_rounding_is_pinned():
     """value_errors with a declared rounding, by hand (d = 1, p = q = 1, s = 1, v = 1, beta = 0,
-    W = 0 so alpha = 1/2): the label's error is g (||x_1|| + ||x_2||) ||v|| + final (|x_1^T v| +
-    |x_2^T v|) + eps ||x_1|| ||v|| (the learner's rounded probe x_1 = p + q) = 3 g + 3 final + 2 eps
-    with g = 5 t; v's error (4 t + 2 final) ||v||; alpha's ((3 g + 3 final + 2 eps) + 2 (4 t + 2
-    final)) / |p^T v| + 2 eps; the logit's 4 alpha's (1 / (alpha (1 - alpha))), with no score term
-    (W = 0, c = 0)."""
+    L = 0 so alpha = 1/2): the label's error is g (||x_1|| + ||x_2||) ||v|| + final (|x_1^T v| +
+    |x_2^T v|) + eps (|p| + |q|)^T |v| (the learner's rounded probe x_1 = p + q) = 3 g + 3 final +
+    2 eps with g = 5 t; v's error (4 t + final) |v| (no beta: no subtraction), met through |q|^T |v|
+    and alpha |p|^T |v|, and the learner's own q^T v, p^T v (exact here: eps |q^T v| each, a
+    posteriori); alpha's (3 g + 3 final + 2 eps) + 1.5 ((4 t + final) + eps) + 2 eps (its two
+    roundings); the logit's 4 alpha's (1 / (alpha (1 - alpha))) plus its own rounding 4 ln 2 eps
+    (two logarithms of 1/2), with no score term (W = 0, c = 0).  Exact comparisons (abs=0: the
+    values are ~1e-15, far below pytest.approx's default absolute tolerance)."""
     from attnproof.models import Rounding
 
     probes = Probes(np.ones((1, 1)), np.ones((1, 1)), np.ones(1), FLOAT64)
     t, final, eps = 2.0**-64, 2.0**-53, FLOAT64.eps
     idx = np.zeros(1, dtype=np.int64)
+    log = 4 * math.log(2) * eps
     got = value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0, rounding=Rounding("faithful", t, final))
-    dalpha = (3 * 5 * t + 3 * final + 2 * eps) + 2 * (4 * t + 2 * final) + 2 * eps
-    assert got[0] == pytest.approx(4 * dalpha, rel=1e-12)
+    dalpha = (3 * 5 * t + 3 * final + 2 * eps) + 1.5 * ((4 * t + final) + eps) + 2 * eps
+    assert got[0] == pytest.approx(4 * dalpha + log, rel=1e-12, abs=0)
     naive = value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0)
-    assert naive[0] == pytest.approx(4 * ((3 * 5 * eps + 2 * eps) + 2 * 4 * eps + 2 * eps), rel=1e-12)
-    # the score: W = 1 adds g (x_1 + x_2) x_2 ||W|| + eps x_1 ||W|| x_2 = 3 g + 2 eps to the logit
+    naive_alpha = (3 * 5 * eps + 2 * eps) + 1.5 * 5 * eps + 2 * eps  # t = eps, final = 0
+    assert naive[0] == pytest.approx(4 * naive_alpha + log, rel=1e-12, abs=0)
+    # the score: W = 1 adds g (||W||_F ||x_1 - x_2|| + ||W x_2|| (||x_1|| + ||x_2||)) ||x_2|| (q = W x_2
+    # rounded once, then each score's dot product) + eps ||x_1|| ||W x_2|| = 4 g + 2 eps to the logit
     scored = value_errors(probes, np.zeros(1), idx, (idx, idx), 1.0, rounding=Rounding("faithful", t, final))
-    assert scored[0] - got[0] == pytest.approx(3 * 5 * t + 2 * eps, rel=1e-9)
+    assert scored[0] - got[0] == pytest.approx(4 * 5 * t + 2 * eps, rel=1e-9, abs=0)
+    # ||W x_2|| given (images): the score's dot products and the learner's rounding read it, q's own
+    # rounding still ||W||_F: 5 t (1 + 0.5 * 3) + eps 2 * 0.5
+    imaged = value_errors(probes, np.zeros(1), idx, (idx, idx), 1.0, rounding=Rounding("faithful", t, final),
+                          images=np.array([0.5]))
+    assert imaged[0] - got[0] == pytest.approx(5 * t * 2.5 + eps, rel=1e-9, abs=0)
 
 
 @given(st.integers(1, 6), st.integers(0, 2**32 - 1), st.booleans(), st.integers(-2, 2))
@@ -467,3 +479,49 @@ def test_random_orthogonal_is_the_dct_formula_entry_by_entry(d, seed, entries):
     blocks = measure._row_blocks
     with unittest.mock.patch.object(measure, "_row_blocks", lambda d: blocks(d, entries)):
         assert np.array_equal(random_orthogonal(d, np.random.default_rng(seed)), C)
+
+
+@given(st.integers(1, 40), st.integers(0, 2**32 - 1), st.integers(0, 60), st.integers(-3, 3))
+def test_product_errors_bound_the_learners_own_products_and_are_attained(d, seed, spread, shift):
+    """_product_errors bounds |computed - M x| (the learner's own P v*, Q v*) exactly, checked in
+    rational arithmetic, on hostile inputs (entries spread over 2^spread, cancelling sums) and for a
+    ``computed`` off by a few ulps more than BLAS: the bound is the error made plus eps |M x| and a
+    second-order term, so it is also attained (at most the true distance + 2 eps |M x| + 1e-25 |M| |x|:
+    the twice-precise result is rounded once, and eps |res| is charged for that);
+    a-priori gamma_d |M| |x| would be up to d times larger."""
+    from fractions import Fraction
+
+    from attnproof.measure import _product_errors
+
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((3, d)) * np.ldexp(1.0, rng.integers(-spread, 1, (3, d)))
+    x = rng.standard_normal(d) * np.ldexp(1.0, rng.integers(-spread, 1, d))
+    M[0] = x[::-1] * np.where(np.arange(d) % 2, 1.0, -1.0)  # a row whose sum cancels
+    computed = M @ x
+    computed = computed + shift * np.spacing(computed)
+    exact = [sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(row, x)) for row in M]
+    err = np.array([float(abs(Fraction(float(c)) - e)) for c, e in zip(computed, exact)])
+    magnitude = np.abs(M) @ np.abs(x)
+    bound = _product_errors(M, x, computed, magnitude, FLOAT64.eps)
+    assert np.all(err <= bound)
+    assert np.all(bound <= err + 2.01 * FLOAT64.eps * np.abs([float(e) for e in exact]) + 1e-25 * magnitude
+                  + 1e-300)
+
+
+def test_product_errors_are_pinned():
+    """By hand: M = [[1, 1]], x = (1, 2^-60): M x = 1 + 2^-60, computed in float64 as 1 (off by
+    2^-60); Dot2 recovers 1 + 2^-60 rounded to 1, so the bound is (|1 - 1| + eps * 1 + K) (1 + 4 eps)
+    with K = 4 gamma_4 eps (ceil(log2 2) + 2) (1 + 2^-60) (1 + 4 eps) + 8 * 2^-1074 -- it covers the
+    2^-60 through eps |res| (2^-53).  mpmath's eps (not float64's): a priori gamma_2 |M| |x|."""
+    from attnproof.measure import _product_errors
+
+    eps = FLOAT64.eps
+    M, x = np.array([[1.0, 1.0]]), np.array([1.0, 2.0**-60])
+    magnitude = np.abs(M) @ np.abs(x)
+    got = _product_errors(M, x, M @ x, magnitude, eps)
+    K = 4 * (4 * eps / (1 - 4 * eps)) * eps * 3 * (1 + 2.0**-60) * (1 + 4 * eps) + 8 * 2.0**-1074
+    assert got[0] == pytest.approx((eps + K) * (1 + 4 * eps), rel=1e-15, abs=0)
+    assert got[0] >= 2.0**-60
+    mp_eps = 1e-30
+    assert _product_errors(M, x, M @ x, magnitude, mp_eps)[0] == pytest.approx(
+        2 * mp_eps / (1 - 2 * mp_eps) * (1 + 2.0**-60) * (1 + 4 * eps), rel=1e-15, abs=0)

@@ -221,7 +221,7 @@ def _cross_error(
     rows, cols = np.nonzero(cross.known)
     E[rows, cols] = value_errors(
         probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm,
-        rounding=session.rounding,
+        rounding=session.rounding, images=_image_norms(cross, arith, unshorten)[cols],
     )
     I, J = cross.rows, cross.cols
     Mf = arith.to_float(cross.M)
@@ -249,6 +249,20 @@ def _cross_error(
     # hypot, not a sum of squares: the errors of a subnormal W* (1e-317) would square to 0
     skeleton = (FLOAT64.norm((E * unshorten[:, None])[:, J]), FLOAT64.norm(dR * unshorten[I, None]))
     return float(math.hypot(*skeleton, block) + trunc)
+
+
+def _image_norms(cross: Cross, arith: Arith, unshorten: np.ndarray) -> np.ndarray:
+    """``||W q_l||`` of the recovered ``W = P^T D^{-1} A B Q`` for every probe q_l (a row of Q):
+    ``||D^{-1} A B e_l||`` (P orthogonal, ``Q q_l = e_l``), from the r x r Gram matrix of
+    ``D^{-1} A`` (float64; 0 without a pivot), both factors first scaled by exact powers of two into
+    range (a subnormal W* must not square to 0).  :func:`attnproof.measure.value_errors` sizes the
+    score's ``W x_2`` with it (first order: W* differs from W by the bound)."""
+    Af = arith.to_float(cross.A) * unshorten[:, None]
+    Bf = arith.to_float(cross.B)
+    e = [-math.floor(math.log2(top)) if (top := float(np.max(np.abs(F), initial=0.0))) > 0 else 0
+         for F in (Af, Bf)]
+    Af, Bf = np.ldexp(Af, e[0]), np.ldexp(Bf, e[1])
+    return np.ldexp(np.sqrt(np.maximum(np.einsum("kl,km,ml->l", Bf, Af.T @ Af, Bf), 0.0)), -e[0] - e[1])
 
 
 def _through(E: np.ndarray, Y: np.ndarray) -> float:
@@ -359,11 +373,10 @@ def _cross_estimate(
     W_norm = arith.norm(W)
     if not cross.rows:
         return float(arith.resolution * W_norm), 1.0
-    Af, Bf = arith.to_float(cross.A), arith.to_float(cross.B)
-    Mq = np.sqrt(np.einsum("kl,km,ml->l", Bf, Af.T @ Af, Bf))  # ||M e_l|| = ||A B e_l||
     rows, cols = np.nonzero(cross.known)
     sigma = value_errors(
-        probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm, Wq=Mq[cols]
+        probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm,
+        Wq=_image_norms(cross, arith, unshorten)[cols],
     )
     top = float(sigma.max(initial=0.0))
     V = np.zeros((d, d))  # (sigma_e / top)^2: in range however small or large the errors are
