@@ -183,9 +183,9 @@ def test_minilm_heads_load_when_installed():
     assert row["rel_err_W"] < 1e-9
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 22): c's error is 0.495 of error_bound_c since value_errors "
-                   "also charges the learner's own logit and probe rounding (which no oracle answer can realize): "
-                   "a halved c bound (0.99) passes thm4.1/run-tight")
+@pytest.mark.xfail(strict=True, reason="open (issue 22): c's error is 0.495 of error_bound_c since "
+                   "value_errors also charges the learner's own logit and probe rounding (which no oracle "
+                   "answer can realize): a halved c bound (0.99) passes thm4.1/run-tight")
 def test_the_bias_run_fails_on_a_dropped_factor_of_c_bound(monkeypatch):
     """``thm4.1/run-tight`` with biases: c's error is 0.6 of ``error_bound_c`` against the rounding
     adversary, so a c bound that drops a factor of 2 fails the entry (issue 22 item 2)."""
