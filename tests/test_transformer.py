@@ -899,11 +899,6 @@ FIXED_FLOAT = [
 ]
 
 
-OPEN_FLOAT_REASON = (
-    "open: cancelling units beside a 2.7e-152 unit (the bound); 1e-10 units beside unit ones: a silent "
-    "merge under the polished bound, merged canonical kinks"
-)
-
 
 def _float_case(A: np.ndarray, w: np.ndarray, seed: int) -> None:
     rec, _ = recover_ffn(A, w, seed=seed)
@@ -911,7 +906,10 @@ def _float_case(A: np.ndarray, w: np.ndarray, seed: int) -> None:
     check_canonical(rec, A, w)
 
 
-@pytest.mark.xfail(strict=True, reason=OPEN_FLOAT_REASON)
+@pytest.mark.xfail(strict=True, reason=(
+    "open: cancelling units beside a 2.7e-152 unit (the bound); 1e-10 units beside unit ones: a silent "
+    "merge under the polished bound, merged canonical kinks"
+))
 @pytest.mark.parametrize("A, w, seed", OPEN_FLOAT)
 def test_open_float_counterexamples(A, w, seed):
     _float_case(A, w, seed)
@@ -973,13 +971,11 @@ FIXED_TF_FLOAT = [
 ]
 
 
-OPEN_TF_FLOAT_REASON = (
+
+@pytest.mark.xfail(strict=True, reason=(
     "open: a tiny kink beside a triple's (a duplicate piece drops it, a refusal); 5e-11 and 1e-9 kinks "
     "merged (canonical)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=OPEN_TF_FLOAT_REASON)
+))
 @pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
 def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
     tf_float64_property(A, w, kind, W, seed)
