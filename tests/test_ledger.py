@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from types import SimpleNamespace
 
@@ -719,3 +720,37 @@ def test_the_map_places_every_claim_right_of_what_it_depends_on():
     matplotlib.use("Agg")
     ax = L.draw(ledger)
     assert {t.get_text() for t in ax.texts} >= {c.id for c in L.CLAIMS}
+
+
+def test_strict_xfails_lists_marked_parameter_sets_under_the_ids_pytest_collects(tmp_path):
+    """A strict xfail on one parameter set (``pytest.param(..., marks=xfail(strict=True))``) is an
+    open counterexample too: listed under the node ID pytest gives that set, and nothing else."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_sample.py").write_text(
+        "import numpy as np\n"
+        "import pytest\n"
+        "X = pytest.mark.xfail(strict=True, reason='kept')\n\n"
+        "@pytest.mark.xfail(strict=True, reason='whole')\n"
+        "def test_whole():\n    assert False\n\n"
+        "@pytest.mark.parametrize('d, x, name', [(1, 0.5, 'a'), pytest.param(8, 2.5, 'b', marks=pytest.mark.xfail(\n"
+        "    strict=True, reason='one set')), pytest.param(3, 1.0, 'c', marks=pytest.mark.xfail(reason='lax')),\n"
+        "    pytest.param(4, 1.0, 'd', id='named', marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason='by id')])])\n"
+        "def test_sets(d, x, name):\n    assert d in (1, 3)\n\n"
+        "@pytest.mark.parametrize('A, k', [pytest.param(np.ones(2), 7, marks=pytest.mark.xfail(strict=True, reason='array'))])\n"
+        "def test_array(A, k):\n    assert False\n"
+    )
+    found = L.strict_xfails(tests)
+    assert found == [
+        ("tests/test_sample.py::test_whole", "whole"),
+        ("tests/test_sample.py::test_sets[8-2.5-b]", "one set"),
+        ("tests/test_sample.py::test_sets[named]", "by id"),
+        ("tests/test_sample.py::test_array[A0-7]", "array"),
+    ]
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+         "-W", "ignore::pytest.PytestUnknownMarkWarning", "tests/test_sample.py"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    ).stdout
+    collected = {line.strip() for line in out.splitlines() if "::" in line}
+    assert {node for node, _ in found} <= collected

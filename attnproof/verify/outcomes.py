@@ -109,21 +109,68 @@ def dirty(root: Path = ROOT) -> bool | None:
 
 
 def strict_xfails(tests: str | os.PathLike[str] = ROOT / "tests") -> list[tuple[str, str]]:
-    """Every test decorated ``@pytest.mark.xfail(strict=True, reason=...)`` in ``tests``, as
-    ``(node ID, reason)``: each is an erratum's witness (in :data:`ERRATA`) or an open
-    counterexample of the library (the errata page lists both)."""
+    """Every strict xfail in ``tests``, as ``(node ID, reason)``: a test decorated
+    ``@pytest.mark.xfail(strict=True, reason=...)`` (its function's node ID), and a parameter set
+    ``pytest.param(..., marks=pytest.mark.xfail(strict=True, reason=...))`` of a
+    ``@pytest.mark.parametrize`` (its own node ID, with pytest's ID of that set).  Each is an
+    erratum's witness (in :data:`ERRATA`) or an open counterexample of the library (the errata page
+    lists both)."""
     found = []
     for path in sorted(Path(tests).glob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.FunctionDef):
                 continue
+            at = f"{Path(tests).name}/{path.name}::{node.name}"
             for deco in node.decorator_list:
-                if isinstance(deco, ast.Call) and ast.unparse(deco.func).endswith("mark.xfail"):
-                    kw = {k.arg: k.value for k in deco.keywords}
-                    if "strict" in kw and ast.literal_eval(kw["strict"]) is True:
-                        reason = ast.literal_eval(kw["reason"]) if "reason" in kw else ""
-                        found.append((f"{Path(tests).name}/{path.name}::{node.name}", reason))
+                if not isinstance(deco, ast.Call):
+                    continue
+                if (reason := _strict_xfail_reason(deco)) is not None:
+                    found.append((at, reason))
+                elif ast.unparse(deco.func).endswith("mark.parametrize") and len(deco.args) >= 2:
+                    found.extend((f"{at}[{ident}]", reason) for ident, reason in _strict_xfail_params(deco))
     return found
+
+
+def _strict_xfail_reason(call: ast.Call) -> str | None:
+    """The reason of ``pytest.mark.xfail(strict=True, reason=...)`` ("" without one), else None."""
+    if not ast.unparse(call.func).endswith("mark.xfail"):
+        return None
+    kw = {k.arg: k.value for k in call.keywords}
+    if "strict" not in kw or ast.literal_eval(kw["strict"]) is not True:
+        return None
+    return ast.literal_eval(kw["reason"]) if "reason" in kw else ""
+
+
+def _strict_xfail_params(parametrize: ast.Call) -> list[tuple[str, str]]:
+    """The parameter sets of a ``parametrize`` decorator marked a strict xfail, as (pytest's ID of
+    the set, reason): its ``id=`` when given, else the values joined by "-", each a literal's
+    ``str`` or, for any other expression, its argument's name and the set's index (pytest's rule)."""
+    names, values = parametrize.args[0], parametrize.args[1]
+    if not isinstance(values, ast.List | ast.Tuple):
+        return []
+    argnames = [n.strip() for n in ast.literal_eval(names).split(",")] if isinstance(names, ast.Constant) else []
+    out = []
+    for index, entry in enumerate(values.elts):
+        if not (isinstance(entry, ast.Call) and ast.unparse(entry.func).endswith("param")):
+            continue
+        kw = {k.arg: k.value for k in entry.keywords}
+        marks = kw.get("marks")
+        marks = marks.elts if isinstance(marks, ast.List | ast.Tuple) else [marks] if marks else []
+        reasons = [r for m in marks if isinstance(m, ast.Call) and (r := _strict_xfail_reason(m)) is not None]
+        if not reasons:
+            continue
+        if "id" in kw:
+            ident = ast.literal_eval(kw["id"])
+        else:
+            parts = []
+            for k, arg in enumerate(entry.args):
+                try:
+                    parts.append(str(ast.literal_eval(arg)))
+                except ValueError:
+                    parts.append(f"{argnames[k] if k < len(argnames) else 'arg'}{index}")
+            ident = "-".join(parts)
+        out.append((ident, reasons[0]))
+    return out
 
 
 @dataclass
