@@ -733,11 +733,14 @@ def test_strict_xfails_lists_marked_parameter_sets_under_the_ids_pytest_collects
         "X = pytest.mark.xfail(strict=True, reason='kept')\n\n"
         "@pytest.mark.xfail(strict=True, reason='whole')\n"
         "def test_whole():\n    assert False\n\n"
-        "@pytest.mark.parametrize('d, x, name', [(1, 0.5, 'a'), pytest.param(8, 2.5, 'b', marks=pytest.mark.xfail(\n"
-        "    strict=True, reason='one set')), pytest.param(3, 1.0, 'c', marks=pytest.mark.xfail(reason='lax')),\n"
-        "    pytest.param(4, 1.0, 'd', id='named', marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason='by id')])])\n"
+        "@pytest.mark.parametrize('d, x, name', [(1, 0.5, 'a'),\n"
+        "    pytest.param(8, 2.5, 'b', marks=pytest.mark.xfail(strict=True, reason='one set')),\n"
+        "    pytest.param(3, 1.0, 'c', marks=pytest.mark.xfail(reason='lax')),\n"
+        "    pytest.param(4, 1.0, 'd', id='named',\n"
+        "                 marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason='by id')])])\n"
         "def test_sets(d, x, name):\n    assert d in (1, 3)\n\n"
-        "@pytest.mark.parametrize('A, k', [pytest.param(np.ones(2), 7, marks=pytest.mark.xfail(strict=True, reason='array'))])\n"
+        "@pytest.mark.parametrize('A, k', [\n"
+        "    pytest.param(np.ones(2), 7, marks=pytest.mark.xfail(strict=True, reason='array'))])\n"
         "def test_array(A, k):\n    assert False\n"
     )
     found = L.strict_xfails(tests)

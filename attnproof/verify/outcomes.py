@@ -148,7 +148,7 @@ def _strict_xfail_params(parametrize: ast.Call) -> list[tuple[str, str]]:
     names, values = parametrize.args[0], parametrize.args[1]
     if not isinstance(values, ast.List | ast.Tuple):
         return []
-    argnames = [n.strip() for n in ast.literal_eval(names).split(",")] if isinstance(names, ast.Constant) else []
+    argnames = ast.literal_eval(names).replace(" ", "").split(",") if isinstance(names, ast.Constant) else []
     out = []
     for index, entry in enumerate(values.elts):
         if not (isinstance(entry, ast.Call) and ast.unparse(entry.func).endswith("param")):
