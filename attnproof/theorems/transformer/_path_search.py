@@ -147,7 +147,8 @@ class _Ledger:
     after each reconstruction, ``planes`` the check points on the recovered hyperplanes off the
     path; ``kink_free`` the intervals taken as kink-free although their gradients may differ
     within their errors; ``polished`` the regions re-measured at their centres (their
-    queries are among ``pieces``, ``retries`` and ``values``).
+    queries are among ``pieces``, ``retries`` and ``values``), ``confirmed`` the queries of the
+    polish's confirmation of its kinks (among ``values`` and ``pairs``).
     """
 
     pieces: int = 0
@@ -160,6 +161,7 @@ class _Ledger:
     checks: int = 0
     planes: int = 0
     polished: int = 0
+    confirmed: int = 0
     kink_free: int = 0
 
     def total(self, d: int) -> int:

@@ -15,7 +15,9 @@ from ...models import evaluate_canonical, normalize_normal
 from ...oracles import ValueOracle
 from ...prelude import check_arith, check_count, check_rng, check_tolerance
 from ...verify.registry import LEARNERS, learner
-from ._path_search import EXTRA_END_PIECES, H_ROUNDS, NUDGES, _Ledger, _OnHyperplane, _PathSearch, _Piece
+from ._path_search import (
+    EXTRA_END_PIECES, H_ROUNDS, NUDGES, _Ledger, _OnHyperplane, _PathSearch, _Piece, kink_parameter,
+)
 
 #: Check points per segment of the path, asked after each reconstruction (counted beside the formula).
 CHECKS = 16
@@ -72,15 +74,16 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     confirmation pair, a bisection value, and NUDGES pieces, each of H_ROUNDS perturbation
     batches, a centre and a homogeneity query; ``2 checks`` check points and two points per
     hyperplane (a kink per search step at most) per reconstruction (1 + CHECK_ROUNDS of them)
-    and a piece per further path; the polish's L + 1 pieces (a kink
-    per search step at most); all of it once per attempt (1 + restarts).  The search steps of
-    an attempt, on all its paths, are at most max_steps.
+    and a piece per further path; the polish's L + 1 pieces and its confirmation of each of the
+    L kinks (three queries), once per reconstruction (a kink per search step at most); all of it
+    once per attempt (1 + restarts).  The search steps of an attempt, on all its paths, are at
+    most max_steps.
     """
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
-    paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * 2 * (checks + steps)
+    paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + piece + steps * (piece + 3))
     return (1 + restarts) * (
-        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + (NUDGES + 1) * piece)
+        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + NUDGES * piece)
     )
 
 
@@ -215,8 +218,9 @@ def learn_ffn(
         the formula, ``ledger["polished"]``): the search's gradients carry ``eps |f| / h`` with
         ``h ~ 2^-10 |x|``, the polished ones a step ~ 0.1 |x|, and f_hat gains about 6 bits
         (2^-45 relative or better on random targets with d, m <= 16; the bound shrinks alike);
-        the polished network is kept only when its bound is smaller and every answer seen
-        agrees with it.  False: about half the queries, 2^-33..2^-42 relative.
+        the polished network is kept only when its bound is smaller, each of its kinks is
+        confirmed at the polished gradients' grade (three queries a kink, ``ledger["confirmed"]``)
+        and every answer seen agrees with it.  False: about half the queries, 2^-33..2^-42 relative.
 
     Returns
     -------
@@ -521,7 +525,8 @@ def _polish(
     largest power-of-two step below ``MARGIN_USED t``, t its margin (typically ``t ~ 0.1 |c|``:
     about 2^6 times less error), then u and the jumps are assembled again exactly as from the
     search's pieces (``sec4.1/canonical-from-jumps``).  The result is kept only when every
-    region gave its gradient, every jump is above its errors, the hyperplanes are the same, its
+    region gave its gradient, every jump is above its errors and confirmed at their grade
+    (:func:`_confirmed_at_polish_grade`), the hyperplanes are the same, its
     a-posteriori bound is smaller and every answer seen agrees with it; otherwise the search's
     network stands (the queries counted).  Nothing is re-measured when the search's gradients
     carry no error (exact arithmetic).
@@ -556,6 +561,8 @@ def _polish(
             search.ledger.polished += 1
     if any(search.same_gradient(a, b) for a, b in zip(pieces[:-1], pieces[1:])):
         return rec, None  # a jump within the re-measured gradients' errors: no better than the search's
+    if not _confirmed_at_polish_grade(search, pieces, ends):
+        return rec, None
     kinks = [(b.G - a.G, b.x - a.x, a.err + b.err) for a, b in zip(pieces[:-1], pieces[1:])]
     polished = _assemble(search, pieces[0], pieces[-1], kinks)
     bound = rec.diagnostics.get("error_bound", 0.0)
@@ -570,6 +577,44 @@ def _polish(
         return rec, z
     polished.diagnostics["unpolished_bound"] = bound
     return polished, None
+
+
+def _confirmed_at_polish_grade(
+    search: _PathSearch, pieces: list[_Piece], ends: tuple[np.ndarray, ...]
+) -> bool:
+    """Is every kink between two consecutive polished pieces the only one between them, by the
+    search's own confirmation (:meth:`_PathSearch._confirm`: ``x*`` where their planes meet on
+    the path, and a pair ``x* +- y``; three queries a kink, counted) at the polished pieces'
+    errors?
+
+    The polished bound charges each jump its re-measured gradients' errors, so it holds for the
+    kinks those errors resolve, as the search's bound does for the kinks its errors resolve: a
+    kink the search confirmed merged with another (its effect at the triple below the search's
+    prediction errors, ~2^6 times the polish's) must show to the polish's confirmation too, or
+    the polish is not kept (issue 23: a 1e-10 unit's kink merged with a unit one's, the polished
+    bound 2.3e-11 below the merge's error 5.1e-11 |x|; the search's bound, 5.9e-9, holds it).
+    For d = 1 every hyperplane is {0}: there is nothing to merge (and no pair off the path).
+    """
+    arith = search.arith
+    if search.d == 1:
+        return True
+    jumps = arith.to_float(np.array([b.G - a.G for a, b in zip(pieces[:-1], pieces[1:])]))
+    crossings = sorted(path_crossings(jumps, [arith.to_float(e) for e in ends]))
+    if len(crossings) != len(pieces) - 1:
+        return False
+    for t, j in crossings:
+        a, b = pieces[j], pieces[j + 1]
+        k = min(int(t), len(ends) - 2)
+        X0, direction = ends[k], ends[k + 1] - ends[k]
+        J = b.G - a.G
+        if arith.is_zero(J @ direction):
+            return False
+        x = X0 + kink_parameter(J, X0, direction) * direction
+        status, _ = search._confirm(a, b, x, direction)
+        search.ledger.confirmed += 3
+        if status != "kink":
+            return False
+    return True
 
 
 def _union(
