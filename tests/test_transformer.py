@@ -860,7 +860,8 @@ OPEN_FLOAT = [
     (np.array([[1.0, 1.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0, 0.0]]),
      np.array([2.71662267e-152, 0.0, -1.0, -1.0, 1.0]), 41),
     # the same run: f within its bound, but the 1e-10 unit's kink (mass 1.2e-10, above twice the
-    # canonical check's tolerance) merged as in OPEN_TF_FLOAT's 5e-11 case
+    # canonical check's tolerance) merged as in OPEN_TF_FLOAT's 5e-11 case (m delta = 1.2e-10 *
+    # 0.105 = 1.25e-11 <= B = 3.1e-11: the check's premise, see there)
     (np.array([[0.0, -0.5, 0.0625, 0.0625, 0.0625], [1.0, 0.0625, 1.0, 0.0625, 0.0625],
                [0.0625, -0.11036035, 0.0625, 0.0625, 0.0625], [0.0625, 0.0, 0.0625, 0.0625, 0.0625]]),
      np.array([1.0, 1.0, 1e-10, 1.0, 1.0]), 0),
@@ -944,7 +945,15 @@ OPEN_TF_FLOAT = [
     # f and W* within their bounds, but its kink (5e-11, below the search's gradient errors 2.5e-10)
     # is confirmed merged with the (1, 0.125) kink (the pair resolves ~1/PAIR_MARGIN of a jump): the
     # canonical form has 2 hyperplanes of 3, the merge's wedge error (6e-12 |x|) within the polished
-    # bound 1.1e-11; the canonical check asks for kinks heavier than twice its tolerance (4.4e-11)
+    # bound 1.1e-11; the canonical check asks for kinks heavier than twice its tolerance (4.4e-11).
+    # The check's premise is what is wrong here, not the learner: the learner bounds
+    # sup |f_hat - f| (B) only, and a kink of mass m merged into a hyperplane at L1 distance delta
+    # (normals scaled to |n|_1 = 1) changes f by at most m delta (||a^T x| - |b^T x|| <= |a - b|_1),
+    # here 5e-11 * 0.222 = 1.1e-11 <= B, while the jumps it compares move by m: the functional bound
+    # bounds a jump only to B / delta.  Resolving every kink heavier than 2 (2 B) would need a
+    # canonical bound the learner does not offer (its guarantee is the function's); the check
+    # should ask only for kinks with m delta above its tolerance (a test change for the lead to
+    # agree: it asks less of the learner), or the learner report a per-jump bound (open)
     (np.array([[1, 0, 1e-10, 0, 0], [0.125, 1, 0, 0, 0]]), np.array([1, 1, 0.5, 0, 0.0]), "generic", 0,
      np.ones((4, 4))),
 ]
