@@ -186,13 +186,14 @@ def test_a_fallback_contradicted_by_a_later_attempt_is_refused():
 
 
 @needs_faithful
-@pytest.mark.parametrize("d, m, seed", [(4, 8, 1), pytest.param(8, 8, 3, marks=pytest.mark.xfail(
-    strict=True, reason="open (issue 22): the path search now books the half a duplicate piece drops "
-    "(a rigor fix: a 1e-7 kink there went unbooked) as d (err_p + err_q) at the search's coarse "
-    "gradient errors, which the polish does not revisit: 87 -> 2.7e3 x the truth here"))])
+# (8, 8, 3): a strict xfail before (issue 22): the path search books the half a duplicate piece
+# drops (a rigor fix: a 1e-7 kink there went unbooked) as d (err_p + err_q) at the search's coarse
+# gradient errors, which the polish did not revisit: 87 -> 2.7e3 x the truth; now the polish
+# measures those pieces again with steps away from the nearest hyperplane (237 x)
+@pytest.mark.parametrize("d, m, seed", [(4, 8, 1), (8, 8, 3)])
 def test_faithful_bound_within_1e3_of_the_truth(d, m, seed):
     """The bench's random FFN (``bench bounds``): faithful answers give a bound within 1e3 of the
-    true error (109, 87 measured) and at least 100x tighter than naive's (2e4, 1.5e4)."""
+    true error (109, 237 measured) and at least 100x tighter than naive's (2e4, 1.5e4)."""
     naive, faithful = run_ffn(d, m, seed=seed), run_ffn(d, m, seed=seed, answers="faithful")
     assert faithful["err_W"] <= faithful["error_bound"] <= 1e3 * faithful["err_W"]
     assert naive["err_W"] <= naive["error_bound"]
@@ -224,6 +225,53 @@ def test_faithful_ffn_meets_its_bound(seed, d, m):
         terms = abs(rec.u) @ abs(x) / 2 + abs(rec.c) @ abs(rec.N @ x) / 2
         allowed = rec.diagnostics["error_bound"] * np.abs(x).max() + 4 * (d + rec.L + 2) * U * terms
         assert abs(float(Fraction(float(got)) - f)) <= allowed
+
+
+# --- the kink-free intervals charged again at the polish's grade (issue 22) --------------------
+
+
+def test_step_margin_steps_away_from_the_nearest_hyperplane():
+    """Hand-computed: x = (-1/4, 1) beside the hyperplanes x_1 = 0 and x_2 = 0 steps -e_1 (away
+    from x_1 = 0, which +e_1 reaches at 1/4) and +e_2, both unblocked: margin |x|_inf = 1.  With
+    n = (1, 1) too at x = (-1/4, 1/2) (N x = (-1/4, 1/2, 1/4)), both signs of e_1 reach a
+    hyperplane at 1/4 (+e_1 x_1 = 0, -e_1 n): the tie steps +e_1, margin 1/4; on a hyperplane
+    the margin is 0."""
+    from attnproof.theorems.transformer.ffn import step_margin
+
+    signs, t = step_margin(np.eye(2), np.array([-0.25, 1.0]))
+    assert signs.tolist() == [-1.0, 1.0] and t == 1.0
+    signs, t = step_margin(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([-0.25, 0.5]))
+    assert signs.tolist() == [1.0, 1.0] and t == 0.25
+    assert step_margin(np.eye(2), np.array([0.0, 1.0]))[1] == 0.0
+
+
+def test_a_signed_step_keeps_a_point_beside_a_hyperplane_in_its_region():
+    """f = ReLU(x_1) + ReLU(x_2) at x0 = (-2^-20, 1): steps of 1/2 along -e_1 and +e_2 stay in
+    x0's region (the gradient (0, 1) exactly, at the first step), where +e_1 crosses x_1 = 0:
+    Euler's check fails by the same -2^-20 at 1/2 and 1/32, and x0 is taken for a point on the
+    hyperplane."""
+    from attnproof.theorems.transformer._path_search import _OnHyperplane
+
+    search = _PathSearch(Session(ValueOracle(ReluFFN(np.eye(2), np.ones(2))), FLOAT64), np.ones(2), 0.0, 1)
+    x0 = np.array([-(2.0**-20), 1.0])
+    p = search.piece(x0, h=0.5, signs=np.array([-1.0, 1.0]))
+    assert p.G.tolist() == [0.0, 1.0] and p.h == 0.5 and search.ledger.retries == 0
+    with pytest.raises(_OnHyperplane):
+        search.piece(x0, h=0.5)
+    assert search.ledger.retries == 1
+
+
+def test_hidden_charge_is_the_gradients_difference_plus_their_errors():
+    """``|G_b - G_a|_1 + d (err_a + err_b)``: (1, -2) vs (1.5, -2) with errors 1e-3 and 2e-3 at
+    d = 2: 0.5 + 2 * 3e-3."""
+    from attnproof.theorems.transformer._path_search import _Piece
+
+    search = _PathSearch(Session(ValueOracle(ReluFFN(np.eye(2), np.ones(2))), FLOAT64), np.ones(2), 0.0, 1)
+    a = _Piece(np.ones(2), 0.0, np.array([1.0, -2.0]), 1e-3)
+    b = _Piece(np.ones(2), 0.0, np.array([1.5, -2.0]), 2e-3)
+    assert search.hidden_charge(a, b) == pytest.approx(0.5 + 6e-3, rel=1e-14, abs=0)
+    search.take_as_kink_free(a, b)
+    assert search.hidden == search.hidden_charge(a, b) and search.kink_free_pairs == [(a, b)]
 
 
 # --- V redrawn out of U's and -U's regions (issue 22: no kink-free segment) -------------------

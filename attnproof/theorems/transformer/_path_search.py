@@ -147,7 +147,9 @@ class _Ledger:
     after each reconstruction, ``planes`` the check points on the recovered hyperplanes off the
     path; ``kink_free`` the intervals taken as kink-free although their gradients may differ
     within their errors; ``polished`` the regions re-measured at their centres (their
-    queries are among ``pieces``, ``retries`` and ``values``).
+    queries are among ``pieces``, ``retries`` and ``values``), ``confirmed`` the queries of the
+    polish's confirmation of its kinks (among ``values`` and ``pairs``), ``remeasured`` the
+    pieces at the ends of kink-free intervals measured again by the polish (among ``pieces``).
     """
 
     pieces: int = 0
@@ -160,6 +162,8 @@ class _Ledger:
     checks: int = 0
     planes: int = 0
     polished: int = 0
+    confirmed: int = 0
+    remeasured: int = 0
     kink_free: int = 0
 
     def total(self, d: int) -> int:
@@ -199,8 +203,10 @@ class _PathSearch:
         self.rho = arith.scalar(2) ** -(int(0.75 * arith.digits * np.log2(10)) if bits is None else bits)
         self.seen: list[tuple[np.ndarray, Any]] = []
         #: sum of |G_b - G_a|_1 + d (err_a + err_b) over intervals taken as kink-free: the most
-        #: jump mass a kink below the gradients' errors can have there
+        #: jump mass a kink below the gradients' errors can have there (:meth:`hidden_charge`)
         self.hidden = 0.0
+        #: the pieces (a, b) at the ends of those intervals, for the polish to measure again
+        self.kink_free_pairs: list[tuple[_Piece, _Piece]] = []
 
     def ask(self, X: np.ndarray) -> np.ndarray:
         """f at the rows of X (one-token queries, one batch)."""
@@ -232,9 +238,10 @@ class _PathSearch:
         """a = b to within tol (exactly, in exact arithmetic)."""
         return self.arith.within(a - b, tol)
 
-    def piece(self, x0: np.ndarray, y0: Any = None, h: Any = None) -> _Piece:
+    def piece(self, x0: np.ndarray, y0: Any = None, h: Any = None, signs: np.ndarray | None = None) -> _Piece:
         """The gradient of the region containing x0 (``sec4.1/piece-gradient``), with first step
-        ``h`` (default ``2^(e - h_log2)``, ``2^e >= max |x0_i|``).
+        ``h`` (default ``2^(e - h_log2)``, ``2^e >= max |x0_i|``), taken at ``x0 + h s_i e_i``
+        (``signs`` s, entries +-1, default all +1: a step away from a hyperplane near x0).
 
         A failure of Euler's relation ``G^T x0 = f(x0)`` by the same amount at two step sizes
         means x0 lies on a hyperplane or f is affine there (biases: checked by
@@ -254,12 +261,13 @@ class _PathSearch:
         if h is None:
             top = arith.abs_max(x0)
             h = arith.scalar(2) ** (int(np.ceil(np.log2(top))) - self.h_log2 if top > 0 else 0)
+        steps = arith.eye(d) if signs is None else arith.eye(d) * np.asarray(signs, dtype=float)[:, None]
         residual_before = None
         for attempt in range(H_ROUNDS):
             if attempt:
                 self.ledger.retries += 1
-            y = self.ask(x0[None, :] + h * arith.eye(d))
-            G = (y - y0) / h
+            y = self.ask(x0[None, :] + h * steps)
+            G = (y - y0) / h if signs is None else (y - y0) / h * np.asarray(signs, dtype=float)
             residual = G @ x0 - y0
             err = self._gradient_error(G, x0, y, y0, h)
             tol = self.tol(x0, y0, G=G, err=err)
@@ -441,6 +449,18 @@ class _PathSearch:
         noisy = not consistent and float(Gf.max()) <= cancelled  # no gradient above the units' rounding
         return relative + (cancelled if noisy else 0.0)
 
+    def hidden_charge(self, a: _Piece, b: _Piece) -> float:
+        """The most jump mass a kink between a and b can have when their gradients agree within
+        their errors: ``|G_b - G_a|_1 + d (err_a + err_b)`` (a kink's jump is the difference of
+        the gradients on its two sides, each within its error of the measured one)."""
+        return float(np.abs(self.arith.to_float(b.G - a.G)).sum()) + self.d * (a.err + b.err)
+
+    def take_as_kink_free(self, a: _Piece, b: _Piece) -> None:
+        """Book the interval between a and b, taken as kink-free, in ``hidden`` (the error bound
+        adds half of it) and ``kink_free_pairs``."""
+        self.hidden += self.hidden_charge(a, b)
+        self.kink_free_pairs.append((a, b))
+
     def same_gradient(self, a: _Piece, b: _Piece) -> bool:
         """Are a's and b's gradients equal, to within their errors and the rounding floor?
 
@@ -480,9 +500,7 @@ class _PathSearch:
                 if self.fits(pa, x, y_split):
                     # any jump left between them is below the resolution (0 in exact arithmetic):
                     # at most |G_b - G_a| + the two gradients' errors, per entry
-                    self.hidden += float(np.abs(self.arith.to_float(pb.G - pa.G)).sum()) + self.d * (
-                        pa.err + pb.err
-                    )
+                    self.take_as_kink_free(pa, pb)
                     self.ledger.kink_free += 1
                     continue  # one linear function on the whole interval: no kink
             else:
@@ -565,7 +583,7 @@ class _PathSearch:
             # the resolution, booked as for an interval taken as kink-free (a 1e-7 kink beside a
             # zero-sum triple's was dropped unbooked, thorough profile)
             q = pa if self.same_gradient(p, pa) else pb
-            self.hidden += float(np.abs(self.arith.to_float(p.G - q.G)).sum()) + self.d * (p.err + q.err)
+            self.take_as_kink_free(p, q)
 
             def nearer(q: _Piece, sq: Any) -> bool:  # p predicts f at s* better than q at sq does
                 return toward is not None and p.err * abs(float(toward - s)) < q.err * abs(float(toward - sq))
