@@ -143,13 +143,20 @@ def _fmt(x: Any) -> str:
 
 
 def _queries(r: dict[str, Any]) -> str:
-    """``N queries (formula F)``, and when a learner spent more, how many were counted re-asks."""
+    """``N queries (formula F)``, and when a learner spent more, how many of the counted extras
+    were designed (``designed_queries``: check points, points on each recovered hyperplane, the
+    FFN polish's measurements) and how many were re-asks."""
     formula = r.get("queries_formula")
     extra = r["queries"] - formula if isinstance(formula, int) else 0
     if extra <= 0:
         return f"{r['queries']} queries (formula {formula})"
-    return (f"{r['queries']} queries (formula {formula} + {extra} counted extras: probes asked again "
-            "at a smaller scale when a logit saturated, check points, or extra points of a kink search)")
+    designed = min(r.get("designed_queries") or 0, extra)
+    parts = [f"{designed} designed: check points, points on each hyperplane, the polish's measurements"] * (
+        designed > 0)
+    if extra > designed:
+        parts.append(f"{extra - designed} re-asks: probes asked again at a smaller scale when a logit "
+                     "saturated, or retried points of a kink search")
+    return f"{r['queries']} queries (formula {formula} + {extra} counted extras; {'; '.join(parts)})"
 
 
 def _describe(r: dict[str, Any]) -> str:

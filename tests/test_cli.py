@@ -690,7 +690,10 @@ def test_the_line_of_a_result_row_gives_the_learner_to_oracle_time_ratio():
            "queries_formula": 12, "err_W": 0.0, "err_v": 0.0, "seconds": 0.5, "oracle_seconds": 0.4}
     line = _describe(row)
     assert line.endswith("0.50 s (0.40 s in the oracle, learner/oracle 0.25)")
-    assert "formula 12 + 2 counted extras" in line
+    assert "formula 12 + 2 counted extras; 2 re-asks: " in line and "designed" not in line
+    split = _describe({**row, "queries": 20, "designed_queries": 5})
+    assert "formula 12 + 8 counted extras; 5 designed: " in split and "; 3 re-asks: " in split
+    assert "re-asks" not in _describe({**row, "designed_queries": 2})
     assert _describe({**row, "oracle_seconds": 0.0}).endswith("0.50 s (0.00 s in the oracle)")
 
 
