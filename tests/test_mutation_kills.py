@@ -543,3 +543,17 @@ def test_membership_run_target_is_within_the_runs_assumptions_with_no_zero_entry
     assert sum(x**2 for x in W) <= 4
     assert sum(x**2 for x in v) == 1 and all(abs(x) >= sp.Rational(1, 2) for x in v)
     assert len({abs(x) for x in W}) == len(W) and all(x != 0 for x in W)
+
+
+def test_apriori_interval_bound_encloses_sigma_on_the_whole_band():
+    """thmB.1/apriori-interval needs sigma(t) >= 1/4 on the band |t| = |W_ij s| <= 1/2 (s = +-1/(2W),
+    |W_ij| <= W).  Its first claim is the enclosure of sigma(t) - 1/4 on that band, so its ends are
+    sigma(-1/2) - 1/4 = 1/(1 + e^(1/2)) - 1/4 ~ 0.1275 and sigma(1/2) - 1/4 ~ 0.3725 (a narrower
+    interval would check a weaker, irrelevant statement)."""
+    from attnproof.theorems.membership.identities import apriori_interval_bound
+
+    name, enclosure = apriori_interval_bound()[0]
+    assert "1/2" in name
+    lo, hi = 1 / (1 + math.exp(0.5)) - 0.25, 1 / (1 + math.exp(-0.5)) - 0.25
+    assert float(enclosure.a) == pytest.approx(lo, rel=1e-12, abs=0)
+    assert float(enclosure.b) == pytest.approx(hi, rel=1e-12, abs=0)
