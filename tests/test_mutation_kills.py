@@ -557,3 +557,27 @@ def test_apriori_interval_bound_encloses_sigma_on_the_whole_band():
     lo, hi = 1 / (1 + math.exp(0.5)) - 0.25, 1 / (1 + math.exp(-0.5)) - 0.25
     assert float(enclosure.a) == pytest.approx(lo, rel=1e-12, abs=0)
     assert float(enclosure.b) == pytest.approx(hi, rel=1e-12, abs=0)
+
+
+def test_skeleton_reconstruction_checks_exactly_the_sizes_its_text_lists():
+    """thm5.1/skeleton-reconstruction's scope and assumptions list (d, r) = (2, 1), (3, 1), (3, 2),
+    (4, 2): its pairs must be, size by size in that order, the d^2 entries of M = A B (A: d x r,
+    B: r x d real symbols) and then the two count identities.  A checked size that differs from the
+    listed one (true as well, so no check fails) makes the text claim a size never checked."""
+    import re
+
+    import sympy as sp
+
+    from attnproof.theorems.lowrank import skeleton_reconstruction
+    from attnproof.verify import REGISTRY
+    from attnproof.verify.formulas import symbols
+
+    ident = REGISTRY["thm5.1/skeleton-reconstruction"]
+    sizes = [tuple(map(int, m)) for m in re.findall(r"\((\d+), ?(\d+)\)", ident.scope)]
+    assert sizes == [tuple(map(int, m)) for m in re.findall(r"\((\d+), ?(\d+)\)", ident.assumptions)]
+    assert len(sizes) >= 2
+    pairs = skeleton_reconstruction()
+    M_entries = [x for d, r in sizes
+                 for x in (symbols("A", (d, r), real=True) @ symbols("B", (r, d), real=True)).reshape(-1)]
+    assert len(pairs) == len(M_entries) + 2
+    assert all(sp.expand(m - rhs) == 0 for m, (_, rhs) in zip(M_entries, pairs))
