@@ -257,3 +257,20 @@ def test_a_timeout_counts_as_a_kill_only_if_the_clean_tree_finishes_in_the_same_
     assert m.status == status
     s = tool.summarize([m])
     assert (s["ran"], s["unmeasured"]) == ((1, 0) if status == "timeout" else (0, 1))
+
+
+def test_verify_step_selects_identities_built_by_a_partial():
+    """The verify step runs the identities whose build function's module reaches the mutated one;
+    the Hessian-count family is registered as functools.partial(_sufficiency_claims, H, d_h), whose
+    own __module__ is 'functools': it must still be selected for a mutant of its module (a mutant
+    of its exponent survived verify because it was not)."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    out = subprocess.run([sys.executable, "-c", tool.VERIFY_SCRIPT, "attnproof.theorems.multihead.identities",
+                          "--list"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-500:]
+    ids = out.stdout.split()
+    assert any(i.startswith("sec7/hessian-count-") for i in ids)
+    assert not any(i.startswith("thm4.1/") for i in ids)  # a room that does not import it

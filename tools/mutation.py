@@ -357,14 +357,22 @@ def sample(mutants: list[Mutant], n: int, seed: int) -> list[Mutant]:
 #: Runs the registered identities that can execute the mutated module (those defined in it or in a
 #: module importing it, directly or through others: rooms in theorems/ do not import each other)
 #: and exits 1 at the first failure; "" runs every identity.  The verdict of ``attnproof verify``
-#: (which passes iff every identity passes) for this mutant, sooner.
+#: (which passes iff every identity passes) for this mutant, sooner.  A second argument ``--list``
+#: only prints the ids it would run.  An identity built by ``functools.partial`` counts as defined
+#: where its function is (before, such a family, e.g. ``sec7/hessian-count-*``, was never run).
 VERIFY_SCRIPT = """
+import functools
 import sys
 from types import ModuleType
 from attnproof.cli import build_parser
 from attnproof import verify as proof
 build_parser()  # imports every room, so the registry is complete
 target = sys.argv[1]
+
+def module_of(build):
+    while isinstance(build, functools.partial):  # a family of identities built by one function
+        build = build.func
+    return build.__module__
 
 def deps(name):
     out = set()
@@ -381,7 +389,10 @@ def reaches(name, seen):
     return any(reaches(d, seen) for d in deps(name) - seen)
 
 for i, ident in proof.REGISTRY.items():
-    if target and not reaches(ident.build.__module__, set()):
+    if target and not reaches(module_of(ident.build), set()):
+        continue
+    if sys.argv[2:] == ["--list"]:
+        print(i)
         continue
     e = proof.verify(i)
     if not e.own_passed:
