@@ -463,7 +463,8 @@ def test_transformer_end_to_end_counts_reasks_on_top_of_the_formula(monkeypatch,
             W=np.zeros((2, 2)), queries=queries,
             diagnostics={"route": route, "queries_formula": 10, "reasked_queries": 3})
 
-    A, w_o = ([[1, -1, 2], [1, 1, 0]], [1, -2, 1]) if route == "antisymmetric" else ([[1, -1], [2, -2]], [1, 1])
+    ffns = {"antisymmetric": ([[1, -1, 2], [1, 1, 0]], [1, -2, 1]), "cone": ([[1, -1], [2, -2]], [1, 1])}
+    A, w_o = ffns[route]
     monkeypatch.setattr(ti, "learn_transformer", fake(13))
     assert len(ti._transformer_end_to_end(A, w_o, route)) == 4
     for wrong in (12, 7):

@@ -467,7 +467,8 @@ def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: b
         m.killed_by_tests = code != 0
         m.failing = tail if code != 0 else ""
         if verify == "all" or (verify == "survivors" and code == 0 and m.killed_by_verify is None):
-            vcode, vtail = _run(verify_command(m.path), work, timeout if verify_timeout is None else verify_timeout)
+            limit = timeout if verify_timeout is None else verify_timeout
+            vcode, vtail = _run(verify_command(m.path), work, limit)
             m.killed_by_verify = vcode != 0
             if vcode != 0 and not m.failing:
                 m.failing = "verify: " + vtail
@@ -532,7 +533,8 @@ def confirm_timeout(m: Mutant, work: Path, base: Baseline, timeout: float, kill_
 
 def rerun_set(previous: dict[str, object], mutants: list[Mutant]) -> list[Mutant]:
     """The mutants of a previous results file, regenerated: its survivors (and those its run never
-    reached or could not measure) pending again with their verify outcome kept, the rest as they were recorded."""
+    reached or could not measure) pending again with their verify outcome kept, the rest as they
+    were recorded."""
     by_id = {m.id: m for m in mutants}
     out = []
     for rec in previous["mutants"]:  # type: ignore[index]
