@@ -418,3 +418,167 @@ def test_worst_adversary_answers_a_one_token_query_towards_zero():
     v = (1), tau = 1/4 (exact in float64): f(2) = 2 -> 7/4, f(-2) = -2 -> -7/4."""
     oracle = ApproxOracle(Attention(np.eye(1), np.ones(1)), tau=0.25, adversary="worst")
     assert list(oracle(np.array([[[2.0]], [[-2.0]]]))) == [1.75, -1.75]
+
+
+# --- the seed-7 sample's survivors (SURVIVORS.md) ---------------------------------------------
+
+
+@pytest.mark.parametrize("d", [4, 16])
+def test_typical_estimate_charges_w_x2_rounding_as_frobenius_over_d(d):
+    """value_errors' typical model (``Wq`` given): W x_2 is computed once, each entry off by about
+    eps' ||W||_F ||x_2|| / sqrt(d) (eps' = eps / sqrt 3, the RMS of a uniform rounding; a spread
+    W x_2), and that error meets the logit through (x_1 - x_2)^T = s p^T, a dot product of
+    size ||s p|| ||dy|| / sqrt(d): eps' ||W||_F ||x_2|| ||s p|| / d.  At s = 1 (k = 0), p = e_1,
+    q = e_1 (||x_2|| = 1), c = 0 and ||W q|| = 0 (Wq = 0) that is the only term growing with
+    ||W||_F, added in quadrature: est(w)^2 - est(0)^2 = (eps' w / d)^2."""
+    from attnproof.measure import Probes, value_errors
+
+    v = np.zeros(d)
+    v[0] = 1.0
+    probes = Probes(np.eye(d)[:1], None, v, FLOAT64)
+    idx = np.zeros(1, dtype=int)
+    L, k = np.zeros(1), np.zeros(1, dtype=int)
+
+    def estimate(W_norm: float) -> float:
+        return float(value_errors(probes, L, k, (idx, idx), W_norm, 0.0, Wq=np.zeros(1))[0])
+
+    w = 1e9  # the W x_2 term then dominates the label's and the logit's own (~eps)
+    expected = EPS / 2 / math.sqrt(3) * w / d  # resolution 2^-53 = EPS / 2
+    assert expected > 1e6 * estimate(0.0)
+    assert math.sqrt(estimate(w) ** 2 - estimate(0.0) ** 2) == pytest.approx(expected, rel=1e-9, abs=0)
+
+
+@pytest.mark.parametrize("route", ["antisymmetric", "cone"])
+def test_transformer_end_to_end_counts_reasks_on_top_of_the_formula(monkeypatch, route):
+    """sec4.1/end-to-end accepts a run whose queries are the formula plus the re-asks it reports
+    (queries = formula + reasked, the transformer room's count rule), and refuses one short of that.
+    In exact sympy runs the learner re-asks nothing, so the rule is pinned with a stand-in learner:
+    formula 10, 3 re-asks -> 13 queries accepted, 12 refused (a rule formula - reasked accepts 7)."""
+    from types import SimpleNamespace
+
+    import attnproof.theorems.transformer.identities as ti
+
+    def fake(queries):
+        return lambda *a, **kw: SimpleNamespace(
+            W=np.zeros((2, 2)), queries=queries,
+            diagnostics={"route": route, "queries_formula": 10, "reasked_queries": 3})
+
+    ffns = {"antisymmetric": ([[1, -1, 2], [1, 1, 0]], [1, -2, 1]), "cone": ([[1, -1], [2, -2]], [1, 1])}
+    A, w_o = ffns[route]
+    monkeypatch.setattr(ti, "learn_transformer", fake(13))
+    assert len(ti._transformer_end_to_end(A, w_o, route)) == 4
+    for wrong in (12, 7):
+        monkeypatch.setattr(ti, "learn_transformer", fake(wrong))
+        with pytest.raises(AssertionError, match="bad count"):
+            ti._transformer_end_to_end(A, w_o, route)
+
+
+def _unit_kinds(A: np.ndarray, w: np.ndarray) -> set[str]:
+    """The kinds of unit of an FFN w^T ReLU(A^T x) (columns a_k of A), found from their definitions:
+    a zero column with w_k != 0, a dead unit (w_k = 0, a_k != 0), two columns that are positive /
+    negative multiples (parallel / antiparallel), an antiparallel pair whose ReLUs cancel to a linear
+    term (a_k = t a_j, t < 0: w_j ReLU(z) + w_k |t| ReLU(-z) is w_j z iff w_j = -|t| w_k = t w_k), a zero-sum
+    triple (three live units, sum w_k a_k = 0, no two parallel), m < d, m > d."""
+    import itertools
+
+    import sympy as sp
+
+    A = sp.Matrix(A)
+    w = list(map(sp.nsimplify, w))
+    d, m = A.shape
+    cols = [A[:, k] for k in range(m)]
+    kinds = {"m < d"} if m < d else ({"m > d"} if m > d else set())
+    kinds |= {"zero column" for k in range(m) if cols[k].is_zero_matrix and w[k] != 0}
+    kinds |= {"dead" for k in range(m) if w[k] == 0 and not cols[k].is_zero_matrix}
+    live = [k for k in range(m) if w[k] != 0 and not cols[k].is_zero_matrix]
+    for j, k in itertools.combinations(live, 2):
+        if sp.Matrix.hstack(cols[j], cols[k]).rank() == 1:
+            t = next(cols[k][i] / cols[j][i] for i in range(d) if cols[j][i] != 0)
+            kinds.add("parallel" if t > 0 else "antiparallel")
+            if t < 0 and w[j] == t * w[k]:
+                kinds.add("linear pair")
+    for trio in itertools.combinations(live, 3):
+        if sum((w[k] * cols[k] for k in trio), sp.zeros(d, 1)).is_zero_matrix and all(
+                sp.Matrix.hstack(cols[j], cols[k]).rank() == 2 for j, k in itertools.combinations(trio, 2)):
+            kinds.add("zero-sum triple")
+    return kinds
+
+
+def test_exact_ffn_targets_cover_the_kinds_their_identities_claim():
+    """EXACT_FFN_TARGETS (sec4.1/canonical-form, sec4.1/ffn-end-to-end) promise: parallel units merged,
+    an antiparallel unit on the same hyperplane, a zero column and a dead unit; a zero-sum triple;
+    an antiparallel pair cancelling to a linear term; m < d; m > d.  Each target in that order has
+    its kinds, found from the definitions (a changed entry can silently drop a kind the identities
+    then no longer cover)."""
+    from attnproof.theorems.transformer.identities import EXACT_FFN_TARGETS
+
+    promised = [{"parallel", "antiparallel", "zero column", "dead"}, {"zero-sum triple"},
+                {"antiparallel", "linear pair"}, {"m < d"}, {"m > d"}]
+    assert len(EXACT_FFN_TARGETS) == len(promised)
+    for (A, w), kinds in zip(EXACT_FFN_TARGETS, promised):
+        assert kinds <= _unit_kinds(np.array(A, dtype=object), np.array(w, dtype=object))
+
+
+@given(st.data())
+def test_zero_sum_ffn_targets_end_in_a_live_zero_sum_triple(data):
+    """ffn_targets' zero_sum kind appends W2 (two units, weights a2) and -(W2 a2) (weight 1): three
+    units with sum w_k a_k = 0, each with a non-zero weight (a zero weight in a2 would make the
+    triple a dead unit and a pair: not the kind)."""
+    from attnproof.theorems.transformer.strategies import ffn_targets
+
+    A, w, kind = data.draw(ffn_targets(kinds=("zero_sum",), exact=data.draw(st.booleans())))
+    assert kind == "zero_sum"
+    assert np.all(w[-3:] != 0)
+    assert np.array_equal(A[:, -3:-1] @ w[-3:-1], -A[:, -1] * w[-1])
+
+
+def test_membership_run_target_is_within_the_runs_assumptions_with_no_zero_entry():
+    """thmB.1/run's target: ||W*||_F <= W_bound = 2, v* a unit vector with every |v*_i| >= mu = 1/2
+    (its assumptions), and every entry of W* non-zero and of distinct magnitude, so a learner that
+    drops or swaps an entry fails the run (a zero entry would let a learner answering 0 there pass)."""
+    import sympy as sp
+
+    from attnproof.theorems.membership.identities import MEMBERSHIP_RUN_TARGET
+
+    W, v = (sp.Matrix(x) for x in MEMBERSHIP_RUN_TARGET)
+    assert sum(x**2 for x in W) <= 4
+    assert sum(x**2 for x in v) == 1 and all(abs(x) >= sp.Rational(1, 2) for x in v)
+    assert len({abs(x) for x in W}) == len(W) and all(x != 0 for x in W)
+
+
+def test_apriori_interval_bound_encloses_sigma_on_the_whole_band():
+    """thmB.1/apriori-interval needs sigma(t) >= 1/4 on the band |t| = |W_ij s| <= 1/2 (s = +-1/(2W),
+    |W_ij| <= W).  Its first claim is the enclosure of sigma(t) - 1/4 on that band, so its ends are
+    sigma(-1/2) - 1/4 = 1/(1 + e^(1/2)) - 1/4 ~ 0.1275 and sigma(1/2) - 1/4 ~ 0.3725 (a narrower
+    interval would check a weaker, irrelevant statement)."""
+    from attnproof.theorems.membership.identities import apriori_interval_bound
+
+    name, enclosure = apriori_interval_bound()[0]
+    assert "1/2" in name
+    lo, hi = 1 / (1 + math.exp(0.5)) - 0.25, 1 / (1 + math.exp(-0.5)) - 0.25
+    assert float(enclosure.a) == pytest.approx(lo, rel=1e-12, abs=0)
+    assert float(enclosure.b) == pytest.approx(hi, rel=1e-12, abs=0)
+
+
+def test_skeleton_reconstruction_checks_exactly_the_sizes_its_text_lists():
+    """thm5.1/skeleton-reconstruction's scope and assumptions list (d, r) = (2, 1), (3, 1), (3, 2),
+    (4, 2): its pairs must be, size by size in that order, the d^2 entries of M = A B (A: d x r,
+    B: r x d real symbols) and then the two count identities.  A checked size that differs from the
+    listed one (true as well, so no check fails) makes the text claim a size never checked."""
+    import re
+
+    import sympy as sp
+
+    from attnproof.theorems.lowrank import skeleton_reconstruction
+    from attnproof.verify import REGISTRY
+    from attnproof.verify.formulas import symbols
+
+    ident = REGISTRY["thm5.1/skeleton-reconstruction"]
+    sizes = [tuple(map(int, m)) for m in re.findall(r"\((\d+), ?(\d+)\)", ident.scope)]
+    assert sizes == [tuple(map(int, m)) for m in re.findall(r"\((\d+), ?(\d+)\)", ident.assumptions)]
+    assert len(sizes) >= 2
+    pairs = skeleton_reconstruction()
+    M_entries = [x for d, r in sizes
+                 for x in (symbols("A", (d, r), real=True) @ symbols("B", (r, d), real=True)).reshape(-1)]
+    assert len(pairs) == len(M_entries) + 2
+    assert all(sp.expand(m - rhs) == 0 for m, (_, rhs) in zip(M_entries, pairs))

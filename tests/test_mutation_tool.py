@@ -211,3 +211,66 @@ def test_rerun_keeps_kills_and_verify_outcomes(tmp_path):
     ra, rb, gone = tool.rerun_set(json.loads(json.dumps(previous)), [a, b])
     assert (ra.status, rb.status, gone.status) == ("killed", "pending", "stale")
     assert rb.killed_by_verify is False and rb.source
+
+
+def _fake_clock_run(durations: dict[str, float]):
+    """A stand-in for ``_timed_run``/``_run``: a step named by its command's last word takes
+    ``durations[word]`` seconds, and times out (code None) past its limit."""
+    def timed(cmd, cwd, timeout):
+        took = durations[cmd[-1]]
+        return (None, "timeout", timeout) if took > timeout else (0, "", took)
+
+    def run(cmd, cwd, timeout):
+        code, tail, _ = timed(cmd, cwd, timeout)
+        return code, tail
+
+    return timed, run
+
+
+def test_a_slow_clean_tree_is_timed_not_refused_and_scales_the_mutants_limits(monkeypatch):
+    """Under load the clean tree's tests took 700 s against --timeout 480: the baseline allows
+    BASELINE_GRACE x 480 = 1920 s, so it passes and measures 700 s; a mutant's test step then
+    gets SLOWDOWN x 700 = 2100 s (a fast module keeps 480 s).  Past the grace it is refused."""
+    timed, _ = _fake_clock_run({"a.py": 700.0, "b.py": 10.0, "": 50.0})
+    monkeypatch.setattr(tool, "_timed_run", timed)
+    base = tool.baseline(Path("."), 480.0, True, ["a.py", "b.py", "a.py"])
+    assert base.problem == "" and base.seconds == {"a.py": 700.0, "b.py": 10.0, "": 50.0}
+    assert base.limit("a.py", 480.0) == tool.SLOWDOWN * 700.0 == 2100.0
+    assert base.limit("b.py", 480.0) == base.limit("", 480.0) == 480.0
+    timed, _ = _fake_clock_run({"a.py": 2000.0, "": 50.0})
+    monkeypatch.setattr(tool, "_timed_run", timed)
+    refused = tool.baseline(Path("."), 480.0, True, ["a.py"])
+    assert refused.problem.startswith("clean tree fails the tests for a.py") and "timeout" in refused.problem
+
+
+@pytest.mark.parametrize("clean, status", [(100.0, "timeout"), (5000.0, "unmeasured")])
+def test_a_timeout_counts_as_a_kill_only_if_the_clean_tree_finishes_in_the_same_limit(
+        tmp_path, monkeypatch, clean, status):
+    """A mutant's test step timed out at its limit (3 x 100 s): the clean step run again finishes in
+    100 s (a real timeout: killed), or times out too (the machine: unmeasured, out of the score)."""
+    path = _module(tmp_path)
+    (m, *_) = tool.generate(path, root=tmp_path)
+    m.status, m.failing = "timeout", "timeout"
+    _, run = _fake_clock_run({path: clean, "": 1.0})
+    monkeypatch.setattr(tool, "_run", run)
+    tool.confirm_timeout(m, tmp_path, tool.Baseline("", {path: 100.0}), 60.0)
+    assert m.status == status
+    s = tool.summarize([m])
+    assert (s["ran"], s["unmeasured"]) == ((1, 0) if status == "timeout" else (0, 1))
+
+
+def test_verify_step_selects_identities_built_by_a_partial():
+    """The verify step runs the identities whose build function's module reaches the mutated one;
+    the Hessian-count family is registered as functools.partial(_sufficiency_claims, H, d_h), whose
+    own __module__ is 'functools': it must still be selected for a mutant of its module (a mutant
+    of its exponent survived verify because it was not)."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    out = subprocess.run([sys.executable, "-c", tool.VERIFY_SCRIPT, "attnproof.theorems.multihead.identities",
+                          "--list"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-500:]
+    ids = out.stdout.split()
+    assert any(i.startswith("sec7/hessian-count-") for i in ids)
+    assert not any(i.startswith("thm4.1/") for i in ids)  # a room that does not import it

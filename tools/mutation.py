@@ -26,8 +26,13 @@ and the shared modules' in :data:`CURATED`), and runs each one:
 Each mutant runs in a temporary copy of the tree (``attnproof/``, ``tests/``, the ``book/``
 sources, ``pyproject.toml``), never in the work tree, with bytecode writing off (a stale ``.pyc``
 of the same size and second would otherwise hide a mutant); the copy is removed on exit,
-interruption included.  A run that exceeds ``--timeout`` counts as killed (by timeout).  Before
-the mutants, the clean copy must pass both steps, or the run stops.  The results go to
+interruption included.  Before the mutants, the clean copy must pass both steps, or the run stops;
+it is timed (:class:`Baseline`, each step allowed :data:`BASELINE_GRACE` x ``--timeout``), and a
+mutant's step may take ``--timeout`` or :data:`SLOWDOWN` x its clean step's time, whichever is
+longer, before it counts as killed (by timeout): a loaded machine slows the clean tree and the
+mutants alike.  A mutant that times out is confirmed by running the clean step again with the same
+limit; if the clean tree times out too, the machine was the cause, and the mutant is
+``unmeasured`` (left out of the score, like ``stale``).  The results go to
 ``mutation/results.json``; ``--rerun`` runs a results file's survivors again (after new tests).
 """
 
@@ -160,7 +165,7 @@ class Mutant:
     after: str
     source: str = field(repr=False, default="")
     curated: bool = False
-    status: str = "pending"  # killed | survived | stale | timeout
+    status: str = "pending"  # killed | survived | stale | timeout | unmeasured
     killed_by_tests: bool | None = None
     killed_by_verify: bool | None = None
     failing: str = ""
@@ -352,14 +357,22 @@ def sample(mutants: list[Mutant], n: int, seed: int) -> list[Mutant]:
 #: Runs the registered identities that can execute the mutated module (those defined in it or in a
 #: module importing it, directly or through others: rooms in theorems/ do not import each other)
 #: and exits 1 at the first failure; "" runs every identity.  The verdict of ``attnproof verify``
-#: (which passes iff every identity passes) for this mutant, sooner.
+#: (which passes iff every identity passes) for this mutant, sooner.  A second argument ``--list``
+#: only prints the ids it would run.  An identity built by ``functools.partial`` counts as defined
+#: where its function is (before, such a family, e.g. ``sec7/hessian-count-*``, was never run).
 VERIFY_SCRIPT = """
+import functools
 import sys
 from types import ModuleType
 from attnproof.cli import build_parser
 from attnproof import verify as proof
 build_parser()  # imports every room, so the registry is complete
 target = sys.argv[1]
+
+def module_of(build):
+    while isinstance(build, functools.partial):  # a family of identities built by one function
+        build = build.func
+    return build.__module__
 
 def deps(name):
     out = set()
@@ -376,7 +389,10 @@ def reaches(name, seen):
     return any(reaches(d, seen) for d in deps(name) - seen)
 
 for i, ident in proof.REGISTRY.items():
-    if target and not reaches(ident.build.__module__, set()):
+    if target and not reaches(module_of(ident.build), set()):
+        continue
+    if sys.argv[2:] == ["--list"]:
+        print(i)
         continue
     e = proof.verify(i)
     if not e.own_passed:
@@ -409,6 +425,13 @@ def _run(cmd: list[str], cwd: Path, timeout: float) -> tuple[int | None, str]:
     return out.returncode, "\n".join(lines[-3:])
 
 
+def _timed_run(cmd: list[str], cwd: Path, timeout: float) -> tuple[int | None, str, float]:
+    """:func:`_run` and its wall-clock seconds."""
+    t0 = time.perf_counter()
+    code, tail = _run(cmd, cwd, timeout)
+    return code, tail, time.perf_counter() - t0
+
+
 def _module(path: str) -> str:
     return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
@@ -421,12 +444,19 @@ def pytest_command(path: str, kill_tests: bool = True) -> list[str]:
     return [sys.executable, "-m", "pytest", *PYTEST_FLAGS, *files, path]
 
 
-def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: bool = True) -> None:
+def verify_command(path: str) -> list[str]:
+    """The identity verification for a mutant of ``path`` ("" : every identity, the clean tree's)."""
+    return [sys.executable, "-c", VERIFY_SCRIPT, _module(path) if path else ""]
+
+
+def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: bool = True,
+               verify_timeout: float | None = None) -> None:
     """Run one mutant in the copy ``work`` (restoring the file afterwards) and record the outcome.
 
     ``verify``: "all" (always run the identity verification; curated mutants always do),
     "survivors" (only when the tests miss the mutant and no verify outcome is recorded) or
-    "none" (keep what is recorded).
+    "none" (keep what is recorded).  ``timeout`` limits the test step, ``verify_timeout`` (default
+    ``timeout``) the verification.
     """
     target = work / m.path
     original = target.read_text()
@@ -437,7 +467,8 @@ def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: b
         m.killed_by_tests = code != 0
         m.failing = tail if code != 0 else ""
         if verify == "all" or (verify == "survivors" and code == 0 and m.killed_by_verify is None):
-            vcode, vtail = _run([sys.executable, "-c", VERIFY_SCRIPT, _module(m.path)], work, timeout)
+            limit = timeout if verify_timeout is None else verify_timeout
+            vcode, vtail = _run(verify_command(m.path), work, limit)
             m.killed_by_verify = vcode != 0
             if vcode != 0 and not m.failing:
                 m.failing = "verify: " + vtail
@@ -449,22 +480,61 @@ def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: b
     m.seconds = round(time.perf_counter() - t0, 1)
 
 
-def baseline(work: Path, timeout: float, verify: bool, paths: list[str], kill_tests: bool = True) -> str:
-    """'' if the clean copy passes every test command used and verify, else what failed."""
-    for path in sorted(set(paths)):
-        code, tail = _run(pytest_command(path, kill_tests), work, timeout)
+#: A mutant's step may run this many times as long as the clean tree's same step did (measured in
+#: :func:`baseline`, on the same machine and copy) before its timeout counts as a kill: slack for
+#: the load changing during a run, while an endless loop is still caught.
+SLOWDOWN = 3.0
+#: The clean tree's steps may take this many times ``--timeout``: the baseline measures how slow the
+#: machine is, so a loaded machine must not make the clean tree "time out" and stop the run.
+BASELINE_GRACE = 4.0
+
+
+@dataclass
+class Baseline:
+    """The clean copy's outcome: ``problem`` ('' if it passed every step) and each step's seconds,
+    by mutated path (its test command) and "" (the verification of every identity)."""
+
+    problem: str
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def limit(self, key: str, timeout: float) -> float:
+        """A mutant's time limit for the step ``key``: ``timeout``, or :data:`SLOWDOWN` x the clean
+        step's seconds if longer."""
+        return max(timeout, SLOWDOWN * self.seconds.get(key, 0.0))
+
+
+def baseline(work: Path, timeout: float, verify: bool, paths: list[str], kill_tests: bool = True) -> Baseline:
+    """Run (and time) every test command used and, if ``verify``, the verification on the clean copy,
+    each allowed :data:`BASELINE_GRACE` x ``timeout``; the first failure is the ``problem``."""
+    out = Baseline("")
+    steps = [(path, pytest_command(path, kill_tests)) for path in sorted(set(paths))]
+    steps += [("", verify_command(""))] if verify else []
+    for key, cmd in steps:
+        code, tail, out.seconds[key] = _timed_run(cmd, work, BASELINE_GRACE * timeout)
         if code != 0:
-            return f"clean tree fails the tests for {path}: {tail}"
-    if verify:
-        code, tail = _run([sys.executable, "-c", VERIFY_SCRIPT, ""], work, timeout)
-        if code != 0:
-            return f"clean tree fails verify: {tail}"
-    return ""
+            what = f"the tests for {key}" if key else "verify"
+            out.problem = f"clean tree fails {what} ({out.seconds[key]:.0f} s): {tail}"
+            return out
+    return out
+
+
+def confirm_timeout(m: Mutant, work: Path, base: Baseline, timeout: float, kill_tests: bool = True) -> None:
+    """A mutant's timeout counts as a kill only if the clean copy, run again with the same limit,
+    finishes the step that timed out; else the machine was too slow to measure it: ``unmeasured``."""
+    if m.status != "timeout":
+        return
+    key = m.path if m.failing == "timeout" else ""
+    cmd = pytest_command(m.path, kill_tests) if key else verify_command(m.path)
+    code, _ = _run(cmd, work, base.limit(key, timeout))
+    if code is None:
+        m.status = "unmeasured"
+        m.failing += " (the clean tree timed out too)"
 
 
 def rerun_set(previous: dict[str, object], mutants: list[Mutant]) -> list[Mutant]:
     """The mutants of a previous results file, regenerated: its survivors (and those its run never
-    reached) pending again with their verify outcome kept, the rest as they were recorded."""
+    reached or could not measure) pending again with their verify outcome kept, the rest as they
+    were recorded."""
     by_id = {m.id: m for m in mutants}
     out = []
     for rec in previous["mutants"]:  # type: ignore[index]
@@ -472,7 +542,7 @@ def rerun_set(previous: dict[str, object], mutants: list[Mutant]) -> list[Mutant
         if m is None or not m.source:  # the source moved on: the recorded mutant no longer exists
             m = Mutant(**{k: rec[k] for k in ("id", "path", "line", "operator", "before", "after")},
                        curated=rec["curated"], status="stale", failing="no longer generated")
-        elif rec["status"] in ("survived", "pending"):
+        elif rec["status"] in ("survived", "pending", "unmeasured"):
             m.killed_by_verify = rec["killed_by_verify"]
         else:
             for k in ("status", "killed_by_tests", "killed_by_verify", "failing", "seconds"):
@@ -482,7 +552,8 @@ def rerun_set(previous: dict[str, object], mutants: list[Mutant]) -> list[Mutant
 
 
 def summarize(mutants: list[Mutant]) -> dict[str, object]:
-    """Counts and the score (killed / non-stale mutants that ran), overall and for verify alone."""
+    """Counts and the score (killed / mutants that ran: not stale, not unmeasured), overall and for
+    verify alone."""
     ran = [m for m in mutants if m.status in ("killed", "survived", "timeout")]
     killed = [m for m in ran if m.status != "survived"]
     by_verify = [m for m in ran if m.killed_by_verify]
@@ -495,6 +566,7 @@ def summarize(mutants: list[Mutant]) -> dict[str, object]:
         "killed_by_verify": len(by_verify),
         "verify_ran": len(verified),
         "stale": sum(m.status == "stale" for m in mutants),
+        "unmeasured": sum(m.status == "unmeasured" for m in mutants),
         "survived": [m.id for m in ran if m.status == "survived"],
         "score": round(len(killed) / len(ran), 4) if ran else None,
     }
@@ -505,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=60, help="random mutants to run (besides the curated)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the deterministic sample")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per step before a mutant "
-                        "counts as killed by timeout")
+                        f"counts as killed by timeout (or {SLOWDOWN:g} x the clean tree's step, if longer)")
     parser.add_argument("--verify", choices=("all", "survivors", "none"), default="survivors",
                         help="run the identity verification for every mutant (slow: about two minutes "
                         "each), only for those the tests miss (default), or never")
@@ -549,16 +621,18 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         _copy_tree(work)
         todo = [m for m in chosen if m.status == "pending"]
-        problem = baseline(work, args.timeout, args.verify != "none", [m.path for m in todo],
-                           not args.no_kill_tests)
-        if problem:
-            print(problem, file=sys.stderr)
+        base = baseline(work, args.timeout, args.verify != "none", [m.path for m in todo],
+                        not args.no_kill_tests)
+        if base.problem:
+            print(base.problem, file=sys.stderr)
             return 2
         for n, m in enumerate(chosen, 1):
             if m.status != "pending":
                 print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (kept) {m.failing}", flush=True)
                 continue
-            run_mutant(m, work, args.timeout, args.verify, not args.no_kill_tests)
+            run_mutant(m, work, base.limit(m.path, args.timeout), args.verify, not args.no_kill_tests,
+                       verify_timeout=base.limit("", args.timeout))
+            confirm_timeout(m, work, base, args.timeout, not args.no_kill_tests)
             print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (tests {m.killed_by_tests}, verify "
                   f"{m.killed_by_verify}) {m.seconds} s", flush=True)
             write(complete=False)

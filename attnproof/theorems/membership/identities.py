@@ -329,7 +329,7 @@ def rotation() -> list[Pair]:
     return pairs
 
 
-#: Fixed target of ``thmB.1/run``: ||W*||_F = 1.5 <= W_bound = 2, unit v* with every |v*_i| >= 0.5.
+#: Fixed target of ``thmB.1/run``: ||W*||_F = sqrt(30)/4 <= W_bound = 2, unit v*, every |v*_i| >= 1/2.
 MEMBERSHIP_RUN_TARGET = ([[1, sp.Rational(-1, 2)], [sp.Rational(1, 4), sp.Rational(3, 4)]],
                          [sp.Rational(3, 5), sp.Rational(-4, 5)])
 
