@@ -11,7 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from attnproof import strategies as ast
-from attnproof.arith import FLOAT64, MP, SYMPY
+from attnproof.arith import FLOAT64, MP, SYMPY, split_rows
 from attnproof.errors import (
     AttnproofError,
     DegenerateProbeError,
@@ -550,26 +550,46 @@ def test_basis_pairing_threshold_on_both_sides():
         assert np.linalg.norm(rec.W - W) <= rec.diagnostics["error_bound"]
 
 
-def test_orthogonal_solve_error_on_fixed_inputs():
-    """The orthogonal family's solve ``W = Z^T M`` (float64): ``delta ||X||_F + gamma_d (1 + 2 gamma_d)
-    || |Z|^T |M| ||_F + u ||Z||_2 ||M||_F``, by hand at Z = I (d = 2), M = diag(3, 4) (||M||_F = 5),
-    delta = 1e-3, ||X||_F = 7; an exact arithmetic's solve keeps ``(d + 4) u cond(Z) ||X||_F``; the
-    defect of I is 0 (its split is exact)."""
+def test_orthogonal_solve_on_fixed_inputs():
+    """The orthogonal family's solve ``W = Z^T M`` (float64): ``||Z^{-1}||_2 (delta + u (1 + 2u))
+    ||M||_F`` (Z^T for Z^{-1}, and M's division) times the norms' ``1 + (size + 2) u``, plus the
+    product's a-posteriori bound (:func:`attnproof.arith.split_product`: ``5 u (1 + 6 u) + 12 eta``
+    here), by hand at Z = I (d = 2), M = diag(3, 4) (||M||_F = 5), delta = 1e-3, ||Z^{-1}||_2 = 2;
+    an exact arithmetic's solve keeps ``(d + 4) u cond(Z) ||X||_F``; the defect of I is 0 (its
+    split is exact)."""
     from attnproof.arith import MP
 
-    u = 2.0**-53
-    g = 2 * u / (1 - 2 * u)
+    u, eta = 2.0**-53, 2.0**-1074
     Z, M = np.eye(2), np.diag([3.0, 4.0])
-    got = FLOAT64.orthogonal_solve_error(Z, M, 7.0, 1e-3, 1.0, 1.0)
-    assert got == pytest.approx(1e-3 * 7 + g * (1 + 2 * g) * 5 + u * 5, rel=1e-14)
-    # the product's term reads |Z|^T |M|, not Z^T M: a sign pattern that cancels in Z^T M still counts
-    Zs = np.array([[1.0, 1.0], [1.0, -1.0]]) / np.sqrt(2)
-    Ms = np.array([[1.0, 1.0], [1.0, 1.0]])
-    assert FLOAT64.orthogonal_solve_error(Zs, Ms, 0.0, 0.0, 1.0, 1.0) == pytest.approx(
-        g * (1 + 2 * g) * np.sqrt(4 * 2.0) + u * 2, rel=1e-12)  # |Zs|^T |Ms| = sqrt(2) ones
+    X, bound = FLOAT64.orthogonal_solve(Z, M, 1e-3, 1.0, 2.0)
+    assert np.array_equal(X, M)
+    division_and_defect = 2 * (1e-3 + u * (1 + 2 * u)) * 5 * (1 + 6 * u)
+    assert bound == pytest.approx(division_and_defect + 5 * u * (1 + 6 * u) + 12 * eta, rel=1e-14)
     mp = MP(30)
-    assert mp.orthogonal_solve_error(Z, M, 7.0, 1e-3, 2.0, 3.0) == pytest.approx(6 * mp.resolution * 6 * 7)
+    X, bound = mp.orthogonal_solve(mp.asarray(Z), mp.asarray(M), 1e-3, 2.0, 3.0)
+    assert float(mp.norm(X - mp.asarray(M))) == 0.0
+    assert bound == pytest.approx(6 * mp.resolution * 6 * 5)
+    assert SYMPY.orthogonal_solve(SYMPY.asarray(Z), SYMPY.asarray(M), 1e-3, 2.0, 3.0)[1] == 0.0
     assert exact._defect(np.eye(2)) == 0.0  # I splits exactly (Z2 = 0): no defect, no allowance
+
+
+@pytest.mark.parametrize("d, seed", [(2, 0), (3, 1), (5, 2), (8, 3)])
+def test_orthogonal_solve_bound_holds_against_exact_rationals(d, seed):
+    """``orthogonal_solve``: ``||Z^T M (computed) - Z^{-1} M||_F``, with Z^{-1} M solved exactly in
+    rationals (Z a float64 QR factor, M with spread column scales), is below the bound, which
+    the defect's ``delta ||Z^{-1}|| ||M||`` dominates (within 16 times the truth; measured 2-6)."""
+    import sympy as sp
+
+    rng = np.random.default_rng(10 * d + seed)
+    Z = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    M = rng.standard_normal((d, d)) * np.exp(rng.standard_normal(d))
+    delta = exact._defect(Z)
+    Z_inv_norm, Z_norm = exact._norms(Z, True, delta)
+    X, bound = FLOAT64.orthogonal_solve(Z, M, delta, Z_norm, Z_inv_norm)
+    Zs, Ms = (sp.Matrix([[sp.Rational(x) for x in row] for row in A.tolist()]) for A in (Z, M))
+    E = sp.Matrix([[sp.Rational(x) for x in row] for row in X.tolist()]) - Zs.LUsolve(Ms)
+    truth2 = sum(e**2 for e in E)
+    assert 0 < truth2 <= sp.Rational(bound) ** 2 <= 16**2 * truth2
 
 
 @pytest.mark.parametrize("d, seed", [(2, 0), (2, 1), (3, 0), (5, 2), (16, 0), (16, 1)])
@@ -586,6 +606,6 @@ def test_orthogonality_defect_bound_holds_and_is_tight_against_exact_rationals(d
     truth = math.sqrt(squares)
     bound = exact._defect(Z)
     assert truth <= bound <= truth * (1 + 1e-4)
-    Z1, Z2 = exact._split(Z, 20)
+    Z1, Z2 = split_rows(Z, 20)
     assert np.array_equal(Z1 + Z2, Z)
     assert np.all(np.abs(Z2) <= np.max(np.abs(Z), axis=1, keepdims=True) * 2.0**-18)
