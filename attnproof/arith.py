@@ -324,6 +324,16 @@ class Arith(ABC):
         is only float64-accurate, which mpmath and sympy must not inherit)."""
         return self.solve(P, self.eye(P.shape[0]))
 
+    def solve_error(
+        self, A: np.ndarray, X: np.ndarray, B: np.ndarray, A_inv_norm: float, A_norm: float
+    ) -> float:
+        """A bound on ``||X - A^{-1} B||_F`` for ``X = solve(A, B)`` (B a matrix or a vector):
+        here the normwise first-order ``(d + 4) u cond(A) ||X||_F`` of a backward-stable solve
+        (``A_norm`` >= ||A||_2, ``A_inv_norm`` >= ||A^{-1}||_2); an exact arithmetic's is 0."""
+        if self.exact:
+            return 0.0
+        return float((A.shape[0] + 4) * self.resolution * A_norm * A_inv_norm * self.norm(X))
+
     def orthogonal_solve(
         self, Z: np.ndarray, M: np.ndarray, delta: float, Z_norm: float, Z_inv_norm: float,
     ) -> tuple[np.ndarray, float]:
@@ -431,6 +441,22 @@ class Float64(Arith):
 
     def inverse_of_orthogonal(self, P: np.ndarray) -> np.ndarray:
         return P.T
+
+    def solve_error(
+        self, A: np.ndarray, X: np.ndarray, B: np.ndarray, A_inv_norm: float, A_norm: float
+    ) -> float:
+        """A rigorous a-posteriori bound on ``||X - A^{-1} B||_F`` from the residual:
+        ``X - A^{-1} B = A^{-1} (A X - B)``, so it is at most ``||A^{-1}||_2 ||A X - B||_F``, with
+        ``A X`` formed nearly exactly (:func:`split_product`, its bound added) and the subtraction
+        rounding by ``u`` of the result (the norm's own rounding: ``1 + (k + 2) u``).  A
+        backward-stable solve leaves a residual of ~``u |A| |X|``, so this is about the first-order
+        ``u cond(A) ||X||``, but holds whatever the solve did (``A_norm`` is not needed); inf for
+        a non-finite X."""
+        AX, product = split_product(A, X)
+        R = np.reshape(B - AX, -1)
+        if not (math.isfinite(product) and np.all(np.isfinite(R))):  # a non-finite X: no bound
+            return math.inf
+        return float(A_inv_norm * (norm2(R) * (1 + self.eps) * (1 + (R.size + 2) * self.eps) + product))
 
     def orthogonal_solve(
         self, Z: np.ndarray, M: np.ndarray, delta: float, Z_norm: float, Z_inv_norm: float,
@@ -798,12 +824,15 @@ def split_product(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, float]:
     norms' own rounding: a factor ``1 + (k + 2) u`` for k entries.  Where the exactness argument
     does not apply (A's rows beyond [2^-1000, 2^t], or B so large that a sum or a split's sigma
     could overflow) the plain product and its worst case ``gamma_d (1 + 2 gamma_d) || |A| |B|
-    ||_F`` (plus the underflow term) are returned.
+    ||_F`` (plus the underflow term) are returned; for a non-finite A or B, the bound is inf.
     """
     u = FLOAT64.eps
     m, d = A.shape
     Bm = np.reshape(B, (d, -1))
-    n = Bm.shape[1]
+    n, shape = Bm.shape[1], (m,) + np.shape(B)[1:]
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(Bm))):  # no bound for a product of infinities
+        with np.errstate(invalid="ignore", over="ignore"):
+            return (A @ Bm).reshape(shape), math.inf
     g = d * u / (1 - d * u)
     b = math.ceil(math.log2(max(d, 2)))
     t = (53 - b) // 2
@@ -813,10 +842,9 @@ def split_product(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, float]:
     top = np.max(np.abs(Bm), axis=0, initial=0.0)
     with np.errstate(divide="ignore"):
         F = np.maximum(np.ceil(np.log2(top)), -1021 - b - E.min())  # q >= 2^-1074
-    if E.max() > t or max(F.max() + E.max() + b, F.max() + 53 - s) > 1022 or not np.all(np.isfinite(Bm)):
-        X = A @ Bm
+    if E.max() > t or max(F.max() + E.max() + b, F.max() + 53 - s) > 1022:
         worst = g * (1 + 2 * g) * norm2((np.abs(A) @ np.abs(Bm)).reshape(-1)) + underflow
-        return X.reshape((m,) + np.shape(B)[1:]), float(worst)
+        return (A @ Bm).reshape(shape), float(worst)
     A1, A2 = split_rows(A, t, E)
     B1t, B2t = split_rows(Bm.T, s, F)
     B1, B2 = B1t.T, B2t.T
@@ -825,7 +853,7 @@ def split_product(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, float]:
     rest = g * (norm2(A1.reshape(-1)) * norm2(B2.reshape(-1)) + norm2(A2.reshape(-1)) * norm2(Bm.reshape(-1)))
     k = max(A.size, Bm.size, X.size)
     bound = (rest * (1 + 2 * g) + u * (norm2(S.reshape(-1)) + norm2(X.reshape(-1)))) * (1 + (k + 2) * u)
-    return X.reshape((m,) + np.shape(B)[1:]), float(bound + underflow)
+    return X.reshape(shape), float(bound + underflow)
 
 
 def norm2(a: Any, axis: int | None = None) -> Any:

@@ -177,6 +177,9 @@ def learn_exact(
         if not arith.exact:  # exact arithmetic has no rounding error to bound
             D = arith.to_float(shorten)  # the measured rows are D Z: ||(D Z)^{-1}|| <= ||Z^{-1}|| / min D
             norms = Z_inv_norm / D.min(), Z_norm * D.max()
+            if not orthogonal:  # the solve's own error, from its residual (float64: verified)
+                solve = tuple(None if x is None else arith.solve_error(probe_set.P, x, b, *norms)
+                              for x, b in ((W, T), (c, probe_set.linear)))
             W_error, c_error, cond = _error_bound(probe_set, W, c, L, k, *norms, session.rounding, solve)
             estimate, terms = _error_estimate(probe_set, W, c, L, k, orthogonal, cond)
             session.diagnostics.update(cond_Z=cond, error_bound_c=c_error, error_estimate=estimate,
@@ -353,9 +356,10 @@ def _error_bound(
     <= g ||x_1 - x_2|| s ||W e_j||``: each entry's model takes its column's norm ``||W e_j||``, not
     ``||W||_F`` (a factor up to sqrt(d) tighter, and still the same rounding model).  ``rounding``:
     the oracle's declaration (:attr:`attnproof.measure.BilinearSession.rounding`) for dT.
-    ``solve``: the solve's own error for W (and c), when the caller computed it
-    (:meth:`attnproof.arith.Arith.orthogonal_solve`); else the normwise first-order
-    ``g cond(Z) ||W||_F`` of a backward-stable solve.
+    ``solve``: the solve's own error for W (and c), as the caller computed it
+    (:meth:`attnproof.arith.Arith.orthogonal_solve` for the orthogonal family,
+    :meth:`attnproof.arith.Arith.solve_error` otherwise: in float64 both are rigorous a-posteriori
+    bounds); None: the normwise first-order ``g cond(Z) ||W||_F`` of a backward-stable solve.
     """
     arith = probes.arith
     d = probes.d
