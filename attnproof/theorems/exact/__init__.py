@@ -115,11 +115,14 @@ def learn_exact(
         be <= rtol ||W_hat||_F, else :class:`PrecisionLossError`.  Default: the resolution to
         the power 1/5 (6.6e-4 in float64, 10^(-dps/5) in mpmath): a worst-case certificate for a
         fifth of the digits (measured on random targets: with the orthogonal probes the true error
-        is 91, 181 and 1.1e3 times below the bound at d = 64, 256 and 1024 against an oracle that
-        declares faithful answers, :attr:`ValueOracle.rounding`: at d = 1024 the product's worst
-        case ``gamma_d |Z|^T |M|``, growing like d^(3/2) u where float64's typical error grows like
-        sqrt(d) u, dominates; 1e3-3e4 times against naive answers; with the basis probes, solved by
-        LU under a normwise first-order model, 95-1400 times against faithful answers).
+        is 23, 25 and 45 times below the bound at d = 64, 256 and 1024 against an oracle that
+        declares faithful answers, :attr:`ValueOracle.rounding` -- the product ``Z^T M`` is formed
+        by :func:`attnproof.arith.split_product`, whose rounding is bounded a posteriori near ``u
+        ||W||`` where a plain product's worst case ``gamma_d |Z|^T |M|`` grew like d^(3/2) u: it
+        was 64, 145 and 1.05e3 -- so the measured values' error model dominates; 9e2-5e3 times
+        against naive answers; with the basis and Gaussian probes, solved by LU with the solve's
+        error bounded from its residual (:meth:`attnproof.arith.Arith.solve_error`), 12-40 and
+        65-270 times against faithful answers at d = 64-256).
 
     Returns
     -------
