@@ -332,7 +332,7 @@ class Arith(ABC):
         (``A_norm`` >= ||A||_2, ``A_inv_norm`` >= ||A^{-1}||_2); an exact arithmetic's is 0."""
         if self.exact:
             return 0.0
-        return float((A.shape[0] + 4) * self.resolution * A_norm * A_inv_norm * self.norm(X))
+        return _first_order(A.shape[0], self.resolution, A_norm * A_inv_norm, self.norm(X))
 
     def orthogonal_solve(
         self, Z: np.ndarray, M: np.ndarray, delta: float, Z_norm: float, Z_inv_norm: float,
@@ -347,7 +347,7 @@ class Arith(ABC):
         X = self.inverse_of_orthogonal(Z) @ M
         if self.exact:
             return X, 0.0
-        return X, float((Z.shape[0] + 4) * self.resolution * Z_norm * Z_inv_norm * self.norm(X))
+        return X, _first_order(Z.shape[0], self.resolution, Z_norm * Z_inv_norm, self.norm(X))
 
     def __repr__(self) -> str:
         return f"<Arith {self.name}>"
@@ -766,6 +766,15 @@ _SYMPY_AS_MPMATH = SimpleNamespace(
 
 #: The smallest positive float64 (subnormal): what a non-zero value below float64's range rounds to.
 _TINY = 5e-324
+
+
+def _first_order(d: int, resolution: float, cond: float, X_norm: float) -> float:
+    """``(d + 4) u cond ||X||``, a backward-stable solve's first-order forward error, evaluated in
+    mpmath and rounded up to a float64: far below float64's range (an mpmath X of 1e-293 at 50
+    digits: 1e-343) it is the smallest subnormal, never 0 (issue 23)."""
+    exact = mpmath.mpf(d + 4) * resolution * cond * X_norm
+    f = float(exact)
+    return f if f >= exact else float(np.nextafter(f, math.inf))
 
 
 def _to_float_floor(x: Any) -> float:

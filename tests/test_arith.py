@@ -461,3 +461,8 @@ def test_solve_error_on_fixed_inputs():
     first_order = mp.solve_error(mp.eye(2), mp.asarray(B), mp.asarray(B), 2.0, 3.0)
     assert first_order == pytest.approx(6 * mp.resolution * 6 * 5)
     assert SYMPY.solve_error(SYMPY.eye(2), SYMPY.asarray(B), SYMPY.asarray(B), 2.0, 3.0) == 0.0
+    # far below float64's range (50 digits of 1e-293: 5e-343) rounded up, not to 0 (issue 23)
+    mp50 = MP(50)
+    tiny = mp50.asarray([[1e-293]])
+    assert mp50.solve_error(mp50.eye(1), tiny, tiny, 1.0, 1.0) == 5e-324
+    assert mp50.orthogonal_solve(mp50.eye(1), tiny, 0.0, 1.0, 1.0)[1] == 5e-324

@@ -377,6 +377,10 @@ def _error_bound(
     W_solve, c_solve = solve if solve is not None else (g * cond * W_norm, g * cond * c_norm)
     bound = FLOAT64.norm(dT) * inv_norm + W_solve
     c_bound = None if c is None else FLOAT64.norm(probes.linear_err) * inv_norm + c_solve
+    # each product of the norm and ||Z^{-1}|| may round down by 2^-1075 below float64's normal
+    # range (an mpmath W* of 1e-293 has a bound of 1e-343: it rounded to 0, issue 23); the sums are
+    # exact there, so one smallest subnormal more keeps the bound above the error
+    bound, c_bound = bound + UNDERFLOW, None if c_bound is None else c_bound + UNDERFLOW
     return float(bound), c_bound, cond
 
 
