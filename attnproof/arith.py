@@ -324,16 +324,30 @@ class Arith(ABC):
         is only float64-accurate, which mpmath and sympy must not inherit)."""
         return self.solve(P, self.eye(P.shape[0]))
 
-    def orthogonal_solve_error(
-        self, Z: np.ndarray, M: np.ndarray, X_norm: float, delta: float, Z_norm: float, Z_inv_norm: float,
+    def solve_error(
+        self, A: np.ndarray, X: np.ndarray, B: np.ndarray, A_inv_norm: float, A_norm: float
     ) -> float:
-        """A first-order bound on ``||inverse_of_orthogonal(Z) @ M - Z^{-1} M||_F`` (Thm 4.1's
-        solve with an orthogonal probe family, X = Z^{-1} M with ``||X||_F = X_norm``).
+        """A bound on ``||X - A^{-1} B||_F`` for ``X = solve(A, B)`` (B a matrix or a vector):
+        here the normwise first-order ``(d + 4) u cond(A) ||X||_F`` of a backward-stable solve
+        (``A_norm`` >= ||A||_2, ``A_inv_norm`` >= ||A^{-1}||_2); an exact arithmetic's is 0."""
+        if self.exact:
+            return 0.0
+        return _first_order(A.shape[0], self.resolution, A_norm * A_inv_norm, self.norm(X))
+
+    def orthogonal_solve(
+        self, Z: np.ndarray, M: np.ndarray, delta: float, Z_norm: float, Z_inv_norm: float,
+    ) -> tuple[np.ndarray, float]:
+        """``X = Z^{-1} M`` for a probe matrix Z that is orthogonal up to float64 rounding (Thm 4.1's
+        solve with the orthogonal family), and a bound on ``||X_hat - Z^{-1} M||_F``.
 
         Here :meth:`inverse_of_orthogonal` is a solve in this arithmetic, whose forward error is
-        at most ``(d + 4) u cond(Z) ||X||_F`` (``Z_norm`` >= ||Z||_2, ``Z_inv_norm`` >=
-        ||Z^{-1}||_2; ``delta``, Z's computed orthogonality defect, is not needed)."""
-        return (Z.shape[0] + 4) * self.resolution * Z_norm * Z_inv_norm * X_norm
+        at most ``(d + 4) u cond(Z) ||X||_F`` to first order (``Z_norm`` >= ||Z||_2, ``Z_inv_norm``
+        >= ||Z^{-1}||_2; ``delta``, Z's computed orthogonality defect, is not needed).  M may be a
+        matrix or a vector; an exact arithmetic's bound is 0."""
+        X = self.inverse_of_orthogonal(Z) @ M
+        if self.exact:
+            return X, 0.0
+        return X, _first_order(Z.shape[0], self.resolution, Z_norm * Z_inv_norm, self.norm(X))
 
     def __repr__(self) -> str:
         return f"<Arith {self.name}>"
@@ -428,24 +442,40 @@ class Float64(Arith):
     def inverse_of_orthogonal(self, P: np.ndarray) -> np.ndarray:
         return P.T
 
-    def orthogonal_solve_error(
-        self, Z: np.ndarray, M: np.ndarray, X_norm: float, delta: float, Z_norm: float, Z_inv_norm: float,
+    def solve_error(
+        self, A: np.ndarray, X: np.ndarray, B: np.ndarray, A_inv_norm: float, A_norm: float
     ) -> float:
-        """The inverse is Z^T, and the product rounds: three worst cases, added.
+        """A rigorous a-posteriori bound on ``||X - A^{-1} B||_F`` from the residual:
+        ``X - A^{-1} B = A^{-1} (A X - B)``, so it is at most ``||A^{-1}||_2 ||A X - B||_F``, with
+        ``A X`` formed nearly exactly (:func:`split_product`, its bound added) and the subtraction
+        rounding by ``u`` of the result (the norm's own rounding: ``1 + (k + 2) u``).  A
+        backward-stable solve leaves a residual of ~``u |A| |X|``, so this is about the first-order
+        ``u cond(A) ||X||``, but holds whatever the solve did (``A_norm`` is not needed); inf for
+        a non-finite X."""
+        AX, product = split_product(A, X)
+        R = np.reshape(B - AX, -1)
+        if not (math.isfinite(product) and np.all(np.isfinite(R))):  # a non-finite X: no bound
+            return math.inf
+        return float(A_inv_norm * (norm2(R) * (1 + self.eps) * (1 + (R.size + 2) * self.eps) + product))
 
-        * Z^T for Z^{-1}: ``(Z^T - Z^{-1}) M = (Z^T Z - I) Z^{-1} M``, at most ``delta ||X||_F``
-          (``delta`` >= ``||Z Z^T - I||_F = ||Z^T Z - I||_F``, the same singular values);
-        * the product: ``|fl(Z^T M) - Z^T M| <= gamma_d |Z|^T |M|`` entrywise (Higham, *Accuracy
-          and Stability of Numerical Algorithms*, Eq. (3.13)), whose Frobenius norm is computed
-          here (its nonnegative sums round by at most ``gamma_d`` more: the factor
-          ``1 + 2 gamma_d``); a first-order ``(d + 4) u cond ||X||`` is not a bound for it: a
-          d-term product of dense rows reaches ``~0.64 sqrt(d)`` times that;
-        * M's own rounding (one division per entry, ``M = D^{-1} T``): ``u ||Z||_2 ||M||_F``.
-        """
-        d, u = Z.shape[0], self.eps
-        g = d * u / (1 - d * u)
-        product = g * (1 + 2 * g) * norm2((np.abs(Z).T @ np.abs(M)).reshape(-1))
-        return float(delta * X_norm + product + u * Z_norm * norm2(np.reshape(M, -1)))
+    def orthogonal_solve(
+        self, Z: np.ndarray, M: np.ndarray, delta: float, Z_norm: float, Z_inv_norm: float,
+    ) -> tuple[np.ndarray, float]:
+        """``X = Z^T M`` for ``Z^{-1} M``, formed so that its rounding is nearly exact, and a
+        rigorous bound on ``||X_hat - Z^{-1} M||_F`` from three sources, added:
+
+        * Z^T for Z^{-1}: ``||(Z^T - Z^{-1}) M||_F <= delta ||Z^{-1}||_2 ||M||_F`` (with the SVD
+          ``Z = U S V^T``, ``Z^T - Z^{-1} = V (S - S^{-1}) U^T``, and ``|s - 1/s| = |s^2 - 1| / s
+          <= delta / s_min``; ``delta`` >= ``||Z Z^T - I||_F`` >= ``||Z Z^T - I||_2``);
+        * M's own rounding (one division per entry, ``M = D^{-1} T``): ``u (1 + 2u) ||Z^{-1}||_2
+          ||M||_F``;
+        * the product's, a posteriori (:func:`split_product`): nearly ``u ||X||_F``, where the
+          worst case of a plain product, ``gamma_d |Z|^T |M|``, grows like ``d^(3/2) u ||M||``.
+
+        M may be a matrix or a vector."""
+        X, product = split_product(Z.T, M)
+        return X, float(Z_inv_norm * (delta + self.eps * (1 + 2 * self.eps)) * norm2(np.reshape(M, -1))
+                        * (1 + (M.size + 2) * self.eps) + product)
 
     @property
     def pi(self) -> float:
@@ -738,10 +768,101 @@ _SYMPY_AS_MPMATH = SimpleNamespace(
 _TINY = 5e-324
 
 
+def _first_order(d: int, resolution: float, cond: float, X_norm: float) -> float:
+    """``(d + 4) u cond ||X||``, a backward-stable solve's first-order forward error, evaluated in
+    mpmath and rounded up to a float64: far below float64's range (an mpmath X of 1e-293 at 50
+    digits: 1e-343) it is the smallest subnormal, never 0 (issue 23)."""
+    exact = mpmath.mpf(d + 4) * resolution * cond * X_norm
+    f = float(exact)
+    return f if f >= exact else float(np.nextafter(f, math.inf))
+
+
 def _to_float_floor(x: Any) -> float:
     """float(x) for a non-negative x, but never 0 for x > 0 (underflow reports the smallest subnormal)."""
     f = float(x)
     return f if f > 0 or x == 0 else _TINY
+
+
+#: The smallest subnormal float64 (twice the absolute error of a product that underflows: 2^-1075
+#: itself is not a float64).
+_ETA = 2.0**-1074
+
+
+def split_rows(A: np.ndarray, t: int, E: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``A = A1 + A2`` exactly (float64), each row i of A1 holding the leading bits of that row's
+    scale: multiples of ``2^(E_i - t)`` with ``|A1[i]| <= 2^E_i`` (t + 1 bits), and ``|A2[i]| <=
+    2^(E_i - t)``.
+
+    ``(a + sigma_i) - sigma_i`` with ``sigma_i = 2^(E_i + 53 - t)`` rounds a to a multiple of
+    ``u sigma_i = 2^(E_i - t)`` (Rump, Ogita and Oishi's ExtractScalar, exact for ``|a| <= 2^E_i``;
+    the quantum is ``2^(E_i + 1 - t)`` where ``a + sigma_i >= sigma_i``, half that below: a
+    negative a).  ``E``: the row exponents (``2^E_i`` >= the row's max; default the least
+    such, 2^-900 for a zero row: any quantum splits zeros).
+
+    Raises
+    ------
+    InvalidInputError
+        If a row's sigma_i overflows or its quantum is below 2^-1074 (``E_i > 970 + t`` or
+        ``E_i < t - 1074``): the extraction would not be exact.
+    """
+    if E is None:
+        E = np.ceil(np.log2(np.maximum(np.max(np.abs(A), axis=1, initial=0.0), 2.0**-900)))
+    if np.any(np.asarray(E) + 53 - t > 1023) or np.any(np.asarray(E) - t < -1074):
+        raise InvalidInputError(f"split_rows: row exponents {np.min(E)}..{np.max(E)} are beyond the range "
+                                f"where an exact {t}-bit split exists (quantum >= 2^-1074, sigma finite)")
+    sigma = np.ldexp(1.0, (np.asarray(E) + 53 - t).astype(int))[:, None]
+    A1 = (A + sigma) - sigma
+    return A1, A - A1
+
+
+def split_product(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, float]:
+    """``A @ B`` in float64 (A of shape (m, d), B of shape (d, n) or (d,)), computed as
+    ``A1 B1 + (A1 B2 + A2 B)``, and a rigorous bound on the Frobenius norm of its rounding error.
+
+    A's rows and B's columns are split (:func:`split_rows`, ``t + s = 53 - ceil(log2 d)``): with
+    ``2^E_i`` >= row i of A and ``2^F_j`` >= column j of B, every product ``A1[i, l] B1[l, j]``
+    is a multiple of ``q = 2^(E_i + F_j - t - s)`` and every partial sum of d of them is at most
+    ``d 2^(E_i + F_j) <= 2^53 q`` in magnitude, so it is a float64: BLAS forms ``A1 B1`` exactly
+    in any summation order, with or without FMA (any order of the d products, no Strassen-like
+    algorithm), provided ``q >= 2^-1074`` (F_j is raised to make it so) and ``2^53 q`` is finite.
+    The two smaller products round by at most ``gamma_d |A1| |B2| + gamma_d |A2| |B|`` entrywise
+    (Higham, *Accuracy and Stability of Numerical Algorithms*, Eq. (3.13)), plus ``d eta`` for
+    underflowing products (``eta = 2^-1074`` >= the error of one), bounded in Frobenius norm by
+    ``gamma_d (||A1||_F ||B2||_F + ||A2||_F ||B||_F) + 3 sqrt(mn) d eta`` (each sum's underflow at
+    most ``d eta (1 + gamma_d)``); the two additions by ``u`` of their results.  The computed
+    norms' own rounding: a factor ``1 + (k + 2) u`` for k entries.  Where the exactness argument
+    does not apply (A's rows beyond [2^-1000, 2^t], or B so large that a sum or a split's sigma
+    could overflow) the plain product and its worst case ``gamma_d (1 + 2 gamma_d) || |A| |B|
+    ||_F`` (plus the underflow term) are returned; for a non-finite A or B, the bound is inf.
+    """
+    u = FLOAT64.eps
+    m, d = A.shape
+    Bm = np.reshape(B, (d, -1))
+    n, shape = Bm.shape[1], (m,) + np.shape(B)[1:]
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(Bm))):  # no bound for a product of infinities
+        with np.errstate(invalid="ignore", over="ignore"):
+            return (A @ Bm).reshape(shape), math.inf
+    g = d * u / (1 - d * u)
+    b = math.ceil(math.log2(max(d, 2)))
+    t = (53 - b) // 2
+    s = 53 - b - t
+    underflow = 3 * math.sqrt(m * n) * d * _ETA
+    E = np.ceil(np.log2(np.maximum(np.max(np.abs(A), axis=1, initial=0.0), 2.0**-1000)))
+    top = np.max(np.abs(Bm), axis=0, initial=0.0)
+    with np.errstate(divide="ignore"):
+        F = np.maximum(np.ceil(np.log2(top)), -1021 - b - E.min())  # q >= 2^-1074
+    if E.max() > t or max(F.max() + E.max() + b, F.max() + 53 - s) > 1022:
+        worst = g * (1 + 2 * g) * norm2((np.abs(A) @ np.abs(Bm)).reshape(-1)) + underflow
+        return (A @ Bm).reshape(shape), float(worst)
+    A1, A2 = split_rows(A, t, E)
+    B1t, B2t = split_rows(Bm.T, s, F)
+    B1, B2 = B1t.T, B2t.T
+    S = A1 @ B2 + A2 @ Bm
+    X = A1 @ B1 + S
+    rest = g * (norm2(A1.reshape(-1)) * norm2(B2.reshape(-1)) + norm2(A2.reshape(-1)) * norm2(Bm.reshape(-1)))
+    k = max(A.size, Bm.size, X.size)
+    bound = (rest * (1 + 2 * g) + u * (norm2(S.reshape(-1)) + norm2(X.reshape(-1)))) * (1 + (k + 2) * u)
+    return X.reshape(shape), float(bound + underflow)
 
 
 def norm2(a: Any, axis: int | None = None) -> Any:

@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attnproof.arith import FLOAT64, MP, SYMPY, parse
+from attnproof.arith import FLOAT64, MP, SYMPY, parse, split_product, split_rows
 from attnproof.errors import DegenerateProbeError, InvalidInputError, NonFiniteError, PrecisionLossError
 
 
@@ -349,3 +349,120 @@ def test_ldexp_is_exact_where_two_to_the_k_is_not_a_float():
     with mpmath.workdps(20):
         assert m.ldexp(m.asarray([1]), -2000)[0] == mpmath.ldexp(1, -2000)
     assert SYMPY.ldexp(np.array([sp.Integer(3)], dtype=object), -2)[0] == sp.Rational(3, 4)
+
+
+# --- split_product: a float64 product whose rounding is bounded a posteriori (Thm 4.1's solve)
+def _exact_error_squared(A, B, X):
+    """``||X - A B||_F^2`` in exact rationals (float64 entries are exact binary fractions)."""
+    from fractions import Fraction
+
+    Af = [[Fraction(x) for x in row] for row in A.tolist()]
+    Bf = [[Fraction(x) for x in row] for row in B.tolist()]
+    return sum((sum(Af[i][l] * Bf[l][j] for l in range(A.shape[1])) - Fraction(X[i, j])) ** 2
+               for i in range(A.shape[0]) for j in range(B.shape[1]))
+
+
+@pytest.mark.parametrize("d, seed, scale, tight", [
+    (2, 0, 1.0, 3), (3, 1, 1.0, 3), (5, 2, 1e-3, 3), (16, 0, 1.0, 3), (16, 1, 1e200, 3), (32, 3, 1.0, 3),
+    (16, 2, 1e-310, 64), (8, 4, 2.0**-1040, 64),  # subnormal B: products underflow (the d eta term)
+    (4, 5, 1e307, 64),  # B so large that a split's sigma would overflow: the plain product's worst case
+])
+def test_split_product_bound_holds_and_is_tight_against_exact_rationals(d, seed, scale, tight):
+    """``split_product(A, B)`` (A = Q^T of a float64 QR factor, B with column scales spread by
+    e^N(0,1)): its rounding error, computed exactly in rationals, is below the bound and within a
+    factor 3 of it (normal range: A1 B1 is exact, so only the final roundings remain, ~u ||X||; a
+    plain product's bound gamma_d |A| |B| sits ~d^(3/2) above); within 64 where products underflow
+    or the plain product is the fallback."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(seed)
+    A = np.linalg.qr(rng.standard_normal((d, d)))[0].T
+    B = rng.standard_normal((d, d)) * scale * np.exp(rng.standard_normal(d))
+    X, bound = split_product(A, B)
+    truth2 = _exact_error_squared(A, B, X)
+    assert 0 < truth2 <= Fraction(bound) ** 2 <= tight**2 * truth2
+
+
+def test_split_product_on_fixed_inputs():
+    """By hand: A = I, B = diag(3, 4) split exactly (A2 = B2 = 0), so X = B exactly and the bound is
+    the two additions' ``u (||S||_F + ||X||_F) = 5 u`` (times the norms' ``1 + 6 u``) plus the
+    underflow term ``3 sqrt(4) 2 eta``; a vector B keeps its shape; A = 2^40 I is beyond the
+    split's range (2^t): the plain product's worst case ``gamma_2 (1 + 2 gamma_2) ||2^40 B||_F``."""
+    u, eta = 2.0**-53, 2.0**-1074
+    g = 2 * u / (1 - 2 * u)
+    B = np.diag([3.0, 4.0])
+    X, bound = split_product(np.eye(2), B)
+    assert np.array_equal(X, B)
+    assert bound == pytest.approx(5 * u * (1 + 6 * u) + 12 * eta, rel=1e-15)
+    x, _ = split_product(np.eye(2), np.array([3.0, 4.0]))
+    assert x.shape == (2,) and np.array_equal(x, [3.0, 4.0])
+    X, bound = split_product(2.0**40 * np.eye(2), B)
+    assert np.array_equal(X, 2.0**40 * B)
+    assert bound == pytest.approx(g * (1 + 2 * g) * 2.0**40 * 5 + 12 * eta, rel=1e-15)
+
+
+def test_split_rows_is_exact_and_short():
+    """``A = A1 + A2`` exactly; row i of A1 is a multiple of ``2^(E_i - t)`` (a negative entry's
+    ``a + sigma`` falls a binade below sigma: its quantum is half the positive one's), A2 at most that."""
+    A = np.random.default_rng(7).standard_normal((5, 9)) * np.array([[1.0], [1e-300], [1e290], [0.0], [3.0]])
+    A1, A2 = split_rows(A, 20)
+    E = np.ceil(np.log2(np.maximum(np.max(np.abs(A), axis=1), 2.0**-900)))
+    assert np.array_equal(A1 + A2, A)
+    assert np.all(np.abs(A2) <= np.ldexp(1.0, (E - 20).astype(int))[:, None])
+    assert np.all(np.mod(np.ldexp(A1, (20 - E).astype(int)[:, None]), 1.0) == 0)
+    with pytest.raises(InvalidInputError):  # 2^(E + 53 - t) overflows: no exact split with sigma
+        split_rows(np.array([[1e300]]), 20)
+    with pytest.raises(InvalidInputError):  # a quantum below 2^-1074
+        split_rows(np.array([[1.0]]), 20, np.array([-1055.0]))
+
+
+@pytest.mark.parametrize("d, seed, family", [
+    (2, 0, "gaussian"), (3, 1, "gaussian"), (5, 2, "gaussian"), (8, 3, "gaussian"),
+    (4, 0, "basis"), (7, 1, "basis"),
+])
+def test_solve_error_holds_and_is_tight_against_exact_rationals(d, seed, family):
+    """``Float64.solve_error`` (the residual's bound ``||A^{-1}|| ||A X - B||``, A X by
+    :func:`split_product`) against ``||X - A^{-1} B||_F`` computed exactly in rationals, for
+    ``np.linalg.solve`` on a Gaussian A (cond 4-100) and Thm 4.1's paired basis probes scaled by
+    powers of two: below the bound and within 32 times it (measured 2.3-18)."""
+    import sympy
+
+    rng = np.random.default_rng(seed)
+    if family == "gaussian":
+        A = rng.standard_normal((d, d))
+    else:
+        A = np.eye(d)
+        A[1:, 0] += 1
+        A *= 2.0 ** rng.integers(-3, 3, size=(d, 1))
+    B = rng.standard_normal((d, d)) * np.exp(rng.standard_normal(d))
+    X = np.linalg.solve(A, B)
+    sv = np.linalg.svd(A, compute_uv=False)
+    bound = FLOAT64.solve_error(A, X, B, 1 / sv[-1], sv[0])
+    As, Bs, Xs = (sympy.Matrix([[sympy.Rational(x) for x in row] for row in M.tolist()]) for M in (A, B, X))
+    truth2 = sum(e**2 for e in Xs - As.LUsolve(Bs))
+    assert 0 < truth2 <= sympy.Rational(bound) ** 2 <= 32**2 * truth2
+
+
+def test_solve_error_on_fixed_inputs():
+    """By hand: A = I, B = diag(3, 4): X = B leaves no residual, so the bound is ``||A^{-1}|| = 2``
+    times split_product's ``5 u (1 + 6 u) + 12 eta``; X = B + 2^-20 E_11 leaves the residual
+    2^-20 (times the norm's and subtraction's ``(1 + u)(1 + 6 u)``); a non-finite X: inf; an mpmath
+    solve keeps the first-order ``(d + 4) u cond ||X||_F``."""
+    u, eta = 2.0**-53, 2.0**-1074
+    B = np.diag([3.0, 4.0])
+    exact_fit = FLOAT64.solve_error(np.eye(2), B, B, 2.0, 1.0)
+    assert exact_fit == pytest.approx(2 * (5 * u * (1 + 6 * u) + 12 * eta), rel=1e-14)
+    X = B + np.diag([2.0**-20, 0.0])
+    product = split_product(np.eye(2), X)[1]
+    assert FLOAT64.solve_error(np.eye(2), X, B, 2.0, 1.0) == pytest.approx(
+        2 * (2.0**-20 * (1 + u) * (1 + 6 * u) + product), rel=1e-14)
+    assert FLOAT64.solve_error(np.eye(2), np.full((2, 2), np.inf), B, 2.0, 1.0) == math.inf
+    mp = MP(30)
+    first_order = mp.solve_error(mp.eye(2), mp.asarray(B), mp.asarray(B), 2.0, 3.0)
+    assert first_order == pytest.approx(6 * mp.resolution * 6 * 5)
+    assert SYMPY.solve_error(SYMPY.eye(2), SYMPY.asarray(B), SYMPY.asarray(B), 2.0, 3.0) == 0.0
+    # far below float64's range (50 digits of 1e-293: 5e-343) rounded up, not to 0 (issue 23)
+    mp50 = MP(50)
+    tiny = mp50.asarray([[1e-293]])
+    assert mp50.solve_error(mp50.eye(1), tiny, tiny, 1.0, 1.0) == 5e-324
+    assert mp50.orthogonal_solve(mp50.eye(1), tiny, 0.0, 1.0, 1.0)[1] == 5e-324
