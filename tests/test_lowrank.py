@@ -688,3 +688,50 @@ def test_declared_rounding_bound_is_attained_by_a_shared_query_adversary(monkeyp
     true_model = lowrank.value_errors
     monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) / 3)
     assert ratio() > 1
+
+
+def test_componentwise_faithful_bound_is_attained_by_an_adversary_within_its_declaration(monkeypatch):
+    """A factored head declaring its sizes (:class:`~attnproof.models.FactorSizes`, with an
+    exaggerated unit 2^-40 so the oracle's share dominates the learner's own rounding) whose answers
+    are off by the most that componentwise declaration allows (measure._faithful_errors: the logit
+    raised by ds, the label pushed by the value images' dw_1 + dw_2 and the readout's 7 t): the
+    skeleton's bound holds against it and is attained to 0.39 (d = 16, r = 2), so a value model that
+    drops a factor of 3 fails."""
+    import dataclasses
+
+    import attnproof.measure as measure
+    import attnproof.theorems.lowrank as lowrank
+    from attnproof.models import FAITHFUL, FactorSizes
+
+    K, Q, v = low_rank_target(16, 2, np.random.default_rng(1))
+    declared = dataclasses.replace(FAITHFUL, term=2.0**-40, sizes=FactorSizes.of(K, Q, v))
+
+    class SizesAdversary(ValueOracle):
+        @property
+        def rounding(self):
+            return declared
+
+        def _answer(self, Xb: np.ndarray) -> np.ndarray:
+            y = np.asarray(self.model(Xb), dtype=np.float64)
+            if Xb.shape[1] != 2:
+                return y
+            d, u = self.model.d, declared.term
+            x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
+            tokens = tuple((np.linalg.norm(x, axis=1), np.abs(x).sum(axis=1), np.abs(x).max(axis=1))
+                           for x in (x1, x2))
+            ds, dw1, dw2 = measure._faithful_errors(declared.sizes, u, d, tokens,
+                                                    np.linalg.norm(x1 - x2, axis=1), True, 0)
+            W = K.T @ Q
+            logit, pv = np.einsum("bi,bi->b", x1 - x2, x2 @ W.T), (x1 - x2) @ v
+            dy = dw1 + dw2 + 7 * u * (np.abs(x1 @ v) + np.abs(x2 @ v))
+            return y + (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv + np.sign(pv) * dy
+
+    def ratio() -> float:
+        oracle = SizesAdversary(FactoredAttention(K, Q, v))
+        rec = learn_skeleton(oracle, rank=2, rng=np.random.default_rng(2))
+        return float(np.linalg.norm(rec.W - K.T @ Q) / rec.error_bound)
+
+    assert 0.25 <= ratio() <= 1
+    true_model = lowrank.value_errors
+    monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) / 3)
+    assert ratio() > 1
