@@ -735,3 +735,72 @@ def test_componentwise_faithful_bound_is_attained_by_an_adversary_within_its_dec
     true_model = lowrank.value_errors
     monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) / 3)
     assert ratio() > 1
+
+
+def _mp_assembly_truth(P: np.ndarray, Q: np.ndarray, A: np.ndarray, B: np.ndarray):
+    """``P^{-1} A B Q^{-T}`` to 50 digits (mpmath), as a float64 array (exact to ~1e-50 relative)."""
+    import mpmath
+
+    with mpmath.workdps(50):
+        M = mpmath.inverse(mpmath.matrix(P.tolist())) * mpmath.matrix(A.tolist()) \
+            * mpmath.matrix(B.tolist()) * mpmath.inverse(mpmath.matrix(Q.tolist())).T
+        return np.array(M.tolist(), dtype=object)
+
+
+@given(st.integers(2, 12), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_assembly_error_bounds_the_true_assembly(d, r, seed):
+    """lowrank._assembly_error (float64, a posteriori: the residuals P F1 - A and F2 Q^T - B read by
+    an extended-precision product) bounds ``||fl(F1 F2) - P^{-1} A B Q^{-T}||_F`` against mpmath, for
+    the learner's bases (random_bases: P balanced, transposes as inverses)."""
+    import attnproof.theorems.lowrank as lowrank
+
+    rng = np.random.default_rng(seed)
+    r = min(r, d)
+    P, Q = lowrank.random_bases(d, rng.standard_normal(d), rng, FLOAT64)
+    A, B = rng.standard_normal((d, r)), rng.standard_normal((r, d))
+    F1, F2 = P.T @ A, B @ Q
+    W = F1 @ F2
+    bound = lowrank._assembly_error(FLOAT64, (P, Q), (P.T, Q.T), A, B, F1, F2, float(np.linalg.norm(W)))
+    truth = _mp_assembly_truth(P, Q, A, B)
+    error = math.sqrt(sum(float(x) ** 2 for x in (W - truth).reshape(-1)))
+    assert error <= bound
+
+
+def test_assembly_error_reads_a_perturbed_factor_within_a_factor_sqrt2():
+    """The a-posteriori assembly bound is tight: factors F1, F2 perturbed by 1e-9 (far above
+    rounding; r = 1, so ||delta f^T||_F = ||delta|| ||f|| exactly) give a true error within
+    sqrt(2) of the bound (the two perturbations' terms add in the bound, in quadrature in the truth):
+    a bound that dropped either residual, or either factor, fails one side."""
+    import attnproof.theorems.lowrank as lowrank
+
+    rng = np.random.default_rng(3)
+    d = 10
+    P, Q = lowrank.random_bases(d, rng.standard_normal(d), rng, FLOAT64)
+    A, B = rng.standard_normal((d, 1)), rng.standard_normal((1, d))
+    F1 = P.T @ A + 1e-9 * rng.standard_normal((d, 1))
+    F2 = B @ Q + 1e-9 * rng.standard_normal((1, d))
+    W = F1 @ F2
+    bound = lowrank._assembly_error(FLOAT64, (P, Q), (P.T, Q.T), A, B, F1, F2, float(np.linalg.norm(W)))
+    truth = _mp_assembly_truth(P, Q, A, B)
+    error = math.sqrt(sum(float(x) ** 2 for x in (W - truth).reshape(-1)))
+    assert error <= bound <= 1.5 * error
+
+
+def test_verified_residual_is_pinned():
+    """lowrank._verified_residual by hand: X = (1, 2), F = (3, 4)^T, Z = 10: the residual 11 - 10 = 1
+    (exact in longdouble), times (1 + u) (1 + 2^-20), plus the split product's bound
+    (measure._ext_error at d = 2: tau = 2^-26, x = (sqrt 5, 3, 2), F's column (5, 4, 7) rounded up);
+    Z = 11: that bound alone."""
+    import attnproof.theorems.lowrank as lowrank
+    from attnproof.measure import _ext_error
+    from attnproof.models import RowSizes
+
+    u = float(np.finfo(np.longdouble).eps) / 2
+    got = lowrank._verified_residual(np.array([[1.0, 2.0]]), np.array([[3.0], [4.0]]), np.array([[10.0]]))
+    up = 1 + 2.0**-20
+    split = _ext_error(2, u, (np.array([math.sqrt(5)]), np.array([3.0]), np.array([2.0])),
+                       RowSizes(5 * up, 4 * up, 7 * up))[0]
+    assert split < 1e-17
+    assert got == pytest.approx((1 + u) * up + split, rel=1e-15, abs=0)
+    exact = lowrank._verified_residual(np.array([[1.0, 2.0]]), np.array([[3.0], [4.0]]), np.array([[11.0]]))
+    assert exact == pytest.approx(split, rel=1e-12, abs=0)  # no residual: only the product's bound
