@@ -1237,6 +1237,11 @@ def value_errors(
       plus the error of the measured c^T p (``probes.linear_err``; ``linear_typical`` for the
       estimate) over s.
 
+    A declaration with ``sizes`` (a faithful factored head, :class:`~attnproof.models.FactorSizes`)
+    replaces the label's and the logit's ``g`` terms by :func:`_faithful_errors`: the split products
+    and longdouble sums the evaluation does, bounded from the declared sizes of K, Q, c, v* (the
+    truth's, not the estimate's) and the probes' own ``||x||``, ``||x||_1``, ``max|x|``.
+
     ``images`` (per entry, ``||W q|| / ||q||`` of the recovered W, first order) sizes ``||W x_2||``
     in the bound; without it ``||W||_F`` (``W_norm``) bounds it.
 

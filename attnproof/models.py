@@ -41,6 +41,10 @@ class Rounding:
         unit roundoff 2^-64) and rounded once to float64 (``final`` = 2^-53).
     term : float or None
     final : float
+    sizes : FactorSizes or None
+        A faithful factored head's sizes (:class:`FactorSizes`, attached by
+        :func:`declared_rounding`): its error is then bounded componentwise from them, as its
+        evaluation actually errs, not by ``(n + 4) term`` per dot product.
     """
 
     name: str

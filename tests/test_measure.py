@@ -572,3 +572,28 @@ def test_ext_error_is_pinned():
     S = 7 * tau + 12 * tau**2
     got = _ext_error(4, u, (np.array([1.0]), np.array([2.0]), np.array([1.0])), RowSizes(3.0, 1.0, 5.0))
     assert got[0] == pytest.approx(G * S + 3 * u / (1 - 3 * u) * (3 + (2 + G) * S), rel=1e-14, abs=0)
+
+
+def test_dense_batches_is_pinned_on_both_sides_of_its_threshold():
+    """measure._dense_batches: every batch takes the split product when each q_l keeps more than
+    d / 8 non-zeros at the smallest scale it may be asked at (2^-max_k or the call's own): d = 16
+    needs 3 of them; 2 are not enough, one-hot tokens (Q = None) never are, and entries of 2^-600
+    vanish at 2^-500 (while 2^-400 do not)."""
+    from attnproof.measure import _dense_batches
+
+    d = 16
+
+    def probes(Q):
+        return Probes(np.eye(d), Q, np.ones(d), FLOAT64)
+
+    k = np.zeros(1, dtype=np.int64)
+    Q = np.zeros((d, d))
+    Q[:, :3] = 1.0
+    assert _dense_batches(probes(Q), k)
+    Q[:, 2] = 0.0
+    assert not _dense_batches(probes(Q), k)
+    assert not _dense_batches(probes(None), k)
+    Q[:, :3] = 2.0**-400
+    assert _dense_batches(probes(Q), k)
+    Q[:, :3] = 2.0**-600
+    assert not _dense_batches(probes(Q), k)
