@@ -520,9 +520,9 @@ def test_cross_rounding_is_needed_for_a_rigorous_bound(monkeypatch):
 def test_assembly_error_formula_is_pinned():
     """_assembly_error for P = Q = I (d = 2), A = (1, 1/2)^T, B = (2, 4): the basis products
     gamma_2 (|| |P| ||_2 ||A||_F ||B||_2 + ||A||_2 ||B||_F || |Q| ||_2) = 2 gamma_2 sqrt(5/4) sqrt 20
-    = 10 gamma_2, their product gamma_1 || |A||B| ||_F = 5 gamma_1, and the float64 inverses P^T,
-    Q^T: (2 dP + dP^2 + 2 dQ + dQ^2) ||W||_F with dP, dQ of _basis_rounding (two reflections, one),
-    or 2 (d + 4) d eps ||W||_F for inverses solved for (mpmath);
+    = 10 gamma_2, their product gamma_1 || |A||B| ||_F = 5 gamma_1, and 2 (d + 4) d eps ||W||_F for
+    inverses solved for (mpmath); the float64 transposes P^T, Q^T a posteriori (the residuals, the
+    bases' defect 2 dP + dP^2 from _basis_rounding (two reflections, one) only in ||P^{-1}||_2);
     _basis_rounding(d) = (6 pi + 5) eps sqrt(2d) + reflections (2 gamma_d sqrt d + 2 gamma_{d+3} +
     eps sqrt d)."""
     import attnproof.theorems.lowrank as lowrank
@@ -534,12 +534,22 @@ def test_assembly_error_formula_is_pinned():
         assert lowrank._basis_rounding(d, u, n) == pytest.approx(want, rel=1e-14)
     A, B, eye = np.array([[1.0], [0.5]]), np.array([[2.0, 4.0]]), np.eye(2)
     dP, dQ = lowrank._basis_rounding(2, u, 2), lowrank._basis_rounding(2, u, 1)
-    want = 10 * _gamma(2) + 5 * _gamma(1) + (2 * dP + dP**2 + 2 * dQ + dQ**2) * 5.0
-    got = lowrank._assembly_error(FLOAT64, (eye, eye), (eye.T, eye.T), A, B, A, B, 5.0)
-    assert got == pytest.approx(want, rel=1e-12)
+    # float64 transposes: a posteriori, F1 = A + (2^-30, 0)^T so that E1 = P F1 - A = (2^-30, 0)^T
+    # (read by _verified_residual, pinned below), E2 = 0 (its split-product bound only), over
+    # sqrt((1 - eta_P) (1 - eta_Q)), eta = 2 dP + dP^2; ||A||_2 = sqrt(5/4), ||B||_2 = sqrt 20
+    # (times 1 + 2^-20); plus W's own gamma_1 ||F1|| ||F2||
+    F1 = A + np.array([[2.0**-30], [0.0]])
+    e1, e2 = lowrank._verified_residual(eye, F1, A), lowrank._verified_residual(eye, B.T, B.T)
+    assert e1 == pytest.approx(2.0**-30, rel=2e-6, abs=0)
+    up = 1 + 2.0**-20
+    inverse = 1 / np.sqrt((1 - 2 * dP - dP**2) * (1 - 2 * dQ - dQ**2))
+    want = _gamma(1) * np.linalg.norm(F1) * np.sqrt(20) + inverse * (
+        e1 * (np.sqrt(20) * up + e2) + np.sqrt(1.25) * up * e2)
+    got = lowrank._assembly_error(FLOAT64, (eye, eye), (eye.T, eye.T), A, B, F1, B, 5.0)
+    assert got == pytest.approx(want, rel=1e-12, abs=0)
     solved = 10 * _gamma(2) + 5 * _gamma(1) + 2 * 6 * 2 * u * 5.0  # an inverse that was solved for
     assert lowrank._assembly_error(FLOAT64, (eye, eye), (eye.copy(), eye.copy()), A, B, A, B, 5.0) == \
-        pytest.approx(solved, rel=1e-12)
+        pytest.approx(solved, rel=1e-12, abs=0)
 
 
 def test_basis_rounding_bounds_the_bases_actual_defect():
