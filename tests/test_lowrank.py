@@ -507,7 +507,7 @@ def test_cross_rounding_is_needed_for_a_rigorous_bound(monkeypatch):
     cross.M[0, 1] += delta
     U, C, R = cross.M[0, 0], cross.M[:, :1], cross.M[:1, :]
     truth = np.linalg.norm(cross.A @ cross.B - C @ R / U)
-    assert truth == pytest.approx(delta * np.sqrt(1.25), rel=1e-12)
+    assert truth == pytest.approx(delta * np.sqrt(1.25), rel=1e-12, abs=0)
     monkeypatch.setattr(lowrank, "value_errors",
                         lambda probes, L, k, entries, *a, **kw: np.zeros(len(entries[0])))
     session, probes = types.SimpleNamespace(arith=FLOAT64, rounding=NAIVE), types.SimpleNamespace(d=2)
@@ -531,7 +531,7 @@ def test_assembly_error_formula_is_pinned():
     for d, n in ((2, 1), (4, 2), (4096, 2)):
         want = (6 * np.pi + 5) * u * np.sqrt(2 * d) + n * (
             2 * _gamma(d) * np.sqrt(d) + 2 * _gamma(d + 3) + u * np.sqrt(d))
-        assert lowrank._basis_rounding(d, u, n) == pytest.approx(want, rel=1e-14)
+        assert lowrank._basis_rounding(d, u, n) == pytest.approx(want, rel=1e-14, abs=0)
     A, B, eye = np.array([[1.0], [0.5]]), np.array([[2.0, 4.0]]), np.eye(2)
     dP, dQ = lowrank._basis_rounding(2, u, 2), lowrank._basis_rounding(2, u, 1)
     # float64 transposes: a posteriori, F1 = A + (2^-30, 0)^T so that E1 = P F1 - A = (2^-30, 0)^T
