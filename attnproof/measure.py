@@ -53,7 +53,7 @@ import numpy as np
 
 from .arith import FLOAT64, Arith, check_real, norm2, parse
 from .errors import InvalidInputError, PrecisionLossError, ShapeError, check_tolerance
-from .models import NAIVE, Rounding, declared_rounding
+from .models import NAIVE, FactorSizes, Rounding, RowSizes, declared_rounding
 from .verify.registry import Learner
 from .recovery import Recovery
 
@@ -1101,6 +1101,100 @@ def _product_errors(
     return (np.abs(computed - res) + eps * np.abs(res) + K) * (1 + 4 * eps)
 
 
+def _ext_error(d: int, u: float, x: tuple[np.ndarray, np.ndarray, np.ndarray], M: RowSizes) -> np.ndarray:
+    """A bound on ``||fl(M x) - M x||`` for :func:`attnproof.models._ext_product` (inner length d),
+    ``x = (||x||, ||x||_1, max |x|)`` per probe token, ``M``'s declared :class:`RowSizes`.
+
+    The product splits x = x_1 + x_2 and each row m = m_1 + m_2 exactly, with ``|x_2| <= tau max|x|``,
+    ``|m_2| <= tau max|m|`` (tau = ``2^(rho - 53)``, ``rho = ceil((53 + log2 d) / 2)``); ``x_1^T m_1`` is
+    exact, the three other float64 dot products err by ``gamma_d(2^-53)`` times ``|x_1|^T |m_2| +
+    |x_2|^T |m_1| + |x_2|^T |m_2| <= S = tau (||x||_1 max|m| + max|x| ||m||_1) + 3 d tau^2 max|x| max|m|``,
+    and their four parts add in longdouble with ``gamma_3(u)`` of ``|x|^T |m| + (2 + gamma) S``.  Over
+    the rows, by the triangle inequality, ``max|m|`` and ``||m||_1`` become ``M.largest``, ``M.one``,
+    and ``|x|^T |m|`` at most ``||x|| M.frobenius``."""
+    norm, one, top = x
+    rho = math.ceil((53 + math.log2(max(d, 1))) / 2)
+    tau = 2.0 ** (rho - 53)
+    G = d * FLOAT64.eps / (1 - d * FLOAT64.eps)
+    split = tau * (one * M.largest + top * M.one) + 3 * d * tau**2 * top * M.largest
+    return G * split + 3 * u / (1 - 3 * u) * (norm * M.frobenius + (2 + G) * split)
+
+
+def _token_sizes(
+    probes: Probes, kk: np.ndarray, ll: np.ndarray, s: np.ndarray
+) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """``(||x||, ||x||_1, max|x|)`` (upper bounds) of the probe tokens x_1, x_2 of each entry (k, l)
+    at scale s: ``x_2 = s q``, ``x_1 = s (p + q)`` or ``p + s q`` (query only), computed by the
+    learner in float64 (``|fl(p + q)| <= (1 + eps) (|p| + |q|)``); ``q = e_l`` without Q."""
+    P = probes.arith.to_float(probes.P)
+    up = 1 + 2 * FLOAT64.eps  # the learner's p + q, and these sums' own rounding (d eps) below 2^-20
+    up = up * (1 + 2.0**-20)
+    Pa = np.abs(P)
+    p = (norm2(P, axis=1)[kk], Pa.sum(axis=1)[kk], Pa.max(axis=1)[kk])
+    if probes.Q is None:
+        q = (np.ones(len(ll)),) * 3
+    else:
+        Qf = probes.arith.to_float(probes.Q)
+        Qa = np.abs(Qf)
+        q = (norm2(Qf, axis=1)[ll], Qa.sum(axis=1)[ll], Qa.max(axis=1)[ll])
+    a, b = (np.ones_like(s), s) if probes.scale_query_only else (s, s)
+    x1 = tuple(up * (a * pi + b * qi) for pi, qi in zip(p, q, strict=True))
+    x2 = tuple(up * s * qi for qi in q)
+    return x1, x2
+
+
+def _dense_batches(probes: Probes, k: np.ndarray) -> bool:
+    """Does every batch asking these probes take :func:`attnproof.models._ext_product` for its last
+    tokens (more than d / 8 non-zeros per token, :func:`attnproof.models._last_token_image`)?  A
+    bilinear session asks each batch of one probe set (its last tokens are ``s q_l``) at scales
+    within ``2^-max_k`` of :class:`ScalePolicy` or this call's own: so yes when every q_l keeps more
+    than d / 8 non-zeros scaled by the smallest of those."""
+    if probes.Q is None:
+        return False
+    Q = np.abs(probes.arith.to_float(probes.Q))
+    d = probes.d
+    kept = -np.partition(-Q, d // 8, axis=1)[:, d // 8]  # the (d // 8 + 1)-th largest |q_lj| of each row
+    low = min(int(np.min(k, initial=0)), -ScalePolicy.max_k)
+    return bool(np.all(np.ldexp(kept, low) > 0))
+
+
+def _faithful_errors(
+    sizes: FactorSizes, u: float, d: int, tokens: tuple[tuple[np.ndarray, ...], ...], xd: np.ndarray,
+    dense: bool, e: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The errors a faithful factored evaluation (:func:`attnproof.models._faithful`, declared by
+    :class:`~attnproof.models.FactorSizes`) adds to a two-token probe's logit and to its two value
+    images, before its final rounding: ``(ds, dw_1, dw_2)`` per probe, the dw in v's units scaled
+    by 2^e (:func:`_into_range`).
+
+    ``tokens`` = ((||x_i||, ||x_i||_1, max|x_i|) for i = 1, 2), ``xd`` = ``||x_1 - x_2||``.  With
+    ``k_i = K x_i``, ``q = Q x_N`` (N = 2) computed within dk_i, dq (:func:`_ext_error`; a last
+    token read term by term when the batch is not all dense, ``gamma_d(u) ||x_N|| ||Q||_F``), each
+    score ``k_i^T q`` summed over r terms (``gamma_r(u) |k_i|^T |q|``) plus ``c^T x_i`` (within dc_i,
+    one more rounding), the logit ``s_1 - s_2`` is off by at most ``(dk_1 + dk_2) ||q|| +
+    ||K||_2 ||x_1 - x_2|| dq + gamma_r(u) (||k_1|| + ||k_2||) ||q|| + dc_1 + dc_2`` (q's error is
+    shared: it meets the logit through ``K (x_1 - x_2)``) plus ``3 u`` of ``|s_1| + |s_2|`` (the bias's
+    addition and the softmax's subtraction) and ``4 u`` for the longdouble exp."""
+    g_r = sizes.r * u / (1 - sizes.r * u)
+    (x1, *_), (x2, *_) = tokens
+    dq = _ext_error(d, u, tokens[1], sizes.query)
+    if not dense:  # a sparse batch: x_N's non-zeros (at most d) multiplied and added in longdouble
+        dq = np.maximum(dq, d * u / (1 - d * u) * x2 * sizes.query.frobenius)
+    dk = [_ext_error(d, u, t, sizes.key) for t in tokens]
+    qn = sizes.query_2 * x2 + dq
+    kn = [sizes.key_2 * x + dk_i for x, dk_i in zip((x1, x2), dk, strict=True)]
+    zero = np.zeros_like(x1)
+    dc = [zero, zero] if sizes.c is None else [_ext_error(d, u, t, sizes.c) for t in tokens]
+    cn = [zero, zero] if sizes.c is None else [sizes.c.frobenius * x + dc_i
+                                              for x, dc_i in zip((x1, x2), dc, strict=True)]
+    size = sum((1 + g_r) * k * qn + c for k, c in zip(kn, cn, strict=True))
+    ds = ((dk[0] + dk[1]) * qn + sizes.key_2 * xd * dq + g_r * (kn[0] + kn[1]) * qn + dc[0] + dc[1]
+          + 3 * u * size + 4 * u)
+    v = RowSizes(*(math.ldexp(x, e) for x in (sizes.v.frobenius, sizes.v.largest, sizes.v.one)))
+    dw = [_ext_error(d, u, t, v) for t in tokens]
+    return ds, dw[0], dw[1]
+
+
 def value_errors(
     probes: Probes,
     L: np.ndarray,
@@ -1142,6 +1236,11 @@ def value_errors(
     * the value is ``(L / s - c^T p) / s`` or ``(L - c^T p) / s``: the logit error over s^2 (or s),
       plus the error of the measured c^T p (``probes.linear_err``; ``linear_typical`` for the
       estimate) over s.
+
+    A declaration with ``sizes`` (a faithful factored head, :class:`~attnproof.models.FactorSizes`)
+    replaces the label's and the logit's ``g`` terms by :func:`_faithful_errors`: the split products
+    and longdouble sums the evaluation does, bounded from the declared sizes of K, Q, c, v* (the
+    truth's, not the estimate's) and the probes' own ``||x||``, ``||x||_1``, ``max|x|``.
 
     ``images`` (per entry, ``||W q|| / ||q||`` of the recovered W, first order) sizes ``||W x_2||``
     in the bound; without it ``||W||_F`` (``W_norm``) bounds it.
@@ -1203,7 +1302,15 @@ def value_errors(
         dy = eps * add(beta, x1v, s * qv, x1vv, s * qvv)
     else:  # |x_1^T v| + |x_2^T v| bounds |y - beta| (alpha in [0, 1]): the final rounding's share
         x1v = np.abs(pv + s * qv) if probes.scale_query_only else s * (pv + qv)
-        dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4 + rounding.final * (beta + x1v + s * qv)
+        if rounding.sizes is None:
+            dy = g * (beta + (x1 + x2) * vn) + eps * beta * 4 + rounding.final * (beta + x1v + s * qv)
+        else:  # declared componentwise: the value images' errors dw_i (alpha, 1 - alpha <= 1), the
+            # readout's 2 products, 2 sums and division and beta's addition in longdouble (7 t), final
+            # x_1 - x_2 as the oracle sees it: s (fl(p + q) - q), within eps ||x_1|| of s p
+            ds_f, dw1, dw2 = _faithful_errors(rounding.sizes, term, d, _token_sizes(probes, kk, ll, s),
+                                              sx * p_norm + eps * x1, _dense_batches(probes, k), e)
+            size = beta + x1v + s * qv + dw1 + dw2
+            dy = dw1 + dw2 + 7 * term * size + eps * beta * 4 + rounding.final * size * (1 + 8 * term)
         # the learner's own probe x_1 = p + q (p + s q) rounded: |dx_1| <= eps |x_1|, so dx_1^T v is at
         # most eps (|p| + |q|)^T |v| (times s; eps (|p| + s |q|)^T |v| query-only)
         Pabs = np.abs(P) @ np.abs(v)
@@ -1233,7 +1340,10 @@ def value_errors(
         ds = g * add(Wx2 / np.sqrt(d), c_norm * (x1 + x2) / np.sqrt(d))
     else:  # q = W x_2's rounding through x_1 - x_2 (norm sx ||p||), each score's dot products
         Wx = W_norm if images is None else images  # ||W x_2|| / ||x_2||
-        ds = g * (W_norm * sx * p_norm * x2 + Wx * (x1 + x2) * x2 + c_norm * (x1 + x2))
+        if rounding.sizes is None:
+            ds = g * (W_norm * sx * p_norm * x2 + Wx * (x1 + x2) * x2 + c_norm * (x1 + x2))
+        else:
+            ds = ds_f
         # the learner's rounded x_1 moves the score (x_1 - x_2)^T (W x_2 + c) by dx_1^T (W x_2 + c)
         ds = ds + eps * x1 * (Wx * x2 + c_norm)
     # underflow in the scores: their d^2 + 2 d products, and the probe entries' times W x_2 + c

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,11 +41,64 @@ class Rounding:
         unit roundoff 2^-64) and rounded once to float64 (``final`` = 2^-53).
     term : float or None
     final : float
+    sizes : FactorSizes or None
+        A faithful factored head's sizes (:class:`FactorSizes`, attached by
+        :func:`declared_rounding`): its error is then bounded componentwise from them, as its
+        evaluation actually errs, not by ``(n + 4) term`` per dot product.
     """
 
     name: str
     term: float | None = None
     final: float = 0.0
+    sizes: FactorSizes | None = None
+
+
+@dataclass(frozen=True)
+class RowSizes:
+    """Sizes of a matrix's rows M_k that bound an extended-precision product ``M x`` (a vector: one
+    row): ``frobenius = ||M||_F``, ``largest = sqrt(sum_k max_j |M_kj|^2)``, ``one = sqrt(sum_k
+    ||M_k||_1^2)`` -- each rounded up (computed in float64, times ``1 + 2^-20``)."""
+
+    frobenius: float
+    largest: float
+    one: float
+
+    @classmethod
+    def of(cls, M: Any) -> RowSizes:
+        A = np.abs(np.atleast_2d(np.asarray(M, dtype=np.float64)))
+        up = 1 + 2.0**-20  # the sums' float64 rounding, (d r + 2) 2^-53 relative at most, below this
+        return cls(*(float(np.sqrt(np.sum(x * x)) * up)
+                     for x in (A, A.max(axis=1), A.sum(axis=1))))
+
+
+@dataclass(frozen=True)
+class FactorSizes:
+    """What the faithful evaluation of a factored head (:class:`FactoredAttention`) declares about
+    its parameters, so that a learner can bound its answers' error componentwise
+    (:func:`attnproof.measure.value_errors`) instead of by ``(d + 4) 2^-64`` per term.
+
+    The evaluation (:func:`_faithful`) computes ``K x_i``, ``Q x_N``, ``c^T x_i`` and ``v^T x_i`` by
+    :func:`_ext_product` (when every last token of the batch is dense; :func:`_last_token_image`
+    reads a sparse one term by term), the r-term scores in longdouble.  ``key``, ``query``,
+    ``c``, ``v``: :class:`RowSizes` of K, Q, c, v (``c`` None without a score bias);
+    ``key_2``, ``query_2``: upper bounds on ``||K||_2``, ``||Q||_2`` (float64 SVD times
+    ``1 + 2^-20``: its error is ``O(d eps) ||K||_2``); ``r``: the length of the score sum."""
+
+    r: int
+    key: RowSizes
+    query: RowSizes
+    key_2: float
+    query_2: float
+    v: RowSizes
+    c: RowSizes | None = None
+
+    @classmethod
+    def of(cls, K: Any, Q: Any, v: Any, c: Any = None) -> FactorSizes:
+        K, Q = np.asarray(K, dtype=np.float64), np.asarray(Q, dtype=np.float64)
+        up = 1 + 2.0**-20
+        spectral = [float(np.linalg.norm(M, 2)) * up if M.size else 0.0 for M in (K, Q)]
+        return cls(K.shape[0], RowSizes.of(K), RowSizes.of(Q), *spectral, RowSizes.of(v),
+                   None if c is None else RowSizes.of(c))
 
 
 #: The default declaration: no promise beyond "evaluated in its arithmetic, in any order".
@@ -60,9 +113,13 @@ ANSWERS = {"naive": NAIVE, "faithful": FAITHFUL}
 
 def declared_rounding(source: Any) -> Rounding:
     """The :class:`Rounding` a model or an oracle declares (its ``rounding``), or :data:`NAIVE`
-    when it declares none (a derived oracle, whose answers combine others, declares none)."""
+    when it declares none (a derived oracle, whose answers combine others, declares none); with
+    the model's ``factor_sizes`` (:class:`FactorSizes`, a faithful factored head) as its ``sizes``."""
     declared = getattr(source, "rounding", NAIVE)
-    return declared if isinstance(declared, Rounding) else NAIVE
+    if not isinstance(declared, Rounding):
+        return NAIVE
+    sizes = getattr(source, "factor_sizes", None)
+    return declared if sizes is None or declared.sizes is not None else replace(declared, sizes=sizes)
 
 
 def faithful_available() -> bool:
@@ -338,6 +395,9 @@ class FactoredAttention:
         for M, what in ((self.K, "K"), (self.Q, "Q"), (self.v, "v")):
             arith.check_finite(M, what)
         self.c, self.beta = _bias_terms(c, beta, self.d, arith)
+        #: what a faithful evaluation's error depends on, declared with FAITHFUL (declared_rounding)
+        self.factor_sizes = (FactorSizes.of(self.K, self.Q, self.v, self.c)
+                             if self.rounding is FAITHFUL else None)
 
     @property
     def d(self) -> int:
@@ -579,6 +639,8 @@ def evaluate_canonical(u: np.ndarray, N: np.ndarray, c: np.ndarray, x: np.ndarra
 
 __all__ = [
     "Rounding",
+    "RowSizes",
+    "FactorSizes",
     "NAIVE",
     "FAITHFUL",
     "faithful_available",

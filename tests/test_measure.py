@@ -525,3 +525,75 @@ def test_product_errors_are_pinned():
     mp_eps = 1e-30
     assert _product_errors(M, x, M @ x, magnitude, mp_eps)[0] == pytest.approx(
         2 * mp_eps / (1 - 2 * mp_eps) * (1 + 2.0**-60) * (1 + 4 * eps), rel=1e-15, abs=0)
+
+
+@given(st.integers(1, 24), st.integers(1, 4), st.integers(0, 2**32 - 1), st.integers(-20, 20), st.booleans(),
+       st.booleans())
+def test_factored_faithful_answers_measure_within_their_componentwise_declaration(
+    d, r, seed, e, bias, sparse
+):
+    """A faithful factored head declares FAITHFUL with its FactorSizes; its values (the split
+    products and the longdouble scores of models._faithful, rounded once) are within value_errors
+    under that componentwise declaration, with dense probes and with one-hot query tokens (Q = None:
+    last tokens read term by term, so the batch is not dense)."""
+    from attnproof.models import FactoredAttention
+
+    rng = np.random.default_rng(seed)
+    K, Qm = rng.standard_normal((r, d)) * 2.0**e, rng.standard_normal((r, d))
+    v = rng.standard_normal(d) + 2.0
+    c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+    oracle = ValueOracle(FactoredAttention(K, Qm, v, c=c, beta=beta, answers="faithful"))
+    session = BilinearSession(oracle, FLOAT64)
+    assert session.rounding.sizes is not None
+    P = rng.standard_normal((d, d))
+    Q = None if sparse else rng.standard_normal((d, d))
+    linear = None if c is None else P @ c
+    linear_err = None if c is None else (d + 2) * FLOAT64.eps * (np.abs(P) @ np.abs(c))
+    probes = Probes(P, Q, v, FLOAT64, offset=0.0 if beta is None else beta, linear=linear,
+                    linear_err=linear_err)
+    idx = np.arange(d)
+    L, k = session.measure_adaptively(probes, (idx, idx))
+    ext = [M.astype(np.longdouble) for M in (P, K.T, np.eye(d) if Q is None else Q, Qm.T)]
+    truth = np.einsum("ir,ir->i", ext[0] @ ext[1], ext[2] @ ext[3])  # (K p_i)^T (Q q_i)
+    W = K.T @ Qm
+    bound = value_errors(probes, L, k, (idx, idx), np.linalg.norm(W), 0.0 if c is None else np.linalg.norm(c),
+                         rounding=session.rounding)
+    assert np.all(np.abs(probes.values(L, k, idx) - truth.astype(np.float64)) <= bound)
+
+
+def test_ext_error_is_pinned():
+    """measure._ext_error by hand: d = 4 (rho = ceil(55 / 2) = 28, tau = 2^-25), a token with
+    (||x||, ||x||_1, max|x|) = (1, 2, 1), rows with (||M||_F, largest, one) = (3, 1, 5), u = 2^-40:
+    S = tau (2 * 1 + 1 * 5) + 3 * 4 tau^2, the bound gamma_4 S + gamma_3(u) (3 + (2 + gamma_4) S)."""
+    from attnproof.measure import _ext_error
+    from attnproof.models import RowSizes
+
+    tau, u, G = 2.0**-25, 2.0**-40, 4 * 2.0**-53 / (1 - 4 * 2.0**-53)
+    S = 7 * tau + 12 * tau**2
+    got = _ext_error(4, u, (np.array([1.0]), np.array([2.0]), np.array([1.0])), RowSizes(3.0, 1.0, 5.0))
+    assert got[0] == pytest.approx(G * S + 3 * u / (1 - 3 * u) * (3 + (2 + G) * S), rel=1e-14, abs=0)
+
+
+def test_dense_batches_is_pinned_on_both_sides_of_its_threshold():
+    """measure._dense_batches: every batch takes the split product when each q_l keeps more than
+    d / 8 non-zeros at the smallest scale it may be asked at (2^-max_k or the call's own): d = 16
+    needs 3 of them; 2 are not enough, one-hot tokens (Q = None) never are, and entries of 2^-600
+    vanish at 2^-500 (while 2^-400 do not)."""
+    from attnproof.measure import _dense_batches
+
+    d = 16
+
+    def probes(Q):
+        return Probes(np.eye(d), Q, np.ones(d), FLOAT64)
+
+    k = np.zeros(1, dtype=np.int64)
+    Q = np.zeros((d, d))
+    Q[:, :3] = 1.0
+    assert _dense_batches(probes(Q), k)
+    Q[:, 2] = 0.0
+    assert not _dense_batches(probes(Q), k)
+    assert not _dense_batches(probes(None), k)
+    Q[:, :3] = 2.0**-400
+    assert _dense_batches(probes(Q), k)
+    Q[:, :3] = 2.0**-600
+    assert not _dense_batches(probes(Q), k)

@@ -1,5 +1,7 @@
 """Models: shapes, batching, the merged parametrisation, and agreement with mpmath."""
 
+from dataclasses import replace
+
 import mpmath
 import numpy as np
 import pytest
@@ -149,7 +151,7 @@ def test_faithful_answers_are_the_exact_value_rounded_once(d, N, seed, sparse):
     """``answers="faithful"``: within 2^-53 |y| plus the extended evaluation's own (n + 4) 2^-64
     per term of the exact f (mpmath, 60 digits), for dense and one-hot last tokens (the sparse
     gather) alike, dense and factored W; the naive default is unchanged."""
-    from attnproof.models import FAITHFUL, NAIVE
+    from attnproof.models import FAITHFUL, NAIVE, FactorSizes, declared_rounding
 
     rng = np.random.default_rng(seed)
     K, Q = rng.standard_normal((2, d)), rng.standard_normal((2, d))
@@ -163,7 +165,10 @@ def test_faithful_answers_are_the_exact_value_rounded_once(d, N, seed, sparse):
         W_exact = exact_K.T @ exact_Q
     for model, W in ((Attention(K.T @ Q, v, answers="faithful"), K.T @ Q),
                      (FactoredAttention(K, Q, v, answers="faithful"), W_exact)):
+        # the factored model declares FAITHFUL with the sizes of its factors (FactorSizes)
         assert model.rounding is FAITHFUL
+        sizes = None if model.__class__ is Attention else FactorSizes.of(K, Q, v)
+        assert declared_rounding(model) == replace(FAITHFUL, sizes=sizes)
         exact = reference_f(W, v, X)
         y = model(X)
         terms = float(np.abs(X @ v).max()) * (1 + np.abs(X).sum() * np.abs(K.T @ Q).sum() * np.abs(X).sum())

@@ -33,9 +33,9 @@ from ...arith import FLOAT64, MP, SYMPY, Arith, norm2
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ...measure import (
     BilinearSession, Probes, Scale, ScalePolicy, balanced, bilinear_values, random_orthogonal, resolution,
-    value_errors,
+    value_errors, _ext_error,
 )
-from ...models import Attention, scores
+from ...models import Attention, RowSizes, _ext_product, scores
 from ...oracles import ValueOracle
 from ...prelude import prepare_probes, read_v
 from ...verify.checkers import expand_matrix
@@ -308,6 +308,21 @@ def _abs_norm(P: np.ndarray) -> float:
     return math.sqrt(float(a.sum(axis=0).max()) * float(a.sum(axis=1).max()))
 
 
+def _verified_residual(X: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
+    """An upper bound on ``||X F - Z||_F`` (float64 X, F, Z), a posteriori: ``X F`` to extended
+    precision by :func:`attnproof.models._ext_product` (within :func:`attnproof.measure._ext_error`
+    of it, per row of X, from the rows' and F's columns' sizes), minus Z in longdouble (``u`` of
+    the residual), its norm in float64 (times ``1 + 2^-20``: the conversion and the sum's
+    rounding).  A float64 product's error is what it is (about ``eps sqrt(d)`` of its terms, a
+    random walk), not the ``gamma_d`` of any summation order: this reads it."""
+    u = float(np.finfo(np.longdouble).eps) / 2
+    R = _ext_product(X, F) - Z.astype(np.longdouble)
+    a = np.abs(X)
+    rows = (norm2(X, axis=1), a.sum(axis=1), a.max(axis=1))
+    split = norm2(_ext_error(X.shape[1], u, rows, RowSizes.of(F.T)))
+    return float(norm2(R.astype(np.float64).reshape(-1)) * (1 + u) * (1 + 2.0**-20) + split)
+
+
 def _assembly_error(
     arith: Arith, bases: tuple[np.ndarray, np.ndarray], inverses: tuple[np.ndarray, np.ndarray],
     A: np.ndarray, B: np.ndarray, F1: np.ndarray, F2: np.ndarray, W_norm: float,
@@ -316,8 +331,14 @@ def _assembly_error(
     (``bases`` = (P, Q), the probes' bases, ``inverses`` = (P_inv, Q_inv), as computed) against the
     exact ``P^{-1} A B Q^{-T}``.
 
-    The two basis products are dot products of length d: ``||dF1||_F <= gamma_d || |P_inv| ||_2
-    ||A||_F`` (and likewise F2), which move W by ``||dF1||_F ||F2||_2`` and ``||F1||_2 ||dF2||_F``;
+    float64 with the transposes as inverses: a posteriori, ``F1 F2 - P^{-1} A B Q^{-T} = P^{-1} (E1
+    F2 Q^T + A E2) Q^{-T}`` with the residuals ``E1 = P F1 - A``, ``E2 = F2 Q^T - B`` bounded by
+    :func:`_verified_residual` (the basis' non-orthogonality and both products' rounding, as they
+    are), ``||F2 Q^T||_2 <= ||B||_2 + ||E2||``, and ``||P^{-1}||_2 <= (1 - ||P^T P - I||_2)^{-1/2}``
+    from :func:`_basis_rounding` (a factor 1 + O(d^1.5 eps)); plus W's own r-term sums below.
+    Otherwise a priori: the two basis products are dot products of length d:
+    ``||dF1||_F <= gamma_d || |P_inv| ||_2 ||A||_F`` (and likewise F2), which move W by
+    ``||dF1||_F ||F2||_2`` and ``||F1||_2 ||dF2||_F``;
     their product sums r terms: ``gamma_r || |F1| |F2| ||_F`` (from the r x r Gram matrices of
     |F1| and |F2|).  The inverses: in float64 ``P_inv = P^T`` (a view of P: no solve was done) and
     ``P^T P - I = P_0^T dP + dP^T P_0 + dP^T dP`` with ``||dP||_F`` from :func:`_basis_rounding`
@@ -330,12 +351,20 @@ def _assembly_error(
         return 0.0  # W = 0 exactly: an empty product
     eps = arith.resolution
     Pf, Qf, Af, Bf, F1f, F2f = (arith.to_float(x) for x in (P_inv, Q_inv, A, B, F1, F2))
+    G1, G2 = np.abs(F1f).T @ np.abs(F1f), np.abs(F2f) @ np.abs(F2f).T
+    own = _gamma(r, eps) * math.sqrt(float(np.sum(G1 * G2)))  # W = F1 F2's r-term sums
+    transposes = np.shares_memory(P_inv, P) and np.shares_memory(Q_inv, Q)  # no solve was done
+    eta = [2 * x + x**2 for x in (_basis_rounding(d, eps, 2), _basis_rounding(d, eps, 1))]
+    if transposes and eps == FLOAT64.eps and max(eta) < 1:
+        # a posteriori: F1 F2 - P^{-1} A B Q^{-T} = P^{-1} ((P F1 - A) F2 Q^T + A (F2 Q^T - B)) Q^{-T}
+        e1, e2 = _verified_residual(P, F1, A), _verified_residual(Q, F2.T, B.T)
+        up = 1 + 2.0**-20  # the float64 SVDs' own error, O(d eps) of the norm
+        A2, B2 = (float(np.linalg.norm(M, 2)) * up for M in (Af, Bf))
+        return float(own + (e1 * (B2 + e2) + A2 * e2) / math.sqrt((1 - eta[0]) * (1 - eta[1])))
     gd = _gamma(d, eps)
     products = gd * (_abs_norm(Pf) * np.linalg.norm(Af) * np.linalg.norm(F2f, 2)
-                     + np.linalg.norm(F1f, 2) * np.linalg.norm(Bf) * _abs_norm(Qf))
-    G1, G2 = np.abs(F1f).T @ np.abs(F1f), np.abs(F2f) @ np.abs(F2f).T
-    products += _gamma(r, eps) * math.sqrt(float(np.sum(G1 * G2)))
-    if np.shares_memory(P_inv, P) and np.shares_memory(Q_inv, Q):  # the transposes: no solve
+                     + np.linalg.norm(F1f, 2) * np.linalg.norm(Bf) * _abs_norm(Qf)) + own
+    if transposes:
         dP, dQ = _basis_rounding(d, eps, 2), _basis_rounding(d, eps, 1)
         inverses_error = (2 * dP + dP**2 + 2 * dQ + dQ**2) * W_norm
     else:
