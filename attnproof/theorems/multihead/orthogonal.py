@@ -145,6 +145,8 @@ def learn_orthogonal_heads(
         ``sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2)`` exceeds it.  Default: every head's own bound
         must be at most the arithmetic's resolution^(1/5) times its ``||W_hat^(h)||_F`` (as
         :func:`learn_exact` promises), so a head swamped by the others' rounding is refused.
+        With or without ``tol``, every head's v bound must be at most that promise times its
+        ``||v_hat^(h)||`` (the check queries take it as their tolerance).
 
     Returns
     -------
@@ -165,6 +167,8 @@ def learn_orthogonal_heads(
         If some head has v~ = 0 (C.1 requires v^(h) != 0).
     PrecisionLossError
         If the a-posteriori error bound exceeds ``tol`` (or a head's exceeds the default promise),
+        or a head's v bound exceeds the default promise (e.g. infinite: a rotation the identities
+        cannot see, as between heads that attend uniformly, moves that head's v),
         or a rotation below the identities' resolution could move a small head beyond first order.
 
     Examples
