@@ -312,6 +312,22 @@ def test_orthogonal_heads_sympy_is_exact():
     ),
     0,
 )
+# thorough profile (seed 1749515426): head 1's v leaks 0.05 e_1 into U_2 with head 1 not uniform
+# there: the identities' residuals (1.8e-3) fit no rotation (misfit 1.8e-3, rounding 1.6e-14), but
+# were read as one of 9e-5 rad; head 2's W came back 0.528 for 0.5 (bound 5.9e-5) and the checks
+# passed: a misfit beyond rounding is now an AssumptionError
+@example(
+    (
+        [
+            (np.diag([0.5, 0.0, 0.0]), np.array([-1.0, 0.05, 0.0])),
+            (np.diag([0.0, 0.5, 0.0]), np.array([0.0, -1.0, 0.0])),
+            (np.diag([0.0, 0.0, 1.0]), np.array([0.0, 0.0, -1.0])),
+        ],
+        [np.eye(3)[:, :1], np.eye(3)[:, 1:2], np.eye(3)[:, 2:]],
+        "leak-v",
+    ),
+    65536,
+)
 def test_c1_violation_is_never_silently_recovered(target, seed):
     """A typed refusal (AssumptionError; NonIdentifiableError or PrecisionLossError when the
     violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's
