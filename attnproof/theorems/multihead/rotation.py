@@ -22,9 +22,10 @@ by ``exp(K)`` (central differences of the model, no query).  The measured residu
 ``|k - J^+ r| <= |J^+| (tol + 2 ||J||_2 ||k||^2)`` (the second term: the identities' second order,
 with a factor 2 of margin).  J being tall, residuals that no rotation explains (``r - J J^+ r``
 beyond that noise) are seen, and refused as a violation of C.1 beyond a rotation.  The learned
-heads' errors beyond Prop. C.2's bound are the learner's response to k, measured by re-running the reduced learner on the recovered model rotated along
-each direction (no query): the response is positively homogeneous but not linear (the learner's
-discrete choices make kinks at k = 0; one-sided slopes differ by up to 10x), so each direction j
+heads' errors beyond Prop. C.2's bound are the learner's response to k, measured by re-running
+the reduced learner on the recovered model rotated along each direction (no query): the
+response is positively homogeneous but not linear (the learner's discrete choices make kinks at
+k = 0; one-sided slopes differ by up to 10x), so each direction j
 counts with the larger one-sided slope ``s_hj``, and head h's bound gains
 
     sum_j s_hj |k_j|  (|k_j| <= |(J^+ r)_j| + its spread)  + the second-order remainder,
