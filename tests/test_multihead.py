@@ -295,6 +295,39 @@ def test_orthogonal_heads_sympy_is_exact():
     ),
     0,
 )
+# thorough profile (seed 2487): head 1's W is ~0 (uniform) and its v leaks e_1 into U_2, where the
+# target is head 2 plus a uniform head (at N = 2 the head (-W_2, 0.5 e_1)); the identities cannot see
+# a rotation between the (near-)uniform heads, so heads 1 and 3 had an infinite v bound, which the
+# check queries took as their tolerance and passed (error 1.4e-3, no error): v's bound is now guarded
+@example(
+    (
+        [
+            (1.02460438e-291 * np.diag([1.0, 0.0, 0.0, 0.0, 0.0]), np.array([-1.0, 1.0, 0.0, 0.0, 0.0])),
+            (np.array([[0.0, 0, 0, 0, 0], [0, 1, 1, 1, 0], [0, 0, 1, 1, 0], [0, 1, 1, 1, 0],
+                       [0, 0, 0, 0, 0]]), np.array([0.0, -0.5, 0.0, 0.0, 0.0])),
+            (1.56667075e-279 * np.diag([0.0, 0.0, 0.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.0, 0.0, -1.0])),
+        ],
+        [np.eye(5)[:, :1], np.eye(5)[:, 1:4], np.eye(5)[:, 4:]],
+        "leak-v",
+    ),
+    0,
+)
+# thorough profile (seed 1749515426): head 1's v leaks 0.05 e_1 into U_2 with head 1 not uniform
+# there: the identities' residuals (1.8e-3) fit no rotation (misfit 1.8e-3, rounding 1.6e-14), but
+# were read as one of 9e-5 rad; head 2's W came back 0.528 for 0.5 (bound 5.9e-5) and the checks
+# passed: a misfit beyond rounding is now an AssumptionError
+@example(
+    (
+        [
+            (np.diag([0.5, 0.0, 0.0]), np.array([-1.0, 0.05, 0.0])),
+            (np.diag([0.0, 0.5, 0.0]), np.array([0.0, -1.0, 0.0])),
+            (np.diag([0.0, 0.0, 1.0]), np.array([0.0, 0.0, -1.0])),
+        ],
+        [np.eye(3)[:, :1], np.eye(3)[:, 1:2], np.eye(3)[:, 2:]],
+        "leak-v",
+    ),
+    65536,
+)
 def test_c1_violation_is_never_silently_recovered(target, seed):
     """A typed refusal (AssumptionError; NonIdentifiableError or PrecisionLossError when the
     violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's

@@ -145,6 +145,8 @@ def learn_orthogonal_heads(
         ``sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2)`` exceeds it.  Default: every head's own bound
         must be at most the arithmetic's resolution^(1/5) times its ``||W_hat^(h)||_F`` (as
         :func:`learn_exact` promises), so a head swamped by the others' rounding is refused.
+        With or without ``tol``, every head's v bound must be at most that promise times its
+        ``||v_hat^(h)||`` (the check queries take it as their tolerance).
 
     Returns
     -------
@@ -165,6 +167,8 @@ def learn_orthogonal_heads(
         If some head has v~ = 0 (C.1 requires v^(h) != 0).
     PrecisionLossError
         If the a-posteriori error bound exceeds ``tol`` (or a head's exceeds the default promise),
+        or a head's v bound exceeds the default promise (e.g. infinite: a rotation the identities
+        cannot see, as between heads that attend uniformly, moves that head's v),
         or a rotation below the identities' resolution could move a small head beyond first order.
 
     Examples
@@ -216,11 +220,15 @@ def learn_orthogonal_heads(
                                    error_bounds_v=[bv for _, bv in bounds])
         if tol is not None:
             session.guard(bound, None, tol, what="the heads' sqrt(sum_h ||W_hat^(h) - W^(h)||_F^2)")
-        for h, ((bW, _), rec) in enumerate(zip(bounds, heads) if tol is None else ()):
-            session.guard(bW, arith.norm(rec.W), None, what=f"head {h + 1}'s ||W_hat - W*||_F",
-                          why=" (a head whose v is small beside the other heads' is swamped by their "
-                          "rounding in its subspace, or C.1 holds only up to a rotation the identities "
-                          "cannot resolve)")
+        why = (" (a head whose v is small beside the other heads' is swamped by their rounding in its "
+               "subspace, or C.1 holds only up to a rotation the identities cannot resolve)")
+        for h, ((bW, bv), rec) in enumerate(zip(bounds, heads)):
+            if tol is None:
+                session.guard(bW, arith.norm(rec.W), None, what=f"head {h + 1}'s ||W_hat - W*||_F", why=why)
+            # v's bound always: the check queries take it as their tolerance, so an unbounded v
+            # (a rotation the identities cannot see moves it) would pass any check (issue 23, item 1)
+            session.guard(bv, arith.norm(rec.v), None, what=f"head {h + 1}'s ||v_hat - v*||_2",
+                          of="||v_hat||_2", why=why)
     if checks:
         session.diagnostics["check_residual"] = check_heads(session, heads, Es, bounds, checks, rng)
     info = session.close(reasked=sum(int(h.diagnostics.get("reasked_queries", 0)) for h in heads),

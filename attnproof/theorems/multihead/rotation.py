@@ -20,10 +20,12 @@ identities' residuals are ``J k``, J the derivative of the identities of the rec
 by ``exp(K)`` (central differences of the model, no query).  The measured residuals r satisfy
 ``|r - J k| <= tol`` (rounding), so with J of full column rank ``k = J^+ (J k)`` and, entrywise,
 ``|k - J^+ r| <= |J^+| (tol + 2 ||J||_2 ||k||^2)`` (the second term: the identities' second order,
-with a factor 2 of margin).  The learned heads' errors beyond Prop. C.2's bound are the learner's
-response to k, measured by re-running the reduced learner on the recovered model rotated along
-each direction (no query): the response is positively homogeneous but not linear (the learner's
-discrete choices make kinks at k = 0; one-sided slopes differ by up to 10x), so each direction j
+with a factor 2 of margin).  J being tall, residuals that no rotation explains (``r - J J^+ r``
+beyond that noise) are seen, and refused as a violation of C.1 beyond a rotation.  The learned
+heads' errors beyond Prop. C.2's bound are the learner's response to k, measured by re-running
+the reduced learner on the recovered model rotated along each direction (no query): the
+response is positively homogeneous but not linear (the learner's discrete choices make kinks at
+k = 0; one-sided slopes differ by up to 10x), so each direction j
 counts with the larger one-sided slope ``s_hj``, and head h's bound gains
 
     sum_j s_hj |k_j|  (|k_j| <= |(J^+ r)_j| + its spread)  + the second-order remainder,
@@ -175,6 +177,30 @@ def _identities(params: list[tuple[np.ndarray, np.ndarray]], Q: np.ndarray, X1: 
     return y[0::2] - y[1::2] - X1 @ sum(v for _, v in params)
 
 
+def _check_rotation_fit(J: np.ndarray, r: np.ndarray, k_hat: np.ndarray, tol: np.ndarray, k0: float) -> None:
+    """The residuals must be those of a rotation: ``r = J k + e`` with ``|e_i| <= tol_i + 2 ||J||_2
+    ||k||^2`` (rounding and second order, as in :func:`rotation_terms`) plus ``2^-20 ||J||_2 ||k||``
+    (J's own error: central differences, taken at the recovered heads rather than the target's),
+    and ``r - J k_hat = (I - J J^+) e`` is no longer than e.  J is tall
+    (:data:`IDENTITIES_PER_DIRECTION`), so residuals no rotation explains are seen (a head's v
+    leaking into another's subspace, issue 23 item 1).
+
+    Raises
+    ------
+    AssumptionError
+        If ``||r - J k_hat||_2`` exceeds that bound on ``||e||_2`` (``||k|| <= k0``).
+    """
+    norm_J = float(np.linalg.norm(J, 2)) if J.size else 0.0
+    allowed = float(np.linalg.norm(tol + norm_J * k0 * (2 * k0 + 2.0**-20))) * (1 + 8 * len(r) * FLOAT64.eps)
+    misfit = float(np.linalg.norm(r - J @ k_hat))
+    if misfit > allowed:
+        raise AssumptionError(
+            f"the C.1 identities' residuals are not those of a rotation off the given bases (a part "
+            f"{misfit:.3g} no rotation explains, above its tolerance {allowed:.3g}): the target does not "
+            "satisfy Assumption C.1 for them, even up to a rotation"
+        )
+
+
 def rotation_terms(
     heads: list[Recovery], Es: list[np.ndarray], arith: Arith, Q: np.ndarray, X1: np.ndarray,
     r: np.ndarray, tol: np.ndarray, probes: str, rngs: list[Any],
@@ -189,7 +215,8 @@ def rotation_terms(
     Raises
     ------
     AssumptionError
-        If the rotation consistent with the residuals may move a head's reduced oracle by more than
+        If no rotation explains the residuals (:func:`_check_rotation_fit`), or
+        if the rotation consistent with the residuals may move a head's reduced oracle by more than
         :data:`MAX_ROTATION` relative to it, an identity failing.
     PrecisionLossError
         The latter with every identity within its tolerance: a rotation below their resolution
@@ -232,6 +259,7 @@ def rotation_terms(
     # |k - k_hat| entrywise on J's range: P times the identities' noise, their rounding (tol) and
     # their second-order term (~ ||J||_2 ||k||^2, with a factor 2 of margin)
     k0 = float(np.linalg.norm(k_hat)) + float(np.linalg.norm(P, 2)) * float(np.linalg.norm(tol))
+    _check_rotation_fit(J, r, k_hat, tol, k0)
     spread = np.abs(P) @ (tol + 2 * float(np.linalg.norm(J, 2)) * k0 * k0)
     k_bound = float(np.linalg.norm(k_hat)) + float(np.linalg.norm(spread))
     out = []
