@@ -688,3 +688,36 @@ def test_declared_rounding_bound_is_attained_by_a_shared_query_adversary(monkeyp
     true_model = lowrank.value_errors
     monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) / 3)
     assert ratio() > 1
+
+
+@given(st.integers(2, 40).flatmap(lambda d: st.tuples(st.just(d), st.integers(1, min(d, 4)))),
+       st.integers(-20, 20), st.booleans(), seeds)
+def test_skeleton_pipelined_is_bitwise_the_serial_learner(dr, scale, bias, seed):
+    """The skeleton learner with its probe batches written ahead while the oracle answers (the
+    default) asks bitwise the queries of the serial session, in the same order and number, and
+    returns bitwise the same W, v and error bound; its line reports the assembly it overlapped."""
+    import attnproof.measure as measure
+
+    d, r = dr
+    runs = []
+    for pipeline in (False, True):
+        rng = np.random.default_rng(seed)
+        K, Q, v = low_rank_target(d, r, rng)
+        c, beta = (rng.standard_normal(d), 0.5) if bias else (None, None)
+        oracle = ValueOracle(FactoredAttention(K * 2.0**scale, Q, v, c=c, beta=beta), record=True)
+        real = measure.BilinearSession.__post_init__
+
+        def serial(self, real=real, pipeline=pipeline):
+            real(self)
+            self.pipeline = pipeline
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(measure.BilinearSession, "__post_init__", serial)
+            rec = learn_skeleton(oracle, rank=r, rng=rng, bias=bias)
+        runs.append((rec, oracle.log))
+    (a, log_a), (b, log_b) = runs
+    assert a.queries == b.queries and len(log_a) == len(log_b)
+    for x, y in zip(log_a, log_b, strict=True):
+        assert np.array_equal(x.X, y.X) and np.array_equal(x.y, y.y)
+    assert np.array_equal(a.W, b.W) and np.array_equal(a.v, b.v) and a.error_bound == b.error_bound
+    assert "overlapped_assembly" not in a.diagnostics and b.diagnostics["overlapped_assembly"] > 0
