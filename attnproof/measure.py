@@ -287,7 +287,11 @@ def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarr
     # the target -sign(u^T sigma) sigma / sqrt(d) keeps ||h||^2 >= 2: no cancellation in h (with u
     # near sigma / sqrt(d), h = u - sigma / sqrt(d) was small and |p_k^T v| off by 7.5e-15 relative)
     h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
-    return P - np.outer(2 * h / (h @ h), h @ P)
+    x, y = 2 * h / (h @ h), h @ P
+    out = np.empty_like(P)  # P - x y^T a block of rows at a time (no d x d temporary), bitwise the same
+    for a, b in _row_blocks(d):
+        np.subtract(P[a:b], np.outer(x[a:b], y), out=out[a:b])
+    return out
 
 
 def probe_batch(

@@ -595,3 +595,18 @@ def test_an_error_in_the_prefill_thread_is_raised_typed_and_an_oracle_error_wins
     with pytest.raises(QueryBudgetExceeded):  # batch 2 (queries 2-3) is refused while batch 3 is written
         session.measure_adaptively(probes, entries)
     assert session._ahead is not None and session._ahead.done.done()
+
+
+@given(st.sampled_from([1, 2, 7, 64, 600, 1030]), st.integers(0, 2**32 - 1))
+def test_balanced_writes_the_reflection_of_its_formula_bitwise(d, seed):
+    """balanced applies ``P - (2 h / h^T h) (h^T P)`` a block of rows at a time (no d x d temporary):
+    bitwise the matrix of the one-line formula (its docstring's h), also where the blocks split the
+    rows (d = 600, 1030: 436 and 254 rows a block)."""
+    from attnproof.arith import norm2
+
+    rng = np.random.default_rng(seed)
+    P, v = random_orthogonal(d, rng), rng.standard_normal(d)
+    got = balanced(P, v, np.random.default_rng(seed + 1))
+    u, sigma = P @ v / norm2(v), np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=d)
+    h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
+    assert np.array_equal(got, P - np.outer(2 * h / (h @ h), h @ P))
