@@ -721,3 +721,17 @@ def test_skeleton_pipelined_is_bitwise_the_serial_learner(dr, scale, bias, seed)
         assert np.array_equal(x.X, y.X) and np.array_equal(x.y, y.y)
     assert np.array_equal(a.W, b.W) and np.array_equal(a.v, b.v) and a.error_bound == b.error_bound
     assert "overlapped_assembly" not in a.diagnostics and b.diagnostics["overlapped_assembly"] > 0
+
+
+def test_the_low_rank_line_shows_the_oracle_cost_per_query_and_the_overlapped_assembly():
+    """The human line of a low-rank run sets the oracle's time per query beside its 6 d r flops and
+    says how much of the learner's probe assembly ran inside the oracle's wall time (issue 21,
+    item 4: learner/oracle is wall clock, so that work is named)."""
+    from attnproof.cli import _describe
+
+    row = run_lowrank(16, 3, seed=1)
+    line = _describe(row)
+    seconds = row["oracle_seconds_per_query"]
+    rate = 288 / seconds / 1e9
+    assert f"oracle {seconds * 1e6:.1f} us/query for 6 d r = 288 flop ({rate:.1f} Gflop/s)" in line
+    assert f"{row['diagnostics']['overlapped_assembly']:.2f} s of probe assembly overlapped the oracle" in line
