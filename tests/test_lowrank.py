@@ -734,4 +734,5 @@ def test_the_low_rank_line_shows_the_oracle_cost_per_query_and_the_overlapped_as
     seconds = row["oracle_seconds_per_query"]
     rate = 288 / seconds / 1e9
     assert f"oracle {seconds * 1e6:.1f} us/query for 6 d r = 288 flop ({rate:.1f} Gflop/s)" in line
-    assert f"{row['diagnostics']['overlapped_assembly']:.2f} s of probe assembly overlapped the oracle" in line
+    overlapped = row["diagnostics"]["overlapped_assembly"]
+    assert f"{overlapped:.2f} s of probe assembly overlapped the oracle" in line
