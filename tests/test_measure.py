@@ -540,7 +540,7 @@ def _rows_and_columns(session, probes, d, rng):
 
 @given(st.integers(2, 24), st.integers(0, 2**32 - 1), st.integers(-40, 40), st.booleans())
 def test_the_pipelined_session_asks_bitwise_the_queries_of_the_serial_one(d, seed, e, query_only):
-    """With ``pipeline`` (the default) the next batch of an adaptive measurement is written by a
+    """With ``pipeline`` the next batch of an adaptive measurement is written by a
     worker thread while the oracle answers the current one: the oracle sees bitwise the queries of
     the serial session, in the same order, batch for batch, and the logits, scale exponents and
     counts are the same (rows and columns of a target of size 2^e, so the scale moves and batches
@@ -588,10 +588,12 @@ def test_an_error_in_the_prefill_thread_is_raised_typed_and_an_oracle_error_wins
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(measure, "probe_batch", failing)
-        session = BilinearSession(ValueOracle(Attention(rng.standard_normal((d, d)), v)), FLOAT64)
+        oracle = ValueOracle(Attention(rng.standard_normal((d, d)), v))
+        session = BilinearSession(oracle, FLOAT64, pipeline=True)
         with pytest.raises(InvalidInputError, match="prefill thread broke"):
             session.measure_adaptively(probes, entries)
-    session = BilinearSession(ValueOracle(Attention(rng.standard_normal((d, d)), v), budget=2), FLOAT64)
+    session = BilinearSession(ValueOracle(Attention(rng.standard_normal((d, d)), v), budget=2), FLOAT64,
+                              pipeline=True)
     with pytest.raises(QueryBudgetExceeded):  # batch 2 (queries 2-3) is refused while batch 3 is written
         session.measure_adaptively(probes, entries)
     assert session._ahead is not None and session._ahead.done.done()
