@@ -32,7 +32,9 @@ session's wall-clock seconds in four parts that add up to the whole: ``'oracle'`
 oracle's calls), ``'basis'`` (drawing the probe vectors), ``'assembly'`` (building the probe
 batches) and ``'solve'`` (everything else: inverting the answers, pivoting, the solve or the
 reconstruction, the error bound).  A base session's time has the parts ``'oracle'`` and
-``'solve'``.
+``'solve'``.  An adaptive measurement writes its next probe batch in a worker thread while the
+oracle answers the current one (:class:`BilinearSession`'s ``pipeline``, off by default): that
+work is in the oracle's wall time, and its own seconds are reported as ``overlapped_assembly``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -285,7 +287,11 @@ def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarr
     # the target -sign(u^T sigma) sigma / sqrt(d) keeps ||h||^2 >= 2: no cancellation in h (with u
     # near sigma / sqrt(d), h = u - sigma / sqrt(d) was small and |p_k^T v| off by 7.5e-15 relative)
     h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
-    return P - np.outer(2 * h / (h @ h), h @ P)
+    x, y = 2 * h / (h @ h), h @ P
+    out = np.empty_like(P)  # P - x y^T a block of rows at a time (no d x d temporary), bitwise the same
+    for a, b in _row_blocks(d):
+        np.subtract(P[a:b], np.outer(x[a:b], y), out=out[a:b])
+    return out
 
 
 def probe_batch(
@@ -295,6 +301,7 @@ def probe_batch(
     s: np.ndarray | None,
     out: np.ndarray | None = None,
     held: np.ndarray | None = None,
+    parallel: bool = True,
 ) -> np.ndarray:
     """The two-token probes ``s [(p_k + q_l)^T; q_l^T]`` for each (k, l), shape (B, 2, d).
 
@@ -310,7 +317,9 @@ def probe_batch(
     such a row's query token is not written again (it is bitwise what would be written), and
     ``held`` is updated to what ``out`` holds on return.  The caller resets it when the probes or
     the scale change.  Successive rows of M share almost every query token, so a row asked in
-    the slots of the one before rewrites only the first token.
+    the slots of the one before rewrites only the first token.  ``parallel``: a large batch is
+    written by one thread per core (:func:`_in_blocks`); False: by the calling thread alone (the
+    prefill thread, which works while the oracle computes).
     """
     P, Q, arith = probes.P, probes.Q, probes.arith
     B, d = len(kk), probes.d
@@ -321,7 +330,7 @@ def probe_batch(
         memo = None if held is None else held[:B]
         _in_blocks(
             lambda a, b: _fill(Ps, Qs, kk[a:b], ll[a:b], scale, X[a:b], None if memo is None else memo[a:b]),
-            B, d,
+            B, d, parallel,
         )
         return X
     if held is not None:
@@ -405,12 +414,24 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 os.register_at_fork(after_in_child=_pool.cache_clear)
 
 
-def _in_blocks(fill: Callable[[int, int], None], B: int, d: int) -> None:
+@cache
+def _prefiller() -> ThreadPoolExecutor:
+    """The thread that writes a session's next probe batch while the oracle answers the current one
+    (:meth:`BilinearSession.measure`'s ``then``; one thread: at most one batch is pending)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnproof-prefill")
+
+
+os.register_at_fork(after_in_child=_prefiller.cache_clear)
+
+
+def _in_blocks(fill: Callable[[int, int], None], B: int, d: int, parallel: bool = True) -> None:
     """Run ``fill(a, b)`` over consecutive blocks of the rows 0..B - 1, one per core when the batch
     is large: writing a batch of probes is bound by memory bandwidth, which one core does not
     saturate (at d = 4096: ~17 us per probe on one core, ~9 on two).  Each row is written by
-    exactly one block with the same elementwise operations, so the result is bitwise the same."""
-    workers = 1 if 2 * B * d < _PARALLEL_ENTRIES else min(os.cpu_count() or 1, 8, B)  # (a slow call here)
+    exactly one block with the same elementwise operations, so the result is bitwise the same.
+    Not ``parallel``: one block, in the calling thread."""
+    large = parallel and 2 * B * d >= _PARALLEL_ENTRIES
+    workers = min(os.cpu_count() or 1, 8, B) if large else 1  # (a slow call here)
     if workers < 2:
         fill(0, B)
         return
@@ -752,6 +773,28 @@ class _ProbeBuffer:
 
 
 @dataclass
+class _Prefill:
+    """A probe batch written ahead by the prefill thread (:meth:`BilinearSession.measure`'s
+    ``then``): the entries (kk, ll) at the one scale exponent ``k``, at row ``at`` of ``buffer``,
+    for ``probes``; ``done`` the thread's work (its seconds, or its exception)."""
+
+    probes: Probes
+    kk: np.ndarray
+    ll: np.ndarray
+    k: int
+    buffer: _ProbeBuffer
+    at: int
+    done: Future[float]
+    joined: bool = False
+
+    def holds(self, probes: Probes, kk: np.ndarray, ll: np.ndarray, k: np.ndarray, buffer: _ProbeBuffer,
+              at: int) -> bool:
+        """Is this the batch ``(kk, ll)`` of ``probes`` at scale exponents k, at row ``at`` of ``buffer``?"""
+        return (self.probes is probes and self.buffer is buffer and self.at == at and len(k) > 0
+                and bool(np.all(k == self.k)) and np.array_equal(self.kk, kk) and np.array_equal(self.ll, ll))
+
+
+@dataclass
 class BilinearSession(Session):
     """The bilinear adaptive measurement, a layer on :class:`Session`: ``p^T W* q`` through
     two-token value queries, with probe scales adapted (see the module docstring).
@@ -761,9 +804,14 @@ class BilinearSession(Session):
     a single query token (a column of M) and one for the others (a row of M), so alternating
     columns and rows do not overwrite each other's tokens, and a row asked in the slots of the
     row before rewrites only its first tokens (:func:`probe_batch`'s ``held``).  The oracle
-    receives a read-only view of a buffer.  Its time has four parts
-    (:attr:`TIME_PARTS`), and its measurements fill ``rescaled_probes``, ``global_rescales``,
-    ``reasked_queries`` and ``max_abs_logit``.
+    receives a read-only view of a buffer.  With ``pipeline``, the next batch of an adaptive
+    measurement is written by a worker thread while the oracle answers the current one (into
+    other rows of the buffers: the probes, the queries and their count are bitwise those of the
+    serial order; a guess the answers overturn -- a new scale -- is written again).  Its time has
+    four parts (:attr:`TIME_PARTS`: wall clock, so a batch written during the oracle's call counts
+    in ``'oracle'``), the seconds the worker spent writing batches are ``overlapped_assembly`` (the
+    learner's work hidden in the oracle's wall time), and its measurements fill
+    ``rescaled_probes``, ``global_rescales``, ``reasked_queries`` and ``max_abs_logit``.
 
     Parameters
     ----------
@@ -773,13 +821,20 @@ class BilinearSession(Session):
     max_batch_bytes : int
         Upper bound on the size of one batch of float64 probes sent to the oracle (each of the
         two buffers holds at most one batch).
+    pipeline : bool, keyword only
+        Write the next batch while the oracle answers; False (default): strictly in turn.  Off
+        by default: at d = 4096, r = 128 on two cores it moved ~12 s of probe writing into the
+        oracle's wall time (the oracle slowed by as much: 69.5 -> 81.9 s) and left the total
+        unchanged (90.5 vs 91.3 s), so it only flatters learner/oracle.
     learner, diagnostics : keyword only
         As for :class:`Session`.
     """
 
     policy: ScalePolicy = field(default_factory=ScalePolicy)
     max_batch_bytes: int = 2**28
+    pipeline: bool = field(default=False, kw_only=True)
     _buffers: dict[bool, _ProbeBuffer] = field(default_factory=dict, init=False, repr=False)
+    _ahead: _Prefill | None = field(default=None, init=False, repr=False)
 
     TIME_PARTS: ClassVar[tuple[str, ...]] = ("oracle", "basis", "assembly", "solve")
 
@@ -811,12 +866,19 @@ class BilinearSession(Session):
             buf = self._buffers[one_query] = _ProbeBuffer(X, np.full(rows, -1, dtype=np.int64))
         return len(buf.X), buf
 
+    def _place(self, n: int, d: int, ll: np.ndarray, at: int) -> tuple[int, _ProbeBuffer | None, int]:
+        """Batch size, buffer and first row of a call of n probes with query indices ``ll`` asked
+        from row ``at`` (0 when they would not fit there): :meth:`_chunk`."""
+        chunk, buffer = self._chunk(at + n, d, bool(n) and bool(np.all(ll == ll[0])))
+        return chunk, buffer, at if at + n <= chunk else 0
+
     def measure(
         self,
         probes: Probes,
         entries: tuple[np.ndarray, np.ndarray],
         k: np.ndarray | None = None,
         at: int = 0,
+        then: tuple[np.ndarray, np.ndarray, int, int] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Ask the probes for ``entries = (kk, ll)`` at scales 2^k; return the logits and k.
 
@@ -824,19 +886,82 @@ class BilinearSession(Session):
         (identity ``thm4.1/label-affine``) and the logit is ``sigma^{-1}(alpha)``.  ``at``: the
         row of the buffer the first probe is written to (a batch of a larger call sits at its
         place in the call, so the next call in the same order finds its query tokens there); 0
-        when the batch would not fit there.
+        when the batch would not fit there.  ``then = (kk, ll, k, at)``: the batch the caller
+        expects to ask next (at the one scale exponent k), written by the prefill thread while the
+        oracle answers this call's last batch (with ``pipeline``, float64, where it fits in other
+        rows than this batch's); the next call that asks exactly it reads it from the buffer.
         """
         arith = self.arith
         kk, ll = entries
         n = len(kk)
         k = np.zeros(n, dtype=np.int64) if k is None else k
-        chunk, buffer = self._chunk(at + n, probes.d, bool(n) and bool(np.all(ll == ll[0])))
-        at = at if at + n <= chunk else 0
+        self._join()
+        chunk, buffer, at = self._place(n, probes.d, ll, at)
         L = np.empty(n, dtype=arith.dtype)
         with arith.context():  # mpmath's precision is global: in force for every step here
             for a in range(0, n, chunk):
-                self._measure_chunk(probes, entries, k, slice(a, a + chunk), buffer, at, L)
+                ahead = then if a + chunk >= n else None
+                self._measure_chunk(probes, entries, k, slice(a, a + chunk), buffer, at, L, ahead)
         return L, k
+
+    def _join(self, quiet: bool = False) -> None:
+        """Wait for the prefill thread's batch, if one is pending, and book its seconds under
+        ``overlapped_assembly``; its exception is raised here (``quiet``: dropped, while another
+        is on its way).  The batch stays readable (:meth:`_written_ahead`)."""
+        ahead = self._ahead
+        if ahead is None or ahead.joined:
+            return
+        ahead.joined = True
+        try:
+            seconds = ahead.done.result()
+        except BaseException:
+            self._ahead = None
+            if quiet:
+                return
+            raise
+        info = self.diagnostics
+        info["overlapped_assembly"] = info.get("overlapped_assembly", 0.0) + seconds
+
+    def _written_ahead(
+        self, probes: Probes, kk: np.ndarray, ll: np.ndarray, k: np.ndarray, buffer: _ProbeBuffer, at: int
+    ) -> bool:
+        """Did the prefill thread write this batch (joined: :meth:`_join`)?  Read once; a batch
+        written ahead is forgotten once another is written over its rows."""
+        ahead = self._ahead
+        if ahead is None:
+            return False
+        if ahead.holds(probes, kk, ll, k, buffer, at):
+            self._ahead = None
+            return True
+        if ahead.buffer is buffer and at < ahead.at + len(ahead.kk) and ahead.at < at + len(kk):
+            self._ahead = None
+        return False
+
+    def _write_ahead(
+        self,
+        probes: Probes,
+        then: tuple[np.ndarray, np.ndarray, int, int],
+        busy: tuple[_ProbeBuffer, int, int],
+    ) -> None:
+        """Start writing the batch ``then = (kk, ll, k, at)`` in the prefill thread, unless it would
+        not fit in one batch or would overwrite the rows ``busy = (buffer, first, stop)`` the oracle
+        is reading."""
+        kk, ll, k, at = then
+        n = len(kk)
+        chunk, buffer, at = self._place(n, probes.d, ll, at)
+        mine, first, stop = busy
+        if buffer is None or not n or n > chunk or (buffer is mine and at < stop and first < at + n):
+            return
+        s = None if k == 0 else np.full(n, self.arith.pow2(k))
+        kk, ll, ks = kk.copy(), ll.copy(), np.full(n, k, dtype=np.int64)
+
+        def write() -> float:
+            t0 = time.perf_counter()
+            buffer.hold(probes, ks)
+            probe_batch(probes, kk, ll, s, buffer.X[at:], buffer.held[at:], parallel=False)
+            return time.perf_counter() - t0
+
+        self._ahead = _Prefill(probes, kk, ll, k, buffer, at, _prefiller().submit(write))
 
     def _measure_chunk(
         self,
@@ -847,21 +972,34 @@ class BilinearSession(Session):
         buffer: _ProbeBuffer | None,
         at: int,
         L: np.ndarray,
+        then: tuple[np.ndarray, np.ndarray, int, int] | None = None,
     ) -> None:
-        """One batch of :meth:`measure` (written at row ``at`` of the buffer): ask, subtract the
+        """One batch of :meth:`measure` (written at row ``at`` of the buffer, or read there when the
+        prefill thread wrote it): ask (while the prefill thread writes ``then``), subtract the
         known parts, invert sigma."""
         arith = self.arith
         kk, ll = entries
         pv, qv = probes.pv, probes.qv
         with self.timed("assembly"):
+            self._join()  # a batch written ahead: done (its error raised) before the buffers are read
             s = None if not np.any(k[sl]) else arith.pow2(k[sl])
             if buffer is None:
                 X = probe_batch(probes, kk[sl], ll[sl], s)
             else:
-                buffer.hold(probes, k[sl])
-                X = probe_batch(probes, kk[sl], ll[sl], s, buffer.X[at:], buffer.held[at:]).view()
+                B = len(kk[sl])
+                if self._written_ahead(probes, kk[sl], ll[sl], k[sl], buffer, at):
+                    X = buffer.X[at : at + B].view()
+                else:
+                    buffer.hold(probes, k[sl])
+                    X = probe_batch(probes, kk[sl], ll[sl], s, buffer.X[at:], buffer.held[at:]).view()
                 X.flags.writeable = False  # the buffer's tokens are reused: the oracle only reads them
-        answers = self.ask(X)
+                if then is not None and self.pipeline:
+                    self._write_ahead(probes, then, (buffer, at, at + B))
+        try:
+            answers = self.ask(X)
+        except BaseException:
+            self._join(quiet=True)  # the oracle's error is the one raised; the thread is not left running
+            raise
         y = arith.asarray(answers, copy=False) - probes.offset
         if s is None:
             base = qv[ll[sl]]
@@ -892,6 +1030,23 @@ class BilinearSession(Session):
             If a probe stays saturated at the smallest scale, or rescaling does not converge
             within ``policy.rounds`` rounds (every loop here is bounded).
         """
+        try:
+            L, k = self._measure_adaptively(probes, entries, scale, policy)
+        except BaseException:
+            self._join(quiet=True)  # the error raised is the measurement's; no thread is left writing
+            raise
+        self._join()  # a batch written ahead that the answers overturned: its thread is done
+        return L, k
+
+    def _measure_adaptively(
+        self,
+        probes: Probes,
+        entries: tuple[np.ndarray, np.ndarray],
+        scale: Scale | None,
+        policy: ScalePolicy | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`measure_adaptively`'s body; each batch names the next one, of twice its size at
+        its scale, for the prefill thread (the answers may overturn the guess)."""
         policy = policy or self.policy
         info, arith = self.diagnostics, self.arith
         if arith.exact:  # exact arithmetic never saturates: no scale to adapt
@@ -910,8 +1065,10 @@ class BilinearSession(Session):
         while start < n:  # at most (jumps + 1) (log2(n) + 1) batches
             b = np.arange(start, min(n, start + size))
             k[b] = scale.k
+            guess = np.arange(start + len(b), min(n, start + len(b) + 2 * size))
+            then = (kk[guess], ll[guess], scale.k, start + len(b)) if len(guess) else None
             reasked += self._settle(
-                probes, entries, L, k, mags, b, rescaled, policy, scale.k_unguessed, start
+                probes, entries, L, k, mags, b, rescaled, policy, scale.k_unguessed, start, then
             )
             before = scale.jumps
             self._learn(probes, entries, L, k, b, scale, policy)
@@ -962,6 +1119,7 @@ class BilinearSession(Session):
         policy: ScalePolicy,
         unguessed: int | None = None,
         at: int = 0,
+        then: tuple[np.ndarray, np.ndarray, int, int] | None = None,
     ) -> int:
         """Ask the probes ``b`` at their scales k[b] and ask again every one whose logit saturates
         (retargeted to ``goal`` from a trusted logit, else shrunk by 2^shrink_log2) until none
@@ -972,9 +1130,9 @@ class BilinearSession(Session):
         least to it -- the jump was wrong for this probe, and shrinking 2^shrink_log2 at a time
         would ask it once per 2^shrink_log2 of the jump (issue 23).  Not for the probes moved up
         by the jumps themselves: they were lost at that scale.  ``at``: where the batch goes in the
-        probe buffer (:meth:`measure`)."""
+        probe buffer, ``then`` the batch expected next (:meth:`measure`)."""
         kk, ll = entries
-        L[b], _ = self.measure(probes, (kk[b], ll[b]), k[b], at)
+        L[b], _ = self.measure(probes, (kk[b], ll[b]), k[b], at, then)
         mags[b] = self.arith.magnitudes(L[b])
         reasked = 0
         for _ in range(policy.rounds):

@@ -815,3 +815,50 @@ def test_verified_residual_is_pinned():
     assert got == pytest.approx((1 + u) * up + split, rel=1e-15, abs=0)
     exact = lowrank._verified_residual(np.array([[1.0, 2.0]]), np.array([[3.0], [4.0]]), np.array([[11.0]]))
     assert exact == pytest.approx(split, rel=1e-12, abs=0)  # no residual: only the product's bound
+
+
+@given(st.integers(2, 40).flatmap(lambda d: st.tuples(st.just(d), st.integers(1, min(d, 4)))),
+       st.integers(-20, 20), st.booleans(), seeds)
+def test_skeleton_pipelined_is_bitwise_the_serial_learner(dr, scale, bias, seed):
+    """The skeleton learner with its probe batches written ahead while the oracle answers (``pipeline``)
+    asks bitwise the queries of the serial session, in the same order and number, and
+    returns bitwise the same W, v and error bound; its line reports the assembly it overlapped."""
+    import attnproof.measure as measure
+
+    d, r = dr
+    runs = []
+    for pipeline in (False, True):
+        rng = np.random.default_rng(seed)
+        K, Q, v = low_rank_target(d, r, rng)
+        c, beta = (rng.standard_normal(d), 0.5) if bias else (None, None)
+        oracle = ValueOracle(FactoredAttention(K * 2.0**scale, Q, v, c=c, beta=beta), record=True)
+        real = measure.BilinearSession.__post_init__
+
+        def serial(self, real=real, pipeline=pipeline):
+            real(self)
+            self.pipeline = pipeline
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(measure.BilinearSession, "__post_init__", serial)
+            rec = learn_skeleton(oracle, rank=r, rng=rng, bias=bias)
+        runs.append((rec, oracle.log))
+    (a, log_a), (b, log_b) = runs
+    assert a.queries == b.queries and len(log_a) == len(log_b)
+    for x, y in zip(log_a, log_b, strict=True):
+        assert np.array_equal(x.X, y.X) and np.array_equal(x.y, y.y)
+    assert np.array_equal(a.W, b.W) and np.array_equal(a.v, b.v) and a.error_bound == b.error_bound
+    assert "overlapped_assembly" not in a.diagnostics and b.diagnostics["overlapped_assembly"] > 0
+
+
+def test_the_low_rank_line_shows_the_oracle_cost_per_query_and_the_overlapped_assembly():
+    """The human line of a low-rank run sets the oracle's time per query beside its 6 d r flops and
+    says how much of the learner's probe assembly ran inside the oracle's wall time (issue 21,
+    item 4: learner/oracle is wall clock, so that work is named)."""
+    from attnproof.cli import _describe
+
+    row = run_lowrank(16, 3, seed=1)
+    line = _describe(row)
+    seconds = row["oracle_seconds_per_query"]
+    rate = 288 / seconds / 1e9
+    assert f"oracle {seconds * 1e6:.1f} us/query for 6 d r = 288 flop ({rate:.1f} Gflop/s)" in line
+    assert "overlapped" not in line and "overlapped_assembly" not in row["diagnostics"]  # serial by default

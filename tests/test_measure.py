@@ -597,3 +597,90 @@ def test_dense_batches_is_pinned_on_both_sides_of_its_threshold():
     assert _dense_batches(probes(Q), k)
     Q[:, :3] = 2.0**-600
     assert not _dense_batches(probes(Q), k)
+
+
+def _rows_and_columns(session, probes, d, rng):
+    """Columns and rows of M in turn (as the cross approximation asks them), on one Scale."""
+    from attnproof.measure import Scale
+
+    scale, out = Scale(), []
+    for j in rng.permutation(d)[: max(1, d // 3)]:
+        for kk, ll in ((np.arange(d), np.full(d, j)), (np.full(d - 1, j), np.delete(np.arange(d), j))):
+            out.append(session.measure_adaptively(probes, (kk, ll), scale))
+    return out
+
+
+@given(st.integers(2, 24), st.integers(0, 2**32 - 1), st.integers(-40, 40), st.booleans())
+def test_the_pipelined_session_asks_bitwise_the_queries_of_the_serial_one(d, seed, e, query_only):
+    """With ``pipeline`` the next batch of an adaptive measurement is written by a
+    worker thread while the oracle answers the current one: the oracle sees bitwise the queries of
+    the serial session, in the same order, batch for batch, and the logits, scale exponents and
+    counts are the same (rows and columns of a target of size 2^e, so the scale moves and batches
+    written ahead at the old scale are written again); and batches were written ahead."""
+    logs, results, infos = [], [], []
+    for pipeline in (False, True):
+        rng = np.random.default_rng(seed)
+        P, Q, v = rng.standard_normal((d, d)), rng.standard_normal((d, d)), rng.standard_normal(d) + 3
+        oracle = ValueOracle(Attention(rng.standard_normal((d, d)) * 2.0**e, v), record=True)
+        session = BilinearSession(oracle, FLOAT64, pipeline=pipeline)
+        probes = Probes(P, Q, v, FLOAT64, scale_query_only=query_only)
+        results.append(_rows_and_columns(session, probes, d, rng))
+        logs.append(oracle.log)
+        infos.append(session.diagnostics)
+    (serial, piped), (serial_log, piped_log) = results, logs
+    assert len(serial_log) == len(piped_log)
+    for a, b in zip(serial_log, piped_log, strict=True):
+        assert np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y)
+    for (L1, k1), (L2, k2) in zip(serial, piped, strict=True):
+        assert np.array_equal(L1, L2) and np.array_equal(k1, k2)
+    shared = ("rescaled_probes", "global_rescales", "reasked_queries", "max_abs_logit")
+    assert [infos[0][key] for key in shared] == [infos[1][key] for key in shared]
+    assert "overlapped_assembly" not in infos[0] and infos[1]["overlapped_assembly"] > 0
+
+
+def test_an_error_in_the_prefill_thread_is_raised_typed_and_an_oracle_error_wins():
+    """The worker thread's exception reaches the learner as raised (typed, no hang); an error of the
+    oracle while a batch is being written ahead is the one raised, and no thread is left writing."""
+    import threading
+
+    import attnproof.measure as measure
+    from attnproof.errors import QueryBudgetExceeded
+
+    d = 8
+    rng = np.random.default_rng(3)
+    v = rng.standard_normal(d) + 3
+    probes = Probes(rng.standard_normal((d, d)), rng.standard_normal((d, d)), v, FLOAT64)
+    entries = (np.arange(d), np.full(d, 2))
+    real = measure.probe_batch
+
+    def failing(*args, **kwargs):
+        if threading.current_thread().name.startswith("attnproof-prefill"):
+            raise InvalidInputError("the prefill thread broke")
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(measure, "probe_batch", failing)
+        oracle = ValueOracle(Attention(rng.standard_normal((d, d)), v))
+        session = BilinearSession(oracle, FLOAT64, pipeline=True)
+        with pytest.raises(InvalidInputError, match="prefill thread broke"):
+            session.measure_adaptively(probes, entries)
+    session = BilinearSession(ValueOracle(Attention(rng.standard_normal((d, d)), v), budget=2), FLOAT64,
+                              pipeline=True)
+    with pytest.raises(QueryBudgetExceeded):  # batch 2 (queries 2-3) is refused while batch 3 is written
+        session.measure_adaptively(probes, entries)
+    assert session._ahead is not None and session._ahead.done.done()
+
+
+@given(st.sampled_from([1, 2, 7, 64, 600, 1030]), st.integers(0, 2**32 - 1))
+def test_balanced_writes_the_reflection_of_its_formula_bitwise(d, seed):
+    """balanced applies ``P - (2 h / h^T h) (h^T P)`` a block of rows at a time (no d x d temporary):
+    bitwise the matrix of the one-line formula (its docstring's h), also where the blocks split the
+    rows (d = 600, 1030: 436 and 254 rows a block)."""
+    from attnproof.arith import norm2
+
+    rng = np.random.default_rng(seed)
+    P, v = random_orthogonal(d, rng), rng.standard_normal(d)
+    got = balanced(P, v, np.random.default_rng(seed + 1))
+    u, sigma = P @ v / norm2(v), np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=d)
+    h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
+    assert np.array_equal(got, P - np.outer(2 * h / (h @ h), h @ P))

@@ -258,3 +258,19 @@ part("bounds", "note", 1, "skeleton d = 4096 r = 128 seeds 0-4")
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 part("rows", "shown", 0, "rank")
 part("rows", "shown", 9, "probes")
+
+
+@part("rows", "note", 2)
+def _oracle_cost_note(row: dict[str, Any]) -> str | None:
+    """The line of a low-rank row: the oracle's own cost per query against its flop count (6 d r,
+    :func:`run_lowrank`) and the rate that makes, so a reader sees how close the whole run is to
+    the machine (issue 21, item 4); and the learner's probe assembly done in a worker thread while
+    the oracle answered (``overlapped_assembly``: the line's learner/oracle is wall clock, where
+    that work counts in the oracle's time)."""
+    seconds, flops = row.get("oracle_seconds_per_query"), row.get("oracle_flops_per_query")
+    if seconds is None or flops is None or not seconds > 0:
+        return None
+    overlapped = row.get("diagnostics", {}).get("overlapped_assembly")
+    hidden = "" if overlapped is None else f"; {overlapped:.2f} s of probe assembly overlapped the oracle"
+    return (f"oracle {seconds * 1e6:.1f} us/query for 6 d r = {flops:.3g} flop "
+            f"({flops / seconds / 1e9:.1f} Gflop/s){hidden}")
