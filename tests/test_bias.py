@@ -16,11 +16,13 @@ from attnproof.measure import PILOT_SLACK
 from attnproof.models import Attention, FactoredAttention
 from attnproof.oracles import RoundingAdversary, ValueOracle
 from attnproof.theorems import exact
-from attnproof.theorems.exact import PROBE_FAMILIES, learn_exact
+from attnproof.theorems.exact import PROBE_FAMILIES, OpposedPreludeAdversary, learn_exact
 from attnproof.verify.checkers import run_rows
 from attnproof.theorems.lowrank import learn_skeleton, learn_skeleton_adaptive
 
 seeds = st.integers(0, 2**32 - 1)
+#: The two adversaries of ``thm4.1/run-tight``'s rigour property.
+ADVERSARIES = (RoundingAdversary, OpposedPreludeAdversary)
 
 
 def rel(a, b):
@@ -189,10 +191,10 @@ def test_minilm_heads_load_when_installed():
 ])
 def test_the_bias_run_fails_on_a_dropped_factor_of_c_bound(monkeypatch, factor, failing):
     """``thm4.1/run-tight`` with biases (d = 16): c's error is 0.82 of ``error_bound_c`` against the
-    rounding adversary, so a c bound that drops a factor of 2 fails the entry, and so does one
-    inflated by 2 (issue 22 item 2).  At the old d = 3 target it was 0.498 -- the learner's own
-    roundings and the one-token answers' declared errors, which the adversary leaves exact, held
-    half the bound -- and a halved c bound passed."""
+    adversary (:class:`~attnproof.theorems.exact.OpposedPreludeAdversary`), so a c bound that drops a
+    factor of 2 fails the entry, and so does one inflated by 2 (issue 22 item 2).  At the old d = 3
+    target it was 0.498 -- the learner's own roundings and the one-token answers' declared errors,
+    which the adversary leaves exact, held half the bound -- and a halved c bound passed."""
     passed, _, rows = run_rows(exact.run_tight())
     assert passed, [r for r in rows if not r["passed"]]
     true_bound = exact._error_bound
@@ -207,25 +209,48 @@ def test_the_bias_run_fails_on_a_dropped_factor_of_c_bound(monkeypatch, factor, 
 
 
 @given(ast.targets(d=st.integers(1, 16), w_scale=ast.scales(-2, 1), v_scale=ast.scales(-2, 1)),
-       st.floats(-3, 1), st.sampled_from(PROBE_FAMILIES), seeds)
+       st.floats(-3, 1), st.sampled_from(PROBE_FAMILIES), st.sampled_from(ADVERSARIES), seeds)
 def test_an_adversary_answering_as_badly_as_declared_stays_within_the_bounds_of_W_and_c(
-    target, log10_c, probes, seed
+    target, log10_c, probes, adversary, seed
 ):
     """Rigour of the bounds ``thm4.1/run-tight`` nearly attains: against
     :class:`~attnproof.oracles.RoundingAdversary` (every two-token answer off by the full label and
-    score error of the naive model, all pushing one way) on heads with biases of any width up to
-    16, ``||W_hat - W*||_F <= error_bound`` and ``||c_hat - c*|| <= error_bound_c`` for each probe
-    family."""
+    score error of the naive model, all pushing one way) and
+    :class:`~attnproof.theorems.exact.OpposedPreludeAdversary` (the score-bias prelude's pushed the
+    other way) on heads with biases of any width up to 16, ``||W_hat - W*||_F <= error_bound`` and
+    ``||c_hat - c*|| <= error_bound_c`` for each probe family."""
     W, v = target
     rng = np.random.default_rng(seed)
     c, beta = 10.0**log10_c * rng.standard_normal(len(v)), float(rng.standard_normal())
     model = Attention(W, v, c=c, beta=beta)
     try:
-        rec = learn_exact(RoundingAdversary(model), probes=probes, rng=rng, bias=True)
+        rec = learn_exact(adversary(model), probes=probes, rng=rng, bias=True)
     except PrecisionLossError:  # a W* the offset beta hides (test_biased_exact_learner)
         return
     assert np.linalg.norm(rec.W - model.W) <= rec.error_bound
     assert np.linalg.norm(rec.c - model.c) <= rec.diagnostics["error_bound_c"]
+
+
+def test_the_opposed_adversary_negates_only_the_score_bias_preludes_push():
+    """:class:`~attnproof.theorems.exact.OpposedPreludeAdversary` answers a probe with a zero last
+    token (the score-bias prelude's) with RoundingAdversary's push negated, to within one rounding of
+    the answer, and every other query as RoundingAdversary does."""
+    W, v, c, beta = exact.TIGHT_TARGET
+    model = Attention(W, v, c=c, beta=beta)
+    rng = np.random.default_rng(0)
+    d = len(v)
+    prelude = np.stack([rng.standard_normal((4, d)), np.zeros((4, d))], axis=1)
+    probes = np.stack([rng.standard_normal((4, d)), rng.standard_normal((4, d))], axis=1)
+    one_token = rng.standard_normal((4, 1, d))
+    for X in (prelude, probes, one_token):
+        y0 = np.asarray(model(X), dtype=float)
+        push, opposed = (np.asarray(o(X), dtype=float) - y0
+                         for o in (RoundingAdversary(model), exact.OpposedPreludeAdversary(model)))
+        if X is prelude:
+            assert np.all(np.abs(push) > 0)  # the adversary does push
+            assert np.all(np.abs(opposed + push) <= 2.0**-52 * np.abs(y0))
+        else:
+            assert np.array_equal(opposed, push)
 
 
 def test_the_head_learners_offered_are_every_registered_learner_that_takes_biases():

@@ -10,4 +10,8 @@ MUTANTS = (
      "old": "bound = FLOAT64.norm(dT) * inv_norm + W_solve",
      "new": "bound = FLOAT64.norm(dT) + W_solve",
      "what": "the error bound of W drops the factor ||Z^{-1}||_2 of the measured values' error"},
+    {"name": "exact-c-bound-halved", "path": "__init__.py",
+     "old": "c_bound = None if c is None else FLOAT64.norm(probes.linear_err) * inv_norm + c_solve",
+     "new": "c_bound = None if c is None else FLOAT64.norm(probes.linear_err) * inv_norm / 2 + c_solve",
+     "what": "c's error bound drops a factor of 2 of the measured c^T p's error (thm4.1/run-tight fails)"},
 )
