@@ -421,6 +421,8 @@ class Float64(Arith):
     def norm(self, a: Any) -> float:
         a = np.asarray(a, dtype=np.float64)
         top = float(np.max(np.abs(a), initial=0.0))
+        if not math.isfinite(top):  # an infinite entry (an unbounded error): the norm is too
+            return top
         return top * float(np.linalg.norm(a / top)) if top > 0 else 0.0
 
     def log2_abs_max(self, a: Any) -> float:

@@ -684,3 +684,24 @@ def test_balanced_writes_the_reflection_of_its_formula_bitwise(d, seed):
     u, sigma = P @ v / norm2(v), np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=d)
     h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
     assert np.array_equal(got, P - np.outer(2 * h / (h @ h), h @ P))
+
+
+def test_logit_spread_is_exact_at_the_ends_and_infinite_once_alpha_can_saturate():
+    """alpha's error through sigma^{-1}, charged exactly (not to first order): at alpha = 0.6,
+    dalpha = 0.3 the ends are logit(0.9) and logit(0.3), farther from logit(0.6) than the slope's
+    0.3 / 0.24 = 1.25; at dalpha >= 1 - alpha the label cannot tell a saturated logit (the thorough
+    draw of tests/test_lowrank.py read alpha 0.6 for a true 1): infinite, on either side."""
+    from attnproof.measure import _logit_spread
+
+    logit = lambda a: math.log(a / (1 - a))  # noqa: E731
+    alpha = np.array([0.6, 0.6, 0.6, 0.1, 0.5, 0.5])
+    dalpha = np.array([0.3, 0.4, 1e-9, 0.05, 0.5, 0.0])
+    got = _logit_spread(alpha, dalpha)
+    ends = [max(logit(0.9) - logit(0.6), logit(0.6) - logit(0.3)), math.inf, None,
+            max(logit(0.15) - logit(0.1), logit(0.1) - logit(0.05)), math.inf, 0.0]
+    for g, want, a, da in zip(got, ends, alpha, dalpha, strict=True):
+        assert g >= da / (a * (1 - a))  # never below the first-order charge
+        if want is not None:
+            assert g == want if not math.isfinite(want) or want == 0 else want <= g <= want * (1 + 1e-14)
+    assert got[2] == pytest.approx(1e-9 / 0.24, rel=1e-8)  # first order where dalpha is small
+    assert _logit_spread(np.array([0.0, 1.0]), np.array([1e-300, 1e-300])).tolist() == [math.inf] * 2
