@@ -910,8 +910,16 @@ FIXED_FLOAT = [
     (np.array([[0.0, -1.0, -0.5, -0.5, -0.5], [-0.5] * 5, [-0.5, -0.5, 0.0, -0.5, -0.5],
                [-0.5, -0.5, -0.5, 0.0, -0.5], [-0.5] * 5]),
      np.array([1.0, 0.0625, 0.0625, 0.0625, 1e-10]), 0),
+    # the FFN of FIXED_TF_FLOAT's first entry alone (a 1e-7 kink beside a zero-sum triple's, x*
+    # 1e-8 from the triple's kink): refused at seeds 0, 1 and 4 (no gradient at 3 points, bisection
+    # to the floor); answered since split points step away from the jump's hyperplane
+    (np.array([[0.87164759, 0, 0, 0, 0, -0.44319615, -0.51117113, 0.95436729],
+               [0, 0, 0, 0, 0, 0.14785201, -0.51117113, 0.36331913]]),
+     np.array([2.0**-23, 0, 2.0**-23, 0, 0, 1.0, 1.0, 1.0]), 0),
+    (np.array([[0.87164759, 0, 0, 0, 0, -0.44319615, -0.51117113, 0.95436729],
+               [0, 0, 0, 0, 0, 0.14785201, -0.51117113, 0.36331913]]),
+     np.array([2.0**-23, 0, 2.0**-23, 0, 0, 1.0, 1.0, 1.0]), 4),
 ]
-
 
 
 def _float_case(A: np.ndarray, w: np.ndarray, seed: int) -> None:
@@ -934,17 +942,6 @@ def test_fixed_float_counterexamples(A, w, seed):
 
 
 OPEN_TF_FLOAT = [
-    # 2^-23 units beside a zero-sum triple (thorough profile, --hypothesis-seed 20261126; refused on
-    # main too): the output guard (bound 3e-5) or, on every path, no gradient at 3 points of an
-    # interval of width 5e-9.  Between V and a piece lie a triple's kink K and the 1e-7 kink of the
-    # tiny unit; x* (from K plus it) falls within 1e-8 of K's hyperplane and misfits the far
-    # piece's plane (shifted by the tiny kink); the piece opened at x* needs a step of 2^-26 |x|
-    # (error 1.6e-5), is taken for the far piece's duplicate (the tiny jump is within that error),
-    # and the half holding the tiny kink is dropped; bisection then corners K at x*, where the far
-    # piece's plane still misses by the tiny kink: a refusal of a good answer
-    (np.array([[0.87164759, 0, 0, 0, 0, -0.44319615, -0.51117113, 0.95436729],
-               [0, 0, 0, 0, 0, 0.14785201, -0.51117113, 0.36331913]]),
-     np.array([2.0**-23, 0, 2.0**-23, 0, 0, 1.0, 1.0, 1.0]), "zero_sum", 0, np.ones((4, 4))),
     # (thorough profile, --hypothesis-seed 5077; the same on main) a 5e-11 unit beside unit ones:
     # f and W* within their bounds, but its kink (5e-11, below the search's gradient errors 2.5e-10)
     # is confirmed merged with the (1, 0.125) kink (the pair resolves ~1/PAIR_MARGIN of a jump): the
@@ -966,6 +963,22 @@ OPEN_TF_FLOAT = [
 #: Counterexamples of OPEN_TF_FLOAT answered right since the same merge (FIXED_FLOAT): strict
 #: xfails before; the first also pinned in tests/test_ffn_bound.py (V drawn again).
 FIXED_TF_FLOAT = [
+    # 2^-23 units beside a zero-sum triple (thorough profile, --hypothesis-seed 20261126; refused on
+    # main too): the output guard (bound 3e-5) or, on every path, no gradient at 3 points of an
+    # interval of width 5e-9.  Between V and a piece lie a triple's kink K and the 1e-7 kink of the
+    # tiny unit; x* (from K plus it) falls within 1e-8 of K's hyperplane and misfits the far
+    # piece's plane (shifted by the tiny kink); the piece opened at x* needs a step of 2^-26 |x|
+    # (error 1.6e-5), is taken for the far piece's duplicate (the tiny jump is within that error),
+    # and the half holding the tiny kink is dropped; bisection then corners K at x*, where the far
+    # piece's plane still misses by the tiny kink: a refusal of a good answer (a strict xfail
+    # before, OPEN_TF_FLOAT).  Now a split point whose plain steps cannot stay in one region is also
+    # measured stepping along +-sign(J) (J = K + the tiny jump, K's normal to 1e-7): one sign moves
+    # every perturbation away from K, the step stays 2^-10 |x|, the region between K and the tiny
+    # kink gets its gradient to 2e-10 and both kinks are confirmed (4 hyperplanes, bound 2.7e-11;
+    # the FFN alone at seeds 0-4 too, 3 of them refused before)
+    (np.array([[0.87164759, 0, 0, 0, 0, -0.44319615, -0.51117113, 0.95436729],
+               [0, 0, 0, 0, 0, 0.14785201, -0.51117113, 0.36331913]]),
+     np.array([2.0**-23, 0, 2.0**-23, 0, 0, 1.0, 1.0, 1.0]), "zero_sum", 0, np.ones((4, 4))),
     # (thorough profile, --hypothesis-seed 5077, NEW with PAIR_MARGIN 4; 16 before refused six others) a
     # zero-sum triple whose third unit shares the hyperplane (1, 1) with a unit one (jumps 1 and
     # 0.03125): U's and V's pieces (gradients 0 and (1, 1)) differ by (1, 1), so their lines meet on
@@ -995,8 +1008,7 @@ FIXED_TF_FLOAT = [
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "open: a tiny kink beside a triple's (a duplicate piece drops it, a refusal); a 5e-11 kink merged "
-    "(canonical)"
+    "open: a 5e-11 kink merged (canonical)"
 ))
 @pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
 def test_open_transformer_float_counterexamples(A, w, kind, seed, W):

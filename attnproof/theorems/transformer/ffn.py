@@ -71,21 +71,22 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
 
     Three end pieces (and EXTRA_END_PIECES when an end is refused before the units' scale is
     known), REDRAWS more for V, and the scale check, then per search step at most: a value, a
-    confirmation pair, a bisection value, and NUDGES pieces, each of H_ROUNDS perturbation
-    batches, a centre and a homogeneity query; ``2 checks`` check points and two points per
-    hyperplane (a kink per search step at most) per reconstruction (1 + CHECK_ROUNDS of them)
-    and a piece per further path; the polish's L + 1 pieces, its confirmation of each of the
-    L kinks (three queries) and a piece again for each piece at an end of a kink-free interval
-    (one opened per search step at most, besides the paths' ends), once per reconstruction (a
-    kink per search step at most); all of it once per attempt (1 + restarts).  The search steps
-    of an attempt, on all its paths, are at most max_steps.
+    confirmation pair, a bisection value, and NUDGES split points of three pieces each (plain,
+    and stepping each way along the jump's signs: :meth:`._path_search._PathSearch._opened`),
+    each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
+    points and two points per hyperplane (a kink per search step at most) per reconstruction
+    (1 + CHECK_ROUNDS of them) and a piece per further path; the polish's L + 1 pieces, its
+    confirmation of each of the L kinks (three queries) and a piece again for each piece at an
+    end of a kink-free interval (one opened per search step at most, besides the paths' ends),
+    once per reconstruction (a kink per search step at most); all of it once per attempt
+    (1 + restarts).  The search steps of an attempt, on all its paths, are at most max_steps.
     """
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
     polish = piece + steps * (piece + 3) + (steps + 3 + CHECK_ROUNDS) * piece
     paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
     return (1 + restarts) * (
-        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + NUDGES * piece)
+        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + NUDGES * 3 * piece)
     )
 
 
