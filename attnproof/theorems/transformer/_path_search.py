@@ -563,7 +563,7 @@ class _PathSearch:
         sa, pa, s, sb, pb = interval
         for _ in range(NUDGES):
             try:
-                p = self._opened(X0 + s * direction, y, pb.G - pa.G)
+                p = self._opened(X0 + s * direction, y, pa, pb)
                 break
             except _OnHyperplane:
                 self.ledger.nudges += 1
@@ -594,26 +594,29 @@ class _PathSearch:
         else:
             stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
 
-    def _opened(self, x: np.ndarray, y: Any, J: np.ndarray) -> _Piece:
-        """The piece at a split point x (:meth:`piece`); when its step had to shrink below the
-        first (x within ``~h |x|`` of a hyperplane: its error grows as the step shrinks), also
-        measured with every coordinate stepping along ``sigma sign(J)``, sigma = +-1, J the jump
-        between the interval's end pieces (counted, ``ledger.pieces``/``retries``), the smallest
-        error kept (a piece without error, exact arithmetic's, is kept as it is).
+    def _opened(self, x: np.ndarray, y: Any, pa: _Piece, pb: _Piece) -> _Piece:
+        """The piece at a split point x between pa and pb (:meth:`piece`); when its step had to
+        shrink below the first (x within ``~h |x|`` of a hyperplane: its error grows as the step
+        shrinks) and it cannot be told from pa or pb (:meth:`same_gradient`), also measured with
+        every coordinate stepping along ``sigma sign(J)``, sigma = +-1, ``J = G_b - G_a``
+        (counted, ``ledger.pieces``/``retries``): the one of smaller error that pa and pb both
+        tell from itself is kept, else the plain piece (a duplicate, as before).
 
-        A kink point x* where the end pieces' planes meet, their jump ``J = K + T`` a large kink
+        A kink point x* where pa's and pb's planes meet, their jump ``J = K + T`` a large kink
         K's plus a tiny kink T's, lies on neither hyperplane but within ``~|T| / |K|`` of K's, on
         the region between the two (issue 23: a 1e-7 kink beside a zero-sum triple's, x* 1e-8 from
         K): its plain steps cross K, shrink to 2^-26 |x| and leave a gradient off by 1e-5, which
         cannot tell that region from the far piece's (the tiny kink's half was dropped, then
         bisection met K at x*: a refusal of a good answer).  K's normal is J's to ``|T| / |K|``, so
         one sign sigma moves every perturbation away from K (``K^T x`` grows in magnitude): the
-        first step then stays on x*'s region, up to the next hyperplane.
-
-        A point with no gradient at any step (x on a hyperplane to ``2^-26 |x|``) is moved by the
-        caller as before: a piece stepping off a hyperplane through its own point stands for a
-        region it only touches (measured: a bench target, d = m = 8, seed 3, then bisected to the
-        floor on its first path).
+        first step then stays on x*'s region, up to the next hyperplane, and its gradient tells
+        that region from pb's.  Only a duplicate is measured again: a piece that pa and pb already
+        tell from itself resolves its interval as it is (measured on the bench's 45 random
+        targets: replacing every shrunk piece by its best signed one changed 19 of 90 runs, one
+        bound 375 -> 1577 times its true error).  A point with no gradient at any step (x on a
+        hyperplane to ``2^-26 |x|``) is moved by the caller as before: a piece stepping off a
+        hyperplane through its own point stands for a region it only touches (measured: d = m = 8,
+        seed 3, then bisected to the floor on its first path).
 
         Raises
         ------
@@ -624,16 +627,21 @@ class _PathSearch:
         if y is None:
             y = self.ask(x[None])[0]
             self.ledger.values += 1
-        best = self.piece(x, y)
-        if self.d == 1 or not best.err or not best.h < self._first_step(x):
-            return best
-        base = np.where(arith.to_float(J) < 0, -1.0, 1.0)
+        plain = self.piece(x, y)
+
+        def duplicate(p: _Piece) -> bool:
+            return self.same_gradient(p, pa) or self.same_gradient(p, pb)
+
+        if self.d == 1 or not plain.err or not plain.h < self._first_step(x) or not duplicate(plain):
+            return plain
+        best = plain
+        base = np.where(arith.to_float(pb.G - pa.G) < 0, -1.0, 1.0)
         for sigma in (1.0, -1.0):
             try:
                 q = self.piece(x, y, signs=sigma * base)
             except _OnHyperplane:
                 continue
-            if q.err < best.err:
+            if not duplicate(q) and (best is plain or q.err < best.err):
                 best = q
         return best
 
