@@ -108,6 +108,19 @@ class FFNRecovery:
     diagnostics : dict
         Query ledger, path facts and the float ``error_bound`` (a bound on
         ``sup_{||x||_inf <= 1} |f_hat(x) - f(x)|`` under the rounding model of :func:`learn_ffn`).
+
+    Notes
+    -----
+    The guarantee is the function's, ``|f_hat(x) - f(x)| <= B |x|_inf``, B the ``error_bound``;
+    what it says of each kink is :meth:`kink_check`'s corollary: a kink of f is recovered (or
+    contradicts B) to the extent that it is isolated.  A kink of mass m whose hyperplane lies at
+    margin tau from every other hyperplane of f and f_hat (see there) is never dropped when
+    ``m tau > (4 + 2 tau) B`` (so never when ``m tau > 6 B``), and a kink of f_hat stands for it
+    to within ``4 ((4 + 2 tau) B + eta) / tau``; a lighter or less isolated one may be merged
+    into a neighbour or dropped, as f then moves by at most its mass times its distance
+    (``||a^T x| - |b^T x|| <= |a - b|_1 |x|_inf``): a 1e-10 unit's kink at L1 distance 0.1 from a
+    unit one's moves f by 1.2e-11 |x|, within a bound of 3e-11, however far its jump is from
+    the merged one's.
     """
 
     u: np.ndarray
@@ -126,6 +139,77 @@ class FFNRecovery:
         """f_hat(x) for x of shape (d,) or (B, d), in the arithmetic it was learned in."""
         with parse(self.arith).context():
             return evaluate_canonical(self.u, self.N, self.c, x)
+
+    def kink_check(
+        self, n: np.ndarray, c: float, x0: np.ndarray, others: np.ndarray
+    ) -> list[tuple[float, float]]:
+        """The per-kink guarantee for a kink ``1/2 c |n^T x|`` of f, read at a point x0 on its
+        hyperplane: pairs ``(E, allowed)``, each ``E <= allowed`` whenever
+        ``sup_{|x|_inf <= 1} |f_hat - f| <= B`` (B the ``error_bound``; a corollary, float64).
+
+        With ``g = f - f_hat`` and ``y`` in the box ``|y|_inf <= tau``, the second difference
+        ``S(y) = g(x0 + y) + g(x0 - y) - 2 g(x0)`` cancels g's linear part and every kink whose
+        hyperplane ``nu`` (``|nu|_1 = 1``) misses the box, ``|nu^T x0| >= tau``, and is bounded by
+        ``(4 |x0|_inf + 2 tau) B``.  Two readings, each with its margin tau to the hyperplanes of
+        f (``others``, n's excluded) and of f_hat that count:
+
+        * f_hat has no kink on n's hyperplane (every hyperplane of f_hat counts): ``S(y) = c' |a^T y|``
+          with ``a = c n``, so ``E = |a|_1 <= allowed = (4 |x0|_inf / tau + 2) B`` (a dropped kink);
+        * f_hat's kink ``b = c_j n_j`` nearest n (L1 distance of the normalised normals, up to
+          sign) stands for it (every other counts), ``eta = |b^T x0|``: with signs of c and c_j
+          alike, ``||a^T y| - |b^T y|| <= |S(y)| + eta``; as ``||a^T z| - |b^T z|| =
+          min(|(a - b)^T z|, |(a + b)^T z|)`` and the largest of that over the unit cube is at
+          least a quarter of ``min(|a - b|_1, |a + b|_1)`` (try ``sign(a - b)``, ``sign(a + b)``
+          and their half sum and half difference), ``E = min(|a - b|_1, |a + b|_1)``; with signs
+          unlike, ``|a^T y| + |b^T y| <= |S(y)| + eta`` and ``E = |a|_1 + |b|_1`` (half of it
+          would do); both ``<= allowed = 4 ((4 |x0|_inf + 2 tau) B + eta) / tau``.
+
+        A margin of 0 (a hyperplane through x0) allows anything.  Exact arithmetic (B = 0) needs
+        no such reading: the canonical form is then f's.
+
+        Parameters
+        ----------
+        n : array (d,)
+            A hyperplane of f (any scale; ``c`` its kink at that scale).
+        c : float
+        x0 : array (d,)
+            A point on n's hyperplane with ``|x0|_inf <= 1``.
+        others : array (k, d)
+            f's other hyperplanes.
+
+        Raises
+        ------
+        InvalidInputError
+            If ``|x0|_inf > 1``.
+        """
+        B = float(self.diagnostics.get("error_bound", 0.0))
+        n, x0, others = (np.asarray(a, dtype=float) for a in (n, x0, others))
+        top = float(np.abs(x0).max(initial=0.0))
+        if top > 1:
+            raise InvalidInputError(f"x0 must lie in the unit inf-ball; |x0|_inf = {top:.3g}")
+        N = np.asarray(self.N, dtype=float)
+        cN = np.asarray(self.c, dtype=float)
+
+        def margins(rows: np.ndarray) -> np.ndarray:
+            return np.abs(rows @ x0) / np.abs(rows).sum(axis=1) if len(rows) else np.zeros(0)
+
+        def allowed(tau: float, eta: float = 0.0) -> float:
+            return np.inf if tau == 0 else ((4 * top / tau + 2) * B + eta / tau)
+
+        others_tau = float(margins(others.reshape(-1, len(n))).min(initial=np.inf))
+        a = float(c) * n
+        checks = [(float(np.abs(a).sum()), allowed(min(others_tau, float(margins(N).min(initial=np.inf)))))]
+        if len(cN):
+            unit, units = n / np.abs(n).sum(), N / np.abs(N).sum(axis=1, keepdims=True)
+            j = int(np.argmin(np.minimum(np.abs(units - unit).sum(axis=1), np.abs(units + unit).sum(axis=1))))
+            b = cN[j] * N[j]
+            tau = min(others_tau, float(np.delete(margins(N), j).min(initial=np.inf)))
+            if np.sign(c) == np.sign(cN[j]):
+                E = float(min(np.abs(a - b).sum(), np.abs(a + b).sum()))
+            else:
+                E = float(np.abs(a).sum() + np.abs(b).sum())
+            checks.append((E, 4 * allowed(tau, float(abs(b @ x0)))))
+        return checks
 
     def network(self) -> tuple[np.ndarray, np.ndarray]:
         """An equivalent bias-free network ``(A_hat, w_hat)`` of width L + 2.
@@ -234,6 +318,9 @@ def learn_ffn(
         The canonical form, the queries used and diagnostics (``L``, the query ``ledger``,
         ``queries_formula`` = (L + 1)(d + 1) + 3 L + 4, ``reasked_queries``, ``restarts``,
         ``error_bound``, and ``unpolished_bound``, the search's bound, when the polish was kept).
+        The guarantee is ``|f_hat(x) - f(x)| <= error_bound |x|_inf``; what it says of each kink
+        (an isolated heavy kink recovered, a light or crowded one possibly merged or dropped) is
+        :meth:`FFNRecovery.kink_check`.
 
     Raises
     ------
