@@ -153,8 +153,9 @@ class FFNRecovery:
         ``(4 |x0|_inf + 2 tau) B``.  Two readings, each with its margin tau to the hyperplanes of
         f (``others``, n's excluded) and of f_hat that count:
 
-        * f_hat has no kink on n's hyperplane (every hyperplane of f_hat counts): ``S(y) = c' |a^T y|``
-          with ``a = c n``, so ``E = |a|_1 <= allowed = (4 |x0|_inf / tau + 2) B`` (a dropped kink);
+        * f_hat has no kink on n's hyperplane (every hyperplane of f_hat counts):
+          ``S(y) = sign(c) |a^T y|`` with ``a = c n``, so ``E = |a|_1 <= allowed =
+          (4 |x0|_inf / tau + 2) B`` (a dropped kink);
         * f_hat's kink ``b = c_j n_j`` nearest n (L1 distance of the normalised normals, up to
           sign) stands for it (every other counts), ``eta = |b^T x0|``: with signs of c and c_j
           alike, ``||a^T y| - |b^T y|| <= |S(y)| + eta``; as ``||a^T z| - |b^T z|| =
@@ -165,7 +166,7 @@ class FFNRecovery:
           would do); both ``<= allowed = 4 ((4 |x0|_inf + 2 tau) B + eta) / tau``.
 
         A margin of 0 (a hyperplane through x0) allows anything.  Exact arithmetic (B = 0) needs
-        no such reading: the canonical form is then f's.
+        no such reading: the canonical form (Sec. 4.1, ``sec4.1/canonical-form``) is then f's.
 
         Parameters
         ----------
@@ -176,6 +177,11 @@ class FFNRecovery:
             A point on n's hyperplane with ``|x0|_inf <= 1``.
         others : array (k, d)
             f's other hyperplanes.
+
+        Returns
+        -------
+        list of (float, float)
+            ``(E, allowed)`` for the first reading, then the second's (when f_hat has a kink).
 
         Raises
         ------
