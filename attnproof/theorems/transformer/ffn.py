@@ -627,8 +627,10 @@ def _polish(
     ``~ eps |f| / h``.  Knowing the hyperplanes, each of the path's L + 1 regions (in order,
     :func:`path_regions`) is re-measured from its centre c (:func:`region_centre`) with the
     largest power-of-two step below ``MARGIN_USED t``, t its margin (typically ``t ~ 0.1 |c|``:
-    about 2^6 times less error), then u and the jumps are assembled again exactly as from the
-    search's pieces (``sec4.1/canonical-from-jumps``).  The result is kept only when every
+    about 2^6 times less error; the last, -U's, at -c with U's c, h and the steps mirrored, so
+    that ``u = G(c) + G(-c)`` is exact whatever kink the hyperplanes miss), then u and the jumps
+    are assembled again exactly as from the search's pieces (``sec4.1/canonical-from-jumps``).
+    The result is kept only when every
     region gave its gradient, every jump is above its errors and confirmed at their grade
     (:func:`_confirmed_at_polish_grade`), the hyperplanes are the same, its
     a-posteriori bound is smaller and every answer seen agrees with it; otherwise the search's
