@@ -71,21 +71,22 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
 
     Three end pieces (and EXTRA_END_PIECES when an end is refused before the units' scale is
     known), REDRAWS more for V, and the scale check, then per search step at most: a value, a
-    confirmation pair, a bisection value, and NUDGES pieces, each of H_ROUNDS perturbation
-    batches, a centre and a homogeneity query; ``2 checks`` check points and two points per
-    hyperplane (a kink per search step at most) per reconstruction (1 + CHECK_ROUNDS of them)
-    and a piece per further path; the polish's L + 1 pieces, its confirmation of each of the
-    L kinks (three queries) and a piece again for each piece at an end of a kink-free interval
-    (one opened per search step at most, besides the paths' ends), once per reconstruction (a
-    kink per search step at most); all of it once per attempt (1 + restarts).  The search steps
-    of an attempt, on all its paths, are at most max_steps.
+    confirmation pair, a bisection value, and NUDGES split points of three pieces each (plain,
+    and stepping each way along the jump's signs: :meth:`._path_search._PathSearch._opened`),
+    each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
+    points and two points per hyperplane (a kink per search step at most) per reconstruction
+    (1 + CHECK_ROUNDS of them) and a piece per further path; the polish's L + 1 pieces, its
+    confirmation of each of the L kinks (three queries) and a piece again for each piece at an
+    end of a kink-free interval (one opened per search step at most, besides the paths' ends),
+    once per reconstruction (a kink per search step at most); all of it once per attempt
+    (1 + restarts).  The search steps of an attempt, on all its paths, are at most max_steps.
     """
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
     polish = piece + steps * (piece + 3) + (steps + 3 + CHECK_ROUNDS) * piece
     paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
     return (1 + restarts) * (
-        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + NUDGES * piece)
+        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + NUDGES * 3 * piece)
     )
 
 
@@ -107,6 +108,19 @@ class FFNRecovery:
     diagnostics : dict
         Query ledger, path facts and the float ``error_bound`` (a bound on
         ``sup_{||x||_inf <= 1} |f_hat(x) - f(x)|`` under the rounding model of :func:`learn_ffn`).
+
+    Notes
+    -----
+    The guarantee is the function's, ``|f_hat(x) - f(x)| <= B |x|_inf``, B the ``error_bound``;
+    what it says of each kink is :meth:`kink_check`'s corollary: a kink of f is recovered (or
+    contradicts B) to the extent that it is isolated.  A kink of mass m whose hyperplane lies at
+    margin tau from every other hyperplane of f and f_hat (see there) is never dropped when
+    ``m tau > (4 + 2 tau) B`` (so never when ``m tau > 6 B``), and a kink of f_hat stands for it
+    to within ``4 ((4 + 2 tau) B + eta) / tau``; a lighter or less isolated one may be merged
+    into a neighbour or dropped, as f then moves by at most its mass times its distance
+    (``||a^T x| - |b^T x|| <= |a - b|_1 |x|_inf``): a 1e-10 unit's kink at L1 distance 0.1 from a
+    unit one's moves f by 1.2e-11 |x|, within a bound of 3e-11, however far its jump is from
+    the merged one's.
     """
 
     u: np.ndarray
@@ -125,6 +139,83 @@ class FFNRecovery:
         """f_hat(x) for x of shape (d,) or (B, d), in the arithmetic it was learned in."""
         with parse(self.arith).context():
             return evaluate_canonical(self.u, self.N, self.c, x)
+
+    def kink_check(
+        self, n: np.ndarray, c: float, x0: np.ndarray, others: np.ndarray
+    ) -> list[tuple[float, float]]:
+        """The per-kink guarantee for a kink ``1/2 c |n^T x|`` of f, read at a point x0 on its
+        hyperplane: pairs ``(E, allowed)``, each ``E <= allowed`` whenever
+        ``sup_{|x|_inf <= 1} |f_hat - f| <= B`` (B the ``error_bound``; a corollary, float64).
+
+        With ``g = f - f_hat`` and ``y`` in the box ``|y|_inf <= tau``, the second difference
+        ``S(y) = g(x0 + y) + g(x0 - y) - 2 g(x0)`` cancels g's linear part and every kink whose
+        hyperplane ``nu`` (``|nu|_1 = 1``) misses the box, ``|nu^T x0| >= tau``, and is bounded by
+        ``(4 |x0|_inf + 2 tau) B``.  Two readings, each with its margin tau to the hyperplanes of
+        f (``others``, n's excluded) and of f_hat that count:
+
+        * f_hat has no kink on n's hyperplane (every hyperplane of f_hat counts):
+          ``S(y) = sign(c) |a^T y|`` with ``a = c n``, so ``E = |a|_1 <= allowed =
+          (4 |x0|_inf / tau + 2) B`` (a dropped kink);
+        * f_hat's kink ``b = c_j n_j`` nearest n (L1 distance of the normalised normals, up to
+          sign) stands for it (every other counts), ``eta = |b^T x0|``: with signs of c and c_j
+          alike, ``||a^T y| - |b^T y|| <= |S(y)| + eta``; as ``||a^T z| - |b^T z|| =
+          min(|(a - b)^T z|, |(a + b)^T z|)`` and the largest of that over the unit cube is at
+          least a quarter of ``min(|a - b|_1, |a + b|_1)`` (try ``sign(a - b)``, ``sign(a + b)``
+          and their half sum and half difference), ``E = min(|a - b|_1, |a + b|_1)``; with signs
+          unlike, ``|a^T y| + |b^T y| <= |S(y)| + eta`` and ``E = |a|_1 + |b|_1`` (half of it
+          would do); both ``<= allowed = 4 ((4 |x0|_inf + 2 tau) B + eta) / tau``.
+
+        A margin of 0 (a hyperplane through x0) allows anything.  Exact arithmetic (B = 0) needs
+        no such reading: the canonical form (Sec. 4.1, ``sec4.1/canonical-form``) is then f's.
+
+        Parameters
+        ----------
+        n : array (d,)
+            A hyperplane of f (any scale; ``c`` its kink at that scale).
+        c : float
+        x0 : array (d,)
+            A point on n's hyperplane with ``|x0|_inf <= 1``.
+        others : array (k, d)
+            f's other hyperplanes.
+
+        Returns
+        -------
+        list of (float, float)
+            ``(E, allowed)`` for the first reading, then the second's (when f_hat has a kink).
+
+        Raises
+        ------
+        InvalidInputError
+            If ``|x0|_inf > 1``.
+        """
+        B = float(self.diagnostics.get("error_bound", 0.0))
+        n, x0, others = (np.asarray(a, dtype=float) for a in (n, x0, others))
+        top = float(np.abs(x0).max(initial=0.0))
+        if top > 1:
+            raise InvalidInputError(f"x0 must lie in the unit inf-ball; |x0|_inf = {top:.3g}")
+        N = np.asarray(self.N, dtype=float)
+        cN = np.asarray(self.c, dtype=float)
+
+        def margins(rows: np.ndarray) -> np.ndarray:
+            return np.abs(rows @ x0) / np.abs(rows).sum(axis=1) if len(rows) else np.zeros(0)
+
+        def allowed(tau: float, eta: float = 0.0) -> float:
+            return np.inf if tau == 0 else ((4 * top / tau + 2) * B + eta / tau)
+
+        others_tau = float(margins(others.reshape(-1, len(n))).min(initial=np.inf))
+        a = float(c) * n
+        checks = [(float(np.abs(a).sum()), allowed(min(others_tau, float(margins(N).min(initial=np.inf)))))]
+        if len(cN):
+            unit, units = n / np.abs(n).sum(), N / np.abs(N).sum(axis=1, keepdims=True)
+            j = int(np.argmin(np.minimum(np.abs(units - unit).sum(axis=1), np.abs(units + unit).sum(axis=1))))
+            b = cN[j] * N[j]
+            tau = min(others_tau, float(np.delete(margins(N), j).min(initial=np.inf)))
+            if np.sign(c) == np.sign(cN[j]):
+                E = float(min(np.abs(a - b).sum(), np.abs(a + b).sum()))
+            else:
+                E = float(np.abs(a).sum() + np.abs(b).sum())
+            checks.append((E, 4 * allowed(tau, float(abs(b @ x0)))))
+        return checks
 
     def network(self) -> tuple[np.ndarray, np.ndarray]:
         """An equivalent bias-free network ``(A_hat, w_hat)`` of width L + 2.
@@ -233,6 +324,9 @@ def learn_ffn(
         The canonical form, the queries used and diagnostics (``L``, the query ``ledger``,
         ``queries_formula`` = (L + 1)(d + 1) + 3 L + 4, ``reasked_queries``, ``restarts``,
         ``error_bound``, and ``unpolished_bound``, the search's bound, when the polish was kept).
+        The guarantee is ``|f_hat(x) - f(x)| <= error_bound |x|_inf``; what it says of each kink
+        (an isolated heavy kink recovered, a light or crowded one possibly merged or dropped) is
+        :meth:`FFNRecovery.kink_check`.
 
     Raises
     ------
@@ -533,8 +627,10 @@ def _polish(
     ``~ eps |f| / h``.  Knowing the hyperplanes, each of the path's L + 1 regions (in order,
     :func:`path_regions`) is re-measured from its centre c (:func:`region_centre`) with the
     largest power-of-two step below ``MARGIN_USED t``, t its margin (typically ``t ~ 0.1 |c|``:
-    about 2^6 times less error), then u and the jumps are assembled again exactly as from the
-    search's pieces (``sec4.1/canonical-from-jumps``).  The result is kept only when every
+    about 2^6 times less error; the last, -U's, at -c with U's c, h and the steps mirrored, so
+    that ``u = G(c) + G(-c)`` is exact whatever kink the hyperplanes miss), then u and the jumps
+    are assembled again exactly as from the search's pieces (``sec4.1/canonical-from-jumps``).
+    The result is kept only when every
     region gave its gradient, every jump is above its errors and confirmed at their grade
     (:func:`_confirmed_at_polish_grade`), the hyperplanes are the same, its
     a-posteriori bound is smaller and every answer seen agrees with it; otherwise the search's
@@ -558,13 +654,24 @@ def _polish(
         return rec, None
     N = arith.to_float(rec.N)
     pieces = []
-    for sigma, x in regions:
-        c, t = region_centre(sigma[:, None] * N, x)
-        if not t > 0:
-            return rec, None
-        h = arith.scalar(2) ** int(np.floor(np.log2(MARGIN_USED * t)))
+    first: tuple[np.ndarray, Any] | None = None
+    for k, (sigma, x) in enumerate(regions):
+        if k and k == len(regions) - 1 and first is not None:
+            # -U's region is U's mirrored (every hyperplane crossed once): measured at -c with
+            # the steps mirrored, so that u = G(c) + G(-c) is exact whatever kink the recovered
+            # hyperplanes miss: the even part's differences cancel term by term (issue 23: a
+            # 1.7e-12 kink merged unbooked, both centres on its hyperplane x_0 = 0 and both
+            # forward steps on its x_0 > 0 side, u_0 = 2 m for m, f 17 % over the polished bound)
+            c, h = -first[0], first[1]
+            signs = -np.ones(search.d)
+        else:
+            c, t = region_centre(sigma[:, None] * N, x)
+            if not t > 0:
+                return rec, None
+            h = arith.scalar(2) ** int(np.floor(np.log2(MARGIN_USED * t)))
+            first, signs = (c, h) if k == 0 else first, None
         try:
-            pieces.append(search.piece(arith.asarray(c), h=h))
+            pieces.append(search.piece(arith.asarray(c), h=h, signs=signs))
         except _OnHyperplane:
             return rec, None
         finally:
