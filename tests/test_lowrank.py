@@ -323,6 +323,26 @@ def test_open_rank_cut_below_rank_tol_escapes_the_bound():
     assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound
 
 
+@pytest.mark.xfail(
+    strict=True, reason="open (measure.py): a saturated logit hidden under the label's rounding is read as finite"
+)
+def test_open_saturation_hidden_by_label_rounding_escapes_the_bound():
+    """The pinned example of the pipelined property (thorough, --hypothesis-seed=19748): d = 4, r = 1,
+    W* = 2^-20 K^T Q with biases (||W*||_F = 1.97e-6).  The first column's rows 0, 2, 3 are read at
+    query scale 2^49, where ``s q^T v`` ~ 2^49 puts the label's ulp (~0.06) above the signal
+    ``alpha p^T v``: the true logit 2^49 x 1.67e-6 ~ 1e9 saturates (alpha = 1), the rounded label reads
+    alpha ~ 0.6, and the first-order value model charges each entry 5.9e-7 against a true error up to
+    1.67e-6.  At the default rtol the guard refuses (bound 1.15e-6, dominated by those three entries'
+    errors in C: sqrt(3) x 5.9e-7 = 1.0e-6, through ||Y|| = 0.5: 0.5e-6); with a permissive rtol the
+    answer (error 1.87e-6, 95 % of ||W*||) is returned above its bound."""
+    rng = np.random.default_rng(1)
+    K, Q, v = low_rank_target(4, 1, rng)
+    c = rng.standard_normal(4)
+    model = FactoredAttention(K * 2.0**-20, Q, v, c=c, beta=0.5)
+    rec = learn_skeleton(ValueOracle(model), rank=1, rng=rng, bias=True, rtol=100.0)
+    assert score(rec, model.W, model.v, FLOAT64).err_W <= rec.error_bound
+
+
 def test_a_biased_probe_shrunk_blindly_is_asked_again_at_the_learned_scale(monkeypatch):
     """The case pinned in the 10x property above: the first column's probe (2, 0) saturates, is
     shrunk by 2^16 (no trusted logit), and must be asked again at the learned scale 2^-7.  Was
@@ -801,10 +821,14 @@ def test_verified_residual_is_pinned():
 
 @given(st.integers(2, 40).flatmap(lambda d: st.tuples(st.just(d), st.integers(1, min(d, 4)))),
        st.integers(-20, 20), st.booleans(), seeds)
+# both refuse, identically: a 2^-20 head with biases whose first column is read at 2^49 (thorough
+# profile, --hypothesis-seed=19748; the refusal's own soundness: test_open_saturation_hidden_by_...)
+@example((4, 1), -20, True, 1)
 def test_skeleton_pipelined_is_bitwise_the_serial_learner(dr, scale, bias, seed):
     """The skeleton learner with its probe batches written ahead while the oracle answers (``pipeline``)
     asks bitwise the queries of the serial session, in the same order and number, and
-    returns bitwise the same W, v and error bound; its line reports the assembly it overlapped."""
+    returns bitwise the same W, v and error bound -- or refuses with the same typed error after the
+    same queries; its line reports the assembly it overlapped."""
     import attnproof.measure as measure
 
     d, r = dr
@@ -822,12 +846,19 @@ def test_skeleton_pipelined_is_bitwise_the_serial_learner(dr, scale, bias, seed)
 
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(measure.BilinearSession, "__post_init__", serial)
-            rec = learn_skeleton(oracle, rank=r, rng=rng, bias=bias)
-        runs.append((rec, oracle.log))
-    (a, log_a), (b, log_b) = runs
-    assert a.queries == b.queries and len(log_a) == len(log_b)
+            try:
+                outcome = learn_skeleton(oracle, rank=r, rng=rng, bias=bias)
+            except PrecisionLossError as exc:  # a refusal is an outcome too: the same one, or a failure
+                outcome = exc
+        runs.append((outcome, oracle.queries, oracle.log))
+    (a, queries_a, log_a), (b, queries_b, log_b) = runs
+    assert queries_a == queries_b and len(log_a) == len(log_b)
     for x, y in zip(log_a, log_b, strict=True):
         assert np.array_equal(x.X, y.X) and np.array_equal(x.y, y.y)
+    if isinstance(a, Exception) or isinstance(b, Exception):
+        assert type(a) is type(b) and str(a) == str(b)
+        return
+    assert a.queries == b.queries == queries_a
     assert np.array_equal(a.W, b.W) and np.array_equal(a.v, b.v) and a.error_bound == b.error_bound
     assert "overlapped_assembly" not in a.diagnostics and b.diagnostics["overlapped_assembly"] > 0
 
