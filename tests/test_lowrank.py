@@ -241,6 +241,39 @@ def test_rank_larger_than_declared_is_detected():
     assert rec.queries == 8 + 3 * 13 + 1 and rec.diagnostics["check_residual"] < 1e-9
 
 
+def test_rank_checks_allow_the_largest_gap_and_charge_what_it_hides(monkeypatch):
+    """_check_rank's threshold is the largest allowed gap over the checks, 2 (measurement bound +
+    W_error) of the loosest check, and what passing checks cannot exclude, CHECK_MARGIN d x that
+    gap, joins the bound: pinned against the per-check bounds recorded from the run (three checks
+    whose allowed gaps differ, so a smallest-gap threshold would fail)."""
+    import attnproof.theorems.lowrank as lowrank
+
+    seen = {}
+    real_errors, real_check = lowrank.value_errors, lowrank._check_rank
+
+    def errors(probes, *args, **kwargs):
+        out = real_errors(probes, *args, **kwargs)
+        if probes.P.shape[0] == 3:  # the fresh check probes (the cross's have d = 8 rows)
+            seen["bounds"] = out
+        return out
+
+    def check(*args):
+        seen["W_error"] = args[7]
+        seen["unseen"] = real_check(*args)
+        return seen["unseen"]
+
+    monkeypatch.setattr(lowrank, "value_errors", errors)
+    monkeypatch.setattr(lowrank, "_check_rank", check)
+    rec = learn_skeleton(ValueOracle(generic(8, 2, 3)), rank=2, rng=np.random.default_rng(5), checks=3)
+    allowed = 2 * (seen["bounds"] + seen["W_error"])
+    assert allowed.max() > allowed.min() * (1 + 1e-6)  # premise: the checks' gaps differ
+    info = rec.diagnostics
+    assert info["check_threshold"] == float(allowed.max())
+    assert seen["unseen"] == info["check_unseen_bound"] == lowrank.CHECK_MARGIN * 8 * float(allowed.max())
+    assert rec.error_bound == seen["W_error"] + seen["unseen"]
+    assert 0 <= info["check_residual"] <= info["check_threshold"]
+
+
 def test_rank_smaller_than_declared_costs_less():
     model = generic(8, 2, 0)
     rec = learn_skeleton(ValueOracle(model), rank=5, rng=np.random.default_rng(1))
