@@ -94,7 +94,9 @@ class Cross:
     scale: Scale | None = None
 
 
-def cross_approximation(session: BilinearSession, probes: Probes, max_rank: int, rank_tol: float) -> Cross:
+def cross_approximation(
+    session: BilinearSession, probes: Probes, max_rank: int, rank_tol: float, start: Cross | None = None
+) -> Cross:
     """Pivoted cross approximation of ``M = P W* Q^T``, each entry one bilinear query.
 
     Step s measures the pivot column j_s where not yet known (d - s entries), picks the row
@@ -109,32 +111,38 @@ def cross_approximation(session: BilinearSession, probes: Probes, max_rank: int,
     the last free column into its slot, so each row asks its query tokens q_l in the places of
     the row before but one, and the session's probe buffer writes only their first tokens again
     (:func:`attnproof.measure.probe_batch`).
+
+    ``start``: a cross of these probes to resume (its measured entries are read, not asked again):
+    the steps it took are retraced on the same values (a pivot reads only entries it measured, and
+    the scale and floor the free rows and columns it measured), so a run with a smaller ``rank_tol``
+    continues past its stop at no extra query.
     """
     arith = session.arith
     d = probes.d
-    M = arith.zeros((d, d))
-    L_all = arith.zeros((d, d))
-    k_all = np.zeros((d, d), dtype=np.int64)
-    known = np.zeros((d, d), dtype=bool)
+    M = arith.zeros((d, d)) if start is None else start.M.copy()
+    L_all = arith.zeros((d, d)) if start is None else start.L.copy()
+    k_all = np.zeros((d, d), dtype=np.int64) if start is None else start.k.copy()
+    known = np.zeros((d, d), dtype=bool) if start is None else start.known.copy()
     A, B = arith.zeros((d, 0)), arith.zeros((0, d))
     free_rows, free_cols = np.ones(d, dtype=bool), np.ones(d, dtype=bool)
     scale, floor, pivots, rows_used, cols_used = 0.0, 0.0, [], [], []
     j, stop_col, stop_residual, stop_threshold = 0, None, 0.0, 0.0
-    learned = Scale()  # the size of W* (far from unit, maybe), learned by the first measurements
+    learned = Scale() if start is None else start.scale  # the size of W* (far from unit, maybe)
     slots, where, free = np.arange(d), np.arange(d), d  # the free columns slots[:free]; where = its inverse
 
-    def ask(kk: np.ndarray, ll: np.ndarray) -> np.ndarray:
+    def ask(kk: np.ndarray, ll: np.ndarray) -> None:
         """Measure entries (kk, ll) of M at the scale learned so far."""
         L, k = session.measure_adaptively(probes, (kk, ll), learned)
         M[kk, ll], L_all[kk, ll], k_all[kk, ll], known[kk, ll] = probes.values(L, k, kk), L, k, True
-        return k
 
     for _ in range(max_rank):
-        rows = np.flatnonzero(~known[:, j])
+        rows = np.flatnonzero(free_rows)  # the column's entries off the pivot rows: all unknown, unless resumed
         if len(rows):
-            k = ask(rows, np.full(len(rows), j))
+            unknown = rows[~known[rows, j]]
+            if len(unknown):
+                ask(unknown, np.full(len(unknown), j))
             scale = max(scale, arith.abs_max(M[rows, j]))
-            floor = max(floor, 64 * float(resolution(probes, (rows, np.full(len(rows), j)), k).max()))
+            floor = max(floor, 64 * float(resolution(probes, (rows, np.full(len(rows), j)), k_all[rows, j]).max()))
         col = M[:, j] - A @ B[:, j]
         mags = arith.magnitudes(col)
         mags[~free_rows] = -1.0
@@ -146,9 +154,11 @@ def cross_approximation(session: BilinearSession, probes: Probes, max_rank: int,
         free -= 1  # the pivot column j leaves: the last free column takes its slot
         last, at = slots[free], where[j]
         slots[at], slots[free], where[last], where[j] = last, j, at, free
-        cols = slots[:free][~known[i, slots[:free]]]
+        cols = slots[:free]  # the row's entries off the pivot columns: all unknown, unless resumed
         if len(cols):
-            ask(np.full(len(cols), i), cols)
+            unknown = cols[~known[i, cols]]
+            if len(unknown):
+                ask(np.full(len(unknown), i), unknown)
             scale = max(scale, arith.abs_max(M[i, cols]))
         row = M[i, :] - A[i, :] @ B
         pivots.append(float(mags[i]))
