@@ -288,6 +288,18 @@ def test_rank_smaller_than_declared_costs_less():
     assert score(rec, model.W, model.v, FLOAT64).rel_err_W < 1e-9
 
 
+def test_the_low_rank_row_and_line_name_the_designed_check_of_a_stop():
+    """The stop's check queries are counted extras the row reports as designed (``designed_queries``,
+    what the evidence reads) and the human line names them, apart from re-asks."""
+    from attnproof.cli import _describe
+
+    row = run_lowrank(8, 2, learner="skeleton-adaptive", seed=0)
+    assert row["designed_queries"] == 8 - 2 == row["diagnostics"]["designed_queries"]
+    assert row["queries"] == row["queries_formula"] + row["reasked_queries"] >= row["queries_formula"] + 6
+    line = _describe(row)
+    assert "6 designed: the check of a stop below the declared rank on a random mix of columns" in line
+
+
 def test_failure_cases():
     with pytest.raises(NonIdentifiableError):
         learn_skeleton(ValueOracle(FactoredAttention(np.ones((1, 3)), np.ones((1, 3)), np.zeros(3))),
