@@ -300,6 +300,33 @@ def test_the_low_rank_row_and_line_name_the_designed_check_of_a_stop():
     assert "6 designed: the check of a stop below the declared rank on a random mix of columns" in line
 
 
+def test_the_stop_checks_unseen_term_is_pinned_and_joins_the_bound(monkeypatch):
+    """A generic rank-2 target declared rank 5 (d = 8, no bias: no row shortened): the check of the
+    stop at rank 2 passes (its residual within the allowed errors), and what it cannot exclude,
+    CHECK_MARGIN sqrt(m) ||g|| (||rho|| + allowed) with m = 5 - 2 ranks left, is added to the
+    cross's and the assembly's bounds, exactly."""
+    import attnproof.theorems.lowrank as lowrank
+
+    parts = {}
+    for name in ("_cross_error", "_assembly_error"):
+        real = getattr(lowrank, name)
+
+        def wrapped(*args, real=real, name=name, **kwargs):
+            parts[name] = real(*args, **kwargs)  # the last call: the final cross's own bound
+            return parts[name]
+
+        monkeypatch.setattr(lowrank, name, wrapped)
+    rec = learn_skeleton(ValueOracle(generic(8, 2, 0)), rank=5, rng=np.random.default_rng(1))
+    info = rec.diagnostics
+    assert info["rank_found"] == 2 and not info.get("stop_resumed")
+    assert 0 <= info["stop_check_residual"] <= info["stop_check_allowed"]
+    assert info["stop_check_rank_left"] == 3
+    unseen = lowrank.CHECK_MARGIN * math.sqrt(3) * info["stop_check_mix_norm"] * (
+        info["stop_check_residual"] + info["stop_check_allowed"])
+    assert info["stop_check_unseen"] == pytest.approx(unseen, rel=1e-15)
+    assert rec.error_bound == parts["_cross_error"] + parts["_assembly_error"] + info["stop_check_unseen"]
+
+
 def test_failure_cases():
     with pytest.raises(NonIdentifiableError):
         learn_skeleton(ValueOracle(FactoredAttention(np.ones((1, 3)), np.ones((1, 3)), np.zeros(3))),

@@ -764,7 +764,8 @@ def _check_stop(
     )
     m = min(max_rank, d) - len(I)
     unseen = CHECK_MARGIN * math.sqrt(m) * g_norm * (rho + allowed) * float(unshorten[Io].max())
-    info.update(stop_check_residual=rho, stop_check_allowed=allowed, stop_check_unseen=unseen)
+    info.update(stop_check_residual=rho, stop_check_allowed=allowed, stop_check_unseen=unseen,
+                stop_check_mix_norm=g_norm, stop_check_rank_left=m)
     return bool(rho > allowed), unseen
 
 
