@@ -506,10 +506,12 @@ def learn_skeleton(
     bias: bool = False,
     rtol: float | None = None,
 ) -> Recovery:
-    """Recover (W*, v*) with rank(W*) <= ``rank`` from at most d + r(2d - r) value queries.
+    """Recover (W*, v*) with rank(W*) <= ``rank`` from d + r(2d - r) value queries.
 
-    Exactly d + r(2d - r) when rank(W*) = r (the information-theoretic floor); a lower rank is
-    detected on the way and costs fewer queries.  Runs in float64, mpmath and sympy.
+    Exactly d + r(2d - r) when rank(W*) = r (the information-theoretic floor); a lower rank s is
+    detected on the way, d + s(2d - s) + (d - s) queries, and its stop checked by d - s counted
+    ones (``designed_queries``; one more than the floor at s = r - 1, and a stop the check
+    overturns costs the floor plus the check).  Runs in float64, mpmath and sympy.
 
     Parameters
     ----------
