@@ -144,15 +144,16 @@ def _fmt(x: Any) -> str:
 
 def _queries(r: dict[str, Any]) -> str:
     """``N queries (formula F)``, and when a learner spent more, how many of the counted extras
-    were designed (``designed_queries``: check points, points on each recovered hyperplane, the
-    FFN polish's measurements) and how many were re-asks."""
+    were designed (``designed_queries``, named by the row's ``designed_what``; default the FFN's:
+    check points, points on each recovered hyperplane, the polish's measurements) and how many
+    were re-asks."""
     formula = r.get("queries_formula")
     extra = r["queries"] - formula if isinstance(formula, int) else 0
     if extra <= 0:
         return f"{r['queries']} queries (formula {formula})"
     designed = min(r.get("designed_queries") or 0, extra)
-    parts = [f"{designed} designed: check points, points on each hyperplane, the polish's measurements"] * (
-        designed > 0)
+    what = r.get("designed_what") or "check points, points on each hyperplane, the polish's measurements"
+    parts = [f"{designed} designed: {what}"] * (designed > 0)
     if extra > designed:
         parts.append(f"{extra - designed} re-asks: probes asked again at a smaller scale when a logit "
                      "saturated, or retried points of a kink search")

@@ -94,7 +94,9 @@ def run_lowrank(
     ``m`` (cvx only) defaults to 3 r (2d - r) measurements.  ``answers``: the model's evaluation
     (:class:`~attnproof.models.Rounding`), which the oracle declares and the bounds read.  Keys as
     :func:`~attnproof.theorems.exact.runner.run_exact`, plus ``rank``, ``learner``,
-    ``floor_queries`` = d + r(2d - r), and the oracle's own cost: ``oracle_seconds_per_query``
+    ``floor_queries`` = d + r(2d - r), ``designed_queries`` (the skeletons' checks of a stop below
+    the declared rank, counted extras) and ``designed_what``, and the oracle's own cost:
+    ``oracle_seconds_per_query``
     against ``oracle_flops_per_query`` = 6 d r (a two-token query of the factored head computes
     K x_1, K x_2 and Q x_2, three r x d products; the value readout and the two scores are O(d + r)).
     """
@@ -115,6 +117,8 @@ def run_lowrank(
     seconds = time.perf_counter() - t0
     return result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, rank=rank,
                       floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d,
+                      designed_queries=rec.diagnostics.get("designed_queries", 0),
+                      designed_what="the check of a stop below the declared rank on a random mix of columns",
                       oracle_seconds_per_query=oracle.seconds / max(oracle.queries, 1),
                       oracle_flops_per_query=6 * d * rank)
 
