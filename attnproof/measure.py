@@ -198,6 +198,15 @@ class Probes:
     _scaled: dict[tuple[float, float], tuple[Any, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """``compute()``, computed once per probe set and ``key``: the per-probe quantities the error
+        bounds read (row norms, ``|P| |v|``, the a-posteriori ``P v`` errors, ...) do not depend on
+        the entries asked, and a learner reads them for its bound, its estimate and its checks."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def scaled(self, a: float, b: float) -> tuple[np.ndarray, np.ndarray | None]:
         """(a P, b Q) for powers of two a, b (exact), kept for the last (a, b) asked: the
@@ -1278,23 +1287,35 @@ def _ext_error(d: int, u: float, x: tuple[np.ndarray, np.ndarray, np.ndarray], M
     return G * split + 3 * u / (1 - 3 * u) * (norm * M.frobenius + (2 + G) * split)
 
 
+def _float_bases(probes: Probes) -> tuple[np.ndarray, np.ndarray | None]:
+    """P and Q (None without Q) as float64, converted once per probe set."""
+    arith = probes.arith
+    return probes.memo(("float",), lambda: (
+        arith.to_float(probes.P), None if probes.Q is None else arith.to_float(probes.Q)))
+
+
+def _row_sizes(probes: Probes) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...] | None]:
+    """``(||p_k||, ||p_k||_1, max|p_k|)`` for every row of P, and the same for Q (None without Q),
+    computed once per probe set (float64)."""
+    def sizes(M: np.ndarray) -> tuple[np.ndarray, ...]:
+        a = np.abs(M)
+        return norm2(M, axis=1), a.sum(axis=1), a.max(axis=1)
+
+    P, Q = _float_bases(probes)
+    return probes.memo(("rows",), lambda: (sizes(P), None if Q is None else sizes(Q)))
+
+
 def _token_sizes(
     probes: Probes, kk: np.ndarray, ll: np.ndarray, s: np.ndarray
 ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """``(||x||, ||x||_1, max|x|)`` (upper bounds) of the probe tokens x_1, x_2 of each entry (k, l)
     at scale s: ``x_2 = s q``, ``x_1 = s (p + q)`` or ``p + s q`` (query only), computed by the
     learner in float64 (``|fl(p + q)| <= (1 + eps) (|p| + |q|)``); ``q = e_l`` without Q."""
-    P = probes.arith.to_float(probes.P)
     up = 1 + 2 * FLOAT64.eps  # the learner's p + q, and these sums' own rounding (d eps) below 2^-20
     up = up * (1 + 2.0**-20)
-    Pa = np.abs(P)
-    p = (norm2(P, axis=1)[kk], Pa.sum(axis=1)[kk], Pa.max(axis=1)[kk])
-    if probes.Q is None:
-        q = (np.ones(len(ll)),) * 3
-    else:
-        Qf = probes.arith.to_float(probes.Q)
-        Qa = np.abs(Qf)
-        q = (norm2(Qf, axis=1)[ll], Qa.sum(axis=1)[ll], Qa.max(axis=1)[ll])
+    p_rows, q_rows = _row_sizes(probes)
+    p = tuple(x[kk] for x in p_rows)
+    q = (np.ones(len(ll)),) * 3 if q_rows is None else tuple(x[ll] for x in q_rows)
     a, b = (np.ones_like(s), s) if probes.scale_query_only else (s, s)
     x1 = tuple(up * (a * pi + b * qi) for pi, qi in zip(p, q, strict=True))
     x2 = tuple(up * s * qi for qi in q)
@@ -1309,9 +1330,9 @@ def _dense_batches(probes: Probes, k: np.ndarray) -> bool:
     than d / 8 non-zeros scaled by the smallest of those."""
     if probes.Q is None:
         return False
-    Q = np.abs(probes.arith.to_float(probes.Q))
     d = probes.d
-    kept = -np.partition(-Q, d // 8, axis=1)[:, d // 8]  # the (d // 8 + 1)-th largest |q_lj| of each row
+    kept = probes.memo(("kept",), lambda: -np.partition(  # the (d // 8 + 1)-th largest |q_lj| of each row
+        -np.abs(_float_bases(probes)[1]), d // 8, axis=1)[:, d // 8])
     low = min(int(np.min(k, initial=0)), -ScalePolicy.max_k)
     return bool(np.all(np.ldexp(kept, low) > 0))
 
@@ -1418,8 +1439,7 @@ def value_errors(
     typical = Wq is not None
     eps = arith.resolution / math.sqrt(3) if typical else arith.resolution  # RMS of a uniform rounding
     kk, ll = entries
-    P = arith.to_float(probes.P)
-    Q = None if probes.Q is None else arith.to_float(probes.Q)
+    P, Q = _float_bases(probes)
     # alpha's error is homogeneous of degree 0 in (v, beta): both are scaled by one exact power of
     # two into range, so a v* of 1e-300 (or 1e300, or 1e-400 in mpmath) neither underflows nor
     # overflows in the squares and products below
@@ -1435,8 +1455,9 @@ def value_errors(
     v_err = eps * beta
     v_rel = 4 * term + rounding.final + (eps if beta else 0.0)
     v_abs = 2 * (4 * term + rounding.final) * beta
-    p_norm = norm2(P, axis=1)[kk]
-    q_norm = np.ones(len(ll)) if Q is None else norm2(Q, axis=1)[ll]
+    p_rows, q_rows = _row_sizes(probes)
+    p_norm = p_rows[0][kk]
+    q_norm = np.ones(len(ll)) if q_rows is None else q_rows[0][ll]
     pv = np.abs(arith.to_float(arith.ldexp(probes.pv, e)))[kk]
     s = np.ldexp(1.0, k)
     if probes.scale_query_only:
@@ -1451,8 +1472,9 @@ def value_errors(
     add = (lambda *t: reduce(np.hypot, t)) if typical else (lambda *t: sum(t))
     qv = np.abs(arith.to_float(arith.ldexp(probes.qv, e)))[ll]
     if typical:  # eps times the label's terms: |x^T v| and ||x o v|| (x o v: the summands)
-        pvv = np.sqrt((P * P) @ (v * v))[kk]
-        qvv = np.abs(v)[ll] if Q is None else np.sqrt((Q * Q) @ (v * v))[ll]
+        pvv, qvv = probes.memo(("summands", e), lambda: (
+            np.sqrt((P * P) @ (v * v)), np.abs(v) if Q is None else np.sqrt((Q * Q) @ (v * v))))
+        pvv, qvv = pvv[kk], qvv[ll]
         if probes.scale_query_only:
             x1v, x1vv = np.abs(pv + s * qv), np.sqrt(pvv**2 + (s * qvv) ** 2)
         else:
@@ -1471,8 +1493,8 @@ def value_errors(
             dy = dw1 + dw2 + 7 * term * size + eps * beta * 4 + rounding.final * size * (1 + 8 * term)
         # the learner's own probe x_1 = p + q (p + s q) rounded: |dx_1| <= eps |x_1|, so dx_1^T v is at
         # most eps (|p| + |q|)^T |v| (times s; eps (|p| + s |q|)^T |v| query-only)
-        Pabs = np.abs(P) @ np.abs(v)
-        Qabs = np.abs(v) if Q is None else np.abs(Q) @ np.abs(v)
+        Pabs, Qabs = probes.memo(("abs", e), lambda: (
+            np.abs(P) @ np.abs(v), np.abs(v) if Q is None else np.abs(Q) @ np.abs(v)))
         pav, qav = Pabs[kk], Qabs[ll]
         dy = dy + eps * (pav + s * qav if probes.scale_query_only else s * (pav + qav))
     # float64's gradual underflow: a product (or a probe entry) landing below 2^-1022 is also off by up
@@ -1484,9 +1506,11 @@ def value_errors(
     if typical:
         dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps)
     else:  # v's error through |q|, |p|; the learner's own q^T v and p^T v; alpha's two roundings
-        dpv = _product_errors(P, v, arith.to_float(arith.ldexp(probes.pv, e)), Pabs, arith.resolution)[kk]
-        dqv = 0.0 if Q is None else _product_errors(
-            Q, v, arith.to_float(arith.ldexp(probes.qv, e)), Qabs, arith.resolution)[ll]
+        dpv, dqv = probes.memo(("products", e), lambda: (
+            _product_errors(P, v, arith.to_float(arith.ldexp(probes.pv, e)), Pabs, arith.resolution),
+            None if Q is None else _product_errors(
+                Q, v, arith.to_float(arith.ldexp(probes.qv, e)), Qabs, arith.resolution)))
+        dpv, dqv = dpv[kk], 0.0 if dqv is None else dqv[ll]
         # q^T dv <= v_rel |q|^T |v| + v_abs ||q||_1 (||q||_1 <= sqrt(d) ||q||), likewise p
         dq = v_rel * qav + v_abs * np.sqrt(d) * q_norm + dqv
         dp = v_rel * pav + v_abs * np.sqrt(d) * p_norm + dpv
