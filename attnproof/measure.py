@@ -1409,7 +1409,11 @@ def value_errors(
       of a beta != 0), which meets the probe as ``q^T dv`` (``<= (4 t + final) |q|^T |v| + ...``),
       and ``4 eps |beta|``;
     * alpha = (label - beta - base) / (p^T v) then carries those errors over |p^T v|, and the logit
-      ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``; the logit
+      ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``; but the errors of
+      the learner's x_1, of its p^T v and of alpha's own two roundings move alpha only in proportion
+      to alpha (the label carries x_1^T v times alpha; alpha is a quotient by p^T v), so they meet
+      the logit as ``1 / (1 - alpha)`` times their relative size (issue 22: at a logit of -5 that is
+      150 times less than the absolute form); the logit
       ``log(alpha) - log(1 - alpha)`` itself rounds by ``eps (2 |log alpha| + 2 |log(1 - alpha)| + |L|)``
       (two library logarithms within 2 eps each, and the difference);
     * the value is ``(L / s - c^T p) / s`` or ``(L - c^T p) / s``: the logit error over s^2 (or s),
@@ -1490,13 +1494,19 @@ def value_errors(
             ds_f, dw1, dw2 = _faithful_errors(rounding.sizes, term, d, _token_sizes(probes, kk, ll, s),
                                               sx * p_norm + eps * x1, _dense_batches(probes, k), e)
             size = beta + x1v + s * qv + dw1 + dw2
-            dy = dw1 + dw2 + 7 * term * size + eps * beta * 4 + rounding.final * size * (1 + 8 * term)
+            # the final rounding, of |y| <= |beta| + |x_2^T v| + alpha |(x_1 - x_2)^T v| (+ the dw): the part
+            # alpha |(x_1 - x_2)^T v| <= alpha sx (|p^T v| + probe) is relative (below, ``final_part``)
+            dy = (dw1 + dw2 + 7 * term * size + eps * beta * 4
+                  + rounding.final * (beta + s * qv + dw1 + dw2) * (1 + 8 * term))
+            final_part = rounding.final * (1 + 8 * term)
         # the learner's own probe x_1 = p + q (p + s q) rounded: |dx_1| <= eps |x_1|, so dx_1^T v is at
         # most eps (|p| + |q|)^T |v| (times s; eps (|p| + s |q|)^T |v| query-only)
         Pabs, Qabs = probes.memo(("abs", e), lambda: (
             np.abs(P) @ np.abs(v), np.abs(v) if Q is None else np.abs(Q) @ np.abs(v)))
         pav, qav = Pabs[kk], Qabs[ll]
-        dy = dy + eps * (pav + s * qav if probes.scale_query_only else s * (pav + qav))
+        probe = eps * (pav + s * qav if probes.scale_query_only else pav + qav)  # in alpha p^T v's units
+        if rounding.sizes is None:
+            final_part = 0.0  # the naive form keeps its final rounding (0 for NAIVE) absolute, in dy
     # float64's gradual underflow: a product (or a probe entry) landing below 2^-1022 is also off by up
     # to 2^-1075 absolute (sums are exact there): the label's 2 d + 4 products in v's scaled units, and
     # the probe entries' error times v; once the probe scale s is far from 1 (a W* of 1e200 is asked
@@ -1514,7 +1524,14 @@ def value_errors(
         # q^T dv <= v_rel |q|^T |v| + v_abs ||q||_1 (||q||_1 <= sqrt(d) ||q||), likewise p
         dq = v_rel * qav + v_abs * np.sqrt(d) * q_norm + dqv
         dp = v_rel * pav + v_abs * np.sqrt(d) * p_norm + dpv
-        dalpha = (dy / sx + sq * dq + alpha * dp) / pv + 2 * eps
+        # alpha's errors in two parts, ``dalpha = absolute + alpha relative``: the label's and q^T v's
+        # move it by their size; the learner's probe x_1, p^T v and alpha's own two roundings (the
+        # subtraction and the division, each of a result of size alpha) only in proportion to alpha:
+        # the label is beta + alpha x_1^T v + (1 - alpha) s q^T v, so with x_1 off by dx_1 the learner's
+        # (y - beta - s q^T v) / (s p^T v) (whole-probe; query-only without the s) is alpha (1 +
+        # dx_1^T v / (s p^T v)), and with p^T v off by dp, alpha (1 - dp / p^T v)
+        absolute = (dy / sx + sq * dq) / pv
+        relative = (probe + dp) / pv + 2 * eps + final_part * (1 + probe / pv)
     if typical:  # ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c); W x_2 is computed
         # once, so its own rounding dy (~ ||W||_F ||x_2|| / sqrt(d)) meets the logit only through
         # (x_1 - x_2)^T dy = s p^T dy (p^T dy query-only): weighted by ||s p||, not ||x_1|| + ||x_2||
@@ -1531,7 +1548,10 @@ def value_errors(
     # underflow in the scores: their d^2 + 2 d products, and the probe entries' times W x_2 + c
     ds = add(ds, tiny * (d * d + 2.0 * d + np.sqrt(d) * (W_norm * x2 + c_norm)))
     with np.errstate(divide="ignore"):
-        dL = add(dalpha / (alpha * (1 - alpha)), ds)
+        if typical:
+            dL = add(dalpha / (alpha * (1 - alpha)), ds)
+        else:  # sigma^{-1}'s derivative 1 / (alpha (1 - alpha)): 1 / (1 - alpha) for the relative part
+            dL = absolute / (alpha * (1 - alpha)) + relative / (1 - alpha) + ds
         if not typical:  # the logit's own rounding: log(alpha) - log1p(-alpha)
             dL = dL + eps * (2 * (np.abs(np.log(alpha)) + np.abs(np.log1p(-alpha))) + np.abs(Lf))
     lin = probes.linear_typical if typical else probes.linear_err

@@ -368,13 +368,15 @@ def test_faithful_answers_measure_within_the_declared_bound(d, seed, e, bias):
 def test_value_errors_declared_rounding_is_pinned():
     """value_errors with a declared rounding, by hand (d = 1, p = q = 1, s = 1, v = 1, beta = 0,
     L = 0 so alpha = 1/2): the label's error is g (||x_1|| + ||x_2||) ||v|| + final (|x_1^T v| +
-    |x_2^T v|) + eps (|p| + |q|)^T |v| (the learner's rounded probe x_1 = p + q) = 3 g + 3 final +
-    2 eps with g = 5 t; v's error (4 t + final) |v| (no beta: no subtraction), met through |q|^T |v|
-    and alpha |p|^T |v|, and the learner's own q^T v, p^T v (exact here: eps |q^T v| each, a
-    posteriori); alpha's (3 g + 3 final + 2 eps) + 1.5 ((4 t + final) + eps) + 2 eps (its two
-    roundings); the logit's 4 alpha's (1 / (alpha (1 - alpha))) plus its own rounding 4 ln 2 eps
-    (two logarithms of 1/2), with no score term (W = 0, c = 0).  Exact comparisons (abs=0: the
-    values are ~1e-15, far below pytest.approx's default absolute tolerance)."""
+    |x_2^T v|) = 3 g + 3 final with g = 5 t, and v's error (4 t + final) |v| (no beta: no
+    subtraction) met through |q|^T |v| and the learner's own q^T v (exact here: eps |q^T v|, a
+    posteriori): alpha's absolute error 3 g + 3 final + (4 t + final) + eps, amplified 4 times
+    (1 / (alpha (1 - alpha))).  Relative to alpha (issue 22: they meet the logit as 1 / (1 - alpha)
+    = 2, not 4): the learner's rounded probe x_1 = p + q, eps (|p| + |q|)^T |v| = 2 eps; v's error
+    through |p|^T |v| and the learner's p^T v, (4 t + final) + eps; alpha's two roundings, 2 eps.
+    Plus the logit's own rounding 4 ln 2 eps (two logarithms of 1/2), with no score term (W = 0,
+    c = 0).  Exact comparisons (abs=0: the values are ~1e-15, far below pytest.approx's default
+    absolute tolerance)."""
     from attnproof.models import Rounding
 
     probes = Probes(np.ones((1, 1)), np.ones((1, 1)), np.ones(1), FLOAT64)
@@ -382,11 +384,13 @@ def test_value_errors_declared_rounding_is_pinned():
     idx = np.zeros(1, dtype=np.int64)
     log = 4 * math.log(2) * eps
     got = value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0, rounding=Rounding("faithful", t, final))
-    dalpha = (3 * 5 * t + 3 * final + 2 * eps) + 1.5 * ((4 * t + final) + eps) + 2 * eps
-    assert got[0] == pytest.approx(4 * dalpha + log, rel=1e-12, abs=0)
+    v_own = (4 * t + final) + eps
+    want = 4 * (3 * 5 * t + 3 * final + v_own) + 2 * (2 * eps + v_own + 2 * eps) + log
+    assert got[0] == pytest.approx(want, rel=1e-12, abs=0)
     naive = value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0)
-    naive_alpha = (3 * 5 * eps + 2 * eps) + 1.5 * 5 * eps + 2 * eps  # t = eps, final = 0
-    assert naive[0] == pytest.approx(4 * naive_alpha + log, rel=1e-12, abs=0)
+    # t = eps, final = 0
+    assert naive[0] == pytest.approx(4 * (3 * 5 * eps + 5 * eps) + 2 * (2 * eps + 5 * eps + 2 * eps) + log,
+                                     rel=1e-12, abs=0)
     # the score: W = 1 adds g (||W||_F ||x_1 - x_2|| + ||W x_2|| (||x_1|| + ||x_2||)) ||x_2|| (q = W x_2
     # rounded once, then each score's dot product) + eps ||x_1|| ||W x_2|| = 4 g + 2 eps to the logit
     scored = value_errors(probes, np.zeros(1), idx, (idx, idx), 1.0, rounding=Rounding("faithful", t, final))

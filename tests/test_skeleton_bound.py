@@ -46,3 +46,42 @@ def test_shared_bound_work_is_bitwise_the_fresh_computation(monkeypatch, answers
     shared = lowrank._cross_error(session, probes, cross, W_norm, c_norm, unshorten, images)
     assert shared == lowrank._cross_error(session, fresh, cross, W_norm, c_norm, unshorten)
     assert rec.error_bound >= shared > 0
+
+
+def test_final_rounding_adversary_stays_within_the_relative_bound(monkeypatch):
+    """The label's final rounding is charged in two parts (measure.value_errors): ``final (|beta| +
+    |x_2^T v|)`` moves alpha by its size, ``final alpha |(x_1 - x_2)^T v|`` only in proportion to
+    alpha, so it meets the logit as ``1 / (1 - alpha)``, not ``1 / (alpha (1 - alpha))``.  An oracle
+    declaring an exaggerated final rounding (2^-40, so it dominates the learner's own) that spends
+    all of it -- every two-token answer pushed by final |y| in the direction that raises alpha, every
+    one-token answer (v) by final |y| -- stays within the skeleton's bound, which it attains to a
+    tenth (measured 0.12: its signs are not the propagation's worst), and a value model divided by
+    10 fails against it (d = 16, r = 2)."""
+    import dataclasses
+
+    from attnproof.models import FactorSizes
+
+    K, Q, v = low_rank_target(16, 2, np.random.default_rng(1))
+    declared = dataclasses.replace(FAITHFUL, final=2.0**-40, sizes=FactorSizes.of(K, Q, v))
+    push = declared.final - 2.0**-52  # the model's own faithful rounding (2^-53 |y|) is the rest
+
+    class FinalAdversary(ValueOracle):
+        @property
+        def rounding(self):
+            return declared
+
+        def _answer(self, Xb: np.ndarray) -> np.ndarray:
+            y = np.asarray(self.model(Xb), dtype=np.float64)
+            if Xb.shape[1] != 2:
+                return y + push * np.abs(y)
+            x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
+            return y + np.sign((x1 - x2) @ v) * push * np.abs(y)
+
+    def ratio() -> float:
+        rec = learn_skeleton(FinalAdversary(FactoredAttention(K, Q, v)), rank=2, rng=np.random.default_rng(2))
+        return float(np.linalg.norm(rec.W - K.T @ Q) / rec.error_bound)
+
+    assert 0.1 <= ratio() <= 1
+    true_model = lowrank.value_errors
+    monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) / 10)
+    assert ratio() > 1
