@@ -9,7 +9,7 @@ import pytest
 import attnproof.theorems.lowrank as lowrank
 from attnproof.bench import low_rank_target
 from attnproof.measure import Probes, value_errors
-from attnproof.models import FAITHFUL, NAIVE, FactoredAttention
+from attnproof.models import FAITHFUL, FactoredAttention
 from attnproof.oracles import ValueOracle
 from attnproof.theorems.lowrank import learn_skeleton
 
