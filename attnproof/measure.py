@@ -198,6 +198,15 @@ class Probes:
     _scaled: dict[tuple[float, float], tuple[Any, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """``compute()``, computed once per probe set and ``key``: the per-probe quantities the error
+        bounds read (row norms, ``|P| |v|``, the a-posteriori ``P v`` errors, ...) do not depend on
+        the entries asked, and a learner reads them for its bound, its estimate and its checks."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def scaled(self, a: float, b: float) -> tuple[np.ndarray, np.ndarray | None]:
         """(a P, b Q) for powers of two a, b (exact), kept for the last (a, b) asked: the
@@ -1278,23 +1287,35 @@ def _ext_error(d: int, u: float, x: tuple[np.ndarray, np.ndarray, np.ndarray], M
     return G * split + 3 * u / (1 - 3 * u) * (norm * M.frobenius + (2 + G) * split)
 
 
+def _float_bases(probes: Probes) -> tuple[np.ndarray, np.ndarray | None]:
+    """P and Q (None without Q) as float64, converted once per probe set."""
+    arith = probes.arith
+    return probes.memo(("float",), lambda: (
+        arith.to_float(probes.P), None if probes.Q is None else arith.to_float(probes.Q)))
+
+
+def _row_sizes(probes: Probes) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...] | None]:
+    """``(||p_k||, ||p_k||_1, max|p_k|)`` for every row of P, and the same for Q (None without Q),
+    computed once per probe set (float64)."""
+    def sizes(M: np.ndarray) -> tuple[np.ndarray, ...]:
+        a = np.abs(M)
+        return norm2(M, axis=1), a.sum(axis=1), a.max(axis=1)
+
+    P, Q = _float_bases(probes)
+    return probes.memo(("rows",), lambda: (sizes(P), None if Q is None else sizes(Q)))
+
+
 def _token_sizes(
     probes: Probes, kk: np.ndarray, ll: np.ndarray, s: np.ndarray
 ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """``(||x||, ||x||_1, max|x|)`` (upper bounds) of the probe tokens x_1, x_2 of each entry (k, l)
     at scale s: ``x_2 = s q``, ``x_1 = s (p + q)`` or ``p + s q`` (query only), computed by the
     learner in float64 (``|fl(p + q)| <= (1 + eps) (|p| + |q|)``); ``q = e_l`` without Q."""
-    P = probes.arith.to_float(probes.P)
     up = 1 + 2 * FLOAT64.eps  # the learner's p + q, and these sums' own rounding (d eps) below 2^-20
     up = up * (1 + 2.0**-20)
-    Pa = np.abs(P)
-    p = (norm2(P, axis=1)[kk], Pa.sum(axis=1)[kk], Pa.max(axis=1)[kk])
-    if probes.Q is None:
-        q = (np.ones(len(ll)),) * 3
-    else:
-        Qf = probes.arith.to_float(probes.Q)
-        Qa = np.abs(Qf)
-        q = (norm2(Qf, axis=1)[ll], Qa.sum(axis=1)[ll], Qa.max(axis=1)[ll])
+    p_rows, q_rows = _row_sizes(probes)
+    p = tuple(x[kk] for x in p_rows)
+    q = (np.ones(len(ll)),) * 3 if q_rows is None else tuple(x[ll] for x in q_rows)
     a, b = (np.ones_like(s), s) if probes.scale_query_only else (s, s)
     x1 = tuple(up * (a * pi + b * qi) for pi, qi in zip(p, q, strict=True))
     x2 = tuple(up * s * qi for qi in q)
@@ -1309,9 +1330,9 @@ def _dense_batches(probes: Probes, k: np.ndarray) -> bool:
     than d / 8 non-zeros scaled by the smallest of those."""
     if probes.Q is None:
         return False
-    Q = np.abs(probes.arith.to_float(probes.Q))
     d = probes.d
-    kept = -np.partition(-Q, d // 8, axis=1)[:, d // 8]  # the (d // 8 + 1)-th largest |q_lj| of each row
+    kept = probes.memo(("kept",), lambda: -np.partition(  # the (d // 8 + 1)-th largest |q_lj| of each row
+        -np.abs(_float_bases(probes)[1]), d // 8, axis=1)[:, d // 8])
     low = min(int(np.min(k, initial=0)), -ScalePolicy.max_k)
     return bool(np.all(np.ldexp(kept, low) > 0))
 
@@ -1388,7 +1409,11 @@ def value_errors(
       of a beta != 0), which meets the probe as ``q^T dv`` (``<= (4 t + final) |q|^T |v| + ...``),
       and ``4 eps |beta|``;
     * alpha = (label - beta - base) / (p^T v) then carries those errors over |p^T v|, and the logit
-      ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``; the logit
+      ``sigma^{-1}(alpha)`` amplifies an alpha error by ``1 / (alpha (1 - alpha))``; but the errors of
+      the learner's x_1, of its p^T v and of alpha's own two roundings move alpha only in proportion
+      to alpha (the label carries x_1^T v times alpha; alpha is a quotient by p^T v), so they meet
+      the logit as ``1 / (1 - alpha)`` times their relative size (issue 22: at a logit of -5 that is
+      150 times less than the absolute form); the logit
       ``log(alpha) - log(1 - alpha)`` itself rounds by ``eps (2 |log alpha| + 2 |log(1 - alpha)| + |L|)``
       (two library logarithms within 2 eps each, and the difference);
     * the value is ``(L / s - c^T p) / s`` or ``(L - c^T p) / s``: the logit error over s^2 (or s),
@@ -1418,8 +1443,7 @@ def value_errors(
     typical = Wq is not None
     eps = arith.resolution / math.sqrt(3) if typical else arith.resolution  # RMS of a uniform rounding
     kk, ll = entries
-    P = arith.to_float(probes.P)
-    Q = None if probes.Q is None else arith.to_float(probes.Q)
+    P, Q = _float_bases(probes)
     # alpha's error is homogeneous of degree 0 in (v, beta): both are scaled by one exact power of
     # two into range, so a v* of 1e-300 (or 1e300, or 1e-400 in mpmath) neither underflows nor
     # overflows in the squares and products below
@@ -1435,8 +1459,9 @@ def value_errors(
     v_err = eps * beta
     v_rel = 4 * term + rounding.final + (eps if beta else 0.0)
     v_abs = 2 * (4 * term + rounding.final) * beta
-    p_norm = norm2(P, axis=1)[kk]
-    q_norm = np.ones(len(ll)) if Q is None else norm2(Q, axis=1)[ll]
+    p_rows, q_rows = _row_sizes(probes)
+    p_norm = p_rows[0][kk]
+    q_norm = np.ones(len(ll)) if q_rows is None else q_rows[0][ll]
     pv = np.abs(arith.to_float(arith.ldexp(probes.pv, e)))[kk]
     s = np.ldexp(1.0, k)
     if probes.scale_query_only:
@@ -1451,8 +1476,9 @@ def value_errors(
     add = (lambda *t: reduce(np.hypot, t)) if typical else (lambda *t: sum(t))
     qv = np.abs(arith.to_float(arith.ldexp(probes.qv, e)))[ll]
     if typical:  # eps times the label's terms: |x^T v| and ||x o v|| (x o v: the summands)
-        pvv = np.sqrt((P * P) @ (v * v))[kk]
-        qvv = np.abs(v)[ll] if Q is None else np.sqrt((Q * Q) @ (v * v))[ll]
+        pvv, qvv = probes.memo(("summands", e), lambda: (
+            np.sqrt((P * P) @ (v * v)), np.abs(v) if Q is None else np.sqrt((Q * Q) @ (v * v))))
+        pvv, qvv = pvv[kk], qvv[ll]
         if probes.scale_query_only:
             x1v, x1vv = np.abs(pv + s * qv), np.sqrt(pvv**2 + (s * qvv) ** 2)
         else:
@@ -1468,13 +1494,19 @@ def value_errors(
             ds_f, dw1, dw2 = _faithful_errors(rounding.sizes, term, d, _token_sizes(probes, kk, ll, s),
                                               sx * p_norm + eps * x1, _dense_batches(probes, k), e)
             size = beta + x1v + s * qv + dw1 + dw2
-            dy = dw1 + dw2 + 7 * term * size + eps * beta * 4 + rounding.final * size * (1 + 8 * term)
+            # the final rounding, of |y| <= |beta| + |x_2^T v| + alpha |(x_1 - x_2)^T v| (+ the dw): the part
+            # alpha |(x_1 - x_2)^T v| <= alpha sx (|p^T v| + probe) is relative (below, ``final_part``)
+            dy = (dw1 + dw2 + 7 * term * size + eps * beta * 4
+                  + rounding.final * (beta + s * qv + dw1 + dw2) * (1 + 8 * term))
+            final_part = rounding.final * (1 + 8 * term)
         # the learner's own probe x_1 = p + q (p + s q) rounded: |dx_1| <= eps |x_1|, so dx_1^T v is at
         # most eps (|p| + |q|)^T |v| (times s; eps (|p| + s |q|)^T |v| query-only)
-        Pabs = np.abs(P) @ np.abs(v)
-        Qabs = np.abs(v) if Q is None else np.abs(Q) @ np.abs(v)
+        Pabs, Qabs = probes.memo(("abs", e), lambda: (
+            np.abs(P) @ np.abs(v), np.abs(v) if Q is None else np.abs(Q) @ np.abs(v)))
         pav, qav = Pabs[kk], Qabs[ll]
-        dy = dy + eps * (pav + s * qav if probes.scale_query_only else s * (pav + qav))
+        probe = eps * (pav + s * qav if probes.scale_query_only else pav + qav)  # in alpha p^T v's units
+        if rounding.sizes is None:
+            final_part = 0.0  # the naive form keeps its final rounding (0 for NAIVE) absolute, in dy
     # float64's gradual underflow: a product (or a probe entry) landing below 2^-1022 is also off by up
     # to 2^-1075 absolute (sums are exact there): the label's 2 d + 4 products in v's scaled units, and
     # the probe entries' error times v; once the probe scale s is far from 1 (a W* of 1e200 is asked
@@ -1484,13 +1516,22 @@ def value_errors(
     if typical:
         dalpha = add(add(dy / sx, sq * q_norm * v_err, alpha * p_norm * v_err) / pv, eps)
     else:  # v's error through |q|, |p|; the learner's own q^T v and p^T v; alpha's two roundings
-        dpv = _product_errors(P, v, arith.to_float(arith.ldexp(probes.pv, e)), Pabs, arith.resolution)[kk]
-        dqv = 0.0 if Q is None else _product_errors(
-            Q, v, arith.to_float(arith.ldexp(probes.qv, e)), Qabs, arith.resolution)[ll]
+        dpv, dqv = probes.memo(("products", e), lambda: (
+            _product_errors(P, v, arith.to_float(arith.ldexp(probes.pv, e)), Pabs, arith.resolution),
+            None if Q is None else _product_errors(
+                Q, v, arith.to_float(arith.ldexp(probes.qv, e)), Qabs, arith.resolution)))
+        dpv, dqv = dpv[kk], 0.0 if dqv is None else dqv[ll]
         # q^T dv <= v_rel |q|^T |v| + v_abs ||q||_1 (||q||_1 <= sqrt(d) ||q||), likewise p
         dq = v_rel * qav + v_abs * np.sqrt(d) * q_norm + dqv
         dp = v_rel * pav + v_abs * np.sqrt(d) * p_norm + dpv
-        dalpha = (dy / sx + sq * dq + alpha * dp) / pv + 2 * eps
+        # alpha's errors in two parts, ``dalpha = absolute + alpha relative``: the label's and q^T v's
+        # move it by their size; the learner's probe x_1, p^T v and alpha's own two roundings (the
+        # subtraction and the division, each of a result of size alpha) only in proportion to alpha:
+        # the label is beta + alpha x_1^T v + (1 - alpha) s q^T v, so with x_1 off by dx_1 the learner's
+        # (y - beta - s q^T v) / (s p^T v) (whole-probe; query-only without the s) is alpha (1 +
+        # dx_1^T v / (s p^T v)), and with p^T v off by dp, alpha (1 - dp / p^T v)
+        absolute = (dy / sx + sq * dq) / pv
+        relative = (probe + dp) / pv + 2 * eps + final_part * (1 + probe / pv)
     if typical:  # ||x o y|| ~ ||x|| ||y|| / sqrt(d) for a spread y (W x_2, c); W x_2 is computed
         # once, so its own rounding dy (~ ||W||_F ||x_2|| / sqrt(d)) meets the logit only through
         # (x_1 - x_2)^T dy = s p^T dy (p^T dy query-only): weighted by ||s p||, not ||x_1|| + ||x_2||
@@ -1509,9 +1550,10 @@ def value_errors(
     with np.errstate(divide="ignore", invalid="ignore"):
         if typical:
             dL = add(dalpha / (alpha * (1 - alpha)), ds)
-        else:  # the logit's own rounding: log(alpha) - log1p(-alpha); and alpha's error through
-            # sigma^{-1} exactly, not to first order (:func:`_logit_spread`)
-            dL = _logit_spread(alpha, dalpha) + ds
+        else:  # alpha's error through sigma^{-1} exactly, not to first order (:func:`_logit_spread`:
+            # to first order 1 / (alpha (1 - alpha)) for the absolute part, 1 / (1 - alpha) for the
+            # relative), and the logit's own rounding: log(alpha) - log1p(-alpha)
+            dL = _logit_spread(alpha, absolute, relative) + ds
             dL = dL + eps * (2 * (np.abs(np.log(alpha)) + np.abs(np.log1p(-alpha))) + np.abs(Lf))
     lin = probes.linear_typical if typical else probes.linear_err
     lin = 0.0 if lin is None else lin[kk]
@@ -1521,22 +1563,32 @@ def value_errors(
     return np.maximum(err / s, np.where(err > 0, UNDERFLOW, 0.0))
 
 
-def _logit_spread(alpha: np.ndarray, dalpha: np.ndarray) -> np.ndarray:
-    """``max |sigma^{-1}(a) - sigma^{-1}(alpha)|`` over ``|a - alpha| <= dalpha``, ``a`` in (0, 1):
-    infinite once the interval reaches 0 or 1 (a saturated logit whose label cannot tell it from
-    a finite one), else the larger of the two ends (sigma^{-1} is increasing),
-    ``log1p(dalpha / alpha) - log1p(-dalpha / (1 - alpha))`` and its mirror, both sums of two
-    magnitudes (no cancellation: within 8 float64 roundings, charged).  Never below the first-order
-    ``dalpha / (alpha (1 - alpha))``: the slope of sigma^{-1} grows away from 1/2 on the side where
-    the larger end lies.  (A thorough draw, 2^-20 K^T Q with biases asked at query scale 2^49: the
+def _logit_spread(alpha: np.ndarray, absolute: np.ndarray, relative: np.ndarray | float = 0.0) -> np.ndarray:
+    """``max |sigma^{-1}(a) - sigma^{-1}(alpha)|`` over every true alpha ``a`` the errors allow: the
+    computed alpha is off by at most ``absolute + a relative`` (:func:`value_errors`: the label's and
+    q^T v's errors move it by their size, the learner's probe, p^T v and alpha's own roundings in
+    proportion to it), in either order, so ``a`` lies in ``[alpha (1 - R) - absolute, (alpha +
+    absolute) / (1 - R)]`` with ``R = relative (1 + relative)`` (a product of relative factors
+    summing to ``relative`` is within ``e^relative - 1`` of 1).  Infinite once that interval reaches 0
+    or 1 (a saturated logit whose label cannot tell it from a finite one), else the larger of its two
+    ends through the increasing sigma^{-1}, each written as a sum of magnitudes of ``log1p``s (no
+    cancellation: within 8 float64 roundings, charged).  Never below the first-order
+    ``absolute / (alpha (1 - alpha)) + relative / (1 - alpha)``: the interval holds
+    ``alpha +- (absolute + alpha relative)``, and sigma^{-1}'s slope grows away from 1/2 on the side
+    of the farther end.  (A thorough draw, 2^-20 K^T Q with biases asked at query scale 2^49: the
     label read alpha ~ 0.6 for a true alpha of 1, which the first-order model charged 1.7 logit
-    units; ``tests/test_lowrank.py``.)"""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a, b = dalpha / alpha, dalpha / (1 - alpha)
-    reach = (a >= 1) | (b >= 1) | ~np.isfinite(a + b)
-    up = np.log1p(a) - np.log1p(-np.where(reach, 0.0, b))
-    down = np.log1p(b) - np.log1p(-np.where(reach, 0.0, a))
-    return np.where(reach, np.inf, np.maximum(up, down) * (1 + 2.0**-49))
+    units; ``tests/test_lowrank.py``, ``tests/test_bias.py``.)"""
+    R = relative * (1 + relative)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        down_gap = absolute + alpha * R  # alpha - (the lowest a)
+        up_gap = down_gap / (1 - R)  # (the highest a) - alpha
+        reach = (down_gap >= alpha) | (up_gap >= 1 - alpha) | (R >= 1) | ~np.isfinite(up_gap / alpha)
+        ok = ~reach
+        up = (np.log1p(np.where(ok, absolute / alpha, 0.0)) - np.log1p(-np.where(ok, R, 0.0))
+              - np.log1p(-np.where(ok, up_gap / (1 - alpha), 0.0)))
+        down = (-np.log1p(-np.where(ok, down_gap / alpha, 0.0))
+                + np.log1p(np.where(ok, down_gap / (1 - alpha), 0.0)))
+    return np.where(reach, np.inf, np.maximum(up, down) * (1 + 2.0**-48))
 
 
 def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray) -> np.ndarray:

@@ -726,7 +726,7 @@ def test_cross_error_propagation_is_nearly_attained(monkeypatch, d, r, seed):
     monkeypatch.setattr(lowrank, "_cross_error", lambda *a: seen.append(a) or error(*a))
     K, Q, v = low_rank_target(d, r, np.random.default_rng(seed))
     learn_skeleton(ValueOracle(FactoredAttention(K, Q, v)), rank=r, rng=np.random.default_rng(seed + 1))
-    (session, probes, cross, W_norm, c_norm, unshorten), = seen
+    (session, probes, cross, W_norm, c_norm, unshorten, _images), = seen
     bound = error(session, probes, cross, W_norm, c_norm, unshorten)
     I, J = cross.rows, cross.cols
     used = np.zeros((d, d), dtype=bool)

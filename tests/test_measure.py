@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import example, given
@@ -368,13 +369,15 @@ def test_faithful_answers_measure_within_the_declared_bound(d, seed, e, bias):
 def test_value_errors_declared_rounding_is_pinned():
     """value_errors with a declared rounding, by hand (d = 1, p = q = 1, s = 1, v = 1, beta = 0,
     L = 0 so alpha = 1/2): the label's error is g (||x_1|| + ||x_2||) ||v|| + final (|x_1^T v| +
-    |x_2^T v|) + eps (|p| + |q|)^T |v| (the learner's rounded probe x_1 = p + q) = 3 g + 3 final +
-    2 eps with g = 5 t; v's error (4 t + final) |v| (no beta: no subtraction), met through |q|^T |v|
-    and alpha |p|^T |v|, and the learner's own q^T v, p^T v (exact here: eps |q^T v| each, a
-    posteriori); alpha's (3 g + 3 final + 2 eps) + 1.5 ((4 t + final) + eps) + 2 eps (its two
-    roundings); the logit's 4 alpha's (1 / (alpha (1 - alpha))) plus its own rounding 4 ln 2 eps
-    (two logarithms of 1/2), with no score term (W = 0, c = 0).  Exact comparisons (abs=0: the
-    values are ~1e-15, far below pytest.approx's default absolute tolerance)."""
+    |x_2^T v|) = 3 g + 3 final with g = 5 t, and v's error (4 t + final) |v| (no beta: no
+    subtraction) met through |q|^T |v| and the learner's own q^T v (exact here: eps |q^T v|, a
+    posteriori): alpha's absolute error 3 g + 3 final + (4 t + final) + eps, amplified 4 times
+    (1 / (alpha (1 - alpha))).  Relative to alpha (issue 22: they meet the logit as 1 / (1 - alpha)
+    = 2, not 4): the learner's rounded probe x_1 = p + q, eps (|p| + |q|)^T |v| = 2 eps; v's error
+    through |p|^T |v| and the learner's p^T v, (4 t + final) + eps; alpha's two roundings, 2 eps.
+    Plus the logit's own rounding 4 ln 2 eps (two logarithms of 1/2), with no score term (W = 0,
+    c = 0).  Exact comparisons (abs=0: the values are ~1e-15, far below pytest.approx's default
+    absolute tolerance)."""
     from attnproof.models import Rounding
 
     probes = Probes(np.ones((1, 1)), np.ones((1, 1)), np.ones(1), FLOAT64)
@@ -382,11 +385,13 @@ def test_value_errors_declared_rounding_is_pinned():
     idx = np.zeros(1, dtype=np.int64)
     log = 4 * math.log(2) * eps
     got = value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0, rounding=Rounding("faithful", t, final))
-    dalpha = (3 * 5 * t + 3 * final + 2 * eps) + 1.5 * ((4 * t + final) + eps) + 2 * eps
-    assert got[0] == pytest.approx(4 * dalpha + log, rel=1e-12, abs=0)
+    v_own = (4 * t + final) + eps
+    want = 4 * (3 * 5 * t + 3 * final + v_own) + 2 * (2 * eps + v_own + 2 * eps) + log
+    assert got[0] == pytest.approx(want, rel=1e-12, abs=0)
     naive = value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0)
-    naive_alpha = (3 * 5 * eps + 2 * eps) + 1.5 * 5 * eps + 2 * eps  # t = eps, final = 0
-    assert naive[0] == pytest.approx(4 * naive_alpha + log, rel=1e-12, abs=0)
+    # t = eps, final = 0
+    assert naive[0] == pytest.approx(4 * (3 * 5 * eps + 5 * eps) + 2 * (2 * eps + 5 * eps + 2 * eps) + log,
+                                     rel=1e-12, abs=0)
     # the score: W = 1 adds g (||W||_F ||x_1 - x_2|| + ||W x_2|| (||x_1|| + ||x_2||)) ||x_2|| (q = W x_2
     # rounded once, then each score's dot product) + eps ||x_1|| ||W x_2|| = 4 g + 2 eps to the logit
     scored = value_errors(probes, np.zeros(1), idx, (idx, idx), 1.0, rounding=Rounding("faithful", t, final))
@@ -688,20 +693,27 @@ def test_balanced_writes_the_reflection_of_its_formula_bitwise(d, seed):
 
 def test_logit_spread_is_exact_at_the_ends_and_infinite_once_alpha_can_saturate():
     """alpha's error through sigma^{-1}, charged exactly (not to first order): at alpha = 0.6,
-    dalpha = 0.3 the ends are logit(0.9) and logit(0.3), farther from logit(0.6) than the slope's
-    0.3 / 0.24 = 1.25; at dalpha >= 1 - alpha the label cannot tell a saturated logit (the thorough
-    draw of tests/test_lowrank.py read alpha 0.6 for a true 1): infinite, on either side."""
+    an absolute 0.3 the ends are logit(0.9) and logit(0.3), farther from logit(0.6) than the slope's
+    0.3 / 0.24 = 1.25; at an error >= 1 - alpha the label cannot tell a saturated logit (the thorough
+    draw of tests/test_lowrank.py read alpha 0.6 for a true 1): infinite, on either side.  A relative
+    error R moves the ends to alpha (1 - R') and alpha / (1 - R'), R' = R (1 + R)."""
     from attnproof.measure import _logit_spread
 
-    logit = lambda a: math.log(a / (1 - a))  # noqa: E731
-    alpha = np.array([0.6, 0.6, 0.6, 0.1, 0.5, 0.5])
-    dalpha = np.array([0.3, 0.4, 1e-9, 0.05, 0.5, 0.0])
-    got = _logit_spread(alpha, dalpha)
-    ends = [max(logit(0.9) - logit(0.6), logit(0.6) - logit(0.3)), math.inf, None,
-            max(logit(0.15) - logit(0.1), logit(0.1) - logit(0.05)), math.inf, 0.0]
-    for g, want, a, da in zip(got, ends, alpha, dalpha, strict=True):
-        assert g >= da / (a * (1 - a))  # never below the first-order charge
-        if want is not None:
-            assert g == want if not math.isfinite(want) or want == 0 else want <= g <= want * (1 + 1e-14)
-    assert got[2] == pytest.approx(1e-9 / 0.24, rel=1e-8)  # first order where dalpha is small
+    logit = lambda a: mpmath.log(mpmath.mpf(a) / (1 - mpmath.mpf(a)))  # noqa: E731  (exact inputs)
+    alpha = np.array([0.6, 0.6, 0.6, 0.1, 0.5, 0.5, 0.9, 0.999, 0.3])
+    A = np.array([0.3, 0.4, 1e-9, 0.05, 0.5, 0.0, 0.0, 0.0, 0.01])
+    R = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.05, 0.002, 0.1])
+    got = _logit_spread(alpha, A, R)
+    for g, a, da, r in zip(got, alpha, A, R, strict=True):
+        assert g >= da / (a * (1 - a)) + r / (1 - a)  # never below the first-order charge
+        with mpmath.workdps(50):  # the ends in exact arithmetic (the inputs are binary fractions)
+            a, da, r = mpmath.mpf(a), mpmath.mpf(da), mpmath.mpf(r)
+            a_lo, a_hi = a * (1 - r * (1 + r)) - da, (a + da) / (1 - r * (1 + r))
+            if a_lo <= 0 or a_hi >= 1:
+                assert g == math.inf
+            else:
+                want = max(logit(a_hi) - logit(a), logit(a) - logit(a_lo))
+                assert want <= g <= want * (1 + 1e-13)
+    assert got[1] == got[4] == got[7] == math.inf and got[5] == 0.0
+    assert got[2] == pytest.approx(1e-9 / 0.24, rel=1e-8)  # first order where the error is small
     assert _logit_spread(np.array([0.0, 1.0]), np.array([1e-300, 1e-300])).tolist() == [math.inf] * 2

@@ -206,7 +206,7 @@ def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]
 
 def _cross_error(
     session: BilinearSession, probes: Probes, cross: Cross, W_norm: float, c_norm: float,
-    unshorten: np.ndarray,
+    unshorten: np.ndarray, images: np.ndarray | None = None,
 ) -> float:
     """First-order bound on ||D^{-1} (A B - M*')||_F: the measurement errors of the skeleton and the
     cross's own rounding, carried through the reconstruction.
@@ -225,7 +225,7 @@ def _cross_error(
     residual column adds ``d`` times that residual plus its measurement error (the pivoting
     heuristic: the measured column is the residual's largest; a W* = 0 is thus bounded by the
     resolution, not by 0), the residual's own rounding included.  The unmeasured rest is 0 by the
-    rank assumption (see ``checks``).
+    rank assumption (see ``checks``).  ``images``: :func:`_image_norms`, when the caller has them.
     """
     arith = session.arith
     d = probes.d
@@ -233,7 +233,8 @@ def _cross_error(
     rows, cols = np.nonzero(cross.known)
     E[rows, cols] = value_errors(
         probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm,
-        rounding=session.rounding, images=_image_norms(cross, arith, unshorten)[cols],
+        rounding=session.rounding,
+        images=(_image_norms(cross, arith, unshorten) if images is None else images)[cols],
     )
     I, J = cross.rows, cross.cols
     Mf = arith.to_float(cross.M)
@@ -385,7 +386,8 @@ def _assembly_error(
 
 
 def _cross_estimate(
-    probes: Probes, cross: Cross, W: np.ndarray, c_norm: float, unshorten: np.ndarray
+    probes: Probes, cross: Cross, W: np.ndarray, c_norm: float, unshorten: np.ndarray,
+    images: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """An estimate of ||W_hat - W*||_F (not a bound), and how many independent roundings make it.
 
@@ -417,7 +419,7 @@ def _cross_estimate(
     rows, cols = np.nonzero(cross.known)
     sigma = value_errors(
         probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm,
-        Wq=_image_norms(cross, arith, unshorten)[cols],
+        Wq=(_image_norms(cross, arith, unshorten) if images is None else images)[cols],
     )
     top = float(sigma.max(initial=0.0))
     V = np.zeros((d, d))  # (sigma_e / top)^2: in range however small or large the errors are
@@ -670,12 +672,13 @@ def _learn_by_crosses(
         W_error = None
         if rounded:
             W_norm = arith.norm(W)
+            images = _image_norms(cross, arith, unshorten)  # read by the bound and by the estimate
             W_error = (
-                _cross_error(session, probes, cross, W_norm, c_norm, unshorten)
+                _cross_error(session, probes, cross, W_norm, c_norm, unshorten, images)
                 + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm)
                 + unseen
             )
-            estimate, terms = _cross_estimate(probes, cross, W, c_norm, unshorten)
+            estimate, terms = _cross_estimate(probes, cross, W, c_norm, unshorten, images)
             session.diagnostics.update(error_estimate=estimate, error_estimate_terms=terms)
             if bias:
                 session.diagnostics["error_bound_c"] = (
