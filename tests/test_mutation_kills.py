@@ -582,3 +582,18 @@ def test_skeleton_reconstruction_checks_exactly_the_sizes_its_text_lists():
                  for x in (symbols("A", (d, r), real=True) @ symbols("B", (r, d), real=True)).reshape(-1)]
     assert len(pairs) == len(M_entries) + 2
     assert all(sp.expand(m - rhs) == 0 for m, (_, rhs) in zip(M_entries, pairs))
+
+
+def test_row_sizes_are_the_three_row_norms_rounded_up_by_two_to_the_minus_20():
+    """models.RowSizes.of, by hand: M = [[3, -4], [0, 1]] has ||M||_F = sqrt 26, the rows' largest
+    entries (4, 1) give sqrt 17 and their 1-norms (7, 1) sqrt 50; each is rounded up by the
+    documented factor 1 + 2^-20 (the float64 sums' rounding is below it), so each declared size
+    exceeds the exact one.  measure._ext_error and the componentwise bounds read these sizes: a
+    size that is not rounded up (or is 2^-20 of the norm) makes their bounds too small."""
+    from attnproof.models import RowSizes
+
+    up = 1 + 2.0**-20
+    sizes = RowSizes.of(np.array([[3.0, -4.0], [0.0, 1.0]]))
+    for got, exact in zip((sizes.frobenius, sizes.largest, sizes.one), (26, 17, 50), strict=True):
+        assert got == pytest.approx(math.sqrt(exact) * up, rel=4 * EPS, abs=0)
+        assert got > math.sqrt(exact)
