@@ -597,3 +597,27 @@ def test_row_sizes_are_the_three_row_norms_rounded_up_by_two_to_the_minus_20():
     for got, exact in zip((sizes.frobenius, sizes.largest, sizes.one), (26, 17, 50), strict=True):
         assert got == pytest.approx(math.sqrt(exact) * up, rel=4 * EPS, abs=0)
         assert got > math.sqrt(exact)
+
+
+def test_value_errors_componentwise_declaration_charges_the_final_rounding_of_the_label():
+    """value_errors with a componentwise declaration (a faithful factored head's FactorSizes): the
+    answer's final rounding (within ``final |y|``) is charged on the label's size, ``final (beta +
+    |x_1^T v| + |x_2^T v| + dw_1 + dw_2) (1 + 8 t)``, besides through v's error.  By hand at d = 1,
+    p = q = v = 1, beta = 0, s = 1, L = 0 (alpha = 1/2): the label's share is final (2 + 1) (the
+    dw_i ~ 2^-64 are below the tolerance), v's (4 t + final) reaches alpha through |q|^T |v| and
+    alpha |p|^T |v| (1.5 final), and the logit carries 4 x alpha's error: declaring final = 2^-53
+    instead of 0 raises the bound by 4 (3 + 1.5) final = 18 final (everything else is the same:
+    _faithful_errors does not read final)."""
+    from attnproof.measure import Probes, value_errors
+    from attnproof.models import FactorSizes, Rounding
+
+    probes = Probes(np.ones((1, 1)), np.ones((1, 1)), np.ones(1), FLOAT64)
+    sizes = FactorSizes.of(np.ones((1, 1)), np.ones((1, 1)), np.ones(1))
+    t, final = 2.0**-64, 2.0**-53
+    idx = np.zeros(1, dtype=np.int64)
+
+    def bound(f: float) -> float:
+        return value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0,
+                            rounding=Rounding("faithful", t, f, sizes))[0]
+
+    assert bound(final) - bound(0.0) == pytest.approx(18 * final, rel=1e-9, abs=0)
