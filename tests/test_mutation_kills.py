@@ -621,3 +621,12 @@ def test_value_errors_componentwise_declaration_charges_the_final_rounding_of_th
                             rounding=Rounding("faithful", t, f, sizes))[0]
 
     assert bound(final) - bound(0.0) == pytest.approx(18 * final, rel=1e-9, abs=0)
+
+
+def test_min_hessians_is_the_necessity_bound_by_hand():
+    """multihead.sbd.min_hessians, the proven necessity bound on the number K of Hessians: 1 for
+    d_h = 1, else max(2, d_h - 1) (2, 2, 3, 4 for d_h = 2..5).  A bound of 0 at d_h = 1 would let a
+    certificate claim that no Hessian at all is necessary."""
+    from attnproof.theorems.multihead.sbd import min_hessians
+
+    assert [min_hessians(dh) for dh in range(1, 6)] == [1, 2, 2, 3, 4]
