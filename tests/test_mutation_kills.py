@@ -630,3 +630,13 @@ def test_min_hessians_is_the_necessity_bound_by_hand():
     from attnproof.theorems.multihead.sbd import min_hessians
 
     assert [min_hessians(dh) for dh in range(1, 6)] == [1, 2, 2, 3, 4]
+
+
+def test_extra_end_pieces_are_two_refused_ends_and_both_segments_scale_probes():
+    """transformer._path_search.EXTRA_END_PIECES, read by ffn_query_bound: the pieces end_pieces may
+    measure beyond the three ends are the two refused ends again and the scale probes (middle, then
+    quarters: 3 of them) of both segments, 2 + 2 x 3 = 8; fewer would let the query bound undercount."""
+    from attnproof.theorems.transformer._path_search import EXTRA_END_PIECES, SCALE_PROBES
+
+    assert SCALE_PROBES == (0.5, 0.25, 0.75)
+    assert EXTRA_END_PIECES == 8
