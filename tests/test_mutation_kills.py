@@ -640,3 +640,16 @@ def test_extra_end_pieces_are_two_refused_ends_and_both_segments_scale_probes():
 
     assert SCALE_PROBES == (0.5, 0.25, 0.75)
     assert EXTRA_END_PIECES == 8
+
+
+def test_reduced_oracle_ratio_is_the_larger_of_the_label_and_one_token_ratios_by_hand():
+    """multihead.orthogonal._reduced_oracle_ratio, by hand: the label's ratio ((d + 4 + 3 d_h) eps vt +
+    leak) / ((d_h + 4) eps vt) and the one-token ratio one_token / (4 eps vt), the larger.  At d = 4,
+    d_h = 2, eps = 2^-53, vt = 1: no leak and a small one-token error give (4 + 4 + 6) / 6 = 7/3; a
+    leak of 6 eps adds 6 eps / (6 eps) = 1 (10/3); a one-token error of 20 eps gives 5."""
+    from attnproof.theorems.multihead.orthogonal import _reduced_oracle_ratio
+
+    eps = 2.0**-53
+    assert _reduced_oracle_ratio(4, 2, eps, 1.0, 0.0, eps) == pytest.approx(7 / 3, rel=1e-15, abs=0)
+    assert _reduced_oracle_ratio(4, 2, eps, 1.0, 6 * eps, eps) == pytest.approx(10 / 3, rel=1e-15, abs=0)
+    assert _reduced_oracle_ratio(4, 2, eps, 1.0, 0.0, 20 * eps) == pytest.approx(5, rel=1e-15, abs=0)
