@@ -582,3 +582,74 @@ def test_skeleton_reconstruction_checks_exactly_the_sizes_its_text_lists():
                  for x in (symbols("A", (d, r), real=True) @ symbols("B", (r, d), real=True)).reshape(-1)]
     assert len(pairs) == len(M_entries) + 2
     assert all(sp.expand(m - rhs) == 0 for m, (_, rhs) in zip(M_entries, pairs))
+
+
+def test_row_sizes_are_the_three_row_norms_rounded_up_by_two_to_the_minus_20():
+    """models.RowSizes.of, by hand: M = [[3, -4], [0, 1]] has ||M||_F = sqrt 26, the rows' largest
+    entries (4, 1) give sqrt 17 and their 1-norms (7, 1) sqrt 50; each is rounded up by the
+    documented factor 1 + 2^-20 (the float64 sums' rounding is below it), so each declared size
+    exceeds the exact one.  measure._ext_error and the componentwise bounds read these sizes: a
+    size that is not rounded up (or is 2^-20 of the norm) makes their bounds too small."""
+    from attnproof.models import RowSizes
+
+    up = 1 + 2.0**-20
+    sizes = RowSizes.of(np.array([[3.0, -4.0], [0.0, 1.0]]))
+    for got, exact in zip((sizes.frobenius, sizes.largest, sizes.one), (26, 17, 50), strict=True):
+        assert got == pytest.approx(math.sqrt(exact) * up, rel=4 * EPS, abs=0)
+        assert got > math.sqrt(exact)
+
+
+def test_value_errors_componentwise_declaration_charges_the_final_rounding_of_the_label():
+    """value_errors with a componentwise declaration (a faithful factored head's FactorSizes): the
+    answer's final rounding (within ``final |y|``) is charged on the label's size, ``final (beta +
+    |x_1^T v| + |x_2^T v| + dw_1 + dw_2) (1 + 8 t)``, besides through v's error.  By hand at d = 1,
+    p = q = v = 1, beta = 0, s = 1, L = 0 (alpha = 1/2): the label's share is final (2 + 1) (the
+    dw_i ~ 2^-64 are below the tolerance), v's (4 t + final) reaches alpha through |q|^T |v| and
+    alpha |p|^T |v| (1.5 final), and the logit carries 4 x alpha's error: declaring final = 2^-53
+    instead of 0 raises the bound by 4 (3 + 1.5) final = 18 final (everything else is the same:
+    _faithful_errors does not read final)."""
+    from attnproof.measure import Probes, value_errors
+    from attnproof.models import FactorSizes, Rounding
+
+    probes = Probes(np.ones((1, 1)), np.ones((1, 1)), np.ones(1), FLOAT64)
+    sizes = FactorSizes.of(np.ones((1, 1)), np.ones((1, 1)), np.ones(1))
+    t, final = 2.0**-64, 2.0**-53
+    idx = np.zeros(1, dtype=np.int64)
+
+    def bound(f: float) -> float:
+        return value_errors(probes, np.zeros(1), idx, (idx, idx), 0.0,
+                            rounding=Rounding("faithful", t, f, sizes))[0]
+
+    assert bound(final) - bound(0.0) == pytest.approx(18 * final, rel=1e-9, abs=0)
+
+
+def test_min_hessians_is_the_necessity_bound_by_hand():
+    """multihead.sbd.min_hessians, the proven necessity bound on the number K of Hessians: 1 for
+    d_h = 1, else max(2, d_h - 1) (2, 2, 3, 4 for d_h = 2..5).  A bound of 0 at d_h = 1 would let a
+    certificate claim that no Hessian at all is necessary."""
+    from attnproof.theorems.multihead.sbd import min_hessians
+
+    assert [min_hessians(dh) for dh in range(1, 6)] == [1, 2, 2, 3, 4]
+
+
+def test_extra_end_pieces_are_two_refused_ends_and_both_segments_scale_probes():
+    """transformer._path_search.EXTRA_END_PIECES, read by ffn_query_bound: the pieces end_pieces may
+    measure beyond the three ends are the two refused ends again and the scale probes (middle, then
+    quarters: 3 of them) of both segments, 2 + 2 x 3 = 8; fewer would let the query bound undercount."""
+    from attnproof.theorems.transformer._path_search import EXTRA_END_PIECES, SCALE_PROBES
+
+    assert SCALE_PROBES == (0.5, 0.25, 0.75)
+    assert EXTRA_END_PIECES == 8
+
+
+def test_reduced_oracle_ratio_is_the_larger_of_the_label_and_one_token_ratios_by_hand():
+    """multihead.orthogonal._reduced_oracle_ratio, by hand: the label's ratio ((d + 4 + 3 d_h) eps vt +
+    leak) / ((d_h + 4) eps vt) and the one-token ratio one_token / (4 eps vt), the larger.  At d = 4,
+    d_h = 2, eps = 2^-53, vt = 1: no leak and a small one-token error give (4 + 4 + 6) / 6 = 7/3; a
+    leak of 6 eps adds 6 eps / (6 eps) = 1 (10/3); a one-token error of 20 eps gives 5."""
+    from attnproof.theorems.multihead.orthogonal import _reduced_oracle_ratio
+
+    eps = 2.0**-53
+    assert _reduced_oracle_ratio(4, 2, eps, 1.0, 0.0, eps) == pytest.approx(7 / 3, rel=1e-15, abs=0)
+    assert _reduced_oracle_ratio(4, 2, eps, 1.0, 6 * eps, eps) == pytest.approx(10 / 3, rel=1e-15, abs=0)
+    assert _reduced_oracle_ratio(4, 2, eps, 1.0, 0.0, 20 * eps) == pytest.approx(5, rel=1e-15, abs=0)

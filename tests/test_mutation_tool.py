@@ -7,6 +7,7 @@ import ast
 import importlib.util
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -274,3 +275,25 @@ def test_verify_step_selects_identities_built_by_a_partial():
     ids = out.stdout.split()
     assert any(i.startswith("sec7/hessian-count-") for i in ids)
     assert not any(i.startswith("thm4.1/") for i in ids)  # a room that does not import it
+
+
+@pytest.mark.parametrize("timeout, expected", [(2.0, None), (60.0, 0)])
+def test_a_steps_children_end_with_it_on_a_timeout_and_on_exit(tmp_path, timeout, expected):
+    """A step's own children (a test's ``coqc``, an identity's subprocess) are killed with it: on a
+    timeout (killing the step alone left them running on the loaded machine) and when it exits
+    leaving one behind.  The step starts a child that sleeps, writes its pid, then sleeps past its
+    timeout or exits."""
+    pidfile = tmp_path / "child.pid"
+    step = ("import subprocess, sys, time; "
+            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            f"open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep({60 if expected is None else 0})")
+    code, tail = tool._run([sys.executable, "-c", step], tmp_path, timeout)
+    assert code == expected and (tail == "timeout") == (expected is None)
+    pid = int(pidfile.read_text())
+    for _ in range(100):  # killed at once; reaped by whoever adopted it (a zombie meanwhile)
+        stat = Path(f"/proc/{pid}/stat")
+        if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the step's child {pid} is still running")

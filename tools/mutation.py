@@ -413,16 +413,37 @@ def _copy_tree(dest: Path, root: Path = ROOT) -> None:
             shutil.copy2(root / name, dest / name)
 
 
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """Kill the process group ``proc`` leads (it was started in a session of its own): the step's
+    own children too (a test's ``coqc``, an identity's subprocess), which killing ``proc`` alone
+    would leave running, on the loaded machine, after a timeout or an interruption."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # the group is already gone
+        pass
+
+
 def _run(cmd: list[str], cwd: Path, timeout: float) -> tuple[int | None, str]:
-    """(exit code, or None on timeout; the output's last lines)."""
+    """(exit code, or None on timeout; the output's last lines).  The step runs in a session of
+    its own, and its whole process group is killed when it exits, times out or is interrupted; its
+    output goes to a file, so a child it left holding the output cannot keep the step waiting."""
     env = dict(os.environ, PYTHONPATH=str(cwd), PYTHONDONTWRITEBYTECODE="1")
     env.pop("HYPOTHESIS_PROFILE", None)  # the derandomized default profile
-    try:
-        out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, "timeout"
-    lines = (out.stdout + out.stderr).strip().splitlines()
-    return out.returncode, "\n".join(lines[-3:])
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:  # the step's children too, and the step itself on a timeout or an interruption
+            _kill_group(proc)
+            proc.wait()
+        if code is None:
+            return None, "timeout"
+        log.seek(0)
+        lines = log.read().strip().splitlines()
+    return code, "\n".join(lines[-3:])
 
 
 def _timed_run(cmd: list[str], cwd: Path, timeout: float) -> tuple[int | None, str, float]:
@@ -453,9 +474,9 @@ def run_mutant(m: Mutant, work: Path, timeout: float, verify: str, kill_tests: b
                verify_timeout: float | None = None) -> None:
     """Run one mutant in the copy ``work`` (restoring the file afterwards) and record the outcome.
 
-    ``verify``: "all" (always run the identity verification; curated mutants always do),
-    "survivors" (only when the tests miss the mutant and no verify outcome is recorded) or
-    "none" (keep what is recorded).  ``timeout`` limits the test step, ``verify_timeout`` (default
+    ``verify``: "all" (always run the identity verification), "survivors" (only when the tests
+    miss the mutant and no verify outcome is recorded) or "none" (keep what is recorded); curated
+    mutants follow it like the others.  ``timeout`` limits the test step, ``verify_timeout`` (default
     ``timeout``) the verification.
     """
     target = work / m.path
