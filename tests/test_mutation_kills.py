@@ -653,3 +653,18 @@ def test_reduced_oracle_ratio_is_the_larger_of_the_label_and_one_token_ratios_by
     assert _reduced_oracle_ratio(4, 2, eps, 1.0, 0.0, eps) == pytest.approx(7 / 3, rel=1e-15, abs=0)
     assert _reduced_oracle_ratio(4, 2, eps, 1.0, 6 * eps, eps) == pytest.approx(10 / 3, rel=1e-15, abs=0)
     assert _reduced_oracle_ratio(4, 2, eps, 1.0, 0.0, 20 * eps) == pytest.approx(5, rel=1e-15, abs=0)
+
+
+def test_the_recovery_condition_takes_s_equal_to_one_and_cannot_hold_at_s_equal_to_r():
+    """``rub.recovery_condition`` accepts the smallest legal s = 1 (kills ``s >= 1`` -> ``s > 1``,
+    rub.py's validation, open in mutation/SURVIVORS.md); at s = r the lemma's condition
+    ``c2 < sqrt(s / r) c1`` reads c2 < c1, which no ensemble meets (c1 <= c2 by definition)."""
+    from attnproof.errors import InvalidInputError
+    from attnproof.theorems.lowrank.rub import recovery_condition
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((6, 2)), rng.standard_normal((6, 2))
+    cond = recovery_condition(a, b, 1, s=1)
+    assert cond.s == 1 and not cond.holds and cond.c1.attained <= cond.c2.attained
+    with pytest.raises(InvalidInputError):
+        recovery_condition(a, b, 1, s=0)
