@@ -43,3 +43,20 @@ def build(source: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], f
     r = subprocess.run([str(JB), "build", str(source), "-W", "--keep-going", *args],
                        capture_output=True, text=True, timeout=3600)
     return r, time.perf_counter() - t0
+
+
+def declaring(declared: object, push) -> type:
+    """A :class:`~attnproof.oracles.ValueOracle` class that declares ``declared`` as its rounding and
+    answers the model's value moved by ``push(X, y)``: the adversaries that spend a declared error
+    model, to show a bound holds against them and is nearly attained."""
+    from attnproof.oracles import ValueOracle
+
+    class Declared(ValueOracle):
+        @property
+        def rounding(self):
+            return declared
+
+        def _answer(self, Xb: np.ndarray) -> np.ndarray:
+            return push(Xb, np.asarray(self.model(Xb), dtype=np.float64))
+
+    return Declared

@@ -21,7 +21,7 @@ from attnproof.recovery import score
 from attnproof.theorems.lowrank import learn_lowrank_cvx, learn_skeleton, learn_skeleton_adaptive
 from attnproof.theorems.lowrank.runner import run_lowrank
 
-from helpers import seeds
+from helpers import declaring, seeds
 
 
 def generic(d, r, seed):
@@ -848,27 +848,21 @@ def test_componentwise_faithful_bound_is_attained_by_an_adversary_within_its_dec
     K, Q, v = low_rank_target(16, 2, np.random.default_rng(1))
     declared = dataclasses.replace(FAITHFUL, term=2.0**-40, sizes=FactorSizes.of(K, Q, v))
 
-    class SizesAdversary(ValueOracle):
-        @property
-        def rounding(self):
-            return declared
+    def pushed(Xb: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if Xb.shape[1] != 2:
+            return y
+        d, u = K.shape[1], declared.term
+        x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
+        tokens = tuple((np.linalg.norm(x, axis=1), np.abs(x).sum(axis=1), np.abs(x).max(axis=1))
+                       for x in (x1, x2))
+        ds, dw1, dw2 = measure._faithful_errors(declared.sizes, u, d, tokens,
+                                                np.linalg.norm(x1 - x2, axis=1), True, 0)
+        W = K.T @ Q
+        logit, pv = np.einsum("bi,bi->b", x1 - x2, x2 @ W.T), (x1 - x2) @ v
+        dy = dw1 + dw2 + 7 * u * (np.abs(x1 @ v) + np.abs(x2 @ v))
+        return y + (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv + np.sign(pv) * dy
 
-        def _answer(self, Xb: np.ndarray) -> np.ndarray:
-            y = np.asarray(self.model(Xb), dtype=np.float64)
-            if Xb.shape[1] != 2:
-                return y
-            d, u = self.model.d, declared.term
-            x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
-            tokens = tuple((np.linalg.norm(x, axis=1), np.abs(x).sum(axis=1), np.abs(x).max(axis=1))
-                           for x in (x1, x2))
-            ds, dw1, dw2 = measure._faithful_errors(declared.sizes, u, d, tokens,
-                                                    np.linalg.norm(x1 - x2, axis=1), True, 0)
-            W = K.T @ Q
-            logit, pv = np.einsum("bi,bi->b", x1 - x2, x2 @ W.T), (x1 - x2) @ v
-            dy = dw1 + dw2 + 7 * u * (np.abs(x1 @ v) + np.abs(x2 @ v))
-            return y + (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv + np.sign(pv) * dy
-
-    _attained_and_a_third_fails(SizesAdversary, K, Q, v, monkeypatch)
+    _attained_and_a_third_fails(declaring(declared, pushed), K, Q, v, monkeypatch)
 
 
 def _mp_assembly_truth(P: np.ndarray, Q: np.ndarray, A: np.ndarray, B: np.ndarray):

@@ -12,6 +12,7 @@ from attnproof.measure import Probes, value_errors
 from attnproof.models import FAITHFUL, FactoredAttention
 from attnproof.oracles import ValueOracle
 from attnproof.theorems.lowrank import learn_skeleton
+from helpers import declaring
 
 
 def _captured(monkeypatch, d, r, seed, answers="naive"):
@@ -65,17 +66,13 @@ def test_final_rounding_adversary_stays_within_the_relative_bound(monkeypatch):
     declared = dataclasses.replace(FAITHFUL, final=2.0**-40, sizes=FactorSizes.of(K, Q, v))
     push = declared.final - 2.0**-52  # the model's own faithful rounding (2^-53 |y|) is the rest
 
-    class FinalAdversary(ValueOracle):
-        @property
-        def rounding(self):
-            return declared
+    def pushed(Xb: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if Xb.shape[1] != 2:
+            return y + push * np.abs(y)
+        x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
+        return y + np.sign((x1 - x2) @ v) * push * np.abs(y)
 
-        def _answer(self, Xb: np.ndarray) -> np.ndarray:
-            y = np.asarray(self.model(Xb), dtype=np.float64)
-            if Xb.shape[1] != 2:
-                return y + push * np.abs(y)
-            x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
-            return y + np.sign((x1 - x2) @ v) * push * np.abs(y)
+    FinalAdversary = declaring(declared, pushed)
 
     def ratio() -> float:
         rec = learn_skeleton(FinalAdversary(FactoredAttention(K, Q, v)), rank=2, rng=np.random.default_rng(2))
