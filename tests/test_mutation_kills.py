@@ -671,3 +671,25 @@ def test_the_recovery_condition_takes_s_equal_to_one_and_cannot_hold_at_s_equal_
     assert cond.s == 1 and not cond.holds and cond.c1.attained <= cond.c2.attained
     with pytest.raises(InvalidInputError):
         recovery_condition(a, b, 1, s=0)
+
+
+def test_the_cvx_run_draws_its_measurements_with_the_seed_its_assumptions_name(monkeypatch):
+    """``thm5.1/run-cvx``'s assumptions name the seed of its Gaussian measurements: the run must
+    hand the learner exactly that generator (a run on another seed passes too, so only this test
+    sees a text that names a seed never run; mutation/SURVIVORS.md, lowrank const 0 -> 1)."""
+    import re
+
+    import attnproof.theorems.lowrank as lowrank
+    from attnproof.verify import REGISTRY
+
+    seed = int(re.search(r"drawn with seed (\d+)", REGISTRY["thm5.1/run-cvx"].assumptions).group(1))
+    seen = []
+    real = lowrank.learn_lowrank_cvx
+
+    def spy(oracle, m, rng):
+        seen.append(rng.bit_generator.state)
+        return real(oracle, m=m, rng=rng)
+
+    monkeypatch.setattr(lowrank, "learn_lowrank_cvx", spy)
+    lowrank.run_cvx()
+    assert seen == [np.random.default_rng(seed).bit_generator.state]
