@@ -693,3 +693,26 @@ def test_the_cvx_run_draws_its_measurements_with_the_seed_its_assumptions_name(m
     monkeypatch.setattr(lowrank, "learn_lowrank_cvx", spy)
     lowrank.run_cvx()
     assert seen == [np.random.default_rng(seed).bit_generator.state]
+
+
+@pytest.mark.parametrize("nonzeros, dense", [(1, False), (2, True)])
+def test_last_token_image_switches_to_the_dense_product_just_above_d_over_8_nonzeros(
+    monkeypatch, nonzeros, dense
+):
+    """``models._last_token_image`` reads a last token sparsely up to B d / 8 non-zeros and takes the
+    split BLAS product above it: the threshold ``measure._dense_batches`` mirrors (a batch whose
+    tokens keep more than d / 8 non-zeros each is dense), so the componentwise bound assumes the
+    path the model takes.  Both sides of the threshold at B = 1, d = 8: one non-zero (= B d / 8) is
+    sparse, two are dense (kills ``>`` -> ``>=``, models.py, open in mutation/SURVIVORS.md)."""
+    import attnproof.models as models
+
+    calls = []
+    real = models._ext_product
+    monkeypatch.setattr(models, "_ext_product", lambda A, B: calls.append(A.shape) or real(A, B))
+    x = np.zeros((1, 8))
+    x[0, :nonzeros] = [0.75, -1.5][:nonzeros]
+    M = np.arange(24.0).reshape(3, 8) / 7
+    got = models._last_token_image(x, M)
+    assert bool(calls) == dense
+    exact = x.astype(np.longdouble) @ M.T.astype(np.longdouble)  # two terms at most: within 2^-62
+    assert np.all(np.abs(got - exact) <= np.ldexp(np.abs(exact), -60))
