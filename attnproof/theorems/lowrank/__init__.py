@@ -541,10 +541,7 @@ def learn_skeleton(
         pinned in ``tests/test_lowrank.py``): a residual the check sees above the errors resumes
         the cross at the noise floor (no entry asked twice; ``stop_resumed``); what it cannot
         exclude joins the bound (``stop_check_unseen``, except with probability ~0.008), beside
-        d x the threshold for what the stop declared zero.  (The rank-adaptive learner runs the same
-        check and resumes on what it sees, but its ``stop_check_unseen`` is reported, not added: with
-        m = d - s ranks left the charge is ~100 m times the cross's own bound -- 239 for an error of
-        7.5e-9 at d = 1024, r = 32 -- and would refuse every adaptive run at scale; open.)
+        d x the threshold for what the stop declared zero.
     bias : bool
         A head with biases: also recover c and beta (d + 1 more queries).
     rtol : float, optional
@@ -679,7 +676,7 @@ def _learn_by_crosses(
             W_error = (
                 _cross_error(session, probes, cross, W_norm, c_norm, unshorten, images)
                 + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm)
-                + (unseen if max_rank < d else 0.0)  # (the adaptive learner: reported only, below)
+                + unseen
             )
             estimate, terms = _cross_estimate(probes, cross, W, c_norm, unshorten, images)
             session.diagnostics.update(error_estimate=estimate, error_estimate_terms=terms)
