@@ -14,8 +14,9 @@ C and first r rows R, sharing the r x r corner U, each entry one bilinear query 
 reconstruct ``M = C U^{-1} R`` (identity ``thm5.1/skeleton-reconstruction``), so
 ``W* = P^T C U^{-1} R Q``.  :func:`learn_skeleton_adaptive` grows the skeleton one rank at a
 time until the Schur complement of the new row and column vanishes, for unknown r, with
-d - r extra queries for the column that shows it and d - r counted ones that check that stop
-on a random mix of the other columns (:func:`_check_stop`).
+d - r extra queries for the column that shows it and ``STOP_CHECK_MIXES (d - r)`` counted ones
+that check that stop on random mixes of the other columns and bound what it may have cut
+(:func:`_check_stop`).
 """
 
 from __future__ import annotations
@@ -491,8 +492,8 @@ def _cross_count(d: int, r: int, rank: int, bias: bool, checks: int) -> int:
     relies_on=SKELETON_RELIES_ON,
     arithmetics=("float64", "mpmath", "sympy"),
     queries="d + r(2d - r) for rank r = the declared rank; + (d - r) when a lower rank r is found; "
-    "+ checks; + d + 1 with biases; counted extras: d - s designed per check of a stop at a rank s "
-    "below the declared",
+    "+ checks; + d + 1 with biases; counted extras: 3 (d - s) designed per check of a stop at a rank s "
+    "below the declared (d - s in exact arithmetic)",
     count=lambda d, r, rank, bias=False, checks=0, **_: _cross_count(d, r, rank, bias, checks),
 )
 def learn_skeleton(
@@ -511,9 +512,9 @@ def learn_skeleton(
     """Recover (W*, v*) with rank(W*) <= ``rank`` from d + r(2d - r) value queries.
 
     Exactly d + r(2d - r) when rank(W*) = r (the information-theoretic floor); a lower rank s is
-    detected on the way, d + s(2d - s) + (d - s) queries, and its stop checked by d - s counted
-    ones (``designed_queries``; one more than the floor at s = r - 1, and a stop the check
-    overturns costs the floor plus the check).  Runs in float64, mpmath and sympy.
+    detected on the way, d + s(2d - s) + (d - s) queries, and its stop checked by
+    ``STOP_CHECK_MIXES (d - s)`` counted ones (``designed_queries``; d - s in exact arithmetic; a
+    stop the check overturns costs the floor plus the check).  Runs in float64, mpmath and sympy.
 
     Parameters
     ----------
@@ -535,13 +536,15 @@ def learn_skeleton(
         probability-zero event for the random a, b).  ``check_residual`` reports what they saw.
     rank_tol : float, optional
         Relative size below which a residual pivot counts as 0 (default 0.1 sqrt(eps)).  A stop
-        on it below the declared rank is checked (:func:`_check_stop`: d - s counted queries,
-        reported as ``designed_queries``) on a random mix of the other columns, since the one
-        column it read can all but miss the residual (``W* = e_1 e_2^T + 3.9e-9 e_0 e_3^T``,
-        pinned in ``tests/test_lowrank.py``): a residual the check sees above the errors resumes
-        the cross at the noise floor (no entry asked twice; ``stop_resumed``); what it cannot
-        exclude joins the bound (``stop_check_unseen``, except with probability ~0.008), beside
-        d x the threshold for what the stop declared zero.
+        on it below the declared rank is checked (:func:`_check_stop`: ``STOP_CHECK_MIXES (d - s)``
+        counted queries, reported as ``designed_queries``) on random mixes of the other columns,
+        since the one column it read can all but miss the residual (``W* = e_1 e_2^T + 3.9e-9
+        e_0 e_3^T``, pinned in ``tests/test_lowrank.py``): a residual the check sees above the
+        errors resumes the cross at the noise floor (no entry asked twice; ``stop_resumed``); the
+        bound then charges the unmeasured block what the mixes measured of it
+        (``stop_check_unseen``, :func:`_stop_charge`: it holds except with probability
+        ``stop_check_failure`` <= 2e-3 over the learner's draws, for every W*), in place of a
+        truncation term for what the stop declared zero.
     bias : bool
         A head with biases: also recover c and beta (d + 1 more queries).
     rtol : float, optional
@@ -582,7 +585,7 @@ def learn_skeleton(
     relies_on=SKELETON_RELIES_ON,
     arithmetics=("float64", "mpmath", "sympy"),
     queries="d + r(2d - r) + (d - r) (+ d + 1 with biases); d + d^2 at full rank; "
-    "counted extras: d - s designed per check of a stop at rank s < d",
+    "counted extras: 3 (d - s) designed per check of a stop at rank s < d (d - s in exact arithmetic)",
     count=lambda d, r, bias=False, **_: _cross_count(d, r, d, bias, 0),
 )
 def learn_skeleton_adaptive(
@@ -599,9 +602,9 @@ def learn_skeleton_adaptive(
     """Recover (W*, v*) without knowing r: cross approximation until a pivot column vanishes.
 
     d + r(2d - r) + (d - r) queries for rank r < d (the extra d - r measure the column that
-    shows the residual is 0), plus d - r counted queries that check that stop on a random mix of
-    the other columns (``designed_queries``; see ``rank_tol`` of :func:`learn_skeleton`), and
-    d + d^2 when W* has full rank (``rank_found = d``).
+    shows the residual is 0), plus ``STOP_CHECK_MIXES (d - r)`` counted queries that check that
+    stop on random mixes of the other columns (``designed_queries``; d - r in exact arithmetic; see
+    ``rank_tol`` of :func:`learn_skeleton`), and d + d^2 when W* has full rank (``rank_found = d``).
 
     Examples
     --------
@@ -610,8 +613,8 @@ def learn_skeleton_adaptive(
     >>> rng = np.random.default_rng(1)
     >>> K, Q, v = rng.standard_normal((3, 8)), rng.standard_normal((3, 8)), rng.standard_normal(8)
     >>> rec = learn_skeleton_adaptive(ValueOracle(FactoredAttention(K, Q, v)), rng=rng)
-    >>> rec.diagnostics["rank_found"], rec.queries, 8 + 3 * (2 * 8 - 3) + (8 - 3) + (8 - 3)
-    (3, 57, 57)
+    >>> rec.diagnostics["rank_found"], rec.queries, 8 + 3 * (2 * 8 - 3) + (8 - 3) + 3 * (8 - 3)
+    (3, 67, 67)
     """
     session = BilinearSession(oracle, arith, policy or ScalePolicy(), max_batch_bytes,
                               learner=LEARNERS["skeleton-adaptive"])
@@ -656,27 +659,31 @@ def _learn_by_crosses(
             F1, F2 = P_inv @ A, cross.B @ Q_inv.T
             return A, F1, F2, F1 @ F2
 
+        def check(cross: Cross, W: np.ndarray) -> tuple[bool, float, float]:
+            """:func:`_check_stop` of this cross, whose answer is W."""
+            size = arith.norm(W) if rounded else None
+            return _check_stop(session, probes, cross, rng, size, c_norm, unshorten)
+
         cross = cross_approximation(session, probes, max_rank, rank_tol)
         A, F1, F2, W = assemble(cross)
-        unseen = 0.0
+        stop = None  # the final cross's check: (seen, its charge, the skeleton's bound), if it stopped
         if cross.stop_col is not None:  # a stop below max_rank: is the residual off its column 0?
-            size = arith.norm(W) if rounded else None
-            seen, unseen = _check_stop(session, probes, cross, rng, max_rank, size, c_norm, unshorten)
-            if seen and rank_tol > 0:  # it is not: resume at the noise floor (the same pivots, no query)
+            stop, made = check(cross, W), 1
+            if stop[0] and rank_tol > 0:  # it is not: resume at the noise floor (the same pivots, no query)
                 session.diagnostics["stop_resumed"] = True
                 cross = cross_approximation(session, probes, max_rank, 0.0, start=cross)
                 A, F1, F2, W = assemble(cross)
-                size = arith.norm(W) if rounded else None
-                unseen = 0.0 if cross.stop_col is None else _check_stop(
-                    session, probes, cross, rng, max_rank, size, c_norm, unshorten)[1]
+                stop, made = (None, 0) if cross.stop_col is None else (check(cross, W), 2)
+            if rounded and stop is not None:  # the bound rests on the final check and on any that chose it
+                session.diagnostics["stop_check_failure"] = made * STOP_CHECK_FAILURE
         W_error = None
         if rounded:
             W_norm = arith.norm(W)
             images = _image_norms(cross, arith, unshorten)  # read by the bound and by the estimate
-            W_error = (
-                _cross_error(session, probes, cross, W_norm, c_norm, unshorten, images)
+            W_error = (  # the skeleton's errors and the check's charge on the rest, or the rank assumption
+                (_cross_error(session, probes, cross, W_norm, c_norm, unshorten, images)
+                 if stop is None else stop[2] + stop[1])
                 + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm)
-                + unseen
             )
             estimate, terms = _cross_estimate(probes, cross, W, c_norm, unshorten, images)
             session.diagnostics.update(error_estimate=estimate, error_estimate_terms=terms)
@@ -697,81 +704,147 @@ def _learn_by_crosses(
     )
 
 
+#: Independent Gaussian mixes of the free columns a stop's check measures in rounded arithmetic
+#: (exact arithmetic sees any residual in one mix: it needs no margin).
+STOP_CHECK_MIXES = 3
+
+#: The probability, over the learner's own draws and for every W*, that a stop check's charge
+#: (:func:`_stop_charge`) falls below the error it bounds; a run makes at most two checks.
+STOP_CHECK_FAILURE = 1e-3
+
+
+def _stop_check_margin(mixes: int, failure: float) -> float:
+    """The factor c with ``P(sum_j ||S g_j||^2 < mixes ||S||_F^2 / c^2) <= failure`` for EVERY fixed
+    matrix S, the g_j independent standard Gaussian vectors: ``c = sqrt(e) failure^(-1 / mixes)``.
+
+    A Chernoff bound on the chi-square lower tail.  With S's squared singular values
+    ``w_i ||S||_F^2`` (``sum_i w_i = 1``), ``Z = sum_j ||S g_j||^2 / ||S||_F^2 = sum_ij w_i z_ij^2``
+    (z_ij iid N(0, 1), rotational invariance), whose Laplace transform is ``E exp(-lam Z) =
+    prod_i (1 + 2 lam w_i)^(-k/2) <= (1 + 2 lam)^(-k/2)`` (k = ``mixes``; a product of factors
+    ``1 + x_i >= 1`` is at least ``1 + sum_i x_i``), so ``P(Z <= k tau) <= exp(lam k tau)
+    (1 + 2 lam)^(-k/2)``, which at ``1 + 2 lam = 1 / tau`` is ``(tau e^(1 - tau))^(k/2) <=
+    (e tau)^(k/2)``.  Setting that to ``failure``: ``tau = failure^(2/k) / e`` and ``c = tau^(-1/2)``.
+    Neither S's rank nor its shape enters: a residual spread over m ranks needs no ``sqrt(m)``
+    (one rank is the worst case, where ``Z = chi^2_k``).  ``(3, 1e-3)``: 10 sqrt(e) = 16.49; one
+    mix at the same probability would need 1649."""
+    return math.sqrt(math.e) * failure ** (-1 / mixes)
+
+
+#: :func:`_stop_check_margin` of (STOP_CHECK_MIXES, STOP_CHECK_FAILURE): 10 sqrt(e) ~ 16.49.
+STOP_CHECK_MARGIN = _stop_check_margin(STOP_CHECK_MIXES, STOP_CHECK_FAILURE)
+
+
+def _stop_charge(
+    mix_norms: np.ndarray, seen: np.ndarray, errors: np.ndarray, unshorten: np.ndarray, direction: float
+) -> float:
+    """What a stop's check vouches for: a bound on ``||D^{-1} Delta°||_F``, except with probability
+    STOP_CHECK_FAILURE,
+    ``STOP_CHECK_MARGIN rms_j(||g_j|| ||u (|rho_j| + e_j)||) / (1 - STOP_CHECK_MARGIN direction
+    rms_j ||g_j||)`` (infinite when the denominator is not positive).
+
+    Delta° is the learner's error ``A B - M*'`` on the unmeasured block (rows off I, columns off J),
+    whatever makes it: the cross's own rounding or a residual S* the stop cut.  Column j of ``seen``
+    (``|rho_j|``, n x k) is what mix j measured of ``Delta° h_j`` for its stored unit direction h_j,
+    ``errors`` (n x k) bounds that measurement's error entrywise, ``u = unshorten`` (n) the rows'
+    ``D^{-1}``, and ``direction >= ||g_j / ||g_j|| - h_j||`` the rounding of the normalisation
+    (float64).  So ``||D^{-1} Delta° g_j|| <= ||g_j|| (||u (|rho_j| + e_j)|| + direction X)`` with
+    ``X = ||D^{-1} Delta°||_F``, and :func:`_stop_check_margin` gives ``X <= STOP_CHECK_MARGIN
+    rms_j ||D^{-1} Delta° g_j||`` (Delta° was fixed, by the cross's answers, before the g_j were
+    drawn): solved for X (Minkowski on the rms), the bound above.  ``mix_norms``: the ``||g_j||``."""
+    k = len(mix_norms)
+    through = mix_norms * norm2((seen + errors) * unshorten[:, None], axis=0)
+    slack = 1 - STOP_CHECK_MARGIN * direction * float(norm2(mix_norms)) / math.sqrt(k)
+    return float(STOP_CHECK_MARGIN * norm2(through) / math.sqrt(k) / slack) if slack > 0 else math.inf
+
+
 def _check_stop(
     session: BilinearSession,
     probes: Probes,
     cross: Cross,
     rng: np.random.Generator,
-    max_rank: int,
     W_norm: float | None,
     c_norm: float,
     unshorten: np.ndarray,
-) -> tuple[bool, float]:
-    """Check a stop at rank s < ``max_rank`` on the residual of a random column mix: d - s counted
-    queries (``designed_queries``).
+) -> tuple[bool, float, float]:
+    """Check a stop at rank s below the most the cross could take on the residuals of random column
+    mixes: ``STOP_CHECK_MIXES (d - s)`` counted queries (``designed_queries``), d - s in exact arithmetic.
 
     The stop declared the Schur complement ``S* = M*' - C* U*^{-1} R*`` zero from one column's
-    residual, which a residual of rank <= m = min(max_rank, d) - s can all but miss (the column j
-    it reads has small weight in S*'s rows: issue 23's pinned ``W* = e_1 e_2^T + 3.9e-9 e_0 e_3^T``).
-    S* vanishes on the pivot rows I and columns J, so with g Gaussian on the other columns the
-    query token ``Q^T g / ||g||`` and the rows p_k off I measure ``S* g / ||g||`` plus the cross's
-    own ``(A B) g / ||g||``; their difference ``rho`` is within ``allowed`` = the entries'
-    measurement errors (:func:`attnproof.measure.value_errors`) + the cross's bound without the
-    stop (:func:`_cross_error`: ``||A B - C* U*^{-1} R*||_F``) + the rounding of ``A B g`` and of
-    the token, unless S* shows.  Whatever it shows: ``||S* g|| >= sigma_1 |z|`` with z ~ N(0, 1)
-    (the top right singular vector against g) and ``||S*||_F <= sqrt(m) sigma_1``, so
-    ``||D^{-1} S*||_F <= CHECK_MARGIN sqrt(m) ||g|| (||rho|| + allowed) max(D^{-1})`` except with
-    probability ``P(|z| < 1 / CHECK_MARGIN)`` ~ 0.008 (the rng's, for any W*): the ``unseen``
-    term the caller adds to the bound.  ``W_norm`` None: exact arithmetic, no rounding to allow
-    (any rho != 0 is seen) and no bound (unseen 0).
+    residual, which a residual of any rank can all but miss (the column j it reads has small weight
+    in S*'s rows: issue 23's pinned ``W* = e_1 e_2^T + 3.9e-9 e_0 e_3^T``).  S* vanishes on the pivot
+    rows I and columns J, so with g_j Gaussian on the other columns the query tokens
+    ``Q^T g_j / ||g_j||`` and the rows p_k off I measure ``M*' g_j / ||g_j||``, against the cross's
+    ``(A B) g_j / ||g_j||``: their difference ``rho_j`` is ``-Delta° g_j / ||g_j||`` (Delta° = A B - M*'
+    off I and J, the cross's own block error minus S*) up to ``e_j`` = each entry's measurement
+    error (:func:`attnproof.measure.value_errors`), the rounding of ``A B g`` and of the token
+    (its product with Q, in the learner's arithmetic, and ``g / ||g||``, in float64).
+
+    Two uses.  **Seen**: a mix with ``||rho_j|| > ||e_j|| + `` the cross's bound without the stop
+    (:func:`_cross_error`, which bounds ``||(A B - C* U*^{-1} R*) g_j||`` for a unit g_j) proves
+    S* != 0: the caller resumes the cross.  **Charge**: :func:`_stop_charge` bounds
+    ``||D^{-1} Delta°||_F`` from all the mixes, except with probability STOP_CHECK_FAILURE (the
+    rng's, for any W*); with the skeleton's own errors (:func:`_cross_error` without the stop) it
+    bounds the whole error, and replaces the stop's heuristic truncation term.  ``W_norm`` None: exact
+    arithmetic, one mix, no rounding to allow (any rho != 0 is seen, S* g = 0 for S* != 0 has
+    probability 0) and no bound to charge (0).
 
     Returns
     -------
     seen : bool
-        ``||rho|| > allowed``: S* is not 0, the stop cut a residual.
-    unseen : float
-        The bound on ``||D^{-1} S*||_F`` above.
+        Some ``||rho_j||`` exceeds what the cross's errors allow: S* is not 0, the stop cut a residual.
+    charge : float
+        The bound on ``||D^{-1} Delta°||_F`` above (0 in exact arithmetic).
+    skeleton : float
+        :func:`_cross_error` without the stop (0 in exact arithmetic): the caller's bound on the
+        skeleton's errors.
     """
     arith, d, info = session.arith, probes.d, session.diagnostics
     I, J = cross.rows, cross.cols
-    Io = np.setdiff1d(np.arange(d), I)
-    g = np.zeros(d)
-    g[np.setdiff1d(np.arange(d), J)] = rng.standard_normal(d - len(J))
-    g_norm = float(np.linalg.norm(g))
-    gn = arith.asarray(g / g_norm)
-    token = gn @ probes.Q
+    Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)
+    n, mixes = len(Io), (1 if W_norm is None else STOP_CHECK_MIXES)
+    g = np.zeros((mixes, d))
+    g[:, Jo] = rng.standard_normal((mixes, len(Jo)))
+    g_norms = norm2(g, axis=1)
+    gn = g / g_norms[:, None]
+    tokens = arith.asarray(gn) @ probes.Q
 
     def off_I(x: np.ndarray | None) -> np.ndarray | None:
         return None if x is None else x[Io]
 
     fresh = Probes(
-        probes.P[Io], token[None, :], probes.v, arith, offset=probes.offset, linear=off_I(probes.linear),
+        probes.P[Io], tokens, probes.v, arith, offset=probes.offset, linear=off_I(probes.linear),
         scale_query_only=probes.scale_query_only, linear_err=off_I(probes.linear_err),
         linear_typical=off_I(probes.linear_typical),
     )
-    entries = (np.arange(len(Io)), np.zeros(len(Io), dtype=np.int64))
+    entries = (np.tile(np.arange(n), mixes), np.repeat(np.arange(mixes), n))  # mix j: entries j n ..
     L, k = session.measure_adaptively(fresh, entries, cross.scale)
-    info["designed_queries"] += len(Io)
-    measured = fresh.values(L, k, entries[0])
-    rho = norm2(arith.magnitudes(measured - cross.A[Io] @ (cross.B @ gn)))
+    info["designed_queries"] += n * mixes
+    measured = fresh.values(L, k, entries[0]).reshape(mixes, n).T  # n x mixes
+    residual = measured - cross.A[Io] @ (cross.B @ arith.asarray(gn.T))
+    rho = arith.magnitudes(residual.reshape(-1)).reshape(n, mixes)
+    info.update(stop_check_mixes=mixes, stop_check_mix_norm=[float(x) for x in g_norms])
     if W_norm is None:
-        info.update(stop_check_residual=rho, stop_check_allowed=0.0)
-        return bool(rho > 0), 0.0
+        info.update(stop_check_residual=float(norm2(rho, axis=0).max()), stop_check_allowed=0.0)
+        return bool(rho.max() > 0), 0.0, 0.0
     eps = arith.resolution
-    Af, Bf, Qf, Pf = (np.abs(arith.to_float(x)) for x in (cross.A[Io], cross.B, probes.Q, fresh.P))
-    gf = np.abs(g / g_norm)
-    rounding = _gamma(d + len(I) + 1, eps) * (Af @ (Bf @ gf) + np.abs(arith.to_float(measured)))
-    token_error = W_norm * _gamma(d, eps) * norm2(gf @ Qf) * norm2(Pf, axis=1)  # |p^T W* (token - Q^T gn)|
-    allowed = float(
-        norm2(value_errors(fresh, L, k, entries, W_norm, c_norm, rounding=session.rounding))
-        + _cross_error(session, probes, replace(cross, stop_col=None), W_norm, c_norm, unshorten)
-        + norm2(rounding) + norm2(token_error)
-    )
-    m = min(max_rank, d) - len(I)
-    unseen = CHECK_MARGIN * math.sqrt(m) * g_norm * (rho + allowed) * float(unshorten[Io].max())
-    info.update(stop_check_residual=rho, stop_check_allowed=allowed, stop_check_unseen=unseen,
-                stop_check_mix_norm=g_norm, stop_check_rank_left=m)
-    return bool(rho > allowed), unseen
+    Af, Bf, Pf = (np.abs(arith.to_float(x)) for x in (cross.A[Io], cross.B, fresh.P))
+    rounding = _gamma(d + len(I) + 1, eps) * (Af @ (Bf @ np.abs(gn.T)) + np.abs(arith.to_float(measured)))
+    if tokens.dtype == np.float64:  # ||fl(h_j Q) - h_j Q||, a posteriori (extended precision)
+        token_rounding = np.array([_verified_residual(gn[j:j + 1], probes.Q, tokens[j:j + 1])
+                                   for j in range(mixes)])
+    else:
+        token_rounding = _gamma(d, eps) * norm2(np.abs(gn) @ np.abs(arith.to_float(probes.Q)), axis=1)
+    token_error = W_norm * np.outer(norm2(Pf, axis=1), token_rounding)  # |p_k^T W* (token - Q^T h_j)|
+    measurement = value_errors(fresh, L, k, entries, W_norm, c_norm, rounding=session.rounding)
+    errors = measurement.reshape(mixes, n).T + rounding + token_error  # e_j, entrywise
+    skeleton = _cross_error(session, probes, replace(cross, stop_col=None), W_norm, c_norm, unshorten)
+    allowed = norm2(errors, axis=0) + skeleton
+    worst = int(np.argmax(norm2(rho, axis=0) - allowed))
+    direction = _gamma(len(Jo) + 3, FLOAT64.eps)  # h_j = fl(g_j / fl(||g_j||)), each entry
+    charge = _stop_charge(g_norms, rho, errors, unshorten[Io], direction)
+    info.update(stop_check_residual=float(norm2(rho[:, worst])), stop_check_allowed=float(allowed[worst]),
+                stop_check_unseen=charge, stop_check_margin=STOP_CHECK_MARGIN)
+    return bool(np.any(norm2(rho, axis=0) > allowed)), charge, float(skeleton)
 
 
 def _check_rank(

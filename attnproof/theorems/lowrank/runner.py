@@ -118,7 +118,7 @@ def run_lowrank(
     return result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, rank=rank,
                       floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d,
                       designed_queries=rec.diagnostics.get("designed_queries", 0),
-                      designed_what="the check of a stop below the declared rank on a random mix of columns",
+                      designed_what="the check of a stop below the declared rank on random mixes of columns",
                       oracle_seconds_per_query=oracle.seconds / max(oracle.queries, 1),
                       oracle_flops_per_query=6 * d * rank)
 
