@@ -79,16 +79,17 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     and stepping each way along the jump's signs: :meth:`._path_search._PathSearch._opened`),
     each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
-    (1 + CHECK_ROUNDS of them) and a piece per further path; the polish's L + 1 pieces, its
-    confirmation of each of the L kinks (three queries and 2 (d - 1) wedge points) and a piece
-    again for each piece at an end of a kink-free interval (one opened per search step at most,
-    besides the paths' ends), once per reconstruction (a kink per search step at most); all of it
-    once per attempt (1 + restarts).  The search steps of an attempt, on all its paths, are at most max_steps.
+    (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
+    L + 1 pieces, its confirmation of each of the L kinks (three queries and 2 (d - 1) wedge
+    points) and a piece again for each piece at an end of a kink-free interval (one opened per
+    search step at most, besides the paths' ends), once per reconstruction (a kink per search
+    step at most); all of it once per attempt (1 + restarts).  The search steps of an attempt,
+    on all its paths, are at most max_steps.
     """
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
     polish = piece + steps * (piece + 3 + 2 * (d - 1)) + (steps + 3 + CHECK_ROUNDS) * piece
-    paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
+    paths = CHECK_ROUNDS * (1 + NUDGES) * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
     return (1 + restarts) * (
         (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + NUDGES * 3 * piece)
     )
@@ -286,7 +287,9 @@ def learn_ffn(
         ``"mp:DIGITS"`` or ``"sympy"`` is parsed.
     min_gap : float, optional
         Floor on the path interval searched (default 2^12 eps, at least 2^-200: 9e-13 in
-        float64; 2^-200 in sympy): below it the kinks are declared unresolvable.
+        float64; 2^-200 in sympy): below it the kinks are declared unresolvable: refused, or
+        in floating point, when their jump charge is below ``FLOOR_CHARGE`` (2^-20) of the
+        largest gradient (a tiny unit's kink), booked in the bound once a segment.
     max_steps : int, optional
         Bound on search steps (default 64 (d + 8)^2): termination whatever the oracle says.
     tolerance : float, optional
@@ -470,7 +473,7 @@ def _learn_ffn_once(
             # there; the path U -> z -> -U through a point where f_hat is wrong crosses it elsewhere;
             # so are two kinks merged into one (``_plane_points``, or the polish's tighter bound)
             try:
-                pz = search.end_piece(z)
+                pz = _pivot(search, z)
                 search.paths += 1
                 more = search.segment(pU, pz) + search.segment(pz, pW)
             except (DegenerateProbeError, PrecisionLossError) as err:
@@ -479,8 +482,35 @@ def _learn_ffn_once(
                 # the kink the polish saw is below what a further path resolves: another attempt
                 # may resolve it; if none does, the search's network stands (its own bound)
                 raise _Unpolished(_finish(session, consistent, tolerance), search, err) from None
-            kinks, ends, consistent = _union(kinks, more, search), (U, z, -U), None
+            kinks, ends, consistent = _union(kinks, more, search), (U, pz.x, -U), None
     return _finish(session, rec, tolerance)
+
+
+def _pivot(search: _PathSearch, z: np.ndarray) -> _Piece:
+    """The piece at a further path's pivot: at z, else (z on a hyperplane: no gradient there) at
+    ``z + 2^-(3 k) |z|_inf r``, k = 1 .. NUDGES (r the off-path direction; counted, ``ledger.nudges``).
+
+    A contradicting point on a recovered hyperplane (:func:`_plane_points`: where two kinks the
+    search merged show) has no gradient of its own: its further path was refused at its first
+    step (issue 23: a 2^-24 unit's kink merged with a unit one's, seen at a plane point 5e-9 off
+    that unit's hyperplane; no gradient at a random end, a refusal of a good answer).  Any point
+    off the path will do as a pivot: the path through it crosses the merged hyperplanes apart.
+
+    Raises
+    ------
+    DegenerateProbeError
+        If no such point has a gradient.
+    AssumptionError, PrecisionLossError
+        As :meth:`._path_search._PathSearch.piece`.
+    """
+    arith = search.arith
+    for k in range(NUDGES + 1):
+        x = z if k == 0 else z + arith.scalar(2) ** (-3 * k) * arith.abs_max_scalar(z) * search.r
+        try:
+            return search.piece(x)
+        except _OnHyperplane:
+            search.ledger.nudges += 1
+    raise search._no_end_gradient()
 
 
 class _Unpolished(Exception):
