@@ -1117,14 +1117,42 @@ def test_fixed_float_counterexamples(A, w, seed):
 
 OPEN_TF_FLOAT = [
     # NEW (thorough profile, --hypothesis-seed 53084 on test_transformer_float64; the same on main),
+    # d = 3, a 2^-24 unit in a zero-sum target, W* = 0: refused
+    # (bisection to the floor: its jump charge above FLOOR_CHARGE of the largest gradient, the
+    # interval's pieces carrying the triple's kink too; or no gradient at 3 points of an interval
+    # of width 1.3e-6): refusals of good answers
+    (np.array([[-1.0, 0.0, -0.375, 0.09375], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
+     np.array([-1.0, 5.96046448e-08, 0.25, 1.0]), "zero_sum", 165467, np.zeros((4, 4))),
+    (np.array([[-1.0, 0.0, 0.25, -0.0625], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
+     np.array([-1.0, 5.96046448e-08, 0.25, 1.0]), "zero_sum", 165467, np.zeros((4, 4))),
+]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: a 2^-24 unit in a zero-sum target refused (bisection to the floor, or no gradient at 3 "
+    "points of an interval)"
+))
+@pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
+def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
+    tf_float64_property(A, w, kind, W, seed)
+
+
+#: Counterexamples of the Transformer (OPEN_TF_FLOAT before), strict xfails before: answered right
+#: since the same merge (FIXED_FLOAT) or what its comment says; the first also pinned in
+#: tests/test_ffn_bound.py (V drawn again).
+FIXED_TF_FLOAT = [
+    # (a strict xfail before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 53084 on
+    # test_transformer_float64; the same on main),
     # d = 4, "antiparallel": a 3.6e-9 kink (0.359 ReLU(1e-8 x_0 + 2.2e-16 x_3)) beside unit kinks on
     # x_3 = 0 and -0.5 x_1 + 0.63 x_3 = 0, the rest below 1e-10: a SILENT wrong answer, 0.8 % over:
     # sup |f_hat - f| = 3.59e-9 |x| against the search's bound 3.56e-9 (the polish's confirmation of
     # the second kink fails, so the search's network stands).  The search merged the tiny kink into
     # the x_3 one's (recovered normal (2.25e-7, 0, -1.7e-9, 1)): the merge moves f by its mass
     # m = 3.59e-9, just above the search's per-jump charge d (err_a + err_b) / 2 that is meant to
-    # hold a merge below the pair's resolution.  Open: when the polish's confirmation fails (a merge
-    # its grade sees), charge the merged mass it measured, or search a further path through it
+    # hold a merge below the pair's resolution.  Fixed since the polish asks a kink's wedge points
+    # when its confirmation fails too: one contradicts it (x* opened a split: the merge), a further
+    # path through it finds the 3.6e-9 kink (3 hyperplanes, error 2.8e-11, bound 4.4e-10, after two
+    # restarts)
     (np.array([[3.4173546447305734e-41, 0.77882086784331461, 1e-08, 3.4173546447305734e-41,
                 3.4173546447305734e-41, -1.7086773223652867e-41],
                [3.4173546447305734e-41, -3.6273490231903084e-167, -1.4012984643248171e-45,
@@ -1140,30 +1168,6 @@ OPEN_TF_FLOAT = [
                [0.63094406791112201, 0.63094406791112201, -0.46420245483555689, 0.63094406791112201],
                [0.63094406791112201, 4.6480309007615256e-08, -4.1938268582630087e-85, 0.63094406791112201],
                [0.63094406791112201, 0.7478087569012728, -2.2250738585217783e-313, 0.63094406791112201]])),
-    # NEW (the same run; the same on main), d = 3, a 2^-24 unit in a zero-sum target, W* = 0: refused
-    # (bisection to the floor: its jump charge above FLOOR_CHARGE of the largest gradient, the
-    # interval's pieces carrying the triple's kink too; or no gradient at 3 points of an interval
-    # of width 1.3e-6): refusals of good answers
-    (np.array([[-1.0, 0.0, -0.375, 0.09375], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
-     np.array([-1.0, 5.96046448e-08, 0.25, 1.0]), "zero_sum", 165467, np.zeros((4, 4))),
-    (np.array([[-1.0, 0.0, 0.25, -0.0625], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
-     np.array([-1.0, 5.96046448e-08, 0.25, 1.0]), "zero_sum", 165467, np.zeros((4, 4))),
-]
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "open: a 3.6e-9 kink merged by the search, f 0.8 % over the search's bound when the polish's "
-    "confirmation fails; a 2^-24 unit in a zero-sum target refused (bisection to the floor)"
-))
-@pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
-def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
-    tf_float64_property(A, w, kind, W, seed)
-
-
-#: Counterexamples of the Transformer (OPEN_TF_FLOAT before), strict xfails before: answered right
-#: since the same merge (FIXED_FLOAT) or what its comment says; the first also pinned in
-#: tests/test_ffn_bound.py (V drawn again).
-FIXED_TF_FLOAT = [
     # (strict xfails before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 67777 on
     # test_transformer_float64; the same on main, for every W of the strategy's scales): a 2^-24 unit beside
     # unit ones, d = 3, seed 3547: the FFN refused (typed), its kink's jump (~4e-9) within the search's
