@@ -490,12 +490,13 @@ class _PathSearch:
         while stack:
             sa, pa, sb, pb = stack.pop()
             self.steps += 1
-            if (float(sb - sa) < self.min_gap and not self.arith.exact and self.steps <= self.max_steps
-                    and not floors and self.hidden_charge(pa, pb) <= FLOOR_CHARGE * self.gscale):
+            if (float(sb - sa) < self.min_gap and self.steps <= self.max_steps and not floors
+                    and self.hidden_charge(pa, pb) < FLOOR_CHARGE * self.gscale):
                 # kinks closer than the search resolves, their jump below FLOOR_CHARGE of the
-                # largest gradient: booked as below the resolution (its charge in the bound), not
-                # refused (issue 23: a 2^-24 unit's kink, its jump ~4e-9 within the gradients'
-                # errors 7e-9, bisected to the floor on every path: a refusal of a good answer);
+                # largest gradient (gscale 0 in exact arithmetic: never): booked as below the
+                # resolution (its charge in the bound), not refused (issue 23: a 2^-24 unit's
+                # kink, its jump ~4e-9 within the gradients' errors 7e-9, bisected to the floor
+                # on every path: a refusal of a good answer);
                 # once a segment (a second floor: the pieces near it disagree within their errors
                 # at every scale, and booking each leaf of that bisection ran to max_steps)
                 floors += 1
