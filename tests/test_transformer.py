@@ -389,15 +389,16 @@ def test_polish_recovers_45_bits_within_the_bound(d, m):
 
 def test_polish_off_asks_d_plus_1_fewer_queries_a_region():
     """``polish=False``: the search's network, with the same hyperplanes, (L + 1)(d + 1) queries
-    fewer (the re-measured regions) and 3 L fewer (the polish's confirmation of each kink), a
-    larger bound."""
+    fewer (the re-measured regions) and (3 + 2 (d - 1)) L fewer (the polish's confirmation of each
+    kink: its triple and its wedge points), a larger bound."""
     rng = np.random.default_rng(5)
     A, w = rng.standard_normal((5, 4)), rng.standard_normal(4)
     on, _ = recover_ffn(A, w, seed=2)
     off = learn_ffn(ValueOracle(ReluFFN(A, w)), rng=np.random.default_rng(2), polish=False)
     assert off.L == on.L == 4 and off.diagnostics["ledger"]["polished"] == 0
-    assert off.diagnostics["ledger"]["confirmed"] == 0 and on.diagnostics["ledger"]["confirmed"] == 3 * on.L
-    assert on.queries - off.queries == (on.L + 1) * (5 + 1) + 3 * on.L
+    confirmed = (3 + 2 * (5 - 1)) * on.L
+    assert off.diagnostics["ledger"]["confirmed"] == 0 and on.diagnostics["ledger"]["confirmed"] == confirmed
+    assert on.queries - off.queries == (on.L + 1) * (5 + 1) + confirmed
     assert on.diagnostics["error_bound"] < off.diagnostics["error_bound"]
     assert off.diagnostics["error_bound"] == on.diagnostics["unpolished_bound"]
 
@@ -928,39 +929,23 @@ OPEN_FLOAT = [
     # is accepted and bisection runs to the floor.  Either the premise asks for the documented
     # resolution (a path-dependent separation, not an angle) or the search separates such kinks
     (np.array([[1e-06, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), np.ones(3), 0),
-    # NEW (thorough profile, --hypothesis-seed 67115 on test_ffn_float64_recovers_every_kind; the
-    # same on main), d = 5, "parallel": 0.1875 |x_3| - 0.125 |x_2| and a 1.7e-12 kink on x_0 = 0:
-    # a SILENT wrong answer, |f_hat - f| = 1.69e-12 |x| (x_0 < 0) against a polished bound 1.44e-12
-    # (seeds 1, 2: 1.74e-12, 2.2e-12, barely held; 3-5 right).  The search confirms the tiny kink
-    # merged into a unit one's (its effect below the pair's tolerance at the search's errors
-    # ~1e-10; nothing booked: kink_free 0, its bound 3.5e-10 holds); the polish re-measures the 3
-    # recovered regions at their analytic centres, which have x_0 = 0 exactly (the recovered cones
-    # do not involve x_0): forward steps there measured the x_0 > 0 side at both ends, so u_0 was
-    # 2 m for m.  Since -U's region is measured at -c with mirrored steps, u is exact for any
-    # missed kink (u_0 = 1.6899e-12; bits up by ~0.5 on the bench's 90 FFN runs, bounds as before),
-    # but the kink now sits in the x_2 kink's normal (-1.35e-11): |f_hat - f| = m at x = -e_0,
-    # half its own, half absorbed, against a polished bound 1.59e-12.  The polished bound's premise
-    # (every kink above its grade found) fails for a kink the search merged unbooked; open: a charge
-    # for kinks the polish's grade resolves but the search's did not.  Measured (helper ffn4):
-    # the kinks cross the path close together (x_2 = 0 at x*_0 = 0.0709, x_0 = 0 just after):
-    # that is why the search merged them, and why nothing near the path sees the lost one: at the
-    # polish's confirmation of that kink f(x*) is off by m x*_0 = 1.2e-13 against a tolerance
-    # 2.5e-13, and f_hat - f = -m |x_0| only where sign(x_0) != sign(x_2), so a check point shows
-    # more than the polished bound only with |x_0| / |x|_inf > B / m = 0.94 (the two plane points
-    # on x_2 = 0 have 0.026 and 0.249).  The search's per-jump charge d (err_a + err_b) / 2 for the
-    # merge (1.75e-10) would hold it but is the unpolished bound (220x: faithful bound / true
-    # error above the bench's 1e3); a rigorous polish-grade charge needs the jump of every
-    # polished kink bounded off its hyperplane's other directions (~2 (d - 1) points a kink)
-    (np.array([[0.0, 0.0, 4.50630286e-12, 0.0, 0.0, 0.0], [0.0] * 6, [-1.0, 0.0, 0.0, 0.0, 0.0, -0.5],
-               [0.0, 0.5, 0.0, 0.0, 0.0, 0.0], [0.0] * 6]),
-     np.array([0.375, 0.375, 0.375, 0.375, 0.375, -1.0]), 0),
+    # NEW (thorough profile, --hypothesis-seed 78304 on test_ffn_float64_recovers_every_kind; the
+    # same on main), d = 3, "wide": hyperplanes (1, 3.8e-6, 1) and (1, 0, 1), L1 distance 3.8e-6
+    # (4x FLOAT64_ANGLE), beside a twin pair on (1, 1, 1): refused at seeds 0-4 (bisection to the
+    # floor), and its mirror (every sign flipped) at seeds 1, 2, 4 (no gradient at 3 points of an
+    # interval of width 5.7e-7).  Measured (helper ffn5, 12 random targets d = 3..5 with a pair at
+    # L1 distance 2^-k, seeds 0-2): refused 17/36 at 2^-17, 5/36 at 2^-16, 6/36 at 2^-15, 1/36 at
+    # 2^-14, 0/36 at 2^-12 and above: the search's angular resolution is ~2^-12, not the 2^-20 of
+    # this premise (issue 23 item 7: pairs at angle 1e-4 refused); not a premise to move (the
+    # package promises 2^-20 on the path), a search that separates such kinks is open
+    (np.array([[-1.0, -1, -1, -1], [3.78507991e-06, 0, -1, -1], [-1.0, -1, -1, -1]]), np.ones(4), 1),
+    (np.array([[1.0, 1, 1, 1], [3.78507991e-06, 0, 1, 1], [1.0, 1, 1, 1]]), np.ones(4), 1),
 ]
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "open: hyperplanes at L1 distance 2e-6 (2x FLOAT64_ANGLE) refused on every path of one seed "
-    "(their kinks 1.5e-7 apart on the path, below the documented 2^-20); a 1.7e-12 kink merged "
-    "unbooked by the search and lost by the polish (centres on its hyperplane): f 17 % over its bound"
+    "open: hyperplanes at L1 distance 2e-6 to 3.8e-6 (2-4x FLOAT64_ANGLE) refused on every path of "
+    "one seed (issue 23 item 7: the search resolves such pairs reliably only from about 2^-12)"
 ))
 @pytest.mark.parametrize("A, w, seed", OPEN_FLOAT)
 def test_open_float_counterexamples(A, w, seed):
@@ -968,6 +953,14 @@ def test_open_float_counterexamples(A, w, seed):
 
 
 # --- counterexamples of the thorough profile, fixed (each a strict xfail before) ---------------
+
+#: 0.1875 |x_3| - 0.125 |x_2| and a 1.7e-12 kink on x_0 = 0, d = 5 (FIXED_FLOAT, its story there):
+#: the search merges the tiny kink into the x_2 one's, below its grade but above the polish's.
+MERGED_BELOW_SEARCH_GRADE = (
+    np.array([[0.0, 0.0, 4.50630286e-12, 0.0, 0.0, 0.0], [0.0] * 6, [-1.0, 0.0, 0.0, 0.0, 0.0, -0.5],
+              [0.0, 0.5, 0.0, 0.0, 0.0, 0.0], [0.0] * 6]),
+    np.array([0.375, 0.375, 0.375, 0.375, 0.375, -1.0]),
+)
 
 #: Counterexamples of the FFN alone (OPEN_FLOAT before), each a strict xfail before: answered right
 #: since the FFN's jump-size rule (a further path's kink is on a known hyperplane only with the same
@@ -1006,6 +999,37 @@ FIXED_FLOAT = [
     (np.array([[0.0, -1.0, -0.5, -0.5, -0.5], [-0.5] * 5, [-0.5, -0.5, 0.0, -0.5, -0.5],
                [-0.5, -0.5, -0.5, 0.0, -0.5], [-0.5] * 5]),
      np.array([1.0, 0.0625, 0.0625, 0.0625, 1e-10]), 0),
+    # (a strict xfail before, OPEN_FLOAT; thorough profile, --hypothesis-seed 67115 on
+    # test_ffn_float64_recovers_every_kind; the same on main), d = 5, "parallel": 0.1875 |x_3|
+    # - 0.125 |x_2| and a 1.7e-12 kink on x_0 = 0: a SILENT wrong answer, |f_hat - f| =
+    # 1.69e-12 |x| (x_0 < 0) against a polished bound 1.44e-12 (seeds 1, 2: 1.74e-12, 2.2e-12,
+    # barely held; 3-5 right).  The search confirms the tiny kink
+    # merged into a unit one's (its effect below the pair's tolerance at the search's errors
+    # ~1e-10; nothing booked: kink_free 0, its bound 3.5e-10 holds); the polish re-measures the 3
+    # recovered regions at their analytic centres, which have x_0 = 0 exactly (the recovered cones
+    # do not involve x_0): forward steps there measured the x_0 > 0 side at both ends, so u_0 was
+    # 2 m for m.  Since -U's region is measured at -c with mirrored steps, u is exact for any
+    # missed kink (u_0 = 1.6899e-12; bits up by ~0.5 on the bench's 90 FFN runs, bounds as before),
+    # but the kink now sits in the x_2 kink's normal (-1.35e-11): |f_hat - f| = m at x = -e_0,
+    # half its own, half absorbed, against a polished bound 1.59e-12.  The polished bound's premise
+    # (every kink above its grade found) fails for a kink the search merged unbooked; open: a charge
+    # for kinks the polish's grade resolves but the search's did not.  Measured (helper ffn4):
+    # the kinks cross the path close together (x_2 = 0 at x*_0 = 0.0709, x_0 = 0 just after):
+    # that is why the search merged them, and why nothing near the path sees the lost one: at the
+    # polish's confirmation of that kink f(x*) is off by m x*_0 = 1.2e-13 against a tolerance
+    # 2.5e-13, and f_hat - f = -m |x_0| only where sign(x_0) != sign(x_2), so a check point shows
+    # more than the polished bound only with |x_0| / |x|_inf > B / m = 0.94 (the two plane points
+    # on x_2 = 0 have 0.026 and 0.249).  The search's per-jump charge d (err_a + err_b) / 2 for the
+    # merge (1.75e-10) would hold it but is the unpolished bound (220x: faithful bound / true
+    # error above the bench's 1e3); a rigorous polish-grade charge needs the jump of every
+    # polished kink bounded off its hyperplane's other directions (~2 (d - 1) points a kink).
+    # Fixed since the polish's confirmation of each kink asks its wedges (_wedge_contradiction:
+    # 2 (d - 1) points x* + t (e_i +- n) beside it, t up to 4 |x*|_inf, held to the plane of
+    # their side's piece through f(x*) at the polished gradients' errors): at seeds 0-2 a point
+    # beside the x_2 kink is off by ~t m (the merged x_0 kink), a further path through it finds
+    # no more (m is below the search's grade), and the search's network stands (bound 6e-10
+    # holding the merge; seed 4 finds the x_0 kink, 3 hyperplanes, bound 1.6e-12)
+    (*MERGED_BELOW_SEARCH_GRADE, 0),
     # the FFN of FIXED_TF_FLOAT's last entry alone (a 1e-7 kink beside a zero-sum triple's, x*
     # 1e-8 from the triple's kink): refused at seeds 0, 1 and 4 (no gradient at 3 points, bisection
     # to the floor); answered since a split point's duplicate piece steps away from the jump's
@@ -1037,6 +1061,49 @@ FIXED_FLOAT = [
 ]
 
 
+def test_polish_wedges_hold_a_kink_merged_below_the_search_grade(monkeypatch):
+    """MERGED_BELOW_SEARCH_GRADE at seeds 0-2: the polish was kept with its 1.7e-12 kink merged,
+    f SILENTLY 6 % over the polished bound (a strict xfail before).  The polish's wedge points
+    (:func:`~attnproof.theorems.transformer.ffn._wedge_contradiction`, 2 (d - 1) a kink, counted
+    among the polish's confirmation) contradict the merged kink; f is within its bound, every
+    query counted.  Without them the silent answer is back (the check can fail)."""
+    from attnproof.theorems.transformer import ffn
+
+    A, w = MERGED_BELOW_SEARCH_GRADE
+    for seed in (0, 1, 2):
+        rec, oracle = recover_ffn(A, w, seed=seed)
+        check_function(rec, A, w, np.random.default_rng(seed))
+        check_count(rec, oracle, 5)
+        assert rec.diagnostics["ledger"]["confirmed"] >= (3 + 2 * (5 - 1)) * rec.L
+    monkeypatch.setattr(ffn, "_wedge_contradiction", lambda *args: None)
+    rec, _ = recover_ffn(A, w, seed=0)
+    with pytest.raises(AssertionError):
+        check_function(rec, A, w, np.random.default_rng(0))
+
+
+def test_a_further_path_pivots_off_a_hyperplane():
+    """A contradicting plane point lies on a recovered hyperplane (to its errors), where no
+    gradient can be taken: its further path was refused at its first step (``end_piece``:
+    DegenerateProbeError; met on OPEN_TF_FLOAT's first entry before, a 2^-24 unit's kink merged
+    and seen at a plane point 5e-9 off a unit hyperplane).  The pivot moves off along r
+    (``ffn._pivot``), its gradient exact there, every query counted."""
+    from attnproof.measure import Session
+    from attnproof.theorems.transformer._path_search import _PathSearch
+    from attnproof.theorems.transformer.ffn import _pivot
+
+    # ReLU(x_0 - x_1) - ReLU(x_2) / 2
+    A, w = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]]), np.array([1.0, -0.5])
+    oracle = ValueOracle(ReluFFN(A, w))
+    search = _PathSearch(Session(oracle, FLOAT64), np.array([0.25, -1.0, 0.75]), 2.0**-40, 100)
+    z = np.array([0.5 - 2.0**-32, 0.5, 0.25])  # 2^-32 beside unit 0's hyperplane x_0 = x_1
+    with pytest.raises(DegenerateProbeError, match="no gradient"):
+        search.end_piece(z)
+    p = _pivot(search, z)
+    assert abs(p.x[0] - p.x[1]) > 2.0**-20
+    assert np.allclose(p.G, A @ (w * (A.T @ p.x > 0)), rtol=0, atol=1e-9)
+    assert search.ledger.nudges == 1 and search.ledger.total(3) == oracle.queries
+
+
 def _float_case(A: np.ndarray, w: np.ndarray, seed: int) -> None:
     rec, _ = recover_ffn(A, w, seed=seed)
     check_function(rec, A, w, np.random.default_rng(seed), merge_allowance(A, w))
@@ -1049,25 +1116,21 @@ def test_fixed_float_counterexamples(A, w, seed):
 
 
 OPEN_TF_FLOAT = [
-    # NEW (thorough profile, --hypothesis-seed 67777 on test_transformer_float64; the same on main,
-    # for every W of the strategy's scales): a 2^-24 unit beside unit ones, d = 3, seed 3547: the FFN
-    # refused (typed), its kink's jump (~4e-9) within the search's gradient errors (7e-9 on the
-    # path): no gradient at a random end (DegenerateProbeError), bisection to the floor, or the
-    # search's network kept at a bound 2.5e-6 above learn_transformer's tolerance 1e-6 (learn_ffn's
-    # own default is 6.6e-4); other seeds answer (bounds 8e-12 .. 7e-9, restarts 0-2).  Refusals of
-    # good answers: such a kink should be booked as below the resolution, not bisected
-    (np.array([[-0.52979247, 0, 1, 0], [0, 0, -0.12275559, 0], [-0.31287509, 0, 0, -0.09467205]]),
-     np.array([1, 1, 1, 2.0**-24]), "generic", 3547, np.ones((4, 4))),
-    (np.array([[-1.0, 1, 0, 0], [0, 0, 0.875, 0], [-0.5, 0, 0, 0.0625]]), np.array([1, 1, 1, 2.0**-24]),
-     "generic", 3547, np.ones((4, 4))),
-    (np.array([[-1.0, 1, 0, 0], [0, -0.125, 0, 0], [-0.5, 0, 0, 0.0625]]), np.array([1, 1, 1, 2.0**-24]),
-     "generic", 3547, np.ones((4, 4))),
+    # NEW (thorough profile, --hypothesis-seed 53084 on test_transformer_float64; the same on main),
+    # d = 3, a 2^-24 unit in a zero-sum target, W* = 0: refused
+    # (bisection to the floor: its jump charge above FLOOR_CHARGE of the largest gradient, the
+    # interval's pieces carrying the triple's kink too; or no gradient at 3 points of an interval
+    # of width 1.3e-6): refusals of good answers
+    (np.array([[-1.0, 0.0, -0.375, 0.09375], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
+     np.array([-1.0, 5.96046448e-08, 0.25, 1.0]), "zero_sum", 165467, np.zeros((4, 4))),
+    (np.array([[-1.0, 0.0, 0.25, -0.0625], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
+     np.array([-1.0, 5.96046448e-08, 0.25, 1.0]), "zero_sum", 165467, np.zeros((4, 4))),
 ]
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "open: a 2^-24 unit beside unit ones (its jump within the search's gradient errors) refused "
-    "at one seed: no end gradient, bisection to the floor, or a bound above the tolerance"
+    "open: a 2^-24 unit in a zero-sum target refused (bisection to the floor, or no gradient at 3 "
+    "points of an interval)"
 ))
 @pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
 def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
@@ -1078,6 +1141,52 @@ def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
 #: since the same merge (FIXED_FLOAT) or what its comment says; the first also pinned in
 #: tests/test_ffn_bound.py (V drawn again).
 FIXED_TF_FLOAT = [
+    # (a strict xfail before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 53084 on
+    # test_transformer_float64; the same on main),
+    # d = 4, "antiparallel": a 3.6e-9 kink (0.359 ReLU(1e-8 x_0 + 2.2e-16 x_3)) beside unit kinks on
+    # x_3 = 0 and -0.5 x_1 + 0.63 x_3 = 0, the rest below 1e-10: a SILENT wrong answer, 0.8 % over:
+    # sup |f_hat - f| = 3.59e-9 |x| against the search's bound 3.56e-9 (the polish's confirmation of
+    # the second kink fails, so the search's network stands).  The search merged the tiny kink into
+    # the x_3 one's (recovered normal (2.25e-7, 0, -1.7e-9, 1)): the merge moves f by its mass
+    # m = 3.59e-9, just above the search's per-jump charge d (err_a + err_b) / 2 that is meant to
+    # hold a merge below the pair's resolution.  Fixed since the polish asks a kink's wedge points
+    # when its confirmation fails too: one contradicts it (x* opened a split: the merge), a further
+    # path through it finds the 3.6e-9 kink (3 hyperplanes, error 2.8e-11, bound 4.4e-10, after two
+    # restarts)
+    (np.array([[3.4173546447305734e-41, 0.77882086784331461, 1e-08, 3.4173546447305734e-41,
+                3.4173546447305734e-41, -1.7086773223652867e-41],
+               [3.4173546447305734e-41, -3.6273490231903084e-167, -1.4012984643248171e-45,
+                -2.8214483909605034e-67, -0.5, 0.25],
+               [0.94519982868798236, 0.96536977053582307, 3.4173546447305734e-41, 3.4173546447305734e-41,
+                3.4173546447305734e-41, -1.7086773223652867e-41],
+               [3.4173546447305734e-41, -1.175494351e-38, 2.2204460492503131e-16, -0.060126202037269705,
+                0.63054888123238317, -0.31527444061619159]]),
+     np.array([-2.9409263812692595e-11, 1.7178824797658962e-53, 0.35871593684475456, 0.26513625832800281,
+               -0.17958631279027304, 0.5]),
+     "antiparallel", 378701006,
+     np.array([[0.63094406791112201, -0.4790205038842944, 0.63094406791112201, 0.63094406791112201],
+               [0.63094406791112201, 0.63094406791112201, -0.46420245483555689, 0.63094406791112201],
+               [0.63094406791112201, 4.6480309007615256e-08, -4.1938268582630087e-85, 0.63094406791112201],
+               [0.63094406791112201, 0.7478087569012728, -2.2250738585217783e-313, 0.63094406791112201]])),
+    # (strict xfails before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 67777 on
+    # test_transformer_float64; the same on main, for every W of the strategy's scales): a 2^-24 unit beside
+    # unit ones, d = 3, seed 3547: the FFN refused (typed), its kink's jump (~4e-9) within the search's
+    # gradient errors (7e-9 on the path): no gradient at a random end (DegenerateProbeError), bisection to the
+    # floor, or the search's network kept at a bound 2.5e-6 above learn_transformer's tolerance 1e-6
+    # (learn_ffn's own default is 6.6e-4); other seeds answer (bounds 8e-12 .. 7e-9, restarts 0-2).  Refusals
+    # of good answers: such a kink should be booked as below the resolution, not bisected.
+    # Answered since (a) learn_transformer's tolerance defaults to learn_ffn's (the session's promise, 6.6e-4
+    # in float64; 1e-6 before re-imposed the FFN refusal issue 23 item 8 removed from learn_ffn, and W's bound
+    # carries the FFN's own where it matters, the cone route), and (b) an interval bisected to the floor whose
+    # jump charge is below FLOOR_CHARGE = 2^-20 of the largest gradient is booked in the bound as below the
+    # resolution, once a segment, not refused (bounds now 2.9e-9 .. 8e-9: the 2^-24 unit's jump, ~5e-9,
+    # charged)
+    (np.array([[-0.52979247, 0, 1, 0], [0, 0, -0.12275559, 0], [-0.31287509, 0, 0, -0.09467205]]),
+     np.array([1, 1, 1, 2.0**-24]), "generic", 3547, np.ones((4, 4))),
+    (np.array([[-1.0, 1, 0, 0], [0, 0, 0.875, 0], [-0.5, 0, 0, 0.0625]]), np.array([1, 1, 1, 2.0**-24]),
+     "generic", 3547, np.ones((4, 4))),
+    (np.array([[-1.0, 1, 0, 0], [0, -0.125, 0, 0], [-0.5, 0, 0, 0.0625]]), np.array([1, 1, 1, 2.0**-24]),
+     "generic", 3547, np.ones((4, 4))),
     # (thorough profile, --hypothesis-seed 5077, NEW with PAIR_MARGIN 4; 16 before refused six others) a
     # zero-sum triple whose third unit shares the hyperplane (1, 1) with a unit one (jumps 1 and
     # 0.03125): U's and V's pieces (gradients 0 and (1, 1)) differ by (1, 1), so their lines meet on

@@ -40,8 +40,9 @@ polish's ``(L + 1)(d + 1)`` queries: the search's gradients are finite differenc
 ``h ~ 2^-10 |x|`` (error ``eps |f| / h``); once the hyperplanes are known, each region of the path
 is measured again from a point deep inside its cone (steps ~ 0.1 |x|), for about 6 more bits; the
 polished network is kept only when each of its kinks is confirmed at that grade (three queries a
-kink), and an interval the search took as kink-free is charged from its end pieces measured again
-with steps away from the nearest hyperplane (d queries a piece).
+kink, and 2 (d - 1) points in its wedges, where a kink the search merged into it shows), and an
+interval the search took as kink-free is charged from its end pieces measured again with steps
+away from the nearest hyperplane (d queries a piece).
 A V in U's or -U's region (same gradient) is drawn again (at most twice, its piece counted): its
 segment would cross no hyperplane, and a segment taken as kink-free keeps in the bound a kink below
 the search's resolution there (its gradients' errors at steps ~ 2^-10 |x|).  The bound reads the
@@ -55,7 +56,8 @@ unless the random path is non-generic (a kink within ``2^-64 |x*|`` of an inters
 tested); in mpmath the error follows 10^-dps.  In float64 every comparison carries a
 tolerance derived from the gradients' a-posteriori errors (steps h down to 2^-26 |x|), so
 hyperplanes whose kinks on the path are closer than about 2^-20 (relative) may be refused
-(DegenerateProbeError, after up to two fresh paths, every query counted) or merged (f then
+(DegenerateProbeError, after up to two fresh paths, every query counted; a jump below 2^-20 of
+the largest gradient, a tiny unit's, left at the floor is booked in the bound instead) or merged (f then
 changes by at most what merging them can change, ``(|c_i| + |c_j|) |n_i - n_j|``); the answers
 seen are checked against the result (free), and a bound above ``tolerance`` is refused.
 
@@ -157,7 +159,7 @@ def learn_transformer(
     arith: Arith = FLOAT64,
     route: str = "auto",
     probes: str = "gaussian",
-    tolerance: float = 1e-6,
+    tolerance: float | None = None,
 ) -> TransformerRecovery:
     """Learn ``TF(X) = w_o^T ReLU(alpha(X, W)^T X A)`` (Sec. 4.1) from value queries.
 
@@ -176,8 +178,10 @@ def learn_transformer(
         "auto" takes the paper's route when the recovered u = A w_o is non-zero.
     probes : {"gaussian", "basis"}
         Thm 4.1's probe family on the antisymmetric route (the cone route uses "basis").
-    tolerance : float
-        Passed to :func:`learn_ffn`.
+    tolerance : float, optional
+        Passed to :func:`learn_ffn` (default: its own, the session's promise, 6.6e-4 in float64;
+        1e-6 before, which refused good FFNs that learn_ffn answers, issue 23 item 8: W's bound
+        carries the FFN's error where W depends on it, the cone route, :func:`oracle_error`).
 
     Returns
     -------

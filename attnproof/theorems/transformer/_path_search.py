@@ -86,6 +86,11 @@ SCALE_PROBES = (0.5, 0.25, 0.75)
 #: Pieces :meth:`_PathSearch.end_pieces` may measure beyond the three ends: two refused ends again
 #: (the third raised the scale) and the probes of both segments (for :func:`ffn_query_bound`).
 EXTRA_END_PIECES = 2 + 2 * len(SCALE_PROBES)
+#: An interval bisected to the floor (min_gap) whose jump charge (:meth:`_PathSearch.hidden_charge`) is
+#: at most this fraction of the largest gradient met is booked as kink-free (once a segment), not
+#: refused: a unit below the search's resolution 2^-20 (see the package docstring), its kink within
+#: the gradients' errors; a larger jump (near-parallel hyperplanes) is refused, and a fresh path drawn.
+FLOOR_CHARGE = 2.0**-20
 #: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
 SCALE_LOG2 = 16
 
@@ -481,9 +486,23 @@ class _PathSearch:
         # (point, pa, pb) already confirmed (never twice: the same test gives the same answer); the
         # same point is tested again between other pieces, whose planes may meet only there
         tested: set[tuple[Any, int, int]] = set()
+        floors = 0  # intervals booked at the floor (min_gap)
         while stack:
             sa, pa, sb, pb = stack.pop()
             self.steps += 1
+            if (float(sb - sa) < self.min_gap and self.steps <= self.max_steps and not floors
+                    and self.hidden_charge(pa, pb) < FLOOR_CHARGE * self.gscale):
+                # kinks closer than the search resolves, their jump below FLOOR_CHARGE of the
+                # largest gradient (gscale 0 in exact arithmetic: never): booked as below the
+                # resolution (its charge in the bound), not refused (issue 23: a 2^-24 unit's
+                # kink, its jump ~4e-9 within the gradients' errors 7e-9, bisected to the floor
+                # on every path: a refusal of a good answer);
+                # once a segment (a second floor: the pieces near it disagree within their errors
+                # at every scale, and booking each leaf of that bisection ran to max_steps)
+                floors += 1
+                self.take_as_kink_free(pa, pb)
+                self.ledger.kink_free += 1
+                continue
             if float(sb - sa) < self.min_gap or self.steps > self.max_steps:
                 raise DegenerateProbeError(
                     f"kinks closer than the search resolves (interval {float(sb - sa):.3g} after "

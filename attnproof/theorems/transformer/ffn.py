@@ -30,6 +30,10 @@ CENTRE_STEPS = 40
 #: The polish's step is the largest power of two below this fraction of the centre's margin (the
 #: hyperplanes are known to ~1e-10 relative in float64: the rest is room for their errors).
 MARGIN_USED = 0.9
+#: The polish's wedge points beside a kink x* reach at most 2^WEDGE_REACH_LOG2 |x*|_inf from it
+#: (:func:`_wedge_contradiction`): the farther, the more a merged kink shows against the answers'
+#: rounding at x*.
+WEDGE_REACH_LOG2 = 2
 
 
 def ffn_query_count(d: int, L: int) -> int:
@@ -75,16 +79,17 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     and stepping each way along the jump's signs: :meth:`._path_search._PathSearch._opened`),
     each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
-    (1 + CHECK_ROUNDS of them) and a piece per further path; the polish's L + 1 pieces, its
-    confirmation of each of the L kinks (three queries) and a piece again for each piece at an
-    end of a kink-free interval (one opened per search step at most, besides the paths' ends),
-    once per reconstruction (a kink per search step at most); all of it once per attempt
-    (1 + restarts).  The search steps of an attempt, on all its paths, are at most max_steps.
+    (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
+    L + 1 pieces, its confirmation of each of the L kinks (three queries and 2 (d - 1) wedge
+    points) and a piece again for each piece at an end of a kink-free interval (one opened per
+    search step at most, besides the paths' ends), once per reconstruction (a kink per search
+    step at most); all of it once per attempt (1 + restarts).  The search steps of an attempt,
+    on all its paths, are at most max_steps.
     """
     steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
-    polish = piece + steps * (piece + 3) + (steps + 3 + CHECK_ROUNDS) * piece
-    paths = CHECK_ROUNDS * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
+    polish = piece + steps * (piece + 3 + 2 * (d - 1)) + (steps + 3 + CHECK_ROUNDS) * piece
+    paths = CHECK_ROUNDS * (1 + NUDGES) * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
     return (1 + restarts) * (
         (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + NUDGES * 3 * piece)
     )
@@ -282,7 +287,9 @@ def learn_ffn(
         ``"mp:DIGITS"`` or ``"sympy"`` is parsed.
     min_gap : float, optional
         Floor on the path interval searched (default 2^12 eps, at least 2^-200: 9e-13 in
-        float64; 2^-200 in sympy): below it the kinks are declared unresolvable.
+        float64; 2^-200 in sympy): below it the kinks are declared unresolvable: refused, or
+        in floating point, when their jump charge is below ``FLOOR_CHARGE`` (2^-20) of the
+        largest gradient (a tiny unit's kink), booked in the bound once a segment.
     max_steps : int, optional
         Bound on search steps (default 64 (d + 8)^2): termination whatever the oracle says.
     tolerance : float, optional
@@ -315,8 +322,10 @@ def learn_ffn(
         with steps away from the nearest hyperplane (``ledger["remeasured"]``, d queries each), so
         the jump mass such an interval may hide is charged at that grade too; the polished
         network is kept only when its bound is smaller, each of its kinks is confirmed at the
-        polished gradients' grade (three queries a kink, ``ledger["confirmed"]``) and every
-        answer seen agrees with it.  False: about half the queries, 2^-33..2^-42 relative.
+        polished gradients' grade (three queries a kink, and 2 (d - 1) points beside it, in the
+        wedges where a kink the search merged into it shows: ``ledger["confirmed"]``) and every
+        answer seen agrees with it.  False: about 40 % of the queries (60 % before the wedge points),
+        2^-33..2^-42 relative.
 
     Returns
     -------
@@ -465,7 +474,7 @@ def _learn_ffn_once(
             # there; the path U -> z -> -U through a point where f_hat is wrong crosses it elsewhere;
             # so are two kinks merged into one (``_plane_points``, or the polish's tighter bound)
             try:
-                pz = search.end_piece(z)
+                pz = _pivot(search, z)
                 search.paths += 1
                 more = search.segment(pU, pz) + search.segment(pz, pW)
             except (DegenerateProbeError, PrecisionLossError) as err:
@@ -474,8 +483,35 @@ def _learn_ffn_once(
                 # the kink the polish saw is below what a further path resolves: another attempt
                 # may resolve it; if none does, the search's network stands (its own bound)
                 raise _Unpolished(_finish(session, consistent, tolerance), search, err) from None
-            kinks, ends, consistent = _union(kinks, more, search), (U, z, -U), None
+            kinks, ends, consistent = _union(kinks, more, search), (U, pz.x, -U), None
     return _finish(session, rec, tolerance)
+
+
+def _pivot(search: _PathSearch, z: np.ndarray) -> _Piece:
+    """The piece at a further path's pivot: at z, else (z on a hyperplane: no gradient there) at
+    ``z + 2^-(3 k) |z|_inf r``, k = 1 .. NUDGES (r the off-path direction; counted, ``ledger.nudges``).
+
+    A contradicting point on a recovered hyperplane (:func:`_plane_points`: where two kinks the
+    search merged show) has no gradient of its own: its further path was refused at its first
+    step (issue 23: a 2^-24 unit's kink merged with a unit one's, seen at a plane point 5e-9 off
+    that unit's hyperplane; no gradient at a random end, a refusal of a good answer).  Any point
+    off the path will do as a pivot: the path through it crosses the merged hyperplanes apart.
+
+    Raises
+    ------
+    DegenerateProbeError
+        If no such point has a gradient.
+    AssumptionError, PrecisionLossError
+        As :meth:`._path_search._PathSearch.piece`.
+    """
+    arith = search.arith
+    for k in range(NUDGES + 1):
+        x = z if k == 0 else z + arith.scalar(2) ** (-3 * k) * arith.abs_max_scalar(z) * search.r
+        try:
+            return search.piece(x)
+        except _OnHyperplane:
+            search.ledger.nudges += 1
+    raise search._no_end_gradient()
 
 
 class _Unpolished(Exception):
@@ -678,8 +714,9 @@ def _polish(
             search.ledger.polished += 1
     if any(search.same_gradient(a, b) for a, b in zip(pieces[:-1], pieces[1:])):
         return rec, None  # a jump within the re-measured gradients' errors: no better than the search's
-    if not _confirmed_at_polish_grade(search, pieces, ends):
-        return rec, None
+    confirmed, z = _confirmed_at_polish_grade(search, pieces, ends)
+    if not confirmed or z is not None:
+        return rec, z  # z: an answer beside a polished kink contradicts it (a merge): a further path
     kinks = [(b.G - a.G, b.x - a.x, a.err + b.err) for a, b in zip(pieces[:-1], pieces[1:])]
     hidden = _hidden_at_polish_grade(search, N)
     polished = _assemble(search, pieces[0], pieces[-1], kinks, hidden)
@@ -761,11 +798,12 @@ def _remeasured(search: _PathSearch, p: _Piece, N: np.ndarray) -> _Piece:
 
 def _confirmed_at_polish_grade(
     search: _PathSearch, pieces: list[_Piece], ends: tuple[np.ndarray, ...]
-) -> bool:
+) -> tuple[bool, np.ndarray | None]:
     """Is every kink between two consecutive polished pieces the only one between them, by the
     search's own confirmation (:meth:`_PathSearch._confirm`: ``x*`` where their planes meet on
     the path, and a pair ``x* +- y``; three queries a kink, counted) at the polished pieces'
-    errors?
+    errors, and does no answer in its wedges contradict it (:func:`_wedge_contradiction`,
+    ``2 (d - 1)`` queries a kink, counted)?
 
     The polished bound charges each jump its re-measured gradients' errors, so it holds for the
     kinks those errors resolve, as the search's bound does for the kinks its errors resolve: a
@@ -774,27 +812,95 @@ def _confirmed_at_polish_grade(
     the polish is not kept (issue 23: a 1e-10 unit's kink merged with a unit one's, the polished
     bound 2.3e-11 below the merge's error 5.1e-11 |x|; the search's bound, 5.9e-9, holds it).
     For d = 1 every hyperplane is {0}: there is nothing to merge (and no pair off the path).
+
+    Returns
+    -------
+    confirmed : bool
+        False when a confirmation fails (the search's network stands).
+    z : array or None
+        A wedge point whose answer contradicts the polished kink (a merged kink shows there; the
+        caller searches a further path through it; asked whether or not the kink was
+        confirmed), else None.
     """
     arith = search.arith
     if search.d == 1:
-        return True
+        return True, None
     jumps = arith.to_float(np.array([b.G - a.G for a, b in zip(pieces[:-1], pieces[1:])]))
     crossings = sorted(path_crossings(jumps, [arith.to_float(e) for e in ends]))
     if len(crossings) != len(pieces) - 1:
-        return False
+        return False, None
     for t, j in crossings:
         a, b = pieces[j], pieces[j + 1]
         k = min(int(t), len(ends) - 2)
         X0, direction = ends[k], ends[k + 1] - ends[k]
         J = b.G - a.G
         if arith.is_zero(J @ direction):
-            return False
+            return False, None
         x = X0 + kink_parameter(J, X0, direction) * direction
-        status, _ = search._confirm(a, b, x, direction)
+        status, y_x = search._confirm(a, b, x, direction)
         search.ledger.confirmed += 3
-        if status != "kink":
-            return False
-    return True
+        # asked when the confirmation fails too: the merge its grade sees shows in a wedge, and a
+        # further path through it may resolve the merged kink (issue 23: a 3.6e-9 kink merged
+        # into a unit one's, the search's network kept 0.8 % over its bound; found so)
+        z = _wedge_contradiction(search, a, b, x, y_x, np.delete(jumps, j, axis=0))
+        if status != "kink" or z is not None:
+            return status == "kink", z
+    return True, None
+
+
+def _wedge_contradiction(
+    search: _PathSearch, a: _Piece, b: _Piece, x: np.ndarray, y_x: Any, others: np.ndarray
+) -> np.ndarray | None:
+    """The first of ``2 (d - 1)`` points ``p = x* + t (e_i + sigma n)`` beside a polished kink
+    (``n = J / |J|_inf``, ``J = G_b - G_a``, ``i`` every coordinate but n's largest, ``sigma = +-1``)
+    whose answer is off the plane of its side's piece q through ``f(x*)`` by more than
+    ``q.err |p - x*|_1 + (err_a + err_b) |x*|_1`` plus the answers' rounding, else None (counted:
+    ``ledger.values``, ``ledger.confirmed``).
+
+    Under the polished bound's premise (every kink is recovered to its jump's errors) f is,
+    beside x*, a's plane on a's side and b's on b's, up to its true kink's offset at x*,
+    ``|J_true^T x*| <= (err_a + err_b) |x*|_1``: no p fails.  A kink K the search merged into J
+    (``J = J_true + K``; crossing the path close to x*, so that x*'s confirmation sees no more
+    than ``K^T x* ~ 0``) makes f wrong by ``min(|A|, |B|)`` where ``A = J_true^T x`` and
+    ``B = K^T x`` differ in sign (kinks of one convexity), or where they agree (opposite ones):
+    the two points of a coordinate i lie on either side of n's hyperplane, A of each sign,
+    ``|A| ~ t |J|`` against ``|B| ~ t |K_i|``, so one of them is off by ``t |K_i|`` against a
+    tolerance of the polished gradients' errors, ``~ t err``: the polish's own grade (issue 23:
+    a 1.7e-12 kink on x_0 = 0 merged into the kink on x_2 = 0, f 6 % over the polished bound, the
+    plane points |x_0| / |x|_inf 0.03 and 0.25 off by less than it; the polish's centres on
+    x_0 = 0).  A second difference along n's hyperplane would cancel a's plane, but it sees
+    only one convexity (f - f_hat vanishes on that hyperplane for the other).  t is the largest
+    power of two below MARGIN_USED of the step's reach to every other polished hyperplane
+    (``others``), at most ``2^WEDGE_REACH_LOG2 |x*|_inf``: p stays in q's region.
+    """
+    arith, d = search.arith, search.d
+    J = b.G - a.G
+    Jf, xf = arith.to_float(J), arith.to_float(x)
+    n = Jf / np.abs(Jf).max()
+    top = float(np.abs(xf).max())
+    points, sides = [], []
+    for i in np.delete(np.arange(d), int(np.argmax(np.abs(Jf)))):
+        for sigma in (1.0, -1.0):
+            step = sigma * n
+            step[i] += 1.0
+            reach = np.abs(others @ xf) / np.maximum(np.abs(others @ step), np.finfo(float).tiny)
+            t = min(MARGIN_USED * float(reach.min(initial=np.inf)), 2.0**WEDGE_REACH_LOG2 * top)
+            if not t > 0:
+                continue
+            p = x + arith.scalar(2) ** int(np.floor(np.log2(t))) * arith.asarray(step)
+            points.append(p)
+            sides.append(b if (float(J @ (p - x)) > 0) == (float(J @ (b.x - x)) > 0) else a)
+    if not points:
+        return None
+    answers = search.ask(np.array(points))
+    search.ledger.values += len(points)
+    search.ledger.confirmed += len(points)
+    offset = (a.err + b.err) * float(np.abs(xf).sum()) + search.tol(x, y_x)
+    for p, y, q in zip(points, answers, sides):
+        dz = float(np.abs(arith.to_float(p - x)).sum())
+        if not search.agrees(y - y_x, q.G @ (p - x), search.tol(p, y, y_x, G=q.G) + q.err * dz + offset):
+            return p
+    return None
 
 
 def _union(
