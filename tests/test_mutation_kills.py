@@ -716,3 +716,104 @@ def test_last_token_image_switches_to_the_dense_product_just_above_d_over_8_nonz
     assert bool(calls) == dense
     exact = x.astype(np.longdouble) @ M.T.astype(np.longdouble)  # two terms at most: within 2^-62
     assert np.all(np.abs(got - exact) <= np.ldexp(np.abs(exact), -60))
+
+
+# --- the last four open survivors of the seed-7 run (SURVIVORS.md) ------------------------------
+
+
+def test_value_errors_charges_the_probe_entries_underflow_times_the_norm_of_v(monkeypatch):
+    """value_errors' gradual-underflow term of the label: ``2^-1074`` per product, ``2 d + 4`` of
+    them in v's scaled units (``2^e``, e the exponent that brings max |v*| into [1, 2)), plus each
+    probe entry's own ``2^-1074`` met through v: ``sqrt(d) ||v||`` (``||dx||_2 <= sqrt(d) 2^-1074``
+    times ``||v||`` in the same scaled units).  By hand, with an oracle that declares exact answers
+    (term = final = 0), no offset and Q = the basis (so the label's and q^T v's other errors are 0):
+    d = 4, v* = 1.75 (1, 1, 1, 1) 2^-e, ``||v|| = 3.5``, sqrt(d) = 2: ``(12 2^e + 7) 2^-1074``,
+    exact in subnormal arithmetic.  alpha's absolute error is that over s p^T v (whole-probe,
+    s = 2^-60, p = e_1: p^T v = 1.75 in the scaled units), read where value_errors hands it to the
+    logit (its relative part, eps-sized, hides it in the returned bound)."""
+    from attnproof import measure
+    from attnproof.models import Rounding
+
+    seen: list[np.ndarray] = []
+    spread = measure._logit_spread
+
+    def spy(alpha, absolute, relative=0.0):
+        seen.append(np.array(absolute, dtype=float))
+        return spread(alpha, absolute, relative)
+
+    monkeypatch.setattr(measure, "_logit_spread", spy)
+    d, tiny, k = 4, 2.0**-1074, -60
+    idx, s = np.zeros(1, dtype=np.int64), 2.0**k
+    for e in (0, 3):
+        probes = measure.Probes(np.eye(d), None, np.full(d, math.ldexp(1.75, -e)), FLOAT64)
+        measure.value_errors(probes, np.zeros(1), np.full(1, k), (idx, idx), 0.0,
+                             rounding=Rounding("exact", 0.0, 0.0))
+        dy = (math.ldexp(2 * d + 4, e) + math.sqrt(d) * 3.5) * tiny
+        assert seen[-1][0] == pytest.approx(dy / s / 1.75, rel=1e-12, abs=0)
+
+
+def test_rotation_fit_accepts_a_misfit_equal_to_its_allowance_and_refuses_one_ulp_above():
+    """_check_rotation_fit refuses only a misfit ``||r - J k_hat||`` that *exceeds* its allowance
+    ``||tol + ||J||_2 k0 (2 k0 + 2^-20)|| (1 + 8 n eps)`` (its docstring; Raises).  Both sides of
+    the threshold, with J = 0 (no rotation: the allowance is the tolerances' norm): tol = (1),
+    allowance 1 + 8 * 2^-53 = 1 + 2^-50 exactly; a residual of exactly that passes, the next float
+    up is refused."""
+    from attnproof.errors import AssumptionError
+    from attnproof.theorems.multihead.rotation import _check_rotation_fit
+
+    J, k_hat, tol = np.zeros((1, 1)), np.zeros(1), np.ones(1)
+    allowed = 1 + 2.0**-50
+    assert allowed == 1 + 8 * FLOAT64.eps  # the allowance's factor, exact here
+    assert float(np.linalg.norm(np.array([allowed]))) == allowed  # the misfit is read exactly
+    _check_rotation_fit(J, np.array([allowed]), k_hat, tol, 0.0)
+    with pytest.raises(AssumptionError):
+        _check_rotation_fit(J, np.array([np.nextafter(allowed, 2.0)]), k_hat, tol, 0.0)
+
+
+def test_ffn_learner_searches_with_the_step_budget_its_query_bound_assumes(monkeypatch):
+    """learn_ffn's default step budget is the ``64 (d + 8)^2`` of its docstring and of
+    ffn_query_bound's default (which bounds the queries "whatever the oracle says" only for the
+    budget the learner actually uses): 6400 at d = 2, read where the learner hands it to each
+    path search."""
+    from attnproof.theorems.transformer import ffn
+    from attnproof.theorems.transformer.ffn import ffn_query_bound, learn_ffn
+    from attnproof.models import ReluFFN
+
+    budgets: list[int] = []
+    search = ffn._PathSearch
+
+    class Spy(search):  # type: ignore[misc, valid-type]
+        def __init__(self, session, r, min_gap, max_steps):
+            budgets.append(max_steps)
+            super().__init__(session, r, min_gap, max_steps)
+
+    monkeypatch.setattr(ffn, "_PathSearch", Spy)
+    d = 2
+    A = np.array([[1.0, 0.0, -1.0], [0.0, 1.0, -1.0]])
+    learn_ffn(ValueOracle(ReluFFN(A, np.ones(3))), rng=np.random.default_rng(0))
+    assert budgets and set(budgets) == {64 * (d + 8) ** 2}
+    assert ffn_query_bound(d) == ffn_query_bound(d, max_steps=budgets[0])
+
+
+def test_a_saturated_probe_is_retargeted_to_the_goal_within_one_step_of_its_order():
+    """A saturated but trusted logit m (accept < |m| <= trust) is asked again at the scale that
+    brings it to the policy's goal: whole-probe scaling (order 2: the logit grows as 4^k), so k
+    moves by ``floor(log2(goal / m) / 2)`` and the new logit lands in (goal / 4, goal].  By hand,
+    d = 1, p = q = v = 1, W* = 20: at s = 1 the logit is 20 (> accept = 8, <= trust = 30);
+    ``floor(log2(2 / 20) / 2) = floor(-1.66) = -2``, so k = -2 and the logit 20 / 16 = 1.25, one
+    query asked again.  (Ignoring the order, k = -4 and the logit 20 / 256: far below the goal,
+    and digits lost.)"""
+    from attnproof.measure import BilinearSession, Probes
+
+    policy = ScalePolicy()
+    m = 20.0
+    assert policy.accept < m <= policy.trust
+    session = BilinearSession(ValueOracle(Attention(np.array([[m]]), np.ones(1))), FLOAT64)
+    probes = Probes(np.ones((1, 1)), None, np.ones(1), FLOAT64)
+    assert probes.order == 2
+    idx = np.zeros(1, dtype=np.int64)
+    L, k = session.measure_adaptively(probes, (idx, idx))
+    assert int(k[0]) == math.floor(math.log2(policy.goal / m) / 2) == -2
+    assert float(L[0]) == pytest.approx(m / 16, rel=1e-12)
+    assert policy.goal / 4 < float(L[0]) <= policy.goal
+    assert session.diagnostics["reasked_queries"] == 1
