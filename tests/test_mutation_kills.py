@@ -817,3 +817,64 @@ def test_a_saturated_probe_is_retargeted_to_the_goal_within_one_step_of_its_orde
     assert float(L[0]) == pytest.approx(m / 16, rel=1e-12)
     assert policy.goal / 4 < float(L[0]) <= policy.goal
     assert session.diagnostics["reasked_queries"] == 1
+
+
+# --- the seed-23 run's survivors (SURVIVORS.md) -----------------------------------------------
+
+
+@pytest.mark.parametrize("cores, B, blocks", [(4, 8, [(0, 2), (2, 4), (4, 6), (6, 8)]), (8, 3, [(0, 1), (1, 2), (2, 3)]),
+                                              (1, 8, [(0, 8)])])
+def test_a_large_probe_batch_is_written_in_one_block_per_core(monkeypatch, cores, B, blocks):
+    """``measure._in_blocks`` writes a large batch in one block of consecutive rows per core (at most
+    8, at most one per row): ``min(cores, 8, B)`` blocks cutting 0..B evenly, every row in exactly
+    one; one core: the whole batch in one block.  By hand: 4 cores, B = 8: four blocks of two rows;
+    8 cores, B = 3: one row each."""
+    import os
+
+    from attnproof import measure
+
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    seen: list[tuple[int, int]] = []
+    d = -(-measure._PARALLEL_ENTRIES // (2 * B))  # 2 B d >= _PARALLEL_ENTRIES: a large batch
+    measure._in_blocks(lambda a, b: seen.append((a, b)), B, d)
+    assert sorted(seen) == blocks
+
+
+def test_canonical_ffn_drops_a_negligible_kink_beside_negative_ones():
+    """canonical_ffn with ``rtol`` drops kinks within rtol of the largest *magnitude*: with every
+    weight negative, units e_1 (weight -1) and e_2 (weight -1e-9), rtol = 1e-6 drops the second
+    (|-1e-9| <= 1e-6 x 1) and keeps c = (-1) on the hyperplane e_1; u = A w_o = (-1, -1e-9) keeps
+    both (the linear part is not a kink)."""
+    from attnproof.models import canonical_ffn
+
+    A, w_o = np.eye(2), np.array([-1.0, -1e-9])
+    u, N, c = canonical_ffn(A, w_o, rtol=1e-6)
+    assert np.array_equal(N, [[1.0, 0.0]]) and np.array_equal(c, [-1.0])
+    assert np.array_equal(u, w_o)
+
+
+def test_faithful_errors_charge_each_tokens_own_score_bias_error():
+    """measure._faithful_errors: a score bias c adds to the logit's error each token's own ``c^T x_i``
+    error ``dc_i`` (:func:`measure._ext_error` of that token's sizes with c's RowSizes), once as
+    itself and once in the ``3 u`` of ``|s_1| + |s_2|``, and ``3 u ||c||_F (||x_1|| + ||x_2||)``: with c
+    minus without, ``(dc_1 + dc_2) (1 + 3 u) + 3 u ||c||_F (||x_1|| + ||x_2||)``, by hand from the
+    parts.  Tokens of different sizes (||x_1|| = 2, ||x_2|| = 1, as p = q = e_1 at s = 1), so dc_1
+    != dc_2."""
+    from attnproof.measure import _ext_error, _faithful_errors
+    from attnproof.models import FactorSizes, RowSizes
+
+    d, u = 3, 2.0**-64
+    K, Q, v, c = np.eye(d)[:2], np.eye(d)[:2], np.ones(d), np.array([0.5, -2.0, 1.0])
+    t1 = (np.array([2.0]), np.array([2.0]), np.array([2.0]))
+    t2 = (np.array([1.0]), np.array([1.0]), np.array([1.0]))
+    xd = np.array([1.0])
+
+    def ds(sizes: FactorSizes) -> float:
+        return float(_faithful_errors(sizes, u, d, (t1, t2), xd, True, 0)[0][0])
+
+    with_c, without = FactorSizes.of(K, Q, v, c), FactorSizes.of(K, Q, v)
+    cs = RowSizes.of(c)
+    dc1, dc2 = float(_ext_error(d, u, t1, cs)[0]), float(_ext_error(d, u, t2, cs)[0])
+    assert dc1 > 1.5 * dc2  # the two tokens' errors differ
+    want = (dc1 + dc2) * (1 + 3 * u) + 3 * u * cs.frobenius * (2.0 + 1.0)
+    assert ds(with_c) - ds(without) == pytest.approx(want, rel=1e-9, abs=0)
