@@ -878,3 +878,21 @@ def test_faithful_errors_charge_each_tokens_own_score_bias_error():
     assert dc1 > 1.5 * dc2  # the two tokens' errors differ
     want = (dc1 + dc2) * (1 + 3 * u) + 3 * u * cs.frobenius * (2.0 + 1.0)
     assert ds(with_c) - ds(without) == pytest.approx(want, rel=1e-9, abs=0)
+
+
+def test_the_skeleton_rooms_full_bounds_workloads_are_the_ones_its_note_names():
+    """``bench bounds --full``'s skeleton share runs what its help says it runs (issue 22's headline
+    workload, part ("bounds", "note") of the lowrank room: "skeleton d = 4096 r = 128 seeds 0-4"):
+    every full workload of the room is the skeleton at that d and rank, over those seeds."""
+    import re
+
+    import attnproof.theorems.lowrank.runner  # noqa: F401  (registers the room's parts)
+    from attnproof.room import PARTS
+
+    mine = [p for p in PARTS if p.room == "lowrank" and p.sweep == "bounds"]
+    (note,) = [p.value for p in mine if p.name == "note"]
+    d, r, first, last = map(int, re.fullmatch(r"skeleton d = (\d+) r = (\d+) seeds (\d+)-(\d+)", note).groups())
+    full = [p.value for p in mine if p.name == "full"]
+    assert full and all(
+        (w.learner, w.d, w.options["rank"], w.seeds) == ("skeleton", d, r, tuple(range(first, last + 1)))
+        for w in full)
