@@ -896,3 +896,19 @@ def test_the_skeleton_rooms_full_bounds_workloads_are_the_ones_its_note_names():
     assert full and all(
         (w.learner, w.d, w.options["rank"], w.seeds) == ("skeleton", d, r, tuple(range(first, last + 1)))
         for w in full)
+
+
+@pytest.mark.parametrize("b", [(-1.0, 1.0), (-1.0, 0.01), (0.2, 3.0)])
+def test_ffn_check_points_are_evenly_spaced_in_angle_on_an_obtuse_segment(b):
+    """transformer.ffn.check_parameters: the point ``a + t (b - a)`` of the k-th parameter lies at
+    the angle ``(k + 1/2) / checks`` of the angle alpha between a and b, seen from 0 -- obtuse angles
+    (135 degrees, nearly 180) included, where the cosine a.b / (|a| |b|) is negative.  The angle of
+    each point is measured with atan2, independently of the sine rule the function uses."""
+    from attnproof.theorems.transformer.ffn import check_parameters
+
+    a, b = np.array([1.0, 0.0]), np.array(b)
+    alpha = math.atan2(b[1], b[0])  # a = e_1, b in the upper half plane: its angle from a
+    checks = 4
+    for k, t in enumerate(check_parameters(a, b, checks)):
+        x = a + t * (b - a)
+        assert math.atan2(x[1], x[0]) == pytest.approx((2 * k + 1) / (2 * checks) * alpha, rel=1e-12)
