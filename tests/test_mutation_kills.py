@@ -912,3 +912,26 @@ def test_ffn_check_points_are_evenly_spaced_in_angle_on_an_obtuse_segment(b):
     for k, t in enumerate(check_parameters(a, b, checks)):
         x = a + t * (b - a)
         assert math.atan2(x[1], x[0]) == pytest.approx((2 * k + 1) / (2 * checks) * alpha, rel=1e-12)
+
+
+def test_sbd_commutant_with_null_tol_counts_the_singular_values_below_it_relative_to_the_largest():
+    """multihead.sbd.sbd_commutant with ``null_tol`` (noisy matrices): singular values of the
+    commutator map below ``null_tol * s_max`` count as zero.  Three random symmetric matrices,
+    block-diagonal with blocks of sizes 2 and 2, plus symmetric noise of 1e-9: their commutant is
+    the scalars on each block (dimension 2: generic blocks are irreducible and not isomorphic),
+    so at null_tol = 1e-4 -- between the noise and 1 -- two values count as zero, and the two
+    blocks are found (a cut relative to the *smallest* singular value would count none)."""
+    from attnproof.theorems.multihead.sbd import sbd_commutant
+
+    rng = np.random.default_rng(5)
+    As = []
+    for _ in range(3):
+        A = np.zeros((4, 4))
+        for lo in (0, 2):
+            B = rng.standard_normal((2, 2))
+            A[lo:lo + 2, lo:lo + 2] = B + B.T
+        N = 1e-9 * rng.standard_normal((4, 4))
+        As.append(A + N + N.T)
+    bases, info = sbd_commutant(As, rng, FLOAT64, null_tol=1e-4)
+    assert info["commutant_dim"] == 2
+    assert sorted(b.shape[1] for b in bases) == [2, 2]
