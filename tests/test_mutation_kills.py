@@ -935,3 +935,15 @@ def test_sbd_commutant_with_null_tol_counts_the_singular_values_below_it_relativ
     bases, info = sbd_commutant(As, rng, FLOAT64, null_tol=1e-4)
     assert info["commutant_dim"] == 2
     assert sorted(b.shape[1] for b in bases) == [2, 2]
+
+
+@pytest.mark.parametrize("d, W_bound", [(1, 2.0), (3, 2.0), (5, 7.5)])
+def test_noisy_margin_target_meets_the_theorems_assumptions_as_documented(d, W_bound):
+    """noisy.runner.margin_target: ``||W*||_F = 0.9 W_bound`` (inside Thm 6.1's ``||W*||_F <= W``),
+    ``||v*||_2 = 1`` and mu = min |v*_i|, to rounding."""
+    from attnproof.theorems.noisy.runner import margin_target
+
+    W, v, mu = margin_target(d, np.random.default_rng(d), W_bound)
+    assert np.linalg.norm(W) == pytest.approx(0.9 * W_bound, rel=1e-14)
+    assert np.linalg.norm(v) == pytest.approx(1.0, rel=1e-14)
+    assert mu == np.abs(v).min()
