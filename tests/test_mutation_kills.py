@@ -947,3 +947,26 @@ def test_noisy_margin_target_meets_the_theorems_assumptions_as_documented(d, W_b
     assert np.linalg.norm(W) == pytest.approx(0.9 * W_bound, rel=1e-14)
     assert np.linalg.norm(v) == pytest.approx(1.0, rel=1e-14)
     assert mu == np.abs(v).min()
+
+
+def test_identity_residual_tolerances_by_hand_for_two_one_dimensional_heads():
+    """multihead.rotation.identity_residuals' tolerance, by hand at d = 2, H = 2, d_h = 1 (bases e_1,
+    e_2, gamma = 0), heads W = 0, v^(h) = e_h (S = 2): per identity b, each of its two answers'
+    rounding ``4 (d + 6) eps sum_k max_i |x_i^T v^(k)|`` = 32 eps (sum of |X[i, k]| maxima; W = 0: no
+    score term), plus ``||x_1||`` times the measured sum of the v's error: the one-token answers'
+    ``sqrt(H d) (d + H + 2)`` = 12, the lift's ``d_max + 1`` = 2 and the dot product's d = 2, times
+    eps S: 16 eps S; all times ``1 + 8 d eps``."""
+    from attnproof.measure import Session
+    from attnproof.models import MultiHeadAttention
+    from attnproof.theorems.multihead.rotation import identity_residuals
+
+    d, eps = 2, FLOAT64.eps
+    E = np.eye(d)
+    heads = [Recovery(np.zeros((d, d)), E[h], 0, FLOAT64) for h in range(2)]
+    oracle = ValueOracle(MultiHeadAttention([(np.zeros((d, d)), E[h]) for h in range(2)]))
+    Q, X1, _, tol = identity_residuals(Session(oracle, FLOAT64), heads, [E[:, :1], E[:, 1:]], 0.0,
+                                       np.random.default_rng(3))
+    for b in range(len(X1)):
+        rounding = sum(np.abs(X[:, k]).max() for X in Q[2 * b : 2 * b + 2] for k in range(2))
+        want = (32 * eps * rounding + np.linalg.norm(X1[b]) * 16 * eps * 2) * (1 + 8 * d * eps)
+        assert tol[b] == pytest.approx(want, rel=1e-12, abs=0)
