@@ -970,3 +970,23 @@ def test_identity_residual_tolerances_by_hand_for_two_one_dimensional_heads():
         rounding = sum(np.abs(X[:, k]).max() for X in Q[2 * b : 2 * b + 2] for k in range(2))
         want = (32 * eps * rounding + np.linalg.norm(X1[b]) * 16 * eps * 2) * (1 + 8 * d * eps)
         assert tol[b] == pytest.approx(want, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("theta", [1e-6, 1e-8])
+def test_orthogonal_heads_rotation_bound_covers_the_true_rotation_off_the_bases(theta):
+    """learn_orthogonal_heads on two one-dimensional heads whose subspaces are the given bases e_1,
+    e_2 rotated by theta (C.1 up to a rotation): the bound it reports on the rotation's coefficient
+    ``||k||_2`` (``rotation_bound``; k along the unit generator ``(e_1 e_2^T - e_2 e_1^T) / sqrt(2)``,
+    so ``||k|| = sqrt(2) theta``) covers the true one, and is tight within a factor 2 (it is
+    ``||k_hat||`` plus its uncertainty)."""
+    from attnproof.models import MultiHeadAttention
+    from attnproof.theorems.multihead.orthogonal import learn_orthogonal_heads
+
+    c, s = math.cos(theta), math.sin(theta)
+    R, E = np.array([[c, -s], [s, c]]), np.eye(2)
+    u1, u2 = R @ E[0], R @ E[1]
+    heads = [(1.5 * np.outer(u1, u1), 0.8 * u1), (-0.7 * np.outer(u2, u2), 1.1 * u2)]
+    rec = learn_orthogonal_heads(ValueOracle(MultiHeadAttention(heads)), [E[:, :1], E[:, 1:]],
+                                 rng=np.random.default_rng(0))
+    k = math.sqrt(2) * theta
+    assert k <= rec.diagnostics["rotation_bound"] <= 2 * k
