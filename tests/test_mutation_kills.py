@@ -990,3 +990,21 @@ def test_orthogonal_heads_rotation_bound_covers_the_true_rotation_off_the_bases(
                                  rng=np.random.default_rng(0))
     k = math.sqrt(2) * theta
     assert k <= rec.diagnostics["rotation_bound"] <= 2 * k
+
+
+@given(st.data())
+def test_membership_targets_margin_holds_exactly_for_the_exact_direction(data):
+    """membership.strategies.membership_targets: every entry of the *exact* direction v* / ||v*||
+    meets the margin, ``mu^2 ||v*||^2 <= min v*_i^2`` in rationals (the strategy's docstring: mu sits
+    1e-15 relative below the float ratio "so that the exact direction meets the margin despite
+    rounding").  d = 6 at mu = 1 / sqrt(6) (every |v*_i| = mu) is a case where the float ratio
+    min |v*_i| / ||v*|| overestimates the exact one by more than one rounding: a shrink of 1e-16
+    (one ulp) leaves mu above it."""
+    from fractions import Fraction
+
+    from attnproof.theorems.membership.strategies import membership_targets
+
+    d = data.draw(st.one_of(st.just(6), st.integers(1, 12)))
+    _, v, _, mu = data.draw(membership_targets(st.just(d), max_W_bound=4.0))
+    exact = [Fraction(float(x)) for x in v]
+    assert Fraction(mu) ** 2 * sum(x * x for x in exact) <= min(x * x for x in exact)
