@@ -1008,3 +1008,16 @@ def test_membership_targets_margin_holds_exactly_for_the_exact_direction(data):
     _, v, _, mu = data.draw(membership_targets(st.just(d), max_W_bound=4.0))
     exact = [Fraction(float(x)) for x in v]
     assert Fraction(mu) ** 2 * sum(x * x for x in exact) <= min(x * x for x in exact)
+
+
+def test_every_identity_a_claim_cites_is_registered():
+    """Every ``id:`` check a ledger claim (or erratum) links names a registered identity: a claim
+    citing one that does not exist would raise only when the ledger is evaluated.  (The multi-head
+    conjecture's list of ``sec7/hessian-count-H<H>-dh<d_h>`` repeats identities.SUFFICIENCY_PATTERNS
+    by hand: one pattern miswritten there names no identity.)"""
+    from attnproof.cli import build_parser
+    from attnproof.verify import CLAIMS, ERRATA, REGISTRY
+
+    build_parser()  # imports every room: the registry and the ledger complete
+    cited = {c.removeprefix("id:") for item in [*CLAIMS, *ERRATA] for c in item.checks if c.startswith("id:")}
+    assert cited and not cited - set(REGISTRY)
