@@ -822,8 +822,8 @@ def test_a_saturated_probe_is_retargeted_to_the_goal_within_one_step_of_its_orde
 # --- the seed-23 run's survivors (SURVIVORS.md) -----------------------------------------------
 
 
-@pytest.mark.parametrize("cores, B, blocks", [(4, 8, [(0, 2), (2, 4), (4, 6), (6, 8)]), (8, 3, [(0, 1), (1, 2), (2, 3)]),
-                                              (1, 8, [(0, 8)])])
+@pytest.mark.parametrize("cores, B, blocks", [(4, 8, [(0, 2), (2, 4), (4, 6), (6, 8)]),
+                                              (8, 3, [(0, 1), (1, 2), (2, 3)]), (1, 8, [(0, 8)])])
 def test_a_large_probe_batch_is_written_in_one_block_per_core(monkeypatch, cores, B, blocks):
     """``measure._in_blocks`` writes a large batch in one block of consecutive rows per core (at most
     8, at most one per row): ``min(cores, 8, B)`` blocks cutting 0..B evenly, every row in exactly
@@ -891,7 +891,8 @@ def test_the_skeleton_rooms_full_bounds_workloads_are_the_ones_its_note_names():
 
     mine = [p for p in PARTS if p.room == "lowrank" and p.sweep == "bounds"]
     (note,) = [p.value for p in mine if p.name == "note"]
-    d, r, first, last = map(int, re.fullmatch(r"skeleton d = (\d+) r = (\d+) seeds (\d+)-(\d+)", note).groups())
+    words = re.fullmatch(r"skeleton d = (\d+) r = (\d+) seeds (\d+)-(\d+)", note)
+    d, r, first, last = map(int, words.groups())
     full = [p.value for p in mine if p.name == "full"]
     assert full and all(
         (w.learner, w.d, w.options["rank"], w.seeds) == ("skeleton", d, r, tuple(range(first, last + 1)))
