@@ -70,6 +70,12 @@ def assemble_canonical(
     return G_start + G_end, N, c
 
 
+def default_max_steps(d: int) -> int:
+    """The search's default step budget 64 (d + 8)^2 (:func:`learn_ffn`'s ``max_steps``): every
+    path's search stops there, whatever the oracle answers; :func:`ffn_query_bound` reads it."""
+    return 64 * (d + 8) ** 2
+
+
 def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, checks: int = CHECKS) -> int:
     """The most queries :func:`learn_ffn` can ask, whatever the oracle answers (termination).
 
@@ -86,7 +92,7 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     step at most); all of it once per attempt (1 + restarts).  The search steps of an attempt,
     on all its paths, are at most max_steps.
     """
-    steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
+    steps = default_max_steps(d) if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
     polish = piece + steps * (piece + 3 + 2 * (d - 1)) + (steps + 3 + CHECK_ROUNDS) * piece
     paths = CHECK_ROUNDS * (1 + NUDGES) * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
@@ -378,7 +384,7 @@ def learn_ffn(
     d = oracle.d
     if min_gap is None:
         min_gap = max(2**12 * arith.eps, 2.0**-200)  # 2^-200 in exact arithmetic (eps = 0)
-    max_steps = 64 * (d + 8) ** 2 if max_steps is None else max_steps
+    max_steps = default_max_steps(d) if max_steps is None else max_steps
     failures: list[str] = []
     spent = _Ledger()
     fallback: _Unpolished | None = None  # a search's network whose polish no further path explained
