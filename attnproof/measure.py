@@ -1404,6 +1404,7 @@ def value_errors(
     rounding: Rounding = NAIVE,
     images: np.ndarray | None = None,
     shared: SharedV | None = None,
+    exact_probes: np.ndarray | None = None,
 ) -> np.ndarray:
     """First-order bound on the rounding error of each measured value p^T W* q (float64).
 
@@ -1453,6 +1454,10 @@ def value_errors(
     (:func:`_split_v`), as one vector's linear effect: for the caller to bound jointly (issue 22:
     the bound summed ``|q_l^T dv| <= |q_l|^T |dv|`` per entry, about sqrt(d) times the ``||Q dv||
     <= ||dv||`` all of them share).
+
+    ``exact_probes`` (a mask of the entries, float64 bound only): the learner's rounding of those
+    entries' x_1 is read a posteriori (:func:`_probe_rounding`, O(d) each) instead of bounded by
+    ``eps (|p| + |q|)^T |v|`` (a random walk, not a sum of magnitudes: ~sqrt(d) less).
 
     With ``Wq`` (per entry, ``||W q|| / ||q||`` of the recovered W) the same model gives the
     *typical* error instead of a bound (an estimate, not a certificate): one rounding is off by
@@ -1534,6 +1539,11 @@ def value_errors(
             np.abs(P) @ np.abs(v), np.abs(v) if Q is None else np.abs(Q) @ np.abs(v)))
         pav, qav = Pabs[kk], Qabs[ll]
         probe = eps * (pav + s * qav if probes.scale_query_only else pav + qav)  # in alpha p^T v's units
+        if exact_probes is not None and eps == FLOAT64.eps and np.any(exact_probes):
+            at = np.flatnonzero(exact_probes)
+            read = _probe_rounding(P, Q, v, v_rel * np.abs(v) + v_abs, (kk[at], ll[at]),
+                                   s[at] if probes.scale_query_only else None)
+            probe[at] = np.minimum(probe[at], read)
         if rounding.sizes is None:
             final_part = 0.0  # the naive form keeps its final rounding (0 for NAIVE) absolute, in dy
     # float64's gradual underflow: a product (or a probe entry) landing below 2^-1022 is also off by up
@@ -1607,6 +1617,42 @@ def value_errors(
         shared.p, shared.q = c_p * unit, c_q * sq * unit
         shared.norm = float(norm2(v_rel * np.abs(v) + v_abs))
     return bound
+
+
+def _probe_rounding(
+    P: np.ndarray, Q: np.ndarray | None, v: np.ndarray, dv: np.ndarray,
+    entries: tuple[np.ndarray, np.ndarray], s: np.ndarray | None,
+) -> np.ndarray:
+    """A bound on ``|dx^T v*|`` for the learner's float64 probe tokens ``x = fl(p_k + s q_l)`` of the
+    entries (k, l) (``s`` None: 1, the whole probe's scale being an exact power of two; ``q_l = e_l``
+    without Q), ``v* = v - dv`` with ``|dv| <= dv`` entrywise, read a posteriori: TwoSum's error
+    ``delta = x - (p + s q)`` is exact (Knuth), so ``|delta^T v*| <= |fl(delta^T v)| + gamma_d
+    |delta|^T |v| + |delta|^T dv`` (the last two summed in float64 together: times ``1 + 2
+    gamma_d``, and the final addition by one more rounding).  The
+    worst case ``eps (|p| + s |q|)^T |v|`` sums magnitudes; this is the random walk the roundings
+    make, about sqrt(d) less (issue 22)."""
+    kk, ll = entries
+    d = P.shape[1]
+    g = d * FLOAT64.eps / (1 - d * FLOAT64.eps)
+    out = np.empty(len(kk))
+    block = max(1, 2**15 // max(d, 1))  # a block's temporaries stay in cache
+    weights = np.column_stack([v, g * np.abs(v) + dv])
+    for a in range(0, len(kk), block):
+        b = slice(a, a + block)
+        p = P[kk[b]]
+        q = np.eye(d)[ll[b]] if Q is None else Q[ll[b]]
+        if s is not None:
+            q *= s[b, None]
+        x = p + q
+        z = x - p
+        x -= z
+        np.subtract(p, x, out=p)
+        np.subtract(q, z, out=q)
+        p += q  # delta, TwoSum's error
+        signed = p @ weights[:, 0]
+        np.abs(p, out=p)
+        out[b] = (np.abs(signed) + (p @ weights[:, 1]) * (1 + 2 * g)) * (1 + 2.0**-52)
+    return out
 
 
 def _logit_spread(alpha: np.ndarray, absolute: np.ndarray, relative: np.ndarray | float = 0.0) -> np.ndarray:

@@ -228,3 +228,48 @@ def test_value_errors_shared_returns_the_same_bound_and_splits_v_off(monkeypatch
     assert np.all(shared.p[~split] == 0) and np.all(shared.q[split] != 0)
     with pytest.raises(InvalidInputError):
         value_errors(probes, *args, Wq=images, shared=SharedV())
+
+
+def test_probe_rounding_is_pinned_by_hand():
+    """measure._probe_rounding at d = 2, p = (1, 1), q = (2^-53, 3 2^-54), v = (1, 1): fl(1 + 2^-53)
+    = 1 (a tie, to even) and fl(1 + 3 2^-54) = 1 + 2^-52, so delta = (-2^-53, 2^-54) and |delta^T v|
+    = 2^-54; plus gamma_2 |delta|^T |v| = gamma_2 3 2^-54 and |delta|^T dv = 2^-53 1e-20 for dv =
+    (1e-20, 0) (those two times 1 + 2 gamma_2), the sum times 1 + 2^-52.  The worst case it
+    replaces, eps (|p| + |q|)^T |v|, is 2^-52 (+ 2^-105 ...): 4 times more."""
+    from attnproof.measure import _probe_rounding
+
+    g = 2 * 2.0**-53 / (1 - 2 * 2.0**-53)
+    q = np.array([[2.0**-53, 3 * 2.0**-54]])
+    first = (np.array([0]), np.array([0]))
+    got = _probe_rounding(np.ones((1, 2)), q, np.ones(2), np.array([1e-20, 0.0]), first, None)
+    want = (2.0**-54 + (g * 3 * 2.0**-54 + 2.0**-53 * 1e-20) * (1 + 2 * g)) * (1 + 2.0**-52)
+    assert got[0] == pytest.approx(want, rel=1e-15)
+
+
+@pytest.mark.parametrize("query_only", [False, True])
+def test_probe_rounding_bounds_the_tokens_the_learner_sends(query_only):
+    """For the tokens probe_batch writes (whole probe at s = 2^-3, or query-only), the exact
+    ``(x_1 - (p + s q))^T v*`` (rationals; whole probe: over s) is within _probe_rounding for every
+    v* = v - dv with |dv| <= the declared box at its corners, over 40 random entries (d = 7)."""
+    from fractions import Fraction
+
+    from attnproof.arith import FLOAT64
+    from attnproof.measure import _probe_rounding, probe_batch
+
+    rng = np.random.default_rng(11)
+    d = 7
+    P, Q, v = rng.standard_normal((d, d)), rng.standard_normal((d, d)), rng.standard_normal(d)
+    dv = np.abs(v) * 2.0**-50
+    probes = Probes(P, Q, v, FLOAT64, scale_query_only=query_only)
+    kk, ll = rng.integers(0, d, 40), rng.integers(0, d, 40)
+    s = np.full(40, 2.0**-3)
+    X = probe_batch(probes, kk, ll, s)
+    bound = _probe_rounding(P, Q, v, dv, (kk, ll), s if query_only else None)
+    eighth = Fraction(1, 8)
+    for e in range(40):
+        tokens = zip(X[e, 0], P[kk[e]], Q[ll[e]], strict=True)
+        delta = [Fraction(x) - Fraction(p) - eighth * Fraction(q) if query_only else
+                 Fraction(x) / eighth - Fraction(p) - Fraction(q) for x, p, q in tokens]
+        for signs in (np.ones(d), -np.ones(d), rng.choice([-1.0, 1.0], d)):
+            v_true = [Fraction(a) - Fraction(b) for a, b in zip(v, signs * dv)]
+            assert abs(sum(x * y for x, y in zip(delta, v_true))) <= bound[e]

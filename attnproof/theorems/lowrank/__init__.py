@@ -187,6 +187,13 @@ def _gamma(n: int, eps: float) -> float:
     return n * eps / (1 - n * eps)
 
 
+#: How many probe-token entries (entries x d) :func:`_cross_error` reads a posteriori for the
+#: learner's rounding of x_1 (:func:`attnproof.measure._probe_rounding`): every measured entry
+#: when they fit (d = 1024, r = 32: 6.6e7), else the pivot block's r^2 (d = 4096, r = 128: 6.7e7),
+#: else none (a full-rank skeleton at d = 4096: r^2 d = 6.9e10).
+EXACT_PROBE_BUDGET = 2**27
+
+
 def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
     """How far the computed cross ``A B`` is from the measured skeleton, at each entry it reads.
 
@@ -230,7 +237,10 @@ def _cross_error(
     v's error is one vector dv for every entry (issue 22): on the skeleton's entries it leaves
     their own errors (where that is the smaller charge, :class:`~attnproof.measure.SharedV`) and is
     carried through the same three terms jointly by :func:`_shared_v_error`, added region by region
-    (the triangle inequality): about sqrt(d) less than summing ``|q_l|^T |dv|`` per entry.
+    (the triangle inequality): about sqrt(d) less than summing ``|q_l|^T |dv|`` per entry.  The
+    learner's rounding of its tokens x_1 is read a posteriori (``exact_probes`` of
+    :func:`~attnproof.measure.value_errors`) on the pivot block, or on every entry, within
+    :data:`EXACT_PROBE_BUDGET`.
     """
     arith = session.arith
     d = probes.d
@@ -242,11 +252,17 @@ def _cross_error(
     # entry by entry below, keeps each entry's whole bound
     skeletal = (np.isin(rows, I) | np.isin(cols, J)) & (cols != cross.stop_col)
     shared = SharedV()
+    # the learner's x_1 read a posteriori (O(d) each) where it weighs most: the pivot block U, which
+    # the block's X° dU Y° amplifies by both factors; every entry when that fits the budget
+    exact = np.isin(rows, I) & np.isin(cols, J)
+    exact = np.ones(len(rows), bool) if len(rows) * d <= EXACT_PROBE_BUDGET else \
+        exact if exact.sum() * d <= EXACT_PROBE_BUDGET else np.zeros(len(rows), bool)
     for part, split in ((skeletal, shared), (~skeletal, None)):
         if part.any():
             r_, c_ = rows[part], cols[part]
             E[r_, c_] = value_errors(probes, cross.L[r_, c_], cross.k[r_, c_], (r_, c_), W_norm, c_norm,
-                                     rounding=session.rounding, images=images[c_], shared=split)
+                                     rounding=session.rounding, images=images[c_], shared=split,
+                                     exact_probes=exact[part])
     if shared.p is not None:  # the skeleton's entries: their own part; v's, per unit of the bound
         r_, c_ = rows[skeletal], cols[skeletal]
         bound = np.where(shared.own < 1, E[r_, c_], 0.0)  # finite where split; 0 * inf would be NaN
