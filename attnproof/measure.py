@@ -1374,6 +1374,25 @@ def _faithful_errors(
     return ds, dw[0], dw[1]
 
 
+@dataclass
+class SharedV:
+    """v's error as one vector, filled by :func:`value_errors` (``shared=``), per unit of the bound b
+    it returns (so a value model scaled by a factor scales both parts).
+
+    The learner's v (and beta) carry the error dv of their one-token answers, one vector for every
+    probe: to first order it moves the value of entry e = (k, l) by exactly ``b[e] (p[e] p_k^T dv +
+    q[e] q_l^T dv)`` (signed coefficients, 0 at an entry not split), ``||dv|| <= norm`` (in v's
+    units, as :func:`value_errors` reads them), and the rest of the entry's error is at most
+    ``own[e] b[e]`` (``own`` = 1 where not split).  A caller that carries the linear part through its
+    solve jointly (``sum_l (q_l^T dv)^2 <= ||Q||_2^2 ||dv||^2``) instead of as a worst case per entry
+    (``|q_l^T dv| <= |q_l|^T |dv|`` each, summed) saves about sqrt(d) on it (issue 22)."""
+
+    p: np.ndarray | None = None
+    q: np.ndarray | None = None
+    own: np.ndarray | None = None
+    norm: float = 0.0
+
+
 def value_errors(
     probes: Probes,
     L: np.ndarray,
@@ -1384,6 +1403,8 @@ def value_errors(
     Wq: np.ndarray | None = None,
     rounding: Rounding = NAIVE,
     images: np.ndarray | None = None,
+    shared: SharedV | None = None,
+    exact_probes: np.ndarray | None = None,
 ) -> np.ndarray:
     """First-order bound on the rounding error of each measured value p^T W* q (float64).
 
@@ -1428,6 +1449,16 @@ def value_errors(
     ``images`` (per entry, ``||W q|| / ||q||`` of the recovered W, first order) sizes ``||W x_2||``
     in the bound; without it ``||W||_F`` (``W_norm``) bounds it.
 
+    With ``shared`` (a :class:`SharedV`, bound only) the same bound is returned, and ``shared`` says
+    which part of it is v's error, where splitting that off leaves a smaller own part
+    (:func:`_split_v`), as one vector's linear effect: for the caller to bound jointly (issue 22:
+    the bound summed ``|q_l^T dv| <= |q_l|^T |dv|`` per entry, about sqrt(d) times the ``||Q dv||
+    <= ||dv||`` all of them share).
+
+    ``exact_probes`` (a mask of the entries, float64 bound only): the learner's rounding of those
+    entries' x_1 is read a posteriori (:func:`_probe_rounding`, O(d) each) instead of bounded by
+    ``eps (|p| + |q|)^T |v|`` (a random walk, not a sum of magnitudes: ~sqrt(d) less).
+
     With ``Wq`` (per entry, ``||W q|| / ||q||`` of the recovered W) the same model gives the
     *typical* error instead of a bound (an estimate, not a certificate): one rounding is off by
     eps / sqrt(3) (the RMS of a uniform error), a dot product ``x^T y`` by about that times
@@ -1441,6 +1472,9 @@ def value_errors(
     """
     arith = probes.arith
     typical = Wq is not None
+    if typical and shared is not None:
+        raise InvalidInputError("value_errors: shared (v's error as one vector) belongs to a bound, "
+                                "not to an estimate")
     eps = arith.resolution / math.sqrt(3) if typical else arith.resolution  # RMS of a uniform rounding
     kk, ll = entries
     P, Q = _float_bases(probes)
@@ -1505,6 +1539,11 @@ def value_errors(
             np.abs(P) @ np.abs(v), np.abs(v) if Q is None else np.abs(Q) @ np.abs(v)))
         pav, qav = Pabs[kk], Qabs[ll]
         probe = eps * (pav + s * qav if probes.scale_query_only else pav + qav)  # in alpha p^T v's units
+        if exact_probes is not None and eps == FLOAT64.eps and np.any(exact_probes):
+            at = np.flatnonzero(exact_probes)
+            read = _probe_rounding(P, Q, v, v_rel * np.abs(v) + v_abs, (kk[at], ll[at]),
+                                   s[at] if probes.scale_query_only else None)
+            probe[at] = np.minimum(probe[at], read)
         if rounding.sizes is None:
             final_part = 0.0  # the naive form keeps its final rounding (0 for NAIVE) absolute, in dy
     # float64's gradual underflow: a product (or a probe entry) landing below 2^-1022 is also off by up
@@ -1522,8 +1561,8 @@ def value_errors(
                 Q, v, arith.to_float(arith.ldexp(probes.qv, e)), Qabs, arith.resolution)))
         dpv, dqv = dpv[kk], 0.0 if dqv is None else dqv[ll]
         # q^T dv <= v_rel |q|^T |v| + v_abs ||q||_1 (||q||_1 <= sqrt(d) ||q||), likewise p
-        dq = v_rel * qav + v_abs * np.sqrt(d) * q_norm + dqv
-        dp = v_rel * pav + v_abs * np.sqrt(d) * p_norm + dpv
+        dq_v, dp_v = v_rel * qav + v_abs * np.sqrt(d) * q_norm, v_rel * pav + v_abs * np.sqrt(d) * p_norm
+        dq, dp = dq_v + dqv, dp_v + dpv
         # alpha's errors in two parts, ``dalpha = absolute + alpha relative``: the label's and q^T v's
         # move it by their size; the learner's probe x_1, p^T v and alpha's own two roundings (the
         # subtraction and the division, each of a result of size alpha) only in proportion to alpha:
@@ -1557,10 +1596,63 @@ def value_errors(
             dL = dL + eps * (2 * (np.abs(np.log(alpha)) + np.abs(np.log1p(-alpha))) + np.abs(Lf))
     lin = probes.linear_typical if typical else probes.linear_err
     lin = 0.0 if lin is None else lin[kk]
-    err = add(dL, lin) if probes.scale_query_only else add(dL / s, lin)
-    # a bound below float64's range (mpmath at s = 2^500: 10^-50 / 2^1000) is rounded up to the
-    # smallest subnormal, never down to 0
-    return np.maximum(err / s, np.where(err > 0, UNDERFLOW, 0.0))
+
+    def value(dL: np.ndarray) -> np.ndarray:
+        """The value's error from the logit's: over s^2 (or s), with c^T p's; a bound below float64's
+        range (mpmath at s = 2^500: 10^-50 / 2^1000) rounded up to the smallest subnormal, never 0."""
+        err = add(dL, lin) if probes.scale_query_only else add(dL / s, lin)
+        return np.maximum(err / s, np.where(err > 0, UNDERFLOW, 0.0))
+
+    bound = value(dL)
+    if shared is not None:  # v's error as one vector where that leaves the smaller own part
+        own, c_p, c_q = _split_v(alpha, absolute, relative, (sq * dq_v / pv, dp_v / pv), (
+            (dy / sx + sq * dqv) / pv, relative - dp_v / pv), dpv / pv)
+        with np.errstate(invalid="ignore"):  # inf - inf where an entry saturates: not split below
+            own = value(own + (dL - _logit_spread(alpha, absolute, relative)))  # ds and the log's rounding
+        split = (own < bound) & np.isfinite(bound)
+        with np.errstate(divide="ignore", invalid="ignore"):  # per unit of the bound (0 where not split)
+            unit = np.where(split, np.sign(arith.to_float(arith.ldexp(probes.pv, e)))[kk]
+                            / (pv * s**probes.order * bound), 0.0)
+            shared.own = np.where(split, np.nextafter(own / bound, np.inf), 1.0)
+        shared.p, shared.q = c_p * unit, c_q * sq * unit
+        shared.norm = float(norm2(v_rel * np.abs(v) + v_abs))
+    return bound
+
+
+def _probe_rounding(
+    P: np.ndarray, Q: np.ndarray | None, v: np.ndarray, dv: np.ndarray,
+    entries: tuple[np.ndarray, np.ndarray], s: np.ndarray | None,
+) -> np.ndarray:
+    """A bound on ``|dx^T v*|`` for the learner's float64 probe tokens ``x = fl(p_k + s q_l)`` of the
+    entries (k, l) (``s`` None: 1, the whole probe's scale being an exact power of two; ``q_l = e_l``
+    without Q), ``v* = v - dv`` with ``|dv| <= dv`` entrywise, read a posteriori: TwoSum's error
+    ``delta = x - (p + s q)`` is exact (Knuth), so ``|delta^T v*| <= |fl(delta^T v)| + gamma_d
+    |delta|^T |v| + |delta|^T dv`` (the last two summed in float64 together: times ``1 + 2
+    gamma_d``, and the final addition by one more rounding).  The
+    worst case ``eps (|p| + s |q|)^T |v|`` sums magnitudes; this is the random walk the roundings
+    make, about sqrt(d) less (issue 22)."""
+    kk, ll = entries
+    d = P.shape[1]
+    g = d * FLOAT64.eps / (1 - d * FLOAT64.eps)
+    out = np.empty(len(kk))
+    block = max(1, 2**15 // max(d, 1))  # a block's temporaries stay in cache
+    weights = np.column_stack([v, g * np.abs(v) + dv])
+    for a in range(0, len(kk), block):
+        b = slice(a, a + block)
+        p = P[kk[b]]
+        q = np.eye(d)[ll[b]] if Q is None else Q[ll[b]]
+        if s is not None:
+            q *= s[b, None]
+        x = p + q
+        z = x - p
+        x -= z
+        np.subtract(p, x, out=p)
+        np.subtract(q, z, out=q)
+        p += q  # delta, TwoSum's error
+        signed = p @ weights[:, 0]
+        np.abs(p, out=p)
+        out[b] = (np.abs(signed) + (p @ weights[:, 1]) * (1 + 2 * g)) * (1 + 2.0**-52)
+    return out
 
 
 def _logit_spread(alpha: np.ndarray, absolute: np.ndarray, relative: np.ndarray | float = 0.0) -> np.ndarray:
@@ -1578,17 +1670,64 @@ def _logit_spread(alpha: np.ndarray, absolute: np.ndarray, relative: np.ndarray 
     of the farther end.  (A thorough draw, 2^-20 K^T Q with biases asked at query scale 2^49: the
     label read alpha ~ 0.6 for a true alpha of 1, which the first-order model charged 1.7 logit
     units; ``tests/test_lowrank.py``, ``tests/test_bias.py``.)"""
-    R = relative * (1 + relative)
+    R, down_gap, up_gap, reach = _alpha_gaps(alpha, absolute, relative)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        down_gap = absolute + alpha * R  # alpha - (the lowest a)
-        up_gap = down_gap / (1 - R)  # (the highest a) - alpha
-        reach = (down_gap >= alpha) | (up_gap >= 1 - alpha) | (R >= 1) | ~np.isfinite(up_gap / alpha)
         ok = ~reach
         up = (np.log1p(np.where(ok, absolute / alpha, 0.0)) - np.log1p(-np.where(ok, R, 0.0))
               - np.log1p(-np.where(ok, up_gap / (1 - alpha), 0.0)))
         down = (-np.log1p(-np.where(ok, down_gap / alpha, 0.0))
                 + np.log1p(np.where(ok, down_gap / (1 - alpha), 0.0)))
     return np.where(reach, np.inf, np.maximum(up, down) * (1 + 2.0**-48))
+
+
+def _alpha_gaps(
+    alpha: np.ndarray, absolute: np.ndarray, relative: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The interval of :func:`_logit_spread`: ``R = relative (1 + relative)``, how far below and
+    above alpha the true alpha may lie (``absolute + alpha R`` and that over ``1 - R``), and where
+    the interval reaches 0 or 1 (``reach``)."""
+    R = relative * (1 + relative)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        down_gap = absolute + alpha * R  # alpha - (the lowest a)
+        up_gap = down_gap / (1 - R)  # (the highest a) - alpha
+        reach = (down_gap >= alpha) | (up_gap >= 1 - alpha) | (R >= 1) | ~np.isfinite(up_gap / alpha)
+    return R, down_gap, up_gap, reach
+
+
+def _split_v(
+    alpha: np.ndarray, absolute: np.ndarray, relative: np.ndarray,
+    v_box: tuple[np.ndarray, np.ndarray], own: tuple[np.ndarray, np.ndarray], dpv: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split v's part off the logit's error (:func:`value_errors`): ``(rest, c_p, c_q)`` with the
+    logit's error at most ``rest + |c_p p^T dv + c_q q^T dv| / |p^T v|`` (first order, as there).
+
+    The learner's ``alpha = (y - beta - s q^T v) / (s p^T v)`` (query-only: ``s q^T v``, no s
+    below) with the learner's ``v = v* + dv`` is off from the true ``a`` by exactly ``-(a p^T dv +
+    s_q q^T dv) / p^T v`` (s_q = 1, query-only s) plus the other errors ``own`` = (absolute,
+    relative) (``v_box`` = v's parts of them, ``|q^T dv| s_q / |p^T v|`` and ``|p^T dv| / |p^T
+    v|``).  By the mean value theorem the logit moves by ``L'(xi)`` times that, xi in the interval
+    [lo, hi] that every error allows (:func:`_alpha_gaps` of the totals), where ``L' = 1 / (x (1 -
+    x))`` lies in [S_min, S_max] (its minimum 4 at 1/2, its maximum at an end).  So with ``V =
+    v_box[0] + hi v_box[1]``: ``|dL - L'(alpha) D_v| <= S_max (own gap + R_own V / (1 - R_own)) +
+    (S_max - S_min) V + S_max ((hi - lo) v_box[1] + V dpv / (1 - dpv))``: own's interval
+    (:func:`_alpha_gaps`; relative factors times v's part, second order), L' between the ends and at
+    alpha, the true a for alpha in ``a p^T dv``, and the exact ``p^T v`` for the learner's (off by
+    ``dpv`` of it).  ``c_p = -L'(alpha) alpha``, ``c_q = -L'(alpha)`` (times ``s_q`` and divided by
+    ``p^T v`` and the scale by the caller).  Infinite where the interval reaches 0 or 1 or
+    ``dpv >= 1``."""
+    _, down, up, reach = _alpha_gaps(alpha, absolute, relative)
+    R_own, _, own_up, own_reach = _alpha_gaps(alpha, *own)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        lo, hi = alpha - down, alpha + up
+        slope = 1 / (alpha * (1 - alpha))
+        s_max = np.maximum(1 / (lo * (1 - lo)), 1 / (hi * (1 - hi)))
+        mid = np.clip(0.5, lo, hi)
+        s_min = 1 / (mid * (1 - mid))
+        V = v_box[0] + hi * v_box[1]
+        rest = (s_max * (own_up + R_own * V / (1 - R_own) + (hi - lo) * v_box[1] + V * dpv / (1 - dpv))
+                + (s_max - s_min) * V) * (1 + 2.0**-48)
+        bad = reach | own_reach | ~(dpv < 1) | ~np.isfinite(rest)
+    return np.where(bad, np.inf, rest), np.where(bad, 0.0, -slope * alpha), np.where(bad, 0.0, -slope)
 
 
 def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray) -> np.ndarray:
@@ -1639,6 +1778,7 @@ __all__ = [
     "balanced",
     "resolution",
     "value_errors",
+    "SharedV",
     "effective_terms",
     "bilinear_values",
 ]

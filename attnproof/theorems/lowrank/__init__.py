@@ -34,8 +34,8 @@ import sympy as sp
 from ...arith import FLOAT64, MP, SYMPY, Arith, norm2
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ...measure import (
-    BilinearSession, Probes, Scale, ScalePolicy, balanced, bilinear_values, random_orthogonal, resolution,
-    value_errors, _ext_error,
+    BilinearSession, Probes, Scale, ScalePolicy, SharedV, balanced, bilinear_values, random_orthogonal,
+    resolution, value_errors, _ext_error,
 )
 from ...models import Attention, RowSizes, _ext_product, scores
 from ...oracles import ValueOracle
@@ -188,6 +188,13 @@ def _gamma(n: int, eps: float) -> float:
     return n * eps / (1 - n * eps)
 
 
+#: How many probe-token entries (entries x d) :func:`_cross_error` reads a posteriori for the
+#: learner's rounding of x_1 (:func:`attnproof.measure._probe_rounding`): every measured entry
+#: when they fit (d = 1024, r = 32: 6.6e7), else the pivot block's r^2 (d = 4096, r = 128: 6.7e7),
+#: else none (a full-rank skeleton at d = 4096: r^2 d = 6.9e10).
+EXACT_PROBE_BUDGET = 2**27
+
+
 def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
     """How far the computed cross ``A B`` is from the measured skeleton, at each entry it reads.
 
@@ -227,17 +234,41 @@ def _cross_error(
     heuristic: the measured column is the residual's largest; a W* = 0 is thus bounded by the
     resolution, not by 0), the residual's own rounding included.  The unmeasured rest is 0 by the
     rank assumption (see ``checks``).  ``images``: :func:`_image_norms`, when the caller has them.
+
+    v's error is one vector dv for every entry (issue 22): on the skeleton's entries it leaves
+    their own errors (where that is the smaller charge, :class:`~attnproof.measure.SharedV`) and is
+    carried through the same three terms jointly by :func:`_shared_v_error`, added region by region
+    (the triangle inequality): about sqrt(d) less than summing ``|q_l|^T |dv|`` per entry.  The
+    learner's rounding of its tokens x_1 is read a posteriori (``exact_probes`` of
+    :func:`~attnproof.measure.value_errors`) on the pivot block, or on every entry, within
+    :data:`EXACT_PROBE_BUDGET`.
     """
     arith = session.arith
     d = probes.d
     E = np.zeros((d, d))
     rows, cols = np.nonzero(cross.known)
-    E[rows, cols] = value_errors(
-        probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm,
-        rounding=session.rounding,
-        images=(_image_norms(cross, arith, unshorten) if images is None else images)[cols],
-    )
+    images = _image_norms(cross, arith, unshorten) if images is None else images
     I, J = cross.rows, cross.cols
+    # v's error split off where it is carried jointly (the skeleton's entries); the stop column, read
+    # entry by entry below, keeps each entry's whole bound
+    skeletal = (np.isin(rows, I) | np.isin(cols, J)) & (cols != cross.stop_col)
+    shared = SharedV()
+    # the learner's x_1 read a posteriori (O(d) each) where it weighs most: the pivot block U, which
+    # the block's X° dU Y° amplifies by both factors; every entry when that fits the budget
+    exact = np.isin(rows, I) & np.isin(cols, J)
+    exact = np.ones(len(rows), bool) if len(rows) * d <= EXACT_PROBE_BUDGET else \
+        exact if exact.sum() * d <= EXACT_PROBE_BUDGET else np.zeros(len(rows), bool)
+    for part, split in ((skeletal, shared), (~skeletal, None)):
+        if part.any():
+            r_, c_ = rows[part], cols[part]
+            E[r_, c_] = value_errors(probes, cross.L[r_, c_], cross.k[r_, c_], (r_, c_), W_norm, c_norm,
+                                     rounding=session.rounding, images=images[c_], shared=split,
+                                     exact_probes=exact[part])
+    if shared.p is not None:  # the skeleton's entries: their own part; v's, per unit of the bound
+        r_, c_ = rows[skeletal], cols[skeletal]
+        bound = np.where(shared.own < 1, E[r_, c_], 0.0)  # finite where split; 0 * inf would be NaN
+        shared = SharedV(shared.p * bound, shared.q * bound, shared.own, shared.norm)
+        E[r_, c_] = np.where(shared.own < 1, bound * shared.own, E[r_, c_])
     Mf = arith.to_float(cross.M)
     trunc = 0.0
     if cross.stop_col is not None:  # what was declared zero: up to the threshold in every entry
@@ -262,7 +293,68 @@ def _cross_error(
     block = _through(dC, Y) + _through(dR.T, X.T) + corner
     # hypot, not a sum of squares: the errors of a subnormal W* (1e-317) would square to 0
     skeleton = (FLOAT64.norm((E * unshorten[:, None])[:, J]), FLOAT64.norm(dR * unshorten[I, None]))
+    if shared.p is not None:  # v's error, one vector dv for every entry: carried through jointly
+        eps = arith.resolution
+        bases = (1 + _basis_rounding(d, eps, 2), 1.0 if probes.Q is None else 1 + _basis_rounding(d, eps, 1))
+        joint = _shared_v_error(shared, (rows[skeletal], cols[skeletal]), (I, J), X, Y, unshorten, bases)
+        skeleton, block = (skeleton[0] + joint[0], skeleton[1] + joint[1]), block + joint[2]
     return float(math.hypot(*skeleton, block) + trunc)
+
+
+def _gram_norm(G: np.ndarray) -> float:
+    """``sqrt(lambda_max(G))`` of a symmetric positive semidefinite G: the largest ``||sum_j b_j
+    T_j||`` over unit b when ``G_jj' = <T_j, T_j'>`` (float64's eigensolver, within O(r eps) of
+    ||G||: the factor 1 + 2^-20, as the SVDs elsewhere)."""
+    if not G.size:
+        return 0.0
+    return math.sqrt(max(float(np.linalg.eigvalsh(G)[-1]), 0.0)) * (1 + 2.0**-20)
+
+
+def _shared_v_error(
+    shared: SharedV, entries: tuple[np.ndarray, np.ndarray], pivots: tuple[list[int], list[int]],
+    X: np.ndarray, Y: np.ndarray, unshorten: np.ndarray, bases: tuple[float, float],
+) -> tuple[float, float, float]:
+    """How far v's error moves ``D^{-1} A B`` (:func:`_cross_error`): its norms on the skeleton's
+    columns, on its rows, and on the unmeasured block, as a vector (skeleton reconstruction, Thm 5.1).
+
+    v's error dv is one vector: it moves the skeleton entry (k, l) by ``p[e] a_k + q[e] b_l``
+    (:class:`~attnproof.measure.SharedV`) with ``a = P dv``, ``b = Q dv``, so ``||a_S|| <= ||P||_2
+    ||dv||`` on any set S of rows (``bases`` bound ||P||_2, ||Q||_2: 1 + :func:`_basis_rounding`),
+    and likewise b: the errors ``dC = diag(a) Cp + Cq diag(b_J)`` (Cp, Cq the coefficients on the
+    pivot columns), dR and dU alike.  Each term of the block's ``dC° Y° + X° dR° - X° dU Y°`` is
+    then linear in a or b: ``||diag(a) Z||_F <= max_i ||Z_i|| ||a||`` where a spans all rows of
+    Z, and for the r pivot entries of a or b, ``max_{||b|| <= 1} ||sum_j b_j T_j||_F =
+    sqrt(lambda_max(G))``, ``G_jj' = <T_j, T_j'>`` (:func:`_gram_norm`), e.g. ``(Cq^T Cq) o (Y
+    Y^T)`` for ``Cq diag(b_J) Y``.  The triangle inequality joins the a and b parts and the three
+    block terms, as for the entries' own errors."""
+    (rows, cols), (I, J) = entries, pivots
+    d = len(unshorten)
+    Wp, Wq = np.zeros((d, d)), np.zeros((d, d))
+    Wp[rows, cols], Wq[rows, cols] = shared.p, shared.q
+    top = float(max(np.max(np.abs(Wp)), np.max(np.abs(Wq))))
+    if not top > 0:
+        return 0.0, 0.0, 0.0
+    e = -math.floor(math.log2(top))  # into range (an exact power of two): tiny W* must not square to 0
+    Wp, Wq = np.ldexp(Wp, e), np.ldexp(Wq, e)
+    a, b = (math.ldexp(x * shared.norm, -e) for x in bases)  # ||a||, ||b|| bounds, in the scaled units
+    Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)
+
+    def rows_max(Z: np.ndarray, G: np.ndarray | None = None) -> float:
+        """max_i ||Z_i|| (or ||Z_i F|| with G = F F^T, from the quadratic form)."""
+        q = np.sum(Z * Z, axis=1) if G is None else np.einsum("ij,jk,ik->i", Z, G, Z)
+        return math.sqrt(max(float(np.max(q, initial=0.0)), 0.0)) * (1 + 2.0**-20)
+
+    Cp, Cq = Wp[:, J] * unshorten[:, None], Wq[:, J] * unshorten[:, None]
+    Rp, Rq = Wp[np.ix_(I, Jo)], Wq[np.ix_(I, Jo)]
+    skeleton_C = rows_max(Cp) * a + rows_max(Cq.T) * b
+    skeleton_R = rows_max(Rp * unshorten[I, None]) * a + rows_max((Rq * unshorten[I, None]).T) * b
+    XX, YY = X.T @ X, Y @ Y.T
+    dC = rows_max(Cp[Io], YY) * a + _gram_norm((Cq[Io].T @ Cq[Io]) * YY) * b
+    dR = _gram_norm(XX * (Rp @ Rp.T)) * a + rows_max(Rq.T, XX) * b
+    Up, Uq = Wp[np.ix_(I, J)], Wq[np.ix_(I, J)]
+    UY = Up @ Y
+    dU = _gram_norm(XX * (UY @ UY.T)) * a + _gram_norm((Uq.T @ XX @ Uq) * YY) * b
+    return skeleton_C, skeleton_R, dC + dR + dU
 
 
 def _image_norms(cross: Cross, arith: Arith, unshorten: np.ndarray) -> np.ndarray:
