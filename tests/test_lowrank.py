@@ -107,6 +107,27 @@ def test_skeleton_error_estimate_is_within_10x_of_the_true_error(dr, scale, mant
     assert err / 10 <= estimate <= max(10.0, chance_factor(terms)) * err
 
 
+#: Open (strict xfail: a fix shows): the thorough profile's counterexample to the estimate's upper
+#: side (--hypothesis-seed 13061 on test_skeleton_error_estimate_is_within_10x_of_the_true_error;
+#: the same on 7672df1, before this session's bound changes).  d = 16, r = 1, no bias: estimate
+#: 3.55e-12 against a true error of 2.69e-13 (13.2x) at n = 10.85 effective terms, where a sum of
+#: that many independent roundings falls 4.9x short with probability 1e-6; two probes were
+#: re-asked at a smaller scale (rescaled_probes 2), the class of the @example above that issue 23
+#: fixed for a biased head.  The estimate is a diagnostic (the bound, 2.7e-9, holds); 60 other
+#: seeds of this shape: estimate / error 0.36 .. 7.3, median 1.15.
+OPEN_ESTIMATE = [((16, 1), 1.0, 2.75, False, 70748515)]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "open: the error estimate 13x above the true error at n = 10.9 effective terms (two probes "
+    "re-asked at a smaller scale), beyond the chance factor 4.9"
+))
+@pytest.mark.parametrize("dr, scale, mantissa, bias, seed", OPEN_ESTIMATE)
+def test_open_error_estimate_counterexamples(dr, scale, mantissa, bias, seed):
+    test_skeleton_error_estimate_is_within_10x_of_the_true_error.hypothesis.inner_test(
+        dr, scale, mantissa, bias, seed)
+
+
 @pytest.mark.parametrize(
     "d, r, rank, bias", [(12, 3, 5, False), (12, 3, 5, True), (10, 2, 10, False), (9, 9, 9, True)]
 )
