@@ -952,6 +952,30 @@ def test_open_float_counterexamples(A, w, seed):
     _float_case(A, w, seed)
 
 
+#: Open in exact arithmetic (strict xfail: a fix shows).  NEW (thorough profile, --hypothesis-seed
+#: 7587 on test_ffn_sympy_is_exact; the same on 7672df1): d = 2, a zero-sum triple c = (-8, 14, -6)
+#: on the normals (3/4, 1), (6/7, 1), (1, 1) beside (1, 0): the triple's terms cancel outside the
+#: two narrow wedges between its lines (8.1 degrees each), so the pieces on both sides of it have
+#: one gradient, and a segment whose midpoint misses the wedge is taken as kink-free
+#: (_PathSearch.segment's same-gradient branch: "0 in exact arithmetic" holds for one kink, not for
+#: a zero-sum group).  A SILENT wrong answer: 1 hyperplane of 4 (57 queries) at seeds 2, 3 and 6 of
+#: 0-7 (the others find all 4), and the checks pass.
+OPEN_EXACT = [
+    ((np.array([[-2.0, -3.0, -3.0, -12.0], [0.0, -4.0, -3.0, -14.0]]), np.array([1.0, -2.0, -2.0, 1.0]),
+      "zero_sum"), 2),
+]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "open: a zero-sum triple in narrow wedges (d = 2) missed in exact arithmetic: the pieces beside "
+    "it share one gradient and a midpoint outside the wedges takes the interval as kink-free; 1 "
+    "hyperplane of 4 returned, the checks pass (SILENT, 3 of 8 seeds)"
+))
+@pytest.mark.parametrize("target, seed", OPEN_EXACT)
+def test_open_exact_counterexamples(target, seed):
+    test_ffn_sympy_is_exact.hypothesis.inner_test(target, seed)
+
+
 # --- counterexamples of the thorough profile, fixed (each a strict xfail before) ---------------
 
 #: 0.1875 |x_3| - 0.125 |x_2| and a 1.7e-12 kink on x_0 = 0, d = 5 (FIXED_FLOAT, its story there):
