@@ -9,6 +9,7 @@ ledger at :data:`PLACE`, in this list's order.
 from __future__ import annotations
 
 from ...verify.claims import T, claim, register
+from .identities import SUFFICIENCY_PATTERNS
 
 #: This room's place in the ledger's order (the paper's section).
 PLACE = (7,)
@@ -86,8 +87,7 @@ register(PLACE, claims=[
        # sufficiency of K = max(2, d_h - 1) Hessians for almost every C.1 target, per (H, d_h)
        # pattern of the bench: a certified non-zero minor at one rational point (necessity: the
        # lower bound K >= max(2, d_h - 1) in the room's docstring)
-       *(f"id:sec7/hessian-count-H{H}-dh{dh}"
-         for H, dh in ((2, 2), (3, 2), (2, 3), (3, 3), (2, 4), (3, 4), (2, 5), (2, 6))),
+       *(f"id:sec7/hessian-count-H{H}-dh{dh}" for H, dh in SUFFICIENCY_PATTERNS),
        f"test:{T}multihead.py::test_sbd_end_to_end_float64_and_mpmath",
        "bench:multihead-sbd d=4 tol=1e-5",
        depends=("appC/invariance", "propC.2"),
