@@ -498,11 +498,12 @@ def _cross_estimate(
     The count: the realised squared error is a quadratic form whose mean is the estimate squared,
     and its effective number of independent terms ``n = (tr S)^2 / ||S||_F^2`` (S the covariance
     of dW) is at most the same ratio over the inputs (terms sigma_e^2 ||G_e||^2; with biases the
-    rows' shared c^T p rounding one term per row) and over the outputs (S's diagonal: u E at a
-    measured entry, the quadrature of the three paths at an unmeasured one): the smaller is
-    returned.  The realised error is about ``estimate sqrt(chi^2_n / n)``: many terms concentrate
-    it near the estimate; one dominant input (a probe asked at a scale 2^3-2^9 below the rest) or
-    a few dominant outputs (the (d - r)^2 unmeasured entries of a nearly full-rank skeleton with
+    rows' shared c^T p rounding one term per row; a pivot column's query share r terms,
+    :func:`_query_share`) and over the outputs (S's diagonal: u E at a measured entry, the
+    quadrature of the three paths at an unmeasured one): the smaller is returned.  The realised
+    error is about ``estimate sqrt(chi^2_n / n)``: many terms concentrate it near the estimate; one
+    dominant input (a probe asked at a scale 2^3-2^9 below the rest), a pivot column's query share
+    or a few dominant outputs (the (d - r)^2 unmeasured entries of a nearly full-rank skeleton with
     large Y) leave it a few roundings, which can fall far below their typical size."""
     arith = probes.arith
     d = probes.d
@@ -510,13 +511,16 @@ def _cross_estimate(
     if not cross.rows:
         return float(arith.resolution * W_norm), 1.0
     rows, cols = np.nonzero(cross.known)
-    sigma = value_errors(
-        probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm,
-        Wq=(_image_norms(cross, arith, unshorten) if images is None else images)[cols],
-    )
+    Wq = (_image_norms(cross, arith, unshorten) if images is None else images)[cols]
+    L, k = cross.L[rows, cols], cross.k[rows, cols]
+    sigma = value_errors(probes, L, k, (rows, cols), W_norm, c_norm, Wq=Wq)
     top = float(sigma.max(initial=0.0))
     V = np.zeros((d, d))  # (sigma_e / top)^2: in range however small or large the errors are
     V[rows, cols] = (sigma / top) ** 2 if top > 0 else 0.0
+    Vq = np.zeros((d, d))  # the pivot columns' query share of V: counted apart
+    pivot = np.isin(cols, cross.cols)
+    at = (rows[pivot], cols[pivot])
+    Vq[at] = _query_share(probes, L[pivot], k[pivot], at, c_norm, Wq[pivot], V[at], top)
     Mf = arith.to_float(cross.M)
     I, J = np.array(cross.rows), np.array(cross.cols)
     U = Mf[np.ix_(I, J)]
@@ -528,13 +532,15 @@ def _cross_estimate(
     G2[:, J] = u2[:, None] * y2
     G2[I, :] = x2[:, None]
     G2[np.ix_(I, J)] = np.outer(x2 - u2[I], y2 - 1) + u2[I][:, None]
-    inputs = G2[rows, cols] * V[rows, cols]
+    own = V - Vq
+    query = np.repeat(np.sum(G2 * Vq, axis=0)[J] / len(J), len(J))  # r terms a pivot column
+    inputs = np.concatenate([G2[rows, cols] * own[rows, cols], query])
     if probes.linear_typical is not None:  # the row's c^T p rounding, lin / s, in each entry
         shared = np.zeros((d, d))
-        lin = arith.to_float(probes.linear_typical)[rows] / np.ldexp(1.0, cross.k[rows, cols]) / (top or 1.0)
-        shared[rows, cols] = np.minimum(lin**2, V[rows, cols])
-        own = G2[rows, cols] * (V[rows, cols] - shared[rows, cols])
-        inputs = np.concatenate([own, np.sum(G2 * shared, axis=1)])
+        lin = arith.to_float(probes.linear_typical)[rows] / np.ldexp(1.0, k) / (top or 1.0)
+        shared[rows, cols] = np.minimum(lin**2, own[rows, cols])
+        rest = G2[rows, cols] * (own - shared)[rows, cols]
+        inputs = np.concatenate([rest, query, np.sum(G2 * shared, axis=1)])
     # outputs: u^2 V at the measured entries; at an unmeasured (i, l) the three paths
     # sum_b u_i^2 V[i, J_b] Y[b, l]^2 + sum_a X[i, a]^2 V[I_a, l] + sum_ab X[i, a]^2 V[I_a, J_b] Y[b, l]^2,
     # = (F G^T)[i, l] with F, G stacked (its sum and squared norm from r x r Gram matrices)
@@ -550,6 +556,29 @@ def _cross_estimate(
     n_in = _effective_terms(float(np.sum(inputs)), float(np.sum(inputs**2)))
     n_out = _effective_terms(float(np.sum(measured)) + block_sum, float(np.sum(measured**2)) + block_sq)
     return estimate, min(n_in, n_out)
+
+
+def _query_share(
+    probes: Probes, L: np.ndarray, k: np.ndarray, entries: tuple[np.ndarray, np.ndarray], c_norm: float,
+    Wq: np.ndarray, V: np.ndarray, top: float,
+) -> np.ndarray:
+    """The share of the pivot column entries' variances ``V`` (in units of ``top^2``; logits ``L``,
+    scale exponents ``k``) that the rounding of the head's query vector makes: what
+    :func:`attnproof.measure.value_errors` adds for ``W x_2``, computed once and met through
+    ``x_1 - x_2`` (its ``||W||_F`` term), i.e. V less the same variances without that term.
+
+    Not one rounding an entry (issue 23): every query of pivot column l carries the same ``x_2 =
+    s q_l``, and Sec. 5's head ``(K x_i)^T (Q x_N)`` rounds the same ``Q x_2`` (r coordinates) for
+    each, as far as its evaluation path is the same (a BLAS kernel's row blocks may compute it two
+    ways: two values 3.6e-14 apart in one column at d = 16).  Its error ``p_k^T K^T dq`` is then the
+    column of the rank-r ``K^T (Q + dQ)``, which ``C U^{-1} R`` reproduces: nothing through U^{-1} R.
+    Shared by the column, it cancels; computed two ways, the difference goes through U^{-1} R as the
+    estimate charges it.  So the estimate keeps the share, and the count of :func:`_cross_estimate`
+    takes it as r terms a pivot column (dq's coordinates), not d."""
+    if not top > 0:
+        return np.zeros(len(L))
+    rest = value_errors(probes, L, k, entries, 0.0, c_norm, Wq=Wq)
+    return np.clip(V - (rest / top) ** 2, 0.0, V)
 
 
 def _effective_terms(total: float, squares: float) -> float:
