@@ -69,3 +69,22 @@ def test_shared_v_error_on_the_pivot_blocks_is_bitwise_the_dense_construction(d,
     got = lowrank._shared_v_error(shared, (rows, cols), (I, J), X, Y, unshorten, bases)
     want = _dense_reference(shared, (rows, cols), (I, J), X, Y, unshorten, bases)
     assert got == want and (size == 0) == (got == (0.0, 0.0, 0.0))
+
+
+def test_bench_perf_line_shows_the_oracles_cost_per_query_against_its_flops():
+    """``bench perf``'s learner/oracle line carries the rooms' words on the timing run, as the CLI's line
+    does: for a low-rank run the oracle's seconds per query against its 6 d r flops (issue 21 item 4)."""
+    from attnproof.bench import perf_summary, perf_table
+    from attnproof.theorems.lowrank.runner import _oracle_cost_note
+
+    d, r, queries, oracle = 64, 4, 1000, 0.5
+    timed = {"part": "time", "learner": "skeleton", "d": d, "rank": r, "seconds": 0.75, "oracle_seconds": oracle,
+             "learner_seconds": 0.25, "oracle_seconds_per_query": oracle / queries,
+             "oracle_flops_per_query": 6 * d * r, "diagnostics": {"time": {"oracle": oracle, "solve": 0.25}}}
+    (entry,) = perf_summary([timed])["learner_over_oracle"]
+    note = _oracle_cost_note(timed)
+    assert note is not None and "us/query" in note and entry["notes"] == [note]
+    line = next(row["ratio"] for row in perf_table(perf_summary([timed])) if row["ratio"].startswith("learner"))
+    assert note in line and "solve 0.2 s" in line
+    untimed = {k: v for k, v in timed.items() if not k.startswith("oracle_") or k == "oracle_seconds"}
+    assert perf_summary([untimed])["learner_over_oracle"][0]["notes"] == []
