@@ -292,9 +292,10 @@ def _cross_error(
     X = np.linalg.solve(U.T, Mf[np.ix_(Io, J)].T).T * unshorten[Io, None]  # X°: the rows of X off I
     Y = np.linalg.solve(U, Mf[np.ix_(I, Jo)])  # Y°: the columns of Y off J
     dC, dR, dU = E[np.ix_(Io, J)] * unshorten[Io, None], E[np.ix_(I, Jo)], E[np.ix_(I, J)]
-    corner = min(np.linalg.norm(X, 2) * _through(dU, Y), _through(dU.T, X.T) * np.linalg.norm(Y, 2)) \
+    Ys, Xs = _singular(Y), _singular(X.T)  # each read by two of the terms: one SVD each
+    corner = min(np.linalg.norm(X, 2) * _through(dU, Ys), _through(dU.T, Xs) * np.linalg.norm(Y, 2)) \
         if len(Io) and len(Jo) else 0.0
-    block = _through(dC, Y) + _through(dR.T, X.T) + corner
+    block = _through(dC, Ys) + _through(dR.T, Xs) + corner
     # hypot, not a sum of squares: the errors of a subnormal W* (1e-317) would square to 0
     skeleton = (FLOAT64.norm(E[:, J] * unshorten[:, None]), FLOAT64.norm(dR * unshorten[I, None]))
     if shared.p is not None:  # v's error, one vector dv for every entry: carried through jointly
@@ -389,14 +390,21 @@ def _image_norms(cross: Cross, arith: Arith, unshorten: np.ndarray) -> np.ndarra
     return np.ldexp(np.sqrt(np.maximum(np.einsum("kl,km,ml->l", Bf, Af.T @ Af, Bf), 0.0)), -e[0] - e[1])
 
 
-def _through(E: np.ndarray, Y: np.ndarray) -> float:
+def _singular(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(U, sigma)`` of the thin SVD ``Y = U Sigma V^T``: what :func:`_through` reads of Y, computed
+    once where two errors go through the same Y (the SVD is most of the bound's cost at d = 4096)."""
+    U, sigma, _ = np.linalg.svd(Y, full_matrices=False)
+    return U, sigma
+
+
+def _through(E: np.ndarray, Y: np.ndarray | tuple[np.ndarray, np.ndarray]) -> float:
     """A bound on ``max ||S Y||_F`` over all S with ``|S| <= E`` (entrywise; E is n x r, Y r x m).
 
     Row by row, the smaller of ``||e_i|| ||Y||_2`` and, with ``Y = U Sigma V^T``,
     ``||S_i Y|| = ||S_i U Sigma|| <= ||(e_i^T |U|) Sigma||`` (``|S_i u_k| <= e_i^T |u_k|``): the
     second sees that a bounded error cannot line up with every singular direction at once
-    (``e^T |u| < ||e||`` for a spread u)."""
-    U, sigma, _ = np.linalg.svd(Y, full_matrices=False)
+    (``e^T |u| < ||e||`` for a spread u).  ``Y``: the matrix, or its :func:`_singular`."""
+    U, sigma = _singular(Y) if isinstance(Y, np.ndarray) else Y
     normwise = norm2(E, axis=1) * (sigma[0] if len(sigma) else 0.0)  # norm2: tiny errors stay > 0
     spectral = norm2((E @ np.abs(U)) * sigma, axis=1)
     return float(norm2(np.minimum(normwise, spectral)))
