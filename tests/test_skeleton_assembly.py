@@ -88,3 +88,15 @@ def test_bench_perf_line_shows_the_oracles_cost_per_query_against_its_flops():
     assert note in line and "solve 0.2 s" in line
     untimed = {k: v for k, v in timed.items() if not k.startswith("oracle_") or k == "oracle_seconds"}
     assert perf_summary([untimed])["learner_over_oracle"][0]["notes"] == []
+
+
+def test_block_is_the_rows_then_columns_copy_in_its_layout():
+    """``_block(M, rows, cols)`` is ``M[rows][:, cols]`` bitwise and in the same memory layout (the
+    bound's products and norms read it, and their summation order follows the layout), for pivots in
+    any order."""
+    rng = np.random.default_rng(5)
+    M = rng.standard_normal((11, 11))
+    rows, cols = np.setdiff1d(np.arange(11), [7, 2]), [7, 2, 9]
+    for r_, c_ in ((rows, cols), ([7, 2, 9], rows)):
+        got, want = lowrank._block(M, r_, c_), M[r_][:, c_]
+        assert got.tobytes(order="A") == want.tobytes(order="A") and got.strides == want.strides

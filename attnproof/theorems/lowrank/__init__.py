@@ -288,10 +288,9 @@ def _cross_error(
     E[np.ix_(I, J)] -= in_cols[I, :]  # the corner is in both: counted once
     U = Mf[np.ix_(I, J)]
     Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)  # the unmeasured block
-    # the blocks are read with np.ix_, never through a (d - r) x d copy of the rows first (bitwise the same)
-    X = np.linalg.solve(U.T, Mf[np.ix_(Io, J)].T).T * unshorten[Io, None]  # X°: the rows of X off I
-    Y = np.linalg.solve(U, Mf[np.ix_(I, Jo)])  # Y°: the columns of Y off J
-    dC, dR, dU = E[np.ix_(Io, J)] * unshorten[Io, None], E[np.ix_(I, Jo)], E[np.ix_(I, J)]
+    X = np.linalg.solve(U.T, _block(Mf, Io, J).T).T * unshorten[Io, None]  # X°: the rows of X off I
+    Y = np.linalg.solve(U, _block(Mf, I, Jo))  # Y°: the columns of Y off J
+    dC, dR, dU = _block(E, Io, J) * unshorten[Io, None], _block(E, I, Jo), E[np.ix_(I, J)]
     Ys, Xs = _singular(Y), _singular(X.T)  # each read by two of the terms: one SVD each
     corner = min(np.linalg.norm(X, 2) * _through(dU, Ys), _through(dU.T, Xs) * np.linalg.norm(Y, 2)) \
         if len(Io) and len(Jo) else 0.0
@@ -304,6 +303,12 @@ def _cross_error(
         joint = _shared_v_error(shared, (rows[skeletal], cols[skeletal]), (I, J), X, Y, unshorten, bases)
         skeleton, block = (skeleton[0] + joint[0], skeleton[1] + joint[1]), block + joint[2]
     return float(math.hypot(*skeleton, block) + trunc)
+
+
+def _block(M: np.ndarray, rows: Any, cols: Any) -> np.ndarray:
+    """``M[rows][:, cols]`` as numpy lays it out (Fortran order), without copying the rows whole first:
+    the same array, so every product and sum that reads it adds in the same order, bitwise."""
+    return M.T[np.ix_(cols, rows)].T
 
 
 def _gram_norm(G: np.ndarray) -> float:
