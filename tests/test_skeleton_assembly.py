@@ -78,13 +78,14 @@ def test_bench_perf_line_shows_the_oracles_cost_per_query_against_its_flops():
     from attnproof.theorems.lowrank.runner import _oracle_cost_note
 
     d, r, queries, oracle = 64, 4, 1000, 0.5
-    timed = {"part": "time", "learner": "skeleton", "d": d, "rank": r, "seconds": 0.75, "oracle_seconds": oracle,
-             "learner_seconds": 0.25, "oracle_seconds_per_query": oracle / queries,
+    timed = {"part": "time", "learner": "skeleton", "d": d, "rank": r, "seconds": 0.75,
+             "oracle_seconds": oracle, "learner_seconds": 0.25, "oracle_seconds_per_query": oracle / queries,
              "oracle_flops_per_query": 6 * d * r, "diagnostics": {"time": {"oracle": oracle, "solve": 0.25}}}
     (entry,) = perf_summary([timed])["learner_over_oracle"]
     note = _oracle_cost_note(timed)
     assert note is not None and "us/query" in note and entry["notes"] == [note]
-    line = next(row["ratio"] for row in perf_table(perf_summary([timed])) if row["ratio"].startswith("learner"))
+    table = perf_table(perf_summary([timed]))
+    line = next(row["ratio"] for row in table if row["ratio"].startswith("learner"))
     assert note in line and "solve 0.2 s" in line
     untimed = {k: v for k, v in timed.items() if not k.startswith("oracle_") or k == "oracle_seconds"}
     assert perf_summary([untimed])["learner_over_oracle"][0]["notes"] == []
