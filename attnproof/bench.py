@@ -404,13 +404,20 @@ def perf_jobs(size: str = "small", seed: int = 0) -> list[Job]:
     return jobs
 
 
+def _row_notes(row: dict[str, Any]) -> list[str]:
+    """The rooms' words about a result row (part ``("rows", "note")``, as the CLI's line shows them):
+    for a low-rank timing run the oracle's own cost per query against its flop count (issue 21)."""
+    return [words for note in room.parts("rows", "note") if (words := note(row)) is not None]
+
+
 def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Issue 13's four ratios (and the rooms' shares) from the rows of :func:`perf_jobs`, each with its
     target from :data:`PERF_TARGETS` and whether it is ``met`` (None when not measured).
 
     Keys: ``queries_over_floor`` (worst over the sweep's recovered runs, and that run),
     ``refused`` (the sweep's runs the learner refused with a typed error), ``learner_over_oracle``
-    (per timing run, with the learner's time breakdown when it reports one), ``bits`` (the
+    (per timing run, with the learner's time breakdown when it reports one and the rooms' ``notes``
+    on the run, :func:`_row_notes`: the oracle's cost per query and its flops), ``bits`` (the
     timing run whose :class:`~attnproof.room.TimingRun` gives the bits),
     ``tightness`` (error_estimate / true error over the sweep: min and max;
     ``bound_over_error_max`` the rigorous bound's looseness), then one key per
@@ -431,7 +438,8 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         {"learner": r["learner"], "d": r["d"], "rank": r.get("rank", r["d"]), "seconds": r["seconds"],
          "oracle_seconds": r["oracle_seconds"],
          "ratio": ratio_or_none(r["learner_seconds"], r["oracle_seconds"]),
-         "breakdown": r["diagnostics"].get("time"), "target": target["learner_over_oracle"],
+         "breakdown": r["diagnostics"].get("time"), "notes": _row_notes(r),
+         "target": target["learner_over_oracle"],
          "met": r["learner_seconds"] <= target["learner_over_oracle"] * r["oracle_seconds"]}
         for r in timed
     ]
@@ -476,8 +484,9 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
     for r in summary["learner_over_oracle"]:
         what = f"{r['learner']} d = {r['d']}" + (f" r = {r['rank']}" if r["rank"] != r["d"] else "")
         parts = ", ".join(f"{k} {v:.1f} s" for k, v in (r["breakdown"] or {}).items())
+        notes = "".join(f"; {note}" for note in r.get("notes", ()))
         rows.append({"ratio": f"learner time / oracle time, {what} ({r['seconds']:.1f} s"
-                              + (f": {parts})" if parts else ")"),
+                              + (f": {parts}" if parts else "") + f"{notes})",
                      "measured": fmt(r["ratio"], ".2f"), "target": f"<= {r['target']}", "met": r["met"]})
     rows.append({"ratio": f"bits of W at d = {b['d']}", "measured": fmt(b["bits_W"], ".1f"),
                  "target": f">= {b['target']}", "met": b["met"]})

@@ -125,7 +125,10 @@ def cross_approximation(
     L_all = arith.zeros((d, d)) if start is None else start.L.copy()
     k_all = np.zeros((d, d), dtype=np.int64) if start is None else start.k.copy()
     known = np.zeros((d, d), dtype=bool) if start is None else start.known.copy()
-    A, B = arith.zeros((d, 0)), arith.zeros((0, d))
+    # the factors fill preallocated columns of A and rows of B (views of their first s), not a copy of
+    # both grown by one at every step: the same entries, and bitwise the same products
+    A_all, B_all, s = arith.zeros((d, min(max_rank, d))), arith.zeros((min(max_rank, d), d)), 0
+    A, B = A_all[:, :0], B_all[:0]
     free_rows, free_cols = np.ones(d, dtype=bool), np.ones(d, dtype=bool)
     scale, floor, pivots, rows_used, cols_used = 0.0, 0.0, [], [], []
     j, stop_col, stop_residual, stop_threshold = 0, None, 0.0, 0.0
@@ -167,8 +170,9 @@ def cross_approximation(
         pivots.append(float(mags[i]))
         rows_used.append(i)
         cols_used.append(j)
-        A = np.concatenate([A, (col / col[i])[:, None]], axis=1)
-        B = np.concatenate([B, row[None, :]], axis=0)
+        A_all[:, s], B_all[s] = col / col[i], row
+        s += 1
+        A, B = A_all[:, :s], B_all[:s]
         free_rows[i], free_cols[j] = False, False
         if not free_cols.any():
             break
@@ -177,9 +181,8 @@ def cross_approximation(
         j = int(np.argmax(rmags))
     session.diagnostics["rank_found"] = A.shape[1]
     session.diagnostics["pivot_ratio"] = (min(pivots) / max(pivots)) if pivots else 1.0
-    return Cross(
-        A, B, M, known, L_all, k_all, rows_used, cols_used, stop_col, stop_residual, stop_threshold, learned
-    )
+    return Cross(np.ascontiguousarray(A), B, M, known, L_all, k_all, rows_used, cols_used, stop_col,
+                 stop_residual, stop_threshold, learned)
 
 
 def _gamma(n: int, eps: float) -> float:
@@ -285,20 +288,27 @@ def _cross_error(
     E[np.ix_(I, J)] -= in_cols[I, :]  # the corner is in both: counted once
     U = Mf[np.ix_(I, J)]
     Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)  # the unmeasured block
-    X = np.linalg.solve(U.T, Mf[Io][:, J].T).T * unshorten[Io, None]  # X°: the rows of X off I
-    Y = np.linalg.solve(U, Mf[I][:, Jo])  # Y°: the columns of Y off J
-    dC, dR, dU = E[Io][:, J] * unshorten[Io, None], E[I][:, Jo], E[np.ix_(I, J)]
-    corner = min(np.linalg.norm(X, 2) * _through(dU, Y), _through(dU.T, X.T) * np.linalg.norm(Y, 2)) \
+    X = np.linalg.solve(U.T, _block(Mf, Io, J).T).T * unshorten[Io, None]  # X°: the rows of X off I
+    Y = np.linalg.solve(U, _block(Mf, I, Jo))  # Y°: the columns of Y off J
+    dC, dR, dU = _block(E, Io, J) * unshorten[Io, None], _block(E, I, Jo), E[np.ix_(I, J)]
+    Ys, Xs = _singular(Y), _singular(X.T)  # each read by two of the terms: one SVD each
+    corner = min(np.linalg.norm(X, 2) * _through(dU, Ys), _through(dU.T, Xs) * np.linalg.norm(Y, 2)) \
         if len(Io) and len(Jo) else 0.0
-    block = _through(dC, Y) + _through(dR.T, X.T) + corner
+    block = _through(dC, Ys) + _through(dR.T, Xs) + corner
     # hypot, not a sum of squares: the errors of a subnormal W* (1e-317) would square to 0
-    skeleton = (FLOAT64.norm((E * unshorten[:, None])[:, J]), FLOAT64.norm(dR * unshorten[I, None]))
+    skeleton = (FLOAT64.norm(E[:, J] * unshorten[:, None]), FLOAT64.norm(dR * unshorten[I, None]))
     if shared.p is not None:  # v's error, one vector dv for every entry: carried through jointly
         eps = arith.resolution
         bases = (1 + _basis_rounding(d, eps, 2), 1.0 if probes.Q is None else 1 + _basis_rounding(d, eps, 1))
         joint = _shared_v_error(shared, (rows[skeletal], cols[skeletal]), (I, J), X, Y, unshorten, bases)
         skeleton, block = (skeleton[0] + joint[0], skeleton[1] + joint[1]), block + joint[2]
     return float(math.hypot(*skeleton, block) + trunc)
+
+
+def _block(M: np.ndarray, rows: Any, cols: Any) -> np.ndarray:
+    """``M[rows][:, cols]`` as numpy lays it out (Fortran order), without copying the rows whole first:
+    the same array, so every product and sum that reads it adds in the same order, bitwise."""
+    return M.T[np.ix_(cols, rows)].T
 
 
 def _gram_norm(G: np.ndarray) -> float:
@@ -329,29 +339,43 @@ def _shared_v_error(
     block terms, as for the entries' own errors."""
     (rows, cols), (I, J) = entries, pivots
     d = len(unshorten)
-    Wp, Wq = np.zeros((d, d)), np.zeros((d, d))
-    Wp[rows, cols], Wq[rows, cols] = shared.p, shared.q
-    top = float(max(np.max(np.abs(Wp)), np.max(np.abs(Wq))))
+    # every entry is on the skeleton (a row of I or a column of J; the rest of the d x d matrix of the
+    # coefficients is 0): its largest is the entries' own
+    top = float(max(np.max(np.abs(shared.p), initial=0.0), np.max(np.abs(shared.q), initial=0.0)))
     if not top > 0:
         return 0.0, 0.0, 0.0
     e = -math.floor(math.log2(top))  # into range (an exact power of two): tiny W* must not square to 0
-    Wp, Wq = np.ldexp(Wp, e), np.ldexp(Wq, e)
     a, b = (math.ldexp(x * shared.norm, -e) for x in bases)  # ||a||, ||b|| bounds, in the scaled units
     Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)
+    at_col, at_row = np.full(d, -1), np.full(d, -1)  # where a column / a row sits in its block
+    at_col[J], at_col[Jo], at_row[I] = np.arange(len(J)), np.arange(len(Jo)), np.arange(len(I))
+    in_J, in_I = np.isin(cols, J), at_row[rows] >= 0
+    in_R = in_I & ~in_J
+
+    def blocks(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The coefficients' matrix (``w`` at the entries, 0 elsewhere) times 2^e on the columns J
+        (d x r) and on the rows I off J (r x (d - r)): the only parts read, never the whole d x d; laid
+        out as the whole matrix's ``[:, J]`` (Fortran order) and ``[np.ix_(I, Jo)]`` (C order) are, so
+        every sum below adds in the same order, bitwise."""
+        C, R = np.zeros((d, len(J)), order="F"), np.zeros((len(I), len(Jo)))
+        C[rows[in_J], at_col[cols[in_J]]] = w[in_J]
+        R[at_row[rows[in_R]], at_col[cols[in_R]]] = w[in_R]
+        return np.ldexp(C, e), np.ldexp(R, e)
+
+    (Wp, Rp), (Wq, Rq) = blocks(shared.p), blocks(shared.q)
 
     def rows_max(Z: np.ndarray, G: np.ndarray | None = None) -> float:
         """max_i ||Z_i|| (or ||Z_i F|| with G = F F^T, from the quadratic form)."""
         q = np.sum(Z * Z, axis=1) if G is None else np.einsum("ij,jk,ik->i", Z, G, Z)
         return math.sqrt(max(float(np.max(q, initial=0.0)), 0.0)) * (1 + 2.0**-20)
 
-    Cp, Cq = Wp[:, J] * unshorten[:, None], Wq[:, J] * unshorten[:, None]
-    Rp, Rq = Wp[np.ix_(I, Jo)], Wq[np.ix_(I, Jo)]
+    Cp, Cq = Wp * unshorten[:, None], Wq * unshorten[:, None]
     skeleton_C = rows_max(Cp) * a + rows_max(Cq.T) * b
     skeleton_R = rows_max(Rp * unshorten[I, None]) * a + rows_max((Rq * unshorten[I, None]).T) * b
     XX, YY = X.T @ X, Y @ Y.T
     dC = rows_max(Cp[Io], YY) * a + _gram_norm((Cq[Io].T @ Cq[Io]) * YY) * b
     dR = _gram_norm(XX * (Rp @ Rp.T)) * a + rows_max(Rq.T, XX) * b
-    Up, Uq = Wp[np.ix_(I, J)], Wq[np.ix_(I, J)]
+    Up, Uq = np.ascontiguousarray(Wp[I]), np.ascontiguousarray(Wq[I])
     UY = Up @ Y
     dU = _gram_norm(XX * (UY @ UY.T)) * a + _gram_norm((Uq.T @ XX @ Uq) * YY) * b
     return skeleton_C, skeleton_R, dC + dR + dU
@@ -371,14 +395,21 @@ def _image_norms(cross: Cross, arith: Arith, unshorten: np.ndarray) -> np.ndarra
     return np.ldexp(np.sqrt(np.maximum(np.einsum("kl,km,ml->l", Bf, Af.T @ Af, Bf), 0.0)), -e[0] - e[1])
 
 
-def _through(E: np.ndarray, Y: np.ndarray) -> float:
+def _singular(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(U, sigma)`` of the thin SVD ``Y = U Sigma V^T``: what :func:`_through` reads of Y, computed
+    once where two errors go through the same Y (the SVD is most of the bound's cost at d = 4096)."""
+    U, sigma, _ = np.linalg.svd(Y, full_matrices=False)
+    return U, sigma
+
+
+def _through(E: np.ndarray, Y: np.ndarray | tuple[np.ndarray, np.ndarray]) -> float:
     """A bound on ``max ||S Y||_F`` over all S with ``|S| <= E`` (entrywise; E is n x r, Y r x m).
 
     Row by row, the smaller of ``||e_i|| ||Y||_2`` and, with ``Y = U Sigma V^T``,
     ``||S_i Y|| = ||S_i U Sigma|| <= ||(e_i^T |U|) Sigma||`` (``|S_i u_k| <= e_i^T |u_k|``): the
     second sees that a bounded error cannot line up with every singular direction at once
-    (``e^T |u| < ||e||`` for a spread u)."""
-    U, sigma, _ = np.linalg.svd(Y, full_matrices=False)
+    (``e^T |u| < ||e||`` for a spread u).  ``Y``: the matrix, or its :func:`_singular`."""
+    U, sigma = _singular(Y) if isinstance(Y, np.ndarray) else Y
     normwise = norm2(E, axis=1) * (sigma[0] if len(sigma) else 0.0)  # norm2: tiny errors stay > 0
     spectral = norm2((E @ np.abs(U)) * sigma, axis=1)
     return float(norm2(np.minimum(normwise, spectral)))
