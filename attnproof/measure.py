@@ -174,6 +174,11 @@ class Scale:
             self.k, self.jumps = min(policy.max_k, self.k + step), self.jumps + 1
 
 
+#: How many scaled copies of a probe set :meth:`Probes.scaled` keeps (two: a skeleton alternates
+#: between the scales of its columns and of its rows).
+SCALES_KEPT = 2
+
+
 @dataclass(frozen=True)
 class Probes:
     """Left vectors p_k (rows of P) and right vectors q_l (rows of Q; None = the basis e_l).
@@ -209,10 +214,12 @@ class Probes:
         return self._memo[key]
 
     def scaled(self, a: float, b: float) -> tuple[np.ndarray, np.ndarray | None]:
-        """(a P, b Q) for powers of two a, b (exact), kept for the last (a, b) asked: the
-        batches of a call share one scale, so each reads them without rescaling its rows."""
+        """(a P, b Q) for powers of two a, b (exact), kept for the last :data:`SCALES_KEPT`
+        (a, b) asked: the batches of a call share one scale, and a skeleton's column and row
+        calls alternate between two, so each reads them without rescaling its rows."""
         if (a, b) not in self._scaled:
-            self._scaled.clear()
+            while len(self._scaled) >= SCALES_KEPT:  # the oldest first (dicts keep insertion order)
+                del self._scaled[next(iter(self._scaled))]
             Q = None if self.Q is None else (self.Q if b == 1 else self.Q * b)
             self._scaled[a, b] = (self.P if a == 1 else self.P * a, Q)
         return self._scaled[a, b]
@@ -433,6 +440,12 @@ def _prefiller() -> ThreadPoolExecutor:
 os.register_at_fork(after_in_child=_prefiller.cache_clear)
 
 
+@cache
+def _cores() -> int:
+    """``os.cpu_count()``, read once (it reads /proc on every call: slow beside a probe batch)."""
+    return os.cpu_count() or 1
+
+
 def _in_blocks(fill: Callable[[int, int], None], B: int, d: int, parallel: bool = True) -> None:
     """Run ``fill(a, b)`` over consecutive blocks of the rows 0..B - 1, one per core when the batch
     is large: writing a batch of probes is bound by memory bandwidth, which one core does not
@@ -440,7 +453,7 @@ def _in_blocks(fill: Callable[[int, int], None], B: int, d: int, parallel: bool 
     exactly one block with the same elementwise operations, so the result is bitwise the same.
     Not ``parallel``: one block, in the calling thread."""
     large = parallel and 2 * B * d >= _PARALLEL_ENTRIES
-    workers = min(os.cpu_count() or 1, 8, B) if large else 1  # (a slow call here)
+    workers = min(_cores(), 8, B) if large else 1
     if workers < 2:
         fill(0, B)
         return

@@ -717,3 +717,18 @@ def test_logit_spread_is_exact_at_the_ends_and_infinite_once_alpha_can_saturate(
     assert got[1] == got[4] == got[7] == math.inf and got[5] == 0.0
     assert got[2] == pytest.approx(1e-9 / 0.24, rel=1e-8)  # first order where the error is small
     assert _logit_spread(np.array([0.0, 1.0]), np.array([1e-300, 1e-300])).tolist() == [math.inf] * 2
+
+def test_probes_keep_the_scaled_copies_of_two_scales():
+    """A skeleton's column and row calls alternate between two scales: both scaled copies are
+    kept (the same arrays read again, not rebuilt), exact (powers of two), and a third scale
+    evicts the oldest."""
+    from attnproof.measure import SCALES_KEPT, Probes
+
+    rng = np.random.default_rng(0)
+    probes = Probes(rng.standard_normal((3, 4)), rng.standard_normal((2, 4)), rng.standard_normal(4), FLOAT64)
+    first, second = probes.scaled(2.0, 0.5), probes.scaled(0.25, 4.0)
+    assert SCALES_KEPT == 2
+    assert probes.scaled(2.0, 0.5)[0] is first[0] and probes.scaled(0.25, 4.0)[1] is second[1]
+    assert np.array_equal(first[0], 2 * probes.P) and np.array_equal(second[1], 4 * probes.Q)
+    third = probes.scaled(8.0, 1.0)
+    assert third[1] is probes.Q and probes.scaled(2.0, 0.5)[0] is not first[0]
