@@ -1070,3 +1070,21 @@ def test_ffn_polish_asks_nothing_again_for_a_piece_without_error():
     rough = _Piece(x, 0.0, zero, 1e-9, np.zeros(2), 2.0**-10)
     _remeasured(search, rough, N)
     assert (session.queries, search.ledger.remeasured) == (2, 1)
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0**-20])
+def test_nuclear_norm_learner_redraws_rows_by_a_scale_free_rule(scale):
+    """learn_lowrank_cvx draws a row a_k again when a_k^T v is below 1e-3 ||v|| (a^T v ~ 0 carries
+    no information): a rule relative to ||v||, so the rows redrawn do not depend on v's scale.  At
+    d = 3, m = 12 and the rng of seed 0 (its first draw is A), no row of A has |a_k^T v| below
+    1e-3 ||v|| for v = (1, -0.5, 0.75) (counted here from A), at v and at 2^-20 v alike (an absolute
+    threshold 1e-3 would redraw every row of the small one)."""
+    from attnproof.theorems.lowrank import learn_lowrank_cvx
+
+    d, m = 3, 12
+    W = np.outer([1.0, 2.0, -1.0], [0.5, -1.0, 1.0])
+    v = np.array([1.0, -0.5, 0.75])
+    A = np.random.default_rng(0).standard_normal((m, d))
+    small = int((np.abs(A @ v) < 1e-3 * np.linalg.norm(v)).sum())
+    rec = learn_lowrank_cvx(ValueOracle(Attention(W, scale * v)), m=m, rng=np.random.default_rng(0))
+    assert rec.diagnostics["redrawn"] == small == 0
