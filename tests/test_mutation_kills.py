@@ -1022,3 +1022,69 @@ def test_every_identity_a_claim_cites_is_registered():
     build_parser()  # imports every room: the registry and the ledger complete
     cited = {c.removeprefix("id:") for item in [*CLAIMS, *ERRATA] for c in item.checks if c.startswith("id:")}
     assert cited and not cited - set(REGISTRY)
+
+
+def test_ffn_query_bound_fixed_overhead_by_hand_at_zero_steps():
+    """ffn_query_bound, counted event by event at d = 2 with no search step, no check point and no
+    restart (max_steps = 0, checks = 0, restarts = 0), each query charged at most once.
+
+    A piece (a gradient) costs d H_ROUNDS perturbations, a centre and a homogeneity query: 12.
+    Before the search: the three ends U, V, -U; when all three are refused before the units'
+    scale is known, the scale probes (middle and quarters of both segments: 2 x 3) and the three
+    ends again (end_pieces re-measures every refused end): 12 pieces; V drawn again REDRAWS = 2
+    times; the scale check's 4 single queries.  Then 1 + CHECK_ROUNDS = 4 reconstructions with no
+    kink (L = 0): each polish measures its L + 1 = 1 region and again each piece at an end of a
+    kink-free interval, at most the paths' 3 + CHECK_ROUNDS = 6 ends: 7 pieces; between them
+    CHECK_ROUNDS = 3 further paths, each pivot up to 1 + NUDGES = 4 pieces.  In all
+    12 + 2 + 4 x 7 + 3 x 4 = 54 pieces and 4 queries: 54 x 12 + 4 = 652; each restart repeats
+    all of it."""
+    from attnproof.theorems.transformer.ffn import ffn_query_bound
+
+    piece = 2 * 5 + 2
+    pieces = (3 + 2 * 3 + 3) + 2 + 4 * (1 + 6) + 3 * (1 + 3)
+    assert (piece, pieces, pieces * piece + 4) == (12, 54, 652)
+    assert ffn_query_bound(2, max_steps=0, restarts=0, checks=0) == 652
+    assert ffn_query_bound(2, max_steps=0, restarts=2, checks=0) == 3 * 652
+
+
+def test_ffn_polish_asks_nothing_again_for_a_piece_without_error():
+    """transformer.ffn._remeasured measures a piece again only when its gradient has an error to
+    shrink: a piece with error 0 (exact arithmetic, or a float64 piece on a dead region, where f,
+    every answer and the gradient are exactly 0) is returned as it is, with no query and nothing
+    booked in ``ledger.remeasured``.  Here x = (1, 1) lies at margin 1 from the one recovered
+    hyperplane x_1 = 0 and p's step is 2^-10: the margin would allow a step 2^-1, so only the
+    error decides; the same piece with an error is re-measured (d queries, booked once)."""
+    from attnproof.measure import Session
+    from attnproof.models import ReluFFN
+    from attnproof.theorems.transformer._path_search import _Piece
+    from attnproof.theorems.transformer.ffn import _PathSearch, _remeasured
+
+    oracle = ValueOracle(ReluFFN(np.array([[-1.0], [0.0]]), np.ones(1)))  # ReLU(-x_1): 0 for x_1 > 0
+    session = Session(oracle, FLOAT64)
+    search = _PathSearch(session, np.array([0.0, 1.0]), 2.0**-40, 100)
+    x, zero = np.array([1.0, 1.0]), np.zeros(2)
+    N = np.array([[1.0, 0.0]])
+    exact = _Piece(x, 0.0, zero, 0.0, np.zeros(2), 2.0**-10)
+    assert _remeasured(search, exact, N) is exact
+    assert (session.queries, search.ledger.remeasured) == (0, 0)
+    rough = _Piece(x, 0.0, zero, 1e-9, np.zeros(2), 2.0**-10)
+    _remeasured(search, rough, N)
+    assert (session.queries, search.ledger.remeasured) == (2, 1)
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0**-20])
+def test_nuclear_norm_learner_redraws_rows_by_a_scale_free_rule(scale):
+    """learn_lowrank_cvx draws a row a_k again when a_k^T v is below 1e-3 ||v|| (a^T v ~ 0 carries
+    no information): a rule relative to ||v||, so the rows redrawn do not depend on v's scale.  At
+    d = 3, m = 12 and the rng of seed 0 (its first draw is A), no row of A has |a_k^T v| below
+    1e-3 ||v|| for v = (1, -0.5, 0.75) (counted here from A), at v and at 2^-20 v alike (an absolute
+    threshold 1e-3 would redraw every row of the small one)."""
+    from attnproof.theorems.lowrank import learn_lowrank_cvx
+
+    d, m = 3, 12
+    W = np.outer([1.0, 2.0, -1.0], [0.5, -1.0, 1.0])
+    v = np.array([1.0, -0.5, 0.75])
+    A = np.random.default_rng(0).standard_normal((m, d))
+    small = int((np.abs(A @ v) < 1e-3 * np.linalg.norm(v)).sum())
+    rec = learn_lowrank_cvx(ValueOracle(Attention(W, scale * v)), m=m, rng=np.random.default_rng(0))
+    assert rec.diagnostics["redrawn"] == small == 0

@@ -297,3 +297,33 @@ def test_a_steps_children_end_with_it_on_a_timeout_and_on_exit(tmp_path, timeout
         time.sleep(0.05)
     else:
         raise AssertionError(f"the step's child {pid} is still running")
+
+
+def test_rerun_finds_a_mutant_whose_line_moved(tmp_path, monkeypatch):
+    """Lines added above a recorded mutant change its id; the rerun finds it by its text and, when
+    that text recurs (the constant 2 twice on one line), by its line's text at the revision the
+    results were measured on and its column; a record matching nothing is stale."""
+    text = "def f(x):\n    return 2 * x + 2\n"
+    path = _module(tmp_path, text)
+    old = {m.operator + m.id.split(":")[2]: m for m in tool.generate(path, root=tmp_path)}
+    first_two, swap = old["const 2->111"], old["Add->Sub11"]
+    assert first_two.context == "return 2 * x + 2"
+    _module(tmp_path, "import math\n\n" + text)
+    new = tool.generate(path, root=tmp_path)
+
+    def record(m, status):
+        return dict(id=m.id, path=m.path, line=m.line, operator=m.operator, before=m.before,
+                    after=m.after, curated=False, status=status, killed_by_tests=status == "killed",
+                    killed_by_verify=False, failing="", seconds=1.0)
+
+    def old_context(rev, p, line, root=tool.ROOT):
+        return text.splitlines()[line - 1].strip()
+
+    monkeypatch.setattr(tool, "old_context", old_context)
+    previous = {"mutants": [record(first_two, "survived"), record(swap, "killed"),
+                            dict(record(swap, "survived"), before="x", id="gone")]}
+    two, moved_swap, gone = tool.rerun_set(previous, new, rev="abc")
+    assert (two.id, two.moved_from, two.status) == (f"{path}:4:11:const 2->1", first_two.id, "pending")
+    assert (moved_swap.line, moved_swap.status, gone.status) == (4, "killed", "stale")
+    two_again, _, _ = tool.rerun_set(previous, new)  # no revision: the constant 2 is ambiguous
+    assert two_again.status == "stale"

@@ -33,7 +33,9 @@ longer, before it counts as killed (by timeout): a loaded machine slows the clea
 mutants alike.  A mutant that times out is confirmed by running the clean step again with the same
 limit; if the clean tree times out too, the machine was the cause, and the mutant is
 ``unmeasured`` (left out of the score, like ``stale``).  The results go to
-``mutation/results.json``; ``--rerun`` runs a results file's survivors again (after new tests).
+``mutation/results.json``; ``--rerun`` runs a results file's survivors again (after new tests),
+each found again where its line moved to since (:func:`relocate`; ``--rerun-commit`` names the
+revision the file was measured on, for records older than their ``context``).
 """
 
 from __future__ import annotations
@@ -165,6 +167,11 @@ class Mutant:
     after: str
     source: str = field(repr=False, default="")
     curated: bool = False
+    #: the stripped text of the mutated expression's first line: a rerun finds a mutant whose line
+    #: moved by it (:func:`relocate`)
+    context: str = ""
+    #: the id a rerun found this mutant under in the results it reran, if its line moved since
+    moved_from: str = ""
     status: str = "pending"  # killed | survived | stale | timeout | unmeasured
     killed_by_tests: bool | None = None
     killed_by_verify: bool | None = None
@@ -306,6 +313,7 @@ def generate(path: str, root: Path = ROOT) -> list[Mutant]:
             out.append(Mutant(
                 id=key if taken[key] == 1 else f"{key}~{taken[key]}", path=path, line=node.lineno,
                 operator=operator, before=source[lo:hi], after=text, source=mutated,
+                context=source.splitlines()[node.lineno - 1].strip(),
             ))
     return out
 
@@ -552,18 +560,58 @@ def confirm_timeout(m: Mutant, work: Path, base: Baseline, timeout: float, kill_
         m.failing += " (the clean tree timed out too)"
 
 
-def rerun_set(previous: dict[str, object], mutants: list[Mutant]) -> list[Mutant]:
-    """The mutants of a previous results file, regenerated: its survivors (and those its run never
-    reached or could not measure) pending again with their verify outcome kept, the rest as they
-    were recorded."""
-    by_id = {m.id: m for m in mutants}
+def relocate(rec: dict[str, object], mutants: list[Mutant], context: str = "") -> Mutant | None:
+    """The mutant of ``mutants`` a previous results file's record ``rec`` names, or None.
+
+    Its id (``path:line:col:operator``) names it while its line stays put, if it still changes the
+    same text the same way.  Once the tree moved on (lines added above it), the one mutant of the
+    same path, operator and text (``before`` -> ``after``) is it; if several are (a constant
+    ``2 -> 1`` occurs many times), the one whose line reads ``context`` (the record's own, or the
+    line it was measured on, :func:`old_context`) at the same column; None if none or still several
+    (ambiguous)."""
+    same = [m for m in mutants if m.path == rec["path"] and m.operator == rec["operator"]
+            and m.before == rec["before"] and m.after == rec["after"]]
+    by_id = [m for m in same if m.id == rec["id"]]
+    if by_id:
+        return by_id[0]
+    context = str(rec.get("context") or context)
+    if len(same) > 1 and context:
+        column = str(rec["id"]).removeprefix(f"{rec['path']}:{rec['line']}:")  # col:operator[~k]
+        same = [m for m in same
+                if m.context == context and m.id.removeprefix(f"{m.path}:{m.line}:") == column]
+    return same[0] if len(same) == 1 else None
+
+
+def old_context(rev: str, path: str, line: int, root: Path = ROOT) -> str:
+    """The stripped text of line ``line`` of ``path`` at the git revision ``rev`` (the tree a
+    results file was measured on, for records written before they carried their ``context``)."""
+    text = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    return text[line - 1].strip() if 0 < line <= len(text) else ""
+
+
+def rerun_set(previous: dict[str, object], mutants: list[Mutant], rev: str = "") -> list[Mutant]:
+    """The mutants of a previous results file, regenerated and found again (:func:`relocate`;
+    ``rev``: the git revision it was measured on, read for the context of its records without
+    one): its survivors (and those its run never reached or could not measure) pending again with
+    their verify outcome kept, the rest as they were recorded; a record no mutant matches is
+    ``stale``."""
     out = []
     for rec in previous["mutants"]:  # type: ignore[index]
-        m = by_id.get(rec["id"])
-        if m is None or not m.source:  # the source moved on: the recorded mutant no longer exists
+        if rec["curated"]:
+            found = next((m for m in mutants if m.id == rec["id"]), None)
+        else:
+            context = old_context(rev, rec["path"], rec["line"]) if rev and not rec.get("context") else ""
+            found = relocate(rec, mutants, context)
+        if found is None or not found.source:  # the source moved on: the recorded mutant no longer exists
             m = Mutant(**{k: rec[k] for k in ("id", "path", "line", "operator", "before", "after")},
                        curated=rec["curated"], status="stale", failing="no longer generated")
-        elif rec["status"] in ("survived", "pending", "unmeasured"):
+            out.append(m)
+            continue
+        m = found
+        if m.id != rec["id"]:
+            m.moved_from = rec["id"]
+        if rec["status"] in ("survived", "pending", "unmeasured"):
             m.killed_by_verify = rec["killed_by_verify"]
         else:
             for k in ("status", "killed_by_tests", "killed_by_verify", "failing", "seconds"):
@@ -607,6 +655,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"leave out {KILL_TESTS} (the score before its tests were written)")
     parser.add_argument("--rerun", default="", help="a results file: run the mutants that survived in it "
                         "again (its verify outcomes are kept); write all of them to --out")
+    parser.add_argument("--rerun-commit", default="", help="the git revision the --rerun file was "
+                        "measured on: its records' lines there tell apart mutants that moved since")
     parser.add_argument("--only", default="", help="run only mutants whose id contains this text")
     parser.add_argument("--list", action="store_true", help="list the chosen mutants and exit")
     parser.add_argument("--out", default=str(ROOT / "mutation" / "results.json"))
@@ -616,11 +666,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
-    pool = [m for f in target_files() for m in generate(f)]
-    chosen = sample(pool, args.sample, args.seed) + ([] if args.no_curated else curated())
+    previous = json.loads(Path(args.rerun).read_text()) if args.rerun else None
+    # a rerun regenerates only the modules its results name (the whole pool takes minutes)
+    files = sorted({m["path"] for m in previous["mutants"]}) if previous else target_files()
+    pool = [m for f in files if (ROOT / f).exists() for m in generate(f)]
+    if previous:
+        chosen = rerun_set(previous, pool + curated(), args.rerun_commit)
+    else:
+        chosen = sample(pool, args.sample, args.seed) + ([] if args.no_curated else curated())
     chosen = [m for m in chosen if args.only in m.id]
-    if args.rerun:
-        chosen = rerun_set(json.loads(Path(args.rerun).read_text()), pool + curated())
     if args.list:
         for m in chosen:
             print(f"{m.id}  {m.before!r} -> {m.after!r}  [{m.status}]")
@@ -632,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
         """The results so far (after every mutant, so an interrupted run keeps what it measured)."""
         summary = summarize(chosen)
         doc = {"command": command, "rerun_of": args.rerun or None, "started": started, "complete": complete,
-               "pool": len(pool), "summary": summary,
+               "pool": previous["pool"] if previous else len(pool), "summary": summary,
                "mutants": [{k: v for k, v in asdict(m).items() if k != "source"} for m in chosen]}
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
@@ -648,13 +702,14 @@ def main(argv: list[str] | None = None) -> int:
             print(base.problem, file=sys.stderr)
             return 2
         for n, m in enumerate(chosen, 1):
+            moved = f" (was {m.moved_from})" if m.moved_from else ""
             if m.status != "pending":
-                print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (kept) {m.failing}", flush=True)
+                print(f"[{n}/{len(chosen)}] {m.id}{moved}: {m.status} (kept) {m.failing}", flush=True)
                 continue
             run_mutant(m, work, base.limit(m.path, args.timeout), args.verify, not args.no_kill_tests,
                        verify_timeout=base.limit("", args.timeout))
             confirm_timeout(m, work, base, args.timeout, not args.no_kill_tests)
-            print(f"[{n}/{len(chosen)}] {m.id}: {m.status} (tests {m.killed_by_tests}, verify "
+            print(f"[{n}/{len(chosen)}] {m.id}{moved}: {m.status} (tests {m.killed_by_tests}, verify "
                   f"{m.killed_by_verify}) {m.seconds} s", flush=True)
             write(complete=False)
     print(json.dumps(write(complete=True), indent=2))
