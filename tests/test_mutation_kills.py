@@ -1013,9 +1013,7 @@ def test_membership_targets_margin_holds_exactly_for_the_exact_direction(data):
 
 def test_every_identity_a_claim_cites_is_registered():
     """Every ``id:`` check a ledger claim (or erratum) links names a registered identity: a claim
-    citing one that does not exist would raise only when the ledger is evaluated.  (The multi-head
-    conjecture's list of ``sec7/hessian-count-H<H>-dh<d_h>`` repeats identities.SUFFICIENCY_PATTERNS
-    by hand: one pattern miswritten there names no identity.)"""
+    citing one that does not exist would raise only when the ledger is evaluated."""
     from attnproof.cli import build_parser
     from attnproof.verify import CLAIMS, ERRATA, REGISTRY
 
