@@ -322,7 +322,8 @@ def test_error_bound_formula_on_fixed_input():
     from attnproof.theorems.transformer.ffn import _assemble
 
     G, e2 = np.array([0.5, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
-    search = SimpleNamespace(arith=FLOAT64, d=3, steps=0, rho=2.0**-30, paths=1, hidden=4e-10)
+    search = SimpleNamespace(arith=FLOAT64, d=3, steps=0, rho=2.0**-30, paths=1, hidden=4e-10,
+                             ends=(np.ones(3), -np.ones(3)))
     pU, pW = _Piece(np.ones(3), 0.5, G, 1e-10), _Piece(-np.ones(3), -0.5, G, 2e-10)
     rec = _assemble(search, pU, pW, [(e2, e2, 3e-10)])
     assert np.array_equal(rec.u, [1.0, 0.0, 0.0]) and np.array_equal(rec.N, [e2])
