@@ -1039,6 +1039,33 @@ BELOW_RESOLUTION = (np.array([[0.9375, 0.96875, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0]]
                     np.array([2.0, -4.0, 2.0, 1.0]))
 
 
+@st.composite
+def zero_sum_triples_in_d2(draw):
+    """d = 2: a zero-sum triple ``sum_k c_k ReLU(t_k x_0 + x_1)`` (t_1 < t_2 < t_3 dyadic, 1/64
+    apart or more: wedges from 0.9 degrees up, around the resolution WEDGE; ``c = (t_2 - t_3,
+    t_3 - t_1, t_1 - t_2)`` times a dyadic scale, so that ``sum_k c_k (t_k, 1) = 0``) beside
+    a live dyadic unit (a target with no kink outside the triple is NonIdentifiableError when
+    the triple is missed: no path to read the premise on)."""
+    step = st.integers(1, 64).map(lambda k: k / 64)
+    t1 = draw(st.integers(-128, 128).map(lambda k: k / 64))
+    t2 = t1 + draw(step)
+    t3 = t2 + draw(step)
+    scale = draw(st.sampled_from([0.5, 1.0, -1.0, 4.0]))
+    dyadic = st.integers(-8, 8).map(lambda k: k / 4)
+    extra = [draw(st.tuples(dyadic, dyadic, dyadic.filter(bool)).filter(lambda u: u[0] or u[1]))]
+    A = np.array([[t1, t2, t3] + [a for a, _, _ in extra], [1.0, 1.0, 1.0] + [b for _, b, _ in extra]])
+    w = np.array([scale * (t2 - t3), scale * (t3 - t1), scale * (t1 - t2)] + [v for _, _, v in extra])
+    return A, w, "zero_sum"
+
+
+@given(zero_sum_triples_in_d2(), st.integers(0, 7))
+def test_exact_zero_sum_triples_in_d2_at_the_resolution(target, seed):
+    """The exact contract where it is sharp: zero-sum triples in wedges around WEDGE (0.9 degrees
+    up), d = 2, learned exactly whenever the path crosses no zero-sum run within WEDGE (in d = 2:
+    the wedge's own angle; narrower ones are filtered, and shown in the next test)."""
+    sympy_case(target, seed, assume)
+
+
 def test_exact_zero_sum_group_below_the_resolution_may_be_missed_silently():
     """The documented limitation, shown: a zero-sum triple in wedges narrower than WEDGE (1.85
     degrees against 3.6).  No finite set of queries sees arbitrarily thin wedges: at seeds 0-11

@@ -384,7 +384,8 @@ def learn_ffn(
     condition reads on f alone: every set of lines consecutive in angle whose terms
     ``c_j |n_j^T x| / 2`` cancel outside the wedge they span is wider than 3.6 degrees.  A
     narrower group may be missed SILENTLY: f_hat is then f less its terms
-    (the check points and further paths find it only by chance).  Cost: ``ceil(2^4 alpha)``
+    (the check points and further paths find it only by chance; NonIdentifiableError when
+    nothing else is left).  Cost: ``ceil(2^4 alpha)``
     probes before an interval sweeping alpha radians is dropped (``ledger["wedges"]``, among
     ``values``, beyond the formula): the dropped intervals of a path are disjoint and the path
     sweeps pi radians, so at most ``2^4 pi + D`` for D dropped intervals, plus a probe's worth
@@ -986,7 +987,9 @@ def _check_nonzero(rec: FFNRecovery, arith: Arith) -> None:
     if rec.L == 0 and all(arith.is_zero(t) for t in rec.u):
         raise NonIdentifiableError(
             "f is identically 0 (every region has gradient 0): there is no FFN to learn, and a "
-            "Transformer with this FFN answers 0 to every query, so its W* is not identifiable"
+            "Transformer with this FFN answers 0 to every query, so its W* is not identifiable (or every "
+            "kink of f lies in a zero-sum group the path crossed within the search's resolution: see "
+            "learn_ffn's Notes)"
         )
 
 
