@@ -975,7 +975,14 @@ OPEN_FLOAT = [
     # steps 3.8e-6 |x| then pass Euler's check across the hyperplane (the crossing's residual
     # scales with that distance, below the tolerance), a gradient (0, 1.993, 0, 1) for (0, 2, 0, 1)
     # is accepted and bisection runs to the floor.  Either the premise asks for the documented
-    # resolution (a path-dependent separation, not an angle) or the search separates such kinks
+    # resolution (a path-dependent separation, not an angle) or the search separates such kinks.
+    # Tried and reverted too (helper exact): no "on a hyperplane" exit while f(2 x0) = 2 f(x0)
+    # holds, and a gradient that passes Euler's check after a failed step accepted only when the
+    # next smaller step agrees (so the blind 3.8e-6 step is caught): all three entries then bisect
+    # to the floor instead (gradient errors 2.6e-6 .. 6e-6 at steps 2^-26 |x|).  Under the naive
+    # model (answers off by 2^-43 relative) a step h gives a gradient off by ~2^-43 / h, which
+    # places a kink to about that: two kinks delta apart need h < delta and 2^-43 / h < delta,
+    # delta > ~2^-21.5 |x|; this pair's 1.5e-7 (2^-22.7) on the path is below it
     (np.array([[1e-06, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), np.ones(3), 0),
     # NEW (thorough profile, --hypothesis-seed 78304 on test_ffn_float64_recovers_every_kind; the
     # same on main), d = 3, "wide": hyperplanes (1, 3.8e-6, 1) and (1, 0, 1), L1 distance 3.8e-6
