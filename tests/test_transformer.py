@@ -1026,6 +1026,25 @@ def test_fixed_exact_zero_sum_triple_in_8_degree_wedges(seed):
     sympy_case(NARROW_WEDGES, seed, inside_contract)
 
 
+#: Open in float64 (strict xfail: a fix shows).  NEW (helper exact, running NARROW_WEDGES in
+#: float64; the same on 7672df1): the same SILENT wrong answer as in sympy before its probes, 1
+#: hyperplane of 4 at seeds 2, 3 and 6 of 0-7, f off by the triple's bump (8.1 degree wedges, far
+#: above FLOAT64_ANGLE: inside the float contract).  The probes of _PathSearch.off_plane run in
+#: exact arithmetic only (Tuning.wedge_log2 None for float64 and mpmath): in floating point an
+#: interval is dropped on its ends' planes within their errors, where a probe may also meet a kink
+#: below the resolution (a tiny unit's) and must not refuse it; not tried in the time.
+OPEN_FLOAT_WEDGES = [(*NARROW_WEDGES[:2], seed) for seed in (2, 3, 6)]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "open: a zero-sum triple in 8.1 degree wedges (d = 2) missed in float64: the exact learner's "
+    "probes of intervals dropped as kink-free do not run in floating point (SILENT, 3 of 8 seeds)"
+))
+@pytest.mark.parametrize("A, w, seed", OPEN_FLOAT_WEDGES)
+def test_open_float_zero_sum_triple_in_8_degree_wedges(A, w, seed):
+    _float_case(A, w, seed)
+
+
 def test_exact_probes_are_what_finds_the_8_degree_wedges(monkeypatch):
     """Without the probes of the intervals dropped as kink-free (wedge_log2 None: the midpoint of
     an interval between pieces of one gradient only, as before), NARROW_WEDGES at seed 2 is the
