@@ -1026,18 +1026,27 @@ def test_fixed_exact_zero_sum_triple_in_8_degree_wedges(seed):
     sympy_case(NARROW_WEDGES, seed, inside_contract)
 
 
-#: NARROW_WEDGES in float64 (a strict xfail before, OPEN_FLOAT_WEDGES; found by helper exact running
-#: it in float64; the same before the probes): the same SILENT wrong answer as in sympy, 1
+#: Open in float64 (strict xfail: a fix shows).  NEW (helper exact, running NARROW_WEDGES in
+#: float64; the same on 7672df1): the same SILENT wrong answer as in sympy before its probes, 1
 #: hyperplane of 4 at seeds 2, 3 and 6 of 0-7, f off by the triple's bump (8.1 degree wedges, far
-#: above FLOAT64_ANGLE: inside the float contract).  Fixed since float64 asks the probes of
-#: _PathSearch.off_plane too (Tuning.wedge_log2 = 4), each held to its plane within the
-#: prediction's tolerance: 4 hyperplanes at seeds 0-7, within the bound.
-@pytest.mark.parametrize("seed", range(8))
-def test_fixed_float_zero_sum_triple_in_8_degree_wedges(seed):
-    A, w, _ = NARROW_WEDGES
-    rec, oracle = recover_ffn(A, w, seed=seed)
-    check_count(rec, oracle, 2)
-    assert rec.L == 4
+#: above FLOAT64_ANGLE: inside the float contract).  The probes of _PathSearch.off_plane run in
+#: exact arithmetic only (Tuning.wedge_log2 None for float64 and mpmath): in floating point an
+#: interval is dropped on its ends' planes within their errors, where a probe may also meet a kink
+#: below the resolution (a tiny unit's) and must not refuse it.  Tried (helper exact): the same
+#: probes in float64 (Tuning.wedge_log2 = 4, the duplicate's half probed too) answer it at seeds
+#: 0-7, cost +58-73 queries (+6-24 % on random targets d = 4..16), and pass the float properties of
+#: the thorough profile (seeds 52117, 61843), but the FFN then finds the 1e-9 kink that
+#: sec4.1/run-bound-tight's cone target is built to omit (identities.py, not this helper's file:
+#: bound / error 1.3e9 against its slack 1e5): reverted, for that target to be re-seeded first.
+OPEN_FLOAT_WEDGES = [(*NARROW_WEDGES[:2], seed) for seed in (2, 3, 6)]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "open: a zero-sum triple in 8.1 degree wedges (d = 2) missed in float64: the exact learner's "
+    "probes of intervals dropped as kink-free do not run in floating point (SILENT, 3 of 8 seeds)"
+))
+@pytest.mark.parametrize("A, w, seed", OPEN_FLOAT_WEDGES)
+def test_open_float_zero_sum_triple_in_8_degree_wedges(A, w, seed):
     _float_case(A, w, seed)
 
 
@@ -1296,11 +1305,11 @@ OPEN_TF_FLOAT = [
 ]
 
 
-#: NEW (thorough profile, --hypothesis-seed 61843 on test_transformer_float64; the same with the
-#: float64 probes off, i.e. the search as before them), d = 2, "wide", W* = 0, seed 3822: a
-#: 1.76e-12 unit beside -ReLU(x_1) + ReLU(x_0 - 0.5 x_1) (or its mirror order of units): refused
-#: (bisection to the floor, gradient errors 5.7e-10; or no gradient at 3 points of an interval of
-#: width 1.9e-9), other seeds 0-2 answer: a refusal of a good answer (its kink's jump is below
+#: NEW (thorough profile, --hypothesis-seed 61843 on test_transformer_float64; the same with float64
+#: probes of the intervals dropped as kink-free, tried and reverted), d = 2, "wide", W* = 0, seed
+#: 3822: a 1.76e-12 unit beside -ReLU(x_1) + ReLU(x_0 - 0.5 x_1) (or its mirror order of units):
+#: refused (bisection to the floor, gradient errors 5.7e-10; or no gradient at 3 points of an
+#: interval of width 1.9e-9), seeds 0-2 answer: a refusal of a good answer (its kink's jump is below
 #: the gradients' errors; FLOOR_CHARGE's booking did not take it); not investigated in the time
 OPEN_TF_FLOAT_TINY = [
     (np.array([[0.0, -1.0, 1.0], [1.0, 1.0, -0.5]]), np.array([-1.0, 1.7580163e-12, 1.0]), "wide", 3822,
