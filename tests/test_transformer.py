@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from attnproof import strategies as ast
@@ -28,6 +28,7 @@ from attnproof.theorems.transformer import (
     transformer_query_count,
 )
 
+from attnproof.theorems.transformer._path_search import TUNING
 from attnproof.theorems.transformer.ffn import CHECKS, FFNRecovery
 from attnproof.theorems.transformer.runner import run_ffn
 
@@ -321,7 +322,8 @@ def test_error_bound_formula_on_fixed_input():
     from attnproof.theorems.transformer.ffn import _assemble
 
     G, e2 = np.array([0.5, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
-    search = SimpleNamespace(arith=FLOAT64, d=3, steps=0, rho=2.0**-30, paths=1, hidden=4e-10)
+    search = SimpleNamespace(arith=FLOAT64, d=3, steps=0, rho=2.0**-30, paths=1, hidden=4e-10,
+                             ends=(np.ones(3), -np.ones(3)))
     pU, pW = _Piece(np.ones(3), 0.5, G, 1e-10), _Piece(-np.ones(3), -0.5, G, 2e-10)
     rec = _assemble(search, pU, pW, [(e2, e2, 3e-10)])
     assert np.array_equal(rec.u, [1.0, 0.0, 0.0]) and np.array_equal(rec.N, [e2])
@@ -440,6 +442,39 @@ def test_check_points_are_evenly_spaced_in_angle():
 
 # --- exact: sympy and mpmath ------------------------------------------------------------
 
+#: learn_ffn's resolution in exact arithmetic (its Notes): a zero-sum group of kinks the path crosses
+#: within this angle (radians) may be missed, a wider one is found.
+WEDGE = 2.0 ** -TUNING["sympy"].wedge_log2
+
+
+def narrowest_zero_sum_run(A, w, path):
+    """The smallest angle (radians, seen from 0) between the first and last kink of a run of
+    kinks consecutive on one segment of ``path`` (U, V, -U: learn_ffn's ``diagnostics["path"]``)
+    whose jumps sum to zero, exactly; inf without one.  The jump of ``c_j |n_j^T x| / 2`` crossed
+    along ``dir`` is ``c_j sign(n_j^T dir) n_j`` (``sec4.1/canonical-from-jumps``)."""
+    _, N, c = canonical_ffn(A, w, SYMPY)
+    ends = [SYMPY.asarray(np.asarray(e, dtype=float)) for e in path]
+    narrowest = np.inf
+    for a, b in zip(ends[:-1], ends[1:]):
+        crossings = []
+        for n, cj in zip(N, c):
+            na, nb = n @ a, n @ b
+            if (na > 0) != (nb > 0) and na != 0 and nb != 0:
+                t = na / (na - nb)
+                sign = 1 if n @ (b - a) > 0 else -1
+                crossings.append((float(t), SYMPY.to_float(a + t * (b - a)), cj * sign * n))
+        crossings.sort(key=lambda row: row[0])
+        sums = [np.zeros(len(a), dtype=object)]
+        for _, _, J in crossings:
+            sums.append(sums[-1] + J)
+        for i in range(len(crossings)):
+            for k in range(i + 1, len(crossings)):
+                if all(SYMPY.is_zero(v) for v in sums[k + 1] - sums[i]):
+                    x, y = crossings[i][1], crossings[k][1]
+                    cos = float(x @ y) / float(np.linalg.norm(x) * np.linalg.norm(y))
+                    narrowest = min(narrowest, float(np.arccos(np.clip(cos, -1.0, 1.0))))
+    return narrowest
+
 
 @given(tst.ffn_targets(max_d=3, max_m=3, exact=True), st.integers(0, 3))
 # zero-sum units with a cancelling antiparallel twin: the first intersection x* lay on a third
@@ -473,6 +508,17 @@ def test_check_points_are_evenly_spaced_in_angle():
 @example((np.array([[1.0, 0.0, 4.0, -2.0], [0.0, -1.0, 1.0, 0.5]]), np.array([-1.0, 1.0, 0.5, 1.0]),
           "zero_sum"), 0)
 def test_ffn_sympy_is_exact(target, seed):
+    sympy_case(target, seed, assume)
+
+
+def inside_contract(ok: bool) -> None:
+    """The premise of a pinned case: inside learn_ffn's exact contract."""
+    assert ok, "the path crosses a zero-sum run within WEDGE: outside learn_ffn's exact contract"
+
+
+def sympy_case(target, seed, premise) -> None:
+    """learn_ffn in sympy returns f's canonical form exactly, every query counted, when its path
+    crosses no zero-sum run within WEDGE (``premise``: Hypothesis's assume, or inside_contract)."""
     A, w, _kind = target
     if is_zero_function(A, w):  # e.g. 2 ReLU(x) - ReLU(2 x): merged parallel units cancel
         with pytest.raises(NonIdentifiableError):
@@ -480,6 +526,8 @@ def test_ffn_sympy_is_exact(target, seed):
         return
     rec, oracle = recover_ffn(A, w, SYMPY, seed)
     check_count(rec, oracle, A.shape[0])
+    # the contract (learn_ffn's Notes): exact unless its path crosses a zero-sum run within WEDGE
+    premise(narrowest_zero_sum_run(A, w, rec.diagnostics["path"]) > WEDGE)
     u, N, c = canonical_ffn(A, w, SYMPY)
     assert rec.N.shape == N.shape
     assert all(
@@ -927,7 +975,14 @@ OPEN_FLOAT = [
     # steps 3.8e-6 |x| then pass Euler's check across the hyperplane (the crossing's residual
     # scales with that distance, below the tolerance), a gradient (0, 1.993, 0, 1) for (0, 2, 0, 1)
     # is accepted and bisection runs to the floor.  Either the premise asks for the documented
-    # resolution (a path-dependent separation, not an angle) or the search separates such kinks
+    # resolution (a path-dependent separation, not an angle) or the search separates such kinks.
+    # Tried and reverted too (helper exact): no "on a hyperplane" exit while f(2 x0) = 2 f(x0)
+    # holds, and a gradient that passes Euler's check after a failed step accepted only when the
+    # next smaller step agrees (so the blind 3.8e-6 step is caught): all three entries then bisect
+    # to the floor instead (gradient errors 2.6e-6 .. 6e-6 at steps 2^-26 |x|).  Under the naive
+    # model (answers off by 2^-43 relative) a step h gives a gradient off by ~2^-43 / h, which
+    # places a kink to about that: two kinks delta apart need h < delta and 2^-43 / h < delta,
+    # delta > ~2^-21.5 |x|; this pair's 1.5e-7 (2^-22.7) on the path is below it
     (np.array([[1e-06, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), np.ones(3), 0),
     # NEW (thorough profile, --hypothesis-seed 78304 on test_ffn_float64_recovers_every_kind; the
     # same on main), d = 3, "wide": hyperplanes (1, 3.8e-6, 1) and (1, 0, 1), L1 distance 3.8e-6
@@ -952,28 +1007,126 @@ def test_open_float_counterexamples(A, w, seed):
     _float_case(A, w, seed)
 
 
-#: Open in exact arithmetic (strict xfail: a fix shows).  NEW (thorough profile, --hypothesis-seed
-#: 7587 on test_ffn_sympy_is_exact; the same on 7672df1): d = 2, a zero-sum triple c = (-8, 14, -6)
-#: on the normals (3/4, 1), (6/7, 1), (1, 1) beside (1, 0): the triple's terms cancel outside the
-#: two narrow wedges between its lines (8.1 degrees each), so the pieces on both sides of it have
-#: one gradient, and a segment whose midpoint misses the wedge is taken as kink-free
-#: (_PathSearch.segment's same-gradient branch: "0 in exact arithmetic" holds for one kink, not for
-#: a zero-sum group).  A SILENT wrong answer: 1 hyperplane of 4 (57 queries) at seeds 2, 3 and 6 of
-#: 0-7 (the others find all 4), and the checks pass.
-OPEN_EXACT = [
-    ((np.array([[-2.0, -3.0, -3.0, -12.0], [0.0, -4.0, -3.0, -14.0]]), np.array([1.0, -2.0, -2.0, 1.0]),
-      "zero_sum"), 2),
-]
+#: d = 2, a zero-sum triple c = (-8, 14, -6) on the normals (3/4, 1), (6/7, 1), (1, 1) beside
+#: (1, 0) (a strict xfail before, OPEN_EXACT; thorough profile, --hypothesis-seed 7587 on
+#: test_ffn_sympy_is_exact; the same on 7672df1): the triple's terms cancel outside the two wedges
+#: between its lines (8.1 degrees each), so the pieces on both sides of it have one gradient, and an
+#: interval whose midpoint missed the wedge was taken as kink-free (_PathSearch.segment's
+#: same-gradient branch), as was one beside a kink whose confirmation the triple cannot fail: a
+#: SILENT wrong answer, 1 hyperplane of 4 (57 queries) at seeds 2, 3 and 6 of 0-7, the checks
+#: passing.  Fixed since every interval the search drops in exact arithmetic is first probed at
+#: points 2^-4 radians apart in angle (_PathSearch.off_plane): 4 hyperplanes at seeds 0-7
+#: (158-207 queries, 76-112 of them probes; 119-127 before at the seeds that found them).
+NARROW_WEDGES = (np.array([[-2.0, -3.0, -3.0, -12.0], [0.0, -4.0, -3.0, -14.0]]),
+                 np.array([1.0, -2.0, -2.0, 1.0]), "zero_sum")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fixed_exact_zero_sum_triple_in_8_degree_wedges(seed):
+    sympy_case(NARROW_WEDGES, seed, inside_contract)
+
+
+#: Open in float64 (strict xfail: a fix shows).  NEW (helper exact, running NARROW_WEDGES in
+#: float64; the same on 7672df1): the same SILENT wrong answer as in sympy before its probes, 1
+#: hyperplane of 4 at seeds 2, 3 and 6 of 0-7, f off by the triple's bump (8.1 degree wedges, far
+#: above FLOAT64_ANGLE: inside the float contract).  The probes of _PathSearch.off_plane run in
+#: exact arithmetic only (Tuning.wedge_log2 None for float64 and mpmath): in floating point an
+#: interval is dropped on its ends' planes within their errors, where a probe may also meet a kink
+#: below the resolution (a tiny unit's) and must not refuse it.  Tried (helper exact): the same
+#: probes in float64 (Tuning.wedge_log2 = 4, the duplicate's half probed too) answer it at seeds
+#: 0-7, cost +58-73 queries (+6-24 % on random targets d = 4..16), and pass the float properties of
+#: the thorough profile (seeds 52117, 61843), but the FFN then finds the 1e-9 kink that
+#: sec4.1/run-bound-tight's cone target is built to omit (identities.py, not this helper's file:
+#: bound / error 1.3e9 against its slack 1e5): reverted, for that target to be re-seeded first.
+OPEN_FLOAT_WEDGES = [(*NARROW_WEDGES[:2], seed) for seed in (2, 3, 6)]
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "open: a zero-sum triple in narrow wedges (d = 2) missed in exact arithmetic: the pieces beside "
-    "it share one gradient and a midpoint outside the wedges takes the interval as kink-free; 1 "
-    "hyperplane of 4 returned, the checks pass (SILENT, 3 of 8 seeds)"
+    "open: a zero-sum triple in 8.1 degree wedges (d = 2) missed in float64: the exact learner's "
+    "probes of intervals dropped as kink-free do not run in floating point (SILENT, 3 of 8 seeds)"
 ))
-@pytest.mark.parametrize("target, seed", OPEN_EXACT)
-def test_open_exact_counterexamples(target, seed):
-    test_ffn_sympy_is_exact.hypothesis.inner_test(target, seed)
+@pytest.mark.parametrize("A, w, seed", OPEN_FLOAT_WEDGES)
+def test_open_float_zero_sum_triple_in_8_degree_wedges(A, w, seed):
+    _float_case(A, w, seed)
+
+
+def test_exact_probes_are_what_finds_the_8_degree_wedges(monkeypatch):
+    """Without the probes of the intervals dropped as kink-free (wedge_log2 None: the midpoint of
+    an interval between pieces of one gradient only, as before), NARROW_WEDGES at seed 2 is the
+    silent answer again: 1 hyperplane of 4, no probe asked (the test above can fail)."""
+    from dataclasses import replace
+
+    monkeypatch.setitem(TUNING, "sympy", replace(TUNING["sympy"], wedge_log2=None))
+    A, w, _ = NARROW_WEDGES
+    rec, oracle = recover_ffn(A, w, SYMPY, 2)
+    check_count(rec, oracle, 2)
+    assert rec.L == 1 and rec.diagnostics["ledger"]["wedges"] == 0
+
+
+#: d = 2, the triple 2 ReLU(15/16 x_0 + x_1) - 4 ReLU(31/32 x_0 + x_1) + 2 ReLU(x_0 + x_1) beside
+#: ReLU(x_0): its terms cancel outside two wedges of 1.85 degrees, below the resolution 2^-4
+#: radians (3.6 degrees).
+BELOW_RESOLUTION = (np.array([[0.9375, 0.96875, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0]]),
+                    np.array([2.0, -4.0, 2.0, 1.0]))
+
+
+@st.composite
+def zero_sum_triples_in_d2(draw):
+    """d = 2: a zero-sum triple ``sum_k c_k ReLU(t_k x_0 + x_1)`` (t_1 < t_2 < t_3 dyadic, 1/64
+    apart or more: wedges from 0.9 degrees up, around the resolution WEDGE; ``c = (t_2 - t_3,
+    t_3 - t_1, t_1 - t_2)`` times a dyadic scale, so that ``sum_k c_k (t_k, 1) = 0``) beside
+    a live dyadic unit (a target with no kink outside the triple is NonIdentifiableError when
+    the triple is missed: no path to read the premise on)."""
+    step = st.integers(1, 64).map(lambda k: k / 64)
+    t1 = draw(st.integers(-128, 128).map(lambda k: k / 64))
+    t2 = t1 + draw(step)
+    t3 = t2 + draw(step)
+    scale = draw(st.sampled_from([0.5, 1.0, -1.0, 4.0]))
+    dyadic = st.integers(-8, 8).map(lambda k: k / 4)
+    extra = [draw(st.tuples(dyadic, dyadic, dyadic.filter(bool)).filter(lambda u: u[0] or u[1]))]
+    A = np.array([[t1, t2, t3] + [a for a, _, _ in extra], [1.0, 1.0, 1.0] + [b for _, b, _ in extra]])
+    w = np.array([scale * (t2 - t3), scale * (t3 - t1), scale * (t1 - t2)] + [v for _, _, v in extra])
+    return A, w, "zero_sum"
+
+
+@given(zero_sum_triples_in_d2(), st.integers(0, 7))
+def test_exact_zero_sum_triples_in_d2_at_the_resolution(target, seed):
+    """The exact contract where it is sharp: zero-sum triples in wedges around WEDGE (0.9 degrees
+    up), d = 2, learned exactly whenever the path crosses no zero-sum run within WEDGE (in d = 2:
+    the wedge's own angle; narrower ones are filtered, and shown in the next test)."""
+    sympy_case(target, seed, assume)
+
+
+def test_exact_zero_sum_group_below_the_resolution_may_be_missed_silently():
+    """The documented limitation, shown: a zero-sum triple in wedges narrower than WEDGE (1.85
+    degrees against 3.6).  No finite set of queries sees arbitrarily thin wedges: at seeds 0-11
+    the learner returns f exactly (a probe or check point happened to land inside: seeds 0, 2,
+    5, 9-11) or SILENTLY f less the triple's terms (seeds 1, 3, 4, 6-8: u and the (1, 0) kink
+    exact, the triple's three hyperplanes missing), never anything else; every query counted
+    (the probes among them), and the contract's premise reads the miss (the run is narrower
+    than WEDGE on the path)."""
+    A, w = BELOW_RESOLUTION
+    u, N, c = canonical_ffn(A, w, SYMPY)
+    triple = [j for j in range(len(c)) if N[j][1] != 0]
+    assert len(triple) == 3 and narrowest_zero_sum_run(A, w, [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]]) < WEDGE
+    missed = []
+    for seed in range(12):
+        rec, oracle = recover_ffn(A, w, SYMPY, seed)
+        check_count(rec, oracle, 2)
+        assert all(SYMPY.is_zero(a - b) for a, b in zip(rec.u, u))
+        if rec.L == len(c):
+            assert all(SYMPY.is_zero(a - b) for a, b in zip(np.concatenate([rec.N.ravel(), rec.c]),
+                                                            np.concatenate([N.ravel(), c])))
+            continue
+        assert narrowest_zero_sum_run(A, w, rec.diagnostics["path"]) <= WEDGE
+        rest = [j for j in range(len(c)) if j not in triple]
+        assert rec.L == len(rest) and all(
+            SYMPY.is_zero(a - b)
+            for a, b in zip(np.concatenate([rec.N.ravel(), rec.c]),
+                            np.concatenate([N[rest].ravel(), c[rest]]))
+        )
+        missed.append(seed)
+    assert missed  # the limitation is real: no probe saw the wedge
 
 
 # --- counterexamples of the thorough profile, fixed (each a strict xfail before) ---------------
@@ -1150,6 +1303,29 @@ OPEN_TF_FLOAT = [
     (np.array([[-1.0, 0.0, 0.25, -0.0625], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
      np.array([-1.0, 5.96046448e-08, 0.25, 1.0]), "zero_sum", 165467, np.zeros((4, 4))),
 ]
+
+
+#: NEW (thorough profile, --hypothesis-seed 61843 on test_transformer_float64; the same with float64
+#: probes of the intervals dropped as kink-free, tried and reverted), d = 2, "wide", W* = 0, seed
+#: 3822: a 1.76e-12 unit beside -ReLU(x_1) + ReLU(x_0 - 0.5 x_1) (or its mirror order of units):
+#: refused (bisection to the floor, gradient errors 5.7e-10; or no gradient at 3 points of an
+#: interval of width 1.9e-9), seeds 0-2 answer: a refusal of a good answer (its kink's jump is below
+#: the gradients' errors; FLOOR_CHARGE's booking did not take it); not investigated in the time
+OPEN_TF_FLOAT_TINY = [
+    (np.array([[0.0, -1.0, 1.0], [1.0, 1.0, -0.5]]), np.array([-1.0, 1.7580163e-12, 1.0]), "wide", 3822,
+     np.zeros((4, 4))),
+    (np.array([[0.0, -1.0, 1.0], [1.0, -0.5, 1.0]]), np.array([-1.0, 1.0, 1.7580163e-12]), "wide", 3822,
+     np.zeros((4, 4))),
+]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: a 1.76e-12 unit beside unit ones (d = 2) refused at one seed (bisection to the floor, or "
+    "no gradient at 3 points of an interval)"
+))
+@pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT_TINY)
+def test_open_transformer_tiny_unit_counterexamples(A, w, kind, seed, W):
+    tf_float64_property(A, w, kind, W, seed)
 
 
 @pytest.mark.xfail(strict=True, reason=(

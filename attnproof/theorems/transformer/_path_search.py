@@ -56,6 +56,13 @@ class Tuning:
         1 of 3 hyperplanes, error 0.7 against a bound 0.35; with 2^-4, at 7 digits, error 0.7
         against 0.0017); float64 keeps no limit, as a pair grown far off the path is what
         confirms a unit 1e-12 beside unit ones (its straddling risk stays open there).
+    wedge_log2 : int or None
+        Exact arithmetic: an interval of the path the search drops as kink-free (its ends on one
+        plane) is first probed at points evenly spaced in angle, at most ``2^-wedge_log2`` radians
+        apart (:meth:`_PathSearch.off_plane`): a zero-sum group of kinks (``sec4.1/zero-sum-flip``)
+        that the path crosses over a wider angle is seen (issue 23: a triple in two 8.1 degree
+        wedges, d = 2, missed SILENTLY at 3 of 8 seeds).  None (floating point): the midpoint of
+        an interval between pieces of one gradient only, as before.
     """
 
     tol_ulps: float
@@ -63,13 +70,16 @@ class Tuning:
     h_shrink_log2: int
     resolution_log2: int | None
     reach_fraction: float
+    wedge_log2: int | None = None
 
 
 #: Per family of arithmetic (see :class:`Tuning`).
 TUNING = {
     "float64": Tuning(tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf),
     "mpmath": Tuning(tol_ulps=2**6, h_log2=5, h_shrink_log2=2, resolution_log2=None, reach_fraction=2.0**-8),
-    "sympy": Tuning(tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf),
+    "sympy": Tuning(
+        tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf, wedge_log2=4
+    ),
 }
 #: Euler-check attempts per piece (see :attr:`Tuning.h_shrink_log2`).
 H_ROUNDS = 5
@@ -93,6 +103,17 @@ EXTRA_END_PIECES = 2 + 2 * len(SCALE_PROBES)
 FLOOR_CHARGE = 2.0**-20
 #: Homogeneity f(S x) = S f(x) is checked at the path's ends with S = 2^SCALE_LOG2 (biases).
 SCALE_LOG2 = 16
+
+
+def wedge_points(angle: float, wedge_log2: int | None) -> int:
+    """Points :meth:`_PathSearch.off_plane` asks on an interval of the path sweeping ``angle``
+    radians: ``ceil(angle 2^wedge_log2)``, at least 1 (one midpoint when ``wedge_log2`` is None)."""
+    return 1 if wedge_log2 is None else max(1, int(np.ceil(angle * 2.0**wedge_log2)))
+
+
+#: The most points one interval's probe asks in any arithmetic (the path sweeps pi radians in all:
+#: 51 at 2^-4), read by :func:`~attnproof.theorems.transformer.ffn.ffn_query_bound`.
+WEDGE_POINTS = max(wedge_points(np.pi, t.wedge_log2) for t in TUNING.values())
 
 
 def tuning(arith: Arith) -> Tuning:
@@ -125,6 +146,29 @@ def kink_parameter(J: np.ndarray, X0: np.ndarray, direction: np.ndarray) -> Any:
     return -(J @ X0) / (J @ direction)
 
 
+def check_parameters(a: np.ndarray, b: np.ndarray, checks: int) -> list[float]:
+    """``checks`` parameters t of the segment ``a + t (b - a)`` whose points are evenly spaced in
+    *angle* (at ``(k + 1/2) / checks`` of the angle alpha between a and b; float64, no query).
+
+    By the sine rule, the ray at angle phi from a meets the segment at
+    ``t = |a| sin phi / (|a| sin phi + |b| sin(alpha - phi))``.  Even spacing in t is not enough:
+    a segment passing near 0 (V almost parallel to U but shorter) sweeps most of its angle, and
+    crosses most hyperplanes, in a short stretch of t (issue 23: the 4 kinks of an exact FFN
+    within t in [0.170, 0.177], a zero-sum group between no two of 16 check points).  Where a
+    and b are (anti)parallel (d = 1) the spacing in t stays.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    fractions = [(2 * k + 1) / (2 * checks) for k in range(checks)]
+    cos = float(np.clip(a @ b / (na * nb), -1.0, 1.0)) if na and nb else 1.0
+    alpha = float(np.arccos(cos))
+    if not 1e-6 < alpha < np.pi - 1e-6:
+        return fractions
+    return [
+        na * np.sin(q * alpha) / (na * np.sin(q * alpha) + nb * np.sin((1 - q) * alpha)) for q in fractions
+    ]
+
+
 class _OnHyperplane(Exception):
     """Internal: a gradient was asked at a point on a hyperplane (the caller moves it)."""
 
@@ -154,7 +198,9 @@ class _Ledger:
     within their errors; ``polished`` the regions re-measured at their centres (their
     queries are among ``pieces``, ``retries`` and ``values``), ``confirmed`` the queries of the
     polish's confirmation of its kinks (among ``values`` and ``pairs``), ``remeasured`` the
-    pieces at the ends of kink-free intervals measured again by the polish (among ``pieces``).
+    pieces at the ends of kink-free intervals measured again by the polish (among ``pieces``),
+    ``wedges`` the points probing an interval before it is dropped as kink-free in exact
+    arithmetic (:meth:`_PathSearch.off_plane`, among ``values``).
     """
 
     pieces: int = 0
@@ -170,6 +216,7 @@ class _Ledger:
     confirmed: int = 0
     remeasured: int = 0
     kink_free: int = 0
+    wedges: int = 0
 
     def total(self, d: int) -> int:
         return d * (self.pieces + self.retries) + self.values + 2 * self.pairs + self.checks + self.planes
@@ -212,6 +259,9 @@ class _PathSearch:
         self.hidden = 0.0
         #: the pieces (a, b) at the ends of those intervals, for the polish to measure again
         self.kink_free_pairs: list[tuple[_Piece, _Piece]] = []
+        #: the first path's ends U, V, -U (``diagnostics["path"]``: where the resolution of
+        #: :meth:`off_plane` is read)
+        self.ends: tuple[np.ndarray, ...] = ()
 
     def ask(self, X: np.ndarray) -> np.ndarray:
         """f at the rows of X (one-token queries, one batch)."""
@@ -511,16 +561,15 @@ class _PathSearch:
                 )
             y_split, s = None, None
             if self.same_gradient(pa, pb):
-                s = (sa + sb) / 2
-                x = X0 + s * direction
-                y_split = self.ask(x[None])[0]
-                self.ledger.values += 1
-                if self.fits(pa, x, y_split):
-                    # any jump left between them is below the resolution (0 in exact arithmetic):
+                hit = self.off_plane(pa, sa, sb, X0, direction, midpoint=True)
+                if hit is None:
+                    # any jump left between them is below the resolution (exact arithmetic: a
+                    # zero-sum group the path crosses within 2^-wedge_log2 radians at most):
                     # at most |G_b - G_a| + the two gradients' errors, per entry
                     self.take_as_kink_free(pa, pb)
                     self.ledger.kink_free += 1
                     continue  # one linear function on the whole interval: no kink
+                s, y_split = hit
             else:
                 J = pb.G - pa.G
                 s = self._intersection(J, X0, direction, sa, sb, pa.err + pb.err)
@@ -528,8 +577,13 @@ class _PathSearch:
                     tested.add((s, id(pa), id(pb)))
                     status, y_split = self._confirm(pa, pb, X0 + s * direction, (sb - sa) * direction)
                     if status == "kink":
-                        kinks.append((J, direction, pa.err + pb.err))
-                        continue
+                        # exact arithmetic: a zero-sum group beside x* passes the confirmation too
+                        hit = self.off_plane(pa, sa, s, X0, direction)
+                        hit = hit or self.off_plane(pb, s, sb, X0, direction)
+                        if hit is None:
+                            kinks.append((J, direction, pa.err + pb.err))
+                            continue
+                        (s, y_split), status = hit, "split"
                     inside = sa < s < sb
                     if inside and status == "far":
                         # the pieces' errors over their distance to x* need a pair reaching too
@@ -540,10 +594,11 @@ class _PathSearch:
                         self._split(stack, X0, direction, (sa, pa, middle, sb, pb), None, toward=s)
                         continue
                     if inside and status in ("in_a", "in_b"):  # x* lies in pa's (pb's) own region
-                        self.ledger.regions_skipped += 1
-                        stack.append((s, pa, sb, pb) if status == "in_a" else (sa, pa, s, pb))
-                        continue
-                    if not (inside and status == "split"):
+                        hit = self._skip(stack, (sa, pa, s, sb, pb), status == "in_a", X0, direction)
+                        if hit is None:
+                            continue
+                        s, y_split = hit
+                    elif not (inside and status == "split"):
                         s = None
                 else:
                     s = None
@@ -567,11 +622,65 @@ class _PathSearch:
                     self.ledger.values += 1
                     ra, rb = self.misfit(pa, x, y_split), self.misfit(pb, x, y_split)
                     if min(ra, rb) <= 1:  # on pa's plane or pb's: the closer fit decides
-                        self.ledger.regions_skipped += 1
-                        stack.append((s, pa, sb, pb) if ra < rb else (sa, pa, s, pb))
-                        continue
+                        hit = self._skip(stack, (sa, pa, s, sb, pb), ra < rb, X0, direction)
+                        if hit is None:
+                            continue
+                        s, y_split = hit
             self._split(stack, X0, direction, (sa, pa, s, sb, pb), y_split)
         return kinks
+
+    def _skip(
+        self, stack: list, interval: tuple, in_a: bool, X0: np.ndarray, direction: np.ndarray
+    ) -> tuple[Any, Any] | None:
+        """Drop the part of ``interval = (sa, pa, s, sb, pb)`` between s (a point on pa's plane
+        when ``in_a``, else on pb's) and that piece, and push the rest; or, when a probe of the
+        dropped part (:meth:`off_plane`, exact arithmetic) answers off that plane, push nothing
+        and return that point ``(s', f(x(s')))`` for the caller to split the whole interval at."""
+        sa, pa, s, sb, pb = interval
+        hit = self.off_plane(pa, sa, s, X0, direction) if in_a else self.off_plane(pb, s, sb, X0, direction)
+        if hit is None:
+            self.ledger.regions_skipped += 1
+            stack.append((s, pa, sb, pb) if in_a else (sa, pa, s, pb))
+        return hit
+
+    def off_plane(
+        self, q: _Piece, lo: Any, hi: Any, X0: np.ndarray, direction: np.ndarray, midpoint: bool = False
+    ) -> tuple[Any, Any] | None:
+        """The first probe of the path's interval ``[lo, hi]`` whose answer is off q's plane
+        (:meth:`fits`), ``(s, f(X0 + s dir))``, or None, before the interval is dropped as
+        kink-free (its ends on q's plane: pieces of one gradient, or a point on q's plane).
+
+        Two pieces of one gradient may have a group of kinks between them whose jumps sum to
+        zero (``sec4.1/zero-sum-flip``): f minus q's plane is then a bump supported between the
+        group's first and last kink, 0 at both ends with its gradient, nonzero inside (but for
+        isolated rays): only a probe inside sees it (issue 23: a zero-sum triple in two 8.1
+        degree wedges, d = 2, taken as kink-free from a midpoint outside them, 1 hyperplane of 4
+        returned SILENTLY).  Exact arithmetic (:attr:`Tuning.wedge_log2`): ``k = ceil(alpha
+        2^wedge_log2)`` probes evenly spaced in angle (:func:`check_parameters`; alpha the angle
+        the interval sweeps, seen from 0), at most ``2^-wedge_log2`` radians apart and half that
+        from the ends, so a group the path crosses over a wider angle holds one (counted:
+        ``ledger.values`` and ``ledger.wedges``).  Floating point: the midpoint when
+        ``midpoint`` (pieces of one gradient, within their errors), else no probe.
+        """
+        arith, bits = self.arith, self.tuning.wedge_log2
+        if (bits is None and not midpoint) or lo == hi:
+            return None
+        a, b = X0 + lo * direction, X0 + hi * direction
+        if bits is None:
+            params = [(lo + hi) / 2]
+        else:
+            af, bf = arith.to_float(a), arith.to_float(b)
+            cos = float(af @ bf) / float(np.linalg.norm(af) * np.linalg.norm(bf))
+            k = wedge_points(float(np.arccos(np.clip(cos, -1.0, 1.0))), bits)
+            params = [lo + t * (hi - lo) for t in arith.asarray(check_parameters(af, bf, k))]
+            self.ledger.wedges += k
+        X = np.array([X0 + t * direction for t in params])
+        answers = self.ask(X)
+        self.ledger.values += len(params)
+        for t, x, y in zip(params, X, answers):
+            if not self.fits(q, x, y):
+                return t, y
+        return None
 
     def _split(
         self, stack: list, X0: np.ndarray, direction: np.ndarray, interval: tuple, y: Any, toward: Any = None
@@ -597,6 +706,12 @@ class _PathSearch:
             # p lies in pa's (pb's) region; opened towards a kink at s* (``toward``), it stands
             # for that piece when its prediction at s* is the more certain (error times distance)
             self.ledger.duplicate_pieces += 1
+            if self.tuning.wedge_log2 is not None:
+                # exact arithmetic: the half between p and the piece it duplicates may hold a
+                # zero-sum group; it is searched as an interval of one gradient (probed before
+                # it is dropped, :meth:`off_plane`)
+                stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
+                return
             # the half between p and the piece it duplicates is dropped: any jump there is below
             # the resolution, booked as for an interval taken as kink-free (a 1e-7 kink beside a
             # zero-sum triple's was dropped unbooked, thorough profile)

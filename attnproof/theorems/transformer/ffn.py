@@ -16,7 +16,8 @@ from ...oracles import ValueOracle
 from ...prelude import check_arith, check_count, check_rng, check_tolerance
 from ...verify.registry import LEARNERS, learner
 from ._path_search import (
-    EXTRA_END_PIECES, H_ROUNDS, NUDGES, _Ledger, _OnHyperplane, _PathSearch, _Piece, kink_parameter,
+    EXTRA_END_PIECES, H_ROUNDS, NUDGES, WEDGE_POINTS, _Ledger, _OnHyperplane, _PathSearch, _Piece,
+    check_parameters, kink_parameter,
 )
 
 #: Check points per segment of the path, asked after each reconstruction (counted beside the formula).
@@ -81,7 +82,9 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
 
     Three end pieces (and EXTRA_END_PIECES when an end is refused before the units' scale is
     known), REDRAWS more for V, and the scale check, then per search step at most: a value, a
-    confirmation pair, a bisection value, and NUDGES split points of three pieces each (plain,
+    confirmation pair, a bisection value, two probes of an interval before it is dropped as
+    kink-free (WEDGE_POINTS each: :meth:`._path_search._PathSearch.off_plane`, exact arithmetic;
+    one midpoint in floating point), and NUDGES split points of three pieces each (plain,
     and stepping each way along the jump's signs: :meth:`._path_search._PathSearch._opened`),
     each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
@@ -97,7 +100,8 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     polish = piece + steps * (piece + 3 + 2 * (d - 1)) + (steps + 3 + CHECK_ROUNDS) * piece
     paths = CHECK_ROUNDS * (1 + NUDGES) * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
     return (1 + restarts) * (
-        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths + steps * (1 + 2 + 1 + NUDGES * 3 * piece)
+        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths
+        + steps * (1 + 2 + 1 + 2 * WEDGE_POINTS + NUDGES * 3 * piece)
     )
 
 
@@ -338,10 +342,12 @@ def learn_ffn(
     FFNRecovery
         The canonical form, the queries used and diagnostics (``L``, the query ``ledger``,
         ``queries_formula`` = (L + 1)(d + 1) + 3 L + 4, ``reasked_queries``, ``restarts``,
-        ``error_bound``, and ``unpolished_bound``, the search's bound, when the polish was kept).
+        ``error_bound``, and ``unpolished_bound``, the search's bound, when the polish was kept;
+        ``path``, the ends U, V, -U of the answering attempt's first path, as floats).
         The guarantee is ``|f_hat(x) - f(x)| <= error_bound |x|_inf``; what it says of each kink
         (an isolated heavy kink recovered, a light or crowded one possibly merged or dropped) is
-        :meth:`FFNRecovery.kink_check`.
+        :meth:`FFNRecovery.kink_check`.  In exact arithmetic f_hat is f, within the resolution
+        of the Notes.
 
     Raises
     ------
@@ -359,6 +365,35 @@ def learn_ffn(
         recovered network, or f breaks homogeneity by no more than the rounding of units of
         gradient ~1 (rounding noise of units cancelling to f ~ 0 cannot be told from biases below
         the resolution; numeric arithmetics).
+
+    Notes
+    -----
+    Resolution in exact arithmetic (sympy).  Kinks whose jumps sum to zero between two points of
+    a segment of the path (a zero-sum group, ``sec4.1/zero-sum-flip``) leave f on one plane at
+    both points, with that plane's gradient: f differs from it only between the group's first
+    and last kink, and only a query there can see it (values and gradients at the ends agree
+    with "no kink"; no finite set of queries sees arbitrarily thin wedges).  Every interval the
+    search would drop as kink-free (its ends on one plane) is first probed at points evenly
+    spaced in angle seen from 0, at most ``2^-4`` radians (3.6 degrees) apart and half that from
+    its ends (:meth:`._path_search._PathSearch.off_plane`, :attr:`._path_search.Tuning.wedge_log2`).
+    So f_hat = f exactly, or a typed error is raised, whenever every run of kinks consecutive on
+    one segment of the path ``diagnostics["path"]`` whose jumps sum to zero spans more than
+    2^-4 radians there (angle from 0 between its first and last kink), with probability 1 over
+    the random path (a probe on one of the finitely many rays where the group's difference
+    vanishes).  In d = 2 the path sweeps half the circle and its angles are the lines' own: the
+    condition reads on f alone: every set of lines consecutive in angle whose terms
+    ``c_j |n_j^T x| / 2`` cancel outside the wedge they span is wider than 3.6 degrees.  A
+    narrower group may be missed SILENTLY: f_hat is then f less its terms
+    (the check points and further paths find it only by chance; NonIdentifiableError when
+    nothing else is left).  Cost: ``ceil(2^4 alpha)``
+    probes before an interval sweeping alpha radians is dropped (``ledger["wedges"]``, among
+    ``values``, beyond the formula): the dropped intervals of a path are disjoint and the path
+    sweeps pi radians, so at most ``2^4 pi + D`` for D dropped intervals, plus a probe's worth
+    on each interval where a probe finds a group (measured on a d = 2 FFN with 4 hyperplanes,
+    seeds 0-7: 76-112 probes, 158-207 queries against 119-127 before where it was found).  In
+    floating point an interval between pieces of one gradient
+    (within their errors) is probed at its midpoint only; a zero-sum group there is left to the
+    check points (``checks``).
 
     Examples
     --------
@@ -452,7 +487,7 @@ def _learn_ffn_once(
             kinks = [] if search.same_gradient(pU, pW) else [(pW.G - pU.G, -U, pU.err + pW.err)]
         else:
             kinks = search.segment(pU, pV) + search.segment(pV, pW)
-        ends = (U, V, -U)
+        ends = search.ends = (U, V, -U)
         # after the search: its tolerances then know the largest gradient on the path, the scale
         # of the oracle's rounding even where units cancel at U (issue 23 item 7)
         search.scale_check(pU, pW)
@@ -571,6 +606,7 @@ def _assemble(
     L = N.shape[0]
     info: dict[str, Any] = {
         "L": L, "steps": search.steps, "resolution": float(search.rho), "paths": search.paths,
+        "path": [[float(t) for t in arith.to_float(e)] for e in search.ends],
     }
     rec = FFNRecovery(u, N, c, 0, arith.name, info)
     if not arith.exact:
@@ -951,31 +987,10 @@ def _check_nonzero(rec: FFNRecovery, arith: Arith) -> None:
     if rec.L == 0 and all(arith.is_zero(t) for t in rec.u):
         raise NonIdentifiableError(
             "f is identically 0 (every region has gradient 0): there is no FFN to learn, and a "
-            "Transformer with this FFN answers 0 to every query, so its W* is not identifiable"
+            "Transformer with this FFN answers 0 to every query, so its W* is not identifiable (or every "
+            "kink of f lies in a zero-sum group the path crossed within the search's resolution: see "
+            "learn_ffn's Notes)"
         )
-
-
-def check_parameters(a: np.ndarray, b: np.ndarray, checks: int) -> list[float]:
-    """``checks`` parameters t of the segment ``a + t (b - a)`` whose points are evenly spaced in
-    *angle* (at ``(k + 1/2) / checks`` of the angle alpha between a and b; float64, no query).
-
-    By the sine rule, the ray at angle phi from a meets the segment at
-    ``t = |a| sin phi / (|a| sin phi + |b| sin(alpha - phi))``.  Even spacing in t is not enough:
-    a segment passing near 0 (V almost parallel to U but shorter) sweeps most of its angle, and
-    crosses most hyperplanes, in a short stretch of t (issue 23: the 4 kinks of an exact FFN
-    within t in [0.170, 0.177], a zero-sum group between no two of 16 check points).  Where a
-    and b are (anti)parallel (d = 1) the spacing in t stays.
-    """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    fractions = [(2 * k + 1) / (2 * checks) for k in range(checks)]
-    cos = float(np.clip(a @ b / (na * nb), -1.0, 1.0)) if na and nb else 1.0
-    alpha = float(np.arccos(cos))
-    if not 1e-6 < alpha < np.pi - 1e-6:
-        return fractions
-    return [
-        na * np.sin(q * alpha) / (na * np.sin(q * alpha) + nb * np.sin((1 - q) * alpha)) for q in fractions
-    ]
 
 
 def _plane_points(rec: FFNRecovery, search: _PathSearch, ends: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -1020,7 +1035,11 @@ def _first_contradiction(
     A group of kinks whose jumps sum to zero between two pieces of the path leaves both pieces,
     and every answer on their planes, unchanged (``sec4.1/zero-sum-flip``); f_hat is wrong on the
     path only between the group's first and last kink, so a group spanning more than 1 / checks
-    of a segment's angle holds a check point."""
+    of a segment's angle (up to pi / checks radians) holds a check point.  In exact arithmetic
+    the search has already probed every interval it dropped at ``2^-4`` radians
+    (:meth:`._path_search._PathSearch.off_plane`): these checks are a second chance for a
+    narrower group only (found only when one lies inside it), and for the last path's
+    reconstruction after a further one."""
     arith = search.arith
     if checks:
         grid = []
