@@ -389,6 +389,16 @@ def test_polish_recovers_45_bits_within_the_bound(d, m):
         assert row["queries"] == row["queries_formula"] + row["reasked_queries"]
 
 
+def test_the_exact_searchs_wedge_probes_are_designed_queries_not_re_asks():
+    """The exact search's probes of an interval before it is dropped as kink-free
+    (``ledger["wedges"]``) are planned queries: the row reports them among ``designed_queries``,
+    so the CLI's line does not call them re-asks (on this target every extra is designed)."""
+    row = run_ffn(2, arith="sympy", seed=0)
+    ledger = row["diagnostics"]["ledger"]
+    assert ledger["wedges"] > 0
+    assert row["designed_queries"] == row["queries"] - row["queries_formula"]
+
+
 def test_polish_off_asks_d_plus_1_fewer_queries_a_region():
     """``polish=False``: the search's network, with the same hyperplanes, (L + 1)(d + 1) queries
     fewer (the re-measured regions) and (3 + 2 (d - 1)) L fewer (the polish's confirmation of each
