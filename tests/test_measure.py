@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 
 import mpmath
 import numpy as np
@@ -88,9 +87,9 @@ def test_buffered_probe_batch_equals_the_documented_tokens(d, seed, shape, basis
     kk = {"column": rng.integers(0, d, n), "row": fixed, "scattered": free}[shape]
     ll = {"column": fixed, "row": free, "scattered": rng.integers(0, d, n)}[shape]
     s = np.full(n, 2.0**e)
-    cores, least = ((lambda: 2), 1) if threads else (os.cpu_count, measure._PARALLEL_ENTRIES)
+    cores, least = ((lambda: 2), 1) if threads else (measure._cores, measure._PARALLEL_ENTRIES)
     with unittest.mock.patch.object(measure, "_PARALLEL_ENTRIES", least):
-        with unittest.mock.patch.object(measure.os, "cpu_count", cores):
+        with unittest.mock.patch.object(measure, "_cores", cores):
             buffered = probe_batch(probes, kk, ll, s, np.full((n + 3, 2, d), np.nan)).copy()
     assert np.array_equal(buffered, probe_batch(probes, kk, ll, s))
     again = probe_batch(probes, kk, ll, s, np.zeros((n, 2, d)))  # the cached scaled copies, reused

@@ -829,11 +829,9 @@ def test_a_large_probe_batch_is_written_in_one_block_per_core(monkeypatch, cores
     8, at most one per row): ``min(cores, 8, B)`` blocks cutting 0..B evenly, every row in exactly
     one; one core: the whole batch in one block.  By hand: 4 cores, B = 8: four blocks of two rows;
     8 cores, B = 3: one row each."""
-    import os
-
     from attnproof import measure
 
-    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(measure, "_cores", lambda: cores)
     seen: list[tuple[int, int]] = []
     d = -(-measure._PARALLEL_ENTRIES // (2 * B))  # 2 B d >= _PARALLEL_ENTRIES: a large batch
     measure._in_blocks(lambda a, b: seen.append((a, b)), B, d)
