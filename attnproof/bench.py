@@ -404,7 +404,7 @@ def perf_jobs(size: str = "small", seed: int = 0) -> list[Job]:
     return jobs
 
 
-def _row_notes(row: dict[str, Any]) -> list[str]:
+def row_notes(row: dict[str, Any]) -> list[str]:
     """The rooms' words about a result row (part ``("rows", "note")``, as the CLI's line shows them):
     for a low-rank timing run the oracle's own cost per query against its flop count (issue 21)."""
     return [words for note in room.parts("rows", "note") if (words := note(row)) is not None]
@@ -417,7 +417,7 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     Keys: ``queries_over_floor`` (worst over the sweep's recovered runs, and that run),
     ``refused`` (the sweep's runs the learner refused with a typed error), ``learner_over_oracle``
     (per timing run, with the learner's time breakdown when it reports one and the rooms' ``notes``
-    on the run, :func:`_row_notes`: the oracle's cost per query and its flops), ``bits`` (the
+    on the run, :func:`row_notes`: the oracle's cost per query and its flops), ``bits`` (the
     timing run whose :class:`~attnproof.room.TimingRun` gives the bits),
     ``tightness`` (error_estimate / true error over the sweep: min and max;
     ``bound_over_error_max`` the rigorous bound's looseness), then one key per
@@ -438,7 +438,7 @@ def perf_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         {"learner": r["learner"], "d": r["d"], "rank": r.get("rank", r["d"]), "seconds": r["seconds"],
          "oracle_seconds": r["oracle_seconds"],
          "ratio": ratio_or_none(r["learner_seconds"], r["oracle_seconds"]),
-         "breakdown": r["diagnostics"].get("time"), "notes": _row_notes(r),
+         "breakdown": r["diagnostics"].get("time"), "notes": row_notes(r),
          "target": target["learner_over_oracle"],
          "met": r["learner_seconds"] <= target["learner_over_oracle"] * r["oracle_seconds"]}
         for r in timed
@@ -612,6 +612,7 @@ __all__ = [
     "bounds_jobs",
     "bounds_table",
     "jsonable",
+    "row_notes",
     "Job",
     "job_key",
     "read_results",

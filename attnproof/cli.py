@@ -165,6 +165,7 @@ def _describe(r: dict[str, Any]) -> str:
     keys the rooms show (parts ``("rows", "shown")`` and ``("rows", "error")`` of
     :mod:`attnproof.room`) as ``key=value``, and their words about it (part ``("rows", "note")``)."""
     from . import room
+    from .bench import row_notes
 
     head = [f"{r['learner']}", f"d={r['d']}"]
     head += [f"{k}={_fmt(r[k])}" for k in room.parts("rows", "shown") if k in r]
@@ -182,7 +183,7 @@ def _describe(r: dict[str, Any]) -> str:
     parts = [_queries(r), errors, bits]
     if r.get("error_bound") is not None:
         parts.append(f"bound {r['error_bound']:.2e} ({'held' if r['within_bound'] else 'VIOLATED'})")
-    parts += [words for note in room.parts("rows", "note") if (words := note(r)) is not None]
+    parts += row_notes(r)
     oracle = r["oracle_seconds"]
     learner = max(r["seconds"] - oracle, 0.0)
     ratio = f", learner/oracle {learner / oracle:.2f}" if oracle > 0 else ""
