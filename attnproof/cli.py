@@ -154,7 +154,8 @@ def _queries(r: dict[str, Any]) -> str:
         return f"{r['queries']} queries (formula {formula})"
     designed = min(r.get("designed_queries") or 0, extra)
     probes = ", probes of intervals dropped as kink-free" if r.get("arith") == "sympy" else ""
-    what = r.get("designed_what") or f"check points, points on each hyperplane, the polish's measurements{probes}"
+    what = r.get("designed_what") or (
+        f"check points, points on each hyperplane, the polish's measurements{probes}")
     parts = [f"{designed} designed: {what}"] * (designed > 0)
     if extra > designed:
         parts.append(f"{extra - designed} re-asks: probes asked again at a smaller scale when a logit "
