@@ -166,6 +166,11 @@ def _learn(heads, bases, arith=FLOAT64, **kw):
     return rec, oracle
 
 
+#: Two heads on the coordinate axes of R^2 (W = diag(1/4, 0) and diag(0, 1), v = -e_1 and -e_2).
+AXIS_HEADS = ([(np.diag([0.25, 0.0]), -np.eye(2)[0]), (np.diag([0.0, 1.0]), -np.eye(2)[1])],
+              [np.eye(2)[:, :1], np.eye(2)[:, 1:]])
+
+
 def _degenerate_target(d: int):
     """Like the thorough profile's draws (seed 20261126) that the certified learner refuses:
     coordinate bases (1 + (d - 1)), head 1 a W with one non-zero row and v = -e_1, head 2 with W = 0
@@ -180,6 +185,7 @@ def _degenerate_target(d: int):
 
 @given(mst.orthogonal_heads_targets(), st.sampled_from(["basis", "gaussian"]), st.integers(0, 2**16))
 @example(_degenerate_target(6), "basis", 0)  # certified: a rotation the identities cannot see: refused
+@example(AXIS_HEADS, "basis", 0)  # certified: refused before with a NaN bound (see the test below)
 def test_orthogonal_heads_float64_within_bound(target, probes, seed):
     """C.1 taken for the bases (certify=False): answered within the bound, with exactly the counted
     queries (only a head whose W is below float64's reach refuses).  Certified (the default):
@@ -202,6 +208,21 @@ def test_orthogonal_heads_float64_within_bound(target, probes, seed):
         s = score_heads(rec, heads, FLOAT64)
         assert s["err_W"] <= rec.diagnostics["error_bound"]
         assert s["err_v"] <= 1e-12 * max(np.abs(v).max() for _, v in heads)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("probes, seed", [("basis", 0), ("basis", 1), ("gaussian", 0)])
+def test_certified_heads_on_coordinate_axes_answer(probes, seed):
+    """Thorough profile (--hypothesis-seed 271126): two heads on the coordinate axes of R^2, C.1
+    exact, every identity's residual exactly 0, so the measured rotation k_hat = 0.  The curvature
+    step t = min(1, step / ||k_hat||) was 0 there and the re-run's curvature divided by it: 0 / 0,
+    a NaN bound, and the certified learner refused a target it resolves to 1e-15 ("the bound ...
+    is nan").  With k_hat = 0 there is no rotation to bend over (t = 1: no curvature term)."""
+    heads, bases = AXIS_HEADS
+    rec, oracle = _learn(heads, bases, probes=probes, rng=np.random.default_rng(seed), certify=True)
+    bound = rec.diagnostics["error_bound"]
+    assert np.isfinite(bound) and rec.queries == oracle.queries
+    assert score_heads(rec, heads, FLOAT64)["err_W"] <= bound
 
 
 def test_orthogonal_heads_exact_query_count_without_checks():

@@ -272,7 +272,7 @@ def rotation_terms(
     # response, not of its input rho_h (issue 23: 4e-6 measured where rho_h s ||k|| was 1e-8)
     norm_k = float(np.linalg.norm(k_hat))
     K_hat = sum((kj * K for kj, (_, _, K) in zip(k_hat, dirs)), np.zeros((len(Ef[0]), len(Ef[0]))))
-    t = min(1.0, _STEP_E / norm_k) if norm_k > 0 else 0.0
+    t = min(1.0, _STEP_E / norm_k) if norm_k > 0 else 1.0  # k_hat = 0: no rotation to bend over
     curvature = np.zeros((2, H))
     if t < 1.0:
         for k in range(H):
