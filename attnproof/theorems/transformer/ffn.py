@@ -1071,24 +1071,45 @@ def _union(
 ) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """``kinks`` and every kink of ``more`` on a hyperplane none of them is on: the normals
     ``n = J / lam`` agree to within their errors, and so do the jumps' sizes |lam| (exactly, in
-    exact arithmetic).
+    exact arithmetic); a kink of ``kinks`` that two kinks of ``more`` make up, one on its
+    hyperplane (up to their sizes), is a merge the further path resolved, and gives way to them.
 
     Crossing hyperplane j on any path changes the gradient by ``+-c_j n_j``
     (``sec4.1/canonical-from-jumps``): |lam| = |c_j| on every path.  The normals alone do not
     tell: a jump near its error (a tiny unit's) has a normal known to O(1) only, within the
     tolerance of any other (issue 23: a 7.8e-9 kink's, err 2.6e-9, taken for a unit kink's
-    hyperplane and dropped, f_hat SILENTLY 1.4e-9 |x| above its bound)."""
-    arith, union = search.arith, list(kinks)
-    for J, direction, err in more:
-        n, lam = normalize_normal(J, arith)
-        for J1, _, err1 in union:
-            n1, lam1 = normalize_normal(J1, arith)
-            tol = 4 * (err / abs(float(lam)) + err1 / abs(float(lam1))) + search.noise
-            size = err + err1 + search.noise * max(abs(float(lam)), abs(float(lam1)))
-            if all(arith.within(t, tol) for t in n - n1) and arith.within(abs(lam) - abs(lam1), size):
-                break
-        else:
-            union.append((J, direction, err))
+    hyperplane and dropped, f_hat SILENTLY 1.4e-9 |x| above its bound).  A jump ``K + T`` of two
+    kinks the first path merged has K's normal to ``|T| / |K|`` and not its size: kept beside the
+    K and T a further path finds apart, f_hat counted K twice (issue 23: a 1e-8 unit's kink merged
+    with a unit one's, L = 3 for 2, every further path contradicted, refused).  The sum's other
+    part must be a kink found too, so a zero-sum group's third kink (three hyperplanes) stays."""
+    arith = search.arith
+
+    def same_normal(a: tuple, b: tuple) -> bool:
+        (n, lam), (n1, lam1) = normalize_normal(a[0], arith), normalize_normal(b[0], arith)
+        tol = 4 * (a[2] / abs(float(lam)) + b[2] / abs(float(lam1))) + search.noise
+        return all(arith.within(t, tol) for t in n - n1)
+
+    def same_size(a: tuple, b: tuple) -> bool:
+        lam, lam1 = normalize_normal(a[0], arith)[1], normalize_normal(b[0], arith)[1]
+        size = a[2] + b[2] + search.noise * max(abs(float(lam)), abs(float(lam1)))
+        return bool(arith.within(abs(lam) - abs(lam1), size))
+
+    def resolved(old: tuple) -> bool:  # old = +-K +- T, K on its hyperplane, T another kink of more
+        for K in (k for k in more if same_normal(old, k)):
+            for T in (k for k in more if k is not K):
+                tol = old[2] + K[2] + T[2] + search.noise * float(arith.abs_max(old[0]))
+                if any(
+                    all(arith.within(t, tol) for t in old[0] - sk * K[0] - st * T[0])
+                    for sk in (1, -1) for st in (1, -1)
+                ):
+                    return True
+        return False
+
+    union = [k for k in kinks if not resolved(k)]
+    for kink in more:
+        if not any(same_normal(kink, k) and same_size(kink, k) for k in union):
+            union.append(kink)
     return union
 
 
