@@ -181,7 +181,8 @@ def test_union_replaces_a_merge_a_further_path_resolved():
     union = _union([merged], [(K, direction, 3.5e-9), (T, direction, 3.5e-9)], search)
     assert len(union) == 2 and all(J is not merged[0] for J, _, _ in union)
     J1, J2 = np.array([1.0, 0.0, 0.5]), np.array([0.0, 1.0, -0.25])
-    assert len(_union([(J1 + J2, direction, 1e-9)], [(J1, direction, 1e-9), (J2, direction, 1e-9)], search)) == 3
+    group = [(J1, direction, 1e-9), (J2, direction, 1e-9)]
+    assert len(_union([(J1 + J2, direction, 1e-9)], group, search)) == 3
 
 
 def test_a_fallback_contradicted_by_a_later_attempt_is_refused():

@@ -720,12 +720,11 @@ def _polish(
     about 2^6 times less error; the last, -U's, at -c with U's c, h and the steps mirrored, so
     that ``u = G(c) + G(-c)`` is exact whatever kink the hyperplanes miss), then u and the jumps
     are assembled again exactly as from the search's pieces (``sec4.1/canonical-from-jumps``).
-    The result is kept only when every
-    region gave its gradient, every jump is above its errors and confirmed at their grade
-    (:func:`_confirmed_at_polish_grade`, which may split a kink the search merged: one piece
-    more, one hyperplane more), its a-posteriori bound is smaller and every answer seen agrees with it; otherwise the search's
-    network stands (the queries counted).  Nothing is re-measured when the search's gradients
-    carry no error (exact arithmetic).
+    The result is kept only when every region gave its gradient, every jump is above its errors
+    and confirmed at their grade (:func:`_confirmed_at_polish_grade`, which may split a kink the
+    search merged: one piece more, one hyperplane more), its a-posteriori bound is smaller and
+    every answer seen agrees with it; otherwise the search's network stands (the queries counted).
+    Nothing is re-measured when the search's gradients carry no error (exact arithmetic).
 
     Returns
     -------
