@@ -216,7 +216,10 @@ def test_ffn_polish_splits_a_kink_the_search_merged(monkeypatch):
 #: Tried (helper tinyodd): steps e_i - (J_i / J^T n) n +- 2^-4 n (along J's hyperplane, tilted
 #: to either side) probe those wedges and contradict all three; as further paths they cost +25 %
 #: queries on 150 random tiny-odd draws and refused one (seed 19333), as a rejection of the
-#: polish alone they break FIXED_TF_FLOAT's 3.6e-9 kink (found only by the further path).
+#: polish alone they break FIXED_TF_FLOAT's 3.6e-9 kink (found only by the further path); beside
+#: the present points, rejecting the polish only, they hold all three and the 150 draws (one
+#: correct split rejected, seed 5758) at 2 (d - 1) queries a kink more: +27.5 % on the 90 random
+#: bench targets (d, m in {4, 8, 16}, seeds 0-4, naive and faithful), no bound changed there.
 #:
 #: * (a survey of 150 random draws of TINY_ODD, numpy seed 1) d = 4, two even pairs beside a
 #:   2.2e-11 unit (|T|_1 = 1.2e-10), |T^T x*| = 3.2e-13: L = 2 of 3, 94 queries, 2.8e-11 |x| off
