@@ -168,6 +168,23 @@ def test_union_needs_the_same_jump_size_on_a_hyperplane():
     assert len(_union([unit], [again, tiny], search)) == 2
 
 
+def test_union_replaces_a_merge_a_further_path_resolved():
+    """A first path's jump K + T (a 1.6e-8 kink merged with a unit one's: its normal K's to
+    |T| / |K|, its size not, as in OPEN_TINY_ODD's former case) beside a further path's K and T
+    found apart: the merge gives way to them (kept, f_hat counted K twice: L = 3 for 2).  A
+    zero-sum group's third kink J_1 + J_2 (its own hyperplane) stays beside J_1 and J_2."""
+    search = _PathSearch(Session(ValueOracle(ReluFFN(np.eye(3), np.ones(3))), FLOAT64), np.ones(3), 0.0, 1)
+    direction = np.ones(3)
+    K = np.array([3.94992142, -7.65049499, -1.94450401])
+    T = np.array([9.36254757e-09, 1.49801043e-08, 1.61589141e-08])
+    merged = (K + T, direction, 5.07e-9)
+    union = _union([merged], [(K, direction, 3.5e-9), (T, direction, 3.5e-9)], search)
+    assert len(union) == 2 and all(J is not merged[0] for J, _, _ in union)
+    J1, J2 = np.array([1.0, 0.0, 0.5]), np.array([0.0, 1.0, -0.25])
+    group = [(J1, direction, 1e-9), (J2, direction, 1e-9)]
+    assert len(_union([(J1 + J2, direction, 1e-9)], group, search)) == 3
+
+
 def test_a_fallback_contradicted_by_a_later_attempt_is_refused():
     """The network every attempt fell back to is held to every attempt's answers: one answer off
     by more than its bound and tolerance is a typed refusal; within them it stands."""
