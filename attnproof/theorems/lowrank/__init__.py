@@ -777,10 +777,9 @@ def learn_skeleton(
     d = oracle.d
     if not (isinstance(rank, (int, np.integer)) and not isinstance(rank, bool) and 0 <= rank <= d):
         raise InvalidInputError(f"rank must be an integer in [0, d = {d}]; got {rank!r}")
-    if not (isinstance(checks, (int, np.integer)) and not isinstance(checks, bool) and 0 <= checks <= d):
-        raise InvalidInputError(f"checks must be an integer in [0, d = {d}]; got {checks!r}")
-    if not (isinstance(exchanges, (int, np.integer)) and not isinstance(exchanges, bool) and 0 <= exchanges <= d):
-        raise InvalidInputError(f"exchanges must be an integer in [0, d = {d}]; got {exchanges!r}")
+    for name, value in (("checks", checks), ("exchanges", exchanges)):
+        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value <= d):
+            raise InvalidInputError(f"{name} must be an integer in [0, d = {d}]; got {value!r}")
     session = BilinearSession(oracle, arith, policy or ScalePolicy(), max_batch_bytes,
                               learner=LEARNERS["skeleton"])
     session.diagnostics.update(learner="skeleton", rank_declared=int(rank))
