@@ -146,4 +146,28 @@ def test_exact_arithmetic_makes_no_exchange_and_bad_counts_are_refused():
     assert rec.queries == 3 + 1 * (2 * 3 - 1) and "exchanged_columns" not in rec.diagnostics
     for bad in (-1, 4, 1.5, True):
         with pytest.raises(InvalidInputError, match="exchanges"):
-            learn_skeleton(ValueOracle(model), rank=1, rng=np.random.default_rng(0), arith=SYMPY, exchanges=bad)
+            learn_skeleton(ValueOracle(model), rank=1, rng=np.random.default_rng(0), arith=SYMPY,
+                           exchanges=bad)
+
+
+#: Found by the thorough profile on test_exchanges_on_adversarial_factors, the same on main without
+#: exchanges (the cross stops below the declared rank, where no exchange is made): W* = e_0 e_8^T +
+#: e_1 e_2^T + e_2 e_3^T (rank 3, declared 4), v* = -e_0, d = 9, seed 0.  The cross stops at rank 2 on
+#: a column whose residual is exactly 0; the stop's check sees the third rank (residual 0.95) and
+#: resumes at rank_tol 0, but the resumed cross retraces the same pivots to the same zero column, and
+#: the second check charges 21.6 against ||W*||_F = 1.73 (error 1.39): refused, not silent, yet the
+#: statement of test_skeleton_on_adversarial_factors (only a W* below float64's resolution refuses)
+#: is false here.  Open: a resume that pivots on the column the check's mixes saw.
+BLIND_STOP_TARGET = ([(0, 8), (1, 2), (2, 3)], 9, 4)
+
+
+@pytest.mark.xfail(strict=True, raises=PrecisionLossError, reason=(
+    "open: a rank-3 W* declared 4 whose stop column reads an exact zero residual; the resumed cross "
+    "retraces the same pivots and the stop check's charge refuses a unit-size target"
+))
+def test_open_a_blind_stop_column_refuses_a_unit_target():
+    ones, d, r = BLIND_STOP_TARGET
+    W, v = np.zeros((d, d)), -np.eye(d)[0]
+    W[tuple(np.array(ones).T)] = 1.0
+    rec = learn_skeleton(ValueOracle(Attention(W, v)), rank=r, rng=np.random.default_rng(0))
+    assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound
