@@ -212,9 +212,10 @@ def exchange_columns(cross: Cross, arith: Arith, exchanges: int) -> list[int] | 
     the rows' by ``X = C U^{-1}`` (:func:`_cross_error`).  For an exact rank r, ``M = Uc S Vr^T``,
     ``X = Uc Uc[I]^{-1}`` depends on the rows I alone and ``Y = Vr[J]^{-T} Vr^T`` on the columns J
     alone.  The partial pivoting of :func:`cross_approximation` picks each row as its column's
-    largest residual (X stays small: ||X||_2 ~ 10-75 at d = 256-4096), but each column from the last
-    row's residual before the next row is known, and ``Vr[J]`` can be nearly singular (``||Y||_2`` =
-    4e3-5e4 at d = 4096, r = 128).  Here R's columns ARE Vr's rows up to ``U``: the iteration swaps
+    largest residual (X stays small: ||X||_2 ~ 10-75 at d = 256-4096, no |X| above 2 at d = 256 and 1024),
+    but each column from the last row's residual before the next row is known, and ``Vr[J]`` can be
+    nearly singular (``||Y||_2`` = 4e3-5e4 at d = 4096, r = 128; exact skeletons and one run).
+    Here R's columns ARE Vr's rows up to ``U``: the iteration swaps
     J_a for the column l off J with the largest ``|Y_{a l}|`` while it exceeds EXCHANGE_THRESHOLD
     (|det U| grows by that factor at each swap, so it ends), recomputing Y from R at each step.
     Returns J' (J_a replaced in place), or None when no swap is made.  Each column new to J costs
@@ -759,8 +760,9 @@ def learn_skeleton(
         arithmetic only, 0 <= exchanges <= d): :func:`exchange_columns`' maxvol on the measured rows
         (no query) picks columns that keep ``Y = U^{-1} R`` small, which the error bound carries
         (:func:`_cross_error`: ``||Y||_2`` from 4e3-9e3 to 100-600 at d = 4096, r = 128 with 2-4
-        exchanges); each new column costs d - r counted queries (``designed_queries``), and the
-        cross is then taken again on the new pivots (no other query).  0: at the floor.
+        exchanges, simulated on exact skeletons; faithful seed 1: bound / error 2581 -> 1244 with 4,
+        15872 queries, 1.5 %); each new column costs d - r counted queries (``designed_queries``),
+        and the cross is then taken again on the new pivots (no other query).  0: at the floor.
 
     Examples
     --------
