@@ -50,11 +50,14 @@ class SkeletonOptions(RankOptions):
     """Options of ``skeleton`` (Thm 5.1 at the floor): the rank it is told, and check queries."""
 
     checks: int = option(default_of(learn_skeleton, "checks"), low=0, help="extra check queries (<= d)")
+    exchanges: int = option(default_of(learn_skeleton, "exchanges"), low=0,
+                            help="maxvol pivot-column exchanges (<= d), d - r counted queries each")
 
     def check(self, d: int) -> None:
         super().check(d)
-        if self.checks > d:
-            raise InvalidInputError(f"option checks: must be <= d = {d}; got {self.checks}")
+        for name in ("checks", "exchanges"):
+            if getattr(self, name) > d:
+                raise InvalidInputError(f"option {name}: must be <= d = {d}; got {getattr(self, name)}")
 
 
 @dataclass(frozen=True)
@@ -88,11 +91,13 @@ def run_lowrank(
     m: int | None = CvxOptions.m,
     checks: int = SkeletonOptions.checks,
     answers: str = RankOptions.answers,
+    exchanges: int = SkeletonOptions.exchanges,
 ) -> dict[str, Any]:
     """Recover a factored rank-r target with ``skeleton``, ``skeleton-adaptive`` or ``lowrank-cvx``.
 
     ``m`` (cvx only) defaults to 3 r (2d - r) measurements.  ``answers``: the model's evaluation
-    (:class:`~attnproof.models.Rounding`), which the oracle declares and the bounds read.  Keys as
+    (:class:`~attnproof.models.Rounding`), which the oracle declares and the bounds read.
+    ``exchanges`` (skeleton only): its maxvol pivot-column exchanges.  Keys as
     :func:`~attnproof.theorems.exact.runner.run_exact`, plus ``rank``, ``learner``,
     ``floor_queries`` = d + r(2d - r), ``designed_queries`` (the skeletons' checks of a stop below
     the declared rank, counted extras) and ``designed_what``, and the oracle's own cost:
@@ -107,7 +112,7 @@ def run_lowrank(
     oracle = ValueOracle(model)
     t0 = time.perf_counter()
     if learner == "skeleton":
-        rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks)
+        rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks, exchanges=exchanges)
     elif learner == "skeleton-adaptive":
         rec = learn_skeleton_adaptive(oracle, rng=rng, arith=arith)
     elif learner == "lowrank-cvx":
@@ -118,7 +123,9 @@ def run_lowrank(
     return result_row(learner, d, seed, rec, oracle, seconds, model.W, model.v, rank=rank,
                       floor_queries=d + rank * (2 * d - rank), expected_queries=d + d * d,
                       designed_queries=rec.diagnostics.get("designed_queries", 0),
-                      designed_what="the check of a stop below the declared rank on random mixes of columns",
+                      designed_what="the check of a stop below the declared rank on random mixes of columns"
+                      if not rec.diagnostics.get("exchanged_columns") else
+                      "the maxvol pivot-column exchanges (d - r each) and any check of a stop",
                       oracle_seconds_per_query=oracle.seconds / max(oracle.queries, 1),
                       oracle_flops_per_query=6 * d * rank)
 
@@ -256,8 +263,8 @@ part("bounds", "small", 1, Workload("skeleton", 256, "float64", {"rank": 8}, (0,
 part("bounds", "small", 1.5, Workload("skeleton", 256, "float64", {"rank": 8, "answers": "faithful"}, (0, 1)))
 part("bounds", "small", 2, Workload("skeleton-adaptive", 64, "float64", {"rank": 4}, (0,)))
 part("bounds", "full", 1, Workload("skeleton", 4096, "float64", {"rank": 128}, (0, 1, 2, 3, 4)))
-part("bounds", "full", 1.5, Workload("skeleton", 4096, "float64", {"rank": 128, "answers": "faithful"},
-                                     (0, 1, 2, 3, 4)))
+part("bounds", "full", 1.5, Workload("skeleton", 4096, "float64",
+                                     {"rank": 128, "answers": "faithful", "exchanges": 4}, (0, 1, 2, 3, 4)))
 part("bounds", "note", 1, "skeleton d = 4096 r = 128 seeds 0-4")
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 part("rows", "shown", 0, "rank")
