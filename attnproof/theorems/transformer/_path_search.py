@@ -57,12 +57,12 @@ class Tuning:
         against 0.0017); float64 keeps no limit, as a pair grown far off the path is what
         confirms a unit 1e-12 beside unit ones (its straddling risk stays open there).
     wedge_log2 : int or None
-        Exact arithmetic: an interval of the path the search drops as kink-free (its ends on one
+        sympy and float64: an interval of the path the search drops as kink-free (its ends on one
         plane) is first probed at points evenly spaced in angle, at most ``2^-wedge_log2`` radians
         apart (:meth:`_PathSearch.off_plane`): a zero-sum group of kinks (``sec4.1/zero-sum-flip``)
-        that the path crosses over a wider angle is seen (issue 23: a triple in two 8.1 degree
-        wedges, d = 2, missed SILENTLY at 3 of 8 seeds).  None (floating point): the midpoint of
-        an interval between pieces of one gradient only, as before.
+        that the path crosses over a wider angle holds one (issue 23: a triple in two 8.1 degree
+        wedges, d = 2, missed SILENTLY at 3 of 8 seeds in both).  None (mpmath, not measured
+        there): the midpoint of an interval between pieces of one gradient only, as before.
     """
 
     tol_ulps: float
@@ -75,7 +75,9 @@ class Tuning:
 
 #: Per family of arithmetic (see :class:`Tuning`).
 TUNING = {
-    "float64": Tuning(tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf),
+    "float64": Tuning(
+        tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf, wedge_log2=4
+    ),
     "mpmath": Tuning(tol_ulps=2**6, h_log2=5, h_shrink_log2=2, resolution_log2=None, reach_fraction=2.0**-8),
     "sympy": Tuning(
         tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf, wedge_log2=4
@@ -563,8 +565,8 @@ class _PathSearch:
             if self.same_gradient(pa, pb):
                 hit = self.off_plane(pa, sa, sb, X0, direction, midpoint=True)
                 if hit is None:
-                    # any jump left between them is below the resolution (exact arithmetic: a
-                    # zero-sum group the path crosses within 2^-wedge_log2 radians at most):
+                    # any jump left between them is below the resolution (or a zero-sum group
+                    # the path crosses within 2^-wedge_log2 radians, :meth:`off_plane`):
                     # at most |G_b - G_a| + the two gradients' errors, per entry
                     self.take_as_kink_free(pa, pb)
                     self.ledger.kink_free += 1
@@ -577,7 +579,7 @@ class _PathSearch:
                     tested.add((s, id(pa), id(pb)))
                     status, y_split = self._confirm(pa, pb, X0 + s * direction, (sb - sa) * direction)
                     if status == "kink":
-                        # exact arithmetic: a zero-sum group beside x* passes the confirmation too
+                        # a zero-sum group beside x* passes the confirmation too (:meth:`off_plane`)
                         hit = self.off_plane(pa, sa, s, X0, direction)
                         hit = hit or self.off_plane(pb, s, sb, X0, direction)
                         if hit is None:
@@ -634,7 +636,7 @@ class _PathSearch:
     ) -> tuple[Any, Any] | None:
         """Drop the part of ``interval = (sa, pa, s, sb, pb)`` between s (a point on pa's plane
         when ``in_a``, else on pb's) and that piece, and push the rest; or, when a probe of the
-        dropped part (:meth:`off_plane`, exact arithmetic) answers off that plane, push nothing
+        dropped part (:meth:`off_plane`; none in mpmath) answers off that plane, push nothing
         and return that point ``(s', f(x(s')))`` for the caller to split the whole interval at."""
         sa, pa, s, sb, pb = interval
         hit = self.off_plane(pa, sa, s, X0, direction) if in_a else self.off_plane(pb, s, sb, X0, direction)
@@ -655,11 +657,13 @@ class _PathSearch:
         group's first and last kink, 0 at both ends with its gradient, nonzero inside (but for
         isolated rays): only a probe inside sees it (issue 23: a zero-sum triple in two 8.1
         degree wedges, d = 2, taken as kink-free from a midpoint outside them, 1 hyperplane of 4
-        returned SILENTLY).  Exact arithmetic (:attr:`Tuning.wedge_log2`): ``k = ceil(alpha
-        2^wedge_log2)`` probes evenly spaced in angle (:func:`check_parameters`; alpha the angle
-        the interval sweeps, seen from 0), at most ``2^-wedge_log2`` radians apart and half that
-        from the ends, so a group the path crosses over a wider angle holds one (counted:
-        ``ledger.values`` and ``ledger.wedges``).  Floating point: the midpoint when
+        returned SILENTLY, in sympy and float64).  sympy and float64 (:attr:`Tuning.wedge_log2`):
+        ``k = ceil(alpha 2^wedge_log2)`` probes evenly spaced in angle (:func:`check_parameters`;
+        alpha the angle the interval sweeps, seen from 0), at most ``2^-wedge_log2`` radians apart
+        and half that from the ends, so a group the path crosses over a wider angle holds one
+        (counted: ``ledger.values`` and ``ledger.wedges``); in float64 a probe is off the plane
+        beyond the prediction's tolerance (a group whose difference stays within it is below the
+        resolution, as a kink within the gradients' errors is).  mpmath: the midpoint when
         ``midpoint`` (pieces of one gradient, within their errors), else no probe.
         """
         arith, bits = self.arith, self.tuning.wedge_log2
@@ -706,10 +710,10 @@ class _PathSearch:
             # p lies in pa's (pb's) region; opened towards a kink at s* (``toward``), it stands
             # for that piece when its prediction at s* is the more certain (error times distance)
             self.ledger.duplicate_pieces += 1
-            if self.tuning.wedge_log2 is not None:
+            if self.arith.exact:
                 # exact arithmetic: the half between p and the piece it duplicates may hold a
                 # zero-sum group; it is searched as an interval of one gradient (probed before
-                # it is dropped, :meth:`off_plane`)
+                # it is dropped, :meth:`off_plane`); floating point drops and books it unprobed
                 stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
                 return
             # the half between p and the piece it duplicates is dropped: any jump there is below
