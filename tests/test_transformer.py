@@ -1317,15 +1317,47 @@ OPEN_TF_FLOAT = [
      np.array([-1.0, 1.0, 1.0, 1.0]), "zero_sum", 0, np.zeros((4, 4))),
     (np.array([[1e-05, 0.0, 0.5, -0.5], [1.0, 0.5, 0.5, -1.0], [1.0, 0.5, 0.5, -1.0],
                [1.0, 0.5, 0.5, -1.0]]), np.array([-1.0, 1.0, 1.0, 1.0]), "zero_sum", 0, np.zeros((4, 4))),
+    # NEW (thorough profile, --hypothesis-seed 48213 on test_transformer_float64, helper fwedge; the
+    # same on main e634946), d = 3, "generic", W* = 0, seed 1: a 1e-9 unit beside unit ones on
+    # (1, 1, 1) among others: refused (the first: bisection to the floor, interval 2.7e-13 after 45
+    # steps, gradient errors 4.1e-10; the second, its 1e-9 unit on (1, 1, 0): no gradient at 3
+    # points of an interval of width 5.1e-7): refusals of good answers, not investigated in the time
+    (np.array([[1.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 1.0, 1.0]]),
+     np.array([1e-09, 1.0, 0.0, 1.0]), "generic", 1, np.zeros((4, 4))),
+    (np.array([[1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 1.0, 1.0]]),
+     np.array([0.25, 1e-09, 0.0, 0.25, 0.25]), "generic", 1, np.zeros((4, 4))),
 ]
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "open: refusals of good answers, a 2^-24 unit in a zero-sum target or hyperplanes 1e-5 apart "
-    "(bisection to the floor, or no gradient at 3 points of an interval)"
+    "open: refusals of good answers, a 2^-24 unit in a zero-sum target, hyperplanes 1e-5 apart, or "
+    "a 1e-9 unit beside unit ones (bisection to the floor, or no gradient at 3 points of an interval)"
 ))
 @pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
 def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
+    tf_float64_property(A, w, kind, W, seed)
+
+
+#: NEW (thorough profile, --hypothesis-seed 48213 on test_transformer_float64, helper fwedge; the
+#: same on main e634946 and without float64's probes), d = 3, "generic", seed 131073: a 1e-9 unit
+#: on (1, 1, -0.25) beside units on (1, 0, -0.5) and (1, 1, 1): a SILENT wrong answer, 7 % over.
+#: The FFN phase (learn_ffn alone with the same stream: the same) returns 2 hyperplanes of 3 after
+#: one restart (its first path bisected to the floor): sup |f_hat - f| = 1.25e-9 |x|_inf on the
+#: unit sphere against error_bound 1.17e-9; the omitted unit's mass 1e-9 |n|_1 / 2 = 1.1e-9 is
+#: about the bound, the rest of the excess unexplained (the class of FIXED_TF_FLOAT's first entry,
+#: a 3.6e-9 kink merged 0.8 % over); not investigated in the time
+OPEN_TF_FLOAT_SILENT = [
+    (np.array([[1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, 1.0], [1.0, -0.25, 1.0, -0.5, 1.0]]),
+     np.array([0.25, 1e-09, 0.0, 0.25, 0.25]), "generic", 131073, np.ones((4, 4))),
+]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "open: a 1e-9 unit beside unit ones (d = 3) omitted, the FFN's error 7 % above its bound "
+    "(SILENT, one seed)"
+))
+@pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT_SILENT)
+def test_open_transformer_float_silent_counterexamples(A, w, kind, seed, W):
     tf_float64_property(A, w, kind, W, seed)
 
 
