@@ -63,6 +63,12 @@ class Tuning:
         that the path crosses over a wider angle holds one (issue 23: a triple in two 8.1 degree
         wedges, d = 2, missed SILENTLY at 3 of 8 seeds in both).  None (mpmath, not measured
         there): the midpoint of an interval between pieces of one gradient only, as before.
+    search_duplicates : bool
+        A piece opened inside an interval with an end's gradient (a duplicate): True (exact
+        arithmetic, where that gradient is the end's exactly) searches the half between them as
+        an interval of one gradient, probed before it is dropped (it may hold a zero-sum group);
+        False (floating point, within the gradients' errors) drops and books it unprobed
+        (:meth:`_PathSearch._split`).
     """
 
     tol_ulps: float
@@ -71,6 +77,7 @@ class Tuning:
     resolution_log2: int | None
     reach_fraction: float
     wedge_log2: int | None = None
+    search_duplicates: bool = False
 
 
 #: Per family of arithmetic (see :class:`Tuning`).
@@ -80,7 +87,8 @@ TUNING = {
     ),
     "mpmath": Tuning(tol_ulps=2**6, h_log2=5, h_shrink_log2=2, resolution_log2=None, reach_fraction=2.0**-8),
     "sympy": Tuning(
-        tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf, wedge_log2=4
+        tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf, wedge_log2=4,
+        search_duplicates=True,
     ),
 }
 #: Euler-check attempts per piece (see :attr:`Tuning.h_shrink_log2`).
@@ -711,7 +719,7 @@ class _PathSearch:
             # p lies in pa's (pb's) region; opened towards a kink at s* (``toward``), it stands
             # for that piece when its prediction at s* is the more certain (error times distance)
             self.ledger.duplicate_pieces += 1
-            if self.arith.exact:
+            if self.tuning.search_duplicates:
                 # exact arithmetic: the half between p and the piece it duplicates may hold a
                 # zero-sum group; it is searched as an interval of one gradient (probed before
                 # it is dropped, :meth:`off_plane`); floating point drops and books it unprobed
