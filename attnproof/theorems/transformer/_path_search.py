@@ -64,10 +64,12 @@ class Tuning:
         wedges, d = 2, missed SILENTLY at 3 of 8 seeds in both).  None (mpmath, not measured
         there): the midpoint of an interval between pieces of one gradient only, as before.
     search_duplicates : bool
-        A piece opened inside an interval with an end's gradient (a duplicate): True (exact
-        arithmetic, where that gradient is the end's exactly) searches the half between them as
-        an interval of one gradient, probed before it is dropped (it may hold a zero-sum group);
-        False (floating point, within the gradients' errors) drops and books it unprobed
+        A piece opened inside an interval with an end's gradient (a duplicate): True (sympy and
+        float64) searches the half between them as an interval of one gradient, probed before it
+        is dropped (it may hold a zero-sum group: a triple in 2 degree wedges, d = 2, crossed
+        over 0.07 radians, missed SILENTLY in float64 when that half was dropped; or a kink below
+        the rounding floor, whose end piece's plane misses f beyond its error: a 1.76e-12 unit
+        refused, bisected to the floor); False (mpmath) drops and books it unprobed
         (:meth:`_PathSearch._split`).
     """
 
@@ -83,7 +85,8 @@ class Tuning:
 #: Per family of arithmetic (see :class:`Tuning`).
 TUNING = {
     "float64": Tuning(
-        tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf, wedge_log2=4
+        tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf, wedge_log2=4,
+        search_duplicates=True,
     ),
     "mpmath": Tuning(tol_ulps=2**6, h_log2=5, h_shrink_log2=2, resolution_log2=None, reach_fraction=2.0**-8),
     "sympy": Tuning(
@@ -525,16 +528,15 @@ class _PathSearch:
         self.hidden += self.hidden_charge(a, b)
         self.kink_free_pairs.append((a, b))
 
-    def same_gradient(self, a: _Piece, b: _Piece, floor: bool = True) -> bool:
+    def same_gradient(self, a: _Piece, b: _Piece) -> bool:
         """Are a's and b's gradients equal, to within their errors and the rounding floor?
 
         The floor ``16 tol_ulps u max|G|`` is the smallest jump a confirmation pair x* +- y with
         ``|y| <= |x*|`` can tell from the answers' rounding (``u |G| |x|`` even where f is tiny,
         see :meth:`tol`); a jump below it (a unit whose kink is below float64's resolution beside
         large ones) is taken for none, and booked in ``hidden`` (the error bound adds half of it).
-        ``floor=False``: to within their errors only.
         """
-        tol = 2 * (a.err + b.err) + (16 * self.noise * self.gscale if floor else 0)  # 0 in exact arithmetic
+        tol = 2 * (a.err + b.err) + 16 * self.noise * self.gscale  # 0 in exact arithmetic
         return all(self.arith.within(t, tol) for t in a.G - b.G)
 
     def segment(self, a: _Piece, b: _Piece) -> list[tuple[np.ndarray, np.ndarray, float]]:
@@ -720,9 +722,9 @@ class _PathSearch:
             # for that piece when its prediction at s* is the more certain (error times distance)
             self.ledger.duplicate_pieces += 1
             if self.tuning.search_duplicates:
-                # exact arithmetic: the half between p and the piece it duplicates may hold a
-                # zero-sum group; it is searched as an interval of one gradient (probed before
-                # it is dropped, :meth:`off_plane`); floating point drops and books it unprobed
+                # the half between p and the piece it duplicates may hold a zero-sum group; it is
+                # searched as an interval of one gradient (probed before it is dropped,
+                # :meth:`off_plane`); mpmath drops and books it unprobed
                 stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
                 return
             # the half between p and the piece it duplicates is dropped: any jump there is below
@@ -732,12 +734,6 @@ class _PathSearch:
             self.take_as_kink_free(p, q)
 
             def nearer(q: _Piece, sq: Any) -> bool:  # p predicts f at s* better than q at sq does
-                if not self.same_gradient(p, q, floor=False):
-                    # told from q by the rounding floor only: a jump below it may lie between
-                    # them, so q's plane is off f's on p's side by more than q's error (issue 23:
-                    # a 1.76e-12 unit's kink, 9.5e-14 off at the next kink, bisected to the floor
-                    # there at seed 3822, tests' FIXED_TF_FLOAT): p, on the rest's side, stands
-                    return True
                 return toward is not None and p.err * abs(float(toward - s)) < q.err * abs(float(toward - sq))
 
             if self.same_gradient(p, pa):

@@ -396,13 +396,15 @@ def learn_ffn(
     each to the plane within the prediction's tolerance: a group the path crosses over more
     than 2^-4 radians is seen when its difference at the probe exceeds that tolerance (a
     smaller difference is below the resolution, as a kink within the gradients' errors is); an
-    interval between a piece and its duplicate (a piece
-    opened inside an interval with an end's gradient, within its errors) is still dropped
-    unprobed there.  A kink below the resolution (a 1e-9 unit beside unit ones) may be off the
-    plane at a probe and still not resolved: each such hit opens a piece the gradients cannot tell
-    from the ends' (``ledger["duplicate_pieces"]``, booked as kink-free; measured on
-    ``sec4.1/run-bound-tight``'s cone target, FFN and transformer queries together: 506 -> 1109
-    at path seed 11, 86 such pieces, its bound 17 times larger).  mpmath probes an interval
+    interval between a piece and its duplicate (a piece opened inside an interval with an end's
+    gradient, within its errors) is searched and probed too
+    (:attr:`._path_search.Tuning.search_duplicates`: dropped unprobed, it hid a triple in 2
+    degree wedges crossed over 0.07 radians).  A kink below the resolution (a 1e-9 unit beside
+    unit ones) may be off the plane at a probe and still not resolved: such a hit opens a piece
+    the gradients cannot tell from the ends' (``ledger["duplicate_pieces"]``; measured on
+    ``sec4.1/run-bound-tight``'s cone target, FFN and transformer queries together: 506 -> 943 at
+    path seed 11, 4 such pieces, its bound 1.7 times larger; 1109, 86 pieces and 17 times while a
+    duplicate's half was dropped and booked unprobed).  mpmath probes an interval
     between pieces of one gradient at its midpoint only; a zero-sum group there is left to the
     check points (``checks``).
 
