@@ -56,7 +56,8 @@ unless the random path is non-generic (a kink within ``2^-64 |x*|`` of an inters
 tested) or it crosses a group of kinks whose jumps sum to zero (``sec4.1/zero-sum-flip``) within
 ``2^-4`` radians: f is one plane on both sides of such a group, and every interval the search
 drops as kink-free is probed at points ``2^-4`` radians apart in angle first (a narrower group may
-be missed silently; in d = 2 the angle is the wedge's own; see :func:`learn_ffn`'s Notes); in
+be missed silently; in d = 2 the angle is the wedge's own; float64 asks the same probes; see
+:func:`learn_ffn`'s Notes); in
 mpmath the error follows 10^-dps.  In float64 every comparison carries a
 tolerance derived from the gradients' a-posteriori errors (steps h down to 2^-26 |x|), so
 hyperplanes whose kinks on the path are closer than about 2^-20 (relative) may be refused

@@ -57,12 +57,20 @@ class Tuning:
         against 0.0017); float64 keeps no limit, as a pair grown far off the path is what
         confirms a unit 1e-12 beside unit ones (its straddling risk stays open there).
     wedge_log2 : int or None
-        Exact arithmetic: an interval of the path the search drops as kink-free (its ends on one
+        sympy and float64: an interval of the path the search drops as kink-free (its ends on one
         plane) is first probed at points evenly spaced in angle, at most ``2^-wedge_log2`` radians
         apart (:meth:`_PathSearch.off_plane`): a zero-sum group of kinks (``sec4.1/zero-sum-flip``)
-        that the path crosses over a wider angle is seen (issue 23: a triple in two 8.1 degree
-        wedges, d = 2, missed SILENTLY at 3 of 8 seeds).  None (floating point): the midpoint of
-        an interval between pieces of one gradient only, as before.
+        that the path crosses over a wider angle holds one (issue 23: a triple in two 8.1 degree
+        wedges, d = 2, missed SILENTLY at 3 of 8 seeds in both).  None (mpmath, not measured
+        there): the midpoint of an interval between pieces of one gradient only, as before.
+    search_duplicates : bool
+        A piece opened inside an interval with an end's gradient (a duplicate): True (sympy and
+        float64) searches the half between them as an interval of one gradient, probed before it
+        is dropped (it may hold a zero-sum group: a triple in 2 degree wedges, d = 2, crossed
+        over 0.07 radians, missed SILENTLY in float64 when that half was dropped; or a kink below
+        the rounding floor, whose end piece's plane misses f beyond its error: a 1.76e-12 unit
+        refused, bisected to the floor); False (mpmath) drops and books it unprobed
+        (:meth:`_PathSearch._split`).
     """
 
     tol_ulps: float
@@ -71,14 +79,19 @@ class Tuning:
     resolution_log2: int | None
     reach_fraction: float
     wedge_log2: int | None = None
+    search_duplicates: bool = False
 
 
 #: Per family of arithmetic (see :class:`Tuning`).
 TUNING = {
-    "float64": Tuning(tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf),
+    "float64": Tuning(
+        tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf, wedge_log2=4,
+        search_duplicates=True,
+    ),
     "mpmath": Tuning(tol_ulps=2**6, h_log2=5, h_shrink_log2=2, resolution_log2=None, reach_fraction=2.0**-8),
     "sympy": Tuning(
-        tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf, wedge_log2=4
+        tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf, wedge_log2=4,
+        search_duplicates=True,
     ),
 }
 #: Euler-check attempts per piece (see :attr:`Tuning.h_shrink_log2`).
@@ -563,8 +576,8 @@ class _PathSearch:
             if self.same_gradient(pa, pb):
                 hit = self.off_plane(pa, sa, sb, X0, direction, midpoint=True)
                 if hit is None:
-                    # any jump left between them is below the resolution (exact arithmetic: a
-                    # zero-sum group the path crosses within 2^-wedge_log2 radians at most):
+                    # any jump left between them is below the resolution (or a zero-sum group
+                    # the path crosses within 2^-wedge_log2 radians, :meth:`off_plane`):
                     # at most |G_b - G_a| + the two gradients' errors, per entry
                     self.take_as_kink_free(pa, pb)
                     self.ledger.kink_free += 1
@@ -577,7 +590,7 @@ class _PathSearch:
                     tested.add((s, id(pa), id(pb)))
                     status, y_split = self._confirm(pa, pb, X0 + s * direction, (sb - sa) * direction)
                     if status == "kink":
-                        # exact arithmetic: a zero-sum group beside x* passes the confirmation too
+                        # a zero-sum group beside x* passes the confirmation too (:meth:`off_plane`)
                         hit = self.off_plane(pa, sa, s, X0, direction)
                         hit = hit or self.off_plane(pb, s, sb, X0, direction)
                         if hit is None:
@@ -634,7 +647,7 @@ class _PathSearch:
     ) -> tuple[Any, Any] | None:
         """Drop the part of ``interval = (sa, pa, s, sb, pb)`` between s (a point on pa's plane
         when ``in_a``, else on pb's) and that piece, and push the rest; or, when a probe of the
-        dropped part (:meth:`off_plane`, exact arithmetic) answers off that plane, push nothing
+        dropped part (:meth:`off_plane`; none in mpmath) answers off that plane, push nothing
         and return that point ``(s', f(x(s')))`` for the caller to split the whole interval at."""
         sa, pa, s, sb, pb = interval
         hit = self.off_plane(pa, sa, s, X0, direction) if in_a else self.off_plane(pb, s, sb, X0, direction)
@@ -655,11 +668,13 @@ class _PathSearch:
         group's first and last kink, 0 at both ends with its gradient, nonzero inside (but for
         isolated rays): only a probe inside sees it (issue 23: a zero-sum triple in two 8.1
         degree wedges, d = 2, taken as kink-free from a midpoint outside them, 1 hyperplane of 4
-        returned SILENTLY).  Exact arithmetic (:attr:`Tuning.wedge_log2`): ``k = ceil(alpha
-        2^wedge_log2)`` probes evenly spaced in angle (:func:`check_parameters`; alpha the angle
-        the interval sweeps, seen from 0), at most ``2^-wedge_log2`` radians apart and half that
-        from the ends, so a group the path crosses over a wider angle holds one (counted:
-        ``ledger.values`` and ``ledger.wedges``).  Floating point: the midpoint when
+        returned SILENTLY, in sympy and float64).  sympy and float64 (:attr:`Tuning.wedge_log2`):
+        ``k = ceil(alpha 2^wedge_log2)`` probes evenly spaced in angle (:func:`check_parameters`;
+        alpha the angle the interval sweeps, seen from 0), at most ``2^-wedge_log2`` radians apart
+        and half that from the ends, so a group the path crosses over a wider angle holds one
+        (counted: ``ledger.values`` and ``ledger.wedges``); in float64 a probe is off the plane
+        beyond the prediction's tolerance (a group whose difference stays within it is below the
+        resolution, as a kink within the gradients' errors is).  mpmath: the midpoint when
         ``midpoint`` (pieces of one gradient, within their errors), else no probe.
         """
         arith, bits = self.arith, self.tuning.wedge_log2
@@ -706,10 +721,10 @@ class _PathSearch:
             # p lies in pa's (pb's) region; opened towards a kink at s* (``toward``), it stands
             # for that piece when its prediction at s* is the more certain (error times distance)
             self.ledger.duplicate_pieces += 1
-            if self.tuning.wedge_log2 is not None:
-                # exact arithmetic: the half between p and the piece it duplicates may hold a
-                # zero-sum group; it is searched as an interval of one gradient (probed before
-                # it is dropped, :meth:`off_plane`)
+            if self.tuning.search_duplicates:
+                # the half between p and the piece it duplicates may hold a zero-sum group; it is
+                # searched as an interval of one gradient (probed before it is dropped,
+                # :meth:`off_plane`); mpmath drops and books it unprobed
                 stack.extend([(sa, pa, s, p), (s, p, sb, pb)])
                 return
             # the half between p and the piece it duplicates is dropped: any jump there is below

@@ -88,8 +88,8 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     Three end pieces (and EXTRA_END_PIECES when an end is refused before the units' scale is
     known), REDRAWS more for V, and the scale check, then per search step at most: a value, a
     confirmation pair, a bisection value, two probes of an interval before it is dropped as
-    kink-free (WEDGE_POINTS each: :meth:`._path_search._PathSearch.off_plane`, exact arithmetic;
-    one midpoint in floating point), and NUDGES split points of three pieces each (plain,
+    kink-free (WEDGE_POINTS each: :meth:`._path_search._PathSearch.off_plane`, sympy and float64;
+    one midpoint in mpmath), and NUDGES split points of three pieces each (plain,
     and stepping each way along the jump's signs: :meth:`._path_search._PathSearch._opened`),
     each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
@@ -402,9 +402,22 @@ def learn_ffn(
     ``values``, beyond the formula): the dropped intervals of a path are disjoint and the path
     sweeps pi radians, so at most ``2^4 pi + D`` for D dropped intervals, plus a probe's worth
     on each interval where a probe finds a group (measured on a d = 2 FFN with 4 hyperplanes,
-    seeds 0-7: 76-112 probes, 158-207 queries against 119-127 before where it was found).  In
-    floating point an interval between pieces of one gradient
-    (within their errors) is probed at its midpoint only; a zero-sum group there is left to the
+    seeds 0-7: 76-112 probes, 158-207 queries against 119-127 before where it was found).
+    float64 asks the same probes (measured: 59-78 more queries on random targets, seeds 0-2:
+    +24-25 % at d = 4, m = 8, +16 % at d = m = 8, +6 % at d = m = 16, the bounds unchanged) and holds
+    each to the plane within the prediction's tolerance: a group the path crosses over more
+    than 2^-4 radians is seen when its difference at the probe exceeds that tolerance (a
+    smaller difference is below the resolution, as a kink within the gradients' errors is); an
+    interval between a piece and its duplicate (a piece opened inside an interval with an end's
+    gradient, within its errors) is searched and probed too
+    (:attr:`._path_search.Tuning.search_duplicates`: dropped unprobed, it hid a triple in 2
+    degree wedges crossed over 0.07 radians).  A kink below the resolution (a 1e-9 unit beside
+    unit ones) may be off the plane at a probe and still not resolved: such a hit opens a piece
+    the gradients cannot tell from the ends' (``ledger["duplicate_pieces"]``; measured on
+    ``sec4.1/run-bound-tight``'s cone target, FFN and transformer queries together: 506 -> 943 at
+    path seed 11, 4 such pieces, its bound 1.7 times larger; 1109, 86 pieces and 17 times while a
+    duplicate's half was dropped and booked unprobed).  mpmath probes an interval
+    between pieces of one gradient at its midpoint only; a zero-sum group there is left to the
     check points (``checks``).
 
     Examples
@@ -1175,7 +1188,7 @@ def _first_contradiction(
     and every answer on their planes, unchanged (``sec4.1/zero-sum-flip``); f_hat is wrong on the
     path only between the group's first and last kink, so a group spanning more than 1 / checks
     of a segment's angle (up to pi / checks radians) holds a check point.  In exact arithmetic
-    the search has already probed every interval it dropped at ``2^-4`` radians
+    and float64 the search has already probed every interval it dropped at ``2^-4`` radians
     (:meth:`._path_search._PathSearch.off_plane`): these checks are a second chance for a
     narrower group only (found only when one lies inside it), and for the last path's
     reconstruction after a further one."""

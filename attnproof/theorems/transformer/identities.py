@@ -523,12 +523,17 @@ TIGHT_TARGETS: tuple[tuple[list, list, list, int, str, float], ...] = (
     # ReLU(3/16 x) - 0.99 ReLU(3/16 x): the oracle rounds at the units' scale, 199 times f's
     ([[0.3]], [[0.1875, 0.1875]], [1.0, -0.99], 0, "antisymmetric", 1e3),
     # an even FFN (A = [B, -B], w_o = [a, a]) plus a unit of weight 1e-9 whose kink, omitted by the
-    # FFN learner, the cone crosses: without the FFN's own error the bound is 3.4e-10, the error 9.0e-10
-    # (path seed 11; seed 3's, 1.7e-9 and 3.3e-9, since V is drawn again out of U's region meets no
-    # such kink: error 1.4e-13)
+    # FFN learner (2 hyperplanes of 3), the cone crosses: the error is 7.7e-9, the bound 2.6e-5
+    # (3.4e3 times it), without the FFN's own error 8.5e-10 (path seed 21).  Seed 11 before (slack
+    # 1e5): since float64's search probes the intervals it drops as kink-free (Tuning.wedge_log2),
+    # they meet the tiny kink there, bound 1.9e-5 for an error of 9.0e-10 (2.1e4 times it; 2.1e5
+    # while a duplicate piece's half was dropped and booked).  Seeds 0-24 measured: 5 fail without
+    # the FFN's error (11, 12, 18, 19, 21; bound / error 2.1e4, 2.7e4, 2.6e4, 2.4e4, 3.4e3); the
+    # others' cones meet no such kink within their errors (error 1e-14 .. 5e-12) or the bound
+    # covers them without it
     ([[-0.2, -0.16, -0.39], [-0.61, -0.23, 0.28], [-0.14, 0.55, -0.12]],
      [[2.04, -2.56, -2.04, 2.56, -0.87], [0.42, -0.57, -0.42, 0.57, 3.32], [-0.45, -0.22, 0.45, 0.22, 0.23]],
-     [-2.02, -0.23, -2.02, -0.23, 1e-9], 11, "cone", 1e5),
+     [-2.02, -0.23, -2.02, -0.23, 1e-9], 21, "cone", 1e4),
 )
 @run(
     id="sec4.1/run-bound-tight",
@@ -537,7 +542,7 @@ TIGHT_TARGETS: tuple[tuple[list, list, list, int, str, float], ...] = (
     r"\|\hat W - W^\star\|_F \le \text{error\_bound}"
     r" \le \text{slack}\, \|\hat W - W^\star\|_F\ \text{at targets where the bound is nearly attained}",
     uses=("sec4.1/run-high-precision",),
-    assumptions="TIGHT_TARGETS (slack 1e3 and 1e5): units cancelling to 1/199 of f (the VQ~ route; "
+    assumptions="TIGHT_TARGETS (slack 1e3 and 1e4): units cancelling to 1/199 of f (the VQ~ route; "
     "without the units' rounding in the bound, or without the reduction factor, the error exceeds it); "
     "an even FFN plus a 1e-9 unit whose omitted kink the cone crosses (without the FFN's own error in "
     "the bound, the error exceeds it); "
