@@ -145,15 +145,15 @@ def _fmt(x: Any) -> str:
 def _queries(r: dict[str, Any]) -> str:
     """``N queries (formula F)``, and when a learner spent more, how many of the counted extras
     were designed (``designed_queries``, named by the row's ``designed_what``; default the FFN's:
-    check points, points on each recovered hyperplane, the polish's measurements, the exact search's
-    probes of intervals before it drops them as kink-free) and how many
-    were re-asks."""
+    check points, points on each recovered hyperplane, the polish's measurements, and in sympy and
+    float64 the search's probes of intervals before it drops them as kink-free) and how many were
+    re-asks."""
     formula = r.get("queries_formula")
     extra = r["queries"] - formula if isinstance(formula, int) else 0
     if extra <= 0:
         return f"{r['queries']} queries (formula {formula})"
     designed = min(r.get("designed_queries") or 0, extra)
-    probes = ", probes of intervals dropped as kink-free" if r.get("arith") == "sympy" else ""
+    probes = "" if str(r.get("arith", "")).startswith("mp:") else ", probes of intervals dropped as kink-free"
     what = r.get("designed_what") or (
         f"check points, points on each hyperplane, the polish's measurements{probes}")
     parts = [f"{designed} designed: {what}"] * (designed > 0)

@@ -695,9 +695,12 @@ def test_the_line_of_a_result_row_gives_the_learner_to_oracle_time_ratio():
     assert "formula 12 + 8 counted extras; 5 designed: " in split and "; 3 re-asks: " in split
     assert "re-asks" not in _describe({**row, "designed_queries": 2})
     assert _describe({**row, "oracle_seconds": 0.0}).endswith("0.50 s (0.00 s in the oracle)")
-    exact = _describe({**row, "arith": "sympy", "queries": 20, "designed_queries": 8})
-    assert "8 designed: check points, points on each hyperplane, the polish's measurements, probes of " \
-        "intervals dropped as kink-free" in exact and "probes of intervals" not in split
+    probes = ("8 designed: check points, points on each hyperplane, the polish's measurements, probes of "
+              "intervals dropped as kink-free")
+    for arith in ("sympy", "float64"):  # the search probes dropped intervals in both (not in mpmath)
+        assert probes in _describe({**row, "arith": arith, "queries": 20, "designed_queries": 8})
+    mp = _describe({**row, "arith": "mp:40", "queries": 20, "designed_queries": 8})
+    assert "8 designed: check points" in mp and "probes of intervals" not in mp
 
 
 def test_the_rooms_commands_are_listed_without_importing_a_room():

@@ -75,7 +75,7 @@ def designed_queries(ledger: dict[str, int], d: int) -> int:
     ``diagnostics["ledger"]``): the check points after each reconstruction, two points on each
     recovered hyperplane off the path, the polish's d + 1 a re-measured region, its three a
     confirmed kink (``confirmed``: queries), its d a re-measured end piece (``remeasured``:
-    pieces), and in exact arithmetic the probes of every interval before it is dropped as
+    pieces), and in sympy and float64 the probes of every interval before it is dropped as
     kink-free (``wedges``).  What the counted extras hold beyond these are re-asks."""
     return (ledger["checks"] + ledger["planes"] + (d + 1) * ledger["polished"] + ledger["confirmed"]
             + d * ledger["remeasured"] + ledger["wedges"])
