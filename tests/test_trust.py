@@ -181,6 +181,19 @@ TINY_ODD = dict(
 # region between the two kinks (4 values), a piece measured there splits the kink and both are
 # confirmed at the polish's grade (L = 2, bound 5.1e-10, 113 queries)
 @example(seed=1244, d=3, m=1, log10_tiny=8.0)
+# (a survey of 150 random draws of TINY_ODD, numpy seed 1; thorough, --hypothesis-seed 271828 and
+# 1244; strict xfails before, OPEN_TINY_ODD) a tiny unit's kink merged with an even pair's by the
+# search and at the polish's grade too, d = 4: a 2.2e-11 unit beside two pairs (|T^T x*| = 3.2e-13),
+# a 1e-10 unit beside two, a 1e-9 unit beside one (|T^T x*| = 5.4e-11 against the polished
+# gradients' errors 7.8e-11); the polished network kept (L = 2 of 3, 2 of 3, 1 of 2; 94, 104, 102
+# queries), SILENTLY 2.8e-11, 1.5e-10, 1.9e-9 |x| off against its bound 2.3e-11, 3.7e-11, 6.6e-10:
+# the tiny kink's normal leans to n's, so both wedge points x* + t (e_i +- n) of each coordinate
+# put it on one side and the wedges where f_hat is wrong went unprobed; now the tilted wedge points
+# (along the kink's hyperplane, 2^-4 n to either side) contradict the polish and the search's
+# network stands (bound 5.1e-9, 8.6e-9, 4.1e-8; 106, 116, 100 queries)
+@example(seed=44135, d=4, m=2, log10_tiny=10.65656080012984)
+@example(seed=433, d=4, m=2, log10_tiny=10.0)
+@example(seed=1821, d=4, m=1, log10_tiny=9.0)
 def test_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
     _ffn_tiny_odd_unit_property(seed, d, m, log10_tiny)
 
@@ -206,39 +219,28 @@ def test_ffn_polish_splits_a_kink_the_search_merged(monkeypatch):
         _ffn_within_bound(rec, A, w, np.random.default_rng(1245))
 
 
-#: Open (strict xfail: a fix shows): a tiny unit's kink merged with an even pair's by the search
-#: and at the polish's grade too, the polished network kept, SILENTLY above its bound (the search's
-#: would hold each; the same on e634946, before the polish split merged kinks).  The polished
-#: bound's premise, every kink its grade resolves found, fails for a merge whose effect near the
-#: path (the confirmation triple, the 2 (d - 1) wedge points) is below that grade but whose mass
-#: |T|_1 is not; the wedge points x* + t (e_i +- n) put the tiny kink T on one side for both signs
-#: when |T^T n| > |T_i| (its normal leans to n's), so the wedges where f_hat is wrong go unprobed.
-#: Tried (helper tinyodd): steps e_i - (J_i / J^T n) n +- 2^-4 n (along J's hyperplane, tilted
-#: to either side) probe those wedges and contradict all three; as further paths they cost +25 %
-#: queries on 150 random tiny-odd draws and refused one (seed 19333), as a rejection of the
-#: polish alone they break FIXED_TF_FLOAT's 3.6e-9 kink (found only by the further path); beside
-#: the present points, rejecting the polish only, they hold all three and the 150 draws (one
-#: correct split rejected, seed 5758) at 2 (d - 1) queries a kink more: +27.5 % on the 90 random
-#: bench targets (d, m in {4, 8, 16}, seeds 0-4, naive and faithful), no bound changed there.
-#:
-#: * (a survey of 150 random draws of TINY_ODD, numpy seed 1) d = 4, two even pairs beside a
-#:   2.2e-11 unit (|T|_1 = 1.2e-10), |T^T x*| = 3.2e-13: L = 2 of 3, 94 queries, 2.8e-11 |x| off
-#:   at worst against the polished bound 2.3e-11 (the search's 5.1e-9);
-#: * (thorough, --hypothesis-seed 271828) d = 4, two even pairs beside a 1e-10 unit: L = 2 of 3,
-#:   104 queries, 1.5e-10 |x| off at worst against 3.7e-11 (the search's 8.6e-9);
-#: * (thorough, --hypothesis-seed 1244) d = 4, an even pair beside a 1e-9 unit (|T|_1 = 2.1e-9),
-#:   |T^T x*| = 5.4e-11 against the polished gradients' errors 7.8e-11: L = 1 of 2, 102 queries,
-#:   1.9e-9 |x| off at worst against 6.6e-10 (the search's 4.1e-8).
-OPEN_TINY_ODD = [(44135, 4, 2, 10.65656080012984), (433, 4, 2, 10.0), (1821, 4, 1, 9.0)]
+def test_ffn_tilted_wedge_points_reject_a_merged_polish(monkeypatch):
+    """The former OPEN_TINY_ODD case (seed 1821 above): a 1e-9 unit's kink merged with an even
+    pair's passes the polish's confirmation and its untilted wedge points; a tilted one contradicts
+    the polished kink and the search's network stands (L = 1, its own bound), every query counted,
+    4 (d - 1) wedge points a kink.  Without the tilted points the polished network is kept and
+    the silent answer is back (the check can fail)."""
+    from attnproof.theorems.transformer import ffn
 
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "open (transformer room: learn_ffn): a tiny unit's kink merged with an even pair's below the "
-    "polish's grade too (d = 4), the polished answer up to 3x its bound (SILENT)"
-))
-@pytest.mark.parametrize("seed, d, m, log10_tiny", OPEN_TINY_ODD)
-def test_open_ffn_tiny_odd_unit_counterexamples(seed, d, m, log10_tiny):
-    _ffn_tiny_odd_unit_property(seed, d, m, log10_tiny)
+    A, w, _ = _tiny_odd_ffn(1821, 4, 1, 9.0)
+    oracle = ValueOracle(ReluFFN(A, w))
+    rec = learn_ffn(oracle, rng=np.random.default_rng(1821))
+    assert rec.queries == oracle.queries
+    assert rec.L == 1 and "unpolished_bound" not in rec.diagnostics
+    _ffn_within_bound(rec, A, w, np.random.default_rng(1822))
+    untilted = ffn._wedge_contradiction
+    monkeypatch.setattr(
+        ffn, "_wedge_contradiction", lambda *args, tilted=False: None if tilted else untilted(*args)
+    )
+    rec = learn_ffn(ValueOracle(ReluFFN(A, w)), rng=np.random.default_rng(1821))
+    assert rec.diagnostics["error_bound"] < rec.diagnostics["unpolished_bound"]
+    with pytest.raises(AssertionError):
+        _ffn_within_bound(rec, A, w, np.random.default_rng(1822))
 
 
 def _ffn_tiny_odd_unit_property(seed: int, d: int, m: int, log10_tiny: float) -> None:
