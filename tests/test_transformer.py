@@ -401,14 +401,14 @@ def test_the_exact_searchs_wedge_probes_are_designed_queries_not_re_asks():
 
 def test_polish_off_asks_d_plus_1_fewer_queries_a_region():
     """``polish=False``: the search's network, with the same hyperplanes, (L + 1)(d + 1) queries
-    fewer (the re-measured regions) and (3 + 4 (d - 1)) L fewer (the polish's confirmation of each
-    kink: its triple, its wedge points and its tilted ones), a larger bound."""
+    fewer (the re-measured regions) and (3 + 2 (d - 1)) L fewer (the polish's confirmation of each
+    kink: its triple and its wedge points), a larger bound."""
     rng = np.random.default_rng(5)
     A, w = rng.standard_normal((5, 4)), rng.standard_normal(4)
     on, _ = recover_ffn(A, w, seed=2)
     off = learn_ffn(ValueOracle(ReluFFN(A, w)), rng=np.random.default_rng(2), polish=False)
     assert off.L == on.L == 4 and off.diagnostics["ledger"]["polished"] == 0
-    confirmed = (3 + 4 * (5 - 1)) * on.L
+    confirmed = (3 + 2 * (5 - 1)) * on.L
     assert off.diagnostics["ledger"]["confirmed"] == 0 and on.diagnostics["ledger"]["confirmed"] == confirmed
     assert on.queries - off.queries == (on.L + 1) * (5 + 1) + confirmed
     assert on.diagnostics["error_bound"] < off.diagnostics["error_bound"]
@@ -1251,8 +1251,8 @@ FIXED_FLOAT = [
 def test_polish_wedges_hold_a_kink_merged_below_the_search_grade(monkeypatch):
     """MERGED_BELOW_SEARCH_GRADE at seeds 0-2: the polish was kept with its 1.7e-12 kink merged,
     f SILENTLY 6 % over the polished bound (a strict xfail before).  The polish's wedge points
-    (:func:`~attnproof.theorems.transformer.ffn._wedge_contradiction`, 2 (d - 1) a kink and as many
-    tilted, counted among the polish's confirmation) contradict the merged kink; f is within its bound, every
+    (:func:`~attnproof.theorems.transformer.ffn._wedge_contradiction`, 2 (d - 1) a kink, counted
+    among the polish's confirmation) contradict the merged kink; f is within its bound, every
     query counted.  Without them the silent answer is back (the check can fail)."""
     from attnproof.theorems.transformer import ffn
 
@@ -1261,8 +1261,8 @@ def test_polish_wedges_hold_a_kink_merged_below_the_search_grade(monkeypatch):
         rec, oracle = recover_ffn(A, w, seed=seed)
         check_function(rec, A, w, np.random.default_rng(seed))
         check_count(rec, oracle, 5)
-        assert rec.diagnostics["ledger"]["confirmed"] >= (3 + 4 * (5 - 1)) * rec.L
-    monkeypatch.setattr(ffn, "_wedge_contradiction", lambda *args, tilted=False: None)
+        assert rec.diagnostics["ledger"]["confirmed"] >= (3 + 2 * (5 - 1)) * rec.L
+    monkeypatch.setattr(ffn, "_wedge_contradiction", lambda *args: None)
     rec, _ = recover_ffn(A, w, seed=0)
     with pytest.raises(AssertionError):
         check_function(rec, A, w, np.random.default_rng(0))

@@ -179,7 +179,9 @@ TINY_ODD = dict(
 # confirmation saw it (in_a) and no wedge point did, so the search's network stood (L = 1, 83
 # queries), SILENTLY 2.6e-9 |x| above its bound 2.4e-8; now a bisection of the path finds the
 # region between the two kinks (4 values), a piece measured there splits the kink and both are
-# confirmed at the polish's grade (L = 2, bound 5.1e-10, 113 queries)
+# confirmed at the polish's grade (L = 2, bound 5.1e-10, 113 queries); since the wedge points are
+# tilted, one of them contradicts the merged kink first and a further path splits it (L = 2, bound
+# 6.8e-11, 161 queries)
 @example(seed=1244, d=3, m=1, log10_tiny=8.0)
 # (a survey of 150 random draws of TINY_ODD, numpy seed 1; thorough, --hypothesis-seed 271828 and
 # 1244; strict xfails before, OPEN_TINY_ODD) a tiny unit's kink merged with an even pair's by the
@@ -187,23 +189,30 @@ TINY_ODD = dict(
 # a 1e-10 unit beside two, a 1e-9 unit beside one (|T^T x*| = 5.4e-11 against the polished
 # gradients' errors 7.8e-11); the polished network kept (L = 2 of 3, 2 of 3, 1 of 2; 94, 104, 102
 # queries), SILENTLY 2.8e-11, 1.5e-10, 1.9e-9 |x| off against its bound 2.3e-11, 3.7e-11, 6.6e-10:
-# the tiny kink's normal leans to n's, so both wedge points x* + t (e_i +- n) of each coordinate
-# put it on one side and the wedges where f_hat is wrong went unprobed; now the tilted wedge points
-# (along the kink's hyperplane, 2^-4 n to either side) contradict the polish and the search's
-# network stands (bound 5.1e-9, 8.6e-9, 4.1e-8; 106, 116, 100 queries)
+# the wedge points x* + t (e_i +- n) saw a merged K only where |K_i| > |K^T n| (the 1e-9 unit's
+# |T^T n| = 1.6e-9 against |T_i| <= 1.8e-10), and their tolerance, ~ t |J| on the far side, hid
+# the rest; now the points step along the kink's hyperplane, 2^-4 n to either side, and contradict
+# each polish: three further paths, then the search's network stands (bound 5.1e-9, 1.8e-8,
+# 7.9e-8; 334, 371, 304 queries)
 @example(seed=44135, d=4, m=2, log10_tiny=10.65656080012984)
 @example(seed=433, d=4, m=2, log10_tiny=10.0)
 @example(seed=1821, d=4, m=1, log10_tiny=9.0)
+# (a survey of 300 random draws of TINY_ODD, numpy seed 2) a 1.2e-9 unit beside two even pairs,
+# d = 4: the polish contradicted three times by the untilted wedge points, the search's network
+# stood (L = 2 of 3, 314 queries), SILENTLY 4.6e-10 |x| above its bound 2.6e-9; the tilted points'
+# further paths find another network whose bound holds it (L = 2, bound 1.1e-8, 843 queries)
+@example(seed=34277, d=4, m=2, log10_tiny=8.921220368455796)
 def test_ffn_tiny_odd_unit(seed, d, m, log10_tiny):
     _ffn_tiny_odd_unit_property(seed, d, m, log10_tiny)
 
 
 def test_ffn_polish_splits_a_kink_the_search_merged(monkeypatch):
     """The former OPEN_TINY_ODD case (seed 1244 above): the polish's confirmation of the merged
-    kink fails, the bisection finds the region between the two kinks and the kink is split (one
-    hyperplane more than the search's: the polish is kept), every query counted.  Without the
-    bisection the search's merged network stands and the silent answer is back (the check can
-    fail)."""
+    kink fails and a tilted wedge point contradicts it: a further path splits the kink (one
+    hyperplane more than the search's: the polish is kept), every query counted (with the
+    untilted wedge points none did, and the bisection found the region between the two kinks).
+    Without the wedge points and the bisection the search's merged network stands and the silent
+    answer is back (the check can fail)."""
     from attnproof.theorems.transformer import ffn
 
     A, w, _ = _tiny_odd_ffn(1244, 3, 1, 8.0)
@@ -212,6 +221,7 @@ def test_ffn_polish_splits_a_kink_the_search_merged(monkeypatch):
     assert rec.queries == oracle.queries
     assert rec.L == 2 and rec.diagnostics["error_bound"] < rec.diagnostics["unpolished_bound"]
     _ffn_within_bound(rec, A, w, np.random.default_rng(1245))
+    monkeypatch.setattr(ffn, "_wedge_contradiction", lambda *args: None)
     monkeypatch.setattr(ffn, "_between_contradiction", lambda *args: None)
     rec = learn_ffn(ValueOracle(ReluFFN(A, w)), rng=np.random.default_rng(1244))
     assert rec.L == 1
@@ -219,24 +229,25 @@ def test_ffn_polish_splits_a_kink_the_search_merged(monkeypatch):
         _ffn_within_bound(rec, A, w, np.random.default_rng(1245))
 
 
-def test_ffn_tilted_wedge_points_reject_a_merged_polish(monkeypatch):
-    """The former OPEN_TINY_ODD case (seed 1821 above): a 1e-9 unit's kink merged with an even
-    pair's passes the polish's confirmation and its untilted wedge points; a tilted one contradicts
-    the polished kink and the search's network stands (L = 1, its own bound), every query counted,
-    4 (d - 1) wedge points a kink.  Without the tilted points the polished network is kept and
-    the silent answer is back (the check can fail)."""
+def test_ffn_tilted_wedge_points_hold_a_merge_leaning_to_the_kink(monkeypatch):
+    """The former OPEN_TINY_ODD case (seed 1821 above): a 1e-9 unit T whose normal leans to the
+    even pair's n (``|T^T n|`` above every ``|T_i|``, i off n's largest coordinate: the former
+    points ``x* + t (e_i +- n)`` put T's kink on one side for both signs) merged with the pair's
+    kink below the polish's grade; the tilted wedge points contradict the polished kink, further
+    paths follow and the network stands within its bound, every query counted.  Without the
+    wedge points the polished network is kept and the silent answer is back (the check can
+    fail)."""
     from attnproof.theorems.transformer import ffn
 
     A, w, _ = _tiny_odd_ffn(1821, 4, 1, 9.0)
+    T, J = A[:, -1] * w[-1], 2 * A[:, 0] * w[0]
+    n = J / np.abs(J).max()
+    assert np.abs(np.delete(T, np.argmax(np.abs(J)))).max() < abs(T @ n)
     oracle = ValueOracle(ReluFFN(A, w))
     rec = learn_ffn(oracle, rng=np.random.default_rng(1821))
-    assert rec.queries == oracle.queries
-    assert rec.L == 1 and "unpolished_bound" not in rec.diagnostics
+    assert rec.queries == oracle.queries and rec.diagnostics["paths"] > 1
     _ffn_within_bound(rec, A, w, np.random.default_rng(1822))
-    untilted = ffn._wedge_contradiction
-    monkeypatch.setattr(
-        ffn, "_wedge_contradiction", lambda *args, tilted=False: None if tilted else untilted(*args)
-    )
+    monkeypatch.setattr(ffn, "_wedge_contradiction", lambda *args: None)
     rec = learn_ffn(ValueOracle(ReluFFN(A, w)), rng=np.random.default_rng(1821))
     assert rec.diagnostics["error_bound"] < rec.diagnostics["unpolished_bound"]
     with pytest.raises(AssertionError):

@@ -40,8 +40,8 @@ WEDGE_REACH_LOG2 = 2
 #: than 2^-BETWEEN_PROBES of the path between the kink's neighbours (at 1 to 9 steps where found on
 #: 150 tiny-odd targets, ``tests/test_trust.py``).
 BETWEEN_PROBES = 12
-#: The polish's tilted wedge points beside a kink step along its hyperplane and 2^-TILT_LOG2 of n
-#: off it, to either side (:func:`_wedge_contradiction` with ``tilted``).
+#: The polish's wedge points beside a kink step along its hyperplane and 2^-TILT_LOG2 of n off it,
+#: to either side (:func:`_wedge_contradiction`).
 TILT_LOG2 = 4
 
 
@@ -97,8 +97,8 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
     (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
-    L + 1 pieces, its confirmation of each of the L kinks (three queries, 2 (d - 1) wedge points
-    and 2 (d - 1) tilted ones), once a bisection for the region between merged kinks
+    L + 1 pieces, its confirmation of each of the L kinks (three queries and 2 (d - 1) wedge
+    points), once a bisection for the region between merged kinks
     (2 BETWEEN_PROBES values), a piece there and the confirmation of its two kinks, and a piece
     again for each piece at an end of a kink-free interval (one opened per search step at most,
     besides the paths' ends), once per reconstruction (a kink per search step at most); all of it
@@ -107,7 +107,7 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     """
     steps = default_max_steps(d) if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
-    confirm = 3 + 4 * (d - 1)
+    confirm = 3 + 2 * (d - 1)
     split = piece + 2 * confirm + 2 * BETWEEN_PROBES  # once a polish, when it has a kink
     polish = piece + steps * (piece + confirm) + (steps + 3 + CHECK_ROUNDS) * piece + min(steps, 1) * split
     paths = CHECK_ROUNDS * (1 + NUDGES) * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
@@ -344,8 +344,8 @@ def learn_ffn(
         with steps away from the nearest hyperplane (``ledger["remeasured"]``, d queries each), so
         the jump mass such an interval may hide is charged at that grade too; the polished
         network is kept only when its bound is smaller, each of its kinks is confirmed at the
-        polished gradients' grade (three queries a kink, and 4 (d - 1) points beside it, half of
-        them tilted along its hyperplane, in the wedges where a kink the search merged into it
+        polished gradients' grade (three queries a kink, and 2 (d - 1) points beside it, along its
+        hyperplane and tilted to either side, in the wedges where a kink the search merged into it
         shows: ``ledger["confirmed"]``) and every
         answer seen agrees with it; a kink that fails its confirmation is looked into once: where
         the path shows a region between two kinks merged into it (a bisection, at most
@@ -861,8 +861,7 @@ def _confirmed_at_polish_grade(
     search's own confirmation (:meth:`_PathSearch._confirm`: ``x*`` where their planes meet on
     the path, and a pair ``x* +- y``; three queries a kink, counted) at the polished pieces'
     errors, and does no answer in its wedges contradict it (:func:`_wedge_contradiction`,
-    ``2 (d - 1)`` queries a kink, and as many tilted along its hyperplane when the kink is
-    confirmed, counted)?  The first kink that fails its confirmation with no
+    ``2 (d - 1)`` queries a kink, counted)?  The first kink that fails its confirmation with no
     wedge contradicting it is split where the path shows a region between two kinks merged into
     it (:func:`_between_contradiction`): a piece measured there (:func:`_piece_between`) is
     inserted, and its two kinks are confirmed in turn (one such piece a polish).
@@ -913,15 +912,8 @@ def _confirmed_at_polish_grade(
             # asked when the confirmation fails too: the merge its grade sees shows in a wedge, and a
             # further path through it may resolve the merged kink (issue 23: a 3.6e-9 kink merged
             # into a unit one's, the search's network kept 0.8 % over its bound; found so)
-            others = np.delete(jumps, j, axis=0)
-            z = _wedge_contradiction(search, a, b, x, y_x, others)
+            z = _wedge_contradiction(search, a, b, x, y_x, np.delete(jumps, j, axis=0))
             if status == "kink" and z is None:
-                # its tilted wedges too: a merged kink whose normal leans to n's shows in none of the
-                # points above; there only the polish's bound is contradicted, so the search's
-                # network stands (as further paths they cost +25 % queries and refused one of 150
-                # tiny-odd targets; alone, without the points above, they miss the 3.6e-9 kink)
-                if _wedge_contradiction(search, a, b, x, y_x, others, tilted=True) is not None:
-                    return None, None
                 confirmed.add((id(a), id(b)))
                 continue
             if inserted:
@@ -1027,37 +1019,36 @@ def _wedge_contradiction(
     x: np.ndarray,
     y_x: Any,
     others: np.ndarray,
-    tilted: bool = False,
 ) -> np.ndarray | None:
-    """The first of ``2 (d - 1)`` points ``p = x* + t (e_i + sigma n)`` beside a polished kink
-    (``n = J / |J|_inf``, ``J = G_b - G_a``, ``i`` every coordinate but n's largest, ``sigma = +-1``)
-    whose answer is off the plane of its side's piece q through ``f(x*)`` by more than
-    ``q.err |p - x*|_1 + (err_a + err_b) |x*|_1`` plus the answers' rounding, else None (counted:
-    ``ledger.values``, ``ledger.confirmed``).
+    """The first of ``2 (d - 1)`` points ``p = x* + t s`` beside a polished kink, the steps
+    ``s = e_i - (J_i / J^T n) n + sigma 2^-TILT_LOG2 n`` along its hyperplane and tilted to either
+    side of it (``n = J / |J|_inf``, ``J = G_b - G_a``, ``i`` every coordinate but n's largest,
+    ``sigma = +-1``), whose answer is off the plane of its side's piece q through ``f(x*)`` by
+    more than ``q.err |p - x*|_1 + (err_a + err_b) |x*|_1`` plus the answers' rounding, else None
+    (counted: ``ledger.values``, ``ledger.confirmed``).
 
     Under the polished bound's premise (every kink is recovered to its jump's errors) f is,
     beside x*, a's plane on a's side and b's on b's, up to its true kink's offset at x*,
     ``|J_true^T x*| <= (err_a + err_b) |x*|_1``: no p fails.  A kink K the search merged into J
     (``J = J_true + K``; crossing the path close to x*, so that x*'s confirmation sees no more
-    than ``K^T x* ~ 0``) makes f wrong by ``min(|A|, |B|)`` where ``A = J_true^T x`` and
-    ``B = K^T x`` differ in sign (kinks of one convexity), or where they agree (opposite ones):
-    the two points of a coordinate i lie on either side of n's hyperplane, A of each sign,
-    ``|A| ~ t |J|`` against ``|B| ~ t |K_i|``, so one of them is off by ``t |K_i|`` against a
-    tolerance of the polished gradients' errors, ``~ t err``: the polish's own grade (issue 23:
-    a 1.7e-12 kink on x_0 = 0 merged into the kink on x_2 = 0, f 6 % over the polished bound, the
-    plane points |x_0| / |x|_inf 0.03 and 0.25 off by less than it; the polish's centres on
-    x_0 = 0).  A second difference along n's hyperplane would cancel a's plane, but it sees
+    than ``K^T x* ~ 0``) makes f wrong by ``min(|A|, |B|)`` where ``A = J_true^T (p - x*)`` and
+    ``B = K^T (p - x*)`` differ in sign (kinks of one convexity), or where they agree (opposite
+    ones): ``J^T s = sigma 2^-TILT_LOG2 J^T n``, so the two points of a coordinate i lie on either
+    side of n's hyperplane, A of each sign, ``|A| ~ 2^-TILT_LOG2 t |J^T n|``, against
+    ``B ~ t (K_i - J_i K^T n / J^T n)``, K's component along the step, the same for both up to
+    ``2^-TILT_LOG2 t |K^T n|``: one of them is off by about ``t |K_i - J_i K^T n / J^T n|``
+    against a tolerance of the polished gradients' errors, ``~ t err``: the polish's own grade.
+    Those components vanish for every i only when K is parallel to J (issue 23: a 1.7e-12 kink on
+    x_0 = 0 merged into the kink on x_2 = 0, f 6 % over the polished bound, the plane points
+    |x_0| / |x|_inf 0.03 and 0.25 off by less than it; the polish's centres on x_0 = 0).  The
+    untilted steps ``e_i + sigma n`` saw only a K with ``|K_i| > |K^T n|``: when K's normal leans
+    to n's, both points put K's kink on one side, B of one sign, and the wedge where f_hat is
+    wrong went unprobed (issue 23: a 1e-10 unit's kink merged with an even pair's, d = 4, f_hat
+    1.5e-10 |x| off against the polished bound 3.7e-11, no such point off by more than its
+    tolerance).  A second difference along n's hyperplane would cancel a's plane, but it sees
     only one convexity (f - f_hat vanishes on that hyperplane for the other).  t is the largest
     power of two below MARGIN_USED of the step's reach to every other polished hyperplane
     (``others``), at most ``2^WEDGE_REACH_LOG2 |x*|_inf``: p stays in q's region.
-
-    ``tilted``: the steps ``e_i - (J_i / J^T n) n + sigma 2^-TILT_LOG2 n`` instead, along J's
-    hyperplane and tilted to either side of it.  When K's normal leans to n's (``|K^T n| > |K_i|``)
-    both points ``x* + t (e_i +- n)`` put K's kink on one side, B of one sign, and the wedge
-    where f_hat is wrong goes unprobed; along J's hyperplane ``|A| ~ 2^-TILT_LOG2 t |J^T n|``
-    and ``B ~ t (K_i - J_i K^T n / J^T n)``, K's component along the step, of either sign as i
-    runs (issue 23: a 1e-10 unit's kink merged with an even pair's, d = 4, f_hat 1.5e-10 |x| off
-    against the polished bound 3.7e-11, no untilted point off by more than its tolerance).
     """
     arith, d = search.arith, search.d
     J = b.G - a.G
@@ -1067,7 +1058,7 @@ def _wedge_contradiction(
     points, sides = [], []
     for i in np.delete(np.arange(d), int(np.argmax(np.abs(Jf)))):
         for sigma in (1.0, -1.0):
-            step = (sigma * 2.0**-TILT_LOG2 - Jf[i] / float(Jf @ n)) * n if tilted else sigma * n
+            step = (sigma * 2.0**-TILT_LOG2 - Jf[i] / float(Jf @ n)) * n
             step[i] += 1.0
             reach = np.abs(others @ xf) / np.maximum(np.abs(others @ step), np.finfo(float).tiny)
             t = min(MARGIN_USED * float(reach.min(initial=np.inf)), 2.0**WEDGE_REACH_LOG2 * top)
