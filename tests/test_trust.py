@@ -269,8 +269,15 @@ def test_ffn_tilted_wedge_points_hold_a_merge_leaning_to_the_kink(monkeypatch):
 #: * (thorough, --hypothesis-seed 5161127) d = 3, two even pairs beside a 2.4e-11 unit crossing
 #:   the path 0.081 of a segment after a pair's kink (none dropped as kink-free): L = 2 of 3,
 #:   5.6e-12 |x| above the polished bound 2.1e-11 (the search's 6.1e-9).
+#: * (thorough, --hypothesis-seed 6021127; NOT silent before the tilt: the untilted points x* +
+#:   t (e_i +- n) contradicted the polish and the search's network stood, bound 4.9e-9, 174
+#:   queries) d = 3, two even pairs beside a 1e-11 unit: L = 2 of 3, 3.2e-12 |x| above the polished
+#:   bound 1.5e-11.  Asking both sets of points (either's contradiction a further path) holds it,
+#:   at 2 (d - 1) queries a kink more: +27.5 % on the 90 bench targets, and 3 silent answers of the
+#:   2400-draw survey against these 2.
 OPEN_TINY_ODD = [
-    (41186, 4, 2, 10.17754826165326), (15700, 3, 1, 10.982244965330892), (17106, 3, 2, 10.625)
+    (41186, 4, 2, 10.17754826165326), (15700, 3, 1, 10.982244965330892), (17106, 3, 2, 10.625),
+    (58796, 3, 2, 11.0),
 ]
 
 
