@@ -40,7 +40,8 @@ polish's ``(L + 1)(d + 1)`` queries: the search's gradients are finite differenc
 ``h ~ 2^-10 |x|`` (error ``eps |f| / h``); once the hyperplanes are known, each region of the path
 is measured again from a point deep inside its cone (steps ~ 0.1 |x|), for about 6 more bits; the
 polished network is kept only when each of its kinks is confirmed at that grade (three queries a
-kink, and 2 (d - 1) points in its wedges, where a kink the search merged into it shows), and an
+kink, and 2 (d - 1) points in its wedges, along its hyperplane and tilted to either side, where
+a kink the search merged into it shows), and an
 interval the search took as kink-free is charged from its end pieces measured again with steps
 away from the nearest hyperplane (d queries a piece).
 A V in U's or -U's region (same gradient) is drawn again (at most twice, its piece counted): its

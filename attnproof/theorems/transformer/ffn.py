@@ -40,6 +40,9 @@ WEDGE_REACH_LOG2 = 2
 #: than 2^-BETWEEN_PROBES of the path between the kink's neighbours (at 1 to 9 steps where found on
 #: 150 tiny-odd targets, ``tests/test_trust.py``).
 BETWEEN_PROBES = 12
+#: The polish's wedge points beside a kink step along its hyperplane and 2^-TILT_LOG2 of n off it,
+#: to either side (:func:`_wedge_contradiction`).
+TILT_LOG2 = 4
 
 
 def ffn_query_count(d: int, L: int) -> int:
@@ -95,12 +98,12 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     points and two points per hyperplane (a kink per search step at most) per reconstruction
     (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
     L + 1 pieces, its confirmation of each of the L kinks (three queries and 2 (d - 1) wedge
-    points), once a bisection for the region between merged kinks (2 BETWEEN_PROBES values), a
-    piece there and the confirmation of its two kinks, and a piece again for each piece at an end
-    of a kink-free interval (one opened per search step at most, besides the paths' ends), once
-    per reconstruction (a kink per search
-    step at most); all of it once per attempt (1 + restarts).  The search steps of an attempt,
-    on all its paths, are at most max_steps.
+    points), once a bisection for the region between merged kinks
+    (2 BETWEEN_PROBES values), a piece there and the confirmation of its two kinks, and a piece
+    again for each piece at an end of a kink-free interval (one opened per search step at most,
+    besides the paths' ends), once per reconstruction (a kink per search step at most); all of it
+    once per attempt (1 + restarts).  The search steps of an attempt, on all its paths, are at
+    most max_steps.
     """
     steps = default_max_steps(d) if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
@@ -341,8 +344,9 @@ def learn_ffn(
         with steps away from the nearest hyperplane (``ledger["remeasured"]``, d queries each), so
         the jump mass such an interval may hide is charged at that grade too; the polished
         network is kept only when its bound is smaller, each of its kinks is confirmed at the
-        polished gradients' grade (three queries a kink, and 2 (d - 1) points beside it, in the
-        wedges where a kink the search merged into it shows: ``ledger["confirmed"]``) and every
+        polished gradients' grade (three queries a kink, and 2 (d - 1) points beside it, along its
+        hyperplane and tilted to either side, in the wedges where a kink the search merged into it
+        shows: ``ledger["confirmed"]``) and every
         answer seen agrees with it; a kink that fails its confirmation is looked into once: where
         the path shows a region between two kinks merged into it (a bisection, at most
         2 BETWEEN_PROBES values), a piece is measured and the two kinks confirmed apart (the
@@ -1022,26 +1026,39 @@ def _between_contradiction(
 
 
 def _wedge_contradiction(
-    search: _PathSearch, a: _Piece, b: _Piece, x: np.ndarray, y_x: Any, others: np.ndarray
+    search: _PathSearch,
+    a: _Piece,
+    b: _Piece,
+    x: np.ndarray,
+    y_x: Any,
+    others: np.ndarray,
 ) -> np.ndarray | None:
-    """The first of ``2 (d - 1)`` points ``p = x* + t (e_i + sigma n)`` beside a polished kink
-    (``n = J / |J|_inf``, ``J = G_b - G_a``, ``i`` every coordinate but n's largest, ``sigma = +-1``)
-    whose answer is off the plane of its side's piece q through ``f(x*)`` by more than
-    ``q.err |p - x*|_1 + (err_a + err_b) |x*|_1`` plus the answers' rounding, else None (counted:
-    ``ledger.values``, ``ledger.confirmed``).
+    """The first of ``2 (d - 1)`` points ``p = x* + t s`` beside a polished kink, the steps
+    ``s = e_i - (J_i / J^T n) n + sigma 2^-TILT_LOG2 n`` along its hyperplane and tilted to either
+    side of it (``n = J / |J|_inf``, ``J = G_b - G_a``, ``i`` every coordinate but n's largest,
+    ``sigma = +-1``), whose answer is off the plane of its side's piece q through ``f(x*)`` by
+    more than ``q.err |p - x*|_1 + (err_a + err_b) |x*|_1`` plus the answers' rounding, else None
+    (counted: ``ledger.values``, ``ledger.confirmed``).
 
     Under the polished bound's premise (every kink is recovered to its jump's errors) f is,
     beside x*, a's plane on a's side and b's on b's, up to its true kink's offset at x*,
     ``|J_true^T x*| <= (err_a + err_b) |x*|_1``: no p fails.  A kink K the search merged into J
     (``J = J_true + K``; crossing the path close to x*, so that x*'s confirmation sees no more
-    than ``K^T x* ~ 0``) makes f wrong by ``min(|A|, |B|)`` where ``A = J_true^T x`` and
-    ``B = K^T x`` differ in sign (kinks of one convexity), or where they agree (opposite ones):
-    the two points of a coordinate i lie on either side of n's hyperplane, A of each sign,
-    ``|A| ~ t |J|`` against ``|B| ~ t |K_i|``, so one of them is off by ``t |K_i|`` against a
-    tolerance of the polished gradients' errors, ``~ t err``: the polish's own grade (issue 23:
-    a 1.7e-12 kink on x_0 = 0 merged into the kink on x_2 = 0, f 6 % over the polished bound, the
-    plane points |x_0| / |x|_inf 0.03 and 0.25 off by less than it; the polish's centres on
-    x_0 = 0).  A second difference along n's hyperplane would cancel a's plane, but it sees
+    than ``K^T x* ~ 0``) makes f wrong by ``min(|A|, |B|)`` where ``A = J_true^T (p - x*)`` and
+    ``B = K^T (p - x*)`` differ in sign (kinks of one convexity), or where they agree (opposite
+    ones): ``J^T s = sigma 2^-TILT_LOG2 J^T n``, so the two points of a coordinate i lie on either
+    side of n's hyperplane, A of each sign, ``|A| ~ 2^-TILT_LOG2 t |J^T n|``, against
+    ``B ~ t (K_i - J_i K^T n / J^T n)``, K's component along the step, the same for both up to
+    ``2^-TILT_LOG2 t |K^T n|``: one of them is off by about ``t |K_i - J_i K^T n / J^T n|``
+    against a tolerance of the polished gradients' errors, ``~ t err``: the polish's own grade.
+    Those components vanish for every i only when K is parallel to J (issue 23: a 1.7e-12 kink on
+    x_0 = 0 merged into the kink on x_2 = 0, f 6 % over the polished bound, the plane points
+    |x_0| / |x|_inf 0.03 and 0.25 off by less than it; the polish's centres on x_0 = 0).  The
+    untilted steps ``e_i + sigma n`` saw only a K with ``|K_i| > |K^T n|``: when K's normal leans
+    to n's, both points put K's kink on one side, B of one sign, and the wedge where f_hat is
+    wrong went unprobed (issue 23: a 1e-10 unit's kink merged with an even pair's, d = 4, f_hat
+    1.5e-10 |x| off against the polished bound 3.7e-11, no such point off by more than its
+    tolerance).  A second difference along n's hyperplane would cancel a's plane, but it sees
     only one convexity (f - f_hat vanishes on that hyperplane for the other).  t is the largest
     power of two below MARGIN_USED of the step's reach to every other polished hyperplane
     (``others``), at most ``2^WEDGE_REACH_LOG2 |x*|_inf``: p stays in q's region.
@@ -1054,7 +1071,7 @@ def _wedge_contradiction(
     points, sides = [], []
     for i in np.delete(np.arange(d), int(np.argmax(np.abs(Jf)))):
         for sigma in (1.0, -1.0):
-            step = sigma * n
+            step = (sigma * 2.0**-TILT_LOG2 - Jf[i] / float(Jf @ n)) * n
             step[i] += 1.0
             reach = np.abs(others @ xf) / np.maximum(np.abs(others @ step), np.finfo(float).tiny)
             t = min(MARGIN_USED * float(reach.min(initial=np.inf)), 2.0**WEDGE_REACH_LOG2 * top)
