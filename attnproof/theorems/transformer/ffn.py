@@ -1073,7 +1073,8 @@ def _wedge_contradiction(
         for sigma in (1.0, -1.0):
             step = (sigma * 2.0**-TILT_LOG2 - Jf[i] / float(Jf @ n)) * n
             step[i] += 1.0
-            reach = np.abs(others @ xf) / np.maximum(np.abs(others @ step), np.finfo(float).tiny)
+            with np.errstate(over="ignore"):  # a step (nearly) parallel to a hyperplane: reach inf
+                reach = np.abs(others @ xf) / np.maximum(np.abs(others @ step), np.finfo(float).tiny)
             t = min(MARGIN_USED * float(reach.min(initial=np.inf)), 2.0**WEDGE_REACH_LOG2 * top)
             if not t > 0:
                 continue
