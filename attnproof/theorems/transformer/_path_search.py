@@ -684,8 +684,12 @@ class _PathSearch:
         if bits is None:
             params = [(lo + hi) / 2]
         else:
+            top_a, top_b = np.abs(a).max(), np.abs(b).max()
+            if top_a == 0 or top_b == 0:  # an end at 0: the interval lies on one ray, f linear on it
+                return None
             af, bf = arith.to_float(a), arith.to_float(b)
-            cos = float(af @ bf) / float(np.linalg.norm(af) * np.linalg.norm(bf))
+            ua, ub = arith.to_float(a / top_a), arith.to_float(b / top_b)  # scaled: no underflow
+            cos = float(ua @ ub) / float(np.linalg.norm(ua) * np.linalg.norm(ub))
             k = wedge_points(float(np.arccos(np.clip(cos, -1.0, 1.0))), bits)
             params = [lo + t * (hi - lo) for t in arith.asarray(check_parameters(af, bf, k))]
             self.ledger.wedges += k
