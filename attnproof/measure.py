@@ -712,8 +712,10 @@ class Session:
         if not (math.isfinite(bound) and bound <= allowed):
             times = "" if size is None else f" x {of} = {allowed:.3g}"
             name = "the learner" if self.learner is None else self.registered.name
+            found = (f"is {bound:.3g}, above" if not math.isnan(bound)
+                     else "could not be evaluated (NaN: an overflow or 0 x inf in its terms), not within")
             raise PrecisionLossError(
-                f"{name}: the a-posteriori bound on {what} is {bound:.3g}, above the "
+                f"{name}: the a-posteriori bound on {what} {found} the "
                 f"promised {promise:.1g}{times}: {self.arith.name} cannot resolve this target to that "
                 f"accuracy{why}; use mpmath with more digits (arith=MP(dps)) or rescale the inputs"
             )

@@ -216,8 +216,10 @@ def test_guard_relative_absolute_and_not_finite():
         session.guard(2.0, None, 1.0, what="the heads' error")
     with pytest.raises(PrecisionLossError, match=r"x \|\|f\|\| = 0.1"):
         session.guard(1.0, 1.0, 0.1, of="||f||")
-    with pytest.raises(PrecisionLossError):
+    with pytest.raises(PrecisionLossError, match=r"evaluated \(NaN: .*\), not within the promised 1"):
         session.guard(float("nan"), 1.0, 1.0)
+    with pytest.raises(PrecisionLossError, match=r"is inf, above the promised 1"):
+        session.guard(float("inf"), 1.0, 1.0)
     with pytest.raises(PrecisionLossError, match="^the learner: "):  # no learner: still the guard's error
         Session(_oracle(), FLOAT64).guard(2.0, 1.0, 1.0)
 
