@@ -394,11 +394,13 @@ class _PathSearch:
         (f 0 up to rounding on the ends' regions, a real gradient only between them).
 
         sympy and float64 (:attr:`Tuning.wedge_log2`) first ask each segment's values at points
-        ``2^-wedge_log2`` radians apart (as :meth:`off_plane`; counted, ``ledger.values``) and take the gradients at the points of largest ``|f(x)| /
-        |x|_inf``: where the units cancel on the ends' regions (a zero-sum group, beside a
-        tiny unit), they show only in the group's wedges, which the fixed SCALE_PROBES fractions
-        miss (a 5.6e-80 unit beside a zero-sum triple in 3.9 degree wedges, d = 2: no gradient at
-        a random end on every path, thorough profile); mpmath keeps the fractions."""
+        ``2^-wedge_log2`` radians apart (as :meth:`off_plane`; counted, ``ledger.values``) and take
+        the gradients at the points of largest ``|f(x)| / |x|_inf``: where the units cancel on the
+        ends' regions (a zero-sum group, beside a tiny unit), they show only in the group's wedges,
+        which the fixed SCALE_PROBES fractions miss (a 5.6e-80 unit beside a zero-sum triple in 3.9
+        degree wedges, d = 2: no gradient at a random end on every path, thorough profile); mpmath
+        keeps the fractions.  A wedge narrower than the probes' spacing may still be missed (a
+        1.9e-94 unit beside a triple in 1.4e-4 radian wedges: refused, open)."""
         arith = self.arith
         for a, b in zip(ends[:-1], ends[1:]):
             points = [a + arith.scalar(t) * (b - a) for t in SCALE_PROBES]
@@ -684,9 +686,9 @@ class _PathSearch:
     def off_plane(
         self, q: _Piece, lo: Any, hi: Any, X0: np.ndarray, direction: np.ndarray, midpoint: bool = False
     ) -> tuple[Any, Any] | None:
-        """The first probe of the path's interval ``[lo, hi]`` whose answer is off q's plane
-        (:meth:`fits`), ``(s, f(X0 + s dir))``, or None, before the interval is dropped as
-        kink-free (its ends on q's plane: pieces of one gradient, or a point on q's plane).
+        """The probe of the path's interval ``[lo, hi]`` farthest off q's plane per ``|x|_inf``
+        among those off it (:meth:`fits`), ``(s, f(X0 + s dir))``, or None, before the interval is
+        dropped as kink-free (its ends on q's plane: pieces of one gradient, or a point on q's plane).
 
         Two pieces of one gradient may have a group of kinks between them whose jumps sum to
         zero (``sec4.1/zero-sum-flip``): f minus q's plane is then a bump supported between the
@@ -724,7 +726,10 @@ class _PathSearch:
         # a zero-sum group's bump, where a probe meets it, is larger (the first probe off the plane
         # was such rounding, d = 2: its piece failed homogeneity within the units' rounding, while
         # a later probe was in the group's wedge, thorough profile)
-        t, _, y = max(off, key=lambda p: abs(float(p[2] - self.predict(q, p[1]))) / float(arith.abs_max(p[1])))
+        def off_by(o: tuple) -> float:  # |f - prediction| / |x|_inf
+            return abs(float(o[2] - self.predict(q, o[1]))) / float(arith.abs_max(o[1]))
+
+        t, _, y = max(off, key=off_by)
         return t, y
 
     def _split(
