@@ -104,7 +104,8 @@ PAIR_MARGIN = 4
 #: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
 ANSWER_RANGE = (2.0**-1000, 2.0**900)
 #: Where each segment of the path is probed for the units' scale when no end shows it
-#: (:meth:`_PathSearch.end_pieces`): its middle, then its quarters.
+#: (:meth:`_PathSearch.end_pieces`): its middle, then its quarters (mpmath; sympy and float64 take
+#: as many pieces where the segment's values are largest per |x|, :meth:`_PathSearch._probe_scale`).
 SCALE_PROBES = (0.5, 0.25, 0.75)
 #: Pieces :meth:`_PathSearch.end_pieces` may measure beyond the three ends: two refused ends again
 #: (the third raised the scale) and the probes of both segments (for :func:`ffn_query_bound`).
