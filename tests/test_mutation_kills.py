@@ -1026,21 +1026,22 @@ def test_ffn_query_bound_fixed_overhead_by_hand_at_zero_steps():
 
     A piece (a gradient) costs d H_ROUNDS perturbations, a centre and a homogeneity query: 12.
     Before the search: the three ends U, V, -U; when all three are refused before the units'
-    scale is known, the scale probes (middle and quarters of both segments: 2 x 3) and the three
-    ends again (end_pieces re-measures every refused end): 12 pieces; V drawn again REDRAWS = 2
-    times; the scale check's 4 single queries.  Then 1 + CHECK_ROUNDS = 4 reconstructions with no
+    scale is known, the scale probes (three points of both segments: 2 x 3, placed by each
+    segment's values at most 2^-4 radians apart, WEDGE_POINTS = 51 each) and the three ends again
+    (end_pieces re-measures every refused end): 12 pieces and 102 values; V drawn again
+    REDRAWS = 2 times; the scale check's 4 single queries.  Then 1 + CHECK_ROUNDS = 4 reconstructions with no
     kink (L = 0): each polish measures its L + 1 = 1 region and again each piece at an end of a
     kink-free interval, at most the paths' 3 + CHECK_ROUNDS = 6 ends: 7 pieces; between them
     CHECK_ROUNDS = 3 further paths, each pivot up to 1 + NUDGES = 4 pieces.  In all
-    12 + 2 + 4 x 7 + 3 x 4 = 54 pieces and 4 queries: 54 x 12 + 4 = 652; each restart repeats
-    all of it."""
+    12 + 2 + 4 x 7 + 3 x 4 = 54 pieces and 102 + 4 queries: 54 x 12 + 106 = 754; each restart
+    repeats all of it."""
     from attnproof.theorems.transformer.ffn import ffn_query_bound
 
     piece = 2 * 5 + 2
     pieces = (3 + 2 * 3 + 3) + 2 + 4 * (1 + 6) + 3 * (1 + 3)
-    assert (piece, pieces, pieces * piece + 4) == (12, 54, 652)
-    assert ffn_query_bound(2, max_steps=0, restarts=0, checks=0) == 652
-    assert ffn_query_bound(2, max_steps=0, restarts=2, checks=0) == 3 * 652
+    assert (piece, pieces, pieces * piece + 2 * 51 + 4) == (12, 54, 754)
+    assert ffn_query_bound(2, max_steps=0, restarts=0, checks=0) == 754
+    assert ffn_query_bound(2, max_steps=0, restarts=2, checks=0) == 3 * 754
 
 
 def test_ffn_polish_asks_nothing_again_for_a_piece_without_error():

@@ -104,7 +104,8 @@ PAIR_MARGIN = 4
 #: Answers a float64 search accepts (near-subnormal or huge values lose relative precision).
 ANSWER_RANGE = (2.0**-1000, 2.0**900)
 #: Where each segment of the path is probed for the units' scale when no end shows it
-#: (:meth:`_PathSearch.end_pieces`): its middle, then its quarters.
+#: (:meth:`_PathSearch.end_pieces`): its middle, then its quarters (mpmath; sympy and float64 take
+#: as many pieces where the segment's values are largest per |x|, :meth:`_PathSearch._probe_scale`).
 SCALE_PROBES = (0.5, 0.25, 0.75)
 #: Pieces :meth:`_PathSearch.end_pieces` may measure beyond the three ends: two refused ends again
 #: (the third raised the scale) and the probes of both segments (for :func:`ffn_query_bound`).
@@ -389,17 +390,44 @@ class _PathSearch:
                 for p in pieces]
 
     def _probe_scale(self, ends: tuple[np.ndarray, ...], gscale: float) -> None:
-        """Gradients along the path (at SCALE_PROBES of each segment, counted) until one exceeds
-        ``gscale``: the units' scale, when every end lies where they cancel or are silent (f 0
-        up to rounding on the ends' regions, a real gradient only between them)."""
+        """Gradients along the path (len(SCALE_PROBES) points of each segment, counted) until one
+        exceeds ``gscale``: the units' scale, when every end lies where they cancel or are silent
+        (f 0 up to rounding on the ends' regions, a real gradient only between them).
+
+        sympy and float64 (:attr:`Tuning.wedge_log2`) first ask each segment's values at points
+        ``2^-wedge_log2`` radians apart (as :meth:`off_plane`; counted, ``ledger.values``) and take
+        the gradients at the points of largest ``|f(x)| / |x|_inf``: where the units cancel on the
+        ends' regions (a zero-sum group, beside a tiny unit), they show only in the group's wedges,
+        which the fixed SCALE_PROBES fractions miss (a 5.6e-80 unit beside a zero-sum triple in 3.9
+        degree wedges, d = 2: no gradient at a random end on every path, thorough profile); mpmath
+        keeps the fractions.  A wedge narrower than the probes' spacing may still be missed (a
+        1.9e-94 unit beside a triple in 1.4e-4 radian wedges: refused, open)."""
+        arith = self.arith
         for a, b in zip(ends[:-1], ends[1:]):
-            for t in SCALE_PROBES:
+            points = [a + arith.scalar(t) * (b - a) for t in SCALE_PROBES]
+            if self.tuning.wedge_log2 is not None:
+                X = np.array([a + t * (b - a) for t in self._angle_parameters(a, b)])
+                answers = self.ask(X)
+                self.ledger.values += len(X)
+                size = [abs(float(y)) / float(arith.abs_max(x)) for x, y in zip(X, answers)]
+                points = [X[i] for i in np.argsort(size, kind="stable")[::-1][: len(SCALE_PROBES)]]
+            for x in points:
                 try:
-                    self.piece(a + self.arith.scalar(t) * (b - a))
+                    self.piece(x)
                 except _OnHyperplane:
                     continue
                 if self.gscale > gscale:
                     return
+
+    def _angle_parameters(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Parameters t of the points ``a + t (b - a)`` evenly spaced in angle seen from 0, at most
+        ``2^-wedge_log2`` radians apart and half that from the ends (:func:`check_parameters`,
+        :func:`wedge_points`; no query); a, b nonzero."""
+        arith = self.arith
+        ua, ub = arith.to_float(a / arith.abs_max(a)), arith.to_float(b / arith.abs_max(b))  # no underflow
+        cos = float(ua @ ub) / float(np.linalg.norm(ua) * np.linalg.norm(ub))
+        k = wedge_points(float(np.arccos(np.clip(cos, -1.0, 1.0))), self.tuning.wedge_log2)
+        return arith.asarray(check_parameters(arith.to_float(a), arith.to_float(b), k))
 
     def _no_end_gradient(self) -> DegenerateProbeError:
         return DegenerateProbeError(
@@ -659,9 +687,9 @@ class _PathSearch:
     def off_plane(
         self, q: _Piece, lo: Any, hi: Any, X0: np.ndarray, direction: np.ndarray, midpoint: bool = False
     ) -> tuple[Any, Any] | None:
-        """The first probe of the path's interval ``[lo, hi]`` whose answer is off q's plane
-        (:meth:`fits`), ``(s, f(X0 + s dir))``, or None, before the interval is dropped as
-        kink-free (its ends on q's plane: pieces of one gradient, or a point on q's plane).
+        """The probe of the path's interval ``[lo, hi]`` farthest off q's plane per ``|x|_inf``
+        among those off it (:meth:`fits`), ``(s, f(X0 + s dir))``, or None, before the interval is
+        dropped as kink-free (its ends on q's plane: pieces of one gradient, or a point on q's plane).
 
         Two pieces of one gradient may have a group of kinks between them whose jumps sum to
         zero (``sec4.1/zero-sum-flip``): f minus q's plane is then a bump supported between the
@@ -684,22 +712,26 @@ class _PathSearch:
         if bits is None:
             params = [(lo + hi) / 2]
         else:
-            top_a, top_b = np.abs(a).max(), np.abs(b).max()
-            if top_a == 0 or top_b == 0:  # an end at 0: the interval lies on one ray, f linear on it
+            if np.abs(a).max() == 0 or np.abs(b).max() == 0:  # an end at 0: one ray, f linear on it
                 return None
-            af, bf = arith.to_float(a), arith.to_float(b)
-            ua, ub = arith.to_float(a / top_a), arith.to_float(b / top_b)  # scaled: no underflow
-            cos = float(ua @ ub) / float(np.linalg.norm(ua) * np.linalg.norm(ub))
-            k = wedge_points(float(np.arccos(np.clip(cos, -1.0, 1.0))), bits)
-            params = [lo + t * (hi - lo) for t in arith.asarray(check_parameters(af, bf, k))]
-            self.ledger.wedges += k
+            params = [lo + t * (hi - lo) for t in self._angle_parameters(a, b)]
+            self.ledger.wedges += len(params)
         X = np.array([X0 + t * direction for t in params])
         answers = self.ask(X)
         self.ledger.values += len(params)
-        for t, x, y in zip(params, X, answers):
-            if not self.fits(q, x, y):
-                return t, y
-        return None
+        off = [(t, x, y) for t, x, y in zip(params, X, answers) if not self.fits(q, x, y)]
+        if not off:
+            return None
+        # the probe farthest off the plane per unit of |x|: where units cancel, an answer carries
+        # their rounding (~ u |units| |x|), which the tolerances know only from the gradients met;
+        # a zero-sum group's bump, where a probe meets it, is larger (the first probe off the plane
+        # was such rounding, d = 2: its piece failed homogeneity within the units' rounding, while
+        # a later probe was in the group's wedge, thorough profile)
+        def off_by(o: tuple) -> float:  # |f - prediction| / |x|_inf
+            return abs(float(o[2] - self.predict(q, o[1]))) / float(arith.abs_max(o[1]))
+
+        t, _, y = max(off, key=off_by)
+        return t, y
 
     def _split(
         self, stack: list, X0: np.ndarray, direction: np.ndarray, interval: tuple, y: Any, toward: Any = None

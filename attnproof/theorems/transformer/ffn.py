@@ -89,11 +89,13 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     """The most queries :func:`learn_ffn` can ask, whatever the oracle answers (termination).
 
     Three end pieces (and EXTRA_END_PIECES when an end is refused before the units' scale is
-    known), REDRAWS more for V, and the scale check, then per search step at most: a value, a
-    confirmation pair, a bisection value, two probes of an interval before it is dropped as
-    kink-free (WEDGE_POINTS each: :meth:`._path_search._PathSearch.off_plane`, sympy and float64;
-    one midpoint in mpmath), and NUDGES split points of three pieces each (plain,
-    and stepping each way along the jump's signs: :meth:`._path_search._PathSearch._opened`),
+    known, after the values of both segments at WEDGE_POINTS each that place its scale probes:
+    :meth:`._path_search._PathSearch._probe_scale`), REDRAWS more for V, and the scale check, then
+    per search step at most: a value, a confirmation pair, a bisection value, two probes of an
+    interval before it is dropped as kink-free (WEDGE_POINTS each:
+    :meth:`._path_search._PathSearch.off_plane`, sympy and float64; one midpoint in mpmath), and
+    NUDGES split points of three pieces each (plain, and stepping each way along the jump's
+    signs: :meth:`._path_search._PathSearch._opened`),
     each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
     (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
@@ -112,7 +114,7 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     polish = piece + steps * (piece + confirm) + (steps + 3 + CHECK_ROUNDS) * piece + min(steps, 1) * split
     paths = CHECK_ROUNDS * (1 + NUDGES) * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
     return (1 + restarts) * (
-        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 4 + paths
+        (4 + REDRAWS + EXTRA_END_PIECES) * piece + 2 * WEDGE_POINTS + 4 + paths
         + steps * (1 + 2 + 1 + 2 * WEDGE_POINTS + NUDGES * 3 * piece)
     )
 
