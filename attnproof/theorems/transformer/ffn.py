@@ -1066,7 +1066,7 @@ def _wedge_contradiction(
     side of n's hyperplane, A of each sign, ``|A| ~ 2^-TILT_LOG2 t |J^T n|``, against
     ``B ~ t (K_i - J_i K^T n / J^T n)``, K's component along the step, the same for both up to
     ``2^-TILT_LOG2 t |K^T n|``: one of them is off by about ``t |K_i - J_i K^T n / J^T n|``
-    against a tolerance of the polished gradients' errors, ``~ t err``: the polish's own grade.
+    against a tolerance of q's gradient error, ``q.err |p - x_q|_1``: the polish's own grade.
     Those components vanish for every i only when K is parallel to J (issue 23: a 1.7e-12 kink on
     x_0 = 0 merged into the kink on x_2 = 0, f 6 % over the polished bound, the plane points
     |x_0| / |x|_inf 0.03 and 0.25 off by less than it; the polish's centres on x_0 = 0).  The
