@@ -442,17 +442,36 @@ def test_the_stop_charge_by_hand():
     assert lowrank._stop_charge(*args, 3 * half) == math.inf  # past none: no bound
 
 
-def test_the_pinned_escape_needs_the_stop_charge():
+def test_the_pinned_escape_needs_the_stop_charge(monkeypatch):
     """The thorough draw pinned below (d = 4, t = 1.75 2^-37, adaptive, seed 31178885): the check
-    sees the cut residual, the cross resumes at the noise floor and stops at rank 1 again (the
-    column it reads shows it below the floor), and the second check sees it again.  The answer is
+    sees the cut residual and the cross resumes at the noise floor.  Resumed without a lead (as
+    before issue 23's led resume; the check's row dropped here), it stops at rank 1 again (the
+    column it reads shows it below the floor), and the second check sees it again: the answer is
     within its bound, and outside the bound less the stop's charge (1.5e-11 against the skeleton's
-    and the assembly's errors alone, ~2e-13): dropping the charge reopens the silent escape."""
+    and the assembly's errors alone, ~2e-13): dropping the charge reopens the silent escape.  Led by
+    the row the check saw it in (row 0: its largest residual, column 2, is the next pivot), the
+    resume finds rank 2 (error 2.8e-15, bound 1.6e-12, measured), the overturned column's entries
+    off the new pivot rows counted as designed queries."""
+    import attnproof.theorems.lowrank as lowrank
+
     W, v = _two_scales(4, 1.75 * 2.0**-37), np.random.default_rng(31178885).standard_normal(4)
     oracle = ValueOracle(Attention(W, v))
     rec = learn_skeleton_adaptive(oracle, rng=np.random.default_rng(31178886))
     info = rec.diagnostics
-    assert info["stop_resumed"] and info["rank_found"] == 1
+    assert info["stop_resumed"] and info["rank_found"] == 2
+    assert info["stop_check_residual"] <= info["stop_check_allowed"]  # the second check, at rank 2
+    checks = STOP_CHECK_MIXES * ((4 - 1) + (4 - 2))
+    assert info["stop_lead_queries"] == 4 - 1 - 1  # column 3's rows off {1, 0}
+    assert info["designed_queries"] == checks + info["stop_lead_queries"] == info["reasked_queries"]
+    assert rec.queries == oracle.queries == info["queries_formula"] + info["reasked_queries"]
+    assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound < 1e-11
+
+    check = lowrank._check_stop
+    monkeypatch.setattr(lowrank, "_check_stop", lambda *a: check(*a)[:3] + (None,))
+    oracle = ValueOracle(Attention(W, v))
+    rec = learn_skeleton_adaptive(oracle, rng=np.random.default_rng(31178886))
+    info = rec.diagnostics
+    assert info["stop_resumed"] and info["rank_found"] == 1 and info["stop_lead_queries"] == 0
     assert info["stop_check_residual"] > info["stop_check_allowed"]  # the second check sees it too
     assert info["designed_queries"] == 2 * STOP_CHECK_MIXES * (4 - 1)  # two checks, rows off I
     assert info["stop_check_failure"] == 2 * 1e-3  # the final check's, or the first's that chose it
@@ -571,8 +590,9 @@ def test_a_second_singular_value_near_the_rank_cut_is_within_the_bound(d, e, man
     info = rec.diagnostics
     assert rec.queries == oracle.queries == info["queries_formula"] + info["reasked_queries"]
     designed, r = info["designed_queries"], info["rank_found"]
-    if info.get("stop_resumed"):  # a first check at a lower rank s (k (d - s)), maybe a second at r
-        assert STOP_CHECK_MIXES * (d - r) < designed <= 2 * STOP_CHECK_MIXES * d
+    if info.get("stop_resumed"):  # a first check at a lower rank s (k (d - s)), maybe a second at r,
+        led = info["stop_lead_queries"]  # and the entries of a led resume off the final skeleton
+        assert 0 <= led <= 2 * d and STOP_CHECK_MIXES * (d - r) < designed - led <= 2 * STOP_CHECK_MIXES * d
     else:  # a check at the stop (k (d - r)), or no stop below the declared rank
         assert designed == (STOP_CHECK_MIXES * (d - r) if r < (d if adaptive else 2) else 0)
     assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound
