@@ -546,18 +546,24 @@ def test_rank_cut_below_rank_tol_is_checked_and_resumed():
     the error 4.7e-9 against a truncation term of 2.1e-9.  Now the stop is checked on random mixes
     of the other columns (STOP_CHECK_MIXES (d - 1) = 9 counted, designed queries), which see the
     residual, and the cross resumes at the noise floor (no query asked twice): rank 2, within its
-    bound."""
+    bound.  Since issue 23's led resume, the row the check saw the residual in (row 0) is asked
+    (2 more designed queries, its entries off the pivot column and the stop column) and its
+    largest residual, column 2, is the pivot in place of the stop column 3's 4.5e-10: pivot ratio
+    6.6e-9 (was 1.2e-9), bound 3.4e-13 (was 1.6e-12), error 1.9e-15 (was 6.4e-15), measured; the
+    stop column's entries off the new pivot rows, 2, are the designed extras."""
     W, v = _two_scales(4, 3.90625e-09), np.array([-1.0, 0.0, 0.0, 0.0])
     oracle = ValueOracle(Attention(W, v))
     rec = learn_skeleton(oracle, rank=2, rng=np.random.default_rng(11))
     info = rec.diagnostics
     assert info["stop_resumed"] and info["rank_found"] == 2
     assert info["stop_check_residual"] > info["stop_check_allowed"]  # what made it resume
-    checked = STOP_CHECK_MIXES * (4 - 1)
-    assert info["designed_queries"] == info["reasked_queries"] == checked
-    assert rec.queries == oracle.queries == 4 + 2 * (2 * 4 - 2) + checked == info["queries_formula"] + checked
+    checked, led = STOP_CHECK_MIXES * (4 - 1), info["stop_lead_queries"]
+    assert led == 4 - 2
+    assert info["designed_queries"] == info["reasked_queries"] == checked + led
+    assert info["queries_formula"] == 4 + 2 * (2 * 4 - 2)
+    assert rec.queries == oracle.queries == info["queries_formula"] + checked + led
     s = score(rec, W, v, FLOAT64)
-    assert s.err_W <= rec.error_bound < 1e-9
+    assert s.err_W <= rec.error_bound < 1e-12
 
 
 def test_no_seed_of_the_pinned_family_escapes_its_bound():

@@ -125,12 +125,13 @@ def cross_approximation(
     with the largest residual; only the entries of C = M[:, J] and R = M[I, :] that ``start`` lacks
     are asked.
 
-    ``lead``: a row a stop's check saw a residual in (:func:`_check_stop`).  The first pivot column
-    whose residual falls below the threshold while that row is free does not stop the cross: the
-    row's free entries not yet known are asked (at most d - s - 1 at step s) and the cross takes
-    next the column of its largest residual, if that exceeds the threshold (else it stops there).
-    A column can read an exact 0 where the residual lives on other columns (issue 23: W* = e_0
-    e_8^T + e_1 e_2^T + e_2 e_3^T, d = 9), which a resume would otherwise retrace to the same stop.
+    ``lead``: a row (off ``start``'s pivot rows) a check of ``start``'s stop saw a residual in
+    (:func:`_check_stop`).  At the first step past ``start``'s pivots (its stop column, retraced) the
+    row's free entries not yet known are asked (at most d - s - 1 at step s), and the cross takes
+    the column of the row's largest residual instead when that exceeds the column's own largest
+    residual.  A column can read an exact 0 where the residual lives on other columns (issue 23:
+    W* = e_0 e_8^T + e_1 e_2^T + e_2 e_3^T, d = 9), which a resume would otherwise retrace to the same
+    stop, or a residual far below the one the check saw, a pivot that would make ``U^{-1} R`` huge.
     """
     arith = session.arith
     d = probes.d
@@ -147,6 +148,7 @@ def cross_approximation(
     j, stop_col, stop_residual, stop_threshold = (0 if order is None else order[1][0]), None, 0.0, 0.0
     learned = Scale() if start is None else start.scale  # the size of W* (far from unit, maybe)
     slots, where, free = np.arange(d), np.arange(d), d  # the free columns slots[:free]; where = its inverse
+    lead_step = 0 if start is None else len(start.rows)  # where lead may lead: past start's pivots
 
     def ask(kk: np.ndarray, ll: np.ndarray) -> None:
         """Measure entries (kk, ll) of M at the scale learned so far."""
@@ -168,7 +170,7 @@ def cross_approximation(
         if order is not None:
             mags[np.setdiff1d(np.arange(d), order[0])] = -1.0  # the prescribed rows only
         i = int(np.argmax(mags))
-        if mags[i] <= rank_tol * scale + floor and lead is not None and free_rows[lead]:
+        if lead is not None and s == lead_step and free_rows[lead]:  # start's stop column, retraced
             cols = slots[:free]  # the lead row's free entries (j's is known: it was just measured)
             unknown = cols[~known[lead, cols]]
             if len(unknown):
@@ -179,7 +181,7 @@ def cross_approximation(
             rmags = arith.magnitudes(M[lead, :] - A[lead, :] @ B)
             rmags[~free_cols] = -1.0
             lead = None  # once: a stop past it is checked again
-            if rmags.max() > rank_tol * scale + floor:
+            if rmags.max() > mags[i]:  # a larger pivot than the column's own
                 j = int(np.argmax(rmags))
                 continue
         if mags[i] <= rank_tol * scale + floor:
