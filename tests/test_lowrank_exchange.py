@@ -245,3 +245,26 @@ def test_sparse_targets_declared_above_their_rank_are_answered(target, how, seed
     assert rec.queries == oracle.queries == info["queries_formula"] + info["reasked_queries"]
     assert info["queries_formula"] == expected
     assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound
+
+
+#: Found by a random hunt of the same class in mpmath (30 digits; 2 of 3000 0/1 targets, no resume
+#: involved, the same before issue 23's fix): W* with ones at (0, 1), (2, 1), (2, 4), (5, 0), (5, 5)
+#: (rank 3, declared 5), v* = e_1, d = 6, seed 3765857412.  The coherent bases leave a third pivot of
+#: 5.7e-16 (above rank_tol, 1e-16 relative at 30 digits), the fourth pivots on 7.2e-15, and U's float64
+#: copy (smallest singular value 8.7e-18) is singular to _cross_error's np.linalg.solve: numpy's
+#: LinAlgError, untyped.  Open: a pivot block float64 cannot invert, in a rounded arithmetic finer
+#: than float64 (bounded in that arithmetic, or refused typed).
+MP_TINY_PIVOT_TARGET = ([(0, 1), (2, 1), (2, 4), (5, 0), (5, 5)], 6, 5, 3765857412)
+
+
+@pytest.mark.xfail(strict=True, raises=np.linalg.LinAlgError, reason=(
+    "open: in mpmath a genuine pivot of 5.7e-16 leaves a pivot block whose float64 copy is singular, "
+    "and the bound's float64 solve raises numpy's LinAlgError (untyped)"
+))
+def test_open_an_mpmath_pivot_block_singular_in_float64():
+    ones, d, r, seed = MP_TINY_PIVOT_TARGET
+    arith = MP(30)
+    W, v = _ones(ones, d), np.eye(d)[1]
+    oracle = ValueOracle(Attention(arith.asarray(W), arith.asarray(v), arith))
+    rec = learn_skeleton(oracle, rank=r, rng=np.random.default_rng(seed), arith=arith)
+    assert score(rec, W, v, arith).err_W <= rec.error_bound
