@@ -442,17 +442,36 @@ def test_the_stop_charge_by_hand():
     assert lowrank._stop_charge(*args, 3 * half) == math.inf  # past none: no bound
 
 
-def test_the_pinned_escape_needs_the_stop_charge():
+def test_the_pinned_escape_needs_the_stop_charge(monkeypatch):
     """The thorough draw pinned below (d = 4, t = 1.75 2^-37, adaptive, seed 31178885): the check
-    sees the cut residual, the cross resumes at the noise floor and stops at rank 1 again (the
-    column it reads shows it below the floor), and the second check sees it again.  The answer is
+    sees the cut residual and the cross resumes at the noise floor.  Resumed without a lead (as
+    before issue 23's led resume; the check's row dropped here), it stops at rank 1 again (the
+    column it reads shows it below the floor), and the second check sees it again: the answer is
     within its bound, and outside the bound less the stop's charge (1.5e-11 against the skeleton's
-    and the assembly's errors alone, ~2e-13): dropping the charge reopens the silent escape."""
+    and the assembly's errors alone, ~2e-13): dropping the charge reopens the silent escape.  Led by
+    the row the check saw it in (row 0: its largest residual, column 2, is the next pivot), the
+    resume finds rank 2 (error 2.8e-15, bound 1.6e-12, measured), the overturned column's entries
+    off the new pivot rows counted as designed queries."""
+    import attnproof.theorems.lowrank as lowrank
+
     W, v = _two_scales(4, 1.75 * 2.0**-37), np.random.default_rng(31178885).standard_normal(4)
     oracle = ValueOracle(Attention(W, v))
     rec = learn_skeleton_adaptive(oracle, rng=np.random.default_rng(31178886))
     info = rec.diagnostics
-    assert info["stop_resumed"] and info["rank_found"] == 1
+    assert info["stop_resumed"] and info["rank_found"] == 2
+    assert info["stop_check_residual"] <= info["stop_check_allowed"]  # the second check, at rank 2
+    checks = STOP_CHECK_MIXES * ((4 - 1) + (4 - 2))
+    assert info["stop_lead_queries"] == 4 - 1 - 1  # column 3's rows off {1, 0}
+    assert info["designed_queries"] == checks + info["stop_lead_queries"] == info["reasked_queries"]
+    assert rec.queries == oracle.queries == info["queries_formula"] + info["reasked_queries"]
+    assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound < 1e-11
+
+    check = lowrank._check_stop
+    monkeypatch.setattr(lowrank, "_check_stop", lambda *a: check(*a)[:3] + (None,))
+    oracle = ValueOracle(Attention(W, v))
+    rec = learn_skeleton_adaptive(oracle, rng=np.random.default_rng(31178886))
+    info = rec.diagnostics
+    assert info["stop_resumed"] and info["rank_found"] == 1 and info["stop_lead_queries"] == 0
     assert info["stop_check_residual"] > info["stop_check_allowed"]  # the second check sees it too
     assert info["designed_queries"] == 2 * STOP_CHECK_MIXES * (4 - 1)  # two checks, rows off I
     assert info["stop_check_failure"] == 2 * 1e-3  # the final check's, or the first's that chose it
@@ -527,18 +546,24 @@ def test_rank_cut_below_rank_tol_is_checked_and_resumed():
     the error 4.7e-9 against a truncation term of 2.1e-9.  Now the stop is checked on random mixes
     of the other columns (STOP_CHECK_MIXES (d - 1) = 9 counted, designed queries), which see the
     residual, and the cross resumes at the noise floor (no query asked twice): rank 2, within its
-    bound."""
+    bound.  Since issue 23's led resume, the row the check saw the residual in (row 0) is asked
+    (2 more designed queries, its entries off the pivot column and the stop column) and its
+    largest residual, column 2, is the pivot in place of the stop column 3's 4.5e-10: pivot ratio
+    6.6e-9 (was 1.2e-9), bound 3.4e-13 (was 1.6e-12), error 1.9e-15 (was 6.4e-15), measured; the
+    stop column's entries off the new pivot rows, 2, are the designed extras."""
     W, v = _two_scales(4, 3.90625e-09), np.array([-1.0, 0.0, 0.0, 0.0])
     oracle = ValueOracle(Attention(W, v))
     rec = learn_skeleton(oracle, rank=2, rng=np.random.default_rng(11))
     info = rec.diagnostics
     assert info["stop_resumed"] and info["rank_found"] == 2
     assert info["stop_check_residual"] > info["stop_check_allowed"]  # what made it resume
-    checked = STOP_CHECK_MIXES * (4 - 1)
-    assert info["designed_queries"] == info["reasked_queries"] == checked
-    assert rec.queries == oracle.queries == 4 + 2 * (2 * 4 - 2) + checked == info["queries_formula"] + checked
+    checked, led = STOP_CHECK_MIXES * (4 - 1), info["stop_lead_queries"]
+    assert led == 4 - 2
+    assert info["designed_queries"] == info["reasked_queries"] == checked + led
+    assert info["queries_formula"] == 4 + 2 * (2 * 4 - 2)
+    assert rec.queries == oracle.queries == info["queries_formula"] + checked + led
     s = score(rec, W, v, FLOAT64)
-    assert s.err_W <= rec.error_bound < 1e-9
+    assert s.err_W <= rec.error_bound < 1e-12
 
 
 def test_no_seed_of_the_pinned_family_escapes_its_bound():
@@ -571,8 +596,9 @@ def test_a_second_singular_value_near_the_rank_cut_is_within_the_bound(d, e, man
     info = rec.diagnostics
     assert rec.queries == oracle.queries == info["queries_formula"] + info["reasked_queries"]
     designed, r = info["designed_queries"], info["rank_found"]
-    if info.get("stop_resumed"):  # a first check at a lower rank s (k (d - s)), maybe a second at r
-        assert STOP_CHECK_MIXES * (d - r) < designed <= 2 * STOP_CHECK_MIXES * d
+    if info.get("stop_resumed"):  # a first check at a lower rank s (k (d - s)), maybe a second at r,
+        led = info["stop_lead_queries"]  # and the entries of a led resume off the final skeleton
+        assert 0 <= led <= 2 * d and STOP_CHECK_MIXES * (d - r) < designed - led <= 2 * STOP_CHECK_MIXES * d
     else:  # a check at the stop (k (d - r)), or no stop below the declared rank
         assert designed == (STOP_CHECK_MIXES * (d - r) if r < (d if adaptive else 2) else 0)
     assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound

@@ -4,14 +4,17 @@ rigorous and far tighter where the cross approximation's columns left ``U^{-1} R
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import attnproof.theorems.lowrank as lowrank
 from attnproof import strategies as ast
-from attnproof.arith import FLOAT64, SYMPY
+from attnproof.arith import FLOAT64, MP, SYMPY
 from attnproof.bench import low_rank_target
 from attnproof.errors import InvalidInputError, PrecisionLossError
 from attnproof.models import Attention, FactoredAttention
@@ -153,21 +156,115 @@ def test_exact_arithmetic_makes_no_exchange_and_bad_counts_are_refused():
 #: Found by the thorough profile on test_exchanges_on_adversarial_factors, the same on main without
 #: exchanges (the cross stops below the declared rank, where no exchange is made): W* = e_0 e_8^T +
 #: e_1 e_2^T + e_2 e_3^T (rank 3, declared 4), v* = -e_0, d = 9, seed 0.  The cross stops at rank 2 on
-#: a column whose residual is exactly 0; the stop's check sees the third rank (residual 0.95) and
-#: resumes at rank_tol 0, but the resumed cross retraces the same pivots to the same zero column, and
-#: the second check charges 21.6 against ||W*||_F = 1.73 (error 1.39): refused, not silent, yet the
-#: statement of test_skeleton_on_adversarial_factors (only a W* below float64's resolution refuses)
-#: is false here.  Open: a resume that pivots on the column the check's mixes saw.
+#: a column (3) whose residual is exactly 0 to rounding (2e-15); the stop's check sees the third rank
+#: and resumed at rank_tol 0, but the resumed cross retraced the same pivots to the same zero column,
+#: and the second check charged 21.6 against ||W*||_F = 1.73 (error 1.39): refused, a refusal of a
+#: good answer (was a strict xfail).  Fixed (issue 23): the check names the row where a mix's residual
+#: exceeds its error most (row 4), and the resume, reaching the same stop, asks that row and pivots on
+#: the column of its largest residual: rank 3, error 4.7e-15 within a bound of 1.0e-11 (measured).
+#: In mpmath at 30 digits column 3's residual is 2.6e-17, not 0 (the exact bases' rounded DCT), below
+#: rank_tol (1e-16 relative) but above the noise floor: the resume pivoted on it (U's smallest
+#: singular value 3e-17), took rank 4 on noise, and _cross_error's float64 solve with U raised
+#: numpy's LinAlgError (untyped), before the fix and with a lead taken only below the floor; the led
+#: resume takes the row's largest residual when it exceeds the column's: rank 3, error 4.9e-30 within
+#: 1.0e-25 (measured).
 BLIND_STOP_TARGET = ([(0, 8), (1, 2), (2, 3)], 9, 4)
 
 
-@pytest.mark.xfail(strict=True, raises=PrecisionLossError, reason=(
-    "open: a rank-3 W* declared 4 whose stop column reads an exact zero residual; the resumed cross "
-    "retraces the same pivots and the stop check's charge refuses a unit-size target"
-))
-def test_open_a_blind_stop_column_refuses_a_unit_target():
-    ones, d, r = BLIND_STOP_TARGET
-    W, v = np.zeros((d, d)), -np.eye(d)[0]
+def _ones(ones: list[tuple[int, int]], d: int) -> np.ndarray:
+    """The d x d 0/1 matrix with ones at ``ones``."""
+    W = np.zeros((d, d))
     W[tuple(np.array(ones).T)] = 1.0
-    rec = learn_skeleton(ValueOracle(Attention(W, v)), rank=r, rng=np.random.default_rng(0))
+    return W
+
+
+@pytest.mark.parametrize("arith", [FLOAT64, MP(30)], ids=["float64", "mpmath30"])
+def test_a_blind_stop_column_is_passed_by_the_row_the_check_saw(arith):
+    """BLIND_STOP_TARGET: resumed, led by the check's row, the cross finds rank 3 and stops at rank 3
+    (a second check, which passes); every query counted: the formula for rank 3, both checks' mixes
+    (3 (d - 2) + 3 (d - 3)) and the overturned column's entries off the new pivot rows (d - 3 = 6:
+    the led row is a pivot row), designed.  The same in mpmath (30 digits)."""
+    ones, d, r = BLIND_STOP_TARGET
+    W, v = _ones(ones, d), -np.eye(d)[0]
+    oracle = ValueOracle(Attention(arith.asarray(W), arith.asarray(v), arith))
+    rec = learn_skeleton(oracle, rank=r, rng=np.random.default_rng(0), arith=arith)
+    info = rec.diagnostics
+    assert info["stop_resumed"] and info["rank_found"] == 3 and info["stop_lead_queries"] == d - 3
+    assert info["stop_check_residual"] <= info["stop_check_allowed"]  # the second check passes
+    assert info["designed_queries"] == lowrank.STOP_CHECK_MIXES * ((d - 2) + (d - 3)) + (d - 3)
+    assert info["queries_formula"] == d + 3 * (2 * d - 3) + (d - 3)
+    assert rec.queries == oracle.queries == info["queries_formula"] + info["reasked_queries"]
+    half = math.sqrt(arith.eps) * np.linalg.norm(W)  # at least half the digits certified
+    assert score(rec, W, v, arith).err_W <= rec.error_bound < half
+
+
+@st.composite
+def _sparse_deficient_targets(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, int]:
+    """(W, v, r): W* a 0/1 matrix of a few ones, or ``K^T Q`` with sparse factors of entries in
+    {0, +-1/2, +-1, 2} (rank below their height, maybe), declared rank r between rank(W*) and d;
+    v* a signed coordinate vector or a sparse one."""
+    d = draw(st.integers(2, 12))
+    if draw(st.booleans()):
+        W = _ones(draw(st.lists(st.tuples(st.integers(0, d - 1), st.integers(0, d - 1)), min_size=1,
+                                max_size=2 * d, unique=True)), d)
+    else:
+        t = draw(st.integers(1, d))
+        entries = st.sampled_from([0.0, 0.0, 0.0, 0.5, -0.5, 1.0, -1.0, 2.0])
+        K, Q = (draw(arrays(np.float64, (t, d), elements=entries)) for _ in range(2))
+        W = K.T @ Q
+    assume(W.any())  # W* = 0 is below any resolution: refused (test_skeleton_on_adversarial_factors)
+    true = int(np.linalg.matrix_rank(W))
+    r = draw(st.integers(true, d))
+    if draw(st.booleans()):
+        v = np.eye(d)[draw(st.integers(0, d - 1))] * draw(st.sampled_from([-1.0, 1.0]))
+    else:
+        v = draw(ast.vectors(d, sparse=True))
+    return W, v, r
+
+
+@given(_sparse_deficient_targets(), st.sampled_from(["skeleton", "exchanges", "adaptive"]), seeds)
+# issue 23's class before the led resume (a random hunt, 6 refusals in 3000 0/1 targets, all answered
+# now): W* of rank 2 declared 2, d = 4, stopped at rank 1 on a column reading 8.9e-16; refused at 13.7
+@example((_ones([(1, 0), (1, 3), (2, 1), (2, 2)], 4), -np.eye(4)[2], 2), "skeleton", 3437598093)
+@example((_ones(BLIND_STOP_TARGET[0], 9), -np.eye(9)[0], 4), "skeleton", 0)
+def test_sparse_targets_declared_above_their_rank_are_answered(target, how, seed):
+    """Rank-deficient 0/1 and sparse-factor targets, declared above their rank (issue 23's class):
+    a unit-size W* is answered, within its bound, and every query is counted: the formula for the
+    rank found plus the re-asked and designed ones (the stop checks' mixes and a resume's led row)."""
+    W, v, r = target
+    d = len(v)
+    oracle = ValueOracle(Attention(W, v))
+    rng = np.random.default_rng(seed)
+    if how == "adaptive":
+        rec = lowrank.learn_skeleton_adaptive(oracle, rng=rng)
+    else:
+        rec = learn_skeleton(oracle, rank=r, rng=rng, exchanges=d if how == "exchanges" else 0)
+    info, found = rec.diagnostics, rec.diagnostics["rank_found"]
+    declared = d if how == "adaptive" else r
+    expected = d + found * (2 * d - found) + (d - found if found < declared else 0)
+    assert rec.queries == oracle.queries == info["queries_formula"] + info["reasked_queries"]
+    assert info["queries_formula"] == expected
     assert score(rec, W, v, FLOAT64).err_W <= rec.error_bound
+
+
+#: Found by a random hunt of the same class in mpmath (30 digits; 2 of 3000 0/1 targets, no resume
+#: involved, the same before issue 23's fix): W* with ones at (0, 1), (2, 1), (2, 4), (5, 0), (5, 5)
+#: (rank 3, declared 5), v* = e_1, d = 6, seed 3765857412.  The coherent bases leave a third pivot of
+#: 5.7e-16 (above rank_tol, 1e-16 relative at 30 digits), the fourth pivots on 7.2e-15, and U's float64
+#: copy (smallest singular value 8.7e-18) is singular to _cross_error's np.linalg.solve: numpy's
+#: LinAlgError, untyped.  Open: a pivot block float64 cannot invert, in a rounded arithmetic finer
+#: than float64 (bounded in that arithmetic, or refused typed).
+MP_TINY_PIVOT_TARGET = ([(0, 1), (2, 1), (2, 4), (5, 0), (5, 5)], 6, 5, 3765857412)
+
+
+@pytest.mark.xfail(strict=True, raises=np.linalg.LinAlgError, reason=(
+    "open: in mpmath a genuine pivot of 5.7e-16 leaves a pivot block whose float64 copy is singular, "
+    "and the bound's float64 solve raises numpy's LinAlgError (untyped)"
+))
+def test_open_an_mpmath_pivot_block_singular_in_float64():
+    ones, d, r, seed = MP_TINY_PIVOT_TARGET
+    arith = MP(30)
+    W, v = _ones(ones, d), np.eye(d)[1]
+    oracle = ValueOracle(Attention(arith.asarray(W), arith.asarray(v), arith))
+    rec = learn_skeleton(oracle, rank=r, rng=np.random.default_rng(seed), arith=arith)
+    assert score(rec, W, v, arith).err_W <= rec.error_bound

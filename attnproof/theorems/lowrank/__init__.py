@@ -16,7 +16,7 @@ reconstruct ``M = C U^{-1} R`` (identity ``thm5.1/skeleton-reconstruction``), so
 time until the Schur complement of the new row and column vanishes, for unknown r, with
 d - r extra queries for the column that shows it and ``STOP_CHECK_MIXES (d - r)`` counted ones
 that check that stop on random mixes of the other columns and bound what it may have cut
-(:func:`_check_stop`).
+(:func:`_check_stop`); a residual the check sees resumes the cross, led by the row it saw it in.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class Cross:
 
 def cross_approximation(
     session: BilinearSession, probes: Probes, max_rank: int, rank_tol: float, start: Cross | None = None,
-    order: tuple[list[int], list[int]] | None = None,
+    order: tuple[list[int], list[int]] | None = None, lead: int | None = None,
 ) -> Cross:
     """Pivoted cross approximation of ``M = P W* Q^T``, each entry one bilinear query.
 
@@ -124,6 +124,14 @@ def cross_approximation(
     partial pivoting's choice: step s takes column J_s and, among the rows of I not yet taken, the one
     with the largest residual; only the entries of C = M[:, J] and R = M[I, :] that ``start`` lacks
     are asked.
+
+    ``lead``: a row (off ``start``'s pivot rows) a check of ``start``'s stop saw a residual in
+    (:func:`_check_stop`).  At the first step past ``start``'s pivots (its stop column, retraced) the
+    row's free entries not yet known are asked (at most d - s - 1 at step s), and the cross takes
+    the column of the row's largest residual instead when that exceeds the column's own largest
+    residual.  A column can read an exact 0 where the residual lives on other columns (issue 23:
+    W* = e_0 e_8^T + e_1 e_2^T + e_2 e_3^T, d = 9), which a resume would otherwise retrace to the same
+    stop, or a residual far below the one the check saw, a pivot that would make ``U^{-1} R`` huge.
     """
     arith = session.arith
     d = probes.d
@@ -140,13 +148,14 @@ def cross_approximation(
     j, stop_col, stop_residual, stop_threshold = (0 if order is None else order[1][0]), None, 0.0, 0.0
     learned = Scale() if start is None else start.scale  # the size of W* (far from unit, maybe)
     slots, where, free = np.arange(d), np.arange(d), d  # the free columns slots[:free]; where = its inverse
+    lead_step = 0 if start is None else len(start.rows)  # where lead may lead: past start's pivots
 
     def ask(kk: np.ndarray, ll: np.ndarray) -> None:
         """Measure entries (kk, ll) of M at the scale learned so far."""
         L, k = session.measure_adaptively(probes, (kk, ll), learned)
         M[kk, ll], L_all[kk, ll], k_all[kk, ll], known[kk, ll] = probes.values(L, k, kk), L, k, True
 
-    for _ in range(max_rank if order is None else len(order[1])):
+    while s < (max_rank if order is None else len(order[1])):
         rows = np.flatnonzero(free_rows)  # the column off the pivot rows: all unknown, unless resumed
         if len(rows):
             unknown = rows[~known[rows, j]]
@@ -161,6 +170,20 @@ def cross_approximation(
         if order is not None:
             mags[np.setdiff1d(np.arange(d), order[0])] = -1.0  # the prescribed rows only
         i = int(np.argmax(mags))
+        if lead is not None and s == lead_step and free_rows[lead]:  # start's stop column, retraced
+            cols = slots[:free]  # the lead row's free entries (j's is known: it was just measured)
+            unknown = cols[~known[lead, cols]]
+            if len(unknown):
+                ask(np.full(len(unknown), lead), unknown)
+            scale = max(scale, arith.abs_max(M[lead, cols]))
+            floor = max(floor, 64 * float(resolution(probes, (np.full(len(cols), lead), cols),
+                                                     k_all[lead, cols]).max()))
+            rmags = arith.magnitudes(M[lead, :] - A[lead, :] @ B)
+            rmags[~free_cols] = -1.0
+            lead = None  # once: a stop past it is checked again
+            if rmags.max() > mags[i]:  # a larger pivot than the column's own
+                j = int(np.argmax(rmags))
+                continue
         if mags[i] <= rank_tol * scale + floor:
             stop_col, stop_residual = j, max(float(mags[i]), 0.0)
             stop_threshold = float(rank_tol * scale + floor)
@@ -682,10 +705,26 @@ SKELETON_RELIES_ON = (
 CHECK_MARGIN = 100
 
 
+def _spare_entries(cross: Cross) -> int:
+    """How many measured entries of the cross lie off its skeleton (pivot rows and columns) and off
+    its stop column: what :func:`_cross_count` does not count.  0 for a cross taken from scratch;
+    a resume led by a check's row (:func:`cross_approximation`'s ``lead``) leaves that row's
+    entries off the new pivot columns, and the overturned stop column's off the new pivot rows."""
+    off = cross.known.copy()
+    off[cross.rows, :] = False
+    off[:, cross.cols] = False
+    if cross.stop_col is not None:
+        off[:, cross.stop_col] = False
+    return int(off.sum())
+
+
 def _cross_count(d: int, r: int, rank: int, bias: bool, checks: int) -> int:
     """Queries of a cross approximation that found rank r with at most ``rank`` steps: v (d),
     the skeleton r(2d - r), the column showing a lower rank (d - r, when r < rank), the checks,
-    and (beta, c) for a head with biases (d + 1)."""
+    and (beta, c) for a head with biases (d + 1).  Not in it, counted as ``designed_queries``: a
+    stop's checks (:func:`_check_stop`), a resume's entries off the final skeleton and stop column
+    (:func:`_spare_entries`: the led row's, the overturned stop column's, at most 2(d - s) for a stop
+    at rank s) and the maxvol exchanges' new columns."""
     return d + r * (2 * d - r) + (d - r if r < rank else 0) + checks + (d + 1 if bias else 0)
 
 
@@ -696,8 +735,8 @@ def _cross_count(d: int, r: int, rank: int, bias: bool, checks: int) -> int:
     arithmetics=("float64", "mpmath", "sympy"),
     queries="d + r(2d - r) for rank r = the declared rank; + (d - r) when a lower rank r is found; "
     "+ checks; + d + 1 with biases; counted extras: 3 (d - s) designed per check of a stop at a rank s "
-    "below the declared (d - s in exact arithmetic); at most exchanges (d - r) designed for the maxvol "
-    "column exchanges",
+    "below the declared (d - s in exact arithmetic), at most 2 (d - s) designed when a check's row leads "
+    "the resumed cross; at most exchanges (d - r) designed for the maxvol column exchanges",
     count=lambda d, r, rank, bias=False, checks=0, **_: _cross_count(d, r, rank, bias, checks),
 )
 def learn_skeleton(
@@ -719,7 +758,9 @@ def learn_skeleton(
     Exactly d + r(2d - r) when rank(W*) = r (the information-theoretic floor); a lower rank s is
     detected on the way, d + s(2d - s) + (d - s) queries, and its stop checked by
     ``STOP_CHECK_MIXES (d - s)`` counted ones (``designed_queries``; d - s in exact arithmetic; a
-    stop the check overturns costs the floor plus the check).  Runs in float64, mpmath and sympy.
+    stop the check overturns costs the floor plus the checks, plus the entries of the row that led
+    the resume and of the overturned column that the final skeleton does not read, at most
+    2(d - s)).  Runs in float64, mpmath and sympy.
 
     Parameters
     ----------
@@ -745,11 +786,14 @@ def learn_skeleton(
         counted queries, reported as ``designed_queries``) on random mixes of the other columns,
         since the one column it read can all but miss the residual (``W* = e_1 e_2^T + 3.9e-9
         e_0 e_3^T``, pinned in ``tests/test_lowrank.py``): a residual the check sees above the
-        errors resumes the cross at the noise floor (no entry asked twice; ``stop_resumed``); the
-        bound then charges the unmeasured block what the mixes measured of it
-        (``stop_check_unseen``, :func:`_stop_charge`: it holds except with probability
-        ``stop_check_failure`` <= 2e-3 over the learner's draws, for every W*), in place of a
-        truncation term for what the stop declared zero.
+        errors resumes the cross at the noise floor (no entry asked twice; ``stop_resumed``), led
+        by the row where it saw it (:func:`cross_approximation`'s ``lead``: a column can read an
+        exact 0 of a residual that lives elsewhere, issue 23, and the resume would retrace it to the
+        same stop; ``stop_lead_queries`` of the row's and the overturned column's entries off the
+        final skeleton, designed); a final stop's bound charges the unmeasured block what the mixes
+        measured of it (``stop_check_unseen``, :func:`_stop_charge`: it holds except with
+        probability ``stop_check_failure`` <= 2e-3 over the learner's draws, for every W*), in place
+        of a truncation term for what the stop declared zero.
     bias : bool
         A head with biases: also recover c and beta (d + 1 more queries).
     rtol : float, optional
@@ -794,7 +838,8 @@ def learn_skeleton(
     relies_on=SKELETON_RELIES_ON,
     arithmetics=("float64", "mpmath", "sympy"),
     queries="d + r(2d - r) + (d - r) (+ d + 1 with biases); d + d^2 at full rank; "
-    "counted extras: 3 (d - s) designed per check of a stop at rank s < d (d - s in exact arithmetic)",
+    "counted extras: 3 (d - s) designed per check of a stop at rank s < d (d - s in exact arithmetic), "
+    "at most 2 (d - s) designed when a check's row leads the resumed cross",
     count=lambda d, r, bias=False, **_: _cross_count(d, r, d, bias, 0),
 )
 def learn_skeleton_adaptive(
@@ -844,7 +889,7 @@ def _learn_by_crosses(
     """Both skeleton learners: read v (and beta), measure the cross, exchange its columns
     (:func:`exchange_columns`, at most ``exchanges``, rounded arithmetic and a cross of rank
     ``max_rank`` only), check a stop below ``max_rank`` (:func:`_check_stop`; a residual it sees
-    resumes the cross at the noise floor), reconstruct, check, guard."""
+    resumes the cross at the noise floor, led by the row it saw it in), reconstruct, check, guard."""
     if not hasattr(rng, "standard_normal"):
         raise InvalidInputError("the skeleton learners need an explicit numpy.random.Generator (rng=...)")
     arith, d = session.arith, session.oracle.d
@@ -870,7 +915,7 @@ def _learn_by_crosses(
             F1, F2 = P_inv @ A, cross.B @ Q_inv.T
             return A, F1, F2, F1 @ F2
 
-        def check(cross: Cross, W: np.ndarray) -> tuple[bool, float, float]:
+        def check(cross: Cross, W: np.ndarray) -> tuple[bool, float, float, int | None]:
             """:func:`_check_stop` of this cross, whose answer is W."""
             size = arith.norm(W) if rounded else None
             return _check_stop(session, probes, cross, rng, size, c_norm, unshorten)
@@ -884,12 +929,16 @@ def _learn_by_crosses(
             session.diagnostics["designed_queries"] += int(np.sum(cross.known & ~known))
             session.diagnostics["exchanged_columns"] = len(set(swapped) - set(cols))
         A, F1, F2, W = assemble(cross)
-        stop = None  # the final cross's check: (seen, its charge, the skeleton's bound), if it stopped
+        stop = None  # the final cross's check: (seen, its charge, the skeleton's bound, lead), if it stopped
         if cross.stop_col is not None:  # a stop below max_rank: is the residual off its column 0?
             stop, made = check(cross, W), 1
-            if stop[0] and rank_tol > 0:  # it is not: resume at the noise floor (the same pivots, no query)
+            if stop[0]:  # it is not: resume at the noise floor (the same pivots), led by the row it saw
                 session.diagnostics["stop_resumed"] = True
-                cross = cross_approximation(session, probes, max_rank, 0.0, start=cross)
+                spare = _spare_entries(cross)
+                cross = cross_approximation(session, probes, max_rank, 0.0, start=cross, lead=stop[3])
+                spare = _spare_entries(cross) - spare  # the led row's, the overturned column's: counted
+                session.diagnostics["designed_queries"] += spare
+                session.diagnostics["stop_lead_queries"] = spare
                 A, F1, F2, W = assemble(cross)
                 stop, made = (None, 0) if cross.stop_col is None else (check(cross, W), 2)
             if rounded and stop is not None:  # the bound rests on the final check and on any that chose it
@@ -983,7 +1032,7 @@ def _check_stop(
     W_norm: float | None,
     c_norm: float,
     unshorten: np.ndarray,
-) -> tuple[bool, float, float]:
+) -> tuple[bool, float, float, int | None]:
     """Check a stop at rank s below the most the cross could take on the residuals of random column
     mixes: ``STOP_CHECK_MIXES (d - s)`` counted queries (``designed_queries``), d - s in exact arithmetic.
 
@@ -999,7 +1048,9 @@ def _check_stop(
 
     Two uses.  **Seen**: a mix with ``||rho_j|| > ||e_j|| + `` the cross's bound without the stop
     (:func:`_cross_error`, which bounds ``||(A B - C* U*^{-1} R*) g_j||`` for a unit g_j) proves
-    S* != 0: the caller resumes the cross.  **Charge**: :func:`_stop_charge` bounds
+    S* != 0: the caller resumes the cross, led by the row where a mix's residual exceeds its
+    measurement error the most (``S*`` is not 0 on that row: its largest entry is a pivot the
+    stop's column missed).  **Charge**: :func:`_stop_charge` bounds
     ``||D^{-1} Delta°||_F`` from all the mixes, except with probability STOP_CHECK_FAILURE (the
     rng's, for any W*); with the skeleton's own errors (:func:`_cross_error` without the stop) it
     bounds the whole error, and replaces the stop's heuristic truncation term.  ``W_norm`` None: exact
@@ -1015,6 +1066,9 @@ def _check_stop(
     skeleton : float
         :func:`_cross_error` without the stop (0 in exact arithmetic): the caller's bound on the
         skeleton's errors.
+    lead : int or None
+        When seen, the row (off I) whose entry of a mix's residual most exceeds its error ``e_j``
+        (the ``lead`` of :func:`cross_approximation`); else None.
     """
     arith, d, info = session.arith, probes.d, session.diagnostics
     I, J = cross.rows, cross.cols
@@ -1043,7 +1097,8 @@ def _check_stop(
     info.update(stop_check_mixes=mixes, stop_check_mix_norm=[float(x) for x in g_norms])
     if W_norm is None:
         info.update(stop_check_residual=float(norm2(rho, axis=0).max()), stop_check_allowed=0.0)
-        return bool(rho.max() > 0), 0.0, 0.0
+        seen = bool(rho.max() > 0)
+        return seen, 0.0, 0.0, int(Io[np.argmax(rho.max(axis=1))]) if seen else None
     eps = arith.resolution
     Af, Bf, Pf = (np.abs(arith.to_float(x)) for x in (cross.A[Io], cross.B, fresh.P))
     rounding = _gamma(d + len(I) + 1, eps) * (Af @ (Bf @ np.abs(gn.T)) + np.abs(arith.to_float(measured)))
@@ -1062,7 +1117,9 @@ def _check_stop(
     charge = _stop_charge(g_norms, rho, errors, unshorten[Io], direction)
     info.update(stop_check_residual=float(norm2(rho[:, worst])), stop_check_allowed=float(allowed[worst]),
                 stop_check_unseen=charge, stop_check_margin=STOP_CHECK_MARGIN)
-    return bool(np.any(norm2(rho, axis=0) > allowed)), charge, float(skeleton)
+    seen = bool(np.any(norm2(rho, axis=0) > allowed))
+    lead = int(Io[np.argmax(np.max(rho - errors, axis=1))]) if seen else None
+    return seen, charge, float(skeleton), lead
 
 
 def _check_rank(
