@@ -24,7 +24,9 @@ piece between crossings.  On a piece, f is *linear* (not affine: no biases), so 
 with Euler's relation ``G^T x0 = f(x0)`` as a free check (``sec4.1/piece-gradient``; a check
 that fails at every h with the same residual is an affine offset: biases, refused).
 Between two pieces a, b the lines ``G_a^T x(s)``, ``G_b^T x(s)`` meet at ``s*`` with
-``(G_b - G_a)^T x(s*) = 0`` (``sec4.1/kink-intersection``); if only one hyperplane lies
+``(G_b - G_a)^T x(s*) = 0`` (``sec4.1/kink-intersection``; in floating point where their
+predictions ``f(x_a) + G_a^T (x - x_a)`` and ``f(x_b) + G_b^T (x - x_b)`` meet, as a measured G
+misses Euler's relation by its error); if only one hyperplane lies
 between, it is ``(G_b - G_a)^T x = 0`` and two off-path queries ``x* +- y`` confirm it
 (predicted ``G_b^T (x* + y)`` and ``G_a^T (x* - y)``, y on the b side).  Otherwise a new piece is
 opened at s* (or at the midpoint, when s* is outside the interval).  From the gradients

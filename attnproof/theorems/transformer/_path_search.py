@@ -613,7 +613,7 @@ class _PathSearch:
                 s, y_split = hit
             else:
                 J = pb.G - pa.G
-                s = self._intersection(J, X0, direction, sa, sb, pa.err + pb.err)
+                s = self._intersection(pa, pb, X0, direction, sa, sb)
                 if s is not None and (s, id(pa), id(pb)) not in tested:
                     tested.add((s, id(pa), id(pb)))
                     status, y_split = self._confirm(pa, pb, X0 + s * direction, (sb - sa) * direction)
@@ -836,26 +836,37 @@ class _PathSearch:
         return self.arith.scalar(2) ** (int(np.ceil(np.log2(top))) - self.h_log2 if top > 0 else 0)
 
     def _intersection(
-        self, J: np.ndarray, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any, err: float
+        self, pa: _Piece, pb: _Piece, X0: np.ndarray, direction: np.ndarray, sa: Any, sb: Any
     ) -> Any:
-        """s* with J^T (X0 + s* dir) = 0 (``sec4.1/kink-intersection``) if it lies in [sa, sb]
-        widened by its own uncertainty (the gradients' errors ``err`` move it), else None.
+        """s* where pa's and pb's planes meet on the path (``sec4.1/kink-intersection``) if it lies
+        in [sa, sb] widened by its own uncertainty (the gradients' errors move it), else None.
+
+        Exact arithmetic: ``J^T (X0 + s* dir) = 0``, ``J = G_b - G_a`` (a piece's plane passes
+        through 0).  Numeric: where the pieces' predictions ``f(x_p) + G_p^T (x - x_p)`` meet
+        (:meth:`predict`), the planes :meth:`_confirm` then holds f(x*) to: a measured G misses
+        Euler's relation ``G^T x_p = f(x_p)`` by up to its error times ``|x_p|``, and the planes
+        through 0 then meet off the kink by that over the slope, beyond the predictions'
+        tolerance near x_p (faithful float64 answers, d = 4, m = 16, seed 2: x* 4.5e-13 past a
+        lone kink, f(x*) 7.4e-13 off pa's prediction against a tolerance of 1.1e-13; every
+        opened piece then closer to the kink, bisected into a refusal on every path).
 
         The ends count: a piece opened at an earlier s* may have a hyperplane through its own
         point.  Two kinks of a zero-sum group ``J_1 + J_2 + J_3 = 0`` crossed with one orientation
         flipped leave a jump ``-2 J_3`` between their pieces, whose lines then meet exactly on the
         third hyperplane; its kink with the next piece lies at that piece's end (exactly, in exact
         arithmetic: an open interval never contains it, and bisection ran to the floor)."""
+        J = pb.G - pa.G
         slope = J @ direction
         if self.arith.is_zero(slope):
             return None
-        s = kink_parameter(J, X0, direction)
         if self.arith.exact:
+            s = kink_parameter(J, X0, direction)
             return s if sa <= s <= sb else None
+        s = (self.predict(pa, X0) - self.predict(pb, X0)) / slope
         x = X0 + s * direction
-        wobble = (4 * err * float(np.abs(self.arith.to_float(x)).sum()) + self.tol(x, G=J)) / abs(
-            float(slope)
-        )
+        err = pa.err + pb.err
+        size = float(np.abs(self.arith.to_float(x)).sum())
+        wobble = (4 * err * size + self.tol(x, G=J)) / abs(float(slope))
         return s if float(sa) - wobble < float(s) < float(sb) + wobble else None
 
     def misfit(self, p: _Piece, z: np.ndarray, got: Any) -> float:
