@@ -270,7 +270,8 @@ def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
     and C is read from that table, a block of rows at a time (bitwise the entries of computing
     each one: the same operations on the same numbers; the angles in 32-bit integers while
     ``2 d^2`` fits, twice as fast), D is applied to each block while it is in cache, and H a block
-    of rows at a time (no d x d temporary).
+    of rows at a time (no d x d temporary); the blocks are shared out between the cores
+    (:func:`_in_blocks`: each row written by one of them, bitwise as in turn).
     """
     scaled_cos = np.cos(np.arange(4 * d) * (np.pi / (2 * d)))  # every angle, reduced exactly
     scaled_cos *= math.sqrt(2.0 / d)
@@ -278,12 +279,16 @@ def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
     odd = 2 * np.arange(d, dtype=index) + 1
     signs = rng.choice([-1.0, 1.0], size=d)
     C = np.empty((d, d))
-    for a, b in _row_blocks(d):
-        np.take(scaled_cos, (np.arange(a, b, dtype=index)[:, None] * odd) % index(4 * d), out=C[a:b],
-                mode="clip")  # in range: "clip" writes straight into C ("raise" buffers)
-        if a == 0:
-            C[0] = math.sqrt(1.0 / d)
-        C[a:b] *= signs
+
+    def fill(first: int, stop: int) -> None:
+        for a, b in _row_blocks(d, start=first, stop=stop):
+            np.take(scaled_cos, (np.arange(a, b, dtype=index)[:, None] * odd) % index(4 * d), out=C[a:b],
+                    mode="clip")  # in range: "clip" writes straight into C ("raise" buffers)
+            if a == 0:
+                C[0] = math.sqrt(1.0 / d)
+            C[a:b] *= signs
+
+    _in_blocks(fill, d, d)
     h = rng.standard_normal(d)
     u, w = h * (2 / (h @ h)), h @ C
     _subtract_outer(C, u, w, C)
@@ -291,20 +296,28 @@ def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _subtract_outer(M: np.ndarray, x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
-    """``out = M - x y^T`` (d x d) a block of rows at a time through one reused block of ``x y^T``
-    (no d x d temporary; bitwise the same products and differences); ``out`` may be M."""
-    blocks = list(_row_blocks(len(x)))
-    outer = np.empty((max((b - a for a, b in blocks), default=0), len(y)))
-    for a, b in blocks:
-        np.multiply(x[a:b, None], y, out=outer[: b - a])
-        np.subtract(M[a:b], outer[: b - a], out=out[a:b])
+    """``out = M - x y^T`` (d x d) a block of rows at a time through a reused block of ``x y^T``
+    (no d x d temporary; bitwise the same products and differences), one per core
+    (:func:`_in_blocks`); ``out`` may be M."""
+    d = len(x)
+
+    def fill(first: int, stop: int) -> None:
+        blocks = list(_row_blocks(d, start=first, stop=stop))
+        outer = np.empty((max((b - a for a, b in blocks), default=0), len(y)))
+        for a, b in blocks:
+            np.multiply(x[a:b, None], y, out=outer[: b - a])
+            np.subtract(M[a:b], outer[: b - a], out=out[a:b])
+
+    _in_blocks(fill, d, len(y))
 
 
-def _row_blocks(d: int, entries: int = 2**18, width: int | None = None) -> Iterator[tuple[int, int]]:
+def _row_blocks(
+    d: int, entries: int = 2**18, width: int | None = None, start: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, int]]:
     """Consecutive row ranges [a, b) of a d x ``width`` matrix (default d x d), about ``entries``
-    entries each (at least one row)."""
-    rows = max(1, entries // max(d if width is None else width, 1))
-    return ((a, min(d, a + rows)) for a in range(0, d, rows))
+    entries each (at least one row), over its rows ``start`` to ``stop`` (default d)."""
+    rows, stop = max(1, entries // max(d if width is None else width, 1)), d if stop is None else stop
+    return ((a, min(stop, a + rows)) for a in range(start, stop, rows))
 
 
 def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:

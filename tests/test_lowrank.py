@@ -780,6 +780,29 @@ def test_skeleton_cross_error_formula_is_pinned(monkeypatch, stop_col):
     assert abs(got - want) <= 1e-14 * want
 
 
+def test_serial_lapack_restores_the_threads_and_keeps_the_norms():
+    """The bounds' SVDs run one-threaded (_serial_lapack, where OpenBLAS is found): inside the block
+    the calling thread's BLAS has one thread, after it the setting it had; the one-threaded
+    spectral norm and singular values agree with numpy's within the bounds' 1 + 2^-20 allowance."""
+    import attnproof.theorems.lowrank as lowrank
+
+    Y = np.random.default_rng(3).standard_normal((40, 300))
+    assert lowrank._spectral_norm(Y) == pytest.approx(np.linalg.norm(Y, 2), rel=2.0**-20)
+    U, sigma = lowrank._singular(Y)
+    assert np.allclose(sigma, np.linalg.svd(Y, compute_uv=False), rtol=2.0**-20, atol=0)
+    assert np.allclose((U * sigma**2) @ U.T, Y @ Y.T, rtol=0, atol=1e-12 * sigma[0] ** 2)  # Y Y^T = U S^2 U^T
+    set_local = lowrank._blas_threads_local()
+    if set_local is None:  # another BLAS (or platform): the block changes nothing
+        return
+    was = set_local(3)
+    try:
+        with lowrank._serial_lapack():
+            inside = set_local(1)  # returns the setting in force: one thread
+        assert (inside, set_local(3)) == (1, 3)  # the 3 put back
+    finally:
+        set_local(was)
+
+
 def test_through_is_pinned_and_bounds_every_sign_choice():
     """_through(E, Y) >= ||S Y||_F for every |S| <= E (all 2^6 sign patterns of a 2 x 3 E), and by
     hand for Y = [[3, 0], [0, 1]] (singular vectors e_1, e_2): row e = (1, 2) gives

@@ -465,11 +465,12 @@ def test_rows_asked_in_the_slots_of_the_row_before_reuse_its_query_tokens():
     assert seen and not any(seen)
 
 
-@given(st.integers(1, 80), st.integers(0, 2**32 - 1), st.integers(1, 3000))
-def test_random_orthogonal_is_the_dct_formula_entry_by_entry(d, seed, entries):
+@given(st.integers(1, 80), st.integers(0, 2**32 - 1), st.integers(1, 3000), st.booleans())
+def test_random_orthogonal_is_the_dct_formula_entry_by_entry(d, seed, entries, threads):
     """The table and row blocks of random_orthogonal give bitwise the matrix of the direct formula
     (every cosine computed on its own, H applied through a d x d outer product), whatever the block
-    size (``entries`` per block, patched)."""
+    size (``entries`` per block, patched), and with the blocks shared out between two threads
+    (``threads``: :func:`attnproof.measure._in_blocks` made to split even a small d)."""
     import unittest.mock
 
     import attnproof.measure as measure
@@ -483,7 +484,10 @@ def test_random_orthogonal_is_the_dct_formula_entry_by_entry(d, seed, entries):
     h = rng.standard_normal(d)
     C -= np.outer(h * (2 / (h @ h)), h @ C)
     blocks = measure._row_blocks
-    with unittest.mock.patch.object(measure, "_row_blocks", lambda d: blocks(d, entries)):
+    cores, least = ((lambda: 2), 1) if threads else (measure._cores, measure._PARALLEL_ENTRIES)
+    with unittest.mock.patch.object(measure, "_row_blocks", lambda d, **at: blocks(d, entries, **at)), \
+            unittest.mock.patch.object(measure, "_PARALLEL_ENTRIES", least), \
+            unittest.mock.patch.object(measure, "_cores", cores):
         assert np.array_equal(random_orthogonal(d, np.random.default_rng(seed)), C)
 
 

@@ -21,11 +21,15 @@ that check that stop on random mixes of the other columns and bound what it may 
 
 from __future__ import annotations
 
+import ctypes
 import math
+import os
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -283,9 +287,10 @@ def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]
     columns (d x r) and rows (r x d), as float64."""
     M, A, B, I, J = cross.M, cross.A, cross.B, cross.rows, cross.cols
     g = _gamma(len(I) + 1, arith.resolution)
-    Mf, Af, Bf = (np.abs(arith.to_float(x)) for x in (M, A, B))
-    cols = arith.magnitudes(M[:, J] - A @ B[:, J]) + g * (Mf[:, J] + Af @ Bf[:, J])
-    rows = arith.magnitudes(M[I, :] - A[I, :] @ B) + g * (Mf[I, :] + Af[I, :] @ Bf)
+    Af, Bf = (np.abs(arith.to_float(x)) for x in (A, B))
+    Mf = arith.to_float(M)  # |M| on the skeleton only: not a d x d pass
+    cols = arith.magnitudes(M[:, J] - A @ B[:, J]) + g * (np.abs(Mf[:, J]) + Af @ Bf[:, J])
+    rows = arith.magnitudes(M[I, :] - A[I, :] @ B) + g * (np.abs(Mf[I, :]) + Af[I, :] @ Bf)
     return cols, rows
 
 
@@ -366,7 +371,7 @@ def _cross_error(
     Y = np.linalg.solve(U, _block(Mf, I, Jo))  # Y°: the columns of Y off J
     dC, dR, dU = _block(E, Io, J) * unshorten[Io, None], _block(E, I, Jo), E[np.ix_(I, J)]
     Ys, Xs = _singular(Y), _singular(X.T)  # each read by two of the terms: one SVD each
-    corner = min(np.linalg.norm(X, 2) * _through(dU, Ys), _through(dU.T, Xs) * np.linalg.norm(Y, 2)) \
+    corner = min(_spectral_norm(X) * _through(dU, Ys), _through(dU.T, Xs) * _spectral_norm(Y)) \
         if len(Io) and len(Jo) else 0.0
     block = _through(dC, Ys) + _through(dR.T, Xs) + corner
     # hypot, not a sum of squares: the errors of a subnormal W* (1e-317) would square to 0
@@ -469,11 +474,59 @@ def _image_norms(cross: Cross, arith: Arith, unshorten: np.ndarray) -> np.ndarra
     return np.ldexp(np.sqrt(np.maximum(np.einsum("kl,km,ml->l", Bf, Af.T @ Af, Bf), 0.0)), -e[0] - e[1])
 
 
+@cache
+def _blas_threads_local() -> Callable[[int], int] | None:
+    """OpenBLAS's ``openblas_set_num_threads_local`` (>= 0.3.27: the BLAS threads of the calling
+    thread only; returns the previous setting) in the library numpy's linear algebra loaded, found
+    among the process's mapped libraries (Linux); None elsewhere, or for another BLAS."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+    except OSError:
+        return None
+    home = os.path.dirname(np.__file__)
+    for path in sorted(p for p in paths if p.startswith(home)):  # numpy's own (numpy.libs), not scipy's
+        try:
+            set_local = ctypes.CDLL(path).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        set_local.argtypes, set_local.restype = [ctypes.c_int], ctypes.c_int
+        return set_local
+    return None
+
+
+@contextmanager
+def _serial_lapack() -> Iterator[None]:
+    """Inside the block, the calling thread's BLAS runs on one core (where :func:`_blas_threads_local`
+    finds OpenBLAS; elsewhere a no-op).  For the bounds' SVDs of r x (d - r) matrices: LAPACK's
+    bidiagonalisation is a sequence of matrix-vector products too small to share between cores, so
+    threads only synchronise (d = 4096, r = 128, two busy cores: 0.4 s one-threaded for the four SVDs
+    of :func:`_cross_error`, 15 s on two threads).  The same algorithm, its rounding in another order:
+    the bounds' ``1 + 2^-20`` allowance for an SVD's error covers either, and the bound no longer
+    depends on the machine's number of cores."""
+    set_local = _blas_threads_local()
+    before = set_local(1) if set_local is not None else None
+    try:
+        yield
+    finally:
+        if set_local is not None and before is not None:
+            set_local(before)
+
+
 def _singular(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(U, sigma)`` of the thin SVD ``Y = U Sigma V^T``: what :func:`_through` reads of Y, computed
-    once where two errors go through the same Y (the SVD is most of the bound's cost at d = 4096)."""
-    U, sigma, _ = np.linalg.svd(Y, full_matrices=False)
+    once where two errors go through the same Y (the SVD is most of the bound's cost at d = 4096;
+    one-threaded, :func:`_serial_lapack`)."""
+    with _serial_lapack():
+        U, sigma, _ = np.linalg.svd(Y, full_matrices=False)
     return U, sigma
+
+
+def _spectral_norm(M: np.ndarray) -> float:
+    """``||M||_2`` by float64's SVD (``np.linalg.norm(M, 2)``), one-threaded (:func:`_serial_lapack`);
+    within ``O(min(M.shape) eps)`` of it, which the callers' ``1 + 2^-20`` allowance covers."""
+    with _serial_lapack():
+        return float(np.linalg.norm(M, 2))
 
 
 def _through(E: np.ndarray, Y: np.ndarray | tuple[np.ndarray, np.ndarray]) -> float:
@@ -570,11 +623,11 @@ def _assembly_error(
         # a posteriori: F1 F2 - P^{-1} A B Q^{-T} = P^{-1} ((P F1 - A) F2 Q^T + A (F2 Q^T - B)) Q^{-T}
         e1, e2 = _verified_residual(P, F1, A), _verified_residual(Q, F2.T, B.T)
         up = 1 + 2.0**-20  # the float64 SVDs' own error, O(d eps) of the norm
-        A2, B2 = (float(np.linalg.norm(M, 2)) * up for M in (Af, Bf))
+        A2, B2 = (_spectral_norm(M) * up for M in (Af, Bf))
         return float(own + (e1 * (B2 + e2) + A2 * e2) / math.sqrt((1 - eta[0]) * (1 - eta[1])))
     gd = _gamma(d, eps)
-    products = gd * (_abs_norm(Pf) * np.linalg.norm(Af) * np.linalg.norm(F2f, 2)
-                     + np.linalg.norm(F1f, 2) * np.linalg.norm(Bf) * _abs_norm(Qf)) + own
+    products = gd * (_abs_norm(Pf) * np.linalg.norm(Af) * _spectral_norm(F2f)
+                     + _spectral_norm(F1f) * np.linalg.norm(Bf) * _abs_norm(Qf)) + own
     if transposes:
         dP, dQ = _basis_rounding(d, eps, 2), _basis_rounding(d, eps, 1)
         inverses_error = (2 * dP + dP**2 + 2 * dQ + dQ**2) * W_norm
@@ -637,14 +690,15 @@ def _cross_estimate(
     G2[:, J] = u2[:, None] * y2
     G2[I, :] = x2[:, None]
     G2[np.ix_(I, J)] = np.outer(x2 - u2[I], y2 - 1) + u2[I][:, None]
-    own = V - Vq
-    query = np.repeat(np.sum(G2 * Vq, axis=0)[J] / len(J), len(J))  # r terms a pivot column
-    inputs = np.concatenate([G2[rows, cols] * own[rows, cols], query])
+    own = V[rows, cols] - Vq[rows, cols]  # V - Vq where it is read: at the measured entries
+    # Vq is 0 off the pivot columns: their column sums alone (each down its rows, in the same order)
+    query = np.repeat(np.sum(G2[:, J] * Vq[:, J], axis=0) / len(J), len(J))  # r terms a pivot column
+    inputs = np.concatenate([G2[rows, cols] * own, query])
     if probes.linear_typical is not None:  # the row's c^T p rounding, lin / s, in each entry
         shared = np.zeros((d, d))
         lin = arith.to_float(probes.linear_typical)[rows] / np.ldexp(1.0, k) / (top or 1.0)
-        shared[rows, cols] = np.minimum(lin**2, own[rows, cols])
-        rest = G2[rows, cols] * (own - shared)[rows, cols]
+        shared[rows, cols] = np.minimum(lin**2, own)
+        rest = G2[rows, cols] * (own - shared[rows, cols])
         inputs = np.concatenate([rest, query, np.sum(G2 * shared, axis=1)])
     # outputs: u^2 V at the measured entries; at an unmeasured (i, l) the three paths
     # sum_b u_i^2 V[i, J_b] Y[b, l]^2 + sum_a X[i, a]^2 V[I_a, l] + sum_ab X[i, a]^2 V[I_a, J_b] Y[b, l]^2,
