@@ -253,17 +253,42 @@ def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]
     """How far the computed cross ``A B`` is from the measured skeleton, at each entry it reads.
 
     The factors are built by rounded residual updates (col / col[i], ``M - A B``), so ``A B``
-    reproduces the measured C, R only to rounding.  Measured a posteriori, in the learner's
-    arithmetic: at each skeleton entry e (the pivot columns J and rows I), ``|M_e - (A B)_e|`` is at
-    most the computed residual ``|fl(M_e - A_e B_e)|`` plus that computation's own rounding
-    ``gamma_{r+1} (|M_e| + (|A||B|)_e)`` (a sum of r + 1 terms).  Returns them for the pivot
-    columns (d x r) and rows (r x d), as float64."""
+    reproduces the measured C, R only to rounding.  Measured a posteriori: at each skeleton entry e
+    (the pivot columns J and rows I), ``|M_e - (A B)_e|`` -- an exact function of the stored M, A, B
+    -- is at most the residual computed in a wider arithmetic plus that computation's own rounding,
+    ``|fl_w(M_e - A_e B_e)| + gamma_{r+1}(u_w) (|M_e| + (|A||B|)_e)`` (Higham, Thm 3.1: a sum of r + 1
+    terms in any order, each product rounded once, unit roundoff u_w).  float64 factors are read in
+    longdouble (u_w = 2^-64 with x87 extended precision: their products and sums keep 11 bits more,
+    and no float64 product underflows there), so the bound is the residual the cross actually
+    left, a random walk of r roundings, not float64's worst case ``gamma_{r+1}(2^-53)`` of the
+    magnitudes (Thm 5.1's skeleton ``C U^{-1} R`` carries these errors through X and Y: at d = 1024,
+    r = 32 they were half of each of dC, dR, dU; the bound fell 2.46e-9 -> 1.37e-9 on faithful seed
+    1).  The magnitudes ``|A||B|`` are float64 sums of r non-negative terms, at most ``1 / (1 -
+    gamma_r(2^-53))`` of the computed (g carries ``1 + 2 gamma_r(2^-53) + 4 eps``, its own float64
+    evaluation included), the bound's three longdouble operations ``1 + 4 u_w``, and the result is
+    rounded up to float64.
+    Other arithmetics (mpmath): their own residual and ``gamma_{r+1}(eps)``.  Returns them for the
+    pivot columns (d x r) and rows (r x d), as float64."""
     M, A, B, I, J = cross.M, cross.A, cross.B, cross.rows, cross.cols
-    g = _gamma(len(I) + 1, arith.resolution)
     Mf, Af, Bf = (np.abs(arith.to_float(x)) for x in (M, A, B))
-    cols = arith.magnitudes(M[:, J] - A @ B[:, J]) + g * (Mf[:, J] + Af @ Bf[:, J])
-    rows = arith.magnitudes(M[I, :] - A[I, :] @ B) + g * (Mf[I, :] + Af[I, :] @ Bf)
-    return cols, rows
+    if arith.dtype != np.float64:
+        g = _gamma(len(I) + 1, arith.resolution)
+        cols = arith.magnitudes(M[:, J] - A @ B[:, J]) + g * (Mf[:, J] + Af @ Bf[:, J])
+        rows = arith.magnitudes(M[I, :] - A[I, :] @ B) + g * (Mf[I, :] + Af[I, :] @ Bf)
+        return cols, rows
+    wide = np.longdouble
+    u = float(np.finfo(wide).eps) / 2  # 2^-64 (x87); 2^-53 where longdouble is float64
+    g = _gamma(len(I) + 1, u) * (1 + 2 * _gamma(len(I), FLOAT64.eps) + 4 * FLOAT64.eps)
+    Aw, Bw = A.astype(wide), B.astype(wide)
+
+    def residual(Me: np.ndarray, Ae: np.ndarray, Be: np.ndarray, magnitudes: np.ndarray) -> np.ndarray:
+        """``(|fl_w(M - A B)| + g (|M| + |A||B|)) (1 + 4 u)``, rounded up to float64."""
+        bound = (np.abs(Me - Ae @ Be) + g * (np.abs(Me) + magnitudes)) * (1 + 4 * u)
+        up = bound.astype(np.float64)
+        return np.where(up < bound, np.nextafter(up, np.inf), up)
+
+    return (residual(M[:, J].astype(wide), Aw, Bw[:, J], Af @ Bf[:, J]),
+            residual(M[I, :].astype(wide), Aw[I, :], Bw, Af[I, :] @ Bf))
 
 
 def _cross_error(
