@@ -264,7 +264,9 @@ def _faithful(Xb: np.ndarray, key: Any, query: Any, v: Any, c: Any, beta: Any) -
     images = _ext_sum(tuple(products), C.shape[1]).reshape(B, N, -1)
     values = images[..., -1]
     keys = _ext(Xf) if key is None else images[..., : -1 - (c is not None)]
-    s = np.einsum("bnr,br->bn", keys, q)
+    # a rank-0 head's scores are the empty sum, 0: numpy's einsum over an empty axis of this strided
+    # view leaves its output unwritten (whatever the memory held: NaN answers at times)
+    s = np.einsum("bnr,br->bn", keys, q) if keys.shape[-1] else np.zeros((B, N), dtype=np.longdouble)
     if c is not None:
         s = s + images[..., -2]
     e = np.exp(s - s.max(axis=-1, keepdims=True))
