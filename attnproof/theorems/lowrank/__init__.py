@@ -268,30 +268,22 @@ def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]
     r = 32 they were half of each of dC, dR, dU; the bound fell 2.46e-9 -> 1.37e-9 on faithful seed
     1).  The magnitudes ``|A||B|`` are float64 sums of r non-negative terms, at most ``1 / (1 -
     gamma_r(2^-53))`` of the computed (g carries ``1 + 2 gamma_r(2^-53) + 4 eps``, its own float64
-    evaluation included), the bound's three longdouble operations ``1 + 4 u_w``, and the result is
-    rounded up to float64.
-    Other arithmetics (mpmath): their own residual and ``gamma_{r+1}(eps)``.  Returns them for the
+    evaluation included), the bound's three operations in the wider arithmetic ``1 + 4 u_w``, and
+    the result is rounded up to float64.  mpmath reads its own arithmetic (:meth:`Arith.widened`, u_w
+    its resolution).  Returns them for the
     pivot columns (d x r) and rows (r x d), as float64."""
-    M, A, B, I, J = cross.M, cross.A, cross.B, cross.rows, cross.cols
-    Mf, Af, Bf = (np.abs(arith.to_float(x)) for x in (M, A, B))
-    if arith.dtype != np.float64:
-        g = _gamma(len(I) + 1, arith.resolution)
-        cols = arith.magnitudes(M[:, J] - A @ B[:, J]) + g * (Mf[:, J] + Af @ Bf[:, J])
-        rows = arith.magnitudes(M[I, :] - A[I, :] @ B) + g * (Mf[I, :] + Af[I, :] @ Bf)
-        return cols, rows
-    wide = np.longdouble
-    u = float(np.finfo(wide).eps) / 2  # 2^-64 (x87); 2^-53 where longdouble is float64
+    I, J = cross.rows, cross.cols
+    (M, u), (A, _), (B, _) = (arith.widened(x) for x in (cross.M, cross.A, cross.B))
+    Af, Bf = (np.abs(arith.to_float(x)) for x in (cross.A, cross.B))
     g = _gamma(len(I) + 1, u) * (1 + 2 * _gamma(len(I), FLOAT64.eps) + 4 * FLOAT64.eps)
-    Aw, Bw = A.astype(wide), B.astype(wide)
 
     def residual(Me: np.ndarray, Ae: np.ndarray, Be: np.ndarray, magnitudes: np.ndarray) -> np.ndarray:
-        """``(|fl_w(M - A B)| + g (|M| + |A||B|)) (1 + 4 u)``, rounded up to float64."""
+        """``(|fl_w(M - A B)| + g (|M| + |A||B|)) (1 + 4 u_w)``, rounded up to float64."""
         bound = (np.abs(Me - Ae @ Be) + g * (np.abs(Me) + magnitudes)) * (1 + 4 * u)
-        up = bound.astype(np.float64)
+        up = np.asarray(bound, dtype=np.float64)
         return np.where(up < bound, np.nextafter(up, np.inf), up)
 
-    return (residual(M[:, J].astype(wide), Aw, Bw[:, J], Af @ Bf[:, J]),
-            residual(M[I, :].astype(wide), Aw[I, :], Bw, Af[I, :] @ Bf))
+    return residual(M[:, J], A, B[:, J], Af @ Bf[:, J]), residual(M[I, :], A[I, :], B, Af[I, :] @ Bf)
 
 
 def _cross_error(
