@@ -781,7 +781,8 @@ def learn_skeleton(
         (no query) picks columns that keep ``Y = U^{-1} R`` small, which the error bound carries
         (:func:`_cross_error`: ``||Y||_2`` from 4e3-9e3 to 100-600 at d = 4096, r = 128 with 2-4
         exchanges, simulated on exact skeletons; faithful seed 1: bound / error 2581 -> 1244 with 4,
-        15872 queries, 1.5 %); each new column costs d - r counted queries (``designed_queries``),
+        15872 queries, 1.5 %; seed 0 with 4: 808, then 191 with :func:`_cross_rounding` read in
+        longdouble); each new column costs d - r counted queries (``designed_queries``),
         and the cross is then taken again on the new pivots (no other query).  0: at the floor.
 
     Examples
