@@ -270,6 +270,12 @@ class Arith(ABC):
         0 in exact arithmetic; mpmath overrides it (2^-prec, below its nominal 10^-dps)."""
         return self.eps
 
+    def widened(self, a: Any) -> tuple[np.ndarray, float]:
+        """``a`` in the widest arithmetic at hand for reading a rounding a posteriori (a residual
+        recomputed in it), with that arithmetic's unit roundoff: here this arithmetic itself, at
+        :attr:`resolution`."""
+        return np.asarray(a, dtype=self.dtype), self.resolution
+
     def magnitudes(self, a: Any) -> np.ndarray:
         """|a| elementwise as float64 (NaN where a is NaN); exact arithmetic: 0 exactly for a
         provable zero, and never 0 otherwise (a non-zero value that underflows float64 reports
@@ -417,6 +423,11 @@ class Float64(Arith):
 
     def to_float(self, a: Any) -> np.ndarray:
         return np.asarray(a, dtype=np.float64)
+
+    def widened(self, a: Any) -> tuple[np.ndarray, float]:
+        """float64 read in numpy's longdouble: x87 extended precision (unit roundoff 2^-64) where the
+        platform has it, else float64 itself (2^-53)."""
+        return np.asarray(a, dtype=np.longdouble), float(np.finfo(np.longdouble).eps) / 2
 
     def norm(self, a: Any) -> float:
         a = np.asarray(a, dtype=np.float64)

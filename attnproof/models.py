@@ -150,15 +150,45 @@ def _ext(a: Any) -> np.ndarray | None:
     return None if a is None else np.asarray(a, dtype=np.longdouble)
 
 
+def _rho(n: int) -> int:
+    """The split point of :func:`_ext_product` for an inner dimension n: ``ceil((53 + log2 n) / 2)``."""
+    return math.ceil((53 + math.log2(max(n, 1))) / 2)
+
+
+def _split_high(M: np.ndarray, axis: int, rho: int, out: np.ndarray | None = None) -> np.ndarray:
+    """M_1 of :func:`_split`, written into ``out`` when given (M_2 = M - M_1 is then the caller's):
+    ``(M + sigma) - sigma`` computed in place, and the largest |entry| of each slice as the larger
+    of ``max M`` and ``-min M`` (no |M| temporary): the same floats as ``max |M|``, so the same
+    ``sigma`` and bitwise the same M_1."""
+    mu = np.maximum(M.max(axis=axis, keepdims=True), -M.min(axis=axis, keepdims=True))
+    _, e = np.frexp(mu)  # mu < 2^e (0 for a zero slice)
+    sigma = np.ldexp(0.75, e + rho)
+    M1 = np.add(M, sigma, out=out)
+    return np.subtract(M1, sigma, out=M1)
+
+
 def _split(M: np.ndarray, axis: int, rho: int) -> tuple[np.ndarray, np.ndarray]:
     """``M = M_1 + M_2`` exactly (Ozaki's error-free split, float64): along ``axis`` every slice's
     M_1 holds multiples of ``2^(e + rho - 53)`` (``2^e`` >= its largest |entry|) of at most
     ``53 - rho`` bits, and ``|M_2| <= 2^(e + rho - 54)``."""
-    mu = np.max(np.abs(M), axis=axis, keepdims=True)
-    _, e = np.frexp(mu)  # mu < 2^e (0 for a zero slice)
-    sigma = np.ldexp(0.75, e + rho)
-    M1 = (M + sigma) - sigma
+    M1 = _split_high(M, axis, rho)
     return M1, M - M1
+
+
+def _halves(B: np.ndarray, rho: int) -> np.ndarray:
+    """``[B_1 | B_2]``: B (n, p) split along its columns (:func:`_split`, axis 0), side by side."""
+    return np.hstack(_split(B, 0, rho))
+
+
+def _ext_sum(products: tuple[np.ndarray, np.ndarray], p: int) -> np.ndarray:
+    """``A_1 B_1 + A_1 B_2 + A_2 B_1 + A_2 B_2`` in longdouble from ``A_i @ [B_1 | B_2]``, added in
+    that order onto 0 (each float64 part converted exactly as it is added)."""
+    first, second = products
+    out = np.add(first[:, :p], np.longdouble(0.0), dtype=np.longdouble)  # 0 + A_1 B_1: -0 becomes +0
+    out += first[:, p:]
+    out += second[:, :p]
+    out += second[:, p:]
+    return out
 
 
 def _ext_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -170,14 +200,24 @@ def _ext_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     ``(n + 4) 2^-64`` of :data:`FAITHFUL` -- and they are added in longdouble.  The cost is four
     GEMMs' flops in two calls (``A_i @ [B_1 | B_2]``), not a longdouble product (no BLAS: ~10-50
     times slower per product)."""
-    n, p = A.shape[-1], B.shape[1]
-    rho = math.ceil((53 + math.log2(max(n, 1))) / 2)
+    rho = _rho(A.shape[-1])
     A1, A2 = _split(A, -1, rho)
-    both = np.hstack(_split(B, 0, rho))  # [B_1 | B_2]
-    out = np.zeros((A.shape[0], p), dtype=np.longdouble)
-    for P in (A1 @ both, A2 @ both):
-        out += _ext(P[:, :p])
-        out += _ext(P[:, p:])
+    both = _halves(B, rho)
+    return _ext_sum((A1 @ both, A2 @ both), B.shape[1])
+
+
+def _dense(XN: np.ndarray) -> bool:
+    """Does :func:`_last_token_image` take the split BLAS product for the last tokens XN (B, d):
+    more than ``B d / 8`` non-zeros (counted, not listed)?"""
+    return np.count_nonzero(XN) > XN.shape[0] * XN.shape[1] // 8
+
+
+def _sparse_image(XN: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``XN @ M.T`` in longdouble reading only the non-zero entries of XN: each entry a sum over the
+    non-zeros of its row, added in longdouble (:func:`_last_token_image`'s sparse side)."""
+    rows, cols = np.nonzero(XN)
+    out = np.zeros((XN.shape[0], M.shape[0]), dtype=np.longdouble)
+    np.add.at(out, rows, _ext(XN[rows, cols, None]) * _ext(M.T[cols]))
     return out
 
 
@@ -186,33 +226,47 @@ def _last_token_image(XN: np.ndarray, M: np.ndarray) -> np.ndarray:
     of XN: a one-hot last token (a column probe of Thm 4.1) costs m operations, not m d.  Each
     entry is a sum over the non-zeros of its row, added in longdouble (a dot product of at most
     d terms)."""
-    B = XN.shape[0]
-    rows, cols = np.nonzero(XN)
-    if len(rows) > B * M.shape[1] // 8:  # dense: the split BLAS product
-        return _ext_product(XN, M.T)
-    out = np.zeros((B, M.shape[0]), dtype=np.longdouble)
-    np.add.at(out, rows, _ext(XN[rows, cols, None]) * _ext(M.T[cols]))
-    return out
+    return _ext_product(XN, M.T) if _dense(XN) else _sparse_image(XN, M)
 
 
 def _faithful(Xb: np.ndarray, key: Any, query: Any, v: Any, c: Any, beta: Any) -> np.ndarray:
     """``softmax(s)^T (X v) [+ beta]`` with ``s_i = (key x_i)^T (query x_N) [+ c^T x_i]``, evaluated
     to extended precision (``key`` None: W's own scores ``x_i^T W x_N``, query = W; products of
     float64 arrays by :func:`_ext_product`, the rest in longdouble) and rounded once to float64
-    (:data:`FAITHFUL`)."""
+    (:data:`FAITHFUL`).
+
+    The tokens are split once (:func:`_split`: each token on its own, so a last token's halves are
+    those :func:`_last_token_image` would make of it) into one buffer that holds X_1, then X_2 =
+    X - X_1 in place once X_1's products are taken: the same float64 products of the same shapes,
+    added in the same order, as ``_last_token_image(X_N, query)`` and ``_ext_product(X, [key^T | c |
+    v])`` -- bitwise their answers (``tests/test_models.py`` pins it against that evaluation)."""
     Xf = np.asarray(Xb, dtype=np.float64)
     B, N, d = Xf.shape
-    q = _last_token_image(Xf[:, -1, :], np.asarray(query, dtype=np.float64))  # (B, r): W x_N or Q x_N
+    query = np.asarray(query, dtype=np.float64)
     # every token's image under [key^T | c | v] in one split product: keys, score bias, value
     columns = [np.asarray(v, dtype=np.float64)[:, None]]
     if c is not None:
         columns.insert(0, np.asarray(c, dtype=np.float64)[:, None])
     if key is not None:
         columns.insert(0, np.asarray(key, dtype=np.float64).T)
-    images = _ext_product(Xf.reshape(B * N, d), np.hstack(columns)).reshape(B, N, -1)
+    C = np.hstack(columns)
+    rho, tokens, dense = _rho(d), Xf.reshape(B * N, d), _dense(Xf[:, -1, :])
+    both, query_both = _halves(C, rho), (_halves(query.T, rho) if dense else None)
+    half = _split_high(tokens, -1, rho, out=np.empty_like(tokens))  # X_1, then X_2
+    last = half.reshape(B, N, d)[:, -1, :]
+    products, query_products = [half @ both], ([last @ query_both] if dense else [])
+    np.subtract(tokens, half, out=half)
+    products.append(half @ both)
+    if dense:
+        query_products.append(last @ query_both)
+    q = (_ext_sum(tuple(query_products), query.shape[0]) if dense  # (B, r): W x_N or Q x_N
+         else _sparse_image(Xf[:, -1, :], query))
+    images = _ext_sum(tuple(products), C.shape[1]).reshape(B, N, -1)
     values = images[..., -1]
     keys = _ext(Xf) if key is None else images[..., : -1 - (c is not None)]
-    s = np.einsum("bnr,br->bn", keys, q)
+    # a rank-0 head's scores are the empty sum, 0: numpy's einsum over an empty axis of this strided
+    # view leaves its output unwritten (whatever the memory held: NaN answers at times)
+    s = np.einsum("bnr,br->bn", keys, q) if keys.shape[-1] else np.zeros((B, N), dtype=np.longdouble)
     if c is not None:
         s = s + images[..., -2]
     e = np.exp(s - s.max(axis=-1, keepdims=True))

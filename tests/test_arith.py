@@ -466,3 +466,18 @@ def test_solve_error_on_fixed_inputs():
     tiny = mp50.asarray([[1e-293]])
     assert mp50.solve_error(mp50.eye(1), tiny, tiny, 1.0, 1.0) == 5e-324
     assert mp50.orthogonal_solve(mp50.eye(1), tiny, 0.0, 1.0, 1.0)[1] == 5e-324
+
+
+def test_widened_reads_float64_in_longdouble_and_mpmath_in_itself():
+    """Arith.widened (the arithmetic a rounding is read a posteriori in): float64 in numpy's
+    longdouble at its unit roundoff (2^-64 with x87 extended precision, 2^-53 where longdouble is
+    float64), exactly (the values unchanged); mpmath in itself, at its resolution."""
+    x = np.array([1 + 2.0**-52, -3.0])
+    wide, u = FLOAT64.widened(x)
+    assert wide.dtype == np.longdouble and u == float(np.finfo(np.longdouble).eps) / 2
+    assert np.all(wide == x) and (u == 2.0**-64 or np.finfo(np.longdouble).nmant < 63)
+    arith = MP(30)
+    with arith.context():
+        a = arith.asarray([mpmath.mpf(1) / 3])
+        wide, u = arith.widened(a)
+        assert wide.dtype == object and wide[0] == a[0] and u == arith.resolution

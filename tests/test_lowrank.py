@@ -755,28 +755,104 @@ def _gamma(n):
     return n * u / (1 - n * u)
 
 
+def _cross_rounding_g(r, evaluation=True):
+    """_cross_rounding's coefficient for a cross of rank r, exactly (a Fraction): the longdouble
+    gamma_{r+1}(2^-64) times 1 + 2 gamma_r(2^-53) (the float64 magnitudes |A||B|) + 4 (2^-53) (the
+    coefficient's own float64 evaluation; without it with ``evaluation=False``: the least the
+    computed coefficient may be), each gamma n u / (1 - n u)."""
+    from fractions import Fraction
+
+    def gamma(n, u):
+        return n * u / (1 - n * u)
+
+    u, eps = Fraction(1, 2**64), Fraction(1, 2**53)
+    return gamma(r + 1, u) * (1 + 2 * gamma(r, eps) + (4 * eps if evaluation else 0))
+
+
+needs_extended = pytest.mark.skipif(np.finfo(np.longdouble).nmant < 63, reason="no x87 extended longdouble")
+
+
+@needs_extended
+def test_cross_rounding_is_pinned():
+    """_cross_rounding by hand on the rank-1 cross of _pinned_cross with R measured as (2, 4 + 2^-20)
+    (B = (2, 4) computed for it): every entry's residual M - A B is exact in longdouble, 0 but at
+    (0, 1), where it is 2^-20; the bound is (|res| + g (|M| + |A||B|)) (1 + 4 2^-64) with
+    g = _cross_rounding_g(1), rounded up to float64: at least that value with the least coefficient
+    g may be computed as, and within two units in the last place of it with g exact."""
+    from fractions import Fraction
+
+    import attnproof.theorems.lowrank as lowrank
+
+    cross = _pinned_cross(None)
+    cross.M[0, 1] += 2.0**-20
+    cols, rows = lowrank._cross_rounding(cross, FLOAT64)
+    up = 1 + Fraction(4, 2**64)
+    for g in (_cross_rounding_g(1, evaluation=False), _cross_rounding_g(1)):
+        # columns J = [0]: M = (2, 1), A B = (2, 1); rows I = [0]: M = (2, 4 + 2^-20), A B = (2, 4)
+        want_cols = [g * 4 * up, g * 2 * up]
+        want_rows = [g * 4 * up, (Fraction(1, 2**20) + g * (8 + Fraction(1, 2**20))) * up]
+        for got, want in ((cols[:, 0], want_cols), (rows[0], want_rows)):
+            for x, w in zip(got, want, strict=True):
+                if g == _cross_rounding_g(1, evaluation=False):
+                    assert Fraction(float(x)) >= w
+                else:
+                    assert Fraction(float(x)) <= w * (1 + Fraction(2, 2**52))
+
+
+@needs_extended
+@given(st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**32 - 1), st.integers(-60, 60))
+def test_cross_rounding_bounds_the_exact_residual(d, r, seed, e):
+    """_cross_rounding's bound holds against the exact residual ``M - A B`` (Fractions) of random
+    float64 crosses, their skeleton entries measured with a relative 2^-52 perturbation and an
+    exact product of up to r terms cancelling in the residual; scaled by 2^e (within range)."""
+    from fractions import Fraction
+
+    import attnproof.theorems.lowrank as lowrank
+    from attnproof.theorems.lowrank import Cross
+
+    rng = np.random.default_rng(seed)
+    r = min(r, d)
+    A, B = np.ldexp(rng.standard_normal((d, r)), e), rng.standard_normal((r, d))
+    M = (A @ B) * (1 + rng.integers(-2, 3, size=(d, d)) * 2.0**-52)
+    I, J = list(rng.permutation(d)[:r]), list(rng.permutation(d)[:r])
+    cross = Cross(A, B, M, np.ones((d, d), bool), np.zeros((d, d)), np.zeros((d, d), dtype=np.int64),
+                  [int(i) for i in I], [int(j) for j in J], None, 0.0)
+    cols, rows = lowrank._cross_rounding(cross, FLOAT64)
+
+    def exact(i, j):
+        return abs(Fraction(M[i, j]) - sum(Fraction(A[i, k]) * Fraction(B[k, j]) for k in range(r)))
+
+    for i in range(d):
+        for a, j in enumerate(J):
+            assert exact(i, j) <= Fraction(float(cols[i, a]))
+    for a, i in enumerate(I):
+        for j in range(d):
+            assert exact(i, j) <= Fraction(float(rows[a, j]))
+
+
 @pytest.mark.parametrize("stop_col", [None, 1])
 def test_skeleton_cross_error_formula_is_pinned(monkeypatch, stop_col):
     """_cross_error on a hand-made rank-1 cross (d = 2, pivot (0, 0)): X = C/U = (1, 1/2)^T,
     Y = R/U = (1, 2).  Each skeleton entry's error is e plus the cross's rounding: A B = M exactly
-    here, so only gamma_2 (|M| + |A||B|) = 2 gamma_2 |M|: E_00 = e + 4 g, E_10 = e + 2 g,
-    E_01 = e + 8 g.  On the skeleton the error is the entries' own; the unmeasured entry (1, 1)
-    moves by dC° Y° + X° dR° - X° dU Y° = 2 E_10 + E_01 / 2 + (1/2)(2) E_00 at most, so the bound
+    here, so only g (|M| + |A||B|) = 2 g |M| with g = _cross_rounding's longdouble gamma_2
+    (:func:`_cross_rounding_g`): E_00 = e + 4 g, E_10 = e + 2 g, E_01 = e + 8 g.  On the skeleton
+    the error is the entries' own; the unmeasured entry (1, 1) moves by
+    dC° Y° + X° dR° - X° dU Y° = 2 E_10 + E_01 / 2 + (1/2)(2) E_00 at most, so the bound
     is sqrt(E_00^2 + E_10^2 + E_01^2 + (2 E_10 + E_01 / 2 + E_00)^2).  A stop on column 1 adds
     d x (max(threshold, residual) + its largest entry error + the residual's rounding
-    gamma_2 max(|M| + |A||B|)) = 2 (3e-10 + e + 8 g)."""
+    gamma_2(2^-53) max(|M| + |A||B|), in float64 there) = 2 (3e-10 + e + 8 gamma_2(2^-53))."""
     import types
 
     import attnproof.theorems.lowrank as lowrank
 
-    e, g = 1e-9, _gamma(2)
+    e, g = 1e-9, float(_cross_rounding_g(1))
     monkeypatch.setattr(lowrank, "value_errors",
                         lambda probes, L, k, entries, *a, **kw: np.full(len(entries[0]), e))
     session, probes = types.SimpleNamespace(arith=FLOAT64, rounding=NAIVE), types.SimpleNamespace(d=2)
     got = lowrank._cross_error(session, probes, _pinned_cross(stop_col), 5.0, 0.0, np.ones(2))
     E00, E10, E01 = e + 4 * g, e + 2 * g, e + 8 * g
     want = np.sqrt(E00**2 + E10**2 + E01**2 + (2 * E10 + E01 / 2 + E00) ** 2)
-    want += 2 * (3e-10 + e + 8 * g) if stop_col is not None else 0.0
+    want += 2 * (3e-10 + e + 8 * _gamma(2)) if stop_col is not None else 0.0
     assert abs(got - want) <= 1e-14 * want
 
 

@@ -271,27 +271,47 @@ def _gamma(n: int, eps: float) -> float:
 
 #: How many probe-token entries (entries x d) :func:`_cross_error` reads a posteriori for the
 #: learner's rounding of x_1 (:func:`attnproof.measure._probe_rounding`): every measured entry
-#: when they fit (d = 1024, r = 32: 6.6e7), else the pivot block's r^2 (d = 4096, r = 128: 6.7e7),
-#: else none (a full-rank skeleton at d = 4096: r^2 d = 6.9e10).
-EXACT_PROBE_BUDGET = 2**27
+#: when they fit (d = 1024, r = 32: 7.1e7; d = 4096, r = 128: 4.3e9, ~45 s on a loaded core
+#: against the oracle's tens of minutes), else the pivot block's r^2, else none (a full-rank
+#: skeleton at d = 4096: r^2 d = 6.9e10).  Read, an entry is charged the random walk its x_1's d
+#: roundings made, not their worst case ``eps (|p| + |q|)^T |v|`` (~sqrt(d) more: at d = 1024,
+#: r = 32, faithful seed 1, the pivot block alone left the bound 1.30 times higher).
+EXACT_PROBE_BUDGET = 2**33
 
 
 def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
     """How far the computed cross ``A B`` is from the measured skeleton, at each entry it reads.
 
     The factors are built by rounded residual updates (col / col[i], ``M - A B``), so ``A B``
-    reproduces the measured C, R only to rounding.  Measured a posteriori, in the learner's
-    arithmetic: at each skeleton entry e (the pivot columns J and rows I), ``|M_e - (A B)_e|`` is at
-    most the computed residual ``|fl(M_e - A_e B_e)|`` plus that computation's own rounding
-    ``gamma_{r+1} (|M_e| + (|A||B|)_e)`` (a sum of r + 1 terms).  Returns them for the pivot
-    columns (d x r) and rows (r x d), as float64."""
-    M, A, B, I, J = cross.M, cross.A, cross.B, cross.rows, cross.cols
-    g = _gamma(len(I) + 1, arith.resolution)
-    Af, Bf = (np.abs(arith.to_float(x)) for x in (A, B))
-    Mf = arith.to_float(M)  # |M| on the skeleton only: not a d x d pass
-    cols = arith.magnitudes(M[:, J] - A @ B[:, J]) + g * (np.abs(Mf[:, J]) + Af @ Bf[:, J])
-    rows = arith.magnitudes(M[I, :] - A[I, :] @ B) + g * (np.abs(Mf[I, :]) + Af[I, :] @ Bf)
-    return cols, rows
+    reproduces the measured C, R only to rounding.  Measured a posteriori: at each skeleton entry e
+    (the pivot columns J and rows I), ``|M_e - (A B)_e|`` -- an exact function of the stored M, A, B
+    -- is at most the residual computed in a wider arithmetic plus that computation's own rounding,
+    ``|fl_w(M_e - A_e B_e)| + gamma_{r+1}(u_w) (|M_e| + (|A||B|)_e)`` (Higham, Thm 3.1: a sum of r + 1
+    terms in any order, each product rounded once, unit roundoff u_w).  float64 factors are read in
+    longdouble (u_w = 2^-64 with x87 extended precision: their products and sums keep 11 bits more,
+    and no float64 product underflows there), so the bound is the residual the cross actually
+    left, a random walk of r roundings, not float64's worst case ``gamma_{r+1}(2^-53)`` of the
+    magnitudes (Thm 5.1's skeleton ``C U^{-1} R`` carries these errors through X and Y: at d = 1024,
+    r = 32 they were half of each of dC, dR, dU; the bound fell 2.46e-9 -> 1.37e-9 on faithful seed
+    1).  The magnitudes ``|A||B|`` are float64 sums of r non-negative terms, at most ``1 / (1 -
+    gamma_r(2^-53))`` of the computed (g carries ``1 + 2 gamma_r(2^-53) + 4 eps``, its own float64
+    evaluation included), the bound's three operations in the wider arithmetic ``1 + 4 u_w``, and
+    the result is rounded up to float64.  mpmath reads its own arithmetic (:meth:`Arith.widened`, u_w
+    its resolution).  Returns them for the
+    pivot columns (d x r) and rows (r x d), as float64."""
+    I, J = cross.rows, cross.cols
+    skeleton = (cross.M[:, J], cross.M[I, :], cross.A, cross.B)  # M read on C and R only: no d x d pass
+    (C, u), (R, _), (A, _), (B, _) = (arith.widened(x) for x in skeleton)
+    Af, Bf = (np.abs(arith.to_float(x)) for x in (cross.A, cross.B))
+    g = _gamma(len(I) + 1, u) * (1 + 2 * _gamma(len(I), FLOAT64.eps) + 4 * FLOAT64.eps)
+
+    def residual(Me: np.ndarray, Ae: np.ndarray, Be: np.ndarray, magnitudes: np.ndarray) -> np.ndarray:
+        """``(|fl_w(M - A B)| + g (|M| + |A||B|)) (1 + 4 u_w)``, rounded up to float64."""
+        bound = (np.abs(Me - Ae @ Be) + g * (np.abs(Me) + magnitudes)) * (1 + 4 * u)
+        up = np.asarray(bound, dtype=np.float64)
+        return np.where(up < bound, np.nextafter(up, np.inf), up)
+
+    return residual(C, A, B[:, J], Af @ Bf[:, J]), residual(R, A[I, :], B, Af[I, :] @ Bf)
 
 
 def _cross_error(
@@ -859,7 +879,8 @@ def learn_skeleton(
         (no query) picks columns that keep ``Y = U^{-1} R`` small, which the error bound carries
         (:func:`_cross_error`: ``||Y||_2`` from 4e3-9e3 to 100-600 at d = 4096, r = 128 with 2-4
         exchanges, simulated on exact skeletons; faithful seed 1: bound / error 2581 -> 1244 with 4,
-        15872 queries, 1.5 %); each new column costs d - r counted queries (``designed_queries``),
+        15872 queries, 1.5 %; seed 0 with 4: 808, then 191 with :func:`_cross_rounding` read in
+        longdouble); each new column costs d - r counted queries (``designed_queries``),
         and the cross is then taken again on the new pivots (no other query).  0: at the floor.
 
     Examples
