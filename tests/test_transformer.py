@@ -614,6 +614,29 @@ MP_EXAMPLES = max(4, settings.default.max_examples // 10) if settings.default.ma
 @example(3, 3, 2, 7, 0.5)  # the same at 7 digits with pairs up to 1/16 of their interval: 0.7 vs 0.0017
 def test_low_precision_mpmath_within_bound_or_refused(d, m, seed, dps, tolerance):
     """mpmath at 7-10 digits with a user tolerance: the answer is within its bound, or refused."""
+    low_precision_property(d, m, seed, dps, tolerance)
+
+
+#: Open (strict xfail: a fix shows).  NEW (thorough profile, --hypothesis-seed 271127 on
+#: test_low_precision_mpmath_within_bound_or_refused; the same on a4cbaa0, before session 14's
+#: changes): d = 2, m = 4, numpy seed 59814, 7 digits, tolerance 1e-2: L = 3, 111 queries, sup error
+#: 1.97e-3 against the reported bound 6.94e-4 (2.8x over): a SILENT wrong answer, not investigated in
+#: the time (issue 23 item 2's class).
+OPEN_LOW_PRECISION = [(2, 4, 59814, 7, 0.01)]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "open: mpmath at 7 digits with tolerance 1e-2 (d = 2, m = 4, seed 59814): sup error 1.97e-3 above "
+    "the reported bound 6.94e-4 (SILENT)"
+))
+@pytest.mark.parametrize("d, m, seed, dps, tolerance", OPEN_LOW_PRECISION)
+def test_open_low_precision_counterexamples(d, m, seed, dps, tolerance):
+    low_precision_property(d, m, seed, dps, tolerance)
+
+
+def low_precision_property(d: int, m: int, seed: int, dps: int, tolerance: float) -> None:
+    """The FFN of a numpy seed learned in mpmath at ``dps`` digits with ``tolerance``: within its
+    bound (sup error on the unit inf-sphere), or refused."""
     rng = np.random.default_rng(seed)
     A, w = rng.standard_normal((d, m)), rng.standard_normal(m)
     arith = MP(dps)
@@ -1427,12 +1450,21 @@ OPEN_TF_FLOAT = [
     # unit on (1, 1, 0) among others, answered since: FIXED_TF_FLOAT)
     (np.array([[1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 1.0, 1.0]]),
      np.array([0.25, 1e-09, 0.0, 0.25, 0.25]), "generic", 1, np.zeros((4, 4))),
+    # NEW (thorough profile, --hypothesis-seed 271127 on test_transformer_float64; the same on
+    # a4cbaa0, before session 14's changes), d = 2, "generic", W* = 0, seed 0: normals 1e-5 rad apart
+    # (the class above): (-1, 1e-5) and (-0.5, 1e-5) beside a twin on (0, 1): no gradient at a random
+    # end of the path (seeds 0, 1); (1e-5, 1) and (0, 1): bisection to 3.8e-13 after 35 steps (seed 0)
+    (np.array([[-1.0, -0.5, 0.0, 0.0], [1e-05, 1e-05, 1e-05, 1e-05]]), np.array([-0.5, 1.0, 1.0, 1.0]),
+     "generic", 0, np.zeros((4, 4))),
+    (np.array([[1e-05, 0.0, -1.0, 1e-05], [1.0, 1e-05, 1e-05, 1e-05]]), np.ones(4), "generic", 0,
+     np.zeros((4, 4))),
 ]
 
 
 @pytest.mark.xfail(strict=True, reason=(
     "open: refusals of good answers, a 2^-24 unit in a zero-sum target, hyperplanes 1e-5 apart, "
-    "or a 1e-9 unit beside unit ones (bisection to the floor, or no gradient at 3 points of an interval)"
+    "or a 1e-9 unit beside unit ones (bisection to the floor, or no gradient at 3 points of an interval "
+    "or at a random end)"
 ))
 @pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
 def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
