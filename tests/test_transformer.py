@@ -680,7 +680,13 @@ def test_fixed_low_precision_counterexamples(d, m, seed, dps, tolerance):
 #: 0.406) whose normal is 8e-4 (5.6e-4) rad from its own: L = 1, the search's network kept (its polish
 #: not), sup error 1.573e-5 against the bound 1.500e-5 (4.9 % over) and 4.116e-6 against 4.045e-6
 #: (1.7 % over): SILENT, the merge's mass times distance above what the confirmation's tolerances
-#: and the kink-free interval's charge hold; not traced further in the time.
+#: and the kink-free interval's charge hold.  Traced (the first): as FIXED_LOW_PRECISION, the polish
+#: sees the merge ("in_b", a point between the lines off both planes) and the piece it inserts there
+#: fails its confirmation, so the search's network stands, every answer within its bound (9.1e-6
+#: |x| at most against 1.5e-5).  Tried and reverted: a merge the polish sees and does not resolve
+#: sends a further path through the point between, with no fallback: both refused (or answered
+#: within a new bound after a restart), but 13 other answers of the 600, within their bounds by
+#: 1.3x to 10x, refused too (float64 bench and every other test unchanged).
 OPEN_LOW_PRECISION_MERGE = [
     (np.array([[-0.72399447, -0.04314904], [0.30418262, 0.01809437]]), np.array([0.02718063, -2.35402475]),
      63414, 7, 0.1),
