@@ -101,7 +101,8 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
     L + 1 pieces, its confirmation of each of the L kinks (three queries and 2 (d - 1) wedge
     points), once a bisection for the region between merged kinks
-    (2 BETWEEN_PROBES values), a piece there and the confirmation of its two kinks, and a piece
+    (2 BETWEEN_PROBES values), a piece there (two when the first's steps find no gradient) and
+    the confirmation of its two kinks, and a piece
     again for each piece at an end of a kink-free interval (one opened per search step at most,
     besides the paths' ends), once per reconstruction (a kink per search step at most); all of it
     once per attempt (1 + restarts).  The search steps of an attempt, on all its paths, are at
@@ -110,7 +111,7 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     steps = default_max_steps(d) if max_steps is None else max_steps
     piece = d * H_ROUNDS + 2
     confirm = 3 + 2 * (d - 1)
-    split = piece + 2 * confirm + 2 * BETWEEN_PROBES  # once a polish, when it has a kink
+    split = 2 * piece + 2 * confirm + 2 * BETWEEN_PROBES  # once a polish, when it has a kink
     polish = piece + steps * (piece + confirm) + (steps + 3 + CHECK_ROUNDS) * piece + min(steps, 1) * split
     paths = CHECK_ROUNDS * (1 + NUDGES) * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
     return (1 + restarts) * (
@@ -532,6 +533,14 @@ def _learn_ffn_once(
                     break
                 consistent = rec
                 rec, z = _polish(search, rec, ends, [pU.err, pW.err] + [e for _, _, e in kinks])
+                if z is None and rec is consistent:
+                    # the polish not kept: its answers (asked at its grade, beside the kinks and
+                    # between merged ones) held to the search's network too, free; one beyond its
+                    # bound is a merge that bound does not hold: a further path, and no fallback
+                    # (issue 23 item 2: mpmath at 7 digits, lines 0.003 rad apart merged, the polish's
+                    # piece between them not confirmed, f_hat SILENTLY 1.97e-3 |x| off against 6.9e-4)
+                    z = _first_contradiction(rec, search, ends, 0)
+                    consistent = None if z is not None else consistent
                 if z is None:
                     break
             if round_ == CHECK_ROUNDS:
@@ -752,7 +761,8 @@ def _polish(
     and confirmed at their grade (:func:`_confirmed_at_polish_grade`, which may split a kink the
     search merged: one piece more, one hyperplane more; the bound charges the resolution of
     each kink's wedge points), its a-posteriori bound is smaller and
-    every answer seen agrees with it; otherwise the search's network stands (the queries counted).
+    every answer seen agrees with it; otherwise the search's network stands (the queries counted;
+    the caller holds it to the polish's answers too).
     Nothing is re-measured when the search's gradients carry no error (exact arithmetic).
 
     Returns
@@ -899,7 +909,9 @@ def _confirmed_at_polish_grade(
     bound 2.3e-11 below the merge's error 5.1e-11 |x|; the search's bound, 5.9e-9, holds it).
     The search's bound need not hold such a merge (issue 23: a 1e-8 unit's, 2.9e-8 |x| off
     against 2.4e-8, see :func:`_between_contradiction`): the polish resolves it, its pieces'
-    errors ~2^6 times below the search's, or the caller searches a further path.
+    errors ~2^6 times below the search's, or the caller searches a further path (through a
+    wedge point here, or an answer asked here that contradicts the search's network, whose bound
+    then does not hold the merge: :func:`_learn_ffn_once`).
     For d = 1 every hyperplane is {0}: there is nothing to merge (and no pair off the path).
 
     Returns
@@ -973,8 +985,16 @@ def _piece_between(
     (:func:`_between_contradiction`), measured with the largest power-of-two step below
     MARGIN_USED times x's margin to the recovered hyperplanes, each coordinate stepping away from
     the nearest (:func:`step_margin`; Euler's check shrinks a step that crosses the kink no
-    hyperplane shows; counted, ``ledger.polished``), or None when no step gives it a gradient
-    or it is a's or b's."""
+    hyperplane shows; counted, ``ledger.polished``), else with the search's own steps (from
+    ``2^-h_log2 |x|_inf`` down; counted alike), or None when no step gives it a gradient or it is
+    a's or b's.
+
+    The margin counts the recovered hyperplanes only: x lies in a region between two of f's
+    that the search merged, which may be far thinner than H_ROUNDS shrinks of that step reach
+    (issue 23 item 2: mpmath at 7 digits, lines 0.003 rad apart, the margin's step 0.125 shrunk to
+    5e-4 against a region ~4e-4 wide there); the search's steps, shrunk to ``2^-13 |x|_inf`` in
+    mpmath, fit in it, and their answers, asked there, show the merge (held to the search's network
+    when the polish is not kept, :func:`_learn_ffn_once`)."""
     signs, t = step_margin(N, search.arith.to_float(x))
     if not t > 0:
         return None
@@ -982,7 +1002,12 @@ def _piece_between(
     try:
         m = search.piece(x, y, h=h, signs=signs)
     except _OnHyperplane:
-        return None
+        try:
+            m = search.piece(x, y)
+        except _OnHyperplane:
+            return None
+        finally:
+            search.ledger.polished += 1
     finally:
         search.ledger.polished += 1
     return None if search.same_gradient(m, a) or search.same_gradient(m, b) else m
