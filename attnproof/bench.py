@@ -6,6 +6,10 @@ table of names, arithmetics and query counts), :func:`execute` runs independent 
 process or on Dask.  Every result is a dict with the shared keys of
 :func:`attnproof.room.result_row`.  A room's bench helpers (its targets, runners, sweeps) are
 found here too by name (``from attnproof.bench import run_exact``), read from the rooms.
+``bench bounds`` (:func:`bounds_jobs`, :func:`bounds_table`) reports each learner's rigorous bound
+over its true error, and for a workload whose bound rests on the naive rounding model (a worst
+case per answer the real oracle never nears) also over its error against that model's adversary
+(:func:`adversary_point`): whether the bound is tight for the model it declares.
 """
 
 from __future__ import annotations

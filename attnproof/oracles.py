@@ -429,7 +429,7 @@ class RoundingAdversary(ValueOracle):
 
 
 #: Policies of :class:`FFNNoiseAdversary`: the sign s(x) of each answer's push.
-FFN_PUSHES = ("up", "away", "random")
+FFN_PUSHES = ("up", "away", "random", "ray")
 
 
 @dataclass(kw_only=True)
@@ -443,10 +443,13 @@ class FFNNoiseAdversary(ValueOracle):
     (:meth:`tolerance_at`; the search's tolerances add the largest gradient met, ``gscale
     |x|_1``, which only widens them).  This oracle pushes every one-token answer by
     ``tau(x) = (1 - 2^-6)`` of that, the sign set by ``push``: ``up`` (+1 everywhere, a consistent
-    perturbation), ``away`` (sign f(x): |f| grows) or ``random`` (+-1 by a hash of (seed, x): each
-    finite difference of the search as wrong as the declaration allows).  The reference f(x) is
-    the extended-precision evaluation rounded once to float64 (``ReluFFN(..., answers="faithful")``,
-    within ``2^-64`` per term of f*, far inside the 2^-6 margin left); every answer is checked
+    perturbation), ``away`` (sign f(x): |f| grows), ``random`` (+-1 by a hash of (seed, x): each
+    finite difference of the search as wrong as the declaration allows) or ``ray`` (+-1 by a hash
+    of (seed, x / |x|_inf): as ``random`` between rays, but the answers stay positively
+    homogeneous under the learner's doublings, ``y(2 x) = 2 y(x)``, tau being of degree one).
+    The reference f(x) is the extended-precision evaluation rounded once to float64
+    (``ReluFFN(..., answers="faithful")``, within ``2^-64`` per term of f*, far inside the 2^-6
+    margin left); every answer is checked
     against ``noise (|f| + |grad f|^T |x|)`` before it is returned, and one outside it raises
     :class:`~attnproof.errors.ToleranceViolation` (a bug).  It declares
     :data:`~attnproof.models.NAIVE`.  Deterministic (the same x, the same answer).
@@ -530,7 +533,10 @@ class FFNNoiseAdversary(ValueOracle):
             s = np.where(f < 0, -1.0, 1.0)
         else:
             key = int(self.seed).to_bytes(8, "little", signed=True)
-            s = np.array([1.0 if hashlib.blake2b(x.tobytes(), key=key).digest()[0] & 1 else -1.0 for x in Xb])
+            top = np.maximum(np.abs(Xb).max(axis=(1, 2), keepdims=True), np.finfo(float).tiny)
+            rays = Xb if self.push == "random" else Xb / top
+            s = np.array([1.0 if hashlib.blake2b(x.tobytes(), key=key).digest()[0] & 1 else -1.0
+                          for x in rays])
         y = f + s * (self.USED * tol)
         if not np.all(np.abs(y - f) <= tol):  # NaN fails too
             raise ToleranceViolation(

@@ -281,11 +281,12 @@ def skeleton_versus_adversary(
     Raises
     ------
     InvalidInputError
-        For a faithful workload: the adversary realizes the naive model only.
+        For a faithful or non-float64 workload: the adversary realizes the naive float64 model only.
     """
-    if answers != "naive":
-        raise InvalidInputError(f"the skeleton's adversary realizes the naive model; got answers={answers!r}")
     arith = parse(arith)
+    if answers != "naive" or arith.family != "float64":
+        raise InvalidInputError("the skeleton's adversary realizes the naive float64 model; "
+                                f"got answers={answers!r}, arith={arith.name}")
     rng = np.random.default_rng(seed)
     K, Q, v = low_rank_target(d, rank, rng)
     model = FactoredAttention(K, Q, v, arith)
@@ -302,6 +303,8 @@ def _skeleton_adversary(learner: str, options: dict[str, Any]) -> Any:
     (:func:`skeleton_versus_adversary`); None for any other."""
     naive = options.get("answers", RankOptions.answers) == "naive"
     return skeleton_versus_adversary if learner == "skeleton" and naive else None
+
+
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 part("rows", "shown", 0, "rank")
 part("rows", "shown", 9, "probes")
