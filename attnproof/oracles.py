@@ -395,6 +395,9 @@ class RoundingAdversary(ValueOracle):
     (O(d r) a query, as the model's own answer: d = 4096, r = 128 in about the oracle's time),
     else through its dense W (d x d)."""
 
+    #: the arithmetics its model may compute in: it pushes float64 answers
+    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
+
     @property
     def rounding(self) -> Rounding:
         return NAIVE
@@ -486,11 +489,13 @@ class FFNNoiseAdversary(ValueOracle):
     #: the part of the declared noise the push uses: the rest covers the reference's and the
     #: push's own float64 roundings (a few u |f|, 2^-49 / 2^-53 = 16 u of the magnitudes at least)
     USED: ClassVar[float] = 1 - 2.0**-6
+    #: the arithmetics its model may compute in: it pushes float64 answers
+    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         m = self.model
-        if not isinstance(m, ReluFFN) or m.b is not None or m.arith.family != "float64":
+        if not isinstance(m, ReluFFN) or m.b is not None or m.arith.family not in self.arithmetics:
             raise InvalidInputError(f"FFNNoiseAdversary needs a bias-free float64 ReluFFN; got {m!r}")
         noise = self.noise
         if not (isinstance(noise, numbers.Real) and not isinstance(noise, (bool, np.bool_))

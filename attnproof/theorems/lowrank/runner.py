@@ -284,7 +284,7 @@ def skeleton_versus_adversary(
         For a faithful or non-float64 workload: the adversary realizes the naive float64 model only.
     """
     arith = parse(arith)
-    if answers != "naive" or arith.family != "float64":
+    if answers != "naive" or arith.family not in RoundingAdversary.arithmetics:
         raise InvalidInputError("the skeleton's adversary realizes the naive float64 model; "
                                 f"got answers={answers!r}, arith={arith.name}")
     rng = np.random.default_rng(seed)

@@ -229,7 +229,7 @@ def ffn_versus_adversary(
         The last refusal, when the learner refused under every push.
     """
     arith = parse(arith)
-    if answers != "naive" or arith.family != "float64":
+    if answers != "naive" or arith.family not in FFNNoiseAdversary.arithmetics:
         raise InvalidInputError("the FFN's adversary realizes the naive float64 model; "
                                 f"got answers={answers!r}, arith={arith.name}")
     m = 2 * d if m is None else m
