@@ -6,6 +6,10 @@ table of names, arithmetics and query counts), :func:`execute` runs independent 
 process or on Dask.  Every result is a dict with the shared keys of
 :func:`attnproof.room.result_row`.  A room's bench helpers (its targets, runners, sweeps) are
 found here too by name (``from attnproof.bench import run_exact``), read from the rooms.
+``bench bounds`` (:func:`bounds_jobs`, :func:`bounds_table`) reports each learner's rigorous bound
+over its true error, and for a workload whose bound rests on the naive rounding model (a worst
+case per answer the real oracle never nears) also over its error against that model's adversary
+(:func:`adversary_point`): whether the bound is tight for the model it declares.
 """
 
 from __future__ import annotations
@@ -507,7 +511,15 @@ def perf_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
 # ``bench bounds`` spans every room with a bound: each room registers its workloads
 # (:class:`~attnproof.room.Workload`, parts ``("bounds", "small")`` and ``("bounds", "full")``)
 # and a room with real heads their jobs (``("bounds", "jobs")``, scored by the room); the engine
-# runs them and tables the rows.
+# runs them and tables the rows.  A room whose learner's bound is rigorous under a declared
+# rounding model that the real oracle's answers never come near (the naive model) registers an
+# adversary for it, part ``("bounds", "adversary")``: a function ``adversary(learner, options)``
+# returning ``run(d, arith, seed, **options) -> row`` (the workload's target, the same seed,
+# learned against an oracle whose answers are off by nearly the most the declared model allows;
+# the row as :func:`~attnproof.room.result_row`'s, with ``adversary`` naming the oracle) for a
+# workload it covers, else None.  Each such workload gets one more job per seed
+# (:func:`adversary_point`), and the table a second looseness beside the true one: bound /
+# error under the adversary, how tight the bound is *for its declared model*.
 
 
 def bounds_workloads(full: bool = False) -> list[room.Workload]:
@@ -528,17 +540,55 @@ def bound_point(learner: str, d: int, arith: str, seed: int, **options: Any) -> 
     (the bound's looseness) and ``bits`` = -log2 of the relative error of W (inf when exact, None
     when the learner reports no relative error)."""
     where = {"learner": learner, "d": d, "arith": arith, "seed": seed, "options": dict(options)}
+    return _scored(where, lambda: run(learner, d, arith, seed, **options))
+
+
+def _scored(where: dict[str, Any], learn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``where`` and the score of the run ``learn()`` (:func:`bound_point`'s keys), or its refusal."""
     try:
-        row = run(learner, d, arith, seed, **options)
+        row = learn()
     except InvalidInputError:
         raise
     except AttnproofError as exc:  # a refusal is an outcome of this sweep, not a crash of the bench
         return {**where, "outcome": f"refused: {type(exc).__name__}: {exc}"}
     rel = row.get("rel_err_W")
+    extra = {k: row[k] for k in ("adversary", "pushes") if k in row}
     return {**where, "outcome": "recovered", "error_bound": row["error_bound"], "err_W": row["err_W"],
             "rel_err_W": rel, "within_bound": row["within_bound"],
             "bound_over_error": ratio_or_none(row["error_bound"], row["err_W"]),
-            "bits": bits_of(rel), "seconds": row["seconds"]}
+            "bits": bits_of(rel), "seconds": row["seconds"], **extra}
+
+
+#: the ``oracle`` option an :func:`adversary_point` row carries (no learner takes it: it names
+#: the row's oracle, and :func:`bounds_table` reads it, not as a workload of its own)
+ADVERSARY_ORACLE = "naive-adversary"
+
+
+def adversary_of(learner: str, options: dict[str, Any]) -> Callable[..., dict[str, Any]] | None:
+    """The run of ``learner`` with ``options`` against its declared model's adversary, as a room
+    registered it (part ``("bounds", "adversary")``, see the section's comment), or None."""
+    return next((fn for adversary in room.parts("bounds", "adversary")
+                 if (fn := adversary(learner, options)) is not None), None)
+
+
+def adversary_point(learner: str, d: int, arith: str, seed: int, **options: Any) -> dict[str, Any]:
+    """One run of a workload's target learned against its declared rounding model's adversary
+    (:func:`adversary_of`), scored as :func:`bound_point` (``options`` gain ``oracle`` =
+    :data:`ADVERSARY_ORACLE``; ``adversary`` names the oracle): ``bound_over_error`` is the
+    bound's looseness under answers as bad as its model allows, where the true-error ratio is
+    its looseness against the real oracle.
+
+    Raises
+    ------
+    InvalidInputError
+        When no room registered an adversary for ``learner`` with ``options``.
+    """
+    fn = adversary_of(learner, options)
+    if fn is None:
+        raise InvalidInputError(f"no adversary is registered for {learner} with options {options}")
+    where = {"learner": learner, "d": d, "arith": arith, "seed": seed,
+             "options": {**options, "oracle": ADVERSARY_ORACLE}}
+    return _scored(where, lambda: fn(d, arith, seed, **options))
 
 
 def bounds_full_help() -> str:
@@ -552,6 +602,7 @@ def bounds_jobs(full: bool = False) -> list[Job]:
     part ``("bounds", "jobs")``, real heads, each scored by its room as :func:`bound_point`)."""
     jobs = []
     for w in bounds_workloads(full):
+        adversary = adversary_of(w.learner, w.options) is not None
         for seed in w.seeds:
             kwargs = {"learner": w.learner, "d": w.d, "arith": w.arith, "seed": seed, **w.options}
             try:
@@ -559,6 +610,8 @@ def bounds_jobs(full: bool = False) -> list[Job]:
             except (TypeError, KeyError, AttnproofError):
                 count = 0
             jobs.append(Job(job_key("bounds", **kwargs), bound_point, kwargs, count))
+            if adversary:
+                jobs.append(Job(job_key("bounds-adversary", **kwargs), adversary_point, kwargs, count))
     if full:
         jobs += [Job("bounds-" + j.key, j.fn, j.kwargs, j.queries)
                  for more in room.parts("bounds", "jobs") for j in more()]
@@ -571,8 +624,15 @@ def bounds_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     whether every answer was within its bound, and ``met``: NO when a run was refused or the
     worst looseness exceeds :data:`BOUND_TIGHTNESS_TARGET`, yes when not, – when no run has a bound.
     A row's options that name one instance of a workload (part ``("bounds", "place")``, e.g. a
-    real head's place) do not split the workload."""
-    instance = set(room.parts("bounds", "place"))
+    real head's place) do not split the workload.
+
+    The workload's :func:`adversary_point` rows (``oracle`` = :data:`ADVERSARY_ORACLE`) are kept
+    apart, in ``adv_runs``, ``adv_refused``, ``adv_min_ratio``, ``adv_max_ratio`` (bound / error
+    under the declared model's adversary), ``adv_within`` (the bound held there too) and
+    ``adv_met`` (judged as ``met``, on those ratios: is the bound tight *for its declared
+    model*); all None (shown –) for a workload without an adversary.  ``met`` itself is judged on
+    the true errors only, whatever the adversary shows."""
+    instance = set(room.parts("bounds", "place")) | {"oracle"}
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         opts = " ".join(f"{k}={v}" for k, v in r["options"].items() if k not in instance)
@@ -580,27 +640,48 @@ def bounds_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             f" {r['arith']}" if r["arith"] != "float64" else "")
         groups.setdefault(what, []).append(r)
     out = []
-    for what, rs in groups.items():
-        done = [r for r in rs if r["outcome"] == "recovered"]
-        ratios = [r["bound_over_error"] for r in done if r["bound_over_error"] is not None]
-        bits = [r["bits"] for r in done if r["bits"] is not None]
-        bounded = [r for r in done if r["error_bound"] is not None]
-        worst = max(ratios, default=None)
+    for what, group in groups.items():
+        adv = [r for r in group if r["options"].get("oracle") == ADVERSARY_ORACLE]
+        rs = [r for r in group if r["options"].get("oracle") != ADVERSARY_ORACLE]
+        own, versus = _looseness(rs), _looseness(adv)
         out.append({
-            "workload": what, "runs": len(rs), "refused": len(rs) - len(done),
-            "min_ratio": min(ratios, default=None), "max_ratio": worst, "min_bits": min(bits, default=None),
-            "within": ("–" if not bounded else
-                       "yes" if all(r["within_bound"] for r in bounded) else "NO"),
-            "met": ("NO" if len(done) < len(rs) else "–" if not bounded else
-                    "yes" if worst is not None and worst <= BOUND_TIGHTNESS_TARGET else "NO"),
+            "workload": what, "runs": len(rs), "refused": own["refused"], "min_ratio": own["min"],
+            "max_ratio": own["max"], "min_bits": own["bits"], "within": own["within"], "met": own["met"],
+            "adv_runs": len(adv) or None, "adv_refused": versus["refused"] if adv else None,
+            **{f"adv_{k}": versus[v] if adv else None for k, v in
+               (("min_ratio", "min"), ("max_ratio", "max"), ("within", "within"), ("met", "met"))},
         })
     return out
 
 
-#: the columns of :func:`bounds_table` as ``attnproof bench bounds`` prints them
+def _looseness(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the runs ``rs`` of one workload: ``refused``, bound / error ``min`` and ``max``, fewest
+    ``bits``, ``within`` and ``met`` as :func:`bounds_table` words them."""
+    done = [r for r in rs if r["outcome"] == "recovered"]
+    ratios = [r["bound_over_error"] for r in done if r["bound_over_error"] is not None]
+    bits = [r["bits"] for r in done if r["bits"] is not None]
+    bounded = [r for r in done if r["error_bound"] is not None]
+    worst = max(ratios, default=None)
+    return {
+        "refused": len(rs) - len(done), "min": min(ratios, default=None), "max": worst,
+        "bits": min(bits, default=None),
+        "within": "–" if not bounded else "yes" if all(r["within_bound"] for r in bounded) else "NO",
+        "met": ("NO" if len(done) < len(rs) else "–" if not bounded else
+                "yes" if worst is not None and worst <= BOUND_TIGHTNESS_TARGET else "NO"),
+    }
+
+
+#: the columns of :func:`bounds_table` as ``attnproof bench bounds`` prints them: the bound over
+#: the true error (the real oracle's answers), then, for a workload whose bound is rigorous under
+#: a declared rounding model its oracle never nears (the naive one), the bound over the error
+#: against that model's adversary (:func:`adversary_point`: answers off by nearly the most the
+#: model allows) -- a small ratio there puts the looseness of the first in the model, not in the
+#: analysis; "–" for a workload without an adversary
 BOUNDS_COLUMNS = {"workload": "workload", "runs": "runs", "refused": "refused",
                   "min_ratio": "bound/error min", "max_ratio": "bound/error max", "min_bits": "bits (min)",
-                  "within": "within bound", "met": f"max <= {BOUND_TIGHTNESS_TARGET:.0e}"}
+                  "within": "within bound", "met": f"max <= {BOUND_TIGHTNESS_TARGET:.0e}",
+                  "adv_max_ratio": "bound/adversary's error max", "adv_within": "within bound (adversary)",
+                  "adv_met": f"adversary's max <= {BOUND_TIGHTNESS_TARGET:.0e}"}
 
 
 __all__ = [
@@ -609,6 +690,9 @@ __all__ = [
     "BOUND_TIGHTNESS_TARGET",
     "BOUNDS_COLUMNS",
     "bound_point",
+    "adversary_point",
+    "adversary_of",
+    "ADVERSARY_ORACLE",
     "bounds_jobs",
     "bounds_table",
     "jsonable",

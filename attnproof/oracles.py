@@ -19,7 +19,10 @@ import numpy as np
 
 from .arith import FLOAT64
 from .errors import InvalidInputError, PrecisionLossError, QueryBudgetExceeded, ToleranceViolation
-from .models import NAIVE, Rounding, as_batch, attention_weights, declared_rounding
+from .models import (
+    NAIVE, FactoredAttention, ReluFFN, Rounding, as_batch, attention_weights, declared_rounding,
+    faithful_available,
+)
 
 
 class Model(Protocol):
@@ -387,8 +390,13 @@ class RoundingAdversary(ValueOracle):
     (u = 2^-53).  One-token answers are exact.  Against it a learner's error comes within a small
     factor of its ``error_bound``, so a bound that drops a factor fails (``thm4.1/run-tight``,
     ``thm5.1/run-tight``).  It declares :data:`~attnproof.models.NAIVE` whatever its model
-    declares: its answers are the naive model's worst case.  Reads the model's W (dense d x d),
-    v, c and beta."""
+    declares: its answers are the naive model's worst case.  Reads the model's v, c and beta, and
+    ``W x_2``: through a :class:`~attnproof.models.FactoredAttention`'s factors, ``K^T (Q x_2)``
+    (O(d r) a query, as the model's own answer: d = 4096, r = 128 in about the oracle's time),
+    else through its dense W (d x d)."""
+
+    #: the arithmetics its model may compute in: it pushes float64 answers
+    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
 
     @property
     def rounding(self) -> Rounding:
@@ -399,22 +407,150 @@ class RoundingAdversary(ValueOracle):
         if Xb.shape[1] != 2:
             return y
         m = self.model
-        W, v = np.asarray(m.W, float), np.asarray(m.v, float)
+        v = np.asarray(m.v, float)
         c = np.zeros(m.d) if m.c is None else np.asarray(m.c, float)
         beta = 0.0 if m.beta is None else float(m.beta)
         g = (m.d + 4) * FLOAT64.resolution
         x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
         n1, n2 = np.linalg.norm(x1, axis=1), np.linalg.norm(x2, axis=1)
-        logit = np.einsum("bi,bi->b", x1 - x2, x2 @ W.T + c)
+        Wx2 = self._query_image(x2)
+        logit = np.einsum("bi,bi->b", x1 - x2, Wx2 + c)
         pv = (x1 - x2) @ v
-        ds = g * (n1 + n2) * (np.linalg.norm(x2 @ W.T, axis=1) + np.linalg.norm(c))
+        ds = g * (n1 + n2) * (np.linalg.norm(Wx2, axis=1) + np.linalg.norm(c))
         dy = g * (abs(beta) + (n1 + n2) * np.linalg.norm(v))
         # sigma(logit + ds) for sigma(logit): the weight rises, and so does the label (sign of pv)
         y = y + (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv + np.sign(pv) * dy
         return y
 
+    def _query_image(self, x2: np.ndarray) -> np.ndarray:
+        """The rows ``W x_2`` of a batch of last tokens (B, d), in float64: ``K^T (Q x_2)`` for a
+        factored model (two r x d products), ``W x_2`` for a dense one."""
+        m = self.model
+        if isinstance(m, FactoredAttention):
+            return (x2 @ np.asarray(m.Q, float).T) @ np.asarray(m.K, float)
+        return x2 @ np.asarray(m.W, float).T
+
+
+#: Policies of :class:`FFNNoiseAdversary`: the sign s(x) of each answer's push.
+FFN_PUSHES = ("up", "away", "random", "ray")
+
+
+@dataclass(kw_only=True)
+class FFNNoiseAdversary(ValueOracle):
+    """A float64 oracle for a ReLU FFN (:class:`~attnproof.models.ReluFFN`, Sec. 4.1) whose answers
+    are off by (nearly) the most the FFN learner's naive declaration allows, ``f(x) + s(x) tau(x)``.
+
+    :func:`~attnproof.theorems.transformer.ffn.learn_ffn` reads the naive model as a relative
+    rounding ``noise`` (its ``answer_noise``, ``2^10 u = 2^-43`` in float64) of the magnitudes
+    it sees at an answer: every answer within ``noise (|f(x)| + |grad f(x)|^T |x|)`` of f(x)
+    (:meth:`tolerance_at`; the search's tolerances add the largest gradient met, ``gscale
+    |x|_1``, which only widens them).  This oracle pushes every one-token answer by
+    ``tau(x) = (1 - 2^-6)`` of that, the sign set by ``push``: ``up`` (+1 everywhere, a consistent
+    perturbation), ``away`` (sign f(x): |f| grows), ``random`` (+-1 by a hash of (seed, x): each
+    finite difference of the search as wrong as the declaration allows) or ``ray`` (+-1 by a hash
+    of (seed, x / |x|_inf): as ``random`` between rays, but the answers stay positively
+    homogeneous under the learner's doublings, ``y(2 x) = 2 y(x)``, tau being of degree one).
+    The reference f(x) is the extended-precision evaluation rounded once to float64
+    (``ReluFFN(..., answers="faithful")``, within ``2^-64`` per term of f*, far inside the 2^-6
+    margin left); every answer is checked
+    against ``noise (|f| + |grad f|^T |x|)`` before it is returned, and one outside it raises
+    :class:`~attnproof.errors.ToleranceViolation` (a bug).  It declares
+    :data:`~attnproof.models.NAIVE`.  Deterministic (the same x, the same answer).
+
+    Parameters
+    ----------
+    model : ReluFFN
+        A bias-free float64 FFN (positional); the oracle reads its ``A`` and ``w_o``.
+    noise : float
+        The declared relative noise (> 0, finite), keyword only: the learner's
+        ``answer_noise(FLOAT64, NAIVE)``.
+    push : {"up", "away", "random"}
+    seed : int
+        Seed of the ``random`` push.
+    budget, record
+        As for :class:`ValueOracle`.
+
+    Raises
+    ------
+    InvalidInputError
+        A model that is not a bias-free float64 ReluFFN, a bad noise, push or seed, or a machine
+        without an 80-bit longdouble (no extended-precision reference).
+    """
+
+    noise: float
+    push: str = "random"
+    seed: int = 0
+    queries: int = field(default=0, init=False)
+    calls: int = field(default=0, init=False)
+    seconds: float = field(default=0.0, init=False)
+    log: list[QueryRecord] = field(default_factory=list, init=False)
+    _reference: Any = field(default=None, init=False, repr=False)
+
+    #: the part of the declared noise the push uses: the rest covers the reference's and the
+    #: push's own float64 roundings (a few u |f|, 2^-49 / 2^-53 = 16 u of the magnitudes at least)
+    USED: ClassVar[float] = 1 - 2.0**-6
+    #: the arithmetics its model may compute in: it pushes float64 answers
+    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        m = self.model
+        if not isinstance(m, ReluFFN) or m.b is not None or m.arith.family not in self.arithmetics:
+            raise InvalidInputError(f"FFNNoiseAdversary needs a bias-free float64 ReluFFN; got {m!r}")
+        noise = self.noise
+        if not (isinstance(noise, numbers.Real) and not isinstance(noise, (bool, np.bool_))
+                and math.isfinite(noise) and noise > 0):
+            raise InvalidInputError(f"noise must be a finite positive number; got {noise!r}")
+        self.noise = float(noise)
+        if self.push not in FFN_PUSHES:
+            raise InvalidInputError(f"unknown push {self.push!r}: use one of {FFN_PUSHES}")
+        if isinstance(self.seed, (bool, np.bool_)) or not isinstance(self.seed, numbers.Integral):
+            raise InvalidInputError(f"seed must be an integer; got {self.seed!r}")
+        if not faithful_available():
+            raise InvalidInputError("FFNNoiseAdversary needs an 80-bit longdouble for its reference f(x)")
+        self._reference = ReluFFN(m.A, m.w_o, FLOAT64, answers="faithful")
+
+    @property
+    def rounding(self) -> Rounding:
+        return NAIVE
+
+    def tolerance_at(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(f, noise (|f| + |grad f|^T |x|))`` for a batch of one-token queries X (B, 1, d): the
+        reference f(x) and the declared noise there, grad f the gradient of x's region (a unit
+        whose pre-activation is within its float64 rounding of 0 counted on the side giving the
+        smaller magnitude)."""
+        x = np.asarray(X[:, 0, :], dtype=np.float64)
+        A, w = np.asarray(self.model.A, dtype=np.float64), np.asarray(self.model.w_o, dtype=np.float64)
+        f = np.asarray(self._reference(X), dtype=np.float64)
+        z = x @ A
+        unsure = np.abs(z) <= (self.d + 4) * FLOAT64.resolution * (np.abs(x) @ np.abs(A))
+        grad = np.minimum(*(np.einsum("bi,bi->b", np.abs((on * w) @ A.T), np.abs(x))
+                            for on in (z > 0, (z > 0) | unsure)))
+        return f, self.noise * (np.abs(f) + grad)
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        if Xb.shape[1] != 1:
+            raise InvalidInputError(f"an FFN reads one token (N = 1); got N = {Xb.shape[1]}")
+        f, tol = self.tolerance_at(Xb)
+        if self.push == "up":
+            s = np.ones_like(f)
+        elif self.push == "away":
+            s = np.where(f < 0, -1.0, 1.0)
+        else:
+            key = int(self.seed).to_bytes(8, "little", signed=True)
+            top = np.maximum(np.abs(Xb).max(axis=(1, 2), keepdims=True), np.finfo(float).tiny)
+            rays = Xb if self.push == "random" else Xb / top
+            s = np.array([1.0 if hashlib.blake2b(x.tobytes(), key=key).digest()[0] & 1 else -1.0
+                          for x in rays])
+        y = f + s * (self.USED * tol)
+        if not np.all(np.abs(y - f) <= tol):  # NaN fails too
+            raise ToleranceViolation(
+                f"push {self.push!r} answered outside the declared noise {self.noise:.3g} of the magnitudes")
+        return y
+
 
 __all__ = [
     "ValueOracle", "ApproxOracle", "DeclaresTolerance", "DerivedOracle",
-    "AntisymmetricOracle", "LinearMapOracle", "RoundingAdversary", "ADVERSARIES", "QueryRecord", "Model",
+    "AntisymmetricOracle", "LinearMapOracle", "RoundingAdversary", "FFNNoiseAdversary", "FFN_PUSHES",
+    "ADVERSARIES", "QueryRecord", "Model",
 ]

@@ -409,3 +409,70 @@ def test_the_package_exports_every_registered_learner_and_what_it_needs():
         learn_ffn, learn_membership, learn_membership_rotated, learn_multihead_sbd, learn_orthogonal_heads,
         learn_transformer,
     )
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_naive_bounds_workloads_get_an_adversary_job_per_seed_and_no_other_does(full):
+    """``bench bounds``: a workload whose room registered an adversary for it (part ``("bounds",
+    "adversary")``: the naive skeleton and FFN) gets one ``adversary_point`` job per seed beside its
+    ``bound_point`` one, with the same keywords; a faithful workload, or a learner without one,
+    none."""
+    from attnproof.bench import adversary_of, adversary_point, bound_point, bounds_jobs, bounds_workloads
+
+    jobs = bounds_jobs(full)
+    adv = [(j.kwargs["learner"], j.kwargs["d"], j.kwargs["seed"]) for j in jobs if j.fn is adversary_point]
+    want = [(w.learner, w.d, s) for w in bounds_workloads(full) if adversary_of(w.learner, w.options)
+            for s in w.seeds]
+    assert adv == want and {learner for learner, _, _ in adv} == {"skeleton", "ffn"}
+    assert all(w.options.get("answers", "naive") == "naive" for w in bounds_workloads(full)
+               if adversary_of(w.learner, w.options))
+    for j, nxt in zip(jobs, jobs[1:]):
+        if nxt.fn is adversary_point:
+            assert j.fn is bound_point and j.kwargs == nxt.kwargs and j.resume_key != nxt.resume_key
+
+
+def _bound_row(ratio, oracle=None, refused=False, **options):
+    where = {"learner": "skeleton", "d": 8, "arith": "float64", "seed": 0,
+             "options": {**options, **({"oracle": oracle} if oracle else {})}}
+    if refused:
+        return {**where, "outcome": "refused: PrecisionLossError: planted"}
+    return {**where, "outcome": "recovered", "error_bound": ratio * 1e-9, "err_W": 1e-9, "rel_err_W": 1e-9,
+            "within_bound": True, "bound_over_error": ratio, "bits": 30.0, "seconds": 0.0}
+
+
+def test_bounds_table_keeps_the_adversarys_rows_apart_and_judges_met_on_the_true_errors():
+    """The adversary's rows (``oracle`` = ADVERSARY_ORACLE) fill the ``adv_`` columns of their
+    workload and nothing else: ``max_ratio`` and ``met`` stay those of the true errors (1e7: NO,
+    not hidden by an adversary's 30), ``adv_met`` is judged the same way on the adversary's; a
+    refusal under the adversary makes ``adv_met`` NO; a workload without an adversary shows None."""
+    from attnproof.bench import ADVERSARY_ORACLE, BOUNDS_COLUMNS, bounds_table
+
+    rows = [_bound_row(1e7, rank=2), _bound_row(1e6, rank=2), _bound_row(5.0, ADVERSARY_ORACLE, rank=2),
+            _bound_row(30.0, ADVERSARY_ORACLE, rank=2), _bound_row(2e3, ADVERSARY_ORACLE, rank=3),
+            _bound_row(20.0, rank=3), _bound_row(0, ADVERSARY_ORACLE, refused=True, rank=4),
+            _bound_row(20.0, rank=4), _bound_row(20.0, rank=5, answers="faithful")]
+    table = {t["workload"]: t for t in bounds_table(rows)}
+    faithful = "skeleton d=8 rank=5 answers=faithful"
+    assert set(table) == {f"skeleton d=8 rank={r}" for r in (2, 3, 4)} | {faithful}
+    two = table["skeleton d=8 rank=2"]
+    assert (two["runs"], two["max_ratio"], two["min_ratio"], two["met"]) == (2, 1e7, 1e6, "NO")
+    adv = (two["adv_runs"], two["adv_max_ratio"], two["adv_min_ratio"], two["adv_met"])
+    assert adv == (2, 30.0, 5.0, "yes")
+    assert table["skeleton d=8 rank=3"]["met"] == "yes" and table["skeleton d=8 rank=3"]["adv_met"] == "NO"
+    four = table["skeleton d=8 rank=4"]
+    assert (four["adv_refused"], four["adv_met"], four["refused"], four["met"]) == (1, "NO", 0, "yes")
+    assert all(table[faithful][k] is None for k in table[faithful] if k.startswith("adv_"))
+    assert {"adv_max_ratio", "adv_within", "adv_met"} <= set(BOUNDS_COLUMNS)
+
+
+def test_adversary_point_scores_a_small_naive_skeleton_against_its_adversary():
+    """A real (small) adversary job: the row of :func:`bound_point`'s keys with ``oracle`` in its
+    options and the oracle named; a learner without an adversary is refused with a typed error."""
+    from attnproof.bench import ADVERSARY_ORACLE, adversary_point
+
+    row = adversary_point("skeleton", 32, "float64", 1, rank=2)
+    assert row["options"] == {"rank": 2, "oracle": ADVERSARY_ORACLE} and row["outcome"] == "recovered"
+    assert row["adversary"] == "RoundingAdversary" and row["within_bound"]
+    assert row["bound_over_error"] == pytest.approx(row["error_bound"] / row["err_W"], rel=1e-12)
+    with pytest.raises(InvalidInputError, match="no adversary is registered for exact"):
+        adversary_point("exact", 4, "float64", 0)

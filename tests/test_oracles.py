@@ -143,3 +143,43 @@ def test_skeleton_run_tight_passes_and_fails_on_a_dropped_factor(monkeypatch):
     monkeypatch.setattr(lowrank, "value_errors", lambda *a, **k: true_model(*a, **k) * 4)
     passed, _, rows = run_rows(claims.run_tight())
     assert not passed and rows[0]["passed"] and not rows[1]["passed"]  # kappa bound > the error
+
+
+def _factored(d, r, seed, bias):
+    from attnproof.models import FactoredAttention
+
+    rng = np.random.default_rng(seed)
+    K, Q, v = rng.standard_normal((r, d)), rng.standard_normal((r, d)), rng.standard_normal(d)
+    c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+    return FactoredAttention(K, Q, v, c=c, beta=beta), rng.standard_normal((64, 2, d))
+
+
+class _DenseView:
+    """A target as a dense head: its ``W`` (K^T Q formed once), v, c, beta, and its own answers."""
+
+    def __init__(self, model):
+        self.model, self.d, self.arith = model, model.d, model.arith
+        self.W, self.v, self.c, self.beta = model.W, model.v, model.c, model.beta
+
+    def __call__(self, X):
+        return self.model(X)
+
+
+@pytest.mark.parametrize("d, r, seed, bias", [(4, 2, 0, False), (6, 3, 1, True), (16, 4, 2, True),
+                                              (32, 1, 3, False), (64, 8, 4, True)])
+def test_the_rounding_adversarys_factored_path_answers_as_its_dense_one(monkeypatch, d, r, seed, bias):
+    """RoundingAdversary reads ``W x_2`` of a FactoredAttention as ``K^T (Q x_2)`` (O(d r) a query, so
+    it runs at d = 4096, r = 128): on the same answers its push (the naive model's worst case,
+    ``(d + 4) u`` per term: several ulps of the answer) equals the dense path's (``W x_2`` with
+    W = K^T Q formed) to within an eighth of itself -- the roundings of ``sigma(l + ds) -
+    sigma(l)`` -- and it never forms the dense W."""
+    from attnproof.models import FactoredAttention
+    from attnproof.oracles import RoundingAdversary
+
+    model, X = _factored(d, r, seed, bias)
+    want = RoundingAdversary(_DenseView(model))(X)
+    monkeypatch.setattr(FactoredAttention, "W", property(lambda self: pytest.fail("the dense W was formed")))
+    got, y = RoundingAdversary(model)(X), model(X)
+    ulps = np.spacing(np.maximum(np.abs(want), np.abs(y)))
+    push = np.abs(got - y)
+    assert np.all(push >= 4 * ulps) and np.all(np.abs(got - want) <= push / 8)

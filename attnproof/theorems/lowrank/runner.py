@@ -17,7 +17,7 @@ import numpy as np
 from ...arith import Arith, parse
 from ...errors import InvalidInputError, PrecisionLossError
 from ...models import ANSWERS, FactoredAttention
-from ...oracles import ValueOracle
+from ...oracles import RoundingAdversary, ValueOracle
 from ...verify.registry import LEARNERS
 from ...room import (
     FloorTarget, Job, Options, TimingRun, Workload, default_of, job_key,
@@ -266,6 +266,45 @@ part("bounds", "full", 1, Workload("skeleton", 4096, "float64", {"rank": 128}, (
 part("bounds", "full", 1.5, Workload("skeleton", 4096, "float64",
                                      {"rank": 128, "answers": "faithful", "exchanges": 4}, (0, 1, 2, 3, 4)))
 part("bounds", "note", 1, "skeleton d = 4096 r = 128 seeds 0-4")
+
+
+def skeleton_versus_adversary(
+    d: int, arith: str | Arith, seed: int, rank: int, answers: str = RankOptions.answers,
+    checks: int = SkeletonOptions.checks, exchanges: int = SkeletonOptions.exchanges,
+) -> dict[str, Any]:
+    """A naive ``skeleton`` workload's target (:func:`run_lowrank`'s at this seed) learned against
+    :class:`~attnproof.oracles.RoundingAdversary` (every two-token answer off by the most the naive
+    model of :func:`attnproof.measure.value_errors` allows, each pushing the recovered logit one
+    way; its factored path costs O(d r) a query): the row of :func:`run_lowrank`'s keys the bench
+    scores, with ``adversary``.  The bound is the learner's own a-posteriori bound of this run.
+
+    Raises
+    ------
+    InvalidInputError
+        For a faithful or non-float64 workload: the adversary realizes the naive float64 model only.
+    """
+    arith = parse(arith)
+    if answers != "naive" or arith.family not in RoundingAdversary.arithmetics:
+        raise InvalidInputError("the skeleton's adversary realizes the naive float64 model; "
+                                f"got answers={answers!r}, arith={arith.name}")
+    rng = np.random.default_rng(seed)
+    K, Q, v = low_rank_target(d, rank, rng)
+    model = FactoredAttention(K, Q, v, arith)
+    oracle = RoundingAdversary(model)
+    t0 = time.perf_counter()
+    rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks, exchanges=exchanges)
+    return result_row("skeleton", d, seed, rec, oracle, time.perf_counter() - t0, model.W, model.v,
+                      rank=rank, adversary="RoundingAdversary")
+
+
+@part("bounds", "adversary", 1)
+def _skeleton_adversary(learner: str, options: dict[str, Any]) -> Any:
+    """``bench bounds``'s adversary of a naive float64 ``skeleton`` workload
+    (:func:`skeleton_versus_adversary`); None for any other."""
+    naive = options.get("answers", RankOptions.answers) == "naive"
+    return skeleton_versus_adversary if learner == "skeleton" and naive else None
+
+
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 part("rows", "shown", 0, "rank")
 part("rows", "shown", 9, "probes")

@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from ...arith import Arith, parse
-from ...models import ANSWERS, OneLayerTransformer, ReluFFN
-from ...oracles import ValueOracle
+from ...errors import AttnproofError, InvalidInputError
+from ...models import ANSWERS, NAIVE, OneLayerTransformer, ReluFFN
+from ...oracles import FFN_PUSHES, FFNNoiseAdversary, ValueOracle
 from ...recovery import Recovery, score
 from ...room import Options, Workload, default_of, option, part, runner
 from . import learn_transformer
+from ._path_search import answer_noise
 from .ffn import learn_ffn
 
 #: The routes a run may ask for (``auto``: VQ~ when A w_o != 0, else the cone).
@@ -206,6 +208,65 @@ for _i, (_d, _m) in enumerate((d, m) for d in (4, 8, 16) for m in (4, 8, 16)):  
          Workload("ffn", _d, "float64", {"m": _m, "answers": "faithful"}, (0, 1)))
 del _i, _d, _m
 part("bounds", "note", 2, "the FFN on d, m <= 16")
+
+
+def ffn_versus_adversary(
+    d: int, arith: str | Arith, seed: int, m: int | None = FFNOptions.m, answers: str = FFNOptions.answers,
+) -> dict[str, Any]:
+    """A naive ``ffn`` workload's target (:func:`run_ffn`'s at this seed) learned against
+    :class:`~attnproof.oracles.FFNNoiseAdversary` with each push of
+    :data:`~attnproof.oracles.FFN_PUSHES` (answers off by ``1 - 2^-6`` of the noise the learner's
+    naive model declares, :func:`._path_search.answer_noise`), scored as :func:`run_ffn` scores
+    (``err_W`` = max ``|f_hat(x) - f(x)| / |x|_inf`` over 256 Gaussian points): the row of the
+    push closest to its bound (largest error / bound), with ``adversary`` and ``pushes`` (each
+    push's bound / error, or its refusal).
+
+    Raises
+    ------
+    InvalidInputError
+        For a faithful workload (the adversary realizes the naive model only), or a non-float64 one.
+    AttnproofError
+        The last refusal, when the learner refused under every push.
+    """
+    arith = parse(arith)
+    if answers != "naive" or arith.family not in FFNNoiseAdversary.arithmetics:
+        raise InvalidInputError("the FFN's adversary realizes the naive float64 model; "
+                                f"got answers={answers!r}, arith={arith.name}")
+    m = 2 * d if m is None else m
+    noise = answer_noise(arith, NAIVE)
+    rows, pushes, refusal = [], {}, None
+    for push in FFN_PUSHES:
+        rng = np.random.default_rng(seed)
+        _, A, w_o = transformer_target(d, m, rng)
+        model = ReluFFN(A, w_o, arith)
+        oracle = FFNNoiseAdversary(model, noise=noise, push=push, seed=seed)
+        t0 = time.perf_counter()
+        try:
+            rec = learn_ffn(oracle, rng=rng, arith=arith)
+        except AttnproofError as exc:  # a refusal under one push: the learner is safe there
+            pushes[push], refusal = f"refused: {type(exc).__name__}", exc
+            continue
+        seconds = time.perf_counter() - t0
+        X = rng.standard_normal((256, d))
+        err = float(np.max(np.abs(rec(X) - model(X[:, None, :])) / np.abs(X).max(axis=1)))
+        size = float(np.max(np.abs(model(X[:, None, :])) / np.abs(X).max(axis=1)))
+        bound = rec.diagnostics["error_bound"]
+        pushes[push] = bound / err if err else None
+        rows.append({"err_W": err, "rel_err_W": err / size if size else err, "error_bound": bound,
+                     "within_bound": err <= bound, "seconds": seconds,
+                     "adversary": f"FFNNoiseAdversary {push}"})
+    if not rows:
+        raise refusal
+    worst = max(rows, key=lambda r: r["err_W"] / r["error_bound"])
+    return {**worst, "pushes": pushes}
+
+
+@part("bounds", "adversary", 2)
+def _ffn_adversary(learner: str, options: dict[str, Any]) -> Any:
+    """``bench bounds``'s adversary of a naive ``ffn`` workload (:func:`ffn_versus_adversary`);
+    None for any other."""
+    naive = options.get("answers", FFNOptions.answers) == "naive"
+    return ffn_versus_adversary if learner == "ffn" and naive else None
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 for _order, _key in ((1, "m"), (2, "L"), (4, "route"), (9, "probes")):
     part("rows", "shown", _order, _key)
