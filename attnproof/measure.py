@@ -1781,15 +1781,26 @@ def _split_v(
 def resolution(probes: Probes, entries: tuple[np.ndarray, np.ndarray], k: np.ndarray) -> np.ndarray:
     """Rounding resolution of each measured value p^T W* q (float64 estimate).
 
-    At alpha ~ 1/2 the logit is accurate to ~ 4 d_alpha with
-    ``d_alpha ~ eps (|p^T v| + 2 |q^T v|) / |p^T v|``; the value is the logit over 4^k.  A value
-    below this is indistinguishable from 0.
+    The label ``y = beta + s q^T v + alpha s_p p^T v`` (``s_p = s`` whole-probe, 1 query-only) is
+    rounded by about ``eps (|beta| + s_p |p^T v| + 2 s |q^T v|)``, so alpha by that over ``s_p |p^T
+    v|`` and, at alpha ~ 1/2, the logit by 4 times it; with a score bias the logit is also read
+    against ``c^T p``, whose typical error (``probes.linear_typical``, the prelude's) adds to it.
+    The value is the logit over ``s^order``.  A value below this is indistinguishable from 0.
+    Every term is needed: without the offset and ``c^T p`` a biased probe's noise read 4.4e-16
+    where it was 5.9e-13 (``|beta| / |p^T v|`` = 170), a column of zeros looked like a tiny W*, and
+    the scale jumped past float64's reach (``tests/test_bias.py``, ``test_biased_exact_learner``).
     """
     arith = probes.arith
     kk, ll = entries
     e = _into_range(probes)  # a ratio of values in v*'s units: read in range
     pv, qv = (np.abs(arith.to_float(arith.ldexp(x, e))) for x in (probes.pv, probes.qv))
-    return 4 * arith.eps * (1 + 2 * qv[ll] / pv[kk]) * np.ldexp(1.0, -probes.order * k)
+    beta = float(np.abs(arith.to_float(arith.ldexp(np.asarray([probes.offset], dtype=object), e)))[0])
+    s = np.ldexp(1.0, k)
+    s_p = 1.0 if probes.scale_query_only else s
+    logit = 4 * arith.eps * (beta + s_p * pv[kk] + 2 * s * qv[ll]) / (s_p * pv[kk])
+    if probes.linear_typical is not None:
+        logit = logit + np.asarray(probes.linear_typical, dtype=np.float64)[kk]
+    return logit * np.ldexp(1.0, -probes.order * k)
 
 
 def effective_terms(variances: np.ndarray) -> float:

@@ -62,6 +62,11 @@ def test_biased_skeleton_recovers_everything_at_floor_plus_d_plus_1(dr, seed, be
 @example((np.zeros((4, 4)), np.array([-1.0, 0.0, 0.0, 0.0])), 13)
 # |beta| / |v| = 130 with saturated probes: 3e-8 relative, within the derived tolerance below
 @example((np.full((6, 6), 10.0), np.array([0.01, 0.0, 0.0, 0.0, 0.0, 0.0])), 0)
+# W* = e_1 e_5^T, kappa = 123 (thorough profile, seed 271130): refused with an infinite bound though
+# W_hat was within 1e-11. Columns 1-4 of W* are 0 and read as noise of 5.9e-13 (beta / p^T v = 170
+# times eps), but measure.resolution left beta and c^T p's error out and called the noise 4.4e-16, so
+# the scale jumped to 2^42 and 2^53, where s c_j swamped the logits (inf). Resolution with them: no jump
+@example((np.outer(np.eye(5)[0], np.eye(5)[4]), np.array([-0.01, 0.0, 0.0, 0.0, 0.0])), 148)
 def test_biased_exact_learner(target, seed):
     W, v = target
     rng = np.random.default_rng(seed)
