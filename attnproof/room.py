@@ -537,6 +537,10 @@ class Part:
     ``("bounds", "place")``   a key of a bounds row's ``options`` that names one instance of a
                               workload (a real head's layer), not an option: rows differing in it
                               are one workload of the table
+    ``("bounds", "adversary")``  ``fn(learner, options) -> run | None``: for a naive workload the
+                              room covers, ``run(d, arith, seed, **options) -> row``, its target
+                              learned against the declared model's adversary (see
+                              :mod:`attnproof.bench`, the bounds section)
     ``("perf", "note")``      ``fn(size) -> str | None``: the room's share of a size in words
                               (``bench perf --help``)
     ``("perf", "table")``     ``fn(summary) -> list[row]``: rows the room adds to ``bench perf``'s
