@@ -398,6 +398,23 @@ def _refused_or_functionally_right(target, seed):
         assert abs(model(X) - fitted(X)) <= 1e-6 * (1 + sum(np.abs(X @ v).max() for _, v in heads)), how
 
 
+def test_check_scale_by_hand():
+    """The checks' scale of U_k's tokens (orthogonal._check_scale), by hand at eps = 2^-52: c^2 top ~ 1
+    (top = 2^-10: c = 2^5; top = 2^10: c = 2^-5), capped up at c^2 reach w_others <= eps^(-1/2)
+    (top = 2^-100, reach = 1, w_others = 1: c = 2^13; w_others = 4, reach = 4: c = 2^11; every
+    other W = 0: w_others taken as eps, c = 2^39), and 1 when head k's scores are 0 or not finite."""
+    from attnproof.theorems.multihead.orthogonal import _check_scale
+
+    eps = 2.0**-52
+    assert _check_scale(2.0**-10, 1.0, 1.0, eps) == 2.0**5
+    assert _check_scale(2.0**10, 1.0, 1.0, eps) == 2.0**-5
+    assert _check_scale(2.0**-100, 1.0, 1.0, eps) == 2.0**13
+    assert _check_scale(2.0**-100, 4.0, 4.0, eps) == 2.0**11
+    assert _check_scale(2.0**-100, 1.0, 0.0, eps) == 2.0**39
+    assert _check_scale(0.0, 1.0, 1.0, eps) == _check_scale(np.inf, 1.0, 1.0, eps) == 1.0
+    assert _check_scale(2.0**-30, 2.0**40, 1.0, eps) == 1.0  # the cap below 1: never down for it
+
+
 def test_bad_bases_raise_typed_errors():
     E = np.eye(4)
     heads = [

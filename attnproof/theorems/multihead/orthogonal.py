@@ -317,7 +317,7 @@ def _check_scale(top: float, reach: float, w_others: float, eps: float) -> float
     Down freely (a saturated softmax would hide an error of W).  Up too: a head k that attends
     nearly uniformly at unit scale differs from its short-input flip ``(-W, -v)`` plus a linear
     head (equal at N <= 2, ``sec7/short-input-flip``) by only O(top^2 |x| |v|) at N = 3, which
-    rounding hides (issue: seed 271128); but only while the other heads' scores of the scaled tokens,
+    rounding hides (thorough seed 271128); but only while the other heads' scores of the scaled tokens,
     at most ``c^2 reach w_others`` (``reach = max_i |x_i| |x_3|``, ``w_others = max_{g != k}
     ||W_hat^(g)||_F``; their rounding ``eps`` times that), stay below ``eps^(-1/2)``: beyond, the
     checks' rounding term would swamp every gap (a recovered W of 1e-44 scaled the tokens 2^64 and
