@@ -349,11 +349,42 @@ def test_orthogonal_heads_sympy_is_exact():
     ),
     65536,
 )
+# thorough profile (seed 271128): head 2 attends uniformly (W 1e-308) and its v = e_1 - e_2 leaks +e_1
+# into U_1, where the target is head 1 (W = e_1 e_1^T / 16, v = -e_1 / 2) plus that linear term: at
+# N <= 2 exactly the flipped head (-W, +e_1 / 2) (``sec7/short-input-flip``), which the reduced learner
+# returned; the identities cannot see a uniform head (it is linear) and the one check across U_1 drew
+# tokens of norm 0.16, where the flip's O(scores^2 |x|) gap (2e-9) sat under its tolerance (error
+# 1.6e-2 at unit scale): the checks now scale U_k's tokens so head k's recovered scores are ~1, up too
+@example(
+    (
+        [
+            (np.diag([0.0625, 0, 0, 0, 0, 0]), np.array([-0.5, 0, 0, 0, 0, 0])),
+            (1.11253693e-308 * np.pad(np.ones((3, 3)), ((1, 2), (1, 2))), np.array([1.0, -1.0, 0, 0, 0, 0])),
+            (np.pad(np.ones((2, 2)), ((4, 0), (4, 0))), np.array([0, 0, 0, 0, -1.0, 0])),
+        ],
+        [np.eye(6)[:, :1], np.eye(6)[:, 1:4], np.eye(6)[:, 4:]],
+        "leak-v",
+    ),
+    0,
+)
 def test_c1_violation_is_never_silently_recovered(target, seed):
     """A typed refusal (AssumptionError; NonIdentifiableError or PrecisionLossError when the
     violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's
     function (held-out inputs of length 1..5): a violating target may still be *functionally* a C.1 target
     (e.g. a shared head that merges), and then recovering that function is correct."""
+    _refused_or_functionally_right(target, seed)
+
+
+@given(mst.uniform_leak_violations(), st.integers(0, 2**16))
+def test_uniform_head_leaking_v_is_never_silently_recovered(target, seed):
+    """The class of seed 271128 (above): a (nearly) uniform head whose v leaks into another head's
+    subspace, in particular by -2 v^(h) (U_h then sees head h's short-input flip), with head h's W
+    scaled down so that its scores at unit scale are small: refused or functionally right."""
+    _refused_or_functionally_right(target, seed)
+
+
+def _refused_or_functionally_right(target, seed):
+    """The body of the two C.1-violation properties above."""
     heads, bases, how = target
     oracle = ValueOracle(MultiHeadAttention(heads))
     try:
@@ -365,6 +396,23 @@ def test_c1_violation_is_never_silently_recovered(target, seed):
     for N in range(1, 6):
         X = rng.standard_normal((N, len(bases[0])))
         assert abs(model(X) - fitted(X)) <= 1e-6 * (1 + sum(np.abs(X @ v).max() for _, v in heads)), how
+
+
+def test_check_scale_by_hand():
+    """The checks' scale of U_k's tokens (orthogonal._check_scale), by hand at eps = 2^-52: c^2 top ~ 1
+    (top = 2^-10: c = 2^5; top = 2^10: c = 2^-5), capped up at c^2 reach w_others <= eps^(-1/2)
+    (top = 2^-100, reach = 1, w_others = 1: c = 2^13; w_others = 4, reach = 4: c = 2^11; every
+    other W = 0: w_others taken as eps, c = 2^39), and 1 when head k's scores are 0 or not finite."""
+    from attnproof.theorems.multihead.orthogonal import _check_scale
+
+    eps = 2.0**-52
+    assert _check_scale(2.0**-10, 1.0, 1.0, eps) == 2.0**5
+    assert _check_scale(2.0**10, 1.0, 1.0, eps) == 2.0**-5
+    assert _check_scale(2.0**-100, 1.0, 1.0, eps) == 2.0**13
+    assert _check_scale(2.0**-100, 4.0, 4.0, eps) == 2.0**11
+    assert _check_scale(2.0**-100, 1.0, 0.0, eps) == 2.0**39
+    assert _check_scale(0.0, 1.0, 1.0, eps) == _check_scale(np.inf, 1.0, 1.0, eps) == 1.0
+    assert _check_scale(2.0**-30, 2.0**40, 1.0, eps) == 1.0  # the cap below 1: never down for it
 
 
 def test_bad_bases_raise_typed_errors():

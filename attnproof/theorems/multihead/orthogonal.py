@@ -310,6 +310,28 @@ def _lift_error(dh: int, eps: float, gamma: float, Wt: float) -> float:
     return ((2 * dh + 2) * eps + 2 * gamma) * Wt
 
 
+def _check_scale(top: float, reach: float, w_others: float, eps: float) -> float:
+    """The power of two c (exact) by which a check query scales head k's tokens ``x_1, x_3 in U_k``
+    (:func:`check_heads`): head k's largest recovered score ``top`` becomes about 1.
+
+    Down freely (a saturated softmax would hide an error of W).  Up too: a head k that attends
+    nearly uniformly at unit scale differs from its short-input flip ``(-W, -v)`` plus a linear
+    head (equal at N <= 2, ``sec7/short-input-flip``) by only O(top^2 |x| |v|) at N = 3, which
+    rounding hides (thorough seed 271128); but only while the other heads' scores of the scaled tokens,
+    at most ``c^2 reach w_others`` (``reach = max_i |x_i| |x_3|``, ``w_others = max_{g != k}
+    ||W_hat^(g)||_F``; their rounding ``eps`` times that), stay below ``eps^(-1/2)``: beyond, the
+    checks' rounding term would swamp every gap (a recovered W of 1e-44 scaled the tokens 2^64 and
+    buried another head's leak: seed 81723).  ``w_others`` is taken at least eps (every other W = 0:
+    tokens of at most ``eps^(-3/4)``, far from overflow).
+    """
+    if not 0 < top < np.inf:
+        return 1.0
+    n = np.round(-np.log2(top) / 2)  # c^2 top ~ 1
+    if n > 0:  # up: capped (top > 0, so x_3 != 0 and reach > 0)
+        n = max(0.0, min(n, np.floor(np.log2(eps**-0.5 / (reach * max(w_others, eps))) / 2)))
+    return float(np.ldexp(1.0, int(n)))
+
+
 def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
                 bounds: list[tuple[float, float]] | None, checks: int, rng: np.random.Generator | None,
                 noise: float = 0.0) -> float:
@@ -325,8 +347,10 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     (two heads sharing U_k differ from any one head there) and every head's ``W^(h)`` against a
     leak into U_k, to first order and with no other head's error in the tolerance (the recovered
     heads lie in their subspaces: a uniformly attending head's prediction carries no W error).
-    Each query is scaled down by a power of two (exact) so that head k's recovered scores are at
-    most O(1): a saturated softmax would hide an error of W (never up: see the code).
+    Each query's tokens in U_k are scaled by a power of two (exact, :func:`_check_scale`) so that
+    head k's recovered scores are about 1: down (x_2 with them), as a saturated softmax would hide
+    an error of W, or up (x_2 left), as a nearly uniform head k hides its short-input flip, capped
+    where the other heads' rounding would swamp the check.
 
     Tolerance (numeric arithmetics), first order in the errors, with each head's *own* bounds:
     with ``y_i = x_i^T v^(h)`` and weights alpha_i, the scores move by ``|x_i^T dW x_N| <= |x_i|
@@ -356,12 +380,13 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
         others = [g for g in range(H) if g != k] or [k]
         a = [gen.standard_normal(Es[k].shape[1]), [gen.standard_normal(Es[g].shape[1]) for g in others],
              gen.standard_normal(Es[k].shape[1])]
-        top = float(np.abs(np.array([Ef[k] @ a[0], Ef[k] @ a[2]]) @ Wf[k] @ (Ef[k] @ a[2])).max())
-        # head k's largest recovered score at most about 1 (a power of two: exact); never scaled up,
-        # or a tiny recovered W would blow the tokens up and bury the other heads in rounding
-        c = np.ldexp(1.0, int(min(0.0, np.round(-np.log2(top) / 2)))) if 0 < top < np.inf else 1.0
+        x1, x3 = Ef[k] @ a[0], Ef[k] @ a[2]
+        top = float(np.abs(np.array([x1, x3]) @ Wf[k] @ x3).max())
+        reach = max(float(np.linalg.norm(x1)), float(np.linalg.norm(x3))) * float(np.linalg.norm(x3))
+        w_others = max((float(np.linalg.norm(Wf[g])) for g in range(H) if g != k), default=0.0)
+        c = _check_scale(top, reach, w_others, arith.eps or FLOAT64.eps)
         with arith.context():
-            x2 = sum(Es[g] @ arith.asarray(c * x) for g, x in zip(others, a[1]))
+            x2 = sum(Es[g] @ arith.asarray(min(c, 1.0) * x) for g, x in zip(others, a[1]))
             queries.append(np.stack([Es[k] @ arith.asarray(c * a[0]), x2, Es[k] @ arith.asarray(c * a[2])]))
     X = np.stack(queries)
     y = arith.asarray(session.ask(X))
