@@ -251,10 +251,10 @@ def exchange_columns(cross: Cross, arith: Arith, exchanges: int) -> list[int] | 
     d = cross.M.shape[0]
     if not I or len(J) == d or exchanges <= 0:
         return None
-    R = arith.to_float(cross.M[I, :])
+    R = cross.M[I, :]
     old, swapped = set(J), False
     for _ in range(d):  # each swap grows |det U| by > EXCHANGE_THRESHOLD: a volume cannot grow forever
-        Y = np.linalg.solve(R[:, J], R)
+        Y = _pivot_solve(arith, R[:, J], R)
         Y[:, J] = 0.0
         a, l = np.unravel_index(int(np.argmax(np.abs(Y))), Y.shape)
         if not abs(Y[a, l]) > EXCHANGE_THRESHOLD or len((set(J) | {int(l)}) - old) > exchanges:
@@ -386,10 +386,10 @@ def _cross_error(
     E[:, J] += in_cols
     E[I, :] += in_rows
     E[np.ix_(I, J)] -= in_cols[I, :]  # the corner is in both: counted once
-    U = Mf[np.ix_(I, J)]
+    U = cross.M[np.ix_(I, J)]
     Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)  # the unmeasured block
-    X = np.linalg.solve(U.T, _block(Mf, Io, J).T).T * unshorten[Io, None]  # X°: the rows of X off I
-    Y = np.linalg.solve(U, _block(Mf, I, Jo))  # Y°: the columns of Y off J
+    X = _pivot_solve(arith, U.T, _block(cross.M, Io, J).T).T * unshorten[Io, None]  # X°: X's rows off I
+    Y = _pivot_solve(arith, U, _block(cross.M, I, Jo))  # Y°: the columns of Y off J
     dC, dR, dU = _block(E, Io, J) * unshorten[Io, None], _block(E, I, Jo), E[np.ix_(I, J)]
     Ys, Xs = _singular(Y), _singular(X.T)  # each read by two of the terms: one SVD each
     corner = min(_spectral_norm(X) * _through(dU, Ys), _through(dU.T, Xs) * _spectral_norm(Y)) \
@@ -403,6 +403,23 @@ def _cross_error(
         joint = _shared_v_error(shared, (rows[skeletal], cols[skeletal]), (I, J), X, Y, unshorten, bases)
         skeleton, block = (skeleton[0] + joint[0], skeleton[1] + joint[1]), block + joint[2]
     return float(math.hypot(*skeleton, block) + trunc)
+
+
+def _pivot_solve(arith: Arith, U: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``U^{-1} B`` for the pivot block U (Thm 5.1's ``U^{-1} R``, or ``C U^{-1}`` transposed), solved in
+    the learner's arithmetic and rounded to float64 for the bounds that read it.
+
+    float64: numpy's LU, as before.  mpmath: its own LU, not float64's on a rounded copy: a pivot
+    genuine at 30 digits (5.7e-16, issue 23's ``MP_TINY_PIVOT_TARGET``) leaves a block whose float64
+    copy is singular (smallest singular value 8.7e-18) though the arithmetic that measured it inverts
+    it.  A block singular in the learner's own arithmetic (an exact zero pivot of its LU) has no
+    bounded skeleton: :class:`PrecisionLossError`, never numpy's untyped LinAlgError."""
+    try:
+        return arith.to_float(arith.solve(U, B))
+    except (np.linalg.LinAlgError, ZeroDivisionError) as exc:
+        raise PrecisionLossError(
+            f"the skeleton's {U.shape[0]} x {U.shape[0]} pivot block is singular at {arith.name}: "
+            f"its error cannot be bounded ({exc}); use more digits") from exc
 
 
 def _block(M: np.ndarray, rows: Any, cols: Any) -> np.ndarray:
@@ -700,11 +717,10 @@ def _cross_estimate(
     pivot = np.isin(cols, cross.cols)
     at = (rows[pivot], cols[pivot])
     Vq[at] = _query_share(probes, L[pivot], k[pivot], at, c_norm, Wq[pivot], V[at], top)
-    Mf = arith.to_float(cross.M)
     I, J = np.array(cross.rows), np.array(cross.cols)
-    U = Mf[np.ix_(I, J)]
-    X = np.linalg.solve(U.T, Mf[:, J].T).T * unshorten[:, None]
-    Y = np.linalg.solve(U, Mf[I, :])
+    U = cross.M[np.ix_(I, J)]
+    X = _pivot_solve(arith, U.T, cross.M[:, J].T).T * unshorten[:, None]
+    Y = _pivot_solve(arith, U, cross.M[I, :])
     X2, Y2, u2 = X**2, Y**2, unshorten**2
     x2, y2 = X2.sum(axis=0), Y2.sum(axis=1)
     G2 = np.zeros((d, d))  # ||G_e||^2 at every measured entry
