@@ -413,13 +413,29 @@ def _pivot_solve(arith: Arith, U: np.ndarray, B: np.ndarray) -> np.ndarray:
     genuine at 30 digits (5.7e-16, issue 23's ``MP_TINY_PIVOT_TARGET``) leaves a block whose float64
     copy is singular (smallest singular value 8.7e-18) though the arithmetic that measured it inverts
     it.  A block singular in the learner's own arithmetic (an exact zero pivot of its LU) has no
-    bounded skeleton: :class:`PrecisionLossError`, never numpy's untyped LinAlgError."""
+    bounded skeleton: :class:`PrecisionLossError`, never numpy's untyped LinAlgError.
+
+    float64 first scales U and B by one exact power of two that brings U's largest entry to [1/2, 1)
+    (``U^{-1} B`` does not change; away from underflow and overflow every rounding scales with it,
+    bitwise): LAPACK divides by a pivot through its reciprocal, which overflows for a subnormal one
+    (a subnormal W*, issue 23: ``W* = 2.2e-311 (1 1; 1 1)``, pivot 1.7e-311, made ``U^{-1} R``
+    infinite and the bounds ``inf * 0 = NaN``).  A ``U^{-1} B`` that overflows float64 all the same
+    (``|U^{-1} B| > 1.8e308``) has no bound in it: :class:`PrecisionLossError`."""
+    if U.dtype == np.float64:
+        top = float(np.max(np.abs(U), initial=0.0))
+        e = -math.frexp(top)[1] if top > 0 else 0
+        U, B = np.ldexp(U, e), np.ldexp(B, e)
     try:
-        return arith.to_float(arith.solve(U, B))
+        out = arith.to_float(arith.solve(U, B))
     except (np.linalg.LinAlgError, ZeroDivisionError) as exc:
         raise PrecisionLossError(
             f"the skeleton's {U.shape[0]} x {U.shape[0]} pivot block is singular at {arith.name}: "
             f"its error cannot be bounded ({exc}); use more digits") from exc
+    if not np.all(np.isfinite(out)):
+        raise PrecisionLossError(
+            f"the skeleton's U^-1 R overflows float64 (a pivot block of condition above 1e308 at "
+            f"{arith.name}): its error cannot be bounded")
+    return out
 
 
 def _block(M: np.ndarray, rows: Any, cols: Any) -> np.ndarray:
