@@ -161,8 +161,8 @@ def test_error_estimate_terms_by_hand(monkeypatch):
     known = np.array([[True, True], [True, False]])
     cross = lowrank.Cross(np.ones((2, 1)), np.ones((1, 2)), np.ones((2, 2)), known, np.zeros((2, 2)),
                           np.zeros((2, 2), int), [0], [0], None, 0.0)
-    W = np.eye(2)
-    estimate, terms = lowrank._cross_estimate(probes, cross, W, 0.0, np.ones(2), images=np.ones(2))
+    W_norm = FLOAT64.norm(np.eye(2))
+    estimate, terms = lowrank._cross_estimate(probes, cross, W_norm, 0.0, np.ones(2), images=np.ones(2))
     assert terms == pytest.approx(2.88, rel=1e-12)
     assert estimate == pytest.approx(top * math.sqrt(6) + FLOAT64.resolution * math.sqrt(2), rel=1e-12)
 

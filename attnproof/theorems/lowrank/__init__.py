@@ -39,7 +39,7 @@ from ...arith import FLOAT64, MP, SYMPY, Arith, norm2
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ...measure import (
     BilinearSession, Probes, Scale, ScalePolicy, SharedV, balanced, bilinear_values, random_orthogonal,
-    resolution, value_errors, _ext_error,
+    resolution, value_errors, _ext_error, _row_sizes,
 )
 from ...models import Attention, RowSizes, _ext_product, scores
 from ...oracles import ValueOracle
@@ -626,17 +626,23 @@ def _abs_norm(P: np.ndarray) -> float:
     return math.sqrt(float(a.sum(axis=0).max()) * float(a.sum(axis=1).max()))
 
 
-def _verified_residual(X: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
+def _verified_residual(
+    X: np.ndarray, F: np.ndarray, Z: np.ndarray, rows: tuple[np.ndarray, ...] | None = None
+) -> float:
     """An upper bound on ``||X F - Z||_F`` (float64 X, F, Z), a posteriori: ``X F`` to extended
     precision by :func:`attnproof.models._ext_product` (within :func:`attnproof.measure._ext_error`
     of it, per row of X, from the rows' and F's columns' sizes), minus Z in longdouble (``u`` of
     the residual), its norm in float64 (times ``1 + 2^-20``: the conversion and the sum's
     rounding).  A float64 product's error is what it is (about ``eps sqrt(d)`` of its terms, a
-    random walk), not the ``gamma_d`` of any summation order: this reads it."""
+    random walk), not the ``gamma_d`` of any summation order: this reads it.  ``rows``: X's row
+    sizes ``(||x_k||, ||x_k||_1, max|x_k|)`` when the caller has them (a probe set's bases keep them,
+    :func:`attnproof.measure._row_sizes`, bitwise these: a reduction along a row reads that row
+    alone); else computed here (at d = 4096 a few d x d passes)."""
     u = float(np.finfo(np.longdouble).eps) / 2
     R = _ext_product(X, F) - Z.astype(np.longdouble)
-    a = np.abs(X)
-    rows = (norm2(X, axis=1), a.sum(axis=1), a.max(axis=1))
+    if rows is None:
+        a = np.abs(X)
+        rows = (norm2(X, axis=1), a.sum(axis=1), a.max(axis=1))
     split = norm2(_ext_error(X.shape[1], u, rows, RowSizes.of(F.T)))
     return float(norm2(R.astype(np.float64).reshape(-1)) * (1 + u) * (1 + 2.0**-20) + split)
 
@@ -644,6 +650,7 @@ def _verified_residual(X: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
 def _assembly_error(
     arith: Arith, bases: tuple[np.ndarray, np.ndarray], inverses: tuple[np.ndarray, np.ndarray],
     A: np.ndarray, B: np.ndarray, F1: np.ndarray, F2: np.ndarray, W_norm: float,
+    row_sizes: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None = None,
 ) -> float:
     """First-order bound on the rounding of ``W = F1 F2``, ``F1 = fl(P_inv A)``, ``F2 = fl(B Q_inv^T)``
     (``bases`` = (P, Q), the probes' bases, ``inverses`` = (P_inv, Q_inv), as computed) against the
@@ -662,7 +669,8 @@ def _assembly_error(
     ``P^T P - I = P_0^T dP + dP^T P_0 + dP^T dP`` with ``||dP||_F`` from :func:`_basis_rounding`
     (P: two reflections, Q: one), which moves W by ``||P^T P - I||_2 ||W||_F``; in other
     arithmetics ``P_inv`` solves ``P X = I`` in their precision, charged ``(d + 4) d eps ||W||_F``
-    each (an allowance, negligible at their precision)."""
+    each (an allowance, negligible at their precision).  ``row_sizes``: P's and Q's row sizes for
+    :func:`_verified_residual`, when the probes keep them (:func:`attnproof.measure._row_sizes`)."""
     (P, Q), (P_inv, Q_inv) = bases, inverses
     d, r = P.shape[0], A.shape[1]
     if r == 0:
@@ -675,7 +683,8 @@ def _assembly_error(
     eta = [2 * x + x**2 for x in (_basis_rounding(d, eps, 2), _basis_rounding(d, eps, 1))]
     if transposes and eps == FLOAT64.eps and max(eta) < 1:
         # a posteriori: F1 F2 - P^{-1} A B Q^{-T} = P^{-1} ((P F1 - A) F2 Q^T + A (F2 Q^T - B)) Q^{-T}
-        e1, e2 = _verified_residual(P, F1, A), _verified_residual(Q, F2.T, B.T)
+        P_rows, Q_rows = (None, None) if row_sizes is None else row_sizes
+        e1, e2 = _verified_residual(P, F1, A, P_rows), _verified_residual(Q, F2.T, B.T, Q_rows)
         up = 1 + 2.0**-20  # the float64 SVDs' own error, O(d eps) of the norm
         A2, B2 = (_spectral_norm(M) * up for M in (Af, Bf))
         return float(own + (e1 * (B2 + e2) + A2 * e2) / math.sqrt((1 - eta[0]) * (1 - eta[1])))
@@ -691,10 +700,11 @@ def _assembly_error(
 
 
 def _cross_estimate(
-    probes: Probes, cross: Cross, W: np.ndarray, c_norm: float, unshorten: np.ndarray,
+    probes: Probes, cross: Cross, W_norm: float, c_norm: float, unshorten: np.ndarray,
     images: np.ndarray | None = None,
 ) -> tuple[float, float]:
-    """An estimate of ||W_hat - W*||_F (not a bound), and how many independent roundings make it.
+    """An estimate of ||W_hat - W*||_F (not a bound), and how many independent roundings make it;
+    ``W_norm`` = ||W_hat||_F (the caller's, computed once: a d x d pass).
 
     Each measured entry e of M' = D M has a typical rounding error sigma_e
     (:func:`attnproof.measure.value_errors` with ``Wq = ||M e_l||``, as P is orthogonal), and
@@ -719,7 +729,6 @@ def _cross_estimate(
     large Y) leave it a few roundings, which can fall far below their typical size."""
     arith = probes.arith
     d = probes.d
-    W_norm = arith.norm(W)
     if not cross.rows:
         return float(arith.resolution * W_norm), 1.0
     rows, cols = np.nonzero(cross.known)
@@ -1051,16 +1060,19 @@ def _learn_by_crosses(
                 stop, made = (None, 0) if cross.stop_col is None else (check(cross, W), 2)
             if rounded and stop is not None:  # the bound rests on the final check and on any that chose it
                 session.diagnostics["stop_check_failure"] = made * STOP_CHECK_FAILURE
-        W_error = None
+        W_error, W_norm = None, None
         if rounded:
-            W_norm = arith.norm(W)
+            W_norm = arith.norm(W)  # once: a d x d pass, read by the bound, the estimate and the guard
             images = _image_norms(cross, arith, unshorten)  # read by the bound and by the estimate
+            # the bases' row sizes the probes keep (the measurements' bounds read them): P's and Q's
+            # own unless the rows were shortened (biases)
+            sizes = _row_sizes(probes) if probes.P is P and probes.Q is Q else None
             W_error = (  # the skeleton's errors and the check's charge on the rest, or the rank assumption
                 (_cross_error(session, probes, cross, W_norm, c_norm, unshorten, images)
                  if stop is None else stop[2] + stop[1])
-                + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm)
+                + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm, sizes)
             )
-            estimate, terms = _cross_estimate(probes, cross, W, c_norm, unshorten, images)
+            estimate, terms = _cross_estimate(probes, cross, W_norm, c_norm, unshorten, images)
             session.diagnostics.update(error_estimate=estimate, error_estimate_terms=terms)
             if bias:
                 session.diagnostics["error_bound_c"] = (
@@ -1073,7 +1085,7 @@ def _learn_by_crosses(
     info = session.diagnostics
     info["seconds"] = time.perf_counter() - t0
     return session.recovery(
-        W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol,
+        W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol, W_norm=W_norm,
         reasked=info.get("reasked_queries", 0) + info["designed_queries"],
         r=info["rank_found"], rank=max_rank, bias=bias, checks=checks,
     )
