@@ -736,40 +736,52 @@ def _cross_estimate(
     L, k = cross.L[rows, cols], cross.k[rows, cols]
     sigma = value_errors(probes, L, k, (rows, cols), W_norm, c_norm, Wq=Wq)
     top = float(sigma.max(initial=0.0))
-    V = np.zeros((d, d))  # (sigma_e / top)^2: in range however small or large the errors are
-    V[rows, cols] = (sigma / top) ** 2 if top > 0 else 0.0
-    Vq = np.zeros((d, d))  # the pivot columns' query share of V: counted apart
-    pivot = np.isin(cols, cross.cols)
-    at = (rows[pivot], cols[pivot])
-    Vq[at] = _query_share(probes, L[pivot], k[pivot], at, c_norm, Wq[pivot], V[at], top)
+    # (sigma_e / top)^2 at the measured entries: in range however small or large the errors are; V,
+    # Vq and G2 below are read on the skeleton alone (its columns J, d x r, and rows I, r x d), never
+    # as d x d arrays (at d = 4096 each is 134 MB of fresh pages); laid out as the d x d arrays' blocks
+    # were (``[:, J]`` Fortran order, ``[np.ix_(..)]`` C order), so every sum adds in the same order
+    V = (sigma / top) ** 2 if top > 0 else np.zeros(len(sigma))
     I, J = np.array(cross.rows), np.array(cross.cols)
+    at_row, at_col = np.full(d, -1), np.full(d, -1)  # where a row of I / a column of J sits
+    at_row[I], at_col[J] = np.arange(len(I)), np.arange(len(J))
+    pivot, in_I = at_col[cols] >= 0, at_row[rows] >= 0
+    Vq = np.zeros(len(V))  # the pivot columns' query share of V: counted apart
+    at = (rows[pivot], cols[pivot])
+    Vq[pivot] = _query_share(probes, L[pivot], k[pivot], at, c_norm, Wq[pivot], V[pivot], top)
+    VC, VR = np.zeros((d, len(J))), np.zeros((len(I), d))  # V on the columns J and on the rows I
+    VC[rows[pivot], at_col[cols[pivot]]] = V[pivot]
+    VR[at_row[rows[in_I]], cols[in_I]] = V[in_I]
     U = cross.M[np.ix_(I, J)]
     X = _pivot_solve(arith, U.T, cross.M[:, J].T).T * unshorten[:, None]
     Y = _pivot_solve(arith, U, cross.M[I, :])
     X2, Y2, u2 = X**2, Y**2, unshorten**2
     x2, y2 = X2.sum(axis=0), Y2.sum(axis=1)
-    G2 = np.zeros((d, d))  # ||G_e||^2 at every measured entry
-    G2[:, J] = u2[:, None] * y2
-    G2[I, :] = x2[:, None]
-    G2[np.ix_(I, J)] = np.outer(x2 - u2[I], y2 - 1) + u2[I][:, None]
-    own = V[rows, cols] - Vq[rows, cols]  # V - Vq where it is read: at the measured entries
+    G2C = u2[:, None] * y2  # ||G_e||^2 on the columns J; on the rows I off J it is x2
+    G2C[I] = np.outer(x2 - u2[I], y2 - 1) + u2[I][:, None]
+    G2 = np.zeros(len(V))  # at every measured entry (0 off the skeleton)
+    G2[pivot] = G2C[rows[pivot], at_col[cols[pivot]]]
+    G2[in_I & ~pivot] = x2[at_row[rows[in_I & ~pivot]]]
+    own = V - Vq
     # Vq is 0 off the pivot columns: their column sums alone (each down its rows, in the same order)
-    query = np.repeat(np.sum(G2[:, J] * Vq[:, J], axis=0) / len(J), len(J))  # r terms a pivot column
-    inputs = np.concatenate([G2[rows, cols] * own, query])
+    VqC = np.zeros((d, len(J)), order="F")
+    VqC[rows[pivot], at_col[cols[pivot]]] = Vq[pivot]
+    query = np.repeat(np.sum(np.asfortranarray(G2C) * VqC, axis=0) / len(J), len(J))  # r terms a column
+    inputs = np.concatenate([G2 * own, query])
     if probes.linear_typical is not None:  # the row's c^T p rounding, lin / s, in each entry
-        shared = np.zeros((d, d))
         lin = arith.to_float(probes.linear_typical)[rows] / np.ldexp(1.0, k) / (top or 1.0)
-        shared[rows, cols] = np.minimum(lin**2, own)
-        rest = G2[rows, cols] * (own - shared[rows, cols])
-        inputs = np.concatenate([rest, query, np.sum(G2 * shared, axis=1)])
+        shared = np.minimum(lin**2, own)
+        rest = G2 * (own - shared)
+        by_row = np.zeros((d, d))  # G2 shared at the measured entries, 0 elsewhere: summed along rows
+        by_row[rows, cols] = G2 * shared
+        inputs = np.concatenate([rest, query, np.sum(by_row, axis=1)])
     # outputs: u^2 V at the measured entries; at an unmeasured (i, l) the three paths
     # sum_b u_i^2 V[i, J_b] Y[b, l]^2 + sum_a X[i, a]^2 V[I_a, l] + sum_ab X[i, a]^2 V[I_a, J_b] Y[b, l]^2,
     # = (F G^T)[i, l] with F, G stacked (its sum and squared norm from r x r Gram matrices)
-    Ic, Jc = np.flatnonzero(~np.isin(np.arange(d), I)), np.flatnonzero(~np.isin(np.arange(d), J))
-    F = np.hstack([u2[Ic, None] * V[np.ix_(Ic, J)], X2[Ic], X2[Ic] @ V[np.ix_(I, J)]])
-    G = np.hstack([Y2[:, Jc].T, V[np.ix_(I, Jc)].T, Y2[:, Jc].T])
-    used = np.isin(rows, I) | np.isin(cols, J)  # a stop column's other entries do not enter W
-    measured = u2[rows[used]] * V[rows[used], cols[used]]
+    Ic, Jc = np.flatnonzero(at_row < 0), np.flatnonzero(at_col < 0)
+    F = np.hstack([u2[Ic, None] * VC[Ic], X2[Ic], X2[Ic] @ VC[I]])
+    G = np.hstack([Y2[:, Jc].T, VR[:, Jc].T, Y2[:, Jc].T])
+    used = in_I | pivot  # a stop column's other entries do not enter W
+    measured = u2[rows[used]] * V[used]
     block_sum = float(F.sum(axis=0) @ G.sum(axis=0))
     block_sq = float(np.sum((F.T @ F) * (G.T @ G)))
     total = float(np.sum(inputs))
