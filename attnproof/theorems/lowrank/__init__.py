@@ -348,7 +348,6 @@ def _cross_error(
     """
     arith = session.arith
     d = probes.d
-    E = np.zeros((d, d))
     rows, cols = np.nonzero(cross.known)
     images = _image_norms(cross, arith, unshorten) if images is None else images
     I, J = cross.rows, cross.cols
@@ -361,42 +360,55 @@ def _cross_error(
     exact = np.isin(rows, I) & np.isin(cols, J)
     exact = np.ones(len(rows), bool) if len(rows) * d <= EXACT_PROBE_BUDGET else \
         exact if exact.sum() * d <= EXACT_PROBE_BUDGET else np.zeros(len(rows), bool)
+    e = np.zeros(len(rows))  # each measured entry's error bound
     for part, split in ((skeletal, shared), (~skeletal, None)):
         if part.any():
             r_, c_ = rows[part], cols[part]
-            E[r_, c_] = value_errors(probes, cross.L[r_, c_], cross.k[r_, c_], (r_, c_), W_norm, c_norm,
+            e[part] = value_errors(probes, cross.L[r_, c_], cross.k[r_, c_], (r_, c_), W_norm, c_norm,
                                      rounding=session.rounding, images=images[c_], shared=split,
                                      exact_probes=exact[part])
     if shared.p is not None:  # the skeleton's entries: their own part; v's, per unit of the bound
-        r_, c_ = rows[skeletal], cols[skeletal]
-        bound = np.where(shared.own < 1, E[r_, c_], 0.0)  # finite where split; 0 * inf would be NaN
+        bound = np.where(shared.own < 1, e[skeletal], 0.0)  # finite where split; 0 * inf would be NaN
         shared = SharedV(shared.p * bound, shared.q * bound, shared.own, shared.norm)
-        E[r_, c_] = np.where(shared.own < 1, bound * shared.own, E[r_, c_])
+        e[skeletal] = np.where(shared.own < 1, bound * shared.own, e[skeletal])
     Mf = arith.to_float(cross.M)
     trunc = 0.0
     if cross.stop_col is not None:  # what was declared zero: up to the threshold in every entry
         j = cross.stop_col  # the residual M[:, j] - A B[:, j] was computed with r + 1 terms
         rounding = _gamma(len(I) + 1, arith.resolution) * float(np.max(
             np.abs(Mf[:, j]) + np.abs(arith.to_float(cross.A)) @ np.abs(arith.to_float(cross.B[:, j]))))
-        below = max(cross.stop_threshold, cross.stop_residual) + float(E[:, j].max()) + rounding
+        column = float(np.max(e[cols == j], initial=0.0))  # bounds are >= 0: the unmeasured rows' 0
+        below = max(cross.stop_threshold, cross.stop_residual) + column + rounding
         trunc = d * float(np.max(unshorten)) * below
     if not cross.rows:
         return trunc
     in_cols, in_rows = _cross_rounding(cross, arith)
-    E[:, J] += in_cols
-    E[I, :] += in_rows
-    E[np.ix_(I, J)] -= in_cols[I, :]  # the corner is in both: counted once
+    # the errors E on the skeleton alone: its columns J (d x r) and rows I (r x d), never d x d (at
+    # d = 4096, 134 MB of fresh pages); laid out as numpy lays out ``E[:, J]`` (Fortran order) and
+    # ``E[I, :]``, and the corner's sums in the same order (+ in_cols, + in_rows, - in_cols), bitwise
+    at_row, at_col = np.full(d, -1), np.full(d, -1)  # where a row of I / a column of J sits
+    at_row[I], at_col[J] = np.arange(len(I)), np.arange(len(J))
+    on_I, on_J = at_row[rows] >= 0, at_col[cols] >= 0
+    EC, ER = np.zeros((d, len(J)), order="F"), np.zeros((len(I), d))
+    EC[rows[on_J], at_col[cols[on_J]]] = e[on_J]
+    EC += in_cols
+    ER[at_row[rows[on_I]], cols[on_I]] = e[on_I]
+    ER[:, J] = EC[I]
+    ER += in_rows
+    ER[:, J] -= in_cols[I, :]  # the corner is in both: counted once
+    EC[I] = ER[:, J]
     U = cross.M[np.ix_(I, J)]
     Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)  # the unmeasured block
     X = _pivot_solve(arith, U.T, _block(cross.M, Io, J).T).T * unshorten[Io, None]  # X°: X's rows off I
     Y = _pivot_solve(arith, U, _block(cross.M, I, Jo))  # Y°: the columns of Y off J
-    dC, dR, dU = _block(E, Io, J) * unshorten[Io, None], _block(E, I, Jo), E[np.ix_(I, J)]
+    dC, dR = np.asfortranarray(EC[Io]) * unshorten[Io, None], np.asfortranarray(ER[:, Jo])
+    dU = np.ascontiguousarray(EC[I])
     Ys, Xs = _singular(Y), _singular(X.T)  # each read by two of the terms: one SVD each
     corner = min(_spectral_norm(X) * _through(dU, Ys), _through(dU.T, Xs) * _spectral_norm(Y)) \
         if len(Io) and len(Jo) else 0.0
     block = _through(dC, Ys) + _through(dR.T, Xs) + corner
     # hypot, not a sum of squares: the errors of a subnormal W* (1e-317) would square to 0
-    skeleton = (FLOAT64.norm(E[:, J] * unshorten[:, None]), FLOAT64.norm(dR * unshorten[I, None]))
+    skeleton = (FLOAT64.norm(EC * unshorten[:, None]), FLOAT64.norm(dR * unshorten[I, None]))
     if shared.p is not None:  # v's error, one vector dv for every entry: carried through jointly
         eps = arith.resolution
         bases = (1 + _basis_rounding(d, eps, 2), 1.0 if probes.Q is None else 1 + _basis_rounding(d, eps, 1))
