@@ -773,6 +773,7 @@ class Session:
         rtol: float | None = None,
         guard: bool = True,
         reasked: int | Literal["rest"] | None = None,
+        W_norm: float | None = None,
         **count: Any,
     ) -> Recovery:
         """The learner's :class:`Recovery`, closed (:meth:`close`) and guarded.
@@ -783,6 +784,8 @@ class Session:
         (``v_error`` as ``error_bound_v``).  ``guard=False`` is for a learner whose promise is
         absolute and checked before it queries (Thm 6.1's eps_W): its bound is reported,
         possibly infinite, and not compared with ``rtol``.  ``reasked`` as for :meth:`close`.
+        ``W_norm``: ``||W_hat||_F`` as the learner computed it (``arith.norm(W)``), so the guard does
+        not read W a second time (a d x d pass); None: computed here.
 
         Raises
         ------
@@ -797,7 +800,8 @@ class Session:
         info = self.close(reasked=reasked, error_bound=W_error, error_bound_v=v_error, **count)
         if W_error is not None and guard:
             why = " (a W* this small, or saturated/ill-conditioned probes)"
-            info["promised_rtol"] = self.guard(W_error, self.arith.norm(W), rtol, why=why)
+            size = self.arith.norm(W) if W_norm is None else W_norm
+            info["promised_rtol"] = self.guard(W_error, size, rtol, why=why)
         return Recovery(
             W=W, v=v, queries=self.queries, arith=self.arith, diagnostics=info, c=c, beta=beta
         )

@@ -161,8 +161,8 @@ def test_error_estimate_terms_by_hand(monkeypatch):
     known = np.array([[True, True], [True, False]])
     cross = lowrank.Cross(np.ones((2, 1)), np.ones((1, 2)), np.ones((2, 2)), known, np.zeros((2, 2)),
                           np.zeros((2, 2), int), [0], [0], None, 0.0)
-    W = np.eye(2)
-    estimate, terms = lowrank._cross_estimate(probes, cross, W, 0.0, np.ones(2), images=np.ones(2))
+    W_norm = FLOAT64.norm(np.eye(2))
+    estimate, terms = lowrank._cross_estimate(probes, cross, W_norm, 0.0, np.ones(2), images=np.ones(2))
     assert terms == pytest.approx(2.88, rel=1e-12)
     assert estimate == pytest.approx(top * math.sqrt(6) + FLOAT64.resolution * math.sqrt(2), rel=1e-12)
 
@@ -240,9 +240,15 @@ def test_coherent_targets_against_the_structured_bases(dij, shape, scale, seed):
 # a subnormal W* (thorough, seed 15961): since the scale reaches 2^-500 it is answered (27 bits), and
 # the bound's sum of squares underflowed to 0 (bound 4e-323 vs error 8.6e-318): now a hypot
 @example((np.array([[1.7853053e-309]]), np.array([-1.0]), 1), 0)
+# a subnormal pivot (thorough, seed 90817; issue 23): LAPACK divided by U = 1.7e-311 through its
+# reciprocal, U^{-1} R came out infinite and the bound and the estimate read inf * 0 = NaN (numpy's
+# "invalid value" RuntimeWarning, no error); now the pivot block is scaled into range first
+@example((np.full((2, 2), 2.22507386e-311), np.array([-1.0, 0.0]), 1), 0)
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # a NaN in a bound is a defect, not a warning
 def test_skeleton_on_adversarial_factors(target, seed):
     """Hypothesis factors (zeros, repeats, tiny and huge entries): the floor plus counted
-    re-asked probes, a bounded total, and an error within the reported bound -- or a refusal."""
+    re-asked probes, a bounded total, and an error within the reported bound -- or a refusal;
+    no RuntimeWarning (an overflow or a NaN on the way)."""
     W, v, r = target
     d = len(v)
     oracle = ValueOracle(Attention(W, v))

@@ -39,7 +39,7 @@ from ...arith import FLOAT64, MP, SYMPY, Arith, norm2
 from ...errors import AssumptionError, InvalidInputError, PrecisionLossError
 from ...measure import (
     BilinearSession, Probes, Scale, ScalePolicy, SharedV, balanced, bilinear_values, random_orthogonal,
-    resolution, value_errors, _ext_error,
+    resolution, value_errors, _ext_error, _row_sizes,
 )
 from ...models import Attention, RowSizes, _ext_product, scores
 from ...oracles import ValueOracle
@@ -251,10 +251,10 @@ def exchange_columns(cross: Cross, arith: Arith, exchanges: int) -> list[int] | 
     d = cross.M.shape[0]
     if not I or len(J) == d or exchanges <= 0:
         return None
-    R = arith.to_float(cross.M[I, :])
+    R = cross.M[I, :]
     old, swapped = set(J), False
     for _ in range(d):  # each swap grows |det U| by > EXCHANGE_THRESHOLD: a volume cannot grow forever
-        Y = np.linalg.solve(R[:, J], R)
+        Y = _pivot_solve(arith, R[:, J], R)
         Y[:, J] = 0.0
         a, l = np.unravel_index(int(np.argmax(np.abs(Y))), Y.shape)
         if not abs(Y[a, l]) > EXCHANGE_THRESHOLD or len((set(J) | {int(l)}) - old) > exchanges:
@@ -348,7 +348,6 @@ def _cross_error(
     """
     arith = session.arith
     d = probes.d
-    E = np.zeros((d, d))
     rows, cols = np.nonzero(cross.known)
     images = _image_norms(cross, arith, unshorten) if images is None else images
     I, J = cross.rows, cross.cols
@@ -361,48 +360,94 @@ def _cross_error(
     exact = np.isin(rows, I) & np.isin(cols, J)
     exact = np.ones(len(rows), bool) if len(rows) * d <= EXACT_PROBE_BUDGET else \
         exact if exact.sum() * d <= EXACT_PROBE_BUDGET else np.zeros(len(rows), bool)
+    e = np.zeros(len(rows))  # each measured entry's error bound
     for part, split in ((skeletal, shared), (~skeletal, None)):
         if part.any():
             r_, c_ = rows[part], cols[part]
-            E[r_, c_] = value_errors(probes, cross.L[r_, c_], cross.k[r_, c_], (r_, c_), W_norm, c_norm,
+            e[part] = value_errors(probes, cross.L[r_, c_], cross.k[r_, c_], (r_, c_), W_norm, c_norm,
                                      rounding=session.rounding, images=images[c_], shared=split,
                                      exact_probes=exact[part])
     if shared.p is not None:  # the skeleton's entries: their own part; v's, per unit of the bound
-        r_, c_ = rows[skeletal], cols[skeletal]
-        bound = np.where(shared.own < 1, E[r_, c_], 0.0)  # finite where split; 0 * inf would be NaN
+        bound = np.where(shared.own < 1, e[skeletal], 0.0)  # finite where split; 0 * inf would be NaN
         shared = SharedV(shared.p * bound, shared.q * bound, shared.own, shared.norm)
-        E[r_, c_] = np.where(shared.own < 1, bound * shared.own, E[r_, c_])
+        e[skeletal] = np.where(shared.own < 1, bound * shared.own, e[skeletal])
     Mf = arith.to_float(cross.M)
     trunc = 0.0
     if cross.stop_col is not None:  # what was declared zero: up to the threshold in every entry
         j = cross.stop_col  # the residual M[:, j] - A B[:, j] was computed with r + 1 terms
         rounding = _gamma(len(I) + 1, arith.resolution) * float(np.max(
             np.abs(Mf[:, j]) + np.abs(arith.to_float(cross.A)) @ np.abs(arith.to_float(cross.B[:, j]))))
-        below = max(cross.stop_threshold, cross.stop_residual) + float(E[:, j].max()) + rounding
+        column = float(np.max(e[cols == j], initial=0.0))  # bounds are >= 0: the unmeasured rows' 0
+        below = max(cross.stop_threshold, cross.stop_residual) + column + rounding
         trunc = d * float(np.max(unshorten)) * below
     if not cross.rows:
         return trunc
     in_cols, in_rows = _cross_rounding(cross, arith)
-    E[:, J] += in_cols
-    E[I, :] += in_rows
-    E[np.ix_(I, J)] -= in_cols[I, :]  # the corner is in both: counted once
-    U = Mf[np.ix_(I, J)]
+    # the errors E on the skeleton alone: its columns J (d x r) and rows I (r x d), never d x d (at
+    # d = 4096, 134 MB of fresh pages); laid out as numpy lays out ``E[:, J]`` (Fortran order) and
+    # ``E[I, :]``, and the corner's sums in the same order (+ in_cols, + in_rows, - in_cols), bitwise
+    at_row, at_col = np.full(d, -1), np.full(d, -1)  # where a row of I / a column of J sits
+    at_row[I], at_col[J] = np.arange(len(I)), np.arange(len(J))
+    on_I, on_J = at_row[rows] >= 0, at_col[cols] >= 0
+    EC, ER = np.zeros((d, len(J)), order="F"), np.zeros((len(I), d))
+    EC[rows[on_J], at_col[cols[on_J]]] = e[on_J]
+    EC += in_cols
+    ER[at_row[rows[on_I]], cols[on_I]] = e[on_I]
+    ER[:, J] = EC[I]
+    ER += in_rows
+    ER[:, J] -= in_cols[I, :]  # the corner is in both: counted once
+    EC[I] = ER[:, J]
+    U = cross.M[np.ix_(I, J)]
     Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)  # the unmeasured block
-    X = np.linalg.solve(U.T, _block(Mf, Io, J).T).T * unshorten[Io, None]  # X°: the rows of X off I
-    Y = np.linalg.solve(U, _block(Mf, I, Jo))  # Y°: the columns of Y off J
-    dC, dR, dU = _block(E, Io, J) * unshorten[Io, None], _block(E, I, Jo), E[np.ix_(I, J)]
+    X = _pivot_solve(arith, U.T, _block(cross.M, Io, J).T).T * unshorten[Io, None]  # X°: X's rows off I
+    Y = _pivot_solve(arith, U, _block(cross.M, I, Jo))  # Y°: the columns of Y off J
+    dC, dR = np.asfortranarray(EC[Io]) * unshorten[Io, None], np.asfortranarray(ER[:, Jo])
+    dU = np.ascontiguousarray(EC[I])
     Ys, Xs = _singular(Y), _singular(X.T)  # each read by two of the terms: one SVD each
     corner = min(_spectral_norm(X) * _through(dU, Ys), _through(dU.T, Xs) * _spectral_norm(Y)) \
         if len(Io) and len(Jo) else 0.0
     block = _through(dC, Ys) + _through(dR.T, Xs) + corner
     # hypot, not a sum of squares: the errors of a subnormal W* (1e-317) would square to 0
-    skeleton = (FLOAT64.norm(E[:, J] * unshorten[:, None]), FLOAT64.norm(dR * unshorten[I, None]))
+    skeleton = (FLOAT64.norm(EC * unshorten[:, None]), FLOAT64.norm(dR * unshorten[I, None]))
     if shared.p is not None:  # v's error, one vector dv for every entry: carried through jointly
         eps = arith.resolution
         bases = (1 + _basis_rounding(d, eps, 2), 1.0 if probes.Q is None else 1 + _basis_rounding(d, eps, 1))
         joint = _shared_v_error(shared, (rows[skeletal], cols[skeletal]), (I, J), X, Y, unshorten, bases)
         skeleton, block = (skeleton[0] + joint[0], skeleton[1] + joint[1]), block + joint[2]
     return float(math.hypot(*skeleton, block) + trunc)
+
+
+def _pivot_solve(arith: Arith, U: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``U^{-1} B`` for the pivot block U (Thm 5.1's ``U^{-1} R``, or ``C U^{-1}`` transposed), solved in
+    the learner's arithmetic and rounded to float64 for the bounds that read it.
+
+    float64: numpy's LU, as before.  mpmath: its own LU, not float64's on a rounded copy: a pivot
+    genuine at 30 digits (5.7e-16, issue 23's ``MP_TINY_PIVOT_TARGET``) leaves a block whose float64
+    copy is singular (smallest singular value 8.7e-18) though the arithmetic that measured it inverts
+    it.  A block singular in the learner's own arithmetic (an exact zero pivot of its LU) has no
+    bounded skeleton: :class:`PrecisionLossError`, never numpy's untyped LinAlgError.
+
+    float64 first scales U and B by one exact power of two that brings U's largest entry to [1/2, 1)
+    (``U^{-1} B`` does not change; away from underflow and overflow every rounding scales with it,
+    bitwise): LAPACK divides by a pivot through its reciprocal, which overflows for a subnormal one
+    (a subnormal W*, issue 23: ``W* = 2.2e-311 (1 1; 1 1)``, pivot 1.7e-311, made ``U^{-1} R``
+    infinite and the bounds ``inf * 0 = NaN``).  A ``U^{-1} B`` that overflows float64 all the same
+    (``|U^{-1} B| > 1.8e308``) has no bound in it: :class:`PrecisionLossError`."""
+    if U.dtype == np.float64:
+        top = float(np.max(np.abs(U), initial=0.0))
+        e = -math.frexp(top)[1] if top > 0 else 0
+        U, B = np.ldexp(U, e), np.ldexp(B, e)
+    try:
+        out = arith.to_float(arith.solve(U, B))
+    except (np.linalg.LinAlgError, ZeroDivisionError) as exc:
+        raise PrecisionLossError(
+            f"the skeleton's {U.shape[0]} x {U.shape[0]} pivot block is singular at {arith.name}: "
+            f"its error cannot be bounded ({exc}); use more digits") from exc
+    if not np.all(np.isfinite(out)):
+        raise PrecisionLossError(
+            f"the skeleton's U^-1 R overflows float64 (a pivot block of condition above 1e308 at "
+            f"{arith.name}): its error cannot be bounded")
+    return out
 
 
 def _block(M: np.ndarray, rows: Any, cols: Any) -> np.ndarray:
@@ -593,17 +638,23 @@ def _abs_norm(P: np.ndarray) -> float:
     return math.sqrt(float(a.sum(axis=0).max()) * float(a.sum(axis=1).max()))
 
 
-def _verified_residual(X: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
+def _verified_residual(
+    X: np.ndarray, F: np.ndarray, Z: np.ndarray, rows: tuple[np.ndarray, ...] | None = None
+) -> float:
     """An upper bound on ``||X F - Z||_F`` (float64 X, F, Z), a posteriori: ``X F`` to extended
     precision by :func:`attnproof.models._ext_product` (within :func:`attnproof.measure._ext_error`
     of it, per row of X, from the rows' and F's columns' sizes), minus Z in longdouble (``u`` of
     the residual), its norm in float64 (times ``1 + 2^-20``: the conversion and the sum's
     rounding).  A float64 product's error is what it is (about ``eps sqrt(d)`` of its terms, a
-    random walk), not the ``gamma_d`` of any summation order: this reads it."""
+    random walk), not the ``gamma_d`` of any summation order: this reads it.  ``rows``: X's row
+    sizes ``(||x_k||, ||x_k||_1, max|x_k|)`` when the caller has them (a probe set's bases keep them,
+    :func:`attnproof.measure._row_sizes`, bitwise these: a reduction along a row reads that row
+    alone); else computed here (at d = 4096 a few d x d passes)."""
     u = float(np.finfo(np.longdouble).eps) / 2
     R = _ext_product(X, F) - Z.astype(np.longdouble)
-    a = np.abs(X)
-    rows = (norm2(X, axis=1), a.sum(axis=1), a.max(axis=1))
+    if rows is None:
+        a = np.abs(X)
+        rows = (norm2(X, axis=1), a.sum(axis=1), a.max(axis=1))
     split = norm2(_ext_error(X.shape[1], u, rows, RowSizes.of(F.T)))
     return float(norm2(R.astype(np.float64).reshape(-1)) * (1 + u) * (1 + 2.0**-20) + split)
 
@@ -611,6 +662,7 @@ def _verified_residual(X: np.ndarray, F: np.ndarray, Z: np.ndarray) -> float:
 def _assembly_error(
     arith: Arith, bases: tuple[np.ndarray, np.ndarray], inverses: tuple[np.ndarray, np.ndarray],
     A: np.ndarray, B: np.ndarray, F1: np.ndarray, F2: np.ndarray, W_norm: float,
+    row_sizes: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None = None,
 ) -> float:
     """First-order bound on the rounding of ``W = F1 F2``, ``F1 = fl(P_inv A)``, ``F2 = fl(B Q_inv^T)``
     (``bases`` = (P, Q), the probes' bases, ``inverses`` = (P_inv, Q_inv), as computed) against the
@@ -629,7 +681,8 @@ def _assembly_error(
     ``P^T P - I = P_0^T dP + dP^T P_0 + dP^T dP`` with ``||dP||_F`` from :func:`_basis_rounding`
     (P: two reflections, Q: one), which moves W by ``||P^T P - I||_2 ||W||_F``; in other
     arithmetics ``P_inv`` solves ``P X = I`` in their precision, charged ``(d + 4) d eps ||W||_F``
-    each (an allowance, negligible at their precision)."""
+    each (an allowance, negligible at their precision).  ``row_sizes``: P's and Q's row sizes for
+    :func:`_verified_residual`, when the probes keep them (:func:`attnproof.measure._row_sizes`)."""
     (P, Q), (P_inv, Q_inv) = bases, inverses
     d, r = P.shape[0], A.shape[1]
     if r == 0:
@@ -642,7 +695,8 @@ def _assembly_error(
     eta = [2 * x + x**2 for x in (_basis_rounding(d, eps, 2), _basis_rounding(d, eps, 1))]
     if transposes and eps == FLOAT64.eps and max(eta) < 1:
         # a posteriori: F1 F2 - P^{-1} A B Q^{-T} = P^{-1} ((P F1 - A) F2 Q^T + A (F2 Q^T - B)) Q^{-T}
-        e1, e2 = _verified_residual(P, F1, A), _verified_residual(Q, F2.T, B.T)
+        P_rows, Q_rows = (None, None) if row_sizes is None else row_sizes
+        e1, e2 = _verified_residual(P, F1, A, P_rows), _verified_residual(Q, F2.T, B.T, Q_rows)
         up = 1 + 2.0**-20  # the float64 SVDs' own error, O(d eps) of the norm
         A2, B2 = (_spectral_norm(M) * up for M in (Af, Bf))
         return float(own + (e1 * (B2 + e2) + A2 * e2) / math.sqrt((1 - eta[0]) * (1 - eta[1])))
@@ -658,10 +712,11 @@ def _assembly_error(
 
 
 def _cross_estimate(
-    probes: Probes, cross: Cross, W: np.ndarray, c_norm: float, unshorten: np.ndarray,
+    probes: Probes, cross: Cross, W_norm: float, c_norm: float, unshorten: np.ndarray,
     images: np.ndarray | None = None,
 ) -> tuple[float, float]:
-    """An estimate of ||W_hat - W*||_F (not a bound), and how many independent roundings make it.
+    """An estimate of ||W_hat - W*||_F (not a bound), and how many independent roundings make it;
+    ``W_norm`` = ||W_hat||_F (the caller's, computed once: a d x d pass).
 
     Each measured entry e of M' = D M has a typical rounding error sigma_e
     (:func:`attnproof.measure.value_errors` with ``Wq = ||M e_l||``, as P is orthogonal), and
@@ -686,7 +741,6 @@ def _cross_estimate(
     large Y) leave it a few roundings, which can fall far below their typical size."""
     arith = probes.arith
     d = probes.d
-    W_norm = arith.norm(W)
     if not cross.rows:
         return float(arith.resolution * W_norm), 1.0
     rows, cols = np.nonzero(cross.known)
@@ -694,41 +748,52 @@ def _cross_estimate(
     L, k = cross.L[rows, cols], cross.k[rows, cols]
     sigma = value_errors(probes, L, k, (rows, cols), W_norm, c_norm, Wq=Wq)
     top = float(sigma.max(initial=0.0))
-    V = np.zeros((d, d))  # (sigma_e / top)^2: in range however small or large the errors are
-    V[rows, cols] = (sigma / top) ** 2 if top > 0 else 0.0
-    Vq = np.zeros((d, d))  # the pivot columns' query share of V: counted apart
-    pivot = np.isin(cols, cross.cols)
-    at = (rows[pivot], cols[pivot])
-    Vq[at] = _query_share(probes, L[pivot], k[pivot], at, c_norm, Wq[pivot], V[at], top)
-    Mf = arith.to_float(cross.M)
+    # (sigma_e / top)^2 at the measured entries: in range however small or large the errors are; V,
+    # Vq and G2 below are read on the skeleton alone (its columns J, d x r, and rows I, r x d), never
+    # as d x d arrays (at d = 4096 each is 134 MB of fresh pages); laid out as the d x d arrays' blocks
+    # were (``[:, J]`` Fortran order, ``[np.ix_(..)]`` C order), so every sum adds in the same order
+    V = (sigma / top) ** 2 if top > 0 else np.zeros(len(sigma))
     I, J = np.array(cross.rows), np.array(cross.cols)
-    U = Mf[np.ix_(I, J)]
-    X = np.linalg.solve(U.T, Mf[:, J].T).T * unshorten[:, None]
-    Y = np.linalg.solve(U, Mf[I, :])
+    at_row, at_col = np.full(d, -1), np.full(d, -1)  # where a row of I / a column of J sits
+    at_row[I], at_col[J] = np.arange(len(I)), np.arange(len(J))
+    pivot, in_I = at_col[cols] >= 0, at_row[rows] >= 0
+    Vq = np.zeros(len(V))  # the pivot columns' query share of V: counted apart
+    at = (rows[pivot], cols[pivot])
+    Vq[pivot] = _query_share(probes, L[pivot], k[pivot], at, c_norm, Wq[pivot], V[pivot], top)
+    VC, VR = np.zeros((d, len(J))), np.zeros((len(I), d))  # V on the columns J and on the rows I
+    VC[rows[pivot], at_col[cols[pivot]]] = V[pivot]
+    VR[at_row[rows[in_I]], cols[in_I]] = V[in_I]
+    U = cross.M[np.ix_(I, J)]
+    X = _pivot_solve(arith, U.T, cross.M[:, J].T).T * unshorten[:, None]
+    Y = _pivot_solve(arith, U, cross.M[I, :])
     X2, Y2, u2 = X**2, Y**2, unshorten**2
     x2, y2 = X2.sum(axis=0), Y2.sum(axis=1)
-    G2 = np.zeros((d, d))  # ||G_e||^2 at every measured entry
-    G2[:, J] = u2[:, None] * y2
-    G2[I, :] = x2[:, None]
-    G2[np.ix_(I, J)] = np.outer(x2 - u2[I], y2 - 1) + u2[I][:, None]
-    own = V[rows, cols] - Vq[rows, cols]  # V - Vq where it is read: at the measured entries
+    G2C = u2[:, None] * y2  # ||G_e||^2 on the columns J; on the rows I off J it is x2
+    G2C[I] = np.outer(x2 - u2[I], y2 - 1) + u2[I][:, None]
+    G2 = np.zeros(len(V))  # at every measured entry (0 off the skeleton)
+    G2[pivot] = G2C[rows[pivot], at_col[cols[pivot]]]
+    G2[in_I & ~pivot] = x2[at_row[rows[in_I & ~pivot]]]
+    own = V - Vq
     # Vq is 0 off the pivot columns: their column sums alone (each down its rows, in the same order)
-    query = np.repeat(np.sum(G2[:, J] * Vq[:, J], axis=0) / len(J), len(J))  # r terms a pivot column
-    inputs = np.concatenate([G2[rows, cols] * own, query])
+    VqC = np.zeros((d, len(J)), order="F")
+    VqC[rows[pivot], at_col[cols[pivot]]] = Vq[pivot]
+    query = np.repeat(np.sum(np.asfortranarray(G2C) * VqC, axis=0) / len(J), len(J))  # r terms a column
+    inputs = np.concatenate([G2 * own, query])
     if probes.linear_typical is not None:  # the row's c^T p rounding, lin / s, in each entry
-        shared = np.zeros((d, d))
         lin = arith.to_float(probes.linear_typical)[rows] / np.ldexp(1.0, k) / (top or 1.0)
-        shared[rows, cols] = np.minimum(lin**2, own)
-        rest = G2[rows, cols] * (own - shared[rows, cols])
-        inputs = np.concatenate([rest, query, np.sum(G2 * shared, axis=1)])
+        shared = np.minimum(lin**2, own)
+        rest = G2 * (own - shared)
+        by_row = np.zeros((d, d))  # G2 shared at the measured entries, 0 elsewhere: summed along rows
+        by_row[rows, cols] = G2 * shared
+        inputs = np.concatenate([rest, query, np.sum(by_row, axis=1)])
     # outputs: u^2 V at the measured entries; at an unmeasured (i, l) the three paths
     # sum_b u_i^2 V[i, J_b] Y[b, l]^2 + sum_a X[i, a]^2 V[I_a, l] + sum_ab X[i, a]^2 V[I_a, J_b] Y[b, l]^2,
     # = (F G^T)[i, l] with F, G stacked (its sum and squared norm from r x r Gram matrices)
-    Ic, Jc = np.flatnonzero(~np.isin(np.arange(d), I)), np.flatnonzero(~np.isin(np.arange(d), J))
-    F = np.hstack([u2[Ic, None] * V[np.ix_(Ic, J)], X2[Ic], X2[Ic] @ V[np.ix_(I, J)]])
-    G = np.hstack([Y2[:, Jc].T, V[np.ix_(I, Jc)].T, Y2[:, Jc].T])
-    used = np.isin(rows, I) | np.isin(cols, J)  # a stop column's other entries do not enter W
-    measured = u2[rows[used]] * V[rows[used], cols[used]]
+    Ic, Jc = np.flatnonzero(at_row < 0), np.flatnonzero(at_col < 0)
+    F = np.hstack([u2[Ic, None] * VC[Ic], X2[Ic], X2[Ic] @ VC[I]])
+    G = np.hstack([Y2[:, Jc].T, VR[:, Jc].T, Y2[:, Jc].T])
+    used = in_I | pivot  # a stop column's other entries do not enter W
+    measured = u2[rows[used]] * V[used]
     block_sum = float(F.sum(axis=0) @ G.sum(axis=0))
     block_sq = float(np.sum((F.T @ F) * (G.T @ G)))
     total = float(np.sum(inputs))
@@ -1019,16 +1084,19 @@ def _learn_by_crosses(
                 stop, made = (None, 0) if cross.stop_col is None else (check(cross, W), 2)
             if rounded and stop is not None:  # the bound rests on the final check and on any that chose it
                 session.diagnostics["stop_check_failure"] = made * STOP_CHECK_FAILURE
-        W_error = None
+        W_error, W_norm = None, None
         if rounded:
-            W_norm = arith.norm(W)
+            W_norm = arith.norm(W)  # once: a d x d pass, read by the bound, the estimate and the guard
             images = _image_norms(cross, arith, unshorten)  # read by the bound and by the estimate
+            # the bases' row sizes the probes keep (the measurements' bounds read them): P's and Q's
+            # own unless the rows were shortened (biases)
+            sizes = _row_sizes(probes) if probes.P is P and probes.Q is Q else None
             W_error = (  # the skeleton's errors and the check's charge on the rest, or the rank assumption
                 (_cross_error(session, probes, cross, W_norm, c_norm, unshorten, images)
                  if stop is None else stop[2] + stop[1])
-                + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm)
+                + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm, sizes)
             )
-            estimate, terms = _cross_estimate(probes, cross, W, c_norm, unshorten, images)
+            estimate, terms = _cross_estimate(probes, cross, W_norm, c_norm, unshorten, images)
             session.diagnostics.update(error_estimate=estimate, error_estimate_terms=terms)
             if bias:
                 session.diagnostics["error_bound_c"] = (
@@ -1041,7 +1109,7 @@ def _learn_by_crosses(
     info = session.diagnostics
     info["seconds"] = time.perf_counter() - t0
     return session.recovery(
-        W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol,
+        W=W, v=v, c=c, beta=beta if bias else None, W_error=W_error, rtol=rtol, W_norm=W_norm,
         reasked=info.get("reasked_queries", 0) + info["designed_queries"],
         r=info["rank_found"], rank=max_rank, bias=bias, checks=checks,
     )
