@@ -344,7 +344,7 @@ class _PathSearch:
                     self.gscale = max(self.gscale, float(np.abs(arith.to_float(G)).max()))
                 return _Piece(x0, y0, G, err, y, h)
             if residual_before is not None and self.agrees(residual, residual_before, 2 * tol):
-                self._homogeneity(x0, y0)
+                self._homogeneity(x0, y0, G, err)
                 raise _OnHyperplane
             residual_before = residual
             h = h / 2**self.h_shrink_log2
@@ -462,12 +462,38 @@ class _PathSearch:
         answers = self.ask(np.array([S * pU.x, S * pW.x, pU.x / S, pW.x / S]))
         self.ledger.values += 4
         for p, y, scale in zip((pU, pW, pU, pW), answers, (S, S, 1 / S, 1 / S)):
-            if not self.agrees(y, scale * p.y, scale * self.tol(p.x, y / scale, p.y, G=p.G)):
+            if not self.agrees(y, scale * p.y, self.scaling_tol(p.x, p.y, scale, p.G, p.err)):
                 what = f"f(s x) - s f(x) at s = {float(scale):g}"
                 self._not_homogeneous(y - scale * p.y, scale * p.x, what)
 
-    def _homogeneity(self, x0: np.ndarray, y0: Any) -> None:
-        """One query: ``f(2 x0) = 2 f(x0)`` for a bias-free FFN (``sec4.1/parity-split``).
+    def scaling_tol(self, x: np.ndarray, y: Any, scale: Any, G: np.ndarray, err: float) -> float:
+        """The most ``f(s x) - s f(x)`` may differ from 0 in the answers of a bias-free FFN that keep
+        their declaration (0 in exact arithmetic), s = ``scale`` > 0 a power of two.
+
+        Each answer is within ``noise (|f(x)| + |grad f(x)|^T |x|)`` of f (the naive model, or the
+        declared one: :func:`answer_noise`), and without biases ``f(s x) = s f(x)`` and
+        ``grad f(s x) = grad f(x)``: the difference is at most ``2 s noise (F + g)``, F = |f(x)|,
+        g = |grad f(x)|^T |x| (the gradient of either side where x is on a hyperplane).  Both are
+        bounded from what was measured: ``g <= gb = max(gscale |x|_1, (|G| + err)^T |x|)`` (the
+        largest gradient met, and the one measured at x with its error) and, as y answers f(x),
+        ``F <= (|y| + noise gb) / (1 - noise)``.  The factor ``(1 + u) (1 + 2^-48)`` covers the
+        rounding of the difference itself (u the arithmetic's) and of these few float64 operations.
+        The old allowance, ``noise (|f(sx)| / s + 2 |f(x)| + gscale |x|_1)`` (gradients of order
+        one), was below this where ``|grad f|^T |x|`` is larger: answers within the declaration
+        refused as biases (d = m = 16, ``FFNNoiseAdversary``).
+        """
+        if self.arith.exact:
+            return 0.0
+        xf = np.abs(self.arith.to_float(x))
+        bound = (np.abs(self.arith.to_float(G)) + err) @ xf
+        gb = max(self.gscale * float(xf.sum()), float(bound))
+        F = (abs(float(y)) + self.noise * gb) / (1 - self.noise)
+        slack = (1 + self.arith.unit_roundoff) * (1 + 2.0**-48)
+        return 2 * float(scale) * self.noise * (F + gb) * slack
+
+    def _homogeneity(self, x0: np.ndarray, y0: Any, G: np.ndarray, err: float) -> None:
+        """One query: ``f(2 x0) = 2 f(x0)`` for a bias-free FFN (``sec4.1/parity-split``), to within
+        :meth:`scaling_tol` (G, err: the gradient measured at x0 and its error).
 
         Raises
         ------
@@ -478,7 +504,7 @@ class _PathSearch:
         """
         y2 = self.ask(2 * x0[None])[0]
         self.ledger.values += 1
-        if not self.agrees(y2, 2 * y0, self.tol(x0, y2, y0, y0)):
+        if not self.agrees(y2, 2 * y0, self.scaling_tol(x0, y0, 2, G, err)):
             self._not_homogeneous(y2 - 2 * y0, 2 * x0, "f(2 x0) - 2 f(x0)")
 
     def _not_homogeneous(self, violation: Any, x: np.ndarray, what: str) -> None:
