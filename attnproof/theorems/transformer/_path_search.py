@@ -468,7 +468,7 @@ class _PathSearch:
 
     def scaling_tol(self, x: np.ndarray, y: Any, scale: Any, G: np.ndarray, err: float) -> float:
         """The most ``f(s x) - s f(x)`` may differ from 0 in the answers of a bias-free FFN that keep
-        their declaration (0 in exact arithmetic), s = ``scale`` > 0 a power of two.
+        their declaration (0 when none is declared, as in exact arithmetic), s = ``scale`` > 0 a power of two.
 
         Each answer is within ``noise (|f(x)| + |grad f(x)|^T |x|)`` of f (the naive model, or the
         declared one: :func:`answer_noise`), and without biases ``f(s x) = s f(x)`` and
@@ -482,7 +482,7 @@ class _PathSearch:
         one), was below this where ``|grad f|^T |x|`` is larger: answers within the declaration
         refused as biases (d = m = 16, ``FFNNoiseAdversary``).
         """
-        if self.arith.exact:
+        if not self.noise:  # no rounding declared (exact arithmetic): no allowance, whatever the sizes
             return 0.0
         xf = np.abs(self.arith.to_float(x))
         bound = (np.abs(self.arith.to_float(G)) + err) @ xf
