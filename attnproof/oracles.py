@@ -480,10 +480,6 @@ class FFNNoiseAdversary(ValueOracle):
     noise: float
     push: str = "random"
     seed: int = 0
-    queries: int = field(default=0, init=False)
-    calls: int = field(default=0, init=False)
-    seconds: float = field(default=0.0, init=False)
-    log: list[QueryRecord] = field(default_factory=list, init=False)
     _reference: Any = field(default=None, init=False, repr=False)
 
     #: the part of the declared noise the push uses: the rest covers the reference's and the
