@@ -310,6 +310,9 @@ def test_faithful_answers_are_bitwise_those_of_before_at_the_learners_widths(B, 
 @given(st.integers(1, 8), st.integers(1, 9), st.integers(1, 4), st.integers(0, 2**32 - 1), st.booleans())
 # found by the bitwise test above (its first draws): the evaluation before answered NaN here at times
 @example(d=5, B=3, N=3, seed=5, bias=False)
+# thorough profile, --hypothesis-seed 281201: an answer 0.5007 ulp from the exact value (the
+# extended evaluation's error, ~1.6e-19, across the midpoint), read as 1 ulp against float(exact)
+@example(d=5, B=5, N=2, seed=5, bias=True)
 def test_faithful_rank_zero_head_scores_every_token_by_its_bias_alone(d, B, N, seed, bias):
     """A faithful factored head of rank 0 (K, Q of shape (0, d)) scores token i by ``c^T x_i`` alone
     (0 without c): numpy's einsum over the empty key axis, a strided view, left its output
@@ -337,4 +340,8 @@ def test_faithful_rank_zero_head_scores_every_token_by_its_bias_alone(d, B, N, s
             exact = mpmath.fsum(wi * mpmath.fsum(Xm[b, i] * vm) for i, wi in enumerate(w)) / mpmath.fsum(w)
             exact += 0 if beta is None else beta
             terms = float(np.abs(X[b] @ v).max()) + (0.0 if beta is None else abs(beta))
-            assert abs(y[b] - float(exact)) <= 2.0**-53 * abs(y[b]) + (d + 4) * 2.0**-64 * 8 * (1 + terms)
+            # the distance to the exact value itself: float(exact) would add its own rounding, up to
+            # half an ulp (the thorough draw below answered 0.5007 ulp from the exact value, within
+            # the declaration, but 1 ulp from float(exact))
+            allowed = 2.0**-53 * abs(y[b]) + (d + 4) * 2.0**-64 * 8 * (1 + terms)
+            assert abs(mpmath.mpf(float(y[b])) - exact) <= allowed
