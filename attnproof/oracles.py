@@ -383,13 +383,15 @@ class LinearMapOracle(DerivedOracle):
 
 def _naive_push(
     x1: np.ndarray, x2: np.ndarray, Wx2: np.ndarray, W_norm: float, v: np.ndarray, c: np.ndarray,
-    beta: float, d: int, used: float,
+    beta: float, d: int, used: float, towards: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One head's naive rounding model on a batch of two-token queries (float64, u = 2^-53):
-    ``(dw, dy, weight, label)``.  The logit ``(x_1 - x_2)^T (W x_2 + c)``, pushed up by ``used`` times
-    ``g (||x_1|| + ||x_2||) (||W x_2|| + ||c||)``, moves the answer by ``dw = (sigma(logit + ds) -
-    sigma(logit)) p^T v`` (p = x_1 - x_2: the weight rises, the label with it); the label's own
-    push is ``dy = used g (|beta| + (||x_1|| + ||x_2||) ||v||) sign(p^T v)``, ``g = (d + 4) u``.
+    ``(dw, dy, weight, label)``, pushing each answer towards the sign ``towards`` (+-1 a query;
+    default ``sign(p^T v)``, p = x_1 - x_2: the weight of x_1 and the recovered logit rise).  The
+    logit ``p^T (W x_2 + c)``, moved by ``used`` times ``g (||x_1|| + ||x_2||) (||W x_2|| + ||c||)``
+    up or down (so that the answer moves towards ``towards``), moves the answer by ``dw =
+    (sigma(logit + ds) - sigma(logit)) p^T v``; the label's own push is ``dy = used g (|beta| +
+    (||x_1|| + ||x_2||) ||v||) towards``, ``g = (d + 4) u``.
     ``weight`` and ``label``: the most :func:`attnproof.measure.value_errors`' naive model lets each
     move the answer, the weight's change under the whole logit error the model declares (the query
     vector's rounding ``g ||W||_F ||p|| ||x_2||`` too, which the push leaves unused, either way) and
@@ -399,13 +401,14 @@ def _naive_push(
     p = x1 - x2
     logit = np.einsum("bi,bi->b", p, Wx2 + c)
     pv = p @ v
+    towards = np.sign(pv) if towards is None else towards
     size = np.linalg.norm(Wx2, axis=1) + np.linalg.norm(c)
     label = g * (abs(beta) + (n1 + n2) * np.linalg.norm(v))
-    ds = used * (g * (n1 + n2) * size)
+    ds = towards * np.sign(pv) * (used * (g * (n1 + n2) * size))
     dw = (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv
     most = g * ((n1 + n2) * size + W_norm * np.linalg.norm(p, axis=1) * n2)
     swing = np.maximum(*(np.abs(FLOAT64.sigmoid(logit + t) - FLOAT64.sigmoid(logit)) for t in (most, -most)))
-    return dw, used * np.sign(pv) * label, swing * np.abs(pv), label
+    return dw, used * towards * label, swing * np.abs(pv), label
 
 
 def _check_push(name: str, *parts: tuple[np.ndarray, np.ndarray]) -> None:
@@ -479,12 +482,11 @@ class RoundingAdversary(ValueOracle):
 class MultiHeadRoundingAdversary(ValueOracle):
     """A float64 oracle for a :class:`~attnproof.models.MultiHeadAttention` whose two-token answers
     are off by the most the naive model of each head allows (Sec. 7, Prop. C.2's reduced oracles):
-    every head's logit pushed up and its weight with it as :class:`RoundingAdversary` pushes a
-    single head (:func:`_naive_push`, at the model's width d), and the heads' label pushes all
-    signed as the head with the largest ``|(x_1 - x_2)^T v^(h)|`` (a query in one head's subspace
-    sees the others' rounded values, the *leak* of
-    :func:`~attnproof.theorems.multihead.orthogonal._error_bounds`, pushed the same way as its
-    own).  One-token answers are exact.  Every push is checked against the sum of the heads' naive
+    each head's pushed as :class:`RoundingAdversary` pushes a single head (:func:`_naive_push`, at
+    the model's width d), all towards the sign of the head with the largest ``|(x_1 - x_2)^T
+    v^(h)|`` (whose logit rises: a query in one head's subspace sees the others' rounded values,
+    the *leak* of :func:`~attnproof.theorems.multihead.orthogonal._error_bounds`, pushed the same
+    way as its own).  One-token answers are exact.  Every push is checked against the sum of the heads' naive
     models before the answer is returned, the weights' part and the labels' each
     (:class:`~attnproof.errors.ToleranceViolation` otherwise).  It declares
     :data:`~attnproof.models.NAIVE`.  Reads every head's W and v (the heads carry no biases)."""
@@ -511,17 +513,15 @@ class MultiHeadRoundingAdversary(ValueOracle):
             return y
         x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
         zero = np.zeros(self.d)
+        pv = np.array([(x1 - x2) @ np.asarray(h.v, float) for h in self.model.heads])  # (H, B)
+        towards = np.sign(pv[np.argmax(np.abs(pv), axis=0), np.arange(len(y))])
         pushes = []
         for head in self.model.heads:
             W, v = np.asarray(head.W, float), np.asarray(head.v, float)
             pushes.append(_naive_push(x1, x2, x2 @ W.T, float(np.linalg.norm(W)), v, zero, 0.0, self.d,
-                                      self.USED))
-        dw, dy, weight, label = (np.array(t) for t in zip(*pushes))  # (H, B) each
-        lead = np.argmax(np.abs(np.array([(x1 - x2) @ np.asarray(h.v, float) for h in self.model.heads])),
-                         axis=0)
-        sign = np.sign(dy[lead, np.arange(len(y))])
-        dw, dy = dw.sum(axis=0), sign * np.abs(dy).sum(axis=0)
-        _check_push(type(self).__name__, (dw, weight.sum(axis=0)), (dy, label.sum(axis=0)))
+                                      self.USED, towards))
+        dw, dy, weight, label = (np.array(t).sum(axis=0) for t in zip(*pushes))
+        _check_push(type(self).__name__, (dw, weight), (dy, label))
         return y + dw + dy
 
 
