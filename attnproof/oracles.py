@@ -655,14 +655,14 @@ class TransformerNoiseAdversary(ValueOracle):
     ``f(z) + s (1 - 2^-6) nu |z|_inf`` with ``s = sign(u^T (x_1 - x_N))``: the queries X and -X of
     ``VQ~(X) = VQ(X) - VQ(-X)`` (same weights, z and -z) are pushed oppositely, so every VQ~ label
     is off by ``2 (1 - 2^-6) nu |z|_inf`` towards a larger weight of x_1, each recovered logit
-    pushed the same way.  f(z) is the extended-precision FFN rounded once (as
-    :class:`FFNNoiseAdversary`'s reference; z in float64); S is the true FFN's canonical size (the
-    learner's, from its recovered FFN, is within its bound of it, far inside the 2^-6 left).  Every
-    answer is checked against ``nu |z|_inf`` before it is returned
-    (:class:`~attnproof.errors.ToleranceViolation` otherwise).  The attention's own rounding
-    (Thm 4.1's naive model on VQ~, :class:`RoundingAdversary`'s push) is not added: the learner's
-    bound charges it ``1 / F`` of the whole, F its reduction factor.  It declares
-    :data:`~attnproof.models.NAIVE`.
+    pushed the same way.  On two tokens z itself carries the attention's rounding as Thm 4.1's
+    naive model of VQ~ allows it (:func:`_naive_push` with v* = u, as :class:`RoundingAdversary`
+    pushes the logit: the weight of x_1 up, the same for X and -X), checked against that model.
+    f(z) is the extended-precision FFN rounded once (as :class:`FFNNoiseAdversary`'s reference;
+    z in float64); S is the true FFN's canonical size (the learner's, from its recovered FFN, is
+    within its bound of it, far inside the 2^-6 left).  Every answer is checked against ``nu
+    |z|_inf`` before it is returned (:class:`~attnproof.errors.ToleranceViolation` otherwise).  It
+    declares :data:`~attnproof.models.NAIVE`.
 
     Parameters
     ----------
@@ -713,10 +713,18 @@ class TransformerNoiseAdversary(ValueOracle):
             return self._ffn._answer(Xb)
         m = self.model
         X = np.asarray(Xb, dtype=np.float64)
-        z = np.einsum("bn,bnd->bd", attention_weights(X, np.asarray(m.W, float), FLOAT64), X)
+        W, u = np.asarray(m.W, float), np.asarray(m.A, float) @ np.asarray(m.w_o, float)
+        z = np.einsum("bn,bnd->bd", attention_weights(X, W, FLOAT64), X)
+        if X.shape[1] == 2:  # the attention's own rounding: Thm 4.1's naive push of the logit, v* = u
+            x1, x2 = X[:, 0], X[:, 1]
+            dw, _, weight, _ = _naive_push(x1, x2, x2 @ W.T, float(np.linalg.norm(W)), u, np.zeros(self.d),
+                                           0.0, self.d, 1.0)
+            _check_push(type(self).__name__, (dw, weight))
+            pu = (x1 - x2) @ u
+            z = z + np.divide(dw, pu, out=np.zeros_like(dw), where=pu != 0)[:, None] * (x1 - x2)
         f = np.asarray(self._ffn._reference(z[:, None, :]), dtype=np.float64)
         tol = self.noise * self._size * np.abs(z).max(axis=1)
-        s = np.sign((X[:, 0] - X[:, -1]) @ (np.asarray(m.A, float) @ np.asarray(m.w_o, float)))
+        s = np.sign((X[:, 0] - X[:, -1]) @ u)
         y = f + s * (self.USED * tol)
         if not np.all(np.abs(y - f) <= tol):  # NaN fails too
             raise ToleranceViolation(
