@@ -404,9 +404,10 @@ def _naive_push(
     towards = np.sign(pv) if towards is None else towards
     size = np.linalg.norm(Wx2, axis=1) + np.linalg.norm(c)
     label = g * (abs(beta) + (n1 + n2) * np.linalg.norm(v))
-    ds = towards * np.sign(pv) * (used * (g * (n1 + n2) * size))
+    pushed = g * (n1 + n2) * size  # once: ``most`` below is at least it, rounded as it is
+    ds = towards * np.sign(pv) * (used * pushed)
     dw = (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv
-    most = g * ((n1 + n2) * size + W_norm * np.linalg.norm(p, axis=1) * n2)
+    most = pushed + g * (W_norm * np.linalg.norm(p, axis=1) * n2)
     swing = np.maximum(*(np.abs(FLOAT64.sigmoid(logit + t) - FLOAT64.sigmoid(logit)) for t in (most, -most)))
     return dw, used * towards * label, swing * np.abs(pv), label
 

@@ -341,3 +341,29 @@ def test_the_bench_rows_bound_holds_against_its_adversary_and_is_tight_there(lea
     for r in rows:
         if r["options"].get("oracle") == ADVERSARY_ORACLE:
             assert r["err_W"] > real[r["seed"]] and r["adversary"]
+
+
+def test_a_rounding_adversary_using_the_whole_logit_allowance_answers():
+    """W* = 0 with a score bias: the query vector's rounding term (``g ||W||_F ||p|| ||x_2||``) is
+    0, so the push's logit error is all the model allows.  The check once computed that allowance
+    in another order than the push, an ulp below it, and refused the answer as outside the model
+    (found by tests/test_bias.py's property on such a target, its probes scaled up to 2^46 along
+    one axis; this target and these probes refused it): the allowance is now the push's own term
+    plus the rest.  Within the model written out here, and off by its label's share at least."""
+    from attnproof.oracles import RoundingAdversary
+
+    rng = np.random.default_rng(2)
+    d = 11
+    v = np.zeros(d)
+    v[0] = -1.0
+    model = Attention(np.zeros((d, d)), v, c=rng.standard_normal(d))
+    k, j = rng.integers(0, 50, size=64), rng.integers(0, d, size=64)
+    x2 = np.zeros((64, d))
+    x2[np.arange(64), j] = 2.0**k
+    x1 = rng.standard_normal((64, d)) * 0.3
+    x1[np.arange(64), j] += 2.0**k
+    X = np.stack([x1, x2], axis=1)
+    y = model(X)
+    off, ulp = np.abs(RoundingAdversary(model)(X) - y), np.spacing(np.abs(y))
+    allowed, label = _naive_allowance(np.zeros((d, d)), v, np.asarray(model.c, float), 0.0, X)
+    assert np.all(off <= allowed + ulp) and np.all(off >= label - ulp)
