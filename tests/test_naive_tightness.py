@@ -3,8 +3,11 @@
 The naive rounding model declares a worst case per answer that the real oracle's answers never
 reach, so the bound / true error of a naive workload (``bench bounds``) is large.  These tests pin
 the adversaries that realize the naive declaration -- :class:`~attnproof.oracles.RoundingAdversary`
-for the skeleton, :class:`~attnproof.oracles.FFNNoiseAdversary` for the FFN -- as staying inside it,
-and the bench's runs against them as keeping the learners' bounds while coming far closer to them.
+for the skeletons, :class:`~attnproof.oracles.FFNNoiseAdversary` for the FFN,
+:class:`~attnproof.oracles.TransformerNoiseAdversary` for the Transformer,
+:class:`~attnproof.oracles.MultiHeadRoundingAdversary` for the orthogonal heads -- as staying inside
+it (a planted overshoot caught), and the bench's runs against them as keeping the learners' bounds
+while coming far closer to them.
 """
 
 from __future__ import annotations
