@@ -20,8 +20,8 @@ import numpy as np
 from .arith import FLOAT64
 from .errors import InvalidInputError, PrecisionLossError, QueryBudgetExceeded, ToleranceViolation
 from .models import (
-    NAIVE, FactoredAttention, ReluFFN, Rounding, as_batch, attention_weights, declared_rounding,
-    faithful_available,
+    NAIVE, FactoredAttention, MultiHeadAttention, OneLayerTransformer, ReluFFN, Rounding, as_batch,
+    attention_weights, canonical_ffn, declared_rounding, faithful_available,
 )
 
 
@@ -381,22 +381,70 @@ class LinearMapOracle(DerivedOracle):
         return np.asarray(self.base(Xb @ self.M.T))
 
 
+def _naive_push(
+    x1: np.ndarray, x2: np.ndarray, Wx2: np.ndarray, W_norm: float, v: np.ndarray, c: np.ndarray,
+    beta: float, d: int, used: float, towards: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One head's naive rounding model on a batch of two-token queries (float64, u = 2^-53):
+    ``(dw, dy, weight, label)``, pushing each answer towards the sign ``towards`` (+-1 a query;
+    default ``sign(p^T v)``, p = x_1 - x_2: the weight of x_1 and the recovered logit rise).  The
+    logit ``p^T (W x_2 + c)``, moved by ``used`` times ``g (||x_1|| + ||x_2||) (||W x_2|| + ||c||)``
+    up or down (so that the answer moves towards ``towards``), moves the answer by ``dw =
+    (sigma(logit + ds) - sigma(logit)) p^T v``; the label's own push is ``dy = used g (|beta| +
+    (||x_1|| + ||x_2||) ||v||) towards``, ``g = (d + 4) u``.
+    ``weight`` and ``label``: the most :func:`attnproof.measure.value_errors`' naive model lets each
+    move the answer, the weight's change under the whole logit error the model declares (the query
+    vector's rounding ``g ||W||_F ||p|| ||x_2||`` too, which the push leaves unused, either way) and
+    the label's term (all of which the push uses)."""
+    g = (d + 4) * FLOAT64.resolution
+    n1, n2 = np.linalg.norm(x1, axis=1), np.linalg.norm(x2, axis=1)
+    p = x1 - x2
+    logit = np.einsum("bi,bi->b", p, Wx2 + c)
+    pv = p @ v
+    towards = np.sign(pv) if towards is None else towards
+    size = np.linalg.norm(Wx2, axis=1) + np.linalg.norm(c)
+    label = g * (abs(beta) + (n1 + n2) * np.linalg.norm(v))
+    pushed = g * (n1 + n2) * size  # once: ``most`` below is at least it, rounded as it is
+    ds = towards * np.sign(pv) * (used * pushed)
+    dw = (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv
+    most = pushed + g * (W_norm * np.linalg.norm(p, axis=1) * n2)
+    swing = np.maximum(*(np.abs(FLOAT64.sigmoid(logit + t) - FLOAT64.sigmoid(logit)) for t in (most, -most)))
+    return dw, used * towards * label, swing * np.abs(pv), label
+
+
+def _check_push(name: str, *parts: tuple[np.ndarray, np.ndarray]) -> None:
+    """Each ``(push, allowed)`` part of an answer's push within what the declaration allows of it
+    (NaN fails too), else ToleranceViolation."""
+    for push, allowed in parts:
+        if not np.all(np.abs(push) <= allowed):
+            k = int(np.argmax(~(np.abs(push) <= allowed)))
+            raise ToleranceViolation(
+                f"{name} answered outside its declared naive model: a part off by {abs(push[k]):.3g}, "
+                f"{allowed[k]:.3g} allowed")
+
+
 class RoundingAdversary(ValueOracle):
     """A float64 value oracle whose two-token answers are off by the most the naive rounding model
     allows (:func:`attnproof.measure.value_errors` with :data:`~attnproof.models.NAIVE`), every
     error pushing the recovered logit the same way: the score difference by
     ``+g (||x_1|| + ||x_2||) (||W x_2|| + ||c||)`` and the label by
     ``g (|beta| + (||x_1|| + ||x_2||) ||v||)`` towards a larger weight, ``g = (d + 4) u``
-    (u = 2^-53).  One-token answers are exact.  Against it a learner's error comes within a small
-    factor of its ``error_bound``, so a bound that drops a factor fails (``thm4.1/run-tight``,
-    ``thm5.1/run-tight``).  It declares :data:`~attnproof.models.NAIVE` whatever its model
-    declares: its answers are the naive model's worst case.  Reads the model's v, c and beta, and
-    ``W x_2``: through a :class:`~attnproof.models.FactoredAttention`'s factors, ``K^T (Q x_2)``
-    (O(d r) a query, as the model's own answer: d = 4096, r = 128 in about the oracle's time),
-    else through its dense W (d x d)."""
+    (u = 2^-53; :func:`_naive_push`).  One-token answers are exact.  Against it a learner's error
+    comes within a small factor of its ``error_bound``, so a bound that drops a factor fails
+    (``thm4.1/run-tight``, ``thm5.1/run-tight``).  Every push is checked against the naive model
+    before the answer is returned, the weight's part and the label's each against what the model
+    allows it (:class:`~attnproof.errors.ToleranceViolation` otherwise; ``USED`` is the share of
+    the pushed terms it uses).  It declares
+    :data:`~attnproof.models.NAIVE` whatever its model declares: its answers are the naive model's
+    worst case.  Reads the model's v, c and beta, and ``W x_2``: through a
+    :class:`~attnproof.models.FactoredAttention`'s factors, ``K^T (Q x_2)`` (O(d r) a query, as the
+    model's own answer: d = 4096, r = 128 in about the oracle's time), else through its dense W
+    (d x d)."""
 
     #: the arithmetics its model may compute in: it pushes float64 answers
     arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
+    #: the share of the pushed terms of the naive model the push uses (all of them)
+    USED: ClassVar[float] = 1.0
 
     @property
     def rounding(self) -> Rounding:
@@ -407,20 +455,13 @@ class RoundingAdversary(ValueOracle):
         if Xb.shape[1] != 2:
             return y
         m = self.model
-        v = np.asarray(m.v, float)
         c = np.zeros(m.d) if m.c is None else np.asarray(m.c, float)
         beta = 0.0 if m.beta is None else float(m.beta)
-        g = (m.d + 4) * FLOAT64.resolution
         x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
-        n1, n2 = np.linalg.norm(x1, axis=1), np.linalg.norm(x2, axis=1)
-        Wx2 = self._query_image(x2)
-        logit = np.einsum("bi,bi->b", x1 - x2, Wx2 + c)
-        pv = (x1 - x2) @ v
-        ds = g * (n1 + n2) * (np.linalg.norm(Wx2, axis=1) + np.linalg.norm(c))
-        dy = g * (abs(beta) + (n1 + n2) * np.linalg.norm(v))
-        # sigma(logit + ds) for sigma(logit): the weight rises, and so does the label (sign of pv)
-        y = y + (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv + np.sign(pv) * dy
-        return y
+        dw, dy, weight, label = _naive_push(x1, x2, self._query_image(x2), self._W_norm(),
+                                            np.asarray(m.v, float), c, beta, m.d, self.USED)
+        _check_push(type(self).__name__, (dw, weight), (dy, label))
+        return y + dw + dy
 
     def _query_image(self, x2: np.ndarray) -> np.ndarray:
         """The rows ``W x_2`` of a batch of last tokens (B, d), in float64: ``K^T (Q x_2)`` for a
@@ -429,6 +470,60 @@ class RoundingAdversary(ValueOracle):
         if isinstance(m, FactoredAttention):
             return (x2 @ np.asarray(m.Q, float).T) @ np.asarray(m.K, float)
         return x2 @ np.asarray(m.W, float).T
+
+    def _W_norm(self) -> float:
+        """``||W||_F`` (through the factors' r x r Gram matrices for a factored model)."""
+        m = self.model
+        if isinstance(m, FactoredAttention):
+            K, Q = np.asarray(m.K, float), np.asarray(m.Q, float)
+            return float(np.sqrt(max(np.sum((K @ K.T) * (Q @ Q.T)), 0.0)))
+        return float(np.linalg.norm(np.asarray(m.W, float)))
+
+
+class MultiHeadRoundingAdversary(ValueOracle):
+    """A float64 oracle for a :class:`~attnproof.models.MultiHeadAttention` whose two-token answers
+    are off by the most the naive model of each head allows (Sec. 7, Prop. C.2's reduced oracles):
+    each head's pushed as :class:`RoundingAdversary` pushes a single head (:func:`_naive_push`, at
+    the model's width d), all towards the sign of the head with the largest ``|(x_1 - x_2)^T
+    v^(h)|`` (whose logit rises: a query in one head's subspace sees the others' rounded values,
+    the *leak* of :func:`~attnproof.theorems.multihead.orthogonal._error_bounds`, pushed the same
+    way as its own).  One-token answers are exact.  Every push is checked against the sum of the heads' naive
+    models before the answer is returned, the weights' part and the labels' each
+    (:class:`~attnproof.errors.ToleranceViolation` otherwise).  It declares
+    :data:`~attnproof.models.NAIVE`.  Reads every head's W and v (the heads carry no biases)."""
+
+    #: the arithmetics its model may compute in: it pushes float64 answers
+    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
+    #: the share of the pushed terms of the naive model the push uses
+    USED: ClassVar[float] = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        m = self.model
+        if not isinstance(m, MultiHeadAttention) or m.arith.family not in self.arithmetics:
+            raise InvalidInputError(
+                f"MultiHeadRoundingAdversary needs a float64 MultiHeadAttention; got {m!r}")
+
+    @property
+    def rounding(self) -> Rounding:
+        return NAIVE
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        y = np.asarray(self.model(Xb), dtype=np.float64)
+        if Xb.shape[1] != 2:
+            return y
+        x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
+        zero = np.zeros(self.d)
+        pv = np.array([(x1 - x2) @ np.asarray(h.v, float) for h in self.model.heads])  # (H, B)
+        towards = np.sign(pv[np.argmax(np.abs(pv), axis=0), np.arange(len(y))])
+        pushes = []
+        for head in self.model.heads:
+            W, v = np.asarray(head.W, float), np.asarray(head.v, float)
+            pushes.append(_naive_push(x1, x2, x2 @ W.T, float(np.linalg.norm(W)), v, zero, 0.0, self.d,
+                                      self.USED, towards))
+        dw, dy, weight, label = (np.array(t).sum(axis=0) for t in zip(*pushes))
+        _check_push(type(self).__name__, (dw, weight), (dy, label))
+        return y + dw + dy
 
 
 #: Policies of :class:`FFNNoiseAdversary`: the sign s(x) of each answer's push.
@@ -545,8 +640,102 @@ class FFNNoiseAdversary(ValueOracle):
         return y
 
 
+
+@dataclass(kw_only=True)
+class TransformerNoiseAdversary(ValueOracle):
+    """A float64 oracle for a one-layer Transformer (:class:`~attnproof.models.OneLayerTransformer`,
+    Sec. 4.1) whose answers are off by (nearly) the most the Transformer learner's naive
+    declaration allows.
+
+    :func:`~attnproof.theorems.transformer.learn_transformer` reads the naive model twice: its FFN
+    phase (one-token queries) as :class:`FFNNoiseAdversary` realizes it, and its attention phase
+    (longer queries) as ``TF(X)`` within ``nu |z|_inf`` of the FFN at the attention output
+    ``z = alpha(X, W)^T X``, ``nu = noise S`` (:func:`~attnproof.theorems.transformer.oracle_error`:
+    S = ``|u|_1 / 2 + sum_j |c_j| |n_j|_1 / 2``, the canonical form's size).  One-token answers are
+    :class:`FFNNoiseAdversary`'s (this ``push`` and ``seed``); a longer query's answer is
+    ``f(z) + s (1 - 2^-6) nu |z|_inf`` with ``s = sign(u^T (x_1 - x_N))``: the queries X and -X of
+    ``VQ~(X) = VQ(X) - VQ(-X)`` (same weights, z and -z) are pushed oppositely, so every VQ~ label
+    is off by ``2 (1 - 2^-6) nu |z|_inf`` towards a larger weight of x_1, each recovered logit
+    pushed the same way.  On two tokens z itself carries the attention's rounding as Thm 4.1's
+    naive model of VQ~ allows it (:func:`_naive_push` with v* = u, as :class:`RoundingAdversary`
+    pushes the logit: the weight of x_1 up, the same for X and -X), checked against that model.
+    f(z) is the extended-precision FFN rounded once (as :class:`FFNNoiseAdversary`'s reference;
+    z in float64); S is the true FFN's canonical size (the learner's, from its recovered FFN, is
+    within its bound of it, far inside the 2^-6 left).  Every answer is checked against ``nu
+    |z|_inf`` before it is returned (:class:`~attnproof.errors.ToleranceViolation` otherwise).  It
+    declares :data:`~attnproof.models.NAIVE`.
+
+    Parameters
+    ----------
+    model : OneLayerTransformer
+        A float64 Transformer (positional); the oracle reads its W, A and w_o.
+    noise : float
+        The declared relative noise (> 0, finite), keyword only: ``answer_noise(FLOAT64, NAIVE)``.
+    push, seed
+        :class:`FFNNoiseAdversary`'s, for the one-token answers.
+    budget, record
+        As for :class:`ValueOracle`.
+
+    Raises
+    ------
+    InvalidInputError
+        A model that is not a float64 OneLayerTransformer, or what :class:`FFNNoiseAdversary`
+        refuses.
+    """
+
+    noise: float
+    push: str = "random"
+    seed: int = 0
+    _ffn: Any = field(default=None, init=False, repr=False)
+    _size: float = field(default=0.0, init=False, repr=False)
+
+    #: the part of ``nu |z|_inf`` the push uses (as :class:`FFNNoiseAdversary`'s)
+    USED: ClassVar[float] = FFNNoiseAdversary.USED
+    #: the arithmetics its model may compute in: it pushes float64 answers
+    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        m = self.model
+        if not isinstance(m, OneLayerTransformer) or m.arith.family not in self.arithmetics:
+            raise InvalidInputError(
+                f"TransformerNoiseAdversary needs a float64 OneLayerTransformer; got {m!r}")
+        self._ffn = FFNNoiseAdversary(ReluFFN(m.A, m.w_o), noise=self.noise, push=self.push, seed=self.seed)
+        self.noise = self._ffn.noise
+        u, N, c = canonical_ffn(m.A, m.w_o)
+        self._size = 0.5 * float(np.abs(u).sum() + np.abs(c) @ np.abs(N).sum(axis=1))
+
+    @property
+    def rounding(self) -> Rounding:
+        return NAIVE
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        if Xb.shape[1] == 1:
+            return self._ffn._answer(Xb)
+        m = self.model
+        X = np.asarray(Xb, dtype=np.float64)
+        W, u = np.asarray(m.W, float), np.asarray(m.A, float) @ np.asarray(m.w_o, float)
+        z = np.einsum("bn,bnd->bd", attention_weights(X, W, FLOAT64), X)
+        if X.shape[1] == 2:  # the attention's own rounding: Thm 4.1's naive push of the logit, v* = u
+            x1, x2 = X[:, 0], X[:, 1]
+            dw, _, weight, _ = _naive_push(x1, x2, x2 @ W.T, float(np.linalg.norm(W)), u, np.zeros(self.d),
+                                           0.0, self.d, 1.0)
+            _check_push(type(self).__name__, (dw, weight))
+            pu = (x1 - x2) @ u
+            z = z + np.divide(dw, pu, out=np.zeros_like(dw), where=pu != 0)[:, None] * (x1 - x2)
+        f = np.asarray(self._ffn._reference(z[:, None, :]), dtype=np.float64)
+        tol = self.noise * self._size * np.abs(z).max(axis=1)
+        s = np.sign((X[:, 0] - X[:, -1]) @ u)
+        y = f + s * (self.USED * tol)
+        if not np.all(np.abs(y - f) <= tol):  # NaN fails too
+            raise ToleranceViolation(
+                f"the Transformer's push answered outside nu |z|_inf, nu = {self.noise:.3g} S")
+        return y
+
+
 __all__ = [
     "ValueOracle", "ApproxOracle", "DeclaresTolerance", "DerivedOracle",
-    "AntisymmetricOracle", "LinearMapOracle", "RoundingAdversary", "FFNNoiseAdversary", "FFN_PUSHES",
+    "AntisymmetricOracle", "LinearMapOracle", "RoundingAdversary", "MultiHeadRoundingAdversary",
+    "FFNNoiseAdversary", "FFN_PUSHES", "TransformerNoiseAdversary",
     "ADVERSARIES", "QueryRecord", "Model",
 ]

@@ -414,16 +414,18 @@ def test_the_package_exports_every_registered_learner_and_what_it_needs():
 @pytest.mark.parametrize("full", [False, True])
 def test_naive_bounds_workloads_get_an_adversary_job_per_seed_and_no_other_does(full):
     """``bench bounds``: a workload whose room registered an adversary for it (part ``("bounds",
-    "adversary")``: the naive skeleton and FFN) gets one ``adversary_point`` job per seed beside its
-    ``bound_point`` one, with the same keywords; a faithful workload, or a learner without one,
-    none."""
+    "adversary")``: the naive skeletons, FFN, Transformer and orthogonal heads) gets one
+    ``adversary_point`` job per seed beside its ``bound_point`` one, with the same keywords; a
+    faithful workload, or a learner without one, none."""
     from attnproof.bench import adversary_of, adversary_point, bound_point, bounds_jobs, bounds_workloads
 
     jobs = bounds_jobs(full)
     adv = [(j.kwargs["learner"], j.kwargs["d"], j.kwargs["seed"]) for j in jobs if j.fn is adversary_point]
     want = [(w.learner, w.d, s) for w in bounds_workloads(full) if adversary_of(w.learner, w.options)
             for s in w.seeds]
-    assert adv == want and {learner for learner, _, _ in adv} == {"skeleton", "ffn"}
+    small = {"skeleton-adaptive", "transformer", "orthogonal-heads"}  # naive rows of the small set only
+    naive = {"skeleton", "ffn"} | (set() if full else small)
+    assert adv == want and {learner for learner, _, _ in adv} == naive
     assert all(w.options.get("answers", "naive") == "naive" for w in bounds_workloads(full)
                if adversary_of(w.learner, w.options))
     for j, nxt in zip(jobs, jobs[1:]):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -262,6 +263,8 @@ part("perf", "time", 0, TimingRun("skeleton", {"small": {"d": 128, "rank": 8},
 part("bounds", "small", 1, Workload("skeleton", 256, "float64", {"rank": 8}, (0, 1)))
 part("bounds", "small", 1.5, Workload("skeleton", 256, "float64", {"rank": 8, "answers": "faithful"}, (0, 1)))
 part("bounds", "small", 2, Workload("skeleton-adaptive", 64, "float64", {"rank": 4}, (0,)))
+part("bounds", "small", 2.5,
+     Workload("skeleton-adaptive", 64, "float64", {"rank": 4, "answers": "faithful"}, (0,)))
 part("bounds", "full", 1, Workload("skeleton", 4096, "float64", {"rank": 128}, (0, 1, 2, 3, 4)))
 part("bounds", "full", 1.5, Workload("skeleton", 4096, "float64",
                                      {"rank": 128, "answers": "faithful", "exchanges": 4}, (0, 1, 2, 3, 4)))
@@ -271,38 +274,51 @@ part("bounds", "note", 1, "skeleton d = 4096 r = 128 seeds 0-4")
 def skeleton_versus_adversary(
     d: int, arith: str | Arith, seed: int, rank: int, answers: str = RankOptions.answers,
     checks: int = SkeletonOptions.checks, exchanges: int = SkeletonOptions.exchanges,
+    learner: str = "skeleton",
 ) -> dict[str, Any]:
-    """A naive ``skeleton`` workload's target (:func:`run_lowrank`'s at this seed) learned against
-    :class:`~attnproof.oracles.RoundingAdversary` (every two-token answer off by the most the naive
-    model of :func:`attnproof.measure.value_errors` allows, each pushing the recovered logit one
-    way; its factored path costs O(d r) a query): the row of :func:`run_lowrank`'s keys the bench
-    scores, with ``adversary``.  The bound is the learner's own a-posteriori bound of this run.
+    """A naive ``skeleton`` or ``skeleton-adaptive`` workload's target (:func:`run_lowrank`'s at this
+    seed) learned by ``learner`` against :class:`~attnproof.oracles.RoundingAdversary` (every
+    two-token answer off by the most the naive model of :func:`attnproof.measure.value_errors`
+    allows, each pushing the recovered logit one way; its factored path costs O(d r) a query): the
+    row of :func:`run_lowrank`'s keys the bench scores, with ``adversary``.  The bound is the
+    learner's own a-posteriori bound of this run (the adaptive learner's: the skeleton's at the
+    rank it found plus its stop check's charge).  ``checks`` and ``exchanges``: ``skeleton`` only.
 
     Raises
     ------
     InvalidInputError
-        For a faithful or non-float64 workload: the adversary realizes the naive float64 model only.
+        For a faithful or non-float64 workload: the adversary realizes the naive float64 model only;
+        or a learner other than the two skeletons.
     """
     arith = parse(arith)
     if answers != "naive" or arith.family not in RoundingAdversary.arithmetics:
         raise InvalidInputError("the skeleton's adversary realizes the naive float64 model; "
                                 f"got answers={answers!r}, arith={arith.name}")
+    if learner not in SKELETONS:
+        raise InvalidInputError(f"the skeleton's adversary runs {list(SKELETONS)}; got {learner!r}")
     rng = np.random.default_rng(seed)
     K, Q, v = low_rank_target(d, rank, rng)
     model = FactoredAttention(K, Q, v, arith)
     oracle = RoundingAdversary(model)
     t0 = time.perf_counter()
-    rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks, exchanges=exchanges)
-    return result_row("skeleton", d, seed, rec, oracle, time.perf_counter() - t0, model.W, model.v,
+    if learner == "skeleton":
+        rec = learn_skeleton(oracle, rank=rank, rng=rng, arith=arith, checks=checks, exchanges=exchanges)
+    else:
+        rec = learn_skeleton_adaptive(oracle, rng=rng, arith=arith)
+    return result_row(learner, d, seed, rec, oracle, time.perf_counter() - t0, model.W, model.v,
                       rank=rank, adversary="RoundingAdversary")
+
+
+#: the learners :func:`skeleton_versus_adversary` runs (their bounds read the naive model alike)
+SKELETONS = ("skeleton", "skeleton-adaptive")
 
 
 @part("bounds", "adversary", 1)
 def _skeleton_adversary(learner: str, options: dict[str, Any]) -> Any:
-    """``bench bounds``'s adversary of a naive float64 ``skeleton`` workload
-    (:func:`skeleton_versus_adversary`); None for any other."""
+    """``bench bounds``'s adversary of a naive float64 ``skeleton`` or ``skeleton-adaptive``
+    workload (:func:`skeleton_versus_adversary` with that learner); None for any other."""
     naive = options.get("answers", RankOptions.answers) == "naive"
-    return skeleton_versus_adversary if learner == "skeleton" and naive else None
+    return partial(skeleton_versus_adversary, learner=learner) if learner in SKELETONS and naive else None
 
 
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)

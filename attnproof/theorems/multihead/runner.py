@@ -20,7 +20,7 @@ import numpy as np
 from ...arith import FLOAT64, Arith, parse
 from ...errors import AttnproofError, InvalidInputError
 from ...models import MultiHeadAttention
-from ...oracles import ApproxOracle, ValueOracle
+from ...oracles import ApproxOracle, MultiHeadRoundingAdversary, ValueOracle
 from ...verify.registry import LEARNERS
 from ...recovery import MultiHeadRecovery, score_heads
 from ...room import Job, Options, Workload, int_at_least, job_key, option, part, runner, sweep
@@ -287,6 +287,43 @@ __all__ = [
 # --- the room's share of the engine's sweeps that span rooms (attnproof.room.part) ------------
 
 part("bounds", "small", 6, Workload("orthogonal-heads", 6, "float64", {"H": 2}, (0,)))
+
+
+def orthogonal_heads_versus_adversary(
+    d: int, arith: str | Arith, seed: int, H: int = OrthogonalHeadsOptions.H,
+    checks: int = OrthogonalHeadsOptions.checks,
+) -> dict[str, Any]:
+    """An ``orthogonal-heads`` workload's target (:func:`run_orthogonal_heads`'s at this seed)
+    learned against :class:`~attnproof.oracles.MultiHeadRoundingAdversary` (every two-token answer
+    off by the most each head's naive model allows, every head's logit pushed up, the other heads'
+    leak with it), scored as :func:`run_orthogonal_heads` scores: the row the bench scores, with
+    ``adversary``.  The bound is the learner's own (:func:`.orthogonal._error_bounds`: each
+    reduced oracle's naive model, the leak included).
+
+    Raises
+    ------
+    InvalidInputError
+        For a non-float64 workload (the adversary realizes the naive float64 model only).
+    """
+    arith = parse(arith)
+    if arith.family not in MultiHeadRoundingAdversary.arithmetics:
+        raise InvalidInputError(
+            f"the multi-head adversary realizes the naive float64 model; got {arith.name}")
+    rng = np.random.default_rng(seed)
+    heads, bases = orthogonal_heads_target(d, H, rng, arith)
+    oracle = MultiHeadRoundingAdversary(MultiHeadAttention(heads, arith))
+    t0 = time.perf_counter()
+    rec = learn_orthogonal_heads(oracle, bases, probes="basis", rng=rng, arith=arith, checks=checks)
+    result = _multihead_result(rec, heads, arith, time.perf_counter() - t0, oracle)
+    return {"d": d, "H": H, "learner": "orthogonal-heads", "arith": arith.name, "seed": seed, **result,
+            "adversary": "MultiHeadRoundingAdversary"}
+
+
+@part("bounds", "adversary", 3)
+def _orthogonal_heads_adversary(learner: str, options: dict[str, Any]) -> Any:
+    """``bench bounds``'s adversary of an ``orthogonal-heads`` workload
+    (:func:`orthogonal_heads_versus_adversary`: its model declares the naive one); None for any other."""
+    return orthogonal_heads_versus_adversary if learner == "orthogonal-heads" else None
 
 
 # --- ``attnproof bench multihead``: the Hessian / SBD experiment as the room's sweep ----------

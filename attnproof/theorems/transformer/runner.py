@@ -17,7 +17,7 @@ import numpy as np
 from ...arith import Arith, parse
 from ...errors import AttnproofError, InvalidInputError
 from ...models import ANSWERS, NAIVE, OneLayerTransformer, ReluFFN
-from ...oracles import FFN_PUSHES, FFNNoiseAdversary, ValueOracle
+from ...oracles import FFN_PUSHES, FFNNoiseAdversary, TransformerNoiseAdversary, ValueOracle
 from ...recovery import Recovery, score
 from ...room import Options, Workload, default_of, option, part, runner
 from . import learn_transformer
@@ -261,11 +261,65 @@ def ffn_versus_adversary(
     return {**worst, "pushes": pushes}
 
 
+def transformer_versus_adversary(
+    d: int, arith: str | Arith, seed: int, m: int | None = TransformerOptions.m,
+    route: str = TransformerOptions.route, probes: str = TransformerOptions.probes,
+    even: bool = TransformerOptions.even,
+) -> dict[str, Any]:
+    """A ``transformer`` workload's target (:func:`run_transformer`'s at this seed) learned against
+    :class:`~attnproof.oracles.TransformerNoiseAdversary` with each push of
+    :data:`~attnproof.oracles.FFN_PUSHES` for its one-token answers (the FFN phase's naive
+    declaration, as :func:`ffn_versus_adversary`) and every longer answer off by ``1 - 2^-6`` of
+    the ``nu |z|_inf`` the attention phase declares, scored as :func:`run_transformer` scores W:
+    the row of the push closest to its bound, with ``adversary`` and ``pushes`` (each push's
+    bound / error, or its refusal).
+
+    Raises
+    ------
+    InvalidInputError
+        For a non-float64 workload (the adversary realizes the naive float64 model only).
+    AttnproofError
+        The last refusal, when the learner refused under every push.
+    """
+    arith = parse(arith)
+    if arith.family not in TransformerNoiseAdversary.arithmetics:
+        raise InvalidInputError(
+            f"the Transformer's adversary realizes the naive float64 model; got {arith.name}")
+    m = 2 * d if m is None else m
+    noise = answer_noise(arith, NAIVE)
+    rows, pushes, refusal = [], {}, None
+    for push in FFN_PUSHES:
+        rng = np.random.default_rng(seed)
+        W, A, w_o = transformer_target(d, m, rng, even=even)
+        model = OneLayerTransformer(W, A, w_o, arith)
+        oracle = TransformerNoiseAdversary(model, noise=noise, push=push, seed=seed)
+        t0 = time.perf_counter()
+        try:
+            rec = learn_transformer(oracle, rng=rng, arith=arith, route=route, probes=probes)
+        except AttnproofError as exc:  # a refusal under one push: the learner is safe there
+            pushes[push], refusal = f"refused: {type(exc).__name__}", exc
+            continue
+        s = score(Recovery(W=rec.W, v=np.zeros(d), queries=rec.queries, arith=rec.arith), model.W,
+                  np.zeros(d), arith)
+        bound = rec.diagnostics["error_bound"]
+        pushes[push] = bound / s.err_W if s.err_W else None
+        rows.append({"err_W": s.err_W, "rel_err_W": s.rel_err_W, "error_bound": bound,
+                     "within_bound": s.err_W <= bound, "seconds": time.perf_counter() - t0,
+                     "adversary": f"TransformerNoiseAdversary {push}"})
+    if not rows:
+        raise refusal
+    worst = max(rows, key=lambda r: r["err_W"] / r["error_bound"])
+    return {**worst, "pushes": pushes}
+
+
 @part("bounds", "adversary", 2)
 def _ffn_adversary(learner: str, options: dict[str, Any]) -> Any:
-    """``bench bounds``'s adversary of a naive ``ffn`` workload (:func:`ffn_versus_adversary`);
-    None for any other."""
+    """``bench bounds``'s adversary of a naive ``ffn`` workload (:func:`ffn_versus_adversary`) or
+    of a ``transformer`` one (:func:`transformer_versus_adversary`: its oracle declares the naive
+    model); None for any other."""
     naive = options.get("answers", FFNOptions.answers) == "naive"
+    if learner == "transformer":
+        return transformer_versus_adversary
     return ffn_versus_adversary if learner == "ffn" and naive else None
 # the row keys the engine's line for a result row shows (part ("rows", "shown"), by a global order)
 for _order, _key in ((1, "m"), (2, "L"), (4, "route"), (9, "probes")):
