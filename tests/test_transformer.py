@@ -1496,6 +1496,30 @@ def test_fixed_float_counterexamples(A, w, seed):
     _float_case(A, w, seed)
 
 
+def test_the_units_scale_read_from_rounding_is_what_answers_them(monkeypatch):
+    """FIXED_FLOAT's 1.9e-94 units beside a triple in 6e-5 radian wedges (the last entry): answered,
+    the units' scale read from the answers' rounding at some piece (``_Piece.rounding``); without
+    the read (_PathSearch._rounding_scale never reading) refused again, no gradient at a random end
+    of the path (the fixed test above can fail)."""
+    from attnproof.theorems.transformer import _path_search
+
+    A, w, seed = FIXED_FLOAT[-1]
+    read = []
+    accepted = _path_search._PathSearch._accepted
+
+    def spy(self, *args, **kw):
+        read.append(kw.get("rounding", False))
+        return accepted(self, *args, **kw)
+
+    monkeypatch.setattr(_path_search._PathSearch, "_accepted", spy)
+    rec, oracle = recover_ffn(A, w, seed=seed)
+    check_count(rec, oracle, 2)
+    assert any(read) and rec.L == 3
+    monkeypatch.setattr(_path_search._PathSearch, "_rounding_scale", lambda self, *args: False)
+    with pytest.raises(DegenerateProbeError, match="random end of the path"):
+        recover_ffn(A, w, seed=seed)
+
+
 OPEN_TF_FLOAT = [
     # NEW (thorough profile, --hypothesis-seed 53084 on test_transformer_float64; the same on main),
     # d = 3, a 2^-24 unit in a zero-sum target, W* = 0: refused
