@@ -1133,7 +1133,9 @@ OPEN_FLOAT = [
     # fwedge; the same on main e634946), d = 2, seed 0: (0.0625, 2^-24) beside (1, 0), L1 distance
     # 9.54e-7, just above FLOAT64_ANGLE: refused (no gradient at 3 points of an interval of width
     # 6.1e-7; its sibling at 2.5e-6 answered since s* is where the pieces' predictions meet:
-    # FIXED_FLOAT)
+    # FIXED_FLOAT).  Helper floatedge: both unchanged by the units'-scale read (the first now
+    # bisected to the floor, interval 1.1e-16 after 51 steps, in a first version that took every
+    # failed Euler check's gradient error as rounding; as before with the final one)
     (np.array([[0, 0.0625, 1, 0], [1, 2.0**-24, 0, 0]]), np.ones(4), 0),
 ]
 
@@ -1525,7 +1527,9 @@ OPEN_TF_FLOAT = [
     # d = 3, a 2^-24 unit in a zero-sum target, W* = 0: refused
     # (bisection to the floor: its jump charge above FLOOR_CHARGE of the largest gradient, the
     # interval's pieces carrying the triple's kink too; or no gradient at 3 points of an interval
-    # of width 1.3e-6): refusals of good answers
+    # of width 1.3e-6): refusals of good answers.  Helper floatedge: unchanged by the units'-scale
+    # read (no gradient at 3 points of intervals of width 5.7e-6 and 1.3e-6, the FFN alone at this
+    # seed too); the FFN alone answers at path seeds 0-5, with and without it
     (np.array([[-1.0, 0.0, -0.375, 0.09375], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
      np.array([-1.0, 5.96046448e-08, 0.25, 1.0]), "zero_sum", 165467, np.zeros((4, 4))),
     (np.array([[-1.0, 0.0, 0.25, -0.0625], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
