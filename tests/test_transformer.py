@@ -1151,7 +1151,9 @@ OPEN_FLOAT = [
     # fwedge; the same on main e634946), d = 2, seed 0: (0.0625, 2^-24) beside (1, 0), L1 distance
     # 9.54e-7, just above FLOAT64_ANGLE: refused (no gradient at 3 points of an interval of width
     # 6.1e-7; its sibling at 2.5e-6 answered since s* is where the pieces' predictions meet:
-    # FIXED_FLOAT)
+    # FIXED_FLOAT).  Helper floatedge: both unchanged by the units'-scale read (the first now
+    # bisected to the floor, interval 1.1e-16 after 51 steps, in a first version that took every
+    # failed Euler check's gradient error as rounding; as before with the final one)
     (np.array([[0, 0.0625, 1, 0], [1, 2.0**-24, 0, 0]]), np.ones(4), 0),
 ]
 
@@ -1163,49 +1165,6 @@ OPEN_FLOAT = [
 @pytest.mark.parametrize("A, w, seed", OPEN_FLOAT)
 def test_open_float_counterexamples(A, w, seed):
     _float_case(A, w, seed)
-
-
-#: Open (strict xfail: a fix shows).  NEW (thorough profile, --hypothesis-seed 112713 on
-#: test_ffn_float64_recovers_every_kind; the same on e634946): a 1.9e-94 unit beside a zero-sum
-#: triple, d = 2 (values as Hypothesis printed them, 8 digits), c_1 n_1 + c_2 n_2 + c_3 n_3 = 0 with
-#: n_2, n_3 3.1e-5 to 1.4e-4 radians apart and |c_1 n_1| ~ 6.1e-5: five refusals of good answers
-#: (DegenerateProbeError: "no gradient at a random end of the path"; neither beyond float64 nor
-#: near-parallel: merge allowance 0).  Traced (helper floatref, first entry): the units of weight
-#: 0.44 and 1 cancel on the half plane n_2^T x > 0 but in the 1.4e-4 radian wedge, so the gradients
-#: met are 0 and c_1 n_1 (6.1e-5), while an answer there carries the units' rounding, ~1e-16 |x|;
-#: every path has an end on that half plane (U or -U), whose Euler residual at every step,
-#: ~ 1e-16 |x|_1 / h, is above its tolerance (the gradient's error counts the units' rounding only
-#: where no gradient stands above it, _PathSearch._gradient_error, and gscale is 6.1e-5, not ~1),
-#: and the units'-scale probes, 2^-4 radians apart, miss the wedge.  Two siblings answered since
-#: those probes ask values along the path (FIXED_FLOAT: a triple in wide wedges; and one with
-#: |c_1 n_1| ~ 2e-3, whose region's gradient sets a scale the ends' rounding fits).  What it takes,
-#: not done in the time: the units' scale from the answers' own rounding, and a
-#: gradient's error holding that rounding wherever Euler's relation fails to the relative model
-#: (a change of every float64 piece's error, to be measured on the bench).
-_T94 = 1.9157733e-94
-OPEN_FLOAT_TINY_BESIDE_ZERO_SUM = [
-    (np.array([[1, -1, 0.5, 0.21881104], [0, 0.5, 1, 0.43746948]]),
-     np.array([_T94, 6.10351562e-05, -0.4375, 1]), 958822900),
-    (np.array([[1, 1, 0.5, 0.50006104], [0, 0.5, 0.5, 0.50003052]]), np.array([_T94, -6.10351562e-05, -1, 1]),
-     843903977),
-    (np.array([[1, 1, 0.5, 0.49993896], [0, 0.5, 0.5, 0.49996948]]), np.array([_T94, 6.10351562e-05, -1, 1]),
-     843903977),
-    (np.array([[1, 0, 1, 0.4375], [0, 1, 1, 0.43756104]]), np.array([_T94, -6.10351562e-05, -0.4375, 1]), 0),
-    # the same class, shrunk by the same seed's run after this session's fix (helper floatref; seeds
-    # 2 and 3 answer; printed 6.10351562e-05, 1.00006104, 1.22070312e-04): normals (1, 2^-14) and
-    # (1, 2^-13 / (1 + 2^-14)), 6.1e-5 radians apart
-    (np.array([[1.0, 1.0, 2.0**-14, 1 + 2.0**-14], [0.0, 2.0**-14, 2.0**-14, 2.0**-13]]),
-     np.array([_T94, -1.0, -1.0, 1.0]), 0),
-]
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "open: a 1.9e-94 unit beside a zero-sum triple whose close normals are 3e-5 to 1.4e-4 rad apart "
-    "(d = 2): five refusals (no gradient at a random end of the path)"
-))
-@pytest.mark.parametrize("A, w, seed", OPEN_FLOAT_TINY_BESIDE_ZERO_SUM)
-def test_open_float_tiny_unit_beside_zero_sum(A, w, seed):
-    _float_case(A.astype(float), w.astype(float), seed)
 
 
 #: d = 2, a zero-sum triple c = (-8, 14, -6) on the normals (3/4, 1), (6/7, 1), (1, 1) beside
@@ -1337,6 +1296,8 @@ MERGED_BELOW_SEARCH_GRADE = (
     np.array([0.375, 0.375, 0.375, 0.375, 0.375, -1.0]),
 )
 
+_T94 = 1.9157733e-94
+
 #: Counterexamples of the FFN alone (OPEN_FLOAT before), each a strict xfail before: answered right
 #: since the FFN's jump-size rule (a further path's kink is on a known hyperplane only with the same
 #: jump), every attempt's answers held by every network, and the end pieces re-measured at the
@@ -1467,6 +1428,37 @@ FIXED_FLOAT = [
     # the hyperplane's weights in float64, (1.9e-94 - 1) + 1 = 0, and u = A w alike, a truth without
     # the unit; check_canonical's truth now sums exactly (canonical_truth)
     (np.array([[1, -1, 0, -1], [0, 0, 0, 0.0]]), np.array([1.9157733e-94, -1, -1, 1]), 0),
+    # (strict xfails before, OPEN_FLOAT_TINY_BESIDE_ZERO_SUM; thorough profile, --hypothesis-seed
+    # 112713 on test_ffn_float64_recovers_every_kind; the same on e634946) a 1.9e-94 unit beside a
+    # zero-sum triple, d = 2 (values as Hypothesis printed them, 8 digits), c_1 n_1 + c_2 n_2 + c_3
+    # n_3 = 0 with n_2, n_3 3.1e-5 to 1.4e-4 radians apart and |c_1 n_1| ~ 6.1e-5: refused on every
+    # path (DegenerateProbeError: "no gradient at a random end of the path").  Traced (helper
+    # floatref): the units of weight 0.44 and 1 cancel on the half plane n_2^T x > 0 but in the
+    # 1.4e-4 radian wedge, so the gradients met are 0, ~5e-9 and c_1 n_1 (6.1e-5) while an answer
+    # carries the units' rounding, ~1e-16 |x|; every path has an end there, whose Euler residual,
+    # ~1e-16 |x|_1 / h, grew as the step shrank and stood above its tolerance at every step (the
+    # tolerances knew the units only from gscale, 6.1e-5 or 0; the gradient's error counted their
+    # rounding only where no gradient stood above it), and the units'-scale probes, 2^-4 radians
+    # apart, missed the wedge.  Answered since the units' scale is read from the answers' own
+    # rounding when Euler's residual grows as the step shrinks (_PathSearch._rounding_scale: the
+    # residual taken as one unit roundoff of the units, within 4 tol_ulps of the largest gradient
+    # measured, gscale raised to it, the steps already asked re-read at no query), and such a
+    # piece's error holds that rounding (_gradient_error; the float64 bench row for row unchanged):
+    # 3 hyperplanes (the tiny unit below the resolution), 183-428 queries (0 or 1 restart), errors
+    # 5.8e-16 .. 2.1e-12 against bounds 3.6e-11 .. 7.5e-8; at path seeds 0-5 all answer but the
+    # fourth's seed 1 (refused)
+    (np.array([[1, -1, 0.5, 0.21881104], [0, 0.5, 1, 0.43746948]]),
+     np.array([_T94, 6.10351562e-05, -0.4375, 1]), 958822900),
+    (np.array([[1, 1, 0.5, 0.50006104], [0, 0.5, 0.5, 0.50003052]]), np.array([_T94, -6.10351562e-05, -1, 1]),
+     843903977),
+    (np.array([[1, 1, 0.5, 0.49993896], [0, 0.5, 0.5, 0.49996948]]), np.array([_T94, 6.10351562e-05, -1, 1]),
+     843903977),
+    (np.array([[1, 0, 1, 0.4375], [0, 1, 1, 0.43756104]]), np.array([_T94, -6.10351562e-05, -0.4375, 1]), 0),
+    # the same class, shrunk by the same seed's run after the units'-scale probes (helper floatref;
+    # seeds 2 and 3 answered then; printed 6.10351562e-05, 1.00006104, 1.22070312e-04): normals
+    # (1, 2^-14) and (1, 2^-13 / (1 + 2^-14)), 6.1e-5 radians apart
+    (np.array([[1.0, 1.0, 2.0**-14, 1 + 2.0**-14], [0.0, 2.0**-14, 2.0**-14, 2.0**-13]]),
+     np.array([_T94, -1.0, -1.0, 1.0]), 0),
 ]
 
 
@@ -1524,12 +1516,38 @@ def test_fixed_float_counterexamples(A, w, seed):
     _float_case(A, w, seed)
 
 
+def test_the_units_scale_read_from_rounding_is_what_answers_them(monkeypatch):
+    """FIXED_FLOAT's 1.9e-94 units beside a triple in 6e-5 radian wedges (the last entry): answered,
+    the units' scale read from the answers' rounding at some piece (``_Piece.rounding``); without
+    the read (_PathSearch._rounding_scale never reading) refused again, no gradient at a random end
+    of the path (the fixed test above can fail)."""
+    from attnproof.theorems.transformer import _path_search
+
+    A, w, seed = FIXED_FLOAT[-1]
+    read = []
+    accepted = _path_search._PathSearch._accepted
+
+    def spy(self, *args, **kw):
+        read.append(kw.get("rounding", False))
+        return accepted(self, *args, **kw)
+
+    monkeypatch.setattr(_path_search._PathSearch, "_accepted", spy)
+    rec, oracle = recover_ffn(A, w, seed=seed)
+    check_count(rec, oracle, 2)
+    assert any(read) and rec.L == 3
+    monkeypatch.setattr(_path_search._PathSearch, "_rounding_scale", lambda self, *args: False)
+    with pytest.raises(DegenerateProbeError, match="random end of the path"):
+        recover_ffn(A, w, seed=seed)
+
+
 OPEN_TF_FLOAT = [
     # NEW (thorough profile, --hypothesis-seed 53084 on test_transformer_float64; the same on main),
     # d = 3, a 2^-24 unit in a zero-sum target, W* = 0: refused
     # (bisection to the floor: its jump charge above FLOOR_CHARGE of the largest gradient, the
     # interval's pieces carrying the triple's kink too; or no gradient at 3 points of an interval
-    # of width 1.3e-6): refusals of good answers
+    # of width 1.3e-6): refusals of good answers.  Helper floatedge: unchanged by the units'-scale
+    # read (no gradient at 3 points of intervals of width 5.7e-6 and 1.3e-6, the FFN alone at this
+    # seed too); the FFN alone answers at path seeds 0-5, with and without it
     (np.array([[-1.0, 0.0, -0.375, 0.09375], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
      np.array([-1.0, 5.96046448e-08, 0.25, 1.0]), "zero_sum", 165467, np.zeros((4, 4))),
     (np.array([[-1.0, 0.0, 0.25, -0.0625], [-1.0, 1.0, 0.0, -5.96046448e-08], [-1.0, 0.0, 0.0, -0.0]]),
@@ -1551,21 +1569,20 @@ OPEN_TF_FLOAT = [
      np.array([0.25, 1e-09, 0.0, 0.25, 0.25]), "generic", 1, np.zeros((4, 4))),
     # NEW (thorough profile, --hypothesis-seed 271127 on test_transformer_float64; the same on
     # a4cbaa0, before session 14's changes), d = 2, "generic", W* = 0, seed 0: normals 1e-5 rad apart
-    # (the class above): (-1, 1e-5) and (-0.5, 1e-5) beside a twin on (0, 1): no gradient at a random
-    # end of the path (seeds 0, 1); (1e-5, 1) and (0, 1): bisection to 3.8e-13 after 35 steps (seed 0).
-    # Traced (helper lowprec, not fixed): the first's units cancel but in the 1e-5 rad wedge, so every
-    # gradient met is ~2.5e-5 while the answers carry the units' rounding (~3e-17 at |x| 0.13): G off
-    # by ~1e-13 against an error of ~9e-15 claimed (gscale 2.5e-5), Euler's check fails at every step
-    # (OPEN_FLOAT_TINY_BESIDE_ZERO_SUM's class).  The second: the unit kink on (1e-5, 1) and the 1e-5
-    # one on (0, 1) cross the path 4.1e-6 apart; the confirmation pair of the latter is grown to
-    # 1e-5 to clear the far piece's (V's) gradient error over its distance 0.23, so its minus point
-    # lies beyond the unit kink ("unknown" at every bisection step).  Tried and reverted: a pair
-    # capped at the nearer piece's distance (answers it, seeds 0, 1, 3, but refuses FIXED_TF_FLOAT's
-    # 1e-9 unit and finds L = 5 for 2 on test_tiny_odd_unit_on_the_cone_within_bound: a piece opened
-    # at x* itself caps every pair), and float64 reach_fraction 2^-16 for jumps above FLOOR_CHARGE
-    # (answers seed 0, but the bench's 90 float64 targets cost 74535 queries against 50296).
-    (np.array([[-1.0, -0.5, 0.0, 0.0], [1e-05, 1e-05, 1e-05, 1e-05]]), np.array([-0.5, 1.0, 1.0, 1.0]),
-     "generic", 0, np.zeros((4, 4))),
+    # (the class above), (1e-5, 1) and (0, 1): bisection to 3.8e-13 after 35 steps (its sibling,
+    # (-1, 1e-5) and (-0.5, 1e-5), answered since: FIXED_TF_FLOAT).  Traced (helper lowprec, not
+    # fixed): the unit kink on (1e-5, 1) and the 1e-5 one on (0, 1) cross the path 4.1e-6 apart; the
+    # confirmation pair of the latter is grown to 1e-5 to clear the far piece's (V's) gradient error
+    # over its distance 0.23, so its minus point lies beyond the unit kink ("unknown" at every
+    # bisection step).  Tried and reverted: a pair capped at the nearer piece's distance (answers
+    # it, seeds 0, 1, 3, but refuses FIXED_TF_FLOAT's 1e-9 unit and finds L = 5 for 2 on
+    # test_tiny_odd_unit_on_the_cone_within_bound: a piece opened at x* itself caps every pair), and
+    # float64 reach_fraction 2^-16 for jumps above FLOOR_CHARGE (answers seed 0, but the bench's 90
+    # float64 targets cost 74535 queries against 50296).  Helper floatedge: answered by a first
+    # version of the units'-scale read (gradient errors holding the rounding wherever Euler's
+    # relation failed), refused again once that was confined to answers showing the rounding (the
+    # first version took a step across a kink for rounding, elsewhere); the FFN alone answers at
+    # path seeds 1, 2, 4, 5 of 0-5
     (np.array([[1e-05, 0.0, -1.0, 1e-05], [1.0, 1e-05, 1e-05, 1e-05]]), np.ones(4), "generic", 0,
      np.zeros((4, 4))),
 ]
@@ -1573,8 +1590,7 @@ OPEN_TF_FLOAT = [
 
 @pytest.mark.xfail(strict=True, reason=(
     "open: refusals of good answers, a 2^-24 unit in a zero-sum target, hyperplanes 1e-5 apart, "
-    "or a 1e-9 unit beside unit ones (bisection to the floor, or no gradient at 3 points of an interval "
-    "or at a random end)"
+    "or a 1e-9 unit beside unit ones (bisection to the floor, or no gradient at 3 points of an interval)"
 ))
 @pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
 def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
@@ -1725,6 +1741,18 @@ FIXED_TF_FLOAT = [
     (np.array([[0.87164759, 0, 0, 0, 0, -0.44319615, -0.51117113, 0.95436729],
                [0, 0, 0, 0, 0, 0.14785201, -0.51117113, 0.36331913]]),
      np.array([2.0**-23, 0, 2.0**-23, 0, 0, 1.0, 1.0, 1.0]), "zero_sum", 0, np.ones((4, 4))),
+    # (a strict xfail before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 271127 on
+    # test_transformer_float64; the same on a4cbaa0), d = 2, "generic", W* = 0, seed 0: normals 1e-5
+    # rad apart, (-1, 1e-5) and (-0.5, 1e-5) beside a twin on (0, 1): no gradient at a random end of
+    # the path (seeds 0, 1).  Traced (helper lowprec): the units cancel but in the 1e-5 rad wedge, so
+    # every gradient met is ~2.5e-5 while the answers carry the units' rounding (~3e-17 at |x|
+    # 0.13): Euler's check failed at every step (OPEN_FLOAT_TINY_BESIDE_ZERO_SUM's class).  Answered
+    # since the units' scale is read from the answers' own rounding (_PathSearch._rounding_scale, as
+    # FIXED_FLOAT's 1.9e-94 units beside a triple): 3 hyperplanes, 212 queries, FFN error 7.3e-16
+    # against its bound 9.3e-11 (FFN path seeds 0-5: answered but seed 4, refused); W* = 0 then
+    # refused by the output guard
+    (np.array([[-1.0, -0.5, 0.0, 0.0], [1e-05, 1e-05, 1e-05, 1e-05]]), np.array([-0.5, 1.0, 1.0, 1.0]),
+     "generic", 0, np.zeros((4, 4))),
     *TINY_BESIDE_TRIPLE_TF,
     # (a strict xfail before, OPEN_TF_FLOAT_TINY; thorough profile, --hypothesis-seed 61843 on
     # test_transformer_float64; the same with and without float64's probes of the intervals dropped

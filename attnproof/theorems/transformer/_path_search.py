@@ -199,6 +199,9 @@ class _Piece:
     #: when the search meets a larger gradient: :meth:`_PathSearch.end_pieces`)
     ys: np.ndarray | None = None
     h: Any = None
+    #: its answers showed the units' rounding (Euler's residual grew as the step shrank:
+    #: :meth:`_PathSearch._rounding_scale`), which its error holds (:meth:`_PathSearch._gradient_error`)
+    rounding: bool = False
 
 
 @dataclass
@@ -276,6 +279,8 @@ class _PathSearch:
         #: the first path's ends U, V, -U (``diagnostics["path"]``: where the resolution of
         #: :meth:`off_plane` is read)
         self.ends: tuple[np.ndarray, ...] = ()
+        #: max |G|_inf over the gradients measured (gscale without the scales read from rounding)
+        self.gmax = 0.0
 
     def ask(self, X: np.ndarray) -> np.ndarray:
         """f at the rows of X (one-token queries, one batch)."""
@@ -331,6 +336,7 @@ class _PathSearch:
             h = self._first_step(x0)
         steps = arith.eye(d) if signs is None else arith.eye(d) * np.asarray(signs, dtype=float)[:, None]
         residual_before = None
+        tried: list[tuple[np.ndarray, np.ndarray, Any]] = []  # (G, answers, h) of the failed steps
         for attempt in range(H_ROUNDS):
             if attempt:
                 self.ledger.retries += 1
@@ -340,15 +346,59 @@ class _PathSearch:
             err = self._gradient_error(G, x0, y, y0, h)
             tol = self.tol(x0, y0, G=G, err=err)
             if self.agrees(residual, 0, tol):
-                if not arith.exact:
-                    self.gscale = max(self.gscale, float(np.abs(arith.to_float(G)).max()))
-                return _Piece(x0, y0, G, err, y, h)
+                return self._accepted(x0, y0, G, err, y, h)
             if residual_before is not None and self.agrees(residual, residual_before, 2 * tol):
                 self._homogeneity(x0, y0, G, err)
                 raise _OnHyperplane
+            tried.append((G, y, h))
+            if residual_before is not None and self._rounding_scale(x0, G, residual, residual_before, h):
+                for G, y, h in tried:  # the larger steps first (their rounding error is the smaller)
+                    err = self._gradient_error(G, x0, y, y0, h, rounding=True)
+                    if self.agrees(G @ x0 - y0, 0, self.tol(x0, y0, G=G, err=err)):
+                        return self._accepted(x0, y0, G, err, y, h, rounding=True)
             residual_before = residual
             h = h / 2**self.h_shrink_log2
         raise _OnHyperplane  # no step keeps the perturbations in one region: x0 is (nearly) on one
+
+    def _accepted(
+        self, x0: np.ndarray, y0: Any, G: np.ndarray, err: float, y: np.ndarray, h: Any,
+        rounding: bool = False,
+    ) -> _Piece:
+        """The piece of a gradient that passed Euler's check; ``gscale`` grows to it (numeric)."""
+        if not self.arith.exact:
+            self.gmax = max(self.gmax, float(np.abs(self.arith.to_float(G)).max()))
+            self.gscale = max(self.gscale, self.gmax)
+        return _Piece(x0, y0, G, err, y, h, rounding)
+
+    def _rounding_scale(self, x0: np.ndarray, G: np.ndarray, residual: Any, before: Any, h: Any) -> bool:
+        """Read the units' scale from the answers' own rounding when Euler's residual grew as the
+        step shrank (by ``2^(h_shrink_log2 / 2)`` or more: True, ``gscale`` raised to it).
+
+        Where units cancel but in narrow wedges (a zero-sum group), every gradient met may be far
+        below the units, whose rounding ``~ u |units| |x|`` the answers carry; the tolerances know
+        the units only from ``gscale`` (:meth:`tol`), so Euler's check fails at every step (issue
+        23: a 1.9e-94 unit beside a zero-sum triple, gradients met 6e-5, no gradient at a random
+        end of the path).  Answers off by ``e`` give ``G`` off by ``2 e / h``, a residual up to
+        ``e (2 |x0|_1 / h + 1)`` that grows as h shrinks; a kink crossed by the steps leaves one
+        that stays (x0 on its hyperplane: :meth:`piece`) or shrinks as the steps leave it.  The
+        residual is read as ``e`` one unit roundoff of units of scale S at ``|x0|_1``, ``e = u S
+        |x0|_1``: the tolerances (``noise gscale |x|_1``, ``noise / u`` times that) keep the
+        rounding model's own margin over the rounding seen, and the piece's error holds it
+        (``rounding``, :meth:`_gradient_error`).  A kink between x0 and every step point (x0 just
+        off the region the steps see) grows the residual as 1/h too, f(x0) off that region's plane
+        by a fixed amount: S is read only within ``4 tol_ulps`` times the largest gradient measured
+        (``gmax``, or G's), the cancellation of units the answers' model admits (a 2^-23 unit
+        beside a zero-sum triple, its kink 1e-8 from x*: S 5.9e7 read beside gradients of ~1; and
+        ``-ReLU(z) + ReLU(z) + 2e-12 ReLU(x_1 + x_2)``, units 1e11 times f, beyond the model: read,
+        its W* was off by 2.6e-3 against a bound of 4e-10, as no bound downstream knows the units)."""
+        if not self.noise or not abs(float(residual)) >= 2.0 ** (self.h_shrink_log2 / 2) * abs(float(before)):
+            return False
+        size = float(np.abs(self.arith.to_float(x0)).sum())
+        scale = abs(float(residual)) / (self.arith.unit_roundoff * size * (2 * size / float(h) + 1))
+        if scale > 4 * self.tuning.tol_ulps * max(self.gmax, float(np.abs(self.arith.to_float(G)).max())):
+            return False  # beyond the cancellation the model admits over the gradients measured
+        self.gscale = max(self.gscale, scale)
+        return True
 
     def end_pieces(self, ends: tuple[np.ndarray, ...]) -> list[_Piece]:
         """The gradients at the path's ends (:meth:`end_piece`), each with its error at the scale of
@@ -386,8 +436,8 @@ class _PathSearch:
             if not self.gscale > gscale:
                 raise self._no_end_gradient()
             pieces[k] = self.end_piece(ends[k])
-        return [replace(p, err=self._gradient_error(p.G, p.x, p.ys, p.y, p.h)) if p.h is not None else p
-                for p in pieces]
+        return [replace(p, err=self._gradient_error(p.G, p.x, p.ys, p.y, p.h, p.rounding)) if p.h is not None
+                else p for p in pieces]
 
     def _probe_scale(self, ends: tuple[np.ndarray, ...], gscale: float) -> None:
         """Gradients along the path (len(SCALE_PROBES) points of each segment, counted) until one
@@ -401,7 +451,8 @@ class _PathSearch:
         which the fixed SCALE_PROBES fractions miss (a 5.6e-80 unit beside a zero-sum triple in 3.9
         degree wedges, d = 2: no gradient at a random end on every path, thorough profile); mpmath
         keeps the fractions.  A wedge narrower than the probes' spacing may still be missed (a
-        1.9e-94 unit beside a triple in 1.4e-4 radian wedges: refused, open)."""
+        1.9e-94 unit beside a triple in 1.4e-4 radian wedges, refused before: the units' scale is
+        read from the answers' rounding there, :meth:`_rounding_scale`)."""
         arith = self.arith
         for a, b in zip(ends[:-1], ends[1:]):
             points = [a + arith.scalar(t) * (b - a) for t in SCALE_PROBES]
@@ -534,7 +585,9 @@ class _PathSearch:
             "with biases"
         )
 
-    def _gradient_error(self, G: np.ndarray, x0: np.ndarray, y: np.ndarray, y0: Any, h: Any) -> float:
+    def _gradient_error(
+        self, G: np.ndarray, x0: np.ndarray, y: np.ndarray, y0: Any, h: Any, rounding: bool = False
+    ) -> float:
         """Bound on ``max_i |G_i - grad_i|`` for ``G_i = (f(x0 + h e_i) - f(x0)) / h`` (0 in exact
         arithmetic, whose G may be symbolic; h a power of two).
 
@@ -543,15 +596,22 @@ class _PathSearch:
         ``x0_i + h`` is rounded by ``u |x0_i + h|``, moving the answer by ``grad_i`` times that;
         the subtraction by ``u |G_i| h``: in all ``2 noise scale / h + u |G_i| (|x0_i| / h + 2)``.
 
-        A gradient within the units' rounding of zero, ``|G|_inf <= 2 noise gscale |x0|_1 / h``,
-        from answers that fail Euler's relation to the relative model, is measured where the units
-        cancel (a zero-sum group's region: f is 0 there up to the oracle's rounding
-        ``noise gscale |x|_1``, which :meth:`tol` allows every answer): its answers are that
-        rounding, not f to ``noise`` relative, and its error is that term too (an error of 1e-23
-        claimed for a gradient of 4e-14 made the piece's prediction refuse its own kink: no
-        gradient at 3 points of an interval, thorough profile).  Exact zeros of a dead region, and
-        a tiny unit alone on its region, pass that relation and keep their relative error (a 2e-8
-        unit's gradient, measured with a step cut to 2^-26 |x|, was refused otherwise).
+        A gradient from answers that fail Euler's relation to the relative model, within the
+        units' rounding of zero (``|G|_inf <= 2 noise gscale |x0|_1 / h``) or from answers that
+        showed that rounding (``rounding``: Euler's residual grew as the step shrank,
+        :meth:`_rounding_scale`), is measured where the units' rounding ``noise gscale |x|_1``
+        (which :meth:`tol` allows every answer) stands above f's own (units cancelling on x0's
+        region, f 0 or far below them there): its answers are f to that rounding, not to ``noise``
+        relative, and its error holds that term too, ``2 noise gscale |x0|_1 / h`` (an error of
+        1e-23 claimed for a gradient of 4e-14 made the piece's prediction refuse its own kink,
+        thorough profile; a gradient of 6e-5 beside units of ~1 cancelling but in a 1.4e-4 radian
+        wedge failed Euler's check at every step, issue 23).  The failure of any other gradient is
+        left to Euler's check: this error taken wherever the relation failed made a step across a
+        kink, whose residual stays or shrinks as the step does, pass for rounding at 2^-20 |x| (a
+        gradient 0.0585 between 0 and 0.0625 accepted with an error of 3e-8).  Exact zeros of a
+        dead region, and a tiny unit alone on its region, pass that relation and keep their
+        relative error (a 2e-8 unit's gradient, measured with a step cut to 2^-26 |x|, was refused
+        otherwise).
         """
         if self.arith.exact:
             return 0.0
@@ -567,7 +627,7 @@ class _PathSearch:
         # dead region, a tiny unit alone on its region) pass it; the units' rounding does not
         residual = abs(float(G @ x0 - y0))
         consistent = residual <= self.noise * (abs(float(y0)) + float(Gf @ xf)) + relative * float(xf.sum())
-        noisy = not consistent and float(Gf.max()) <= cancelled  # no gradient above the units' rounding
+        noisy = not consistent and (rounding or float(Gf.max()) <= cancelled)  # the units' rounding
         return relative + (cancelled if noisy else 0.0)
 
     def hidden_charge(self, a: _Piece, b: _Piece) -> float:
