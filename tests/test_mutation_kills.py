@@ -1085,3 +1085,29 @@ def test_nuclear_norm_learner_redraws_rows_by_a_scale_free_rule(scale):
     small = int((np.abs(A @ v) < 1e-3 * np.linalg.norm(v)).sum())
     rec = learn_lowrank_cvx(ValueOracle(Attention(W, scale * v)), m=m, rng=np.random.default_rng(0))
     assert rec.diagnostics["redrawn"] == small == 0
+
+
+@pytest.mark.parametrize("query_only", [False, True])
+def test_resolution_is_the_labels_rounding_through_the_logit_by_hand(query_only):
+    """measure.resolution: the label ``beta + s q^T v + alpha s_p p^T v`` rounds by ``eps (|beta| +
+    s_p |p^T v| + 2 s |q^T v|)``, the logit by 4 times that over ``s_p |p^T v|``, plus the prelude's
+    typical ``c^T p`` error; the value is the logit over ``s^order``.  Fixed input: v = (1, 1/2),
+    beta = 1/2 (in [1, 2) after no rescaling: e = 0), P = diag(1, 2), Q = the basis, so p^T v = (1,
+    1), q^T v = (1, 1/2); entries (0, 0) at k = 0 and (1, 1) at k = 1 (s = 2).  By hand, in units of
+    eps: entry 0 is 4 (1/2 + 1 + 2) = 14 both ways; entry 1 is 4 (1/2 + 2 + 2) / 2 / 4 = 9/4 whole-probe
+    (s_p = 2, order 2), 4 (1/2 + 1 + 2) / 2 = 7 query-only (s_p = 1, order 1).  With a typical c^T p
+    error t = (3, 5) eps: entry 0 gains 3 eps, entry 1 gains 5 eps / s^order.  Every number is a
+    dyadic of a few bits: the floats are exact."""
+    from attnproof.measure import Probes, resolution
+
+    eps = FLOAT64.eps
+    P, v = np.diag([1.0, 2.0]), np.array([1.0, 0.5])
+    entries, k = (np.array([0, 1]), np.array([0, 1])), np.array([0, 1])
+    order = 1 if query_only else 2
+    without = Probes(P, None, v, FLOAT64, offset=0.5, scale_query_only=query_only)
+    second = 7.0 if query_only else 9 / 4
+    assert resolution(without, entries, k).tolist() == [14 * eps, second * eps]
+    typical = np.array([3 * eps, 5 * eps])
+    with_c = Probes(P, None, v, FLOAT64, offset=0.5, scale_query_only=query_only, linear=np.zeros(2),
+                    linear_typical=typical)
+    assert resolution(with_c, entries, k).tolist() == [17 * eps, (second + 5 / 2**order) * eps]
