@@ -1111,3 +1111,21 @@ def test_resolution_is_the_labels_rounding_through_the_logit_by_hand(query_only)
     with_c = Probes(P, None, v, FLOAT64, offset=0.5, scale_query_only=query_only, linear=np.zeros(2),
                     linear_typical=typical)
     assert resolution(with_c, entries, k).tolist() == [17 * eps, (second + 5 / 2**order) * eps]
+
+
+@pytest.mark.parametrize("count, low", [(8, 0.25), (7, 0.25 / 16)])
+def test_the_learned_scale_moves_up_just_below_tiny_and_stays_at_it(count, low):
+    """Scale.learn (the default ScalePolicy: tiny = 1/4, pilot = 8, ceiling = 4): the scale moves up
+    only when the largest value is asked below tiny (below tiny / 16 from fewer than pilot values),
+    so a unit-scale W* stays at s = 1.  At k = 0 (whole-probe, order 2) a largest value of exactly
+    that leaves k at 0; one a hair below moves k to where it is asked at the ceiling (a quarter of
+    it from fewer than pilot values): floor((log2 ceiling - log2 value) / 2), by hand floor((2 + 2.06) / 2)
+    = 2 and floor((0 + 6.06) / 2) = 3."""
+    from attnproof.measure import Scale
+
+    policy = ScalePolicy()
+    at, below = Scale(), Scale()
+    at.learn(np.full(count, math.log2(low)), 2, policy)
+    below.learn(np.full(count, math.log2(low * 0.96)), 2, policy)
+    assert at.k == 0
+    assert below.k == (2 if count >= policy.pilot else 3)
