@@ -1129,3 +1129,24 @@ def test_the_learned_scale_moves_up_just_below_tiny_and_stays_at_it(count, low):
     below.learn(np.full(count, math.log2(low * 0.96)), 2, policy)
     assert at.k == 0
     assert below.k == (2 if count >= policy.pilot else 3)
+
+
+@pytest.mark.parametrize("d, levels", [(3, 4), (5, 5)])
+def test_product_errors_charge_the_pairwise_trees_ceil_log2_d_levels(d, levels):
+    """measure._product_errors (float64): ``K = 4 gamma_{2d} eps (ceil(log2 d) + 2) (|M| |x|)_k (1 + 2 d
+    eps) + 4 d 2^-1074``, and the bound ``(|computed - res| + eps |res| + K) (1 + 4 eps)``.  A row that
+    cancels exactly, M = (1, ..., 1, -(d - 1)), x = 1 (``M x`` = 0 computed and recomputed, |M| |x| =
+    2 (d - 1)), leaves K alone; at d = 3 and 5 (not powers of two, where ceil and floor differ) the
+    pairwise tree has ceil(log2 d) = 2 and 3 levels (an odd width is padded with a zero: 3 -> 2 -> 1,
+    5 -> 3 -> 2 -> 1), so levels = 4 and 5, by hand."""
+    from attnproof.measure import UNDERFLOW, _product_errors
+
+    eps = FLOAT64.eps
+    M = np.append(np.ones(d - 1), -(d - 1.0))[None, :]
+    x = np.ones(d)
+    magnitude = np.abs(M) @ np.abs(x)
+    got = _product_errors(M, x, M @ x, magnitude, eps)
+    gamma = 2 * d * eps / (1 - 2 * d * eps)
+    K = 4 * gamma * eps * levels * 2 * (d - 1) * (1 + 2 * d * eps) + 4 * d * UNDERFLOW
+    assert (M @ x)[0] == 0.0
+    assert got[0] == pytest.approx(K * (1 + 4 * eps), rel=1e-12, abs=0)
