@@ -1150,3 +1150,17 @@ def test_product_errors_charge_the_pairwise_trees_ceil_log2_d_levels(d, levels):
     K = 4 * gamma * eps * levels * 2 * (d - 1) * (1 + 2 * d * eps) + 4 * d * UNDERFLOW
     assert (M @ x)[0] == 0.0
     assert got[0] == pytest.approx(K * (1 + 4 * eps), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("name", ["eps_W", "delta_rot"])
+def test_rotated_membership_options_take_probabilities_on_the_whole_open_unit_interval(name):
+    """RotatedOptions' eps_W and delta_rot are documented "in (0, 1)": the largest float below 1 and
+    the smallest above 0 are taken, 0 and 1 refused (a typed error naming the option)."""
+    from attnproof.errors import InvalidInputError
+    from attnproof.theorems.membership.runner import RotatedOptions
+
+    for x in (math.nextafter(1.0, 0.0), 0.5, 5e-324):
+        assert getattr(RotatedOptions(**{name: x}), name) == x
+    for x in (0.0, 1.0):
+        with pytest.raises(InvalidInputError, match=name):
+            RotatedOptions(**{name: x})
