@@ -1164,3 +1164,20 @@ def test_rotated_membership_options_take_probabilities_on_the_whole_open_unit_in
     for x in (0.0, 1.0):
         with pytest.raises(InvalidInputError, match=name):
             RotatedOptions(**{name: x})
+
+
+def test_hessian_count_certificate_bound_is_within_a_factor_of_eight_of_the_determinant():
+    """The sufficiency claims' exponent k = bitlen(q) - bitlen(|p|) + 2 for det = p / q: with
+    2^(bitlen(|p|) - 1) <= |p| < 2^bitlen(|p|) (likewise q), |det| / 8 < 2^-k <= |det| / 2.  The claim
+    |det| - 2^-k >= 0 is then a certificate that the minor is non-singular *with its size*: a k that
+    drops the numerator's length (a true but weaker claim, which verify cannot fail) is refused.
+    Checked on the cheapest pattern, H = 2, d_h = 2."""
+    import sympy as sp
+
+    from attnproof.theorems.multihead.identities import _sufficiency_claims, hessian_count_certificate
+
+    det = abs(sp.Rational(hessian_count_certificate(2, 2)["det"]))
+    (_, bound) = _sufficiency_claims(2, 2)[1]
+    power = det - bound  # 2^-k
+    assert det / 8 < power <= det / 2
+    assert power == sp.Integer(2) ** -(det.q.bit_length() - det.p.bit_length() + 2)
