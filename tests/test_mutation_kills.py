@@ -1085,3 +1085,99 @@ def test_nuclear_norm_learner_redraws_rows_by_a_scale_free_rule(scale):
     small = int((np.abs(A @ v) < 1e-3 * np.linalg.norm(v)).sum())
     rec = learn_lowrank_cvx(ValueOracle(Attention(W, scale * v)), m=m, rng=np.random.default_rng(0))
     assert rec.diagnostics["redrawn"] == small == 0
+
+
+@pytest.mark.parametrize("query_only", [False, True])
+def test_resolution_is_the_labels_rounding_through_the_logit_by_hand(query_only):
+    """measure.resolution: the label ``beta + s q^T v + alpha s_p p^T v`` rounds by ``eps (|beta| +
+    s_p |p^T v| + 2 s |q^T v|)``, the logit by 4 times that over ``s_p |p^T v|``, plus the prelude's
+    typical ``c^T p`` error; the value is the logit over ``s^order``.  Fixed input: v = (1, 1/2),
+    beta = 1/2 (in [1, 2) after no rescaling: e = 0), P = diag(1, 2), Q = the basis, so p^T v = (1,
+    1), q^T v = (1, 1/2); entries (0, 0) at k = 0 and (1, 1) at k = 1 (s = 2).  By hand, in units of
+    eps: entry 0 is 4 (1/2 + 1 + 2) = 14 both ways; entry 1 is 4 (1/2 + 2 + 2) / 2 / 4 = 9/4 whole-probe
+    (s_p = 2, order 2), 4 (1/2 + 1 + 2) / 2 = 7 query-only (s_p = 1, order 1).  With a typical c^T p
+    error t = (3, 5) eps: entry 0 gains 3 eps, entry 1 gains 5 eps / s^order.  Every number is a
+    dyadic of a few bits: the floats are exact."""
+    from attnproof.measure import Probes, resolution
+
+    eps = FLOAT64.eps
+    P, v = np.diag([1.0, 2.0]), np.array([1.0, 0.5])
+    entries, k = (np.array([0, 1]), np.array([0, 1])), np.array([0, 1])
+    order = 1 if query_only else 2
+    without = Probes(P, None, v, FLOAT64, offset=0.5, scale_query_only=query_only)
+    second = 7.0 if query_only else 9 / 4
+    assert resolution(without, entries, k).tolist() == [14 * eps, second * eps]
+    typical = np.array([3 * eps, 5 * eps])
+    with_c = Probes(P, None, v, FLOAT64, offset=0.5, scale_query_only=query_only, linear=np.zeros(2),
+                    linear_typical=typical)
+    assert resolution(with_c, entries, k).tolist() == [17 * eps, (second + 5 / 2**order) * eps]
+
+
+@pytest.mark.parametrize("count, low", [(8, 0.25), (7, 0.25 / 16)])
+def test_the_learned_scale_moves_up_just_below_tiny_and_stays_at_it(count, low):
+    """Scale.learn (the default ScalePolicy: tiny = 1/4, pilot = 8, ceiling = 4): the scale moves up
+    only when the largest value is asked below tiny (below tiny / 16 from fewer than pilot values),
+    so a unit-scale W* stays at s = 1.  At k = 0 (whole-probe, order 2) a largest value of exactly
+    that leaves k at 0; one a hair below moves k to where it is asked at the ceiling (a quarter of
+    it from fewer than pilot values): floor((log2 ceiling - log2 value) / 2), by hand floor((2 + 2.06) / 2)
+    = 2 and floor((0 + 6.06) / 2) = 3."""
+    from attnproof.measure import Scale
+
+    policy = ScalePolicy()
+    at, below = Scale(), Scale()
+    at.learn(np.full(count, math.log2(low)), 2, policy)
+    below.learn(np.full(count, math.log2(low * 0.96)), 2, policy)
+    assert at.k == 0
+    assert below.k == (2 if count >= policy.pilot else 3)
+
+
+@pytest.mark.parametrize("d, levels", [(3, 4), (5, 5)])
+def test_product_errors_charge_the_pairwise_trees_ceil_log2_d_levels(d, levels):
+    """measure._product_errors (float64): ``K = 4 gamma_{2d} eps (ceil(log2 d) + 2) (|M| |x|)_k (1 + 2 d
+    eps) + 4 d 2^-1074``, and the bound ``(|computed - res| + eps |res| + K) (1 + 4 eps)``.  A row that
+    cancels exactly, M = (1, ..., 1, -(d - 1)), x = 1 (``M x`` = 0 computed and recomputed, |M| |x| =
+    2 (d - 1)), leaves K alone; at d = 3 and 5 (not powers of two, where ceil and floor differ) the
+    pairwise tree has ceil(log2 d) = 2 and 3 levels (an odd width is padded with a zero: 3 -> 2 -> 1,
+    5 -> 3 -> 2 -> 1), so levels = 4 and 5, by hand."""
+    from attnproof.measure import UNDERFLOW, _product_errors
+
+    eps = FLOAT64.eps
+    M = np.append(np.ones(d - 1), -(d - 1.0))[None, :]
+    x = np.ones(d)
+    magnitude = np.abs(M) @ np.abs(x)
+    got = _product_errors(M, x, M @ x, magnitude, eps)
+    gamma = 2 * d * eps / (1 - 2 * d * eps)
+    K = 4 * gamma * eps * levels * 2 * (d - 1) * (1 + 2 * d * eps) + 4 * d * UNDERFLOW
+    assert (M @ x)[0] == 0.0
+    assert got[0] == pytest.approx(K * (1 + 4 * eps), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("name", ["eps_W", "delta_rot"])
+def test_rotated_membership_options_take_probabilities_on_the_whole_open_unit_interval(name):
+    """RotatedOptions' eps_W and delta_rot are documented "in (0, 1)": the largest float below 1 and
+    the smallest above 0 are taken, 0 and 1 refused (a typed error naming the option)."""
+    from attnproof.errors import InvalidInputError
+    from attnproof.theorems.membership.runner import RotatedOptions
+
+    for x in (math.nextafter(1.0, 0.0), 0.5, 5e-324):
+        assert getattr(RotatedOptions(**{name: x}), name) == x
+    for x in (0.0, 1.0):
+        with pytest.raises(InvalidInputError, match=name):
+            RotatedOptions(**{name: x})
+
+
+def test_hessian_count_certificate_bound_is_within_a_factor_of_eight_of_the_determinant():
+    """The sufficiency claims' exponent k = bitlen(q) - bitlen(|p|) + 2 for det = p / q: with
+    2^(bitlen(|p|) - 1) <= |p| < 2^bitlen(|p|) (likewise q), |det| / 8 < 2^-k <= |det| / 2.  The claim
+    |det| - 2^-k >= 0 is then a certificate that the minor is non-singular *with its size*: a k that
+    drops the numerator's length (a true but weaker claim, which verify cannot fail) is refused.
+    Checked on the cheapest pattern, H = 2, d_h = 2."""
+    import sympy as sp
+
+    from attnproof.theorems.multihead.identities import _sufficiency_claims, hessian_count_certificate
+
+    det = abs(sp.Rational(hessian_count_certificate(2, 2)["det"]))
+    (_, bound) = _sufficiency_claims(2, 2)[1]
+    power = det - bound  # 2^-k
+    assert det / 8 < power <= det / 2
+    assert power == sp.Integer(2) ** -(det.q.bit_length() - det.p.bit_length() + 2)
