@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from attnproof.arith import FLOAT64
 from attnproof.errors import DegenerateProbeError, PrecisionLossError
-from attnproof.measure import PILOT_SLACK, ScalePolicy
+from attnproof.measure import PILOT_SLACK, BilinearSession, ScalePolicy
 from attnproof.models import Attention, attention_weights
 from attnproof.oracles import ApproxOracle, ValueOracle
 from attnproof.recovery import MultiHeadRecovery, Recovery, score, score_heads
@@ -1181,3 +1181,17 @@ def test_hessian_count_certificate_bound_is_within_a_factor_of_eight_of_the_dete
     power = det - bound  # 2^-k
     assert det / 8 < power <= det / 2
     assert power == sp.Integer(2) ** -(det.q.bit_length() - det.p.bit_length() + 2)
+
+
+def test_a_batch_that_would_run_past_the_buffer_starts_at_row_0():
+    """``BilinearSession._place``: a call of n probes asked from row ``at`` keeps its place only
+    when ``at + n`` rows fit in the buffer, else starts at row 0 (seed-47 survivor ``measure.py``
+    ``_place`` without ``+ n``, which would write past the buffer's end).  The buffer here holds
+    max_batch_bytes // (2 d 8) = 8 rows at d = 4; checked on both sides of the edge."""
+    session = BilinearSession(ValueOracle(Attention(np.eye(4), np.ones(4))), FLOAT64, ScalePolicy(),
+                              max_batch_bytes=2 * 4 * 8 * 8)
+    ll = np.zeros(5, dtype=np.int64)
+    chunk, buffer, at = session._place(5, 4, ll, 3)  # rows 3..7: fits
+    assert (chunk, at) == (8, 3) and buffer is not None and len(buffer.X) == 8
+    chunk, _, at = session._place(5, 4, ll, 4)  # rows 4..8: one past the end
+    assert (chunk, at) == (8, 0)

@@ -67,7 +67,7 @@ TARGETS = ("attnproof/theorems", "attnproof/measure.py", "attnproof/oracles.py",
 #: (:func:`tests_for`): nothing to add here for a new room.
 TEST_MAP: dict[str, tuple[str, ...]] = {
     "attnproof/measure.py": ("tests/test_measure.py", "tests/test_exact.py", "tests/test_lowrank.py",
-                             "tests/test_bias.py"),
+                             "tests/test_bias.py", "tests/test_skeleton_bound.py"),
     "attnproof/oracles.py": ("tests/test_oracles.py", "tests/test_noisy.py"),
     "attnproof/models.py": ("tests/test_models.py", "tests/test_exact.py"),
     "attnproof/recovery.py": ("tests/test_recovery.py",),
