@@ -430,6 +430,29 @@ def test_a_small_heads_flip_beside_large_heads_is_refused():
         _learn(heads, bases, rng=np.random.default_rng(0))
 
 
+@pytest.mark.parametrize("certify", [False, True])
+def test_a_tiny_head_beside_large_heads_is_flip_tested_at_its_unit_scores(certify):
+    """A C.1 target with head 1's W 1e-44 beside W ~1: the checks scale U_1's tokens by ~2^73 (unit
+    scores), where head 3's rounded scores of them may be anything but move its output by at most its
+    values' spread (the tolerance's cap; without it the rounding term, ~eps c^2, buried the flip test and
+    refused this good target): answered within the bounds, and its flip (SMALL_FLIP's leak) refused.  At
+    1e-200 no scale below 2^512 (far from overflow) brings head 1's scores to 1: refused by the flip test."""
+    E = np.eye(3)
+    bases = [E[:, :1], E[:, 1:2], E[:, 2:]]
+    heads = [(1e-44 * np.diag([1.0, 0, 0]), -E[0]), (np.diag([0, 0.5, 0]), E[1]),
+             (np.diag([0, 0, 1.0]), -E[2])]
+    rec, _ = _learn(heads, bases, rng=np.random.default_rng(0), certify=certify)
+    for (W, v), got, bW, bv in zip(heads, rec.heads, rec.diagnostics["error_bounds"],
+                                   rec.diagnostics["error_bounds_v"], strict=True):
+        assert np.linalg.norm(got.W - W) <= bW and np.linalg.norm(got.v - v) <= bv
+    flipped = [heads[0], (1e-20 * np.diag([0, 1.0, 0]), E[1] + 2 * E[0]), heads[2]]
+    with pytest.raises(AssumptionError if not certify else PrecisionLossError):
+        _learn(flipped, bases, rng=np.random.default_rng(0), certify=certify)
+    with pytest.raises(PrecisionLossError, match="short-input flip"):
+        _learn([(1e-200 * heads[0][0], heads[0][1]), *heads[1:]], bases, rng=np.random.default_rng(0),
+               certify=certify)
+
+
 @pytest.mark.xfail(
     strict=True, reason="open: H > checks leaves a head unchecked: a uniform head's leak flips it unseen"
 )
