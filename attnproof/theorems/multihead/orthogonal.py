@@ -33,6 +33,13 @@ DEFAULT_CHECKS = 3
 HEADS = 2
 
 
+def check_count(checks: int, H: int) -> int:
+    """Check queries asked for ``checks`` requested and H heads: at least one per head, ``max(checks,
+    H)`` (query b takes head b mod H, and only a head's own queries test its short-input flip:
+    :func:`check_heads`), 0 for none."""
+    return max(checks, H) if checks else 0
+
+
 def heads_count(d: int, H: int = HEADS, dims: Any = None) -> int:
     """Value queries of Prop. C.2's per-head learning: ``sum_h (d_h + d_h^2)``, for the head widths
     ``dims`` (default H equal widths d / H)."""
@@ -98,9 +105,10 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
         "thm4.1/end-to-end-d2",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
-    queries="sum_h (d_h + d_h^2) + checks (3) + 4 sum_{g<h} d_g d_h (C.1 identities)",
+    queries="sum_h (d_h + d_h^2) + max(checks (3), H) + 4 sum_{g<h} d_g d_h (C.1 identities)",
     count=lambda d, H=HEADS, checks=DEFAULT_CHECKS, dims=None, certify=True, **_: (
-        heads_count(d, H, dims) + checks + (identity_count(dims or [d // H] * H) if certify else 0)
+        heads_count(d, H, dims) + check_count(checks, len(dims) if dims else H)
+        + (identity_count(dims or [d // H] * H) if certify else 0)
     ),
 )
 def learn_orthogonal_heads(
@@ -118,7 +126,8 @@ def learn_orthogonal_heads(
 
     For each h, Thm 4.1's learner runs on the reduced oracle ``Z -> f(Z E_h^T)`` (width d_h)
     and the result is lifted back, ``W^(h) = E_h W~ E_h^T`` and ``v^(h) = E_h v~``.  Then
-    ``checks`` held-out queries of length 3 compare the recovered model with the target.
+    ``max(checks, H)`` held-out queries of length 3 (at least one per head; none if ``checks = 0``)
+    compare the recovered model with the target.
 
     Parameters
     ----------
@@ -133,7 +142,8 @@ def learn_orthogonal_heads(
     arith : Arith
         float64, mpmath or sympy.
     checks : int
-        Held-out length-3 queries (0 and ``certify=False`` give exactly ``sum_h (d_h + d_h^2)`` queries).
+        Held-out length-3 queries, raised to H if fewer (:func:`check_count`: a head no query takes
+        would not be flip-tested); 0 and ``certify=False`` give exactly ``sum_h (d_h + d_h^2)`` queries.
     certify : bool
         Ask ``4 sum_{g<h} d_g d_h`` C.1 identity queries (:mod:`.rotation`) and add to each head's
         bound what a rotation of the subspaces off the given bases, consistent with their answers,
@@ -151,7 +161,7 @@ def learn_orthogonal_heads(
     Returns
     -------
     MultiHeadRecovery
-        Per-head W, v, queries; ``queries`` = ``sum_h (d_h + d_h^2) + checks`` for unit-scale
+        Per-head W, v, queries; ``queries`` = ``sum_h (d_h + d_h^2) + max(checks, H)`` for unit-scale
         targets (more if a probe had to be rescaled, see :func:`learn_exact`).  In floating point
         the diagnostics carry per-head bounds ``error_bounds`` (W, Frobenius) and
         ``error_bounds_v``, and their root sums of squares ``error_bound``, ``error_bound_v``
@@ -203,6 +213,7 @@ def learn_orthogonal_heads(
             W, v = lift(red.W, red.v, E)
             heads.append(Recovery(W=W, v=v, queries=sub.queries, arith=arith, diagnostics=red.diagnostics))
     dims = [E.shape[1] for E in Es]
+    checks = check_count(checks, len(Es))
     session.diagnostics.update(d_h=dims, checks=checks, certify=certify)
     # the reduced runs bound their error in floating point only (exact arithmetic has none)
     rounding_only = heads[0].diagnostics.get("error_bound") is not None
@@ -372,8 +383,10 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     and the C.1 identities cannot see a uniform head, so only these length-3 answers tell the two
     apart.  Each checked head k needs one of its queries where the recovered model and its flip
     (head k negated, plus the linear head ``(0, 2 v_hat^(k))``) differ by more than twice the
-    tolerance; otherwise a flipped head (v off by ``2 |v^(k)|``) would pass unseen.  Heads that no
-    query takes as k (``checks < H``) are not flip-tested.  Returns the worst residual over tolerance.
+    tolerance; otherwise a flipped head (v off by ``2 |v^(k)|``) would pass unseen.  A head that no
+    query takes as k is not flip-tested: :func:`learn_orthogonal_heads` asks at least H queries
+    (:func:`check_count`; with 3 queries and H = 4 a unit head 4 came back flipped, v off by 2.0,
+    bound 4e-11).  Returns the worst residual over tolerance.
 
     Raises
     ------
