@@ -324,9 +324,10 @@ def _lift_error(dh: int, eps: float, gamma: float, Wt: float) -> float:
     return ((2 * dh + 2) * eps + 2 * gamma) * Wt
 
 
-#: The checks scale head k's tokens up only while ``c^2 reach max_g ||W_hat^(g)||_F`` (the largest score
-#: any head could compute from them, before the cancellation C.1 promises) stays below this: far from
-#: float64's overflow (``2^1024``), and exact in every arithmetic (a power of two).
+#: The checks scale head k's tokens up only while ``c^2 reach max(1, max_g ||W_hat^(g)||_F)`` (the largest
+#: score any head could compute from them, before the cancellation C.1 promises, and the tokens' squared
+#: size) stays below this: far from float64's overflow (``2^1024``) in the tolerance's products of three
+#: token sizes, and exact in every arithmetic (a power of two).
 MAX_CHECK_SCORE = 2.0**512
 
 
@@ -342,16 +343,17 @@ def _check_scale(top: float, reach: float, w_max: float) -> float:
     rounding moves a softmax, it moves the head's output by at most the spread of its values, which
     the check's tolerance caps it at (:func:`check_heads`; an earlier cap at ``c^2 reach
     max_{g != k} ||W_g|| <= eps^(-1/2)`` stopped a head whose W is 1e-13 of another's at scores
-    ~1e-5, where its flip passed every check).  Only ``c^2 reach w_max <= MAX_CHECK_SCORE``
+    ~1e-5, where its flip passed every check).  Only ``c^2 reach max(1, w_max) <= MAX_CHECK_SCORE``
     (``reach = max_i |x_i| |x_3|``, ``w_max = max_g ||W_hat^(g)||_F``) bounds it, far from
-    overflow; a head still below unit scores there is refused by the flip test of
+    overflow (a lone head of W 4e-221 scaled its tokens to 1e110 and the tolerance overflowed to
+    NaN: thorough seed 60317); a head still below unit scores there is refused by the flip test of
     :func:`check_heads`.
     """
     if not 0 < top < np.inf:
         return 1.0
     n = np.round(-np.log2(top) / 2)  # c^2 top ~ 1
     if n > 0:  # up: only far from overflow (top > 0, so x_3 != 0 and reach > 0)
-        n = max(0.0, min(n, np.floor(np.log2(MAX_CHECK_SCORE / (reach * max(w_max, top))) / 2)))
+        n = max(0.0, min(n, np.floor(np.log2(MAX_CHECK_SCORE / (reach * max(w_max, 1.0))) / 2)))
     return float(np.ldexp(1.0, int(n)))
 
 
