@@ -186,6 +186,9 @@ def _degenerate_target(d: int):
 @given(mst.orthogonal_heads_targets(), st.sampled_from(["basis", "gaussian"]), st.integers(0, 2**16))
 @example(_degenerate_target(6), "basis", 0)  # certified: a rotation the identities cannot see: refused
 @example(AXIS_HEADS, "basis", 0)  # certified: refused before with a NaN bound (see the test below)
+# thorough seed 60317: one head of W 3.8e-221, the checks (no other head's W to cap them) scaled its tokens
+# to 1e110 and the tolerance overflowed to NaN (an AssumptionError): now capped by the tokens' own size
+@example(([(np.array([[3.77332417e-221]]), np.array([-1.0]))], [np.array([[1.0]])]), "basis", 0)
 def test_orthogonal_heads_float64_within_bound(target, probes, seed):
     """C.1 taken for the bases (certify=False): answered within the bound, with exactly the counted
     queries (only a head whose W is below float64's reach refuses).  Certified (the default):
@@ -270,7 +273,8 @@ def test_orthogonal_heads_sympy_is_exact():
         ),
     ]
     rec, oracle = _learn(heads, bases, arith=SYMPY, checks=1)
-    assert rec.queries == oracle.queries == 2 + 6 + 1 + 4 * 2  # 4 identities per direction, d_1 d_2 = 2
+    # one check asked is raised to one per head (H = 2); 4 identities per direction, d_1 d_2 = 2
+    assert rec.queries == oracle.queries == 2 + 6 + 2 + 4 * 2
     for got, (W, v) in zip(rec.heads, heads):
         assert all(sp.simplify(a - b) == 0 for a, b in zip(got.W.reshape(-1), W.reshape(-1)))
         assert all(sp.simplify(a - b) == 0 for a, b in zip(got.v, v))
@@ -302,7 +306,8 @@ def test_orthogonal_heads_sympy_is_exact():
 )
 # thorough profile (seed 81723): head 3's W leaks into U_1, whose own recovered W is 1e-44; the checks
 # scaled their tokens *up* to make that W's scores O(1), and head 3's rounding buried the leak (gap
-# 6.6e-3): the checks now only scale down
+# 6.6e-3): the checks then only scaled down (now up to head k's unit scores, each head's rounding capped at
+# its values' spread: the leak is seen by head 3's own check)
 @example(
     (
         [
@@ -367,6 +372,25 @@ def test_orthogonal_heads_sympy_is_exact():
     ),
     0,
 )
+# issue 23 (the checks' cap, and H > checks): head 1's W is 1e-13 beside head 4's skew W (whose leak the C.1
+# identities do not see: its scores of its own tokens are 0) and head 4's v leaks -2 v^(1) into U_1, so U_1
+# answers every length <= 2 query as head 1's short-input flip; head 4 got no check (H = 4 > 3 checks) and
+# the one across U_1 was capped at c^2 reach max ||W_g|| <= eps^-1/2, head 1's scores ~2e-5: its flip passed
+# (v^(1) off by 2.0, bound 1.5e-11; the function off 1.5e5 x this test's tolerance).  Now seen twice over:
+# the checks reach head 1's unit scores, and head 4 gets its own check (max(checks, H) queries)
+@example(
+    (
+        [
+            (1e-13 * np.diag([1.0, 0, 0, 0, 0]), -np.eye(5)[0]),
+            (np.diag([0, 0.5, 0, 0, 0]), np.eye(5)[1]),
+            (np.diag([0, 0, -0.7, 0, 0]), -np.eye(5)[2]),
+            (np.pad(np.array([[0.0, 1.0], [-1.0, 0.0]]), ((3, 0), (3, 0))), np.array([2.0, 0, 0, 1.0, 0.5])),
+        ],
+        [np.eye(5)[:, :1], np.eye(5)[:, 1:2], np.eye(5)[:, 2:3], np.eye(5)[:, 3:]],
+        "leak-v",
+    ),
+    0,
+)
 def test_c1_violation_is_never_silently_recovered(target, seed):
     """A typed refusal (AssumptionError; NonIdentifiableError or PrecisionLossError when the
     violation leaves some U_h with v~ = 0 or ~ 0), or recovered heads that compute the target's
@@ -375,44 +399,113 @@ def test_c1_violation_is_never_silently_recovered(target, seed):
     _refused_or_functionally_right(target, seed)
 
 
-@given(mst.uniform_leak_violations(), st.integers(0, 2**16))
-def test_uniform_head_leaking_v_is_never_silently_recovered(target, seed):
+#: Issue 23 (the checks' cap), the uniform-leak class among large heads: head 1's W is 2^-42 beside head 3's
+#: W = e_3 e_3^T, head 2 attends uniformly (W 1e-20) and its v leaks -2 v^(1) into U_1 (head 1's flip).
+SMALL_FLIP = ([(2.0**-42 * np.diag([1.0, 0, 0]), -np.eye(3)[0]),
+               (1e-20 * np.diag([0, 1.0, 0]), np.array([2.0, 1, 0])),
+               (np.diag([0, 0, 1.0]), -np.eye(3)[2])],
+              [np.eye(3)[:, :1], np.eye(3)[:, 1:2], np.eye(3)[:, 2:]], "flip", 0)
+
+
+@given(mst.uniform_leak_violations(), st.integers(0, 2**16), st.booleans())
+# C.1 taken (certify=False): the one check across U_1 was capped at c^2 reach max_g ||W_g|| <= eps^-1/2
+# (head 1's scores ~4e-6 there), so head 1 came back flipped: v^(1) off by 2.0, bound 4.8e-15, no error
+@example(SMALL_FLIP, 0, False)
+def test_uniform_head_leaking_v_is_never_silently_recovered(target, seed, certify):
     """The class of seed 271128 (above): a (nearly) uniform head whose v leaks into another head's
-    subspace, in particular by -2 v^(h) (U_h then sees head h's short-input flip), with head h's W
-    scaled down so that its scores at unit scale are small: refused or functionally right."""
-    _refused_or_functionally_right(target, seed)
+    subspace U_h, in particular by -2 v^(h) (U_h then sees head h's short-input flip), with head h's W
+    scaled down (to 2^-44) so that its scores at unit scale are small, beside heads of W ~ 1: refused, or
+    functionally right with head h (which carries no leak) within its own bounds -- the function alone
+    cannot tell a flip of a head of W ~ 1e-13 at unit scale, its parameters can.  Certified or not."""
+    rec = _refused_or_functionally_right(target[:3], seed, certify)
+    if rec is not None:
+        (W, v), h = target[0][target[3]], target[3]
+        assert np.linalg.norm(rec.heads[h].W - W) <= rec.diagnostics["error_bounds"][h], target[2]
+        assert np.linalg.norm(rec.heads[h].v - v) <= rec.diagnostics["error_bounds_v"][h], target[2]
 
 
-def _refused_or_functionally_right(target, seed):
-    """The body of the two C.1-violation properties above."""
+def test_a_small_heads_flip_beside_large_heads_is_refused():
+    """SMALL_FLIP (above), both ways: C.1 taken, the checks at head 1's unit scores see the flip (an
+    AssumptionError, was a silent v off by 2.0); certified, the identities cannot exclude a rotation
+    between the two near-uniform heads (a PrecisionLossError, as before)."""
+    heads, bases, _, _ = SMALL_FLIP
+    with pytest.raises(AssumptionError, match="check query 0"):
+        _learn(heads, bases, rng=np.random.default_rng(0), certify=False)
+    with pytest.raises(PrecisionLossError):
+        _learn(heads, bases, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("certify", [False, True])
+def test_a_tiny_head_beside_large_heads_is_flip_tested_at_its_unit_scores(certify):
+    """A C.1 target with head 1's W 1e-44 beside W ~1: the checks scale U_1's tokens by ~2^73 (unit
+    scores), where head 3's rounded scores of them may be anything but move its output by at most its
+    values' spread (the tolerance's cap; without it the rounding term, ~eps c^2, buried the flip test and
+    refused this good target): answered within the bounds, and its flip (SMALL_FLIP's leak) refused.  At
+    1e-200 no scale below 2^512 (far from overflow) brings head 1's scores to 1: refused by the flip test."""
+    E = np.eye(3)
+    bases = [E[:, :1], E[:, 1:2], E[:, 2:]]
+    heads = [(1e-44 * np.diag([1.0, 0, 0]), -E[0]), (np.diag([0, 0.5, 0]), E[1]),
+             (np.diag([0, 0, 1.0]), -E[2])]
+    rec, _ = _learn(heads, bases, rng=np.random.default_rng(0), certify=certify)
+    for (W, v), got, bW, bv in zip(heads, rec.heads, rec.diagnostics["error_bounds"],
+                                   rec.diagnostics["error_bounds_v"], strict=True):
+        assert np.linalg.norm(got.W - W) <= bW and np.linalg.norm(got.v - v) <= bv
+    flipped = [heads[0], (1e-20 * np.diag([0, 1.0, 0]), E[1] + 2 * E[0]), heads[2]]
+    with pytest.raises(AssumptionError if not certify else PrecisionLossError):
+        _learn(flipped, bases, rng=np.random.default_rng(0), certify=certify)
+    with pytest.raises(PrecisionLossError, match="short-input flip"):
+        _learn([(1e-200 * heads[0][0], heads[0][1]), *heads[1:]], bases, rng=np.random.default_rng(0),
+               certify=certify)
+
+
+@pytest.mark.parametrize("certify", [True, False])
+def test_a_head_without_a_check_query_is_not_silently_flipped(certify):
+    """Issue 23: the checks take k = b mod H, so with the default 3 checks and H = 4 head 4 was no
+    query's k; head 1 attends uniformly (W 1e-20) and leaks -2 v^(4) into U_4, which the identities
+    cannot see (a uniform head is linear) and no other query resolves (every other head attends
+    uniformly over U_k's tokens): v^(4) came back off by 2.0, bound 4e-11 (certified) / 9e-15, no
+    error.  The learner now asks max(checks, H) = 4 queries, one per head: the flip is seen."""
+    E = np.eye(4)
+    heads = [(1e-20 * np.diag([1.0, 0, 0, 0]), E[0] + 2 * E[3]), (np.diag([0, 0.5, 0, 0]), E[1]),
+             (np.diag([0, 0, -0.7, 0]), -E[2]), (np.diag([0, 0, 0, 0.8]), -E[3])]
+    with pytest.raises((AssumptionError, PrecisionLossError)):
+        _learn(heads, [E[:, i:i + 1] for i in range(4)], rng=np.random.default_rng(0), certify=certify)
+    assert LEARNERS["orthogonal-heads"].count(d=4, H=4, certify=False) == 4 * 2 + 4
+
+
+def _refused_or_functionally_right(target, seed, certify=True):
+    """The body of the two C.1-violation properties above: None if refused, else the recovery (checked
+    to compute the target's function on held-out inputs)."""
     heads, bases, how = target
     oracle = ValueOracle(MultiHeadAttention(heads))
     try:
-        rec = learn_orthogonal_heads(oracle, bases, rng=np.random.default_rng(seed))
+        rec = learn_orthogonal_heads(oracle, bases, rng=np.random.default_rng(seed), certify=certify)
     except (AssumptionError, NonIdentifiableError, PrecisionLossError):
-        return
+        return None
     rng = np.random.default_rng(seed + 1)
     model, fitted = MultiHeadAttention(heads), MultiHeadAttention(rec.params)
     for N in range(1, 6):
         X = rng.standard_normal((N, len(bases[0])))
         assert abs(model(X) - fitted(X)) <= 1e-6 * (1 + sum(np.abs(X @ v).max() for _, v in heads)), how
+    return rec
 
 
 def test_check_scale_by_hand():
-    """The checks' scale of U_k's tokens (orthogonal._check_scale), by hand at eps = 2^-52: c^2 top ~ 1
-    (top = 2^-10: c = 2^5; top = 2^10: c = 2^-5), capped up at c^2 reach w_others <= eps^(-1/2)
-    (top = 2^-100, reach = 1, w_others = 1: c = 2^13; w_others = 4, reach = 4: c = 2^11; every
-    other W = 0: w_others taken as eps, c = 2^39), and 1 when head k's scores are 0 or not finite."""
+    """The checks' scale of U_k's tokens (orthogonal._check_scale), by hand: c^2 top ~ 1 (top = 2^-10:
+    c = 2^5; top = 2^10: c = 2^-5; top = 2^-100: c = 2^50 whatever the other heads' W), capped up only at
+    c^2 reach max(1, w_max) <= 2^512 (top = 2^-600, reach = w_max = 1: c = 2^256; reach 4, w_max 16:
+    c = 2^253; every W ~0: the tokens' own size, c = 2^256), never down for the cap, and 1 when head k's
+    scores are 0 or not finite."""
     from attnproof.theorems.multihead.orthogonal import _check_scale
 
-    eps = 2.0**-52
-    assert _check_scale(2.0**-10, 1.0, 1.0, eps) == 2.0**5
-    assert _check_scale(2.0**10, 1.0, 1.0, eps) == 2.0**-5
-    assert _check_scale(2.0**-100, 1.0, 1.0, eps) == 2.0**13
-    assert _check_scale(2.0**-100, 4.0, 4.0, eps) == 2.0**11
-    assert _check_scale(2.0**-100, 1.0, 0.0, eps) == 2.0**39
-    assert _check_scale(0.0, 1.0, 1.0, eps) == _check_scale(np.inf, 1.0, 1.0, eps) == 1.0
-    assert _check_scale(2.0**-30, 2.0**40, 1.0, eps) == 1.0  # the cap below 1: never down for it
+    assert _check_scale(2.0**-10, 1.0, 1.0) == 2.0**5
+    assert _check_scale(2.0**10, 1.0, 1.0) == 2.0**-5
+    assert _check_scale(2.0**-100, 1.0, 1.0) == _check_scale(2.0**-100, 1.0, 2.0**40) == 2.0**50
+    assert _check_scale(2.0**-600, 1.0, 1.0) == 2.0**256
+    assert _check_scale(2.0**-600, 4.0, 16.0) == 2.0**253
+    assert _check_scale(2.0**-600, 1.0, 0.0) == 2.0**256
+    assert _check_scale(0.0, 1.0, 1.0) == _check_scale(np.inf, 1.0, 1.0) == 1.0
+    assert _check_scale(2.0**-30, 2.0**600, 1.0) == 1.0  # the cap below 1: never down for it
 
 
 def test_bad_bases_raise_typed_errors():

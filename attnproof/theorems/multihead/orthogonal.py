@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith
-from ...errors import AssumptionError, InvalidInputError, ShapeError, check_rng
+from ...errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError, check_rng
 from ...models import MultiHeadAttention
 from ...oracles import ValueOracle
 from ...measure import Session
 from ...verify.registry import LEARNERS, learner
 from ...recovery import MultiHeadRecovery, Recovery
 from ..exact import learn_exact
-from .maps import lift
+from .maps import flip_heads, lift
 from .oracle import ReducedOracle
 from .rotation import identity_count, identity_residuals, rotation_terms
 
@@ -31,6 +31,13 @@ CHECK_LENGTH = 3
 DEFAULT_CHECKS = 3
 #: Heads of a run or a count when none is given (H equal subspaces of width d / H).
 HEADS = 2
+
+
+def check_count(checks: int, H: int) -> int:
+    """Check queries asked for ``checks`` requested and H heads: at least one per head, ``max(checks,
+    H)`` (query b takes head b mod H, and only a head's own queries test its short-input flip:
+    :func:`check_heads`), 0 for none."""
+    return max(checks, H) if checks else 0
 
 
 def heads_count(d: int, H: int = HEADS, dims: Any = None) -> int:
@@ -98,9 +105,10 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
         "thm4.1/end-to-end-d2",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
-    queries="sum_h (d_h + d_h^2) + checks (3) + 4 sum_{g<h} d_g d_h (C.1 identities)",
+    queries="sum_h (d_h + d_h^2) + max(checks (3), H) + 4 sum_{g<h} d_g d_h (C.1 identities)",
     count=lambda d, H=HEADS, checks=DEFAULT_CHECKS, dims=None, certify=True, **_: (
-        heads_count(d, H, dims) + checks + (identity_count(dims or [d // H] * H) if certify else 0)
+        heads_count(d, H, dims) + check_count(checks, len(dims) if dims else H)
+        + (identity_count(dims or [d // H] * H) if certify else 0)
     ),
 )
 def learn_orthogonal_heads(
@@ -118,7 +126,8 @@ def learn_orthogonal_heads(
 
     For each h, Thm 4.1's learner runs on the reduced oracle ``Z -> f(Z E_h^T)`` (width d_h)
     and the result is lifted back, ``W^(h) = E_h W~ E_h^T`` and ``v^(h) = E_h v~``.  Then
-    ``checks`` held-out queries of length 3 compare the recovered model with the target.
+    ``max(checks, H)`` held-out queries of length 3 (at least one per head; none if ``checks = 0``)
+    compare the recovered model with the target.
 
     Parameters
     ----------
@@ -133,7 +142,8 @@ def learn_orthogonal_heads(
     arith : Arith
         float64, mpmath or sympy.
     checks : int
-        Held-out length-3 queries (0 and ``certify=False`` give exactly ``sum_h (d_h + d_h^2)`` queries).
+        Held-out length-3 queries, raised to H if fewer (:func:`check_count`: a head no query takes
+        would not be flip-tested); 0 and ``certify=False`` give exactly ``sum_h (d_h + d_h^2)`` queries.
     certify : bool
         Ask ``4 sum_{g<h} d_g d_h`` C.1 identity queries (:mod:`.rotation`) and add to each head's
         bound what a rotation of the subspaces off the given bases, consistent with their answers,
@@ -151,7 +161,7 @@ def learn_orthogonal_heads(
     Returns
     -------
     MultiHeadRecovery
-        Per-head W, v, queries; ``queries`` = ``sum_h (d_h + d_h^2) + checks`` for unit-scale
+        Per-head W, v, queries; ``queries`` = ``sum_h (d_h + d_h^2) + max(checks, H)`` for unit-scale
         targets (more if a probe had to be rescaled, see :func:`learn_exact`).  In floating point
         the diagnostics carry per-head bounds ``error_bounds`` (W, Frobenius) and
         ``error_bounds_v``, and their root sums of squares ``error_bound``, ``error_bound_v``
@@ -169,7 +179,10 @@ def learn_orthogonal_heads(
         If the a-posteriori error bound exceeds ``tol`` (or a head's exceeds the default promise),
         or a head's v bound exceeds the default promise (e.g. infinite: a rotation the identities
         cannot see, as between heads that attend uniformly, moves that head's v),
-        or a rotation below the identities' resolution could move a small head beyond first order.
+        or a rotation below the identities' resolution could move a small head beyond first order,
+        or no check query of a head resolves its short-input flip (:func:`check_heads`: a uniform head's
+        leak of -2 v^(h) into U_h would return head h flipped; its W too small beside the others' to
+        reach unit scores far from overflow, or its v beside their rounding).
 
     Examples
     --------
@@ -200,6 +213,7 @@ def learn_orthogonal_heads(
             W, v = lift(red.W, red.v, E)
             heads.append(Recovery(W=W, v=v, queries=sub.queries, arith=arith, diagnostics=red.diagnostics))
     dims = [E.shape[1] for E in Es]
+    checks = check_count(checks, len(Es))
     session.diagnostics.update(d_h=dims, checks=checks, certify=certify)
     # the reduced runs bound their error in floating point only (exact arithmetic has none)
     rounding_only = heads[0].diagnostics.get("error_bound") is not None
@@ -310,25 +324,36 @@ def _lift_error(dh: int, eps: float, gamma: float, Wt: float) -> float:
     return ((2 * dh + 2) * eps + 2 * gamma) * Wt
 
 
-def _check_scale(top: float, reach: float, w_others: float, eps: float) -> float:
+#: The checks scale head k's tokens up only while ``c^2 reach max(1, max_g ||W_hat^(g)||_F)`` (the largest
+#: score any head could compute from them, before the cancellation C.1 promises, and the tokens' squared
+#: size) stays below this: far from float64's overflow (``2^1024``) in the tolerance's products of three
+#: token sizes, and exact in every arithmetic (a power of two).
+MAX_CHECK_SCORE = 2.0**512
+
+
+def _check_scale(top: float, reach: float, w_max: float) -> float:
     """The power of two c (exact) by which a check query scales head k's tokens ``x_1, x_3 in U_k``
     (:func:`check_heads`): head k's largest recovered score ``top`` becomes about 1.
 
     Down freely (a saturated softmax would hide an error of W).  Up too: a head k that attends
     nearly uniformly at unit scale differs from its short-input flip ``(-W, -v)`` plus a linear
     head (equal at N <= 2, ``sec7/short-input-flip``) by only O(top^2 |x| |v|) at N = 3, which
-    rounding hides (thorough seed 271128); but only while the other heads' scores of the scaled tokens,
-    at most ``c^2 reach w_others`` (``reach = max_i |x_i| |x_3|``, ``w_others = max_{g != k}
-    ||W_hat^(g)||_F``; their rounding ``eps`` times that), stay below ``eps^(-1/2)``: beyond, the
-    checks' rounding term would swamp every gap (a recovered W of 1e-44 scaled the tokens 2^64 and
-    buried another head's leak: seed 81723).  ``w_others`` is taken at least eps (every other W = 0:
-    tokens of at most ``eps^(-3/4)``, far from overflow).
+    rounding hides (thorough seed 271128).  Up to unit scores whatever the other heads' W: their
+    scores of the scaled tokens are rounding only (``W^(g) E_k = 0`` under C.1), and however far
+    rounding moves a softmax, it moves the head's output by at most the spread of its values, which
+    the check's tolerance caps it at (:func:`check_heads`; an earlier cap at ``c^2 reach
+    max_{g != k} ||W_g|| <= eps^(-1/2)`` stopped a head whose W is 1e-13 of another's at scores
+    ~1e-5, where its flip passed every check).  Only ``c^2 reach max(1, w_max) <= MAX_CHECK_SCORE``
+    (``reach = max_i |x_i| |x_3|``, ``w_max = max_g ||W_hat^(g)||_F``) bounds it, far from
+    overflow (a lone head of W 4e-221 scaled its tokens to 1e110 and the tolerance overflowed to
+    NaN: thorough seed 60317); a head still below unit scores there is refused by the flip test of
+    :func:`check_heads`.
     """
     if not 0 < top < np.inf:
         return 1.0
     n = np.round(-np.log2(top) / 2)  # c^2 top ~ 1
-    if n > 0:  # up: capped (top > 0, so x_3 != 0 and reach > 0)
-        n = max(0.0, min(n, np.floor(np.log2(eps**-0.5 / (reach * max(w_others, eps))) / 2)))
+    if n > 0:  # up: only far from overflow (top > 0, so x_3 != 0 and reach > 0)
+        n = max(0.0, min(n, np.floor(np.log2(MAX_CHECK_SCORE / (reach * max(w_max, 1.0))) / 2)))
     return float(np.ldexp(1.0, int(n)))
 
 
@@ -349,32 +374,37 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     heads lie in their subspaces: a uniformly attending head's prediction carries no W error).
     Each query's tokens in U_k are scaled by a power of two (exact, :func:`_check_scale`) so that
     head k's recovered scores are about 1: down (x_2 with them), as a saturated softmax would hide
-    an error of W, or up (x_2 left), as a nearly uniform head k hides its short-input flip, capped
-    where the other heads' rounding would swamp the check.
+    an error of W, or up (x_2 left), as a nearly uniform head k hides its short-input flip.
 
-    Tolerance (numeric arithmetics), first order in the errors, with each head's *own* bounds:
-    with ``y_i = x_i^T v^(h)`` and weights alpha_i, the scores move by ``|x_i^T dW x_N| <= |x_i|
-    |x_N| eps_W^(h)`` and the output by ``sum_i alpha_i |y_i - alpha^T y| |x_i| |x_N| eps_W^(h)``
-    (the softmax's Jacobian), where W_hat's error lies in U_h up to the lift's rounding, so
-    ``|x_i|`` shrinks to ``|E_h^T x_i| + gamma |x_i|`` (:func:`_gram_defect`): ~0 for a head that
-    attends uniformly, whose prediction carries no W error, v's error by ``max_i
-    |x_i| eps_v^(h)``; twice the sum over heads (second-order slack) plus ``4 (d + N + 4) eps``
-    times ``sum_h max_i |y_i| (1 + max_i |x_i| |x_N| ||W^(h)||_F)`` (the rounding of both
-    evaluations) plus ``noise``, the oracle's own absolute error.  Exact arithmetic (eps = 0, no
-    bound): the tolerance is 0 and the answers must be equal
-    (:meth:`~attnproof.arith.Arith.within`).  Returns the worst residual over tolerance.
+    Tolerance (numeric arithmetics), :func:`_check_tolerance`, plus ``noise``, the oracle's own
+    absolute error.  Exact arithmetic (eps = 0, no bound): the tolerance is 0 and the answers must
+    be equal (:meth:`~attnproof.arith.Arith.within`).
+
+    The flip test: a uniform head whose v leaks ``-2 v^(k)`` into U_k makes U_k answer every query
+    of length <= 2 as head k's short-input flip ``(-W^(k), -v^(k))`` would (``sec7/short-input-flip``),
+    and the C.1 identities cannot see a uniform head, so only these length-3 answers tell the two
+    apart.  Each checked head k needs one of its queries where the recovered model and its flip
+    (head k negated, plus the linear head ``(0, 2 v_hat^(k))``) differ by more than twice the
+    tolerance; otherwise a flipped head (v off by ``2 |v^(k)|``) would pass unseen.  A head that no
+    query takes as k is not flip-tested: :func:`learn_orthogonal_heads` asks at least H queries
+    (:func:`check_count`; with 3 queries and H = 4 a unit head 4 came back flipped, v off by 2.0,
+    bound 4e-11).  Returns the worst residual over tolerance.
 
     Raises
     ------
     AssumptionError
         If some answer disagrees beyond the tolerance.
+    PrecisionLossError
+        If no query of a checked head k resolves its short-input flip (head k's scores, or its
+        values beside the other heads', are below the checks' resolution).
     """
     arith, d, H = session.arith, session.oracle.d, len(Es)
     gen = rng if rng is not None else np.random.default_rng(0)
     Wf = [arith.to_float(h.W) for h in heads]
     vf = [arith.to_float(h.v) for h in heads]
     Ef = [arith.to_float(E) for E in Es]
-    queries = []
+    w_max = max(float(np.linalg.norm(W)) for W in Wf)
+    queries, subject = [], []
     for b in range(checks):
         k = b % H
         others = [g for g in range(H) if g != k] or [k]
@@ -383,41 +413,88 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
         x1, x3 = Ef[k] @ a[0], Ef[k] @ a[2]
         top = float(np.abs(np.array([x1, x3]) @ Wf[k] @ x3).max())
         reach = max(float(np.linalg.norm(x1)), float(np.linalg.norm(x3))) * float(np.linalg.norm(x3))
-        w_others = max((float(np.linalg.norm(Wf[g])) for g in range(H) if g != k), default=0.0)
-        c = _check_scale(top, reach, w_others, arith.eps or FLOAT64.eps)
+        c = _check_scale(top, reach, w_max)
         with arith.context():
             x2 = sum(Es[g] @ arith.asarray(min(c, 1.0) * x) for g, x in zip(others, a[1]))
             queries.append(np.stack([Es[k] @ arith.asarray(c * a[0]), x2, Es[k] @ arith.asarray(c * a[2])]))
+        subject.append(k)
     X = np.stack(queries)
     y = arith.asarray(session.ask(X))
     pred = arith.asarray(MultiHeadAttention([(h.W, h.v) for h in heads], arith)(X))
     G = arith.to_float(X)
     gamma = _gram_defect(Es, d, arith)
     per_head = bounds if bounds is not None else [(0.0, 0.0)] * len(heads)
+    tols = [_check_tolerance(G[b], Wf, vf, Ef, per_head, gamma, d, arith.eps) + noise for b in range(checks)]
     worst = 0.0
     for b in range(checks):
         with arith.context():
             diff = arith.simplify(np.array([y[b] - pred[b]], dtype=object))[0]
-        norms = np.linalg.norm(G[b], axis=1)
-        first, rounding = 0.0, 0.0
-        for W, v, E, (eps_W, eps_v) in zip(Wf, vf, Ef, per_head):
-            # |E_h^T x_i| (rounded, and the bases' defect) bounds the reach of W_hat's error
-            proj = np.linalg.norm(G[b] @ E, axis=1) + (gamma + d * arith.eps) * norms
-            s = G[b] @ W @ G[b][-1]
-            alpha = np.exp(s - s.max())
-            alpha /= alpha.sum()
-            yv = G[b] @ v
-            first += float(norms.max()) * eps_v
-            first += float(np.sum(alpha * np.abs(yv - alpha @ yv) * proj * proj[-1])) * eps_W
-            reach = float((norms * norms[-1]).max())
-            rounding += float(np.abs(yv).max()) * (1 + reach * float(np.linalg.norm(W)))
-        tol = 2 * first + 4 * (d + CHECK_LENGTH + 4) * arith.eps * rounding + noise
         residual = abs(float(arith.to_float(np.array([diff]))[0]))
-        if not arith.within(diff, tol):
+        if not arith.within(diff, tols[b]):
             raise AssumptionError(
                 f"check query {b} (length {CHECK_LENGTH}) disagrees with the recovered heads "
-                f"(|f*(X) - f_hat(X)| = {residual:.3g}, tolerance {tol:.3g}): the target does not "
+                f"(|f*(X) - f_hat(X)| = {residual:.3g}, tolerance {tols[b]:.3g}): the target does not "
                 "satisfy Assumption C.1 for the given bases, so Prop. C.2 does not apply"
             )
-        worst = max(worst, residual / tol if tol > 0 else 0.0)
+        worst = max(worst, residual / tols[b] if tols[b] > 0 else 0.0)
+    _flip_test(heads, X, pred, tols, subject, arith)
     return worst
+
+
+def _flip_test(heads: list[Recovery], X: np.ndarray, pred: np.ndarray, tols: list[float],
+               subject: list[int], arith: Arith) -> None:
+    """The flip test of :func:`check_heads`: for every head k some query b of k (``subject[b] = k``)
+    where the recovered model's prediction ``pred[b]`` and its short-input flip's (head k negated, plus
+    ``(0, 2 v_hat^(k))``, ``sec7/short-input-flip``) differ by more than ``2 tols[b]`` (no query), the
+    gap read in float64 (its sign-free size; exact arithmetic, tolerance 0: any non-zero gap)."""
+    for k in sorted(set(subject)):
+        flipped = MultiHeadAttention(flip_heads([(h.W, h.v) for h in heads], {k}), arith)
+        gaps = []
+        for b in (b for b, s in enumerate(subject) if s == k):
+            with arith.context():
+                gaps.append(abs(float(arith.to_float(np.array([flipped(X[b]) - pred[b]], dtype=object))[0])))
+            if gaps[-1] > 2 * tols[b]:  # exact arithmetic: tols 0, any non-zero gap is seen
+                break
+        else:
+            raise PrecisionLossError(
+                f"head {k + 1}'s short-input flip (-W, -v) plus a uniform head's leak -2 v into its subspace "
+                f"(sec7/short-input-flip) is below the checks' resolution: its check queries' answers differ "
+                f"from the flip's by {max(gaps):.3g}, within twice their tolerance {2 * max(tols):.3g} (its "
+                "scores are too small beside the other heads' W to reach 1 far from overflow, or its values "
+                "beside the other heads' rounding), so its sign and v cannot be certified"
+            )
+
+
+def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray], Ef: list[np.ndarray],
+                     per_head: list[tuple[float, float]], gamma: float, d: int, eps: float) -> float:
+    """The tolerance of one check query ``Gb`` (rows x_i, float64) of :func:`check_heads`, first order
+    in the errors, with each head's *own* bounds ``(eps_W^(h), eps_v^(h))``.
+
+    With ``y_i = x_i^T v^(h)`` and weights alpha_i, the scores move by ``|x_i^T dW x_N| <= |x_i|
+    |x_N| eps_W^(h)`` and the output by ``sum_i alpha_i |y_i - alpha^T y| |x_i| |x_N| eps_W^(h)``
+    (the softmax's Jacobian), where W_hat's error lies in U_h up to the lift's rounding, so
+    ``|x_i|`` shrinks to ``|E_h^T x_i| + gamma |x_i|`` (:func:`_gram_defect`): ~0 for a head that
+    attends uniformly, whose prediction carries no W error; v's error by ``max_i |x_i| eps_v^(h)``;
+    twice the sum over heads (second-order slack) plus ``4 (d + N + 4) eps`` times ``sum_h max_i
+    |y_i| (1 + max_i |x_i| |x_N| ||W^(h)||_F)`` (the rounding of both evaluations).  However far its
+    scores move, a softmax average moves by at most the spread of its values, ``max y - min y``:
+    each head's W term and its scores' rounding are capped there (the checks scale U_k's tokens up
+    to head k's unit scores, where another head's rounded scores of them may be anything, and its
+    output still within its values' range: :func:`_check_scale`).
+    """
+    norms = np.linalg.norm(Gb, axis=1)
+    reach = float((norms * norms[-1]).max())
+    unit = 4 * (d + CHECK_LENGTH + 4) * eps
+    first, rounding = 0.0, 0.0
+    for W, v, E, (eps_W, eps_v) in zip(Wf, vf, Ef, per_head):
+        # |E_h^T x_i| (rounded, and the bases' defect) bounds the reach of W_hat's error
+        proj = np.linalg.norm(Gb @ E, axis=1) + (gamma + d * eps) * norms
+        s = Gb @ W @ Gb[-1]
+        alpha = np.exp(s - s.max())
+        alpha /= alpha.sum()
+        yv = Gb @ v
+        spread, size = float(yv.max() - yv.min()), float(np.abs(yv).max())
+        first += float(norms.max()) * eps_v
+        first += min(float(np.sum(alpha * np.abs(yv - alpha @ yv) * proj * proj[-1])) * eps_W, spread)
+        rounding += unit * size + min(unit * size * reach * float(np.linalg.norm(W)), spread)
+    return 2 * first + rounding

@@ -16,7 +16,7 @@ from ...oracles import ValueOracle
 from ...measure import Session
 from ...verify.registry import LEARNERS, learner
 from ...recovery import MultiHeadRecovery
-from .orthogonal import DEFAULT_CHECKS, HEADS, heads_count, learn_orthogonal_heads
+from .orthogonal import DEFAULT_CHECKS, HEADS, check_count, heads_count, learn_orthogonal_heads
 from .rotation import identity_count
 
 
@@ -251,9 +251,10 @@ def subspace_error(bases: list[np.ndarray], truth: list[np.ndarray], arith: Arit
         "sec7/run-sbd",
     ),
     arithmetics=("float64", "mpmath"),
-    queries="K (2 d^2 + 1) + sum_h (d_h + d_h^2) + checks + 4 sum_{g<h} d_g d_h, K Hessians",
+    queries="K (2 d^2 + 1) + sum_h (d_h + d_h^2) + max(checks, H) + 4 sum_{g<h} d_g d_h, K Hessians",
     count=lambda d, H=HEADS, K=None, checks=DEFAULT_CHECKS, dims=None, **_: (
-        (K if K is not None else min_hessians(d // H)) * fd_queries(d) + heads_count(d, H, dims) + checks
+        (K if K is not None else min_hessians(d // H)) * fd_queries(d) + heads_count(d, H, dims)
+        + check_count(checks, len(dims) if dims else H)
         + identity_count(dims or [d // H] * H)
     ),
 )
@@ -376,7 +377,7 @@ def learn_multihead_sbd(
     )
     session.close(reasked=rec.diagnostics["reasked_queries"], error_bound=info["error_bound"],
                   error_bound_v=info["error_bound_v"], K=hessians, H=len(bases),
-                  dims=[B.shape[1] for B in bases], checks=checks)
+                  dims=[B.shape[1] for B in bases], checks=check_count(checks, len(bases)))
     return MultiHeadRecovery(rec.heads, rec.bases, session.queries, arith.name, info)
 
 
