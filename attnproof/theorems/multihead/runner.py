@@ -48,7 +48,8 @@ class OrthogonalHeadsOptions(Options):
     """Options of the ``orthogonal-heads`` learner on the bench (Prop. C.2, the bases given)."""
 
     H: int = option(HEADS, low=1, help="heads: H equal subspaces of width d / H (H divides d)")
-    checks: int = option(DEFAULT_CHECKS, low=0, help="held-out length-3 queries checking Assumption C.1")
+    checks: int = option(DEFAULT_CHECKS, low=0, help="held-out length-3 queries checking Assumption C.1 "
+                         "(at least one per head: max(checks, H) are asked; 0 for none)")
 
     def check(self, d: int) -> None:
         """H must divide the width d."""
@@ -201,7 +202,8 @@ def run_orthogonal_heads(
     """Recover a random C.1 target with :func:`learn_orthogonal_heads` (Prop. C.2), bases known.
 
     ``checks``, ``probes`` and ``tol`` go to the learner.  Keys: ``d, H, learner, arith,
-    seed, queries, expected_queries`` (the registry's formula ``sum_h (d_h + d_h^2) + checks``),
+    seed, queries, expected_queries`` (the registry's formula ``sum_h (d_h + d_h^2) + max(checks, H)``,
+    none for 0 checks),
     ``err_W, err_v, max_entry_err, bits, exact, error_bound, seconds, oracle_seconds``.
     """
 
