@@ -1303,8 +1303,10 @@ def _wedge_contradiction(
 def _anchored_tol(search: _PathSearch, q: _Piece, p: np.ndarray, y: Any) -> float:
     """The tightest bound ``|r_a| + t_a`` on how far f(p) lies off q's region's plane over the
     anchors of :func:`_anchor_residuals` whose residual is within its tolerance, ``|r_a| <= t_a``
-    (inf when none is; 0 in exact arithmetic), widened by ``1 + 2^-48`` for its own float64
-    rounding; no query.
+    (inf when none is; the wedge test's own tolerance, which it is taken with, is 0 in exact
+    arithmetic), widened by ``1 + 2^-48`` for its own float64 rounding; no query.  The bound
+    holds whether or not r_a is within t_a; the gate keeps an anchor only where the answer reads
+    as on the plane, as the wedge test's own does (whose charge is its tolerance alone).
 
     Sec. 4.1: on q's region f is ``g^T x`` (``sec4.1/piece-gradient``), so ``D(p) = f(p) - f(a) -
     g^T (p - a)`` is what a kink merged near p moves f off that plane.  With ``|G_q - g| <= err_q``
@@ -1319,8 +1321,6 @@ def _anchored_tol(search: _PathSearch, q: _Piece, p: np.ndarray, y: Any) -> floa
     0.16-0.24), which the origin anchor, with no such term, brings to 680 and 599.  The wedge
     charge takes the smaller of the two (:func:`_wedge_contradiction`).
     """
-    if search.arith.exact:
-        return 0.0
     bounds = [r + t for r, t in _anchor_residuals(search, q, p, y) if r <= t]
     return min(bounds, default=np.inf) * (1 + 2.0**-48)
 
