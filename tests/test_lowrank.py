@@ -761,6 +761,19 @@ def _gamma(n):
     return n * u / (1 - n * u)
 
 
+@pytest.mark.parametrize("e", [-460, -449, -400, 0, 400, 510, 513])
+def test_float64_norm_one_pass_agrees_with_the_scaled_norm(e):
+    """FLOAT64.norm (the skeleton's W_norm, a d x d pass) takes ``sqrt(a . a)`` when the sum of squares
+    lies in [2^-900, inf), else factors out the largest entry: on both sides of either end (squares
+    near 2^-920 .. 2^-898 and 2^800 .. 2^1026, entries spread over 2^+-40) it agrees with norm2, the
+    power-of-two-scaled norm, to a few units in the last place."""
+    from attnproof.arith import norm2
+
+    rng = np.random.default_rng(e + 1000)
+    a = np.ldexp(rng.standard_normal((30, 20)), rng.integers(-40, 1, (30, 20)) + e)
+    assert FLOAT64.norm(a) == pytest.approx(float(norm2(a)), rel=8 * 2.0**-53)
+
+
 def test_cross_rounding_is_pinned():
     """_cross_rounding by hand on the rank-1 cross of _pinned_cross with R measured as (2, 4 + 2^-20)
     (B = (2, 4) computed for it).  _sliced_residual scales A's rows and B's columns to largest
