@@ -430,7 +430,16 @@ class Float64(Arith):
         return np.asarray(a, dtype=np.longdouble), float(np.finfo(np.longdouble).eps) / 2
 
     def norm(self, a: Any) -> float:
+        """As :meth:`Arith.norm`; first ``sqrt(a . a)`` in one pass, no copy (a d x d W at d = 4096: a
+        quarter of the scaled pass' time): kept when the sum of squares is finite and at least 2^-900,
+        where no square overflowed and those that underflowed (each below 2^-1074, fewer than 2^48)
+        are below 2^-126 of it; else the largest entry factored out."""
         a = np.asarray(a, dtype=np.float64)
+        flat = a.reshape(-1)
+        with np.errstate(over="ignore", under="ignore"):
+            squares = float(flat @ flat)
+        if 2.0**-900 <= squares < math.inf:
+            return math.sqrt(squares)
         top = float(np.max(np.abs(a), initial=0.0))
         if not math.isfinite(top):  # an infinite entry (an unbounded error): the norm is too
             return top

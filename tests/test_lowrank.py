@@ -761,51 +761,90 @@ def _gamma(n):
     return n * u / (1 - n * u)
 
 
-def _cross_rounding_g(r, evaluation=True):
-    """_cross_rounding's coefficient for a cross of rank r, exactly (a Fraction): the longdouble
-    gamma_{r+1}(2^-64) times 1 + 2 gamma_r(2^-53) (the float64 magnitudes |A||B|) + 4 (2^-53) (the
-    coefficient's own float64 evaluation; without it with ``evaluation=False``: the least the
-    computed coefficient may be), each gamma n u / (1 - n u)."""
-    from fractions import Fraction
+@pytest.mark.parametrize("e", [-460, -449, -400, 0, 400, 510, 513])
+def test_float64_norm_one_pass_agrees_with_the_scaled_norm(e):
+    """FLOAT64.norm (the skeleton's W_norm, a d x d pass) takes ``sqrt(a . a)`` when the sum of squares
+    lies in [2^-900, inf), else factors out the largest entry: on both sides of either end (squares
+    near 2^-920 .. 2^-898 and 2^800 .. 2^1026, entries spread over 2^+-40) it agrees with norm2, the
+    power-of-two-scaled norm, to a few units in the last place."""
+    from attnproof.arith import norm2
 
-    def gamma(n, u):
-        return n * u / (1 - n * u)
-
-    u, eps = Fraction(1, 2**64), Fraction(1, 2**53)
-    return gamma(r + 1, u) * (1 + 2 * gamma(r, eps) + (4 * eps if evaluation else 0))
-
-
-needs_extended = pytest.mark.skipif(np.finfo(np.longdouble).nmant < 63, reason="no x87 extended longdouble")
+    rng = np.random.default_rng(e + 1000)
+    a = np.ldexp(rng.standard_normal((30, 20)), rng.integers(-40, 1, (30, 20)) + e)
+    assert FLOAT64.norm(a) == pytest.approx(float(norm2(a)), rel=8 * 2.0**-53)
 
 
-@needs_extended
 def test_cross_rounding_is_pinned():
     """_cross_rounding by hand on the rank-1 cross of _pinned_cross with R measured as (2, 4 + 2^-20)
-    (B = (2, 4) computed for it): every entry's residual M - A B is exact in longdouble, 0 but at
-    (0, 1), where it is 2^-20; the bound is (|res| + g (|M| + |A||B|)) (1 + 4 2^-64) with
-    g = _cross_rounding_g(1), rounded up to float64: at least that value with the least coefficient
-    g may be computed as, and within two units in the last place of it with g exact."""
-    from fractions import Fraction
-
+    (B = (2, 4) computed for it).  _sliced_residual scales A's rows and B's columns to largest
+    entries 1/2 (row 0 of A by 2^-1, row 1 by 2^0; B's columns by 2^-2, 2^-3): every slice but the
+    first is 0, the one product is exact, and M' - P_0 is 0 but at (0, 1), where it is 2^-24 (2^-20
+    scaled by 2^-4).  There the bound is (2^-24 (1 + 2u) + 2u 2^-24 + 2^-1070) (1 + 16u) scaled back:
+    2^-20 (1 + 5 2^-51) after float64's roundings (u = 2^-53); elsewhere only the absolute n 2^-1070
+    (1 + 16u), scaled back by 2^(a + b) and rounded up in the subnormal range: (2^(4 + a + b) + 1)
+    2^-1074."""
     import attnproof.theorems.lowrank as lowrank
 
     cross = _pinned_cross(None)
     cross.M[0, 1] += 2.0**-20
     cols, rows = lowrank._cross_rounding(cross, FLOAT64)
-    up = 1 + Fraction(4, 2**64)
-    for g in (_cross_rounding_g(1, evaluation=False), _cross_rounding_g(1)):
-        # columns J = [0]: M = (2, 1), A B = (2, 1); rows I = [0]: M = (2, 4 + 2^-20), A B = (2, 4)
-        want_cols = [g * 4 * up, g * 2 * up]
-        want_rows = [g * 4 * up, (Fraction(1, 2**20) + g * (8 + Fraction(1, 2**20))) * up]
-        for got, want in ((cols[:, 0], want_cols), (rows[0], want_rows)):
-            for x, w in zip(got, want, strict=True):
-                if g == _cross_rounding_g(1, evaluation=False):
-                    assert Fraction(float(x)) >= w
-                else:
-                    assert Fraction(float(x)) <= w * (1 + Fraction(2, 2**52))
+    tiny = 2.0**-1074
+    assert cols[:, 0].tolist() == [(2**7 + 1) * tiny, (2**6 + 1) * tiny]  # a + b = 1 + 2, 0 + 2
+    assert rows[0].tolist() == [(2**7 + 1) * tiny, 2.0**-20 * (1 + 5 * 2.0**-51)]  # a + b = 1 + 2, 1 + 3
 
 
-@needs_extended
+def test_cross_rounding_bounds_the_exact_residual_on_hostile_factors():
+    """_sliced_residual against the exact residual (Fractions) where its splitting is strained: entries
+    spread over 2^+-90 (most of their bits below the slices, in the remainder), exact zeros, rows and
+    columns near the bottom of float64's range (their scaling underflows), and M = A B to a relative
+    2^-52 (the residual cancels to its last bits)."""
+    from fractions import Fraction
+
+    import attnproof.theorems.lowrank as lowrank
+
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        m, n, p = (int(x) for x in rng.integers(1, 9, 3))
+        A = rng.standard_normal((m, n)) * np.ldexp(1.0, rng.integers(-90, 90, (m, n)))
+        B = rng.standard_normal((n, p)) * np.ldexp(1.0, rng.integers(-90, 90, (n, p)))
+        A[rng.random((m, n)) < 0.2] = 0.0
+        if trial % 4 == 0:
+            A = np.ldexp(A, -980)  # products near float64's subnormal range
+        M = (A @ B) * (1 + rng.integers(-2, 3, size=(m, p)) * 2.0**-52)
+        bound = lowrank._sliced_residual(M, A, B)
+        for i in range(m):
+            for j in range(p):
+                exact = Fraction(M[i, j]) - sum(Fraction(A[i, k]) * Fraction(B[k, j]) for k in range(n))
+                assert abs(exact) <= Fraction(float(bound[i, j]))
+
+
+@given(st.integers(1, 64), st.integers(0, 2**32 - 1))
+def test_slices_split_exactly_and_their_level_products_are_exact(n, seed):
+    """_slices: X is the sum of its slices and remainder exactly, the remainder no larger than X, and
+    the products of one level s + t (inner dimension up to S n) equal the exact sums (Fractions):
+    what _sliced_residual's bound rests on."""
+    from fractions import Fraction
+
+    import attnproof.theorems.lowrank as lowrank
+
+    rng = np.random.default_rng(seed)
+    S = lowrank.PRODUCT_SLICES
+    X = rng.uniform(-1, 1, (3, n)) * np.ldexp(1.0, rng.integers(-30, 1, (3, n)))
+    Y = rng.uniform(-1, 1, (n, 2)) * np.ldexp(1.0, rng.integers(-30, 1, (n, 2)))
+    (Xs, Xr), (Ys, _) = lowrank._slices(X, S * n), lowrank._slices(Y, S * n)
+    for i in range(3):
+        for k in range(n):
+            assert sum(Fraction(x[i, k]) for x in [*Xs, Xr]) == Fraction(X[i, k])
+    assert np.all(np.abs(Xr) <= np.abs(X))
+    for level in range(2 * S - 1):
+        pairs = [(s, level - s) for s in range(S) if 0 <= level - s < S]
+        P = np.hstack([Xs[s] for s, _ in pairs]) @ np.vstack([Ys[t] for _, t in pairs])
+        for i in range(3):
+            for j in range(2):
+                exact = sum(Fraction(Xs[s][i, k]) * Fraction(Ys[t][k, j]) for s, t in pairs for k in range(n))
+                assert Fraction(P[i, j]) == exact
+
+
 @given(st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**32 - 1), st.integers(-60, 60))
 def test_cross_rounding_bounds_the_exact_residual(d, r, seed, e):
     """_cross_rounding's bound holds against the exact residual ``M - A B`` (Fractions) of random
@@ -840,8 +879,8 @@ def test_cross_rounding_bounds_the_exact_residual(d, r, seed, e):
 def test_skeleton_cross_error_formula_is_pinned(monkeypatch, stop_col):
     """_cross_error on a hand-made rank-1 cross (d = 2, pivot (0, 0)): X = C/U = (1, 1/2)^T,
     Y = R/U = (1, 2).  Each skeleton entry's error is e plus the cross's rounding: A B = M exactly
-    here, so only g (|M| + |A||B|) = 2 g |M| with g = _cross_rounding's longdouble gamma_2
-    (:func:`_cross_rounding_g`): E_00 = e + 4 g, E_10 = e + 2 g, E_01 = e + 8 g.  On the skeleton
+    here, so that is _cross_rounding's absolute term alone (below 2^-1060, test_cross_rounding_is_pinned),
+    lost in e = 1e-9: E_00 = E_10 = E_01 = e.  On the skeleton
     the error is the entries' own; the unmeasured entry (1, 1) moves by
     dC° Y° + X° dR° - X° dU Y° = 2 E_10 + E_01 / 2 + (1/2)(2) E_00 at most, so the bound
     is sqrt(E_00^2 + E_10^2 + E_01^2 + (2 E_10 + E_01 / 2 + E_00)^2).  A stop on column 1 adds
@@ -851,12 +890,12 @@ def test_skeleton_cross_error_formula_is_pinned(monkeypatch, stop_col):
 
     import attnproof.theorems.lowrank as lowrank
 
-    e, g = 1e-9, float(_cross_rounding_g(1))
+    e = 1e-9
     monkeypatch.setattr(lowrank, "value_errors",
                         lambda probes, L, k, entries, *a, **kw: np.full(len(entries[0]), e))
     session, probes = types.SimpleNamespace(arith=FLOAT64, rounding=NAIVE), types.SimpleNamespace(d=2)
     got = lowrank._cross_error(session, probes, _pinned_cross(stop_col), 5.0, 0.0, np.ones(2))
-    E00, E10, E01 = e + 4 * g, e + 2 * g, e + 8 * g
+    E00 = E10 = E01 = e
     want = np.sqrt(E00**2 + E10**2 + E01**2 + (2 * E10 + E01 / 2 + E00) ** 2)
     want += 2 * (3e-10 + e + 8 * _gamma(2)) if stop_col is not None else 0.0
     assert abs(got - want) <= 1e-14 * want

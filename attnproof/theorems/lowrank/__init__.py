@@ -280,35 +280,109 @@ def _gamma(n: int, eps: float) -> float:
 EXACT_PROBE_BUDGET = 2**27
 
 
+#: Slices per factor in :func:`_sliced_residual` (Ozaki, Ogita, Oishi and Rump, "Error-free
+#: transformations of matrix multiplication by using fast routines of matrix multiplication and
+#: its applications", Numer. Algorithms 59, 2012): three of 22 bits (r = 128) leave what the
+#: products do not read below 2^-66 of each row's (column's) largest entry.
+PRODUCT_SLICES = 3
+
+
+def _slices(X: np.ndarray, terms: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """``X = X_0 + ... + X_{S-1} + X_r`` exactly (S = :data:`PRODUCT_SLICES`), for |X| < 1 read in
+    exact sums of at most ``terms`` products: Rump, Ogita and Oishi's ExtractScalar ("Accurate
+    floating-point summation part I", SIAM J. Sci. Comput. 31, 2008, Lemma 3.3: for ``sigma = 2^k``
+    and ``|p| <= 2^-M sigma``, ``q = fl(fl(sigma + p) - sigma)`` and ``p' = fl(p - q)`` satisfy
+    ``p = q + p'`` exactly, ``|q| <= 2^-M sigma``, q in ``2^-53 sigma Z`` and ``|p'| <= 2^-53
+    sigma``) with ``sigma_s = 2^(h - s (53 - h))``, ``h = ceil((53 + ceil(log2 terms)) / 2)``:
+    ``X_s`` is a multiple of ``2^((s + 1)(h - 53))`` of size at most ``2^(s (h - 53))``, so products
+    ``X_s Y_t`` with the same ``s + t`` share their unit and a sum of ``terms`` of them adds integers
+    of at most ``2^(106 - 2h) <= 2^53 / terms`` units: every partial sum is exact, in any order, with
+    or without FMA (BLAS's).  Each ``|p'| <= |p|`` (0 is on the grid q is rounded to), so
+    ``|X_r| <= |X|``."""
+    h = (53 + (max(terms, 1) - 1).bit_length() + 1) // 2  # (n - 1).bit_length() = ceil(log2 n)
+    out, rest = [], X
+    for s in range(PRODUCT_SLICES):
+        sigma = math.ldexp(1.0, h - s * (53 - h))
+        q = (rest + sigma) - sigma
+        out.append(q)
+        rest = rest - q
+    return out, rest
+
+
+def _sliced_residual(Me: np.ndarray, Ae: np.ndarray, Be: np.ndarray) -> np.ndarray:
+    """An upper bound on ``|Me - Ae Be|`` (float64, entrywise; Ae m x n, Be n x p) from exact float64
+    products on BLAS: no longdouble matrix product (numpy's is a loop, not BLAS: 1.1 s of the
+    learner at d = 4096, r = 128), no longdouble at all.
+
+    Ae's rows and Be's columns are scaled by exact powers of two to largest entries in [1/2, 1)
+    (``A = 2^-a Ae``, ``B = Be 2^-b``; an entry that underflows there moves by at most 2^-1075),
+    then split by :func:`_slices`: ``A = sum_s A_s + A_r``, ``B = sum_t B_t + B_r``.  The products
+    of one level ``k = s + t`` are one exact product ``P_k = [A_s ...] [B_t; ...]`` (inner dimension
+    at most S n).  With ``Â = A - A_r`` (``|Â| <= 2 |A|``), ``A B = sum_k P_k + Â B_r + A_r B``.  In
+    float64, ``D0 = fl(M' - P_0)`` (``M' = 2^-a Me 2^-b``), ``Q = fl(P_1 + ... + P_{2S-2})`` and
+    ``D = fl(D0 - Q)`` are off by at most ``u |D0|``, ``gamma_{2S-3}(u) sum_{k>0} |P_k|`` and
+    ``u |D|`` (Higham's (2.5) and (4.4), u = 2^-53; a sum that underflows is exact), so in the scaled
+    units ``|M' - A B| <= |D| (1 + 2u) + 2u |D0| + 8u sum_{k>0} |P_k| + (2|A||B_r| + |A_r||B|)
+    (1 + 16 n u) + n 2^-1070``: the remainder's nonnegative product by float64 BLAS is at most
+    ``1 / (1 - gamma_{2n}(u))`` of the computed plus 2^-1075 per underflowed product, and the
+    scaling's underflows (of A, B and M') move the rest by at most ``(2n + 1) 2^-1075``: these
+    within ``n 2^-1070``.  The bound's float64 sum and products take ``1 + 16u`` (each coefficient
+    an exact power of two above what it bounds); scaled back by ``2^(a + b)``, rounded up where
+    that is subnormal (only there can it round).  The bound is thus the residual the cross left
+    plus about 2^-75 of its size (the old longdouble residual's was ``gamma_{r+1}(2^-64)`` of
+    ``|M| + |A||B|``) and a remainder below ``2^-64 n`` of the rows' and columns' largest entries:
+    rigorous, and its last bits move."""
+    n = Ae.shape[1]
+    u = 2.0**-53
+    a = np.frexp(np.max(np.abs(Ae), axis=1, keepdims=True, initial=0.0))[1]
+    b = np.frexp(np.max(np.abs(Be), axis=0, keepdims=True, initial=0.0))[1]
+    A, B = np.ldexp(Ae, -a), np.ldexp(Be, -b)
+    (As, Ar), (Bs, Br) = _slices(A, PRODUCT_SLICES * n), _slices(B, PRODUCT_SLICES * n)
+    levels = [np.hstack([As[s] for s in range(k + 1) if s < PRODUCT_SLICES and k - s < PRODUCT_SLICES])
+              @ np.vstack([Bs[k - s] for s in range(k + 1) if s < PRODUCT_SLICES and k - s < PRODUCT_SLICES])
+              for k in range(2 * PRODUCT_SLICES - 1)]  # exact
+    D0 = np.ldexp(Me, -(a + b)) - levels[0]
+    D, low = D0 - sum(levels[1:]), sum(np.abs(P) for P in levels[1:])
+    rest = np.hstack([np.abs(A), np.abs(Ar)]) @ np.vstack([2 * np.abs(Br), np.abs(B)])
+    bound = np.abs(D) * (1 + 2 * u) + 2 * u * np.abs(D0) + 8 * u * low + rest * (1 + 16 * n * u) \
+        + n * 2.0**-1070
+    up = np.ldexp(bound * (1 + 16 * u), a + b)
+    return np.where(up < 2.0**-1022, np.nextafter(up, np.inf), up)
+
+
 def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]:
     """How far the computed cross ``A B`` is from the measured skeleton, at each entry it reads.
 
     The factors are built by rounded residual updates (col / col[i], ``M - A B``), so ``A B``
     reproduces the measured C, R only to rounding.  Measured a posteriori: at each skeleton entry e
-    (the pivot columns J and rows I), ``|M_e - (A B)_e|`` -- an exact function of the stored M, A, B
-    -- is at most the residual computed in a wider arithmetic plus that computation's own rounding,
-    ``|fl_w(M_e - A_e B_e)| + gamma_{r+1}(u_w) (|M_e| + (|A||B|)_e)`` (Higham, Thm 3.1: a sum of r + 1
-    terms in any order, each product rounded once, unit roundoff u_w).  float64 factors are read in
-    longdouble (u_w = 2^-64 with x87 extended precision: their products and sums keep 11 bits more,
-    and no float64 product underflows there), so the bound is the residual the cross actually
-    left, a random walk of r roundings, not float64's worst case ``gamma_{r+1}(2^-53)`` of the
-    magnitudes (Thm 5.1's skeleton ``C U^{-1} R`` carries these errors through X and Y: at d = 1024,
-    r = 32 they were half of each of dC, dR, dU; the bound fell 2.46e-9 -> 1.37e-9 on faithful seed
-    1).  The magnitudes ``|A||B|`` are float64 sums of r non-negative terms, at most ``1 / (1 -
-    gamma_r(2^-53))`` of the computed (g carries ``1 + 2 gamma_r(2^-53) + 4 eps``, its own float64
-    evaluation included), the bound's three operations in the wider arithmetic ``1 + 4 u_w``, and
-    the result is rounded up to float64.  mpmath reads its own arithmetic (:meth:`Arith.widened`, u_w
-    its resolution).  Returns them for the
-    pivot columns (d x r) and rows (r x d), as float64."""
+    (the pivot columns J and rows I), ``|M_e - (A B)_e|`` -- an exact function of the stored M, A, B.
+    float64 factors: :func:`_sliced_residual` (exact float64 products of slices on BLAS, the residual
+    and its bound in longdouble elementwise), so the bound is the residual the cross actually left,
+    a random walk of r roundings, not float64's worst case ``gamma_{r+1}(2^-53)`` of the magnitudes
+    (Thm 5.1's skeleton ``C U^{-1} R`` carries these errors through X and Y: at d = 1024, r = 32 they
+    were half of each of dC, dR, dU; the bound fell 2.46e-9 -> 1.37e-9 on faithful seed 1 when
+    first read in longdouble).  mpmath reads its own arithmetic (:meth:`Arith.widened`, u_w its
+    resolution): at most the residual computed there plus that computation's own rounding,
+    ``|fl_w(M_e - A_e B_e)| + gamma_{r+1}(u_w) (|M_e| + (|A||B|)_e)`` (Higham, Thm 3.1: a sum of
+    r + 1 terms in any order, each product rounded once), the magnitudes ``|A||B|`` float64 sums of
+    r non-negative terms, at most ``1 / (1 - gamma_r(2^-53))`` of the computed (g carries ``1 + 2
+    gamma_r(2^-53) + 4 eps``, its own float64 evaluation included), the bound's three operations
+    ``1 + 4 u_w``, and the result rounded up to float64.  Returns them for the pivot columns (d x r)
+    and rows (r x d), as float64."""
     I, J = cross.rows, cross.cols
     skeleton = (cross.M[:, J], cross.M[I, :], cross.A, cross.B)  # M read on C and R only: no d x d pass
+    if cross.A.dtype == np.float64:  # float64 factors: exact products on BLAS, not longdouble's loop
+        with _serial_lapack():  # exact in any order: the same bits on one thread, twice as fast on busy cores
+            return (_sliced_residual(skeleton[0], cross.A, cross.B[:, J]),
+                    _sliced_residual(skeleton[1], cross.A[I, :], cross.B))
     (C, u), (R, _), (A, _), (B, _) = (arith.widened(x) for x in skeleton)
     Af, Bf = (np.abs(arith.to_float(x)) for x in (cross.A, cross.B))
     g = _gamma(len(I) + 1, u) * (1 + 2 * _gamma(len(I), FLOAT64.eps) + 4 * FLOAT64.eps)
 
     def residual(Me: np.ndarray, Ae: np.ndarray, Be: np.ndarray, magnitudes: np.ndarray) -> np.ndarray:
         """``(|fl_w(M - A B)| + g (|M| + |A||B|)) (1 + 4 u_w)``, rounded up to float64."""
-        bound = (np.abs(Me - Ae @ Be) + g * (np.abs(Me) + magnitudes)) * (1 + 4 * u)
+        bound = np.abs(Me - Ae @ Be) + g * (np.abs(Me) + magnitudes)
+        bound = np.asarray(bound + bound * (4 * u))  # in the wider arithmetic: 1 + 4 u_w may be 1 in float64
         up = np.asarray(bound, dtype=np.float64)
         return np.where(up < bound, np.nextafter(up, np.inf), up)
 
