@@ -486,3 +486,49 @@ def test_former_open_transformer_zero_sum():
 
     A = np.array([[1, 1, 0.125, 0.96875], [1, 0.125, 0.125, 0.09375]])
     tf_float64_property(A, np.array([1, -1, 0.25, 1.0]), "zero_sum", np.zeros((4, 4)), 1034672)
+
+
+def test_wedge_charge_is_the_residual_plus_its_tolerance(monkeypatch):
+    """Each wedge point that agrees with q's plane is charged ``(|r| + tol) / |p|_inf``, r its
+    residual against q's prediction and tol the prediction's tolerance: a kink merged near p moves
+    f off q's plane by up to both (the answers' and prediction's rounding and q's gradient error
+    stand between r and that move), where the tolerance alone, charged before, could cover half of
+    it.  The anchored reading (``_anchored_tol``) switched off here, so every charge is that one;
+    naive answers (tol > 0) pushed by FFNNoiseAdversary, d = m = 4."""
+    from attnproof.theorems.transformer import ffn
+
+    inside, priced, charged = [False], [], []
+    original_tol, original_wedge = _PathSearch.prediction_tol, ffn._wedge_contradiction
+
+    def tol_spy(self, q, p, y):
+        t = original_tol(self, q, p, y)
+        if inside[0]:
+            r = abs(float(FLOAT64.to_float(np.array([y - self.predict(q, p)]))[0]))
+            priced.append((r, t, float(np.abs(p).max())))
+        return t
+
+    def wedge_spy(search, a, b, x, others, resolution=None):
+        inside[0] = True
+        before = len(resolution) if resolution is not None else 0
+        try:
+            return original_wedge(search, a, b, x, others, resolution)
+        finally:
+            inside[0] = False
+            if resolution is not None:
+                charged.extend(resolution[before:])
+
+    monkeypatch.setattr(_PathSearch, "prediction_tol", tol_spy)
+    monkeypatch.setattr(ffn, "_wedge_contradiction", wedge_spy)
+    monkeypatch.setattr(ffn, "_anchored_tol", lambda *args: np.inf)
+    from attnproof.oracles import FFNNoiseAdversary
+
+    rng = np.random.default_rng(3)
+    A, w = rng.standard_normal((4, 4)), rng.standard_normal(4)
+    # answers pushed along rays as far as the naive declaration allows: residuals of a fair share
+    # of the tolerance (the real oracle's are below 1 % of it)
+    oracle = FFNNoiseAdversary(ReluFFN(A, w), noise=answer_noise(FLOAT64, NAIVE), push="ray", seed=2)
+    learn_ffn(oracle, rng=rng)
+    finite = [c for c in charged if np.isfinite(c)]
+    assert finite and len(finite) == len(priced)
+    assert finite == pytest.approx([(r + t) / top for r, t, top in priced], rel=1e-12, abs=0)
+    assert any(r > 0.01 * t for r, t, _ in priced)  # the residual's share is seen: tol alone differs

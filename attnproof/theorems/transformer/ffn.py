@@ -1248,11 +1248,12 @@ def _wedge_contradiction(
     (``others``), at most ``2^WEDGE_REACH_LOG2 |x*|_inf``: p stays in q's region.
 
     What the points cannot see is charged: with ``resolution`` given, each agreeing point's
-    tolerance (or, when tighter, the bound :func:`_anchored_tol` reads from its answer against
-    q's plane through q's point or the origin, in the widest arithmetic) over its ``|p|_inf`` is
-    appended (inf when no point could be placed), and the
-    polished bound adds the largest (:func:`_confirmed_at_polish_grade`): a merge whose effect
-    at every point is below its tolerance moves f there, in the points' directions, by at most
+    residual plus its tolerance, ``|r| + tol`` (a merge moves f at p off q's plane by up to both;
+    the tolerance alone, before, could charge half of it), or, when tighter, the bound
+    :func:`_anchored_tol` reads from its answer against q's plane through q's point or the origin,
+    in the widest arithmetic, over its ``|p|_inf`` is appended (inf when no point could be
+    placed), and the polished bound adds the largest (:func:`_confirmed_at_polish_grade`): a
+    merge whose effect at every point is below that moves f there, in the points' directions, by at most
     that per unit ``|x|_inf``, which the jump's own charge ``d (err_a + err_b) / 2`` (its
     gradients' errors) does not cover.  Before, the points were held to the plane through
     ``f(x*)``, with x*'s offset ``(err_a + err_b) |x*|_1`` (the true kink's, ``|J_true^T x*|``)
@@ -1294,8 +1295,11 @@ def _wedge_contradiction(
         tol = search.prediction_tol(q, p, y)
         if not search.agrees(y, search.predict(q, p), tol):
             return p
-        if resolution is not None:
-            seen = min(tol, _anchored_tol(search, q, p, y))  # the tighter reading of the same answer
+        if resolution is not None:  # |D(p)| <= |r| + tol: the residual the test let pass plus what
+            # its tolerance prices (answers' and prediction's rounding, q's gradient error); or the
+            # tighter reading of the same answer against an anchor
+            r = abs(float(arith.to_float(np.array([y - search.predict(q, p)]))[0]))
+            seen = min(r + tol, _anchored_tol(search, q, p, y))
             resolution.append(seen / float(np.abs(arith.to_float(p)).max()))
     return None
 
@@ -1306,7 +1310,7 @@ def _anchored_tol(search: _PathSearch, q: _Piece, p: np.ndarray, y: Any) -> floa
     (inf when none is; the wedge test's own tolerance, which it is taken with, is 0 in exact
     arithmetic), widened by ``1 + 2^-48`` for its own float64 rounding; no query.  The bound
     holds whether or not r_a is within t_a; the gate keeps an anchor only where the answer reads
-    as on the plane, as the wedge test's own does (whose charge is its tolerance alone).
+    as on the plane, as the wedge test's own does (whose charge is its residual plus its tolerance).
 
     Sec. 4.1: on q's region f is ``g^T x`` (``sec4.1/piece-gradient``), so ``D(p) = f(p) - f(a) -
     g^T (p - a)`` is what a kink merged near p moves f off that plane.  With ``|G_q - g| <= err_q``
