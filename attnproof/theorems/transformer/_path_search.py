@@ -390,11 +390,17 @@ class _PathSearch:
         (``gmax``, or G's), the cancellation of units the answers' model admits (a 2^-23 unit
         beside a zero-sum triple, its kink 1e-8 from x*: S 5.9e7 read beside gradients of ~1; and
         ``-ReLU(z) + ReLU(z) + 2e-12 ReLU(x_1 + x_2)``, units 1e11 times f, beyond the model: read,
-        its W* was off by 2.6e-3 against a bound of 4e-10, as no bound downstream knows the units)."""
+        its W* was off by 2.6e-3 against a bound of 4e-10, as no bound downstream knows the units).
+        Every scale read, within the cap or beyond it, is kept in the session's diagnostics,
+        ``units_scale`` (the largest; ``diagnostics["units_scale"]`` of :func:`learn_ffn`'s
+        recovery, over all its attempts): the Transformer's bound takes the units from it where it
+        exceeds f's size (:func:`~attnproof.theorems.transformer.oracle_error`)."""
         if not self.noise or not abs(float(residual)) >= 2.0 ** (self.h_shrink_log2 / 2) * abs(float(before)):
             return False
         size = float(np.abs(self.arith.to_float(x0)).sum())
         scale = abs(float(residual)) / (self.arith.unit_roundoff * size * (2 * size / float(h) + 1))
+        seen = self.session.diagnostics
+        seen["units_scale"] = max(seen.get("units_scale", 0.0), scale)
         if scale > 4 * self.tuning.tol_ulps * max(self.gmax, float(np.abs(self.arith.to_float(G)).max())):
             return False  # beyond the cancellation the model admits over the gradients measured
         self.gscale = max(self.gscale, scale)
