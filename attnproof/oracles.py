@@ -423,7 +423,35 @@ def _check_push(name: str, *parts: tuple[np.ndarray, np.ndarray]) -> None:
                 f"{allowed[k]:.3g} allowed")
 
 
-class RoundingAdversary(ValueOracle):
+class _NaivePushAdversary(ValueOracle):
+    """The base of the float64 oracles whose two-token answers carry the naive rounding model's
+    worst case (:func:`_naive_push`): one-token answers exact, every push checked against what
+    the model allows before the answer is returned (:func:`_check_push`), NAIVE declared.  A
+    subclass gives :meth:`_push`."""
+
+    #: the arithmetics its model may compute in: it pushes float64 answers
+    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
+    #: the share of the pushed terms of the naive model the push uses (all of them)
+    USED: ClassVar[float] = 1.0
+
+    @property
+    def rounding(self) -> Rounding:
+        return NAIVE
+
+    def _push(self, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``(dw, dy, weight, label)`` of :func:`_naive_push` for a batch of first and last tokens."""
+        raise NotImplementedError
+
+    def _answer(self, Xb: np.ndarray) -> np.ndarray:
+        y = np.asarray(self.model(Xb), dtype=np.float64)
+        if Xb.shape[1] != 2:
+            return y
+        dw, dy, weight, label = self._push(np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float))
+        _check_push(type(self).__name__, (dw, weight), (dy, label))
+        return y + dw + dy
+
+
+class RoundingAdversary(_NaivePushAdversary):
     """A float64 value oracle whose two-token answers are off by the most the naive rounding model
     allows (:func:`attnproof.measure.value_errors` with :data:`~attnproof.models.NAIVE`), every
     error pushing the recovered logit the same way: the score difference by
@@ -441,27 +469,12 @@ class RoundingAdversary(ValueOracle):
     model's own answer: d = 4096, r = 128 in about the oracle's time), else through its dense W
     (d x d)."""
 
-    #: the arithmetics its model may compute in: it pushes float64 answers
-    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
-    #: the share of the pushed terms of the naive model the push uses (all of them)
-    USED: ClassVar[float] = 1.0
-
-    @property
-    def rounding(self) -> Rounding:
-        return NAIVE
-
-    def _answer(self, Xb: np.ndarray) -> np.ndarray:
-        y = np.asarray(self.model(Xb), dtype=np.float64)
-        if Xb.shape[1] != 2:
-            return y
+    def _push(self, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, ...]:
         m = self.model
         c = np.zeros(m.d) if m.c is None else np.asarray(m.c, float)
         beta = 0.0 if m.beta is None else float(m.beta)
-        x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
-        dw, dy, weight, label = _naive_push(x1, x2, self._query_image(x2), self._W_norm(),
-                                            np.asarray(m.v, float), c, beta, m.d, self.USED)
-        _check_push(type(self).__name__, (dw, weight), (dy, label))
-        return y + dw + dy
+        return _naive_push(x1, x2, self._query_image(x2), self._W_norm(), np.asarray(m.v, float), c, beta,
+                           m.d, self.USED)
 
     def _query_image(self, x2: np.ndarray) -> np.ndarray:
         """The rows ``W x_2`` of a batch of last tokens (B, d), in float64: ``K^T (Q x_2)`` for a
@@ -480,7 +493,7 @@ class RoundingAdversary(ValueOracle):
         return float(np.linalg.norm(np.asarray(m.W, float)))
 
 
-class MultiHeadRoundingAdversary(ValueOracle):
+class MultiHeadRoundingAdversary(_NaivePushAdversary):
     """A float64 oracle for a :class:`~attnproof.models.MultiHeadAttention` whose two-token answers
     are off by the most the naive model of each head allows (Sec. 7, Prop. C.2's reduced oracles):
     each head's pushed as :class:`RoundingAdversary` pushes a single head (:func:`_naive_push`, at
@@ -492,11 +505,6 @@ class MultiHeadRoundingAdversary(ValueOracle):
     (:class:`~attnproof.errors.ToleranceViolation` otherwise).  It declares
     :data:`~attnproof.models.NAIVE`.  Reads every head's W and v (the heads carry no biases)."""
 
-    #: the arithmetics its model may compute in: it pushes float64 answers
-    arithmetics: ClassVar[tuple[str, ...]] = ("float64",)
-    #: the share of the pushed terms of the naive model the push uses
-    USED: ClassVar[float] = 1.0
-
     def __post_init__(self) -> None:
         super().__post_init__()
         m = self.model
@@ -504,26 +512,16 @@ class MultiHeadRoundingAdversary(ValueOracle):
             raise InvalidInputError(
                 f"MultiHeadRoundingAdversary needs a float64 MultiHeadAttention; got {m!r}")
 
-    @property
-    def rounding(self) -> Rounding:
-        return NAIVE
-
-    def _answer(self, Xb: np.ndarray) -> np.ndarray:
-        y = np.asarray(self.model(Xb), dtype=np.float64)
-        if Xb.shape[1] != 2:
-            return y
-        x1, x2 = np.asarray(Xb[:, 0], float), np.asarray(Xb[:, 1], float)
+    def _push(self, x1: np.ndarray, x2: np.ndarray) -> tuple[np.ndarray, ...]:
         zero = np.zeros(self.d)
         pv = np.array([(x1 - x2) @ np.asarray(h.v, float) for h in self.model.heads])  # (H, B)
-        towards = np.sign(pv[np.argmax(np.abs(pv), axis=0), np.arange(len(y))])
+        towards = np.sign(pv[np.argmax(np.abs(pv), axis=0), np.arange(len(x1))])
         pushes = []
         for head in self.model.heads:
             W, v = np.asarray(head.W, float), np.asarray(head.v, float)
             pushes.append(_naive_push(x1, x2, x2 @ W.T, float(np.linalg.norm(W)), v, zero, 0.0, self.d,
                                       self.USED, towards))
-        dw, dy, weight, label = (np.array(t).sum(axis=0) for t in zip(*pushes))
-        _check_push(type(self).__name__, (dw, weight), (dy, label))
-        return y + dw + dy
+        return tuple(np.array(t).sum(axis=0) for t in zip(*pushes))
 
 
 #: Policies of :class:`FFNNoiseAdversary`: the sign s(x) of each answer's push.

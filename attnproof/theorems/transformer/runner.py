@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,27 +235,44 @@ def ffn_versus_adversary(
                                 f"got answers={answers!r}, arith={arith.name}")
     m = 2 * d if m is None else m
     noise = answer_noise(arith, NAIVE)
-    rows, pushes, refusal = [], {}, None
-    for push in FFN_PUSHES:
+
+    def against(push: str) -> dict[str, Any]:
         rng = np.random.default_rng(seed)
         _, A, w_o = transformer_target(d, m, rng)
         model = ReluFFN(A, w_o, arith)
         oracle = FFNNoiseAdversary(model, noise=noise, push=push, seed=seed)
         t0 = time.perf_counter()
-        try:
-            rec = learn_ffn(oracle, rng=rng, arith=arith)
-        except AttnproofError as exc:  # a refusal under one push: the learner is safe there
-            pushes[push], refusal = f"refused: {type(exc).__name__}", exc
-            continue
+        rec = learn_ffn(oracle, rng=rng, arith=arith)
         seconds = time.perf_counter() - t0
         X = rng.standard_normal((256, d))
         err = float(np.max(np.abs(rec(X) - model(X[:, None, :])) / np.abs(X).max(axis=1)))
         size = float(np.max(np.abs(model(X[:, None, :])) / np.abs(X).max(axis=1)))
         bound = rec.diagnostics["error_bound"]
-        pushes[push] = bound / err if err else None
-        rows.append({"err_W": err, "rel_err_W": err / size if size else err, "error_bound": bound,
-                     "within_bound": err <= bound, "seconds": seconds,
-                     "adversary": f"FFNNoiseAdversary {push}"})
+        return {"err_W": err, "rel_err_W": err / size if size else err, "error_bound": bound,
+                "within_bound": err <= bound, "seconds": seconds, "adversary": f"FFNNoiseAdversary {push}"}
+
+    return _closest_push(against)
+
+
+def _closest_push(against: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """The row ``against(push)`` closest to its bound (largest error / bound) over the pushes of
+    :data:`~attnproof.oracles.FFN_PUSHES`, with ``pushes``: each push's bound / error (None at
+    error 0), or ``refused: <typed error>`` where the learner refused under it (safe there).
+
+    Raises
+    ------
+    AttnproofError
+        The last refusal, when the learner refused under every push.
+    """
+    rows, pushes, refusal = [], {}, None
+    for push in FFN_PUSHES:
+        try:
+            row = against(push)
+        except AttnproofError as exc:  # a refusal under one push: the learner is safe there
+            pushes[push], refusal = f"refused: {type(exc).__name__}", exc
+            continue
+        pushes[push] = row["error_bound"] / row["err_W"] if row["err_W"] else None
+        rows.append(row)
     if not rows:
         raise refusal
     worst = max(rows, key=lambda r: r["err_W"] / r["error_bound"])
@@ -287,29 +305,23 @@ def transformer_versus_adversary(
             f"the Transformer's adversary realizes the naive float64 model; got {arith.name}")
     m = 2 * d if m is None else m
     noise = answer_noise(arith, NAIVE)
-    rows, pushes, refusal = [], {}, None
-    for push in FFN_PUSHES:
+
+    def against(push: str) -> dict[str, Any]:
         rng = np.random.default_rng(seed)
         W, A, w_o = transformer_target(d, m, rng, even=even)
         model = OneLayerTransformer(W, A, w_o, arith)
         oracle = TransformerNoiseAdversary(model, noise=noise, push=push, seed=seed)
         t0 = time.perf_counter()
-        try:
-            rec = learn_transformer(oracle, rng=rng, arith=arith, route=route, probes=probes)
-        except AttnproofError as exc:  # a refusal under one push: the learner is safe there
-            pushes[push], refusal = f"refused: {type(exc).__name__}", exc
-            continue
+        rec = learn_transformer(oracle, rng=rng, arith=arith, route=route, probes=probes)
+        seconds = time.perf_counter() - t0
         s = score(Recovery(W=rec.W, v=np.zeros(d), queries=rec.queries, arith=rec.arith), model.W,
                   np.zeros(d), arith)
         bound = rec.diagnostics["error_bound"]
-        pushes[push] = bound / s.err_W if s.err_W else None
-        rows.append({"err_W": s.err_W, "rel_err_W": s.rel_err_W, "error_bound": bound,
-                     "within_bound": s.err_W <= bound, "seconds": time.perf_counter() - t0,
-                     "adversary": f"TransformerNoiseAdversary {push}"})
-    if not rows:
-        raise refusal
-    worst = max(rows, key=lambda r: r["err_W"] / r["error_bound"])
-    return {**worst, "pushes": pushes}
+        return {"err_W": s.err_W, "rel_err_W": s.rel_err_W, "error_bound": bound,
+                "within_bound": s.err_W <= bound, "seconds": seconds,
+                "adversary": f"TransformerNoiseAdversary {push}"}
+
+    return _closest_push(against)
 
 
 @part("bounds", "adversary", 2)
