@@ -21,7 +21,7 @@ from ...models import ANSWERS, NAIVE, OneLayerTransformer, ReluFFN
 from ...oracles import FFN_PUSHES, FFNNoiseAdversary, TransformerNoiseAdversary, ValueOracle
 from ...recovery import Recovery, score
 from ...room import Options, Workload, default_of, option, part, runner
-from . import learn_transformer
+from . import UNITS_QUERIES, learn_transformer
 from ._path_search import answer_noise
 from .ffn import learn_ffn
 
@@ -179,7 +179,8 @@ def run_transformer(
         "L": rec.ffn.L, "queries": rec.queries, "queries_formula": rec.diagnostics["queries_formula"],
         "reasked_queries": rec.diagnostics["reasked_queries"],
         "designed_queries": designed_queries(rec.ffn.diagnostics["ledger"], d),
-        "query_formula": "(L+1)(d+1) + 3L + 4 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2"),
+        "query_formula": "(L+1)(d+1) + 3L + 4 + " + ("2(d + d^2)" if route == "antisymmetric" else "d + d^2")
+        + f" + {UNITS_QUERIES}",
         "ffn_queries": rec.diagnostics["ffn_queries"],
         "attention_queries": rec.diagnostics["attention_queries"],
         "err_W": s.err_W, "rel_err_W": s.rel_err_W, "bits": s.bits, "exact": s.bits is None,
