@@ -134,7 +134,11 @@ class TransformerRecovery:
 
 #: The units' probe (:func:`units_probe`): UNITS_DIRECTIONS random directions x and their negatives,
 #: each asked at x and at UNITS_SCALE x (not a power of two: 2 x scales every rounding exactly), and
-#: the unit roundoffs of its magnitudes each probe answer is read as rounded by (:func:`units_reading`).
+#: the unit roundoffs of its magnitudes each probe answer is read as rounded by (:func:`units_reading`:
+#: a float evaluation of an FFN rounds by a few, so the reading stays a lower estimate of the units,
+#: and naive's 2^10 roundoffs of them in nu stand 2^7 above the rounding read, :func:`oracle_error`).
+#: Four directions, not two: the attention's answers rounded at up to 12 times the probe's reading
+#: (54 with two; 35 large-unit targets), as a unit's rounding shows only where a small one is active.
 UNITS_DIRECTIONS, UNITS_SCALE, UNITS_READ_ULPS = 4, 3, 8
 #: The units' probe's queries: f at 2 UNITS_DIRECTIONS points and at UNITS_SCALE times each.
 UNITS_QUERIES = 4 * UNITS_DIRECTIONS
