@@ -133,7 +133,8 @@ def test_units_far_beyond_f_within_bound(d, K, seed):
     cap over the gradients measured, :meth:`_PathSearch._rounding_scale`), and W* was SILENTLY
     off by 1.93e-9 against a bound of 2.52e-10 (d = 2, 7.7 times) and 3.74e-9 against 1.43e-9
     (d = 3).  The units' scale the search read, the FFN recovery's ``units_scale``, now sets the
-    oracle's rounding where it exceeds f's size (bounds 1.6e-5, 8.6e-7)."""
+    oracle's rounding where it exceeds f's size (bounds 1.6e-5, 8.6e-7; 1.6e-5 and 2.3e-5 since the
+    units' probe, which reads units of 5.5e4 at d = 3, beyond the path's 2.0e3)."""
     W, A, w = large_units(d, K, seed)
     rec = recover(W, A, w, seed)
     assert rec.diagnostics["route"] == "antisymmetric"

@@ -371,13 +371,18 @@ def oracle_error(ffn: FFNRecovery, arith: Arith, cone: bool, units: float = 0.0)
     units beyond 2^10 S stays within it and defeats every reading.  The bound holds when the
     attention phase's answers are rounded within ``nu |z|_inf``, i.e. (the assumption) within
     ``tol_ulps / 8 = 2^7`` times the rounding per unit of ``|x|_inf`` the probe read, or within
-    the model at S.  Measured on the large-unit class (68 answered targets of 150, K 1e3 .. 1e8,
-    d 2 .. 4, the rest refused by the FFN learner): the attention's answers rounded at most 0.11 nu
-    (12 times the probe's rounding read as one roundoff), W* at least 411 times inside its bound.
-    Ordinary targets read below S (the bound unchanged: 40 random targets, U / S <= 0.79 read as one
-    roundoff); one-token answers pushed by the whole naive model with random signs
-    (:class:`~attnproof.oracles.FFNNoiseAdversary`'s ``random`` push) read as units 2^7 times
-    their magnitudes, and the bound grows by that (it cannot tell the two apart).
+    the model at S.  Measured on the large-unit class (K 1e3 .. 1e8, d 2 .. 4, both variants):
+    the attention's answers rounded at most 0.11 nu (68 answered of 150 draws; 12 times the probe's
+    rounding read as one roundoff), W* at least 411 times inside its bound there and 1.3e3 times
+    over 99 answered of 300 more draws, the rest refused by the FFN learner (194 DegenerateProbeError,
+    1 PrecisionLossError, and 6 AssumptionError, open: tests/test_transformer_route.py's
+    ``test_large_units_refused_as_biased``).
+    Ordinary targets read below S, their bounds unchanged (U / S <= 0.09 over 114 random float64
+    targets, <= 0.06 over 14 in mp:30); units beyond S widen it where the model held already (1/199
+    cancelling: bound / error 63 -> 368).  One-token answers pushed by the whole naive model with
+    random signs (:class:`~attnproof.oracles.TransformerNoiseAdversary`'s ``random`` and ``ray``
+    pushes) read as units 2^7 times their magnitudes, and the bound grows by that, as it cannot tell
+    the two apart (bench: bound / error 24.6 -> 1.6e3 and 1.5e3; its ``up`` push, homogeneous, 25.7).
 
     On the cone route also the FFN's own error bound: f is linear on the cone only up to kinks
     the FFN learner could not resolve, which the cone cannot avoid (a unit of weight 1e-9, its
@@ -484,5 +489,5 @@ from . import identities  # noqa: E402, F401
 __all__ = [
     "FFNRecovery", "TransformerRecovery", "learn_ffn", "learn_transformer", "ffn_query_count",
     "ffn_query_bound", "transformer_query_count", "cone_map", "CONE_DRAWS", "oracle_error",
-    "reduction_factor", "lifted_bound",
+    "reduction_factor", "lifted_bound", "units_probe", "units_reading", "UNITS_QUERIES",
 ]
