@@ -110,19 +110,44 @@ def identity_queries(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The identity queries ``[x_1; x_2], [-x_1; x_2]`` (interleaved, shape (2m, 2, d)) and the x_1
     (m, d): per pair g < h, ``IDENTITIES_PER_DIRECTION d_g d_h`` identities with Gaussian coordinates,
-    ``x_1`` in U_h and ``x_2`` in U_g alternately the other way round, scaled down by a power of two
-    (exact) so that the recovered score ``x_2^T W_hat x_2`` is at most about 1."""
+    ``x_1`` in U_h and ``x_2`` in U_g alternately the other way round, scaled by a power of two c (exact):
+
+    * down so that the recovered score ``x_2^T W_hat x_2`` is at most about 1;
+    * up (issues 22/23, SMALL_LEAK) while the largest score *any* head could compute from the pair,
+      ``c^2 reach w_max`` (``reach = max(|x_1|, |x_2|) |x_2|``, ``w_max = max_k ||W_hat^(k)||_F``),
+      stays about 1 (:func:`~.orthogonal._check_scale`'s law with ``top = reach w_max``, which also
+      keeps ``c^2 reach <= 2^512``, far from overflow).
+
+    Why up, and why that cap.  ``f(cX)`` is c times the answer at X of the target with every ``W^(k)``
+    times c^2, so (a) the C.1 identity holds exactly at every c (head a's scores are 0 as ``W^(a) x_2
+    = 0``, head b's are ``(0, c^2 x_2^T W^(b) x_2)`` for both signs of x_1) and its tolerance, the
+    answers' rounding (:func:`identity_residuals`), is evaluated at the scaled tokens; (b) a rotation
+    k moves the identities through the heads' scores, by about ``k c^2 reach w_max`` times the values
+    ``c |x| |v|``, against rounding ``eps c |x| |v|``.  With every W at most ``2^-32`` and unit tokens
+    a rotation was resolved only to ~1e-4 rad (SMALL_LEAK: 1.1e-4, so each head's certified v bound
+    was 1.05e-4, which the check queries' tolerance multiplies by their tokens' size, ~5e4); at
+    ``c^2 reach w_max ~ 1`` to about what a unit target's identities resolve.  The cap keeps every
+    head's scores at most ~2, the regime of unit targets, for which J's central differences (step
+    ``_STEP_J``) and the second-order margins of :func:`rotation_terms` were made (a larger c would
+    let a large head's scores, 0 under C.1 but not under a rotation, grow past 1).  A target whose
+    largest score at the drawn tokens is already about 1 or more is asked exactly as before.
+    """
+    from .orthogonal import _check_scale  # the checks' scale law (orthogonal imports this module)
+
     Ef = [arith.to_float(E) for E in Es]
     Wf = [arith.to_float(r.W) for r in heads]
+    w_max = max(float(np.linalg.norm(W)) for W in Wf)
     Q, X1 = [], []
     pairs = [(g, h) for g in range(len(Es)) for h in range(g + 1, len(Es))]
     for g, h in pairs:
         for m in range(IDENTITIES_PER_DIRECTION * Es[g].shape[1] * Es[h].shape[1]):
             a, b = (h, g) if m % 2 == 0 else (g, h)  # x_1 in U_a, x_2 in U_b
             z1, z2 = rng.standard_normal(Es[a].shape[1]), rng.standard_normal(Es[b].shape[1])
-            x2 = Ef[b] @ z2
+            x1, x2 = Ef[a] @ z1, Ef[b] @ z2
             top = abs(float(x2 @ Wf[b] @ x2))
             c = np.ldexp(1.0, int(min(0.0, np.round(-np.log2(top) / 2)))) if 0 < top < np.inf else 1.0
+            reach = max(float(np.linalg.norm(x1)), float(np.linalg.norm(x2))) * float(np.linalg.norm(x2))
+            c *= max(1.0, _check_scale(reach * w_max, reach, w_max))  # > 1 only if every score is < ~1
             with arith.context():
                 x1, x2 = Es[a] @ arith.asarray(c * z1), Es[b] @ arith.asarray(c * z2)
                 Q += [np.stack([x1, x2]), np.stack([-x1, x2])]
