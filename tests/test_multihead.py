@@ -417,6 +417,12 @@ def test_uniform_head_leaking_v_is_never_silently_recovered(target, seed, certif
     scaled down (to 2^-44) so that its scores at unit scale are small, beside heads of W ~ 1: refused, or
     functionally right with head h (which carries no leak) within its own bounds -- the function alone
     cannot tell a flip of a head of W ~ 1e-13 at unit scale, its parameters can.  Certified or not."""
+    _refused_or_right_on_its_head(target, seed, certify)
+
+
+def _refused_or_right_on_its_head(target, seed, certify):
+    """A leak target ``(heads, bases, how, h)`` refused, or functionally right with head h (which carries
+    no leak) within its own W and v bounds."""
     rec = _refused_or_functionally_right(target[:3], seed, certify)
     if rec is not None:
         (W, v), h = target[0][target[3]], target[3]
@@ -452,6 +458,29 @@ def test_small_leak_along_v_of_a_tiny_head_is_refused():
         _learn(heads, bases, rng=np.random.default_rng(51168))
     with pytest.raises(AssumptionError, match="check query 0"):
         _learn(heads, bases, rng=np.random.default_rng(51168), certify=False)
+
+
+@given(mst.tiny_head_leaks(), st.integers(0, 2**16), st.booleans())
+@example((*SMALL_LEAK[:2], "leak-v", 0), 51168, True)
+def test_tiny_head_leaks_are_refused_or_within_bounds(target, seed, certify):
+    """SMALL_LEAK's neighbourhood (strategies.tiny_head_leaks: lambda in {-0.5, -0.05, -0.005, 0.05},
+    head 1's W in {2^-20, 2^-32, 2^-44}, d = 2 and 3, axis or Cayley bases, certified or not): refused,
+    or functionally right with head 1 within its bounds.  The control lambda = 0 is a C.1 target: never
+    refused as a violation (AssumptionError; a PrecisionLossError is an honest "cannot certify"), every
+    head within its bounds.  Before the identities scaled up (above), 13 of 576 grid draws (axis bases,
+    seeds 0-11) came back silently wrong, all certified: d = 2, j = 32, lambda = -0.005 (9 of 12 seeds)
+    and d = 3, j = 20, lambda in {-0.05, -0.005} (2 of 12 each); none now."""
+    heads, bases, how, _ = target
+    if how != "c1":
+        _refused_or_right_on_its_head(target, seed, certify)
+        return
+    try:
+        rec, _ = _learn(heads, bases, rng=np.random.default_rng(seed), certify=certify)
+    except PrecisionLossError:
+        return
+    for (W, v), got, bW, bv in zip(heads, rec.heads, rec.diagnostics["error_bounds"],
+                                   rec.diagnostics["error_bounds_v"], strict=True):
+        assert np.linalg.norm(got.W - W) <= bW and np.linalg.norm(got.v - v) <= bv
 
 
 def test_a_small_heads_flip_beside_large_heads_is_refused():

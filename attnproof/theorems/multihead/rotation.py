@@ -12,6 +12,11 @@ and ``sum_k v^(k)`` is what the one-token answers measure (the learner's ``sum_k
 whatever C.1's truth: the bases split it, their sum is the whole).  The identity holds to the
 answers' rounding only, with no learned W in it, so its tolerance is at the rounding level.
 
+The identity queries are scaled (:func:`identity_queries`) up until the largest score any head
+could compute from them is about 1: the identity holds at every scale, and a rotation moves it
+through the heads' scores, so at unit tokens among heads of W ~2^-32 a rotation was resolved only to
+~1e-4 rad (issues 22/23, SMALL_LEAK).
+
 **A rotation.**  If the target satisfies C.1 for the subspaces ``R U_h`` (``R = exp(K)``, K skew;
 its part inside each U_h only changes the basis of U_h, so K is taken off-block,
 ``K = sum_{g<h} E_g A_gh E_h^T - E_h A_gh^T E_g^T``, coordinates k = the entries of the A_gh in the
