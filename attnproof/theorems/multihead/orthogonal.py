@@ -22,7 +22,7 @@ from ...recovery import MultiHeadRecovery, Recovery
 from ..exact import learn_exact
 from .maps import flip_heads, lift
 from .oracle import ReducedOracle
-from .rotation import identity_count, identity_residuals, rotation_terms
+from .rotation import _check_scale, identity_count, identity_residuals, rotation_terms
 
 #: Length of the held-out check queries (N = 3: the shortest length at which the
 #: short-input collapse is visible, see ``sec7/short-input-collapse``).
@@ -322,39 +322,6 @@ def _lift_error(dh: int, eps: float, gamma: float, Wt: float) -> float:
     """The lift ``E W~ E^T``'s rounding ``(2 d_h + 2) eps ||W~||_F`` and the bases' defect
     ``2 gamma ||W~||_F`` (:func:`_error_bounds`)."""
     return ((2 * dh + 2) * eps + 2 * gamma) * Wt
-
-
-#: The checks scale head k's tokens up only while ``c^2 reach max(1, max_g ||W_hat^(g)||_F)`` (the largest
-#: score any head could compute from them, before the cancellation C.1 promises, and the tokens' squared
-#: size) stays below this: far from float64's overflow (``2^1024``) in the tolerance's products of three
-#: token sizes, and exact in every arithmetic (a power of two).
-MAX_CHECK_SCORE = 2.0**512
-
-
-def _check_scale(top: float, reach: float, w_max: float) -> float:
-    """The power of two c (exact) by which a check query scales head k's tokens ``x_1, x_3 in U_k``
-    (:func:`check_heads`): head k's largest recovered score ``top`` becomes about 1.
-
-    Down freely (a saturated softmax would hide an error of W).  Up too: a head k that attends
-    nearly uniformly at unit scale differs from its short-input flip ``(-W, -v)`` plus a linear
-    head (equal at N <= 2, ``sec7/short-input-flip``) by only O(top^2 |x| |v|) at N = 3, which
-    rounding hides (thorough seed 271128).  Up to unit scores whatever the other heads' W: their
-    scores of the scaled tokens are rounding only (``W^(g) E_k = 0`` under C.1), and however far
-    rounding moves a softmax, it moves the head's output by at most the spread of its values, which
-    the check's tolerance caps it at (:func:`check_heads`; an earlier cap at ``c^2 reach
-    max_{g != k} ||W_g|| <= eps^(-1/2)`` stopped a head whose W is 1e-13 of another's at scores
-    ~1e-5, where its flip passed every check).  Only ``c^2 reach max(1, w_max) <= MAX_CHECK_SCORE``
-    (``reach = max_i |x_i| |x_3|``, ``w_max = max_g ||W_hat^(g)||_F``) bounds it, far from
-    overflow (a lone head of W 4e-221 scaled its tokens to 1e110 and the tolerance overflowed to
-    NaN: thorough seed 60317); a head still below unit scores there is refused by the flip test of
-    :func:`check_heads`.
-    """
-    if not 0 < top < np.inf:
-        return 1.0
-    n = np.round(-np.log2(top) / 2)  # c^2 top ~ 1
-    if n > 0:  # up: only far from overflow (top > 0, so x_3 != 0 and reach > 0)
-        n = max(0.0, min(n, np.floor(np.log2(MAX_CHECK_SCORE / (reach * max(w_max, 1.0))) / 2)))
-    return float(np.ldexp(1.0, int(n)))
 
 
 def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],

@@ -110,6 +110,42 @@ def _rotation(K: np.ndarray, t: float) -> np.ndarray:
     return np.eye(K.shape[0]) + tK + tK @ tK / 2
 
 
+#: The checks scale head k's tokens up only while ``c^2 reach max(1, max_g ||W_hat^(g)||_F)`` (the largest
+#: score any head could compute from them, before the cancellation C.1 promises, and the tokens' squared
+#: size) stays below this: far from float64's overflow (``2^1024``) in the tolerance's products of three
+#: token sizes, and exact in every arithmetic (a power of two).
+MAX_CHECK_SCORE = 2.0**512
+
+
+def _check_scale(top: float, reach: float, w_max: float) -> float:
+    """The power of two c (exact) by which a check query scales head k's tokens ``x_1, x_3 in U_k``
+    (:func:`~.orthogonal.check_heads`): head k's largest recovered score ``top`` becomes about 1.
+
+    Down freely (a saturated softmax would hide an error of W).  Up too: a head k that attends
+    nearly uniformly at unit scale differs from its short-input flip ``(-W, -v)`` plus a linear
+    head (equal at N <= 2, ``sec7/short-input-flip``) by only O(top^2 |x| |v|) at N = 3, which
+    rounding hides (thorough seed 271128).  Up to unit scores whatever the other heads' W: their
+    scores of the scaled tokens are rounding only (``W^(g) E_k = 0`` under C.1), and however far
+    rounding moves a softmax, it moves the head's output by at most the spread of its values, which
+    the check's tolerance caps it at (:func:`~.orthogonal.check_heads`; an earlier cap at ``c^2 reach
+    max_{g != k} ||W_g|| <= eps^(-1/2)`` stopped a head whose W is 1e-13 of another's at scores
+    ~1e-5, where its flip passed every check).  Only ``c^2 reach max(1, w_max) <= MAX_CHECK_SCORE``
+    (``reach = max_i |x_i| |x_3|``, ``w_max = max_g ||W_hat^(g)||_F``) bounds it, far from
+    overflow (a lone head of W 4e-221 scaled its tokens to 1e110 and the tolerance overflowed to
+    NaN: thorough seed 60317); a head still below unit scores there is refused by the flip test of
+    :func:`~.orthogonal.check_heads`.
+
+    The C.1 identities scale their tokens up by the same law (:func:`identity_queries`, with ``top``
+    the largest score any head could compute), hence it lives here: orthogonal.py imports this module.
+    """
+    if not 0 < top < np.inf:
+        return 1.0
+    n = np.round(-np.log2(top) / 2)  # c^2 top ~ 1
+    if n > 0:  # up: only far from overflow (top > 0, so x_3 != 0 and reach > 0)
+        n = max(0.0, min(n, np.floor(np.log2(MAX_CHECK_SCORE / (reach * max(w_max, 1.0))) / 2)))
+    return float(np.ldexp(1.0, int(n)))
+
+
 def identity_queries(
     heads: list[Recovery], Es: list[np.ndarray], arith: Arith, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -120,7 +156,7 @@ def identity_queries(
     * down so that the recovered score ``x_2^T W_hat x_2`` is at most about 1;
     * up (issues 22/23, SMALL_LEAK) while the largest score *any* head could compute from the pair,
       ``c^2 reach w_max`` (``reach = max(|x_1|, |x_2|) |x_2|``, ``w_max = max_k ||W_hat^(k)||_F``),
-      stays about 1 (:func:`~.orthogonal._check_scale`'s law with ``top = reach w_max``, which also
+      stays about 1 (:func:`_check_scale`'s law, the checks', with ``top = reach w_max``, which also
       keeps ``c^2 reach <= 2^512``, far from overflow).
 
     Why up, and why that cap.  ``f(cX)`` is c times the answer at X of the target with every ``W^(k)``
@@ -137,8 +173,6 @@ def identity_queries(
     let a large head's scores, 0 under C.1 but not under a rotation, grow past 1).  A target whose
     largest score at the drawn tokens is already about 1 or more is asked exactly as before.
     """
-    from .orthogonal import _check_scale  # the checks' scale law (orthogonal imports this module)
-
     Ef = [arith.to_float(E) for E in Es]
     Wf = [arith.to_float(r.W) for r in heads]
     w_max = max(float(np.linalg.norm(W)) for W in Wf)
