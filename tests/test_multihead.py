@@ -550,12 +550,12 @@ def _refused_or_functionally_right(target, seed, certify=True):
 
 
 def test_check_scale_by_hand():
-    """The checks' scale of U_k's tokens (orthogonal._check_scale), by hand: c^2 top ~ 1 (top = 2^-10:
-    c = 2^5; top = 2^10: c = 2^-5; top = 2^-100: c = 2^50 whatever the other heads' W), capped up only at
-    c^2 reach max(1, w_max) <= 2^512 (top = 2^-600, reach = w_max = 1: c = 2^256; reach 4, w_max 16:
-    c = 2^253; every W ~0: the tokens' own size, c = 2^256), never down for the cap, and 1 when head k's
-    scores are 0 or not finite."""
-    from attnproof.theorems.multihead.orthogonal import _check_scale
+    """The checks' scale of U_k's tokens (rotation._check_scale, the identities' too), by hand: c^2 top
+    ~ 1 (top = 2^-10: c = 2^5; top = 2^10: c = 2^-5; top = 2^-100: c = 2^50 whatever the other heads'
+    W), capped up only at c^2 reach max(1, w_max) <= 2^512 (top = 2^-600, reach = w_max = 1: c =
+    2^256; reach 4, w_max 16: c = 2^253; every W ~0: the tokens' own size, c = 2^256), never down for
+    the cap, and 1 when head k's scores are 0 or not finite."""
+    from attnproof.theorems.multihead.rotation import _check_scale
 
     assert _check_scale(2.0**-10, 1.0, 1.0) == 2.0**5
     assert _check_scale(2.0**10, 1.0, 1.0) == 2.0**-5
