@@ -148,7 +148,9 @@ def learn_orthogonal_heads(
         Ask ``4 sum_{g<h} d_g d_h`` C.1 identity queries (:mod:`.rotation`) and add to each head's
         bound what a rotation of the subspaces off the given bases, consistent with their answers,
         could do to it (first order): the bound then holds for targets that satisfy C.1 only up to
-        such a rotation (issue 23, item 1), at the price of a looser bound for small heads.
+        such a rotation (issue 23, item 1), at the price of a looser bound for a small head beside
+        large ones (the identities scale their tokens up only until the largest head's scores are ~1,
+        :func:`~.rotation.identity_queries`).
         ``False``: C.1 is taken for the given bases (up to their rounding).
     tol : float, optional
         Promised accuracy: raise PrecisionLossError if the a-posteriori bound on
