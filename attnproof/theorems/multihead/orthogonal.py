@@ -22,7 +22,7 @@ from ...recovery import MultiHeadRecovery, Recovery
 from ..exact import learn_exact
 from .maps import flip_heads, lift
 from .oracle import ReducedOracle
-from .rotation import _check_scale, identity_count, identity_residuals, rotation_terms
+from .rotation import _check_scale, identity_count, identity_residuals, rotation_terms, sum_v_error
 
 #: Length of the held-out check queries (N = 3: the shortest length at which the
 #: short-input collapse is visible, see ``sec7/short-input-collapse``).
@@ -443,8 +443,9 @@ def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray],
     |x_N| eps_W^(h)`` and the output by ``sum_i alpha_i |y_i - alpha^T y| |x_i| |x_N| eps_W^(h)``
     (the softmax's Jacobian), where W_hat's error lies in U_h up to the lift's rounding, so
     ``|x_i|`` shrinks to ``|E_h^T x_i| + gamma |x_i|`` (:func:`_gram_defect`): ~0 for a head that
-    attends uniformly, whose prediction carries no W error; v's error by ``max_i |x_i| eps_v^(h)``;
-    twice the sum over heads (second-order slack) plus ``4 (d + N + 4) eps`` times ``sum_h max_i
+    attends uniformly, whose prediction carries no W error; v's errors ``dv_h`` by ``sum_h alpha^(h)
+    . X dv_h`` (:func:`_v_term`: at most ``max_i |x_i| sum_h eps_v^(h)``, less when the heads' v errors
+    must cancel); twice the sum (second-order slack) plus ``4 (d + N + 4) eps`` times ``sum_h max_i
     |y_i| (1 + max_i |x_i| |x_N| ||W^(h)||_F)`` (the rounding of both evaluations).  However far its
     scores move, a softmax average moves by at most the spread of its values, ``max y - min y``:
     each head's W term and its scores' rounding are capped there (the checks scale U_k's tokens up
@@ -454,16 +455,42 @@ def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray],
     norms = np.linalg.norm(Gb, axis=1)
     reach = float((norms * norms[-1]).max())
     unit = 4 * (d + CHECK_LENGTH + 4) * eps
-    first, rounding = 0.0, 0.0
-    for W, v, E, (eps_W, eps_v) in zip(Wf, vf, Ef, per_head):
+    first, rounding, alphas = 0.0, 0.0, []
+    for W, v, E, (eps_W, _) in zip(Wf, vf, Ef, per_head):
         # |E_h^T x_i| (rounded, and the bases' defect) bounds the reach of W_hat's error
         proj = np.linalg.norm(Gb @ E, axis=1) + (gamma + d * eps) * norms
         s = Gb @ W @ Gb[-1]
         alpha = np.exp(s - s.max())
         alpha /= alpha.sum()
+        alphas.append(alpha)
         yv = Gb @ v
         spread, size = float(yv.max() - yv.min()), float(np.abs(yv).max())
-        first += float(norms.max()) * eps_v
         first += min(float(np.sum(alpha * np.abs(yv - alpha @ yv) * proj * proj[-1])) * eps_W, spread)
         rounding += unit * size + min(unit * size * reach * float(np.linalg.norm(W)), spread)
+    sigma = sum_v_error(vf, [E.shape[1] for E in Ef], d, gamma, eps)
+    first += _v_term(Gb, alphas, [eps_v for _, eps_v in per_head], sigma)
     return 2 * first + rounding
+
+
+def _v_term(Gb: np.ndarray, alphas: list[np.ndarray], eps_v: list[float], sigma: float) -> float:
+    """A bound on ``|sum_h alpha^(h) . X dv_h|`` for one check query X (rows x_i, :func:`_check_tolerance`),
+    the heads' weights ``alpha^(h)`` and v errors ``||dv_h|| <= eps_v^(h)`` with ``||sum_h dv_h|| <= sigma``.
+
+    Each head alone: ``|alpha . X dv| <= max_i |x_i| ||dv||``.  Together the errors must nearly cancel:
+    every head's v is read from the same one-token answers, which measure ``sum_h v^(h)`` whatever
+    Assumption C.1's truth (:func:`~.rotation.sum_v_error`: sigma), so for any probability vector u
+
+        sum_h alpha^(h) . X dv_h = sum_h (alpha^(h) - u) . X dv_h + u . X sum_h dv_h,
+
+    and a vector w summing to 0 has ``|w . y| <= ||w||_1 (max y - min y) / 2``, where ``max_{i,j} |(x_i -
+    x_j)^T dv_h| <= D eps_v^(h)``, ``D = max_{i,j} |x_i - x_j|``: at most ``sum_h ||alpha^(h) - u||_1 D
+    eps_v^(h) / 2 + max_i |x_i| sigma``, u ranging over the heads' own weights.  The smaller of the two
+    bounds.  A rotation between heads that the C.1 identities resolve poorly moves every head's v
+    (certified v bounds ~1e-4 among heads of W <= 2^-20, issues 22/23, SMALL_LEAK) but not their sum:
+    it counts only through how differently the heads attend, 0 between two that both attend uniformly.
+    """
+    norms = np.linalg.norm(Gb, axis=1)
+    alone = float(norms.max()) * sum(eps_v)
+    D = float(np.linalg.norm(Gb[:, None, :] - Gb[None, :, :], axis=2).max())
+    together = min(sum(float(np.abs(a - u).sum()) * e for a, e in zip(alphas, eps_v)) for u in alphas)
+    return min(alone, together * D / 2 + float(norms.max()) * sigma)

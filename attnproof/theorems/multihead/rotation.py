@@ -194,6 +194,19 @@ def identity_queries(
     return np.stack(Q), np.stack(X1)
 
 
+def sum_v_error(vf: list[np.ndarray], dims: list[int], d: int, gamma: float, eps: float) -> float:
+    """A bound on ``||sum_k v_hat^(k) - sum_k v^(k)||_2`` plus ``d eps S``, whatever C.1's truth.
+
+    Every head's ``v~_k`` is read from the one-token answers ``f(E_k e_i) = e_i^T E_k^T sum_g v^(g)``
+    (:func:`~attnproof.prelude.read_v`: one token, every head weight 1), so the bases split the sum
+    and lifted back they add up to it: each answer errs by ``(d + H + 2) eps |x| S`` (S = sum_k
+    ||v_hat^(k)||, |x| <= 1 + gamma; ``sqrt(H d)`` bounds ``sum_k sqrt(d_k)``), the lift ``E_k v~`` by
+    ``(d_k + 1) eps ||v_hat^(k)||``, the bases' defect (``E E^T - I``) by ``gamma S``; ``d eps S`` is
+    the rounding of a dot product with the sum (the identities' right side)."""
+    H, S = len(vf), float(sum(np.linalg.norm(v) for v in vf))
+    return ((1 + gamma) * np.sqrt(H * d) * (d + H + 2) + max(dims) + 1 + d) * eps * S + gamma * S
+
+
 def identity_residuals(
     session: Session, heads: list[Recovery], Es: list[np.ndarray], gamma: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -203,9 +216,7 @@ def identity_residuals(
 
     Tolerance: each answer's rounding ``4 (d + 6) eps sum_k max_i |x_i^T v^(k)| (1 + max_i |x_i|
     |x_2| ||W^(k)||_F)`` (the check queries' model, :func:`~.orthogonal.check_heads`), plus ``|x_1|``
-    times the error of the measured ``sum_k v^(k)``: each one-token answer ``E_k e_i`` errs by ``(d + H +
-    2) eps |x| S`` (S = sum_k ||v_hat^(k)||, |x| <= 1 + gamma), the lift ``E_k v~`` by ``(d_k + 1) eps
-    ||v_hat^(k)||``, the bases' defect ``gamma S``, and the dot product ``d eps``.
+    times the error of the measured ``sum_k v^(k)`` and the dot product's rounding (:func:`sum_v_error`).
     Exact arithmetic (eps = 0): the tolerance is 0 and an identity must hold exactly.
 
     Raises
@@ -213,7 +224,7 @@ def identity_residuals(
     AssumptionError
         In exact arithmetic, if an identity does not hold exactly.
     """
-    arith, d, H = session.arith, session.oracle.d, len(Es)
+    arith, d = session.arith, session.oracle.d
     Q, X1 = identity_queries(heads, Es, arith, rng)
     y = arith.asarray(session.ask(Q))
     with arith.context():
@@ -225,9 +236,7 @@ def identity_residuals(
     eps, Qf, X1f = arith.eps, arith.to_float(Q), arith.to_float(X1)
     Wf = [arith.to_float(r.W) for r in heads]
     vf = [arith.to_float(r.v) for r in heads]
-    S = float(sum(np.linalg.norm(v) for v in vf))
-    dims = [E.shape[1] for E in Es]
-    sum_v = ((1 + gamma) * np.sqrt(H * d) * (d + H + 2) + max(dims) + 1 + d) * eps * S + gamma * S
+    sum_v = sum_v_error(vf, [E.shape[1] for E in Es], d, gamma, eps)
     tol = np.empty(len(X1f))
     for b in range(len(X1f)):
         rounding = 0.0
