@@ -22,7 +22,7 @@ from ...recovery import MultiHeadRecovery, Recovery
 from ..exact import learn_exact
 from .maps import flip_heads, lift
 from .oracle import ReducedOracle
-from .rotation import identity_count, identity_residuals, rotation_terms
+from .rotation import _check_scale, identity_count, identity_residuals, rotation_terms, sum_v_error
 
 #: Length of the held-out check queries (N = 3: the shortest length at which the
 #: short-input collapse is visible, see ``sec7/short-input-collapse``).
@@ -148,7 +148,9 @@ def learn_orthogonal_heads(
         Ask ``4 sum_{g<h} d_g d_h`` C.1 identity queries (:mod:`.rotation`) and add to each head's
         bound what a rotation of the subspaces off the given bases, consistent with their answers,
         could do to it (first order): the bound then holds for targets that satisfy C.1 only up to
-        such a rotation (issue 23, item 1), at the price of a looser bound for small heads.
+        such a rotation (issue 23, item 1), at the price of a looser bound for a small head beside
+        large ones (the identities scale their tokens up only until the largest head's scores are ~1,
+        :func:`~.rotation.identity_queries`).
         ``False``: C.1 is taken for the given bases (up to their rounding).
     tol : float, optional
         Promised accuracy: raise PrecisionLossError if the a-posteriori bound on
@@ -324,39 +326,6 @@ def _lift_error(dh: int, eps: float, gamma: float, Wt: float) -> float:
     return ((2 * dh + 2) * eps + 2 * gamma) * Wt
 
 
-#: The checks scale head k's tokens up only while ``c^2 reach max(1, max_g ||W_hat^(g)||_F)`` (the largest
-#: score any head could compute from them, before the cancellation C.1 promises, and the tokens' squared
-#: size) stays below this: far from float64's overflow (``2^1024``) in the tolerance's products of three
-#: token sizes, and exact in every arithmetic (a power of two).
-MAX_CHECK_SCORE = 2.0**512
-
-
-def _check_scale(top: float, reach: float, w_max: float) -> float:
-    """The power of two c (exact) by which a check query scales head k's tokens ``x_1, x_3 in U_k``
-    (:func:`check_heads`): head k's largest recovered score ``top`` becomes about 1.
-
-    Down freely (a saturated softmax would hide an error of W).  Up too: a head k that attends
-    nearly uniformly at unit scale differs from its short-input flip ``(-W, -v)`` plus a linear
-    head (equal at N <= 2, ``sec7/short-input-flip``) by only O(top^2 |x| |v|) at N = 3, which
-    rounding hides (thorough seed 271128).  Up to unit scores whatever the other heads' W: their
-    scores of the scaled tokens are rounding only (``W^(g) E_k = 0`` under C.1), and however far
-    rounding moves a softmax, it moves the head's output by at most the spread of its values, which
-    the check's tolerance caps it at (:func:`check_heads`; an earlier cap at ``c^2 reach
-    max_{g != k} ||W_g|| <= eps^(-1/2)`` stopped a head whose W is 1e-13 of another's at scores
-    ~1e-5, where its flip passed every check).  Only ``c^2 reach max(1, w_max) <= MAX_CHECK_SCORE``
-    (``reach = max_i |x_i| |x_3|``, ``w_max = max_g ||W_hat^(g)||_F``) bounds it, far from
-    overflow (a lone head of W 4e-221 scaled its tokens to 1e110 and the tolerance overflowed to
-    NaN: thorough seed 60317); a head still below unit scores there is refused by the flip test of
-    :func:`check_heads`.
-    """
-    if not 0 < top < np.inf:
-        return 1.0
-    n = np.round(-np.log2(top) / 2)  # c^2 top ~ 1
-    if n > 0:  # up: only far from overflow (top > 0, so x_3 != 0 and reach > 0)
-        n = max(0.0, min(n, np.floor(np.log2(MAX_CHECK_SCORE / (reach * max(w_max, 1.0))) / 2)))
-    return float(np.ldexp(1.0, int(n)))
-
-
 def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
                 bounds: list[tuple[float, float]] | None, checks: int, rng: np.random.Generator | None,
                 noise: float = 0.0) -> float:
@@ -474,8 +443,9 @@ def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray],
     |x_N| eps_W^(h)`` and the output by ``sum_i alpha_i |y_i - alpha^T y| |x_i| |x_N| eps_W^(h)``
     (the softmax's Jacobian), where W_hat's error lies in U_h up to the lift's rounding, so
     ``|x_i|`` shrinks to ``|E_h^T x_i| + gamma |x_i|`` (:func:`_gram_defect`): ~0 for a head that
-    attends uniformly, whose prediction carries no W error; v's error by ``max_i |x_i| eps_v^(h)``;
-    twice the sum over heads (second-order slack) plus ``4 (d + N + 4) eps`` times ``sum_h max_i
+    attends uniformly, whose prediction carries no W error; v's errors ``dv_h`` by ``sum_h alpha^(h)
+    . X dv_h`` (:func:`_v_term`: at most ``max_i |x_i| sum_h eps_v^(h)``, less when the heads' v errors
+    must cancel); twice the sum (second-order slack) plus ``4 (d + N + 4) eps`` times ``sum_h max_i
     |y_i| (1 + max_i |x_i| |x_N| ||W^(h)||_F)`` (the rounding of both evaluations).  However far its
     scores move, a softmax average moves by at most the spread of its values, ``max y - min y``:
     each head's W term and its scores' rounding are capped there (the checks scale U_k's tokens up
@@ -485,16 +455,42 @@ def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray],
     norms = np.linalg.norm(Gb, axis=1)
     reach = float((norms * norms[-1]).max())
     unit = 4 * (d + CHECK_LENGTH + 4) * eps
-    first, rounding = 0.0, 0.0
-    for W, v, E, (eps_W, eps_v) in zip(Wf, vf, Ef, per_head):
+    first, rounding, alphas = 0.0, 0.0, []
+    for W, v, E, (eps_W, _) in zip(Wf, vf, Ef, per_head):
         # |E_h^T x_i| (rounded, and the bases' defect) bounds the reach of W_hat's error
         proj = np.linalg.norm(Gb @ E, axis=1) + (gamma + d * eps) * norms
         s = Gb @ W @ Gb[-1]
         alpha = np.exp(s - s.max())
         alpha /= alpha.sum()
+        alphas.append(alpha)
         yv = Gb @ v
         spread, size = float(yv.max() - yv.min()), float(np.abs(yv).max())
-        first += float(norms.max()) * eps_v
         first += min(float(np.sum(alpha * np.abs(yv - alpha @ yv) * proj * proj[-1])) * eps_W, spread)
         rounding += unit * size + min(unit * size * reach * float(np.linalg.norm(W)), spread)
+    sigma = sum_v_error(vf, [E.shape[1] for E in Ef], d, gamma, eps)
+    first += _v_term(Gb, alphas, [eps_v for _, eps_v in per_head], sigma)
     return 2 * first + rounding
+
+
+def _v_term(Gb: np.ndarray, alphas: list[np.ndarray], eps_v: list[float], sigma: float) -> float:
+    """A bound on ``|sum_h alpha^(h) . X dv_h|`` for one check query X (rows x_i, :func:`_check_tolerance`),
+    the heads' weights ``alpha^(h)`` and v errors ``||dv_h|| <= eps_v^(h)`` with ``||sum_h dv_h|| <= sigma``.
+
+    Each head alone: ``|alpha . X dv| <= max_i |x_i| ||dv||``.  Together the errors must nearly cancel:
+    every head's v is read from the same one-token answers, which measure ``sum_h v^(h)`` whatever
+    Assumption C.1's truth (:func:`~.rotation.sum_v_error`: sigma), so for any probability vector u
+
+        sum_h alpha^(h) . X dv_h = sum_h (alpha^(h) - u) . X dv_h + u . X sum_h dv_h,
+
+    and a vector w summing to 0 has ``|w . y| <= ||w||_1 (max y - min y) / 2``, where ``max_{i,j} |(x_i -
+    x_j)^T dv_h| <= D eps_v^(h)``, ``D = max_{i,j} |x_i - x_j|``: at most ``sum_h ||alpha^(h) - u||_1 D
+    eps_v^(h) / 2 + max_i |x_i| sigma``, u ranging over the heads' own weights.  The smaller of the two
+    bounds.  A rotation between heads that the C.1 identities resolve poorly moves every head's v
+    (certified v bounds ~1e-4 among heads of W <= 2^-20, issues 22/23, SMALL_LEAK) but not their sum:
+    it counts only through how differently the heads attend, 0 between two that both attend uniformly.
+    """
+    norms = np.linalg.norm(Gb, axis=1)
+    alone = float(norms.max()) * sum(eps_v)
+    D = float(np.linalg.norm(Gb[:, None, :] - Gb[None, :, :], axis=2).max())
+    together = min(sum(float(np.abs(a - u).sum()) * e for a, e in zip(alphas, eps_v)) for u in alphas)
+    return min(alone, together * D / 2 + float(norms.max()) * sigma)

@@ -12,6 +12,11 @@ and ``sum_k v^(k)`` is what the one-token answers measure (the learner's ``sum_k
 whatever C.1's truth: the bases split it, their sum is the whole).  The identity holds to the
 answers' rounding only, with no learned W in it, so its tolerance is at the rounding level.
 
+The identity queries are scaled (:func:`identity_queries`) up until the largest score any head
+could compute from them is about 1: the identity holds at every scale, and a rotation moves it
+through the heads' scores, so at unit tokens among heads of W ~2^-32 a rotation was resolved only to
+~1e-4 rad (issues 22/23, SMALL_LEAK).
+
 **A rotation.**  If the target satisfies C.1 for the subspaces ``R U_h`` (``R = exp(K)``, K skew;
 its part inside each U_h only changes the basis of U_h, so K is taken off-block,
 ``K = sum_{g<h} E_g A_gh E_h^T - E_h A_gh^T E_g^T``, coordinates k = the entries of the A_gh in the
@@ -105,29 +110,101 @@ def _rotation(K: np.ndarray, t: float) -> np.ndarray:
     return np.eye(K.shape[0]) + tK + tK @ tK / 2
 
 
+#: The checks scale head k's tokens up only while ``c^2 reach max(1, max_g ||W_hat^(g)||_F)`` (the largest
+#: score any head could compute from them, before the cancellation C.1 promises, and the tokens' squared
+#: size) stays below this: far from float64's overflow (``2^1024``) in the tolerance's products of three
+#: token sizes, and exact in every arithmetic (a power of two).
+MAX_CHECK_SCORE = 2.0**512
+
+
+def _check_scale(top: float, reach: float, w_max: float) -> float:
+    """The power of two c (exact) by which a check query scales head k's tokens ``x_1, x_3 in U_k``
+    (:func:`~.orthogonal.check_heads`): head k's largest recovered score ``top`` becomes about 1.
+
+    Down freely (a saturated softmax would hide an error of W).  Up too: a head k that attends
+    nearly uniformly at unit scale differs from its short-input flip ``(-W, -v)`` plus a linear
+    head (equal at N <= 2, ``sec7/short-input-flip``) by only O(top^2 |x| |v|) at N = 3, which
+    rounding hides (thorough seed 271128).  Up to unit scores whatever the other heads' W: their
+    scores of the scaled tokens are rounding only (``W^(g) E_k = 0`` under C.1), and however far
+    rounding moves a softmax, it moves the head's output by at most the spread of its values, which
+    the check's tolerance caps it at (:func:`~.orthogonal.check_heads`; an earlier cap at ``c^2 reach
+    max_{g != k} ||W_g|| <= eps^(-1/2)`` stopped a head whose W is 1e-13 of another's at scores
+    ~1e-5, where its flip passed every check).  Only ``c^2 reach max(1, w_max) <= MAX_CHECK_SCORE``
+    (``reach = max_i |x_i| |x_3|``, ``w_max = max_g ||W_hat^(g)||_F``) bounds it, far from
+    overflow (a lone head of W 4e-221 scaled its tokens to 1e110 and the tolerance overflowed to
+    NaN: thorough seed 60317); a head still below unit scores there is refused by the flip test of
+    :func:`~.orthogonal.check_heads`.
+
+    The C.1 identities scale their tokens up by the same law (:func:`identity_queries`, with ``top``
+    the largest score any head could compute), hence it lives here: orthogonal.py imports this module.
+    """
+    if not 0 < top < np.inf:
+        return 1.0
+    n = np.round(-np.log2(top) / 2)  # c^2 top ~ 1
+    if n > 0:  # up: only far from overflow (top > 0, so x_3 != 0 and reach > 0)
+        n = max(0.0, min(n, np.floor(np.log2(MAX_CHECK_SCORE / (reach * max(w_max, 1.0))) / 2)))
+    return float(np.ldexp(1.0, int(n)))
+
+
 def identity_queries(
     heads: list[Recovery], Es: list[np.ndarray], arith: Arith, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """The identity queries ``[x_1; x_2], [-x_1; x_2]`` (interleaved, shape (2m, 2, d)) and the x_1
     (m, d): per pair g < h, ``IDENTITIES_PER_DIRECTION d_g d_h`` identities with Gaussian coordinates,
-    ``x_1`` in U_h and ``x_2`` in U_g alternately the other way round, scaled down by a power of two
-    (exact) so that the recovered score ``x_2^T W_hat x_2`` is at most about 1."""
+    ``x_1`` in U_h and ``x_2`` in U_g alternately the other way round, scaled by a power of two c (exact):
+
+    * down so that the recovered score ``x_2^T W_hat x_2`` is at most about 1;
+    * up (issues 22/23, SMALL_LEAK) while the largest score *any* head could compute from the pair,
+      ``c^2 reach w_max`` (``reach = max(|x_1|, |x_2|) |x_2|``, ``w_max = max_k ||W_hat^(k)||_F``),
+      stays about 1 (:func:`_check_scale`'s law, the checks', with ``top = reach w_max``, which also
+      keeps ``c^2 reach <= 2^512``, far from overflow).
+
+    Why up, and why that cap.  ``f(cX)`` is c times the answer at X of the target with every ``W^(k)``
+    times c^2, so (a) the C.1 identity holds exactly at every c (head a's scores are 0 as ``W^(a) x_2
+    = 0``, head b's are ``(0, c^2 x_2^T W^(b) x_2)`` for both signs of x_1) and its tolerance, the
+    answers' rounding (:func:`identity_residuals`), is evaluated at the scaled tokens; (b) a rotation
+    k moves the identities through the heads' scores, by about ``k c^2 reach w_max`` times the values
+    ``c |x| |v|``, against rounding ``eps c |x| |v|``.  With every W at most ``2^-32`` and unit tokens
+    a rotation was resolved only to ~1e-4 rad (SMALL_LEAK: 1.1e-4, so each head's certified v bound
+    was 1.05e-4, which the check queries' tolerance multiplies by their tokens' size, ~5e4); at
+    ``c^2 reach w_max ~ 1`` to about what a unit target's identities resolve.  The cap keeps every
+    head's scores at most ~2, the regime of unit targets, for which J's central differences (step
+    ``_STEP_J``) and the second-order margins of :func:`rotation_terms` were made (a larger c would
+    let a large head's scores, 0 under C.1 but not under a rotation, grow past 1).  A target whose
+    largest score at the drawn tokens is already about 1 or more is asked exactly as before.
+    """
     Ef = [arith.to_float(E) for E in Es]
     Wf = [arith.to_float(r.W) for r in heads]
+    w_max = max(float(np.linalg.norm(W)) for W in Wf)
     Q, X1 = [], []
     pairs = [(g, h) for g in range(len(Es)) for h in range(g + 1, len(Es))]
     for g, h in pairs:
         for m in range(IDENTITIES_PER_DIRECTION * Es[g].shape[1] * Es[h].shape[1]):
             a, b = (h, g) if m % 2 == 0 else (g, h)  # x_1 in U_a, x_2 in U_b
             z1, z2 = rng.standard_normal(Es[a].shape[1]), rng.standard_normal(Es[b].shape[1])
-            x2 = Ef[b] @ z2
+            x1, x2 = Ef[a] @ z1, Ef[b] @ z2
             top = abs(float(x2 @ Wf[b] @ x2))
             c = np.ldexp(1.0, int(min(0.0, np.round(-np.log2(top) / 2)))) if 0 < top < np.inf else 1.0
+            reach = max(float(np.linalg.norm(x1)), float(np.linalg.norm(x2))) * float(np.linalg.norm(x2))
+            c *= max(1.0, _check_scale(reach * w_max, reach, w_max))  # > 1 only if every score is < ~1
             with arith.context():
                 x1, x2 = Es[a] @ arith.asarray(c * z1), Es[b] @ arith.asarray(c * z2)
                 Q += [np.stack([x1, x2]), np.stack([-x1, x2])]
             X1.append(x1)
     return np.stack(Q), np.stack(X1)
+
+
+def sum_v_error(vf: list[np.ndarray], dims: list[int], d: int, gamma: float, eps: float) -> float:
+    """A bound on ``||sum_k v_hat^(k) - sum_k v^(k)||_2`` plus ``d eps S``, whatever C.1's truth.
+
+    Every head's ``v~_k`` is read from the one-token answers ``f(E_k e_i) = e_i^T E_k^T sum_g v^(g)``
+    (:func:`~attnproof.prelude.read_v`: one token, every head weight 1), so the bases split the sum
+    and lifted back they add up to it: each answer errs by ``(d + H + 2) eps |x| S`` (S = sum_k
+    ||v_hat^(k)||, |x| <= 1 + gamma; ``sqrt(H d)`` bounds ``sum_k sqrt(d_k)``), the lift ``E_k v~`` by
+    ``(d_k + 1) eps ||v_hat^(k)||``, the bases' defect (``E E^T - I``) by ``gamma S``; ``d eps S`` is
+    the rounding of a dot product with the sum (the identities' right side)."""
+    H, S = len(vf), float(sum(np.linalg.norm(v) for v in vf))
+    return ((1 + gamma) * np.sqrt(H * d) * (d + H + 2) + max(dims) + 1 + d) * eps * S + gamma * S
 
 
 def identity_residuals(
@@ -139,9 +216,7 @@ def identity_residuals(
 
     Tolerance: each answer's rounding ``4 (d + 6) eps sum_k max_i |x_i^T v^(k)| (1 + max_i |x_i|
     |x_2| ||W^(k)||_F)`` (the check queries' model, :func:`~.orthogonal.check_heads`), plus ``|x_1|``
-    times the error of the measured ``sum_k v^(k)``: each one-token answer ``E_k e_i`` errs by ``(d + H +
-    2) eps |x| S`` (S = sum_k ||v_hat^(k)||, |x| <= 1 + gamma), the lift ``E_k v~`` by ``(d_k + 1) eps
-    ||v_hat^(k)||``, the bases' defect ``gamma S``, and the dot product ``d eps``.
+    times the error of the measured ``sum_k v^(k)`` and the dot product's rounding (:func:`sum_v_error`).
     Exact arithmetic (eps = 0): the tolerance is 0 and an identity must hold exactly.
 
     Raises
@@ -149,7 +224,7 @@ def identity_residuals(
     AssumptionError
         In exact arithmetic, if an identity does not hold exactly.
     """
-    arith, d, H = session.arith, session.oracle.d, len(Es)
+    arith, d = session.arith, session.oracle.d
     Q, X1 = identity_queries(heads, Es, arith, rng)
     y = arith.asarray(session.ask(Q))
     with arith.context():
@@ -161,9 +236,7 @@ def identity_residuals(
     eps, Qf, X1f = arith.eps, arith.to_float(Q), arith.to_float(X1)
     Wf = [arith.to_float(r.W) for r in heads]
     vf = [arith.to_float(r.v) for r in heads]
-    S = float(sum(np.linalg.norm(v) for v in vf))
-    dims = [E.shape[1] for E in Es]
-    sum_v = ((1 + gamma) * np.sqrt(H * d) * (d + H + 2) + max(dims) + 1 + d) * eps * S + gamma * S
+    sum_v = sum_v_error(vf, [E.shape[1] for E in Es], d, gamma, eps)
     tol = np.empty(len(X1f))
     for b in range(len(X1f)):
         rounding = 0.0

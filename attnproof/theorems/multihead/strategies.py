@@ -215,6 +215,33 @@ def uniform_leak_violations(draw: st.DrawFn, max_H: int = 3, max_dh: int = 3) ->
     return heads, bases, how, h
 
 
+#: The leaks lambda of :func:`tiny_head_leaks` (0: a C.1 target, the control) and the exponents j of
+#: head 1's W = 2^-j: SMALL_LEAK's neighbourhood (issues 22/23).
+TINY_LEAKS = (-0.5, -0.05, -0.005, 0.0, 0.05)
+TINY_EXPONENTS = (20, 32, 44)
+
+
+@st.composite
+def tiny_head_leaks(draw: st.DrawFn) -> tuple[list, list, str, int]:
+    """``(heads, bases, how, 0)``: SMALL_LEAK's neighbourhood (issues 22/23; the format of
+    :func:`uniform_leak_violations`).  d in {2, 3}, one-dimensional subspaces (coordinate axes or
+    Cayley bases, :func:`~.maps.cayley_bases`): head 1 is ``(2^-j E_1 E_1^T, -E_1)``, j in
+    :data:`TINY_EXPONENTS`; head 2 attends uniformly (``1e-20 E_2 E_2^T``) with ``v = -E_2 + lambda
+    v^(1)``, lambda in :data:`TINY_LEAKS`; for d = 3 head 3 is the unit head ``(E_3 E_3^T, -E_3)``.
+    To first order in head 1's W, U_1 then sees the C.1 head ``(W / (1 + lambda), (1 + lambda) v)``;
+    only its scores at O(1) tell them apart.  ``how``: ``leak-v``, or ``c1`` for lambda = 0 (the
+    control: a C.1 target).  Head 1 carries no leak, so a recovery must get it right."""
+    d = draw(st.sampled_from([2, 3]))
+    bases = (cayley_bases([1] * d, draw(matrices(d)), FLOAT64) if draw(st.booleans())
+             else [np.eye(d)[:, i:i + 1] for i in range(d)])
+    first = lift(np.array([[2.0 ** -draw(st.sampled_from(TINY_EXPONENTS))]]), np.array([-1.0]), bases[0])
+    lam = draw(st.sampled_from(TINY_LEAKS))
+    W2, v2 = lift(np.array([[1e-20]]), np.array([-1.0]), bases[1])
+    heads = [first, (W2, v2 + lam * first[1])]
+    heads += [lift(np.array([[1.0]]), np.array([-1.0]), E) for E in bases[2:]]
+    return heads, bases, "leak-v" if lam else "c1", 0
+
+
 def small_head_targets(max_H: int = 3, max_dh: int = 3) -> st.SearchStrategy[tuple[list, list]]:
     """``(heads, bases)``: an Assumption C.1 target (H >= 2) with one head's v scaled by
     ``10^-k``, k in 0..18 -- a small head among large ones, whose reduced oracle the other heads'
@@ -248,5 +275,6 @@ __all__ = [
     "orthogonal_heads_targets",
     "c1_violations",
     "uniform_leak_violations",
+    "tiny_head_leaks",
     "small_head_targets",
 ]
