@@ -1195,3 +1195,35 @@ def test_a_batch_that_would_run_past_the_buffer_starts_at_row_0():
     assert (chunk, at) == (8, 3) and buffer is not None and len(buffer.X) == 8
     chunk, _, at = session._place(5, 4, ll, 4)  # rows 4..8: one past the end
     assert (chunk, at) == (8, 0)
+
+
+def test_check_tolerance_weighs_each_tokens_spread_by_its_reach_into_the_heads_subspace_by_hand():
+    """multihead.orthogonal._check_tolerance on one fixed check query, by hand (d = 2, one head,
+    rows x_1 = e_1, x_N = e_2, W = 0: alpha = (1/2, 1/2); v = (2, 0): y = (2, 0), alpha^T y = 1,
+    spread 2; basis column E = (1/2, 3/4), gamma = 1/4, eps = 0: no rounding term).  The W term is
+    ``sum_i alpha_i |y_i - alpha^T y| p_i p_N`` with ``p_i = |E^T x_i| + gamma |x_i|`` = (3/4, 1):
+    1/2 3/4 + 1/2 = 7/8 (below the spread, so uncapped), times eps_W = 1; v's term max |x_i| eps_v =
+    1/4; twice the sum: 9/4 (every step exact in binary).  Seed-47 survivor ``orthogonal.py``
+    ``alpha * |y - alpha^T y| * proj * proj[-1]`` without ``proj`` (1 instead of 7/8: 5/2)."""
+    from attnproof.theorems.multihead.orthogonal import _check_tolerance
+
+    Gb, E = np.eye(2), np.array([[0.5], [0.75]])
+    tol = _check_tolerance(Gb, [np.zeros((2, 2))], [np.array([2.0, 0.0])], [E], [(1.0, 0.25)], 0.25, 2, 0.0)
+    assert tol == 2 * (0.25 + 0.875)
+
+
+def test_ffn_network_is_the_canonical_form_with_the_linear_part_halved_by_hand():
+    """FFNRecovery.network at d = 2, L = 1 (u = (1, 0), n_1 = (0, 1), c_1 = 2): ``g = (u - c_1 n_1) / 2
+    = (1/2, -1)``, so ``A_hat = [n_1, g, -g]``, ``w_hat = (2, 1, -1)`` (``sec4.1/canonical-network``),
+    and that network answers f_hat's values: 3/2 at (1, 1) and (1, -1), -1/2 at (-1, 0), by hand
+    from ``f = 1/2 u^T x + 1/2 sum_j c_j |n_j^T x|``.  Seed-47 survivor ``ffn.py`` g without ``/ 2``
+    (f_hat's linear part doubled: 1 at (1, 1))."""
+    from attnproof.models import ReluFFN
+    from attnproof.theorems.transformer.ffn import FFNRecovery
+
+    rec = FFNRecovery(np.array([1.0, 0.0]), np.array([[0.0, 1.0]]), np.array([2.0]), 0, FLOAT64.name)
+    A, w = rec.network()
+    assert np.array_equal(A, [[0.0, 0.5, -0.5], [1.0, -1.0, 1.0]]) and np.array_equal(w, [2.0, 1.0, -1.0])
+    X = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 0.0]])
+    want = [1.5, 1.5, -0.5]
+    assert [ReluFFN(A, w)(x[None, :]) for x in X] == want and list(rec(X)) == want
