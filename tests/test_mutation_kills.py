@@ -1227,3 +1227,22 @@ def test_ffn_network_is_the_canonical_form_with_the_linear_part_halved_by_hand()
     X = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 0.0]])
     want = [1.5, 1.5, -0.5]
     assert [ReluFFN(A, w)(x[None, :]) for x in X] == want and list(rec(X)) == want
+
+
+def test_multihead_sbd_tables_default_success_threshold_is_the_books():
+    """The SBD chapter reports "Success rate (subspaces within $10^{-k}$)" from ``multihead_sbd_table``
+    run with its default ``tol`` (book/multihead.md's cell passes shapes and seeds only): the
+    threshold the text names is the default's.  Seed-47 survivor ``multihead/runner.py`` tol 1e-6 ->
+    1e-7 (the table would count a 5e-7 subspace error as a failure the chapter calls a success)."""
+    import inspect
+    import re
+
+    from helpers import BOOK
+
+    from attnproof.theorems.multihead.runner import multihead_sbd_table
+
+    text = (BOOK / "multihead.md").read_text()
+    (k,) = re.findall(r"Success rate \(subspaces\s+within \$10\^\{-(\d+)\}\$\)", text)
+    (cell,) = re.findall(r"\nsbd = multihead_sbd_table\((.*)\)\n", text)
+    assert "shapes=" in cell and "tol" not in cell
+    assert inspect.signature(multihead_sbd_table).parameters["tol"].default == 10.0 ** -int(k)
