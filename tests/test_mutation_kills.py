@@ -1246,3 +1246,15 @@ def test_multihead_sbd_tables_default_success_threshold_is_the_books():
     (cell,) = re.findall(r"\nsbd = multihead_sbd_table\((.*)\)\n", text)
     assert "shapes=" in cell and "tol" not in cell
     assert inspect.signature(multihead_sbd_table).parameters["tol"].default == 10.0 ** -int(k)
+
+
+def test_noisy_arb_entry_error_is_eq_6_by_hand():
+    """The Arb leg's own entry error (noisy/arb.py, Thm 6.1's Eq. (6) with Lemma A.1), exact balls at
+    L = 4, a = 1/2, s = 2, tau_f = 3, tau_v = 1, mu = 1: ``L / (a s) [(tau_f + a tau_v) / (s mu / 2)
+    + tau_v / (mu / 2)]`` = 4 (7/2 + 2) = 22, by hand.  Seed-47 survivor ``noisy/arb.py`` ``mu / 2``
+    -> ``mu / 1`` in the second term (18)."""
+    arb = pytest.importorskip("flint").arb
+    from attnproof.theorems.noisy.arb import _entry_error
+
+    e = _entry_error(arb(4), arb(0.5), arb(2), arb(3), arb(1), arb(1))
+    assert e.is_exact() and e == 22
