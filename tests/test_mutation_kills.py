@@ -1258,3 +1258,20 @@ def test_noisy_arb_entry_error_is_eq_6_by_hand():
 
     e = _entry_error(arb(4), arb(0.5), arb(2), arb(3), arb(1), arb(1))
     assert e.is_exact() and e == 22
+
+
+def test_adaptive_skeleton_counts_a_pivot_far_above_its_default_rank_tol_without_a_resumed_stop():
+    """learn_skeleton_adaptive's default ``rank_tol`` is 0.1 sqrt(eps) ~ 1.5e-9 relative: W* =
+    diag(1, 2^-13, 0, 0) at d = 4 has its second pivot 5e5 times above it, so the cross takes rank
+    2 at once and stops on the zero third pivot, checked once: the docstring's d + r (2d - r) + (d - r)
+    + STOP_CHECK_MIXES (d - r) = 4 + 12 + 2 + 3 * 2 = 24 queries, no resumed stop.  The curated mutant
+    ``skeleton-rank-tol`` (default 1e-2) stops at rank 1, where the stop check sees the residual and
+    resumes the cross: the same W, 33 queries (tests/test_lowrank.py killed it in the seed-7 and
+    seed-23 runs and no longer does on this tree)."""
+    from attnproof.theorems.lowrank import STOP_CHECK_MIXES, learn_skeleton_adaptive
+
+    d, r = 4, 2
+    oracle = ValueOracle(Attention(np.diag([1.0, 2.0**-13, 0.0, 0.0]), np.array([1.0, -0.5, 0.25, 2.0])))
+    rec = learn_skeleton_adaptive(oracle, rng=np.random.default_rng(0))
+    assert rec.diagnostics["rank_found"] == r and not rec.diagnostics.get("stop_resumed")
+    assert rec.queries == oracle.queries == d + r * (2 * d - r) + (d - r) + STOP_CHECK_MIXES * (d - r) == 24
