@@ -1195,3 +1195,83 @@ def test_a_batch_that_would_run_past_the_buffer_starts_at_row_0():
     assert (chunk, at) == (8, 3) and buffer is not None and len(buffer.X) == 8
     chunk, _, at = session._place(5, 4, ll, 4)  # rows 4..8: one past the end
     assert (chunk, at) == (8, 0)
+
+
+def test_check_tolerance_weighs_each_tokens_spread_by_its_reach_into_the_heads_subspace_by_hand():
+    """multihead.orthogonal._check_tolerance on one fixed check query, by hand (d = 2, one head,
+    rows x_1 = e_1, x_N = e_2, W = 0: alpha = (1/2, 1/2); v = (2, 0): y = (2, 0), alpha^T y = 1,
+    spread 2; basis column E = (1/2, 3/4), gamma = 1/4, eps = 0: no rounding term).  The W term is
+    ``sum_i alpha_i |y_i - alpha^T y| p_i p_N`` with ``p_i = |E^T x_i| + gamma |x_i|`` = (3/4, 1):
+    1/2 3/4 + 1/2 = 7/8 (below the spread, so uncapped), times eps_W = 1; v's term max |x_i| eps_v =
+    1/4; twice the sum: 9/4 (every step exact in binary).  Seed-47 survivor ``orthogonal.py``
+    ``alpha * |y - alpha^T y| * proj * proj[-1]`` without ``proj`` (1 instead of 7/8: 5/2)."""
+    from attnproof.theorems.multihead.orthogonal import _check_tolerance
+
+    Gb, E = np.eye(2), np.array([[0.5], [0.75]])
+    tol = _check_tolerance(Gb, [np.zeros((2, 2))], [np.array([2.0, 0.0])], [E], [(1.0, 0.25)], 0.25, 2, 0.0)
+    assert tol == 2 * (0.25 + 0.875)
+
+
+def test_ffn_network_is_the_canonical_form_with_the_linear_part_halved_by_hand():
+    """FFNRecovery.network at d = 2, L = 1 (u = (1, 0), n_1 = (0, 1), c_1 = 2): ``g = (u - c_1 n_1) / 2
+    = (1/2, -1)``, so ``A_hat = [n_1, g, -g]``, ``w_hat = (2, 1, -1)`` (``sec4.1/canonical-network``),
+    and that network answers f_hat's values: 3/2 at (1, 1) and (1, -1), -1/2 at (-1, 0), by hand
+    from ``f = 1/2 u^T x + 1/2 sum_j c_j |n_j^T x|``.  Seed-47 survivor ``ffn.py`` g without ``/ 2``
+    (f_hat's linear part doubled: 1 at (1, 1))."""
+    from attnproof.models import ReluFFN
+    from attnproof.theorems.transformer.ffn import FFNRecovery
+
+    rec = FFNRecovery(np.array([1.0, 0.0]), np.array([[0.0, 1.0]]), np.array([2.0]), 0, FLOAT64.name)
+    A, w = rec.network()
+    assert np.array_equal(A, [[0.0, 0.5, -0.5], [1.0, -1.0, 1.0]]) and np.array_equal(w, [2.0, 1.0, -1.0])
+    X = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 0.0]])
+    want = [1.5, 1.5, -0.5]
+    assert [ReluFFN(A, w)(x[None, :]) for x in X] == want and list(rec(X)) == want
+
+
+def test_multihead_sbd_tables_default_success_threshold_is_the_books():
+    """The SBD chapter reports "Success rate (subspaces within $10^{-k}$)" from ``multihead_sbd_table``
+    run with its default ``tol`` (book/multihead.md's cell passes shapes and seeds only): the
+    threshold the text names is the default's.  Seed-47 survivor ``multihead/runner.py`` tol 1e-6 ->
+    1e-7 (the table would count a 5e-7 subspace error as a failure the chapter calls a success)."""
+    import inspect
+    import re
+
+    from helpers import BOOK
+
+    from attnproof.theorems.multihead.runner import multihead_sbd_table
+
+    text = (BOOK / "multihead.md").read_text()
+    (k,) = re.findall(r"Success rate \(subspaces\s+within \$10\^\{-(\d+)\}\$\)", text)
+    (cell,) = re.findall(r"\nsbd = multihead_sbd_table\((.*)\)\n", text)
+    assert "shapes=" in cell and "tol" not in cell
+    assert inspect.signature(multihead_sbd_table).parameters["tol"].default == 10.0 ** -int(k)
+
+
+def test_noisy_arb_entry_error_is_eq_6_by_hand():
+    """The Arb leg's own entry error (noisy/arb.py, Thm 6.1's Eq. (6) with Lemma A.1), exact balls at
+    L = 4, a = 1/2, s = 2, tau_f = 3, tau_v = 1, mu = 1: ``L / (a s) [(tau_f + a tau_v) / (s mu / 2)
+    + tau_v / (mu / 2)]`` = 4 (7/2 + 2) = 22, by hand.  Seed-47 survivor ``noisy/arb.py`` ``mu / 2``
+    -> ``mu / 1`` in the second term (18)."""
+    arb = pytest.importorskip("flint").arb
+    from attnproof.theorems.noisy.arb import _entry_error
+
+    e = _entry_error(arb(4), arb(0.5), arb(2), arb(3), arb(1), arb(1))
+    assert e.is_exact() and e == 22
+
+
+def test_adaptive_skeleton_counts_a_pivot_far_above_its_default_rank_tol_without_a_resumed_stop():
+    """learn_skeleton_adaptive's default ``rank_tol`` is 0.1 sqrt(eps) ~ 1.5e-9 relative: W* =
+    diag(1, 2^-13, 0, 0) at d = 4 has its second pivot 5e5 times above it, so the cross takes rank
+    2 at once and stops on the zero third pivot, checked once: the docstring's d + r (2d - r) + (d - r)
+    + STOP_CHECK_MIXES (d - r) = 4 + 12 + 2 + 3 * 2 = 24 queries, no resumed stop.  The curated mutant
+    ``skeleton-rank-tol`` (default 1e-2) stops at rank 1, where the stop check sees the residual and
+    resumes the cross: the same W, 33 queries (tests/test_lowrank.py killed it in the seed-7 and
+    seed-23 runs and no longer does on this tree)."""
+    from attnproof.theorems.lowrank import STOP_CHECK_MIXES, learn_skeleton_adaptive
+
+    d, r = 4, 2
+    oracle = ValueOracle(Attention(np.diag([1.0, 2.0**-13, 0.0, 0.0]), np.array([1.0, -0.5, 0.25, 2.0])))
+    rec = learn_skeleton_adaptive(oracle, rng=np.random.default_rng(0))
+    assert rec.diagnostics["rank_found"] == r and not rec.diagnostics.get("stop_resumed")
+    assert rec.queries == oracle.queries == d + r * (2 * d - r) + (d - r) + STOP_CHECK_MIXES * (d - r) == 24
