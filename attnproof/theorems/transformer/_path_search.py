@@ -1028,8 +1028,12 @@ class _PathSearch:
         if arith.is_zero(J @ y):
             y = reach * (size * self.rho / arith.abs_max_scalar(reach))
         if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerances
-            dz = max(float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb))
-            need = PAIR_MARGIN * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
+            # the sum of the two tests' own tolerances at x* (:meth:`prediction_tol`: each piece's
+            # error over its own distance), which is what |J^T y| must clear for a test to fail; the
+            # sum of both errors times the larger distance (before) grew the pair past a kink 1e-5
+            # away when a piece opened between them (error ~5e-7) stood beside a far end piece
+            spread = sum(p.err * float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb))
+            need = PAIR_MARGIN * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + spread)
             if abs(float(J @ y)) < need:
                 y = y * (need / abs(float(J @ y)))
                 if float(arith.abs_max_scalar(y)) > self.reach * float(arith.abs_max_scalar(reach)):
