@@ -63,6 +63,15 @@ class Tuning:
         that the path crosses over a wider angle holds one (issue 23: a triple in two 8.1 degree
         wedges, d = 2, missed SILENTLY at 3 of 8 seeds in both).  None (mpmath, not measured
         there): the midpoint of an interval between pieces of one gradient only, as before.
+    pair_own_distance : bool
+        A confirmation pair x* +- y is grown until ``|J^T y|`` clears PAIR_MARGIN times its two
+        tests' tolerances: True (float64, sympy) takes each piece's gradient error over its own
+        distance to x* (what :meth:`_PathSearch.fits` holds each test to); False (mpmath) both
+        errors times the larger distance, a larger pair (with the own distances, mpmath at 7
+        digits refused FIXED_LOW_PRECISION_MERGE's first entry, normals 3e-4 rad apart, answered
+        with its merge charged before; not traced).  In float64 the larger pair reached past a kink
+        1e-5 away when a piece opened between the two (error ~5e-7) stood beside a far end piece
+        (issue 23 item 7: hyperplane pairs 1e-5 rad apart refused at 38 of 140 random targets).
     search_duplicates : bool
         A piece opened inside an interval with an end's gradient (a duplicate): True (sympy and
         float64) searches the half between them as an interval of one gradient, probed before it
@@ -80,18 +89,19 @@ class Tuning:
     reach_fraction: float
     wedge_log2: int | None = None
     search_duplicates: bool = False
+    pair_own_distance: bool = False
 
 
 #: Per family of arithmetic (see :class:`Tuning`).
 TUNING = {
     "float64": Tuning(
         tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf, wedge_log2=4,
-        search_duplicates=True,
+        search_duplicates=True, pair_own_distance=True,
     ),
     "mpmath": Tuning(tol_ulps=2**6, h_log2=5, h_shrink_log2=2, resolution_log2=None, reach_fraction=2.0**-8),
     "sympy": Tuning(
         tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf, wedge_log2=4,
-        search_duplicates=True,
+        search_duplicates=True, pair_own_distance=True,
     ),
 }
 #: Euler-check attempts per piece (see :attr:`Tuning.h_shrink_log2`).
@@ -332,11 +342,15 @@ class _PathSearch:
             y0 = self.ask(x0[None])[0]
             self.ledger.values += 1
         self.ledger.pieces += 1
+        # the search's own steps (not the polish's, h given) may go straight to the smallest step
+        # once a kink is seen within the first ones (see below)
+        smallest = None if h is not None else self._first_step(x0) / 2 ** (self.smallest_h_log2 - self.h_log2)
         if h is None:
             h = self._first_step(x0)
         steps = arith.eye(d) if signs is None else arith.eye(d) * np.asarray(signs, dtype=float)[:, None]
         residual_before = None
         tried: list[tuple[np.ndarray, np.ndarray, Any]] = []  # (G, answers, h) of the failed steps
+        jumped = False
         for attempt in range(H_ROUNDS):
             if attempt:
                 self.ledger.retries += 1
@@ -347,9 +361,22 @@ class _PathSearch:
             tol = self.tol(x0, y0, G=G, err=err)
             if self.agrees(residual, 0, tol):
                 return self._accepted(x0, y0, G, err, y, h)
+            if jumped:  # the one attempt after the jump to the smallest step: no more
+                raise _OnHyperplane
             if residual_before is not None and self.agrees(residual, residual_before, 2 * tol):
                 self._homogeneity(x0, y0, G, err)
-                raise _OnHyperplane
+                if smallest is None or not h > smallest:
+                    raise _OnHyperplane
+                # the same residual at two steps: a kink within them (or x0 on it).  x0 may lie in a
+                # region between two kinks ~1e-7 |x| apart (hyperplanes ~1e-6 rad apart), which
+                # only the smallest step stays in: the steps between cross a kink along a
+                # coordinate where x0 is ~0, and Euler's check, blind to G's error there, passed a
+                # gradient off by its jump (2^-18 |x|: (0, 1.993, 0, 1) for (0, 1, 0, 1), issue 23
+                # item 7, OPEN_FLOAT's first entry); one attempt at the smallest step (a kink
+                # within 2^-26 |x| of x0 along such a coordinate stays unseen by Euler's check, as
+                # at any step; the confirmations test the piece's plane), counted as a retry
+                jumped, h = True, smallest
+                continue
             tried.append((G, y, h))
             if residual_before is not None and self._rounding_scale(x0, G, residual, residual_before, h):
                 for G, y, h in tried:  # the larger steps first (their rounding error is the smaller)
@@ -1013,8 +1040,10 @@ class _PathSearch:
         status : {"kink", "in_a", "in_b", "split", "far", "unknown"}
             A confirmed kink; x* inside pa's (pb's) region (all three answers on its plane);
             x* opens a new piece; the pair that could fail would reach farther than reach_fraction
-            of the interval (the caller opens a piece nearer x*); or no pattern was recognised
-            (x* may lie on a hyperplane, so the caller bisects instead of opening a region there).
+            of the interval, or, grown beyond ``rho |x*|``, recognised no pattern (the caller opens
+            a piece nearer x*, whose smaller error over its distance shrinks the pair); or an
+            ungrown pair recognised no pattern (x* may lie on a hyperplane, so the caller bisects
+            instead of opening a region there).
         y_x : f(x*)
         """
         arith = self.arith
@@ -1027,14 +1056,18 @@ class _PathSearch:
         y = self.r * (size * self.rho)
         if arith.is_zero(J @ y):
             y = reach * (size * self.rho / arith.abs_max_scalar(reach))
+        grown = False  # y grown beyond rho |x*| for the test to be able to fail
         if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerances
-            # the sum of the two tests' own tolerances at x* (:meth:`prediction_tol`: each piece's
-            # error over its own distance), which is what |J^T y| must clear for a test to fail; the
-            # sum of both errors times the larger distance (before) grew the pair past a kink 1e-5
-            # away when a piece opened between them (error ~5e-7) stood beside a far end piece
-            spread = sum(p.err * float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb))
+            # the two tests' own tolerances at x* (:meth:`prediction_tol`: each piece's error over
+            # its own distance), or both errors times the larger distance (Tuning.pair_own_distance)
+            dz = [float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb)]
+            if self.tuning.pair_own_distance:
+                spread = pa.err * dz[0] + pb.err * dz[1]
+            else:
+                spread = (pa.err + pb.err) * max(dz)
             need = PAIR_MARGIN * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + spread)
-            if abs(float(J @ y)) < need:
+            grown = abs(float(J @ y)) < need
+            if grown:
                 y = y * (need / abs(float(J @ y)))
                 if float(arith.abs_max_scalar(y)) > self.reach * float(arith.abs_max_scalar(reach)):
                     # a pair this far off the path may straddle the other kinks of the interval
@@ -1051,4 +1084,8 @@ class _PathSearch:
             return "in_a", y_x
         if self.fits(pb, x + y, plus) and self.fits(pb, x - y, minus):
             return "in_b", y_x
-        return "unknown", y_x
+        # a grown pair that fits no pattern may straddle another kink near x* (hyperplanes 1e-5 rad
+        # apart, a 1e-5 unit's jump: the pair grown to 1e-5 |x| to clear the far piece's error over
+        # its distance 0.3, its minus point past the unit kink 4e-6 away, "unknown" at every
+        # bisection step, issue 23 item 7): as for "far", a piece nearer x* shrinks the pair
+        return ("far" if grown else "unknown"), y_x
