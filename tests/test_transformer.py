@@ -1296,6 +1296,22 @@ _T94 = 1.9157733e-94
 #: jump), every attempt's answers held by every network, and the end pieces re-measured at the
 #: units' scale came together (merge of issue 23's two FFN branches), or since what its comment says.
 FIXED_FLOAT = [
+    # (strict xfails before, OPEN_FLOAT; thorough profile, --hypothesis-seed 66609 on
+    # test_ffn_float64_recovers_every_kind; the same on main) hyperplanes (0, 1, 0, 0) and (1e-6, 1,
+    # 0, 0), L1 distance 2e-6 of the normalised normals (2x FLOAT64_ANGLE), beside (0, 0, 0, 1),
+    # d = 4: refused on all three paths of seed 0.  On the first path x* lies between the two
+    # kinks, 2.6e-8 from each (x*_1 = 2.6e-8): Euler's residual was the same at steps 2^-10 and
+    # 2^-14 |x| (both cross the (1e-6, 1) kink), taken for x* on a hyperplane, and the nudges left
+    # the 5e-8 wide region; a step of 2^-18 passes Euler's check with a gradient (0, 1.993, 0, 1)
+    # for (0, 1, 0, 1) (its error on a coordinate where x* is ~0: Euler's relation is blind there).
+    # (--hypothesis-seed 91733, helper fwedge) d = 2, seed 0: (0.0625, 2^-24) beside (1, 0), L1
+    # distance 9.54e-7: refused (no gradient at 3 points of an interval of width 6.1e-7).  Answered
+    # since a residual repeated at two steps sends the piece to one attempt at the smallest step,
+    # 2^-26 |x| (_PathSearch.piece; its gradient exact there, error ~1.5e-5 relative), and a
+    # confirmation pair clears each piece's own error over its own distance to x*
+    # (Tuning.pair_own_distance; helper openfloat)
+    (np.array([[1e-06, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), np.ones(3), 0),
+    (np.array([[0, 0.0625, 1, 0], [1, 2.0**-24, 0, 0]]), np.ones(4), 0),
     # (strict xfails before, OPEN_FLOAT; thorough profile, --hypothesis-seed 78304, the same on main)
     # d = 3, "wide": hyperplanes (1, 3.8e-6, 1) and (1, 0, 1), L1 distance 3.8e-6 (4x
     # FLOAT64_ANGLE), beside a twin pair on (1, 1, 1), and its mirror: refused at seed 1 (bisection
@@ -1452,22 +1468,6 @@ FIXED_FLOAT = [
     # (1, 2^-14) and (1, 2^-13 / (1 + 2^-14)), 6.1e-5 radians apart
     (np.array([[1.0, 1.0, 2.0**-14, 1 + 2.0**-14], [0.0, 2.0**-14, 2.0**-14, 2.0**-13]]),
      np.array([_T94, -1.0, -1.0, 1.0]), 0),
-    # (strict xfails before, OPEN_FLOAT; thorough profile, --hypothesis-seed 66609 on
-    # test_ffn_float64_recovers_every_kind; the same on main) hyperplanes (0, 1, 0, 0) and (1e-6, 1,
-    # 0, 0), L1 distance 2e-6 of the normalised normals (2x FLOAT64_ANGLE), beside (0, 0, 0, 1),
-    # d = 4: refused on all three paths of seed 0.  On the first path x* lies between the two
-    # kinks, 2.6e-8 from each (x*_1 = 2.6e-8): Euler's residual was the same at steps 2^-10 and
-    # 2^-14 |x| (both cross the (1e-6, 1) kink), taken for x* on a hyperplane, and the nudges left
-    # the 5e-8 wide region; a step of 2^-18 passes Euler's check with a gradient (0, 1.993, 0, 1)
-    # for (0, 1, 0, 1) (its error on a coordinate where x* is ~0: Euler's relation is blind there).
-    # (--hypothesis-seed 91733, helper fwedge) d = 2, seed 0: (0.0625, 2^-24) beside (1, 0), L1
-    # distance 9.54e-7: refused (no gradient at 3 points of an interval of width 6.1e-7).  Answered
-    # since a residual repeated at two steps sends the piece to one attempt at the smallest step,
-    # 2^-26 |x| (_PathSearch.piece; its gradient exact there, error ~1.5e-5 relative), and a
-    # confirmation pair clears each piece's own error over its own distance to x*
-    # (Tuning.pair_own_distance; helper openfloat)
-    (np.array([[1e-06, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), np.ones(3), 0),
-    (np.array([[0, 0.0625, 1, 0], [1, 2.0**-24, 0, 0]]), np.ones(4), 0),
 ]
 
 
@@ -1603,6 +1603,13 @@ TINY_BESIDE_TRIPLE_TF = [
 #: since the same merge (FIXED_FLOAT) or what its comment says; the first also pinned in
 #: tests/test_ffn_bound.py (V drawn again).
 FIXED_TF_FLOAT = [
+    # (a strict xfail before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 112726 on
+    # test_transformer_float64), d = 3, "zero_sum", W* = 0, seed 0: units (1e-5, 1, 1) and
+    # (0, 1/2, 1/2), hyperplanes 1e-5 apart: refused (no gradient at 3 points of an interval of
+    # width 1.25e-7; or bisection to 4.5e-13).  Answered since s* is where the pieces' predictions
+    # meet, not their planes through 0 (as FIXED_FLOAT's 3.8e-6 pairs; helper benchref)
+    (np.array([[1e-05, 0.0, 0.5, -0.5], [1.0, 0.5, 0.5, -1.0], [1.0, 0.5, 0.5, -1.0]]),
+     np.array([-1.0, 1.0, 1.0, 1.0]), "zero_sum", 0, np.zeros((4, 4))),
     # (strict xfails before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 53084 on
     # test_transformer_float64; the same on main), d = 3, a 2^-24 unit in a zero-sum target, W* = 0:
     # refused (bisection to the floor, or no gradient at 3 points of an interval of width 1.3e-6;
@@ -1625,13 +1632,6 @@ FIXED_TF_FLOAT = [
     # distance shrinks the pair (_PathSearch._confirm; helper openfloat; the FFN bench unchanged)
     (np.array([[1e-05, 0.0, -1.0, 1e-05], [1.0, 1e-05, 1e-05, 1e-05]]), np.ones(4), "generic", 0,
      np.zeros((4, 4))),
-    # (a strict xfail before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 112726 on
-    # test_transformer_float64), d = 3, "zero_sum", W* = 0, seed 0: units (1e-5, 1, 1) and
-    # (0, 1/2, 1/2), hyperplanes 1e-5 apart: refused (no gradient at 3 points of an interval of
-    # width 1.25e-7; or bisection to 4.5e-13).  Answered since s* is where the pieces' predictions
-    # meet, not their planes through 0 (as FIXED_FLOAT's 3.8e-6 pairs; helper benchref)
-    (np.array([[1e-05, 0.0, 0.5, -0.5], [1.0, 0.5, 0.5, -1.0], [1.0, 0.5, 0.5, -1.0]]),
-     np.array([-1.0, 1.0, 1.0, 1.0]), "zero_sum", 0, np.zeros((4, 4))),
     # (a strict xfail before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 112726 on
     # test_transformer_float64), its d = 4 sibling: units (1e-5, 1, 1, 1) and (0, 1/2, 1/2, 1/2),
     # W* = 0: refused at seed 0 (no gradient at 3 points of an interval of width 1.25e-7; or
