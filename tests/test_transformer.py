@@ -316,6 +316,13 @@ def is_zero_function(A, w):
 # as the property allows such a target, and as its branch point (2ef56a5) already did
 @example((np.array([[1.0, 1.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0, 0.0]]),
           np.array([2.71662267e-152, 0.0, -1.0, -1.0, 1.0]), "zero_sum"), 41)
+# two parallel units on (1, 1) (thorough profile, --hypothesis-seed 4108 on test_transformer_float64;
+# a regression of this branch's jump to the smallest step, never on main): x* 1e-13 off the
+# hyperplane, whose steps at 2^-26 |x| crossed it and passed Euler's check (it holds for any mix of
+# the two sides' gradients on a hyperplane): every x* opened there was the same point, to max_steps
+# (DegenerateProbeError); a jumped gradient is now kept only when the steps backwards agree
+@example((np.array([[-0.4430591334161894, -1.3291774002485681], [-0.4430591334161894, -1.3291774002485681]]),
+          np.array([-1.0, -1.0]), "parallel"), 1857577731)
 def test_ffn_float64_recovers_every_kind(target, seed):
     """Recovered to the a-posteriori bound; typed errors only for targets beyond float64:
     near-subnormal weights, units cancelling beyond the rounding model (cancels_beyond_float64,
