@@ -439,7 +439,9 @@ def learn_ffn(
     ``(|c_i| + |c_j|) |n_i - n_j|``); none beyond that.  Before, only from 1e-4 (136 at 3e-5, 102
     at 1e-5, 16 at 1e-6).  Three things answer them: a gradient whose Euler residual repeats at
     two steps gets one attempt at the smallest step, 2^-26 |x|, before its point is taken for one
-    on a hyperplane (it may lie in a region between two kinks ~1e-7 |x| apart); a confirmation
+    on a hyperplane (it may lie in a region between two kinks ~1e-7 |x| apart), kept only when the
+    steps backwards give the same gradient (Euler's check passes any mix of a hyperplane's two
+    sides at a point on it); a confirmation
     pair is grown to clear each piece's own error over its own distance to x*
     (:attr:`._path_search.Tuning.pair_own_distance`); and a grown pair that fits no pattern
     opens a piece nearer x* instead of bisecting (it may straddle the other kink).  Still
