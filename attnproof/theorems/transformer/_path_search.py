@@ -63,6 +63,15 @@ class Tuning:
         that the path crosses over a wider angle holds one (issue 23: a triple in two 8.1 degree
         wedges, d = 2, missed SILENTLY at 3 of 8 seeds in both).  None (mpmath, not measured
         there): the midpoint of an interval between pieces of one gradient only, as before.
+    pair_own_distance : bool
+        A confirmation pair x* +- y is grown until ``|J^T y|`` clears PAIR_MARGIN times its two
+        tests' tolerances: True (float64, sympy) takes each piece's gradient error over its own
+        distance to x* (what :meth:`_PathSearch.fits` holds each test to); False (mpmath) both
+        errors times the larger distance, a larger pair (with the own distances, mpmath at 7
+        digits refused FIXED_LOW_PRECISION_MERGE's first entry, normals 3e-4 rad apart, answered
+        with its merge charged before; not traced).  In float64 the larger pair reached past a kink
+        1e-5 away when a piece opened between the two (error ~5e-7) stood beside a far end piece
+        (issue 23 item 7: hyperplane pairs 1e-5 rad apart refused at 38 of 140 random targets).
     search_duplicates : bool
         A piece opened inside an interval with an end's gradient (a duplicate): True (sympy and
         float64) searches the half between them as an interval of one gradient, probed before it
@@ -80,18 +89,19 @@ class Tuning:
     reach_fraction: float
     wedge_log2: int | None = None
     search_duplicates: bool = False
+    pair_own_distance: bool = False
 
 
 #: Per family of arithmetic (see :class:`Tuning`).
 TUNING = {
     "float64": Tuning(
         tol_ulps=2**10, h_log2=10, h_shrink_log2=4, resolution_log2=30, reach_fraction=np.inf, wedge_log2=4,
-        search_duplicates=True,
+        search_duplicates=True, pair_own_distance=True,
     ),
     "mpmath": Tuning(tol_ulps=2**6, h_log2=5, h_shrink_log2=2, resolution_log2=None, reach_fraction=2.0**-8),
     "sympy": Tuning(
         tol_ulps=0, h_log2=10, h_shrink_log2=4, resolution_log2=64, reach_fraction=np.inf, wedge_log2=4,
-        search_duplicates=True,
+        search_duplicates=True, pair_own_distance=True,
     ),
 }
 #: Euler-check attempts per piece (see :attr:`Tuning.h_shrink_log2`).
@@ -327,16 +337,19 @@ class _PathSearch:
         AssumptionError
             If f is not positively homogeneous (an FFN with biases).
         """
-        arith, d = self.arith, self.d
         if y0 is None:
             y0 = self.ask(x0[None])[0]
             self.ledger.values += 1
         self.ledger.pieces += 1
+        # the search's own steps (not the polish's, h given) may go straight to the smallest step
+        # once a kink is seen within the first ones (see below)
+        smallest = None if h is not None else self._first_step(x0) / 2 ** (self.smallest_h_log2 - self.h_log2)
         if h is None:
             h = self._first_step(x0)
-        steps = arith.eye(d) if signs is None else arith.eye(d) * np.asarray(signs, dtype=float)[:, None]
+        steps = self._step_matrix(signs)
         residual_before = None
         tried: list[tuple[np.ndarray, np.ndarray, Any]] = []  # (G, answers, h) of the failed steps
+        jumped = False
         for attempt in range(H_ROUNDS):
             if attempt:
                 self.ledger.retries += 1
@@ -345,11 +358,25 @@ class _PathSearch:
             residual = G @ x0 - y0
             err = self._gradient_error(G, x0, y, y0, h)
             tol = self.tol(x0, y0, G=G, err=err)
-            if self.agrees(residual, 0, tol):
+            if self.agrees(residual, 0, tol) and (not jumped or self._two_sided(x0, y0, G, err, h, signs)):
                 return self._accepted(x0, y0, G, err, y, h)
+            if jumped:  # the one attempt after the jump to the smallest step: no more
+                raise _OnHyperplane
             if residual_before is not None and self.agrees(residual, residual_before, 2 * tol):
                 self._homogeneity(x0, y0, G, err)
-                raise _OnHyperplane
+                if smallest is None or not h > smallest:
+                    raise _OnHyperplane
+                # the same residual at two steps: a kink within them (or x0 on it).  x0 may lie in a
+                # region between two kinks ~1e-7 |x| apart (hyperplanes ~1e-6 rad apart), which
+                # only the smallest step stays in: the steps between cross a kink along a
+                # coordinate where x0 is ~0, and Euler's check, blind to G's error there, passed a
+                # gradient off by its jump (2^-18 |x|: (0, 1.993, 0, 1) for (0, 1, 0, 1), issue 23
+                # item 7, OPEN_FLOAT's first entry); one attempt at the smallest step (a kink
+                # within 2^-26 |x| of x0 along such a coordinate stays unseen by Euler's check, as
+                # at any step; the confirmations test the piece's plane), counted as a retry, and
+                # kept only when the steps backwards agree (:meth:`_two_sided`)
+                jumped, h = True, smallest
+                continue
             tried.append((G, y, h))
             if residual_before is not None and self._rounding_scale(x0, G, residual, residual_before, h):
                 for G, y, h in tried:  # the larger steps first (their rounding error is the smaller)
@@ -359,6 +386,33 @@ class _PathSearch:
             residual_before = residual
             h = h / 2**self.h_shrink_log2
         raise _OnHyperplane  # no step keeps the perturbations in one region: x0 is (nearly) on one
+
+    def _step_matrix(self, signs: np.ndarray | None) -> np.ndarray:
+        """The d gradient steps' directions ``s_i e_i`` as rows (``signs`` s, default all +1)."""
+        eye = self.arith.eye(self.d)
+        return eye if signs is None else eye * np.asarray(signs, dtype=float)[:, None]
+
+    def _two_sided(
+        self, x0: np.ndarray, y0: Any, G: np.ndarray, err: float, h: Any, signs: np.ndarray | None
+    ) -> bool:
+        """Does the gradient measured stepping backwards, ``x0 - h s_i e_i`` (d queries, a retry),
+        agree with G to within the two errors (each a bound on its distance to the gradient of
+        x0's region, :meth:`_gradient_error`)?
+
+        Euler's relation cannot tell a step across a hyperplane through or near x0: on a
+        hyperplane ``J^T x0 = 0`` it holds for the gradients of both its sides and any mix of them
+        (a point 1e-13 off one, measured at 2^-26 |x|, passed with a gradient 3.5e-5 of the way
+        across its jump, and every x* opened beside it was the same point, to max_steps: thorough
+        profile, --hypothesis-seed 4108, two parallel units).  The backward steps stay on x0's
+        side of a hyperplane the forward ones cross (and the reverse), so a crossing within h
+        shows as a disagreement; inside a region both are its gradient."""
+        arith = self.arith
+        steps = self._step_matrix(signs)
+        self.ledger.retries += 1
+        y = self.ask(x0[None, :] - h * steps)
+        back = (y0 - y) / h if signs is None else (y0 - y) / h * np.asarray(signs, dtype=float)
+        tol = err + self._gradient_error(back, x0, y, y0, h)
+        return all(arith.within(t, tol) for t in G - back)
 
     def _accepted(
         self, x0: np.ndarray, y0: Any, G: np.ndarray, err: float, y: np.ndarray, h: Any,
@@ -1013,8 +1067,10 @@ class _PathSearch:
         status : {"kink", "in_a", "in_b", "split", "far", "unknown"}
             A confirmed kink; x* inside pa's (pb's) region (all three answers on its plane);
             x* opens a new piece; the pair that could fail would reach farther than reach_fraction
-            of the interval (the caller opens a piece nearer x*); or no pattern was recognised
-            (x* may lie on a hyperplane, so the caller bisects instead of opening a region there).
+            of the interval, or, grown beyond ``rho |x*|``, recognised no pattern (the caller opens
+            a piece nearer x*, whose smaller error over its distance shrinks the pair); or an
+            ungrown pair recognised no pattern (x* may lie on a hyperplane, so the caller bisects
+            instead of opening a region there).
         y_x : f(x*)
         """
         arith = self.arith
@@ -1027,10 +1083,18 @@ class _PathSearch:
         y = self.r * (size * self.rho)
         if arith.is_zero(J @ y):
             y = reach * (size * self.rho / arith.abs_max_scalar(reach))
+        grown = False  # y grown beyond rho |x*| for the test to be able to fail
         if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerances
-            dz = max(float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb))
-            need = PAIR_MARGIN * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + (pa.err + pb.err) * dz)
-            if abs(float(J @ y)) < need:
+            # the two tests' own tolerances at x* (:meth:`prediction_tol`: each piece's error over
+            # its own distance), or both errors times the larger distance (Tuning.pair_own_distance)
+            dz = [float(np.abs(arith.to_float(x - p.x)).sum()) for p in (pa, pb)]
+            if self.tuning.pair_own_distance:
+                spread = pa.err * dz[0] + pb.err * dz[1]
+            else:
+                spread = (pa.err + pb.err) * max(dz)
+            need = PAIR_MARGIN * (self.tol(x, y_x, pa.y, pb.y, G=pa.G) + spread)
+            grown = abs(float(J @ y)) < need
+            if grown:
                 y = y * (need / abs(float(J @ y)))
                 if float(arith.abs_max_scalar(y)) > self.reach * float(arith.abs_max_scalar(reach)):
                     # a pair this far off the path may straddle the other kinks of the interval
@@ -1047,4 +1111,8 @@ class _PathSearch:
             return "in_a", y_x
         if self.fits(pb, x + y, plus) and self.fits(pb, x - y, minus):
             return "in_b", y_x
-        return "unknown", y_x
+        # a grown pair that fits no pattern may straddle another kink near x* (hyperplanes 1e-5 rad
+        # apart, a 1e-5 unit's jump: the pair grown to 1e-5 |x| to clear the far piece's error over
+        # its distance 0.3, its minus point past the unit kink 4e-6 away, "unknown" at every
+        # bisection step, issue 23 item 7): as for "far", a piece nearer x* shrinks the pair
+        return ("far" if grown else "unknown"), y_x
