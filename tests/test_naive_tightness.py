@@ -12,6 +12,7 @@ while coming far closer to them.
 
 from __future__ import annotations
 
+import zlib
 from fractions import Fraction
 
 import numpy as np
@@ -192,6 +193,50 @@ def test_the_homogeneity_check_sits_between_the_declared_noise_and_a_bias_ten_ti
     biased = ValueOracle(ReluFFN(np.eye(2), np.ones(2), b=np.array([10 * declared, 0.0])))
     with pytest.raises(AssumptionError, match="biases"):
         _homogeneity_at(biased, x0)
+
+
+class _UnitsRounding:
+    """f = ReLU(x_1) + ReLU(x_2) answered with the rounding of hidden units K times larger than f
+    (units cancelling to f): each answer off by ``K u |x|_1``, its sign set by a CRC of x, as the
+    large-unit targets of tests/test_transformer_route.py answer a point alone and in a batch."""
+
+    d, arith = 2, FLOAT64
+
+    def __init__(self, K):
+        self.K = K
+
+    def sign(self, x):
+        return 1.0 if zlib.crc32(np.asarray(x, dtype=float).tobytes()) % 2 else -1.0
+
+    def __call__(self, X):
+        x = np.asarray(X, dtype=float)[:, 0, :]
+        push = self.K * 2.0**-53 * np.abs(x).sum(axis=1) * np.array([self.sign(r) for r in x])
+        return np.maximum(x, 0).sum(axis=1) + push
+
+
+def test_a_homogeneity_failure_that_scales_with_x_is_rounding_not_biases():
+    """Issue 23 (the hostile large-unit property, thorough profile): a bias-free FFN whose answers
+    round at units 1e6 times f breaks ``f(2 x0) = 2 f(x0)`` by ~4e-10 at x0 = (1, 1), far above the
+    declared 4 noise = 4.5e-13, and was refused as an FFN *with biases* (AssumptionError).  The
+    check asked again at 2^-20 x0 (two counted queries) sees the violation shrink with x, as
+    rounding does and biases do not: PrecisionLossError, the answers beyond the declared model.
+    The bias of the test above still reads as biases after the re-check (it does not shrink)."""
+    from attnproof.errors import AssumptionError, PrecisionLossError
+
+    model = _UnitsRounding(1e6)
+    x0 = next(c * np.ones(2) for c in (1.0, 1.25, 1.5, 1.75, 3.0)
+              if model.sign(c * np.ones(2)) != model.sign(2 * c * np.ones(2)))
+    oracle = ValueOracle(model)
+    violation = abs(model(np.array([[2 * x0]]))[0] - 2 * model(np.array([[x0]]))[0])
+    assert violation > 100 * NOISE * 4 * x0[0]  # far beyond the declaration: the old code's "biases"
+    with pytest.raises(PrecisionLossError, match="scales with x"):
+        _homogeneity_at(oracle, x0)
+    assert oracle.queries == 4  # f(x0), f(2 x0), and the re-check's two
+    declared = NOISE * 4.0
+    biased = ValueOracle(ReluFFN(np.eye(2), np.ones(2), b=np.array([10 * declared, 0.0])))
+    with pytest.raises(AssumptionError, match="biases"):
+        _homogeneity_at(biased, np.ones(2))
+    assert biased.queries == 4
 
 
 # --- the adversaries of skeleton-adaptive, transformer and orthogonal-heads (issue 22) ---------
