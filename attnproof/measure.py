@@ -216,12 +216,13 @@ class Probes:
     def scaled(self, a: float, b: float) -> tuple[np.ndarray, np.ndarray | None]:
         """(a P, b Q) for powers of two a, b (exact), kept for the last :data:`SCALES_KEPT`
         (a, b) asked: the batches of a call share one scale, and a skeleton's column and row
-        calls alternate between two, so each reads them without rescaling its rows."""
+        calls alternate between two, so each reads them without rescaling its rows.  A copy is
+        written a block of rows per core (:func:`_in_blocks`; bitwise ``M * a``: one product each)."""
         if (a, b) not in self._scaled:
             while len(self._scaled) >= SCALES_KEPT:  # the oldest first (dicts keep insertion order)
                 del self._scaled[next(iter(self._scaled))]
-            Q = None if self.Q is None else (self.Q if b == 1 else self.Q * b)
-            self._scaled[a, b] = (self.P if a == 1 else self.P * a, Q)
+            Q = None if self.Q is None else (self.Q if b == 1 else _times(self.Q, b))
+            self._scaled[a, b] = (self.P if a == 1 else _times(self.P, a), Q)
         return self._scaled[a, b]
 
     @property
@@ -253,6 +254,16 @@ class Probes:
         if self.scale_query_only:
             return (L - bias) / s
         return (L / s - bias) / s
+
+
+def _times(M: np.ndarray, a: float) -> np.ndarray:
+    """``M * a`` for a 2-D M, a block of rows per core when M is float64 and large
+    (:func:`_in_blocks`): each entry the one product ``M * a`` makes, so bitwise the same."""
+    if M.dtype != np.float64 or M.ndim != 2:
+        return M * a
+    out = np.empty_like(M)
+    _in_blocks(lambda first, stop: np.multiply(M[first:stop], a, out=out[first:stop]), *M.shape)
+    return out
 
 
 def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
@@ -478,16 +489,22 @@ def _in_blocks(fill: Callable[[int, int], None], B: int, d: int, parallel: bool 
     is large: writing a batch of probes is bound by memory bandwidth, which one core does not
     saturate (at d = 4096: ~17 us per probe on one core, ~9 on two).  Each row is written by
     exactly one block with the same elementwise operations, so the result is bitwise the same.
-    Not ``parallel``: one block, in the calling thread."""
+    The calling thread writes the last block itself (it would only wait: one hand-off to a pool
+    thread fewer per batch, which a loaded machine makes wait for a core).  Not ``parallel``: one
+    block, in the calling thread."""
     large = parallel and 2 * B * d >= _PARALLEL_ENTRIES
     workers = min(_cores(), 8, B) if large else 1
     if workers < 2:
         fill(0, B)
         return
-    cuts = np.linspace(0, B, workers + 1).astype(int)
-    pool = _pool(workers)
-    for done in [pool.submit(fill, int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]:
-        done.result()  # re-raises a block's exception here
+    cuts = [int(c) for c in np.linspace(0, B, workers + 1).astype(int)]
+    pool = _pool(workers - 1)
+    started = [pool.submit(fill, a, b) for a, b in zip(cuts[:-2], cuts[1:-1], strict=True)]
+    try:
+        fill(cuts[-2], cuts[-1])
+    finally:  # every block done before the batch is read (or a block's error raised)
+        for done in started:
+            done.result()  # re-raises a block's exception here
 
 
 def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray, plus: np.ndarray | None = None) -> None:
@@ -1684,26 +1701,40 @@ def _probe_rounding(
     worst case ``eps (|p| + s |q|)^T |v|`` sums magnitudes; this is the random walk the roundings
     make, about sqrt(d) less (issue 22)."""
     kk, ll = entries
-    d = P.shape[1]
+    d, n = P.shape[1], len(kk)
     g = d * FLOAT64.eps / (1 - d * FLOAT64.eps)
-    out = np.empty(len(kk))
+    out = np.empty(n)
     block = max(1, 2**15 // max(d, 1))  # a block's temporaries stay in cache
     weights = np.column_stack([v, g * np.abs(v) + dv])
-    for a in range(0, len(kk), block):
-        b = slice(a, a + block)
-        p = P[kk[b]]
-        q = np.eye(d)[ll[b]] if Q is None else Q[ll[b]]
-        if s is not None:
-            q *= s[b, None]
-        x = p + q
-        z = x - p
-        x -= z
-        np.subtract(p, x, out=p)
-        np.subtract(q, z, out=q)
-        p += q  # delta, TwoSum's error
-        signed = p @ weights[:, 0]
-        np.abs(p, out=p)
-        out[b] = (np.abs(signed) + (p @ weights[:, 1]) * (1 + 2 * g)) * (1 + 2.0**-52)
+
+    def fill(first: int, stop: int) -> None:
+        """The blocks first..stop - 1 (of ``block`` entries), through four reused (block, d) arrays:
+        the operations of one block as one would write them with temporaries, bitwise."""
+        p, q, x, z = np.empty((4, min(block, n), d))
+        for a in range(first * block, min(stop * block, n), block):
+            b = slice(a, a + block)
+            m = len(kk[b])
+            p_, q_, x_, z_ = p[:m], q[:m], x[:m], z[:m]
+            np.take(P, kk[b], axis=0, out=p_, mode="clip")  # in range: "clip" writes straight into p_
+            if Q is None:
+                q_[...] = 0.0
+                q_[np.arange(m), ll[b]] = 1.0
+            else:
+                np.take(Q, ll[b], axis=0, out=q_, mode="clip")
+            if s is not None:
+                q_ *= s[b, None]
+            np.add(p_, q_, out=x_)
+            np.subtract(x_, p_, out=z_)
+            x_ -= z_
+            np.subtract(p_, x_, out=p_)
+            np.subtract(q_, z_, out=q_)
+            p_ += q_  # delta, TwoSum's error
+            signed = p_ @ weights[:, 0]
+            np.abs(p_, out=p_)
+            out[b] = (np.abs(signed) + (p_ @ weights[:, 1]) * (1 + 2 * g)) * (1 + 2.0**-52)
+
+    if n:  # the blocks shared out between the cores (:func:`_in_blocks`): each entry's by one thread
+        _in_blocks(fill, -(-n // block), block * d)
     return out
 
 

@@ -737,3 +737,60 @@ def test_probes_keep_the_scaled_copies_of_two_scales():
     assert np.array_equal(first[0], 2 * probes.P) and np.array_equal(second[1], 4 * probes.Q)
     third = probes.scaled(8.0, 1.0)
     assert third[1] is probes.Q and probes.scaled(2.0, 0.5)[0] is not first[0]
+
+
+def _probe_rounding_with_temporaries(P, Q, v, dv, entries, s):
+    """measure._probe_rounding as it was written before its reused buffers and threads (commit
+    821b8ee): one block of 2^15 // d entries at a time, each step a fresh temporary."""
+    kk, ll = entries
+    d = P.shape[1]
+    g = d * FLOAT64.eps / (1 - d * FLOAT64.eps)
+    out = np.empty(len(kk))
+    block = max(1, 2**15 // max(d, 1))
+    weights = np.column_stack([v, g * np.abs(v) + dv])
+    for a in range(0, len(kk), block):
+        b = slice(a, a + block)
+        p = P[kk[b]]
+        q = np.eye(d)[ll[b]] if Q is None else Q[ll[b]]
+        if s is not None:
+            q *= s[b, None]
+        x = p + q
+        z = x - p
+        x -= z
+        np.subtract(p, x, out=p)
+        np.subtract(q, z, out=q)
+        p += q
+        signed = p @ weights[:, 0]
+        np.abs(p, out=p)
+        out[b] = (np.abs(signed) + (p @ weights[:, 1]) * (1 + 2 * g)) * (1 + 2.0**-52)
+    return out
+
+
+@given(st.integers(1, 64), st.integers(0, 2**32 - 1), st.integers(0, 2500), st.booleans(), st.booleans(),
+       st.sampled_from([1, 2, 3]))
+def test_probe_rounding_and_scaled_copies_are_bitwise_whatever_the_threads(
+        d, seed, n, basis, query_only, cores):
+    """The speed-ups of issue 21 item 4 change no bit: ``_probe_rounding`` through reused buffers with
+    its blocks shared out between ``cores`` threads (made to split even a small batch) is bitwise the
+    form with temporaries above (Q or the basis e_l; scaled query tokens or none; at d = 64 a block
+    is 512 entries, so up to 2500 of them make several blocks to share out), and
+    ``Probes.scaled``'s copies written a block of rows per thread are bitwise ``M * a``."""
+    import unittest.mock
+
+    import attnproof.measure as measure
+
+    rng = np.random.default_rng(seed)
+    P = rng.standard_normal((d, d)) * 2.0 ** rng.integers(-3, 4, (d, 1))
+    Q = None if basis else rng.standard_normal((d, d))
+    v, dv = rng.standard_normal(d), np.abs(rng.standard_normal(d)) * 1e-16
+    entries = (rng.integers(0, d, n), rng.integers(0, d, n))
+    s = np.ldexp(1.0, rng.integers(-5, 6, n)) if query_only else None
+    want = _probe_rounding_with_temporaries(P, Q, v, dv, entries, s)
+    with unittest.mock.patch.object(measure, "_PARALLEL_ENTRIES", 1), \
+            unittest.mock.patch.object(measure, "_cores", lambda: cores):
+        got = measure._probe_rounding(P, Q, v, dv, entries, s)
+        probes = Probes(P, rng.standard_normal((d, d)), v, FLOAT64)
+        copies = probes.scaled(0.5, 2.0**-3)
+    assert got.tobytes() == want.tobytes()
+    assert copies[0].tobytes() == (P * 0.5).tobytes()
+    assert copies[1].tobytes() == (probes.Q * 2.0**-3).tobytes()
