@@ -12,7 +12,7 @@ while coming far closer to them.
 
 from __future__ import annotations
 
-import zlib
+import hashlib
 from fractions import Fraction
 
 import numpy as np
@@ -197,46 +197,54 @@ def test_the_homogeneity_check_sits_between_the_declared_noise_and_a_bias_ten_ti
 
 class _UnitsRounding:
     """f = ReLU(x_1) + ReLU(x_2) answered with the rounding of hidden units K times larger than f
-    (units cancelling to f): each answer off by ``K u |x|_1``, its sign set by a CRC of x, as the
-    large-unit targets of tests/test_transformer_route.py answer a point alone and in a batch."""
+    (units cancelling to f), as a matmul rounds them: each answer off by ``K u |x|_1``, its sign set
+    by a hash of x and of the batch's size (the same point answered alone and in a batch differs, as
+    the large-unit targets of tests/test_transformer_route.py are answered)."""
 
     d, arith = 2, FLOAT64
 
     def __init__(self, K):
         self.K = K
 
-    def sign(self, x):
-        return 1.0 if zlib.crc32(np.asarray(x, dtype=float).tobytes()) % 2 else -1.0
+    def sign(self, x, batch):
+        digest = hashlib.sha256(np.asarray(x, dtype=float).tobytes() + bytes([batch])).digest()
+        return 1.0 if digest[0] % 2 else -1.0
 
     def __call__(self, X):
         x = np.asarray(X, dtype=float)[:, 0, :]
-        push = self.K * 2.0**-53 * np.abs(x).sum(axis=1) * np.array([self.sign(r) for r in x])
+        push = self.K * 2.0**-53 * np.abs(x).sum(axis=1) * np.array([self.sign(r, len(x)) for r in x])
         return np.maximum(x, 0).sum(axis=1) + push
 
 
-def test_a_homogeneity_failure_that_scales_with_x_is_rounding_not_biases():
+def test_a_homogeneity_failure_the_oracle_does_not_repeat_is_rounding_not_biases():
     """Issue 23 (the hostile large-unit property, thorough profile): a bias-free FFN whose answers
-    round at units 1e6 times f breaks ``f(2 x0) = 2 f(x0)`` by ~4e-10 at x0 = (1, 1), far above the
-    declared 4 noise = 4.5e-13, and was refused as an FFN *with biases* (AssumptionError).  The
-    check asked again at 2^-20 x0 (two counted queries) sees the violation shrink with x, as
-    rounding does and biases do not: PrecisionLossError, the answers beyond the declared model.
-    The bias of the test above still reads as biases after the re-check (it does not shrink)."""
+    round at units 1e6 times f breaks ``f(2 x0) = 2 f(x0)`` by ~9e-10 at x0 ~ (1, 1), far above the
+    declared 4 noise = 4.5e-13, and was refused as an FFN *with biases* (AssumptionError).  Asked
+    again, together and alone (four counted queries), the same points answer otherwise, by more than
+    the declaration allows two answers of one point: the oracle's rounding beyond the declared
+    model, PrecisionLossError.  Biases answer alike every time and still read as biases, b > 0
+    (f(0) != 0) and b < 0 (f(0) = 0: a first version that asked the check again at 2^-20 x0, where
+    rounding shrinks, took ``-ReLU(x - 1/4)`` for rounding,
+    test_transformer.py::test_biased_ffn_is_refused)."""
     from attnproof.errors import AssumptionError, PrecisionLossError
 
     model = _UnitsRounding(1e6)
-    x0 = next(c * np.ones(2) for c in (1.0, 1.25, 1.5, 1.75, 3.0)
-              if model.sign(c * np.ones(2)) != model.sign(2 * c * np.ones(2)))
+    def breaks(x):  # homogeneity alone, and x's answer alone and in a batch of two
+        return model.sign(x, 1) != model.sign(2 * x, 1) and model.sign(x, 1) != model.sign(x, 2)
+
+    x0 = next(c * np.ones(2) for c in np.linspace(1, 2, 33) if breaks(c * np.ones(2)))
     oracle = ValueOracle(model)
     violation = abs(model(np.array([[2 * x0]]))[0] - 2 * model(np.array([[x0]]))[0])
     assert violation > 100 * NOISE * 4 * x0[0]  # far beyond the declaration: the old code's "biases"
-    with pytest.raises(PrecisionLossError, match="scales with x"):
+    with pytest.raises(PrecisionLossError, match="answers the same points again"):
         _homogeneity_at(oracle, x0)
-    assert oracle.queries == 4  # f(x0), f(2 x0), and the re-check's two
+    assert oracle.queries == 6  # f(x0), f(2 x0), and the four asked again
     declared = NOISE * 4.0
-    biased = ValueOracle(ReluFFN(np.eye(2), np.ones(2), b=np.array([10 * declared, 0.0])))
-    with pytest.raises(AssumptionError, match="biases"):
-        _homogeneity_at(biased, np.ones(2))
-    assert biased.queries == 4
+    for b in (10 * declared, -0.25):
+        biased = ValueOracle(ReluFFN(np.eye(2), np.ones(2), b=np.array([b, 0.0])))
+        with pytest.raises(AssumptionError, match="biases"):
+            _homogeneity_at(biased, np.ones(2))
+        assert biased.queries == 6
 
 
 # --- the adversaries of skeleton-adaptive, transformer and orthogonal-heads (issue 22) ---------

@@ -239,7 +239,7 @@ def even_ffn_with_tiny_odd_unit(d, tiny, seed):
     return rng.standard_normal((d, d)) / np.sqrt(d), A, w
 
 
-@pytest.mark.parametrize("tiny, seed", [(1e-8, 3), (1e-9, 10), (1e-9, 3), (1e-10, 10)])
+@pytest.mark.parametrize("tiny, seed", [(1e-8, 13), (1e-9, 10), (1e-9, 3), (1e-10, 10)])
 def test_tiny_odd_unit_on_the_cone_within_bound(tiny, seed):
     """The tiny unit's kink is omitted by the FFN learner (within its bound) and u is within the
     FFN's error of 0, so the cone route is taken; the cone straddles the omitted kink, so the
@@ -247,7 +247,10 @@ def test_tiny_odd_unit_on_the_cone_within_bound(tiny, seed):
     3.4e-9, 2.1e-10 against bounds of 1.7e-10, 3.3e-11, 2.1e-10, 3.3e-11 (36, 64, 16, 6 times over;
     the first at seed 6, whose 1e-8 kink the FFN learner finds since float64 searches the half
     between a duplicate piece and its end piece: the antisymmetric route, |dW|_F 3.5e-6 within its
-    bound 0.36; seed 3 crosses it on the cone, |dW|_F 3.4e-8 within 2.6e-4)."""
+    bound 0.36; seed 3 crosses it on the cone, |dW|_F 3.4e-8 within 2.6e-4).  Since the float64
+    resolution of helper openfloat (pairs from 3e-7 rad), seed 3's 1e-8 kink is found too (the
+    antisymmetric route, 9.0e-8 within 0.026), as at 18 of seeds 11-30: the 1e-8 case is seed 13,
+    one of the two whose kink is still omitted (the cone, 3.8e-10 within 1.5e-3)."""
     W, A, w = even_ffn_with_tiny_odd_unit(3, tiny, seed)
     rec = recover(W, A, w, seed)
     assert rec.diagnostics["route"] == "cone" and rec.ffn.L == 2  # the tiny unit's kink omitted
