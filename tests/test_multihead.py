@@ -5,7 +5,7 @@ from __future__ import annotations
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import assume, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from attnproof import strategies as ast
@@ -462,8 +462,10 @@ def test_small_leak_along_v_of_a_tiny_head_is_refused():
 
 #: SMALL_LEAK beside a unit head: d = 3, head 1's W = 2^-20 e_1 e_1^T, v = -e_1; head 2 uniform (1e-20
 #: e_2 e_2^T) with v = -e_2 + lambda v^(1), lambda = -0.05; head 3 = (e_3 e_3^T, -e_3).  The identities
-#: cannot scale up beside head 3 (its scores would pass 1), so they resolve the rotation between U_1 and
-#: U_2 only to ~1.4e-4 rad, and heads 1 and 2 carry certified bounds of ~1.4e-4 in v and ~1.8e-10 in W.
+#: scaled up to the largest score of *any* head could not scale beside head 3 (its scores would pass 1), so
+#: they resolved the rotation between U_1 and U_2 only to ~1.4e-4 rad, and heads 1 and 2 carried certified
+#: bounds of ~1.4e-4 in v and ~1.8e-10 in W.  Each pair's identities now scale to that pair's largest score
+#: (rotation.identity_queries; head 3's part bounded apart, rotation._outside_heads): 8.8e-13 rad.
 SMALL_LEAK_3 = ([(2.0**-20 * np.diag([1.0, 0, 0]), -np.eye(3)[0]),
                  (1e-20 * np.diag([0, 1.0, 0]), np.array([0.05, -1.0, 0])),
                  (np.diag([0, 0, 1.0]), -np.eye(3)[2])],
@@ -474,30 +476,38 @@ def test_small_leak_beside_a_unit_head_is_refused_by_the_v_term():
     """SMALL_LEAK_3 with the checks' seed 34 was answered as (W / 0.95, 0.95 v), v off 0.05 against its
     bound 1.5e-4, even with the identities scaled (they cannot be here): the check tolerance counted each
     head's certified v bound times the tokens' size (v term 0.55, tolerance 0.637, residual 0.165).  The
-    heads' v errors must cancel in their measured sum (orthogonal._v_term): the tolerance is 0.154 now,
-    and the check refuses it (by 7 %: the open case below is the same class, seen less well)."""
+    heads' v errors must cancel in their measured sum (orthogonal._v_term): the tolerance was 0.154 then,
+    and the check refused it by 7 %.  With the identities scaled per pair (rotation bound 8.9e-13 rad, v
+    bounds ~1e-12) the check's tolerance is 5.6e-9 against the same residual 0.165."""
     heads, bases, _, _ = SMALL_LEAK_3
     with pytest.raises(AssumptionError, match="check query 0"):
         _learn(heads, bases, rng=np.random.default_rng(34))
 
 
-#: Open (strict xfail: a fix shows).  SMALL_LEAK_3 with lambda = -0.005 and the checks' seed 34: head 1
+#: Fixed (was a strict xfail).  SMALL_LEAK_3 with lambda = -0.005 and the checks' seed 34: head 1 was
 #: answered as (1.005 W, 0.995 v), W off 4.8e-9 (bound 1.8e-10), v off 0.005 (bound 1.4e-4), no error; head
 #: 1's one check has tokens of norm 121 and 1032 (one unit score), residual 0.0196 against tolerance 0.162
-#: (W term 0.047, v term 0.034, was 0.58 before orthogonal._v_term).  A rotation resolved beside a large
-#: head (per-pair identity scales, with J's differences and the second-order margins valid where the
-#: large head's scores reach 2^20) is what it takes.
-@pytest.mark.xfail(strict=True, reason=(
-    "open: d = 3, a uniform head leaking -0.005 v^(1) into U_1 beside a head of W 2^-20 and a unit head, "
-    "certified, checks' seed 34: answered as (1.005 W, 0.995 v), W off 27x its bound, v off 35x, no error"
-))
-def test_open_small_leak_beside_a_unit_head():
-    heads = [SMALL_LEAK_3[0][0], (SMALL_LEAK_3[0][1][0], np.array([0.005, -1.0, 0])), SMALL_LEAK_3[0][2]]
-    _refused_or_right_on_its_head((heads, *SMALL_LEAK_3[1:]), 34, True)
+#: (W term 0.047, v term 0.034, was 0.58 before orthogonal._v_term), all from the rotation of 1.4e-4 rad
+#: the identities allowed: they scaled their tokens to the largest score any head could compute, head 3's,
+#: already 1.  Each identity mixes two subspaces U_a, U_b only, so head 3 (outside the pair) sees its
+#: tokens only through the rotation: its scores are quadratic in it, its part of the identity cubic.  The
+#: identities of the pair (1, 2) now scale to *its* largest score (tokens ~1.3e3), J leaves head 3 out
+#: (uniform there), and rotation._outside_heads bounds its part for every rotation twice the one first
+#: allowed (self-consistent, else a PrecisionLossError): the identities allow 8.8e-13 rad, the v bounds are
+#: ~1e-12, and the check's tolerance is 5.6e-9 against its residual 0.0196: an AssumptionError.
+SMALLER_LEAK_3 = ([SMALL_LEAK_3[0][0], (SMALL_LEAK_3[0][1][0], np.array([0.005, -1.0, 0])),
+                   SMALL_LEAK_3[0][2]], *SMALL_LEAK_3[1:])
+
+
+def test_small_leak_beside_a_unit_head_is_refused_by_per_pair_identities():
+    heads, bases, _, _ = SMALLER_LEAK_3
+    with pytest.raises(AssumptionError, match="check query 0"):
+        _learn(heads, bases, rng=np.random.default_rng(34))
 
 
 @given(mst.tiny_head_leaks(), st.integers(0, 2**16), st.booleans())
 @example((*SMALL_LEAK[:2], "leak-v", 0), 51168, True)
+@example(SMALLER_LEAK_3, 34, True)
 def test_tiny_head_leaks_are_refused_or_within_bounds(target, seed, certify):
     """SMALL_LEAK's neighbourhood (strategies.tiny_head_leaks: lambda in {-0.5, -0.05, -0.005, 0.05},
     head 1's W in {2^-20, 2^-32, 2^-44}, d = 2 and 3, axis or Cayley bases, certified or not): refused,
@@ -505,13 +515,11 @@ def test_tiny_head_leaks_are_refused_or_within_bounds(target, seed, certify):
     refused as a violation (AssumptionError; a PrecisionLossError is an honest "cannot certify"), every
     head within its bounds.  Before this session's two changes, 13 of 576 grid draws (axis bases,
     seeds 0-11) came back silently wrong, all certified: d = 2, j = 32, lambda = -0.005 (9 of 12 seeds)
-    and d = 3, j = 20, lambda in {-0.05, -0.005} (2 of 12 each); none now.  Open, and left out here: d = 3
-    certified with j = 20 and lambda < 0 (3 of 1200 draws over seeds 0-59, both kinds of bases and every
-    lambda, all with the checks' seed 34), pinned above as test_open_small_leak_beside_a_unit_head."""
+    and d = 3, j = 20, lambda in {-0.05, -0.005} (2 of 12 each); none now.  The last class left out here
+    (d = 3 certified with j = 20 and lambda < 0: 3 of 1200 draws over seeds 0-59, all with the checks'
+    seed 34) is in since the identities scale per pair (test_small_leak_beside_a_unit_head_is_refused_by_
+    per_pair_identities)."""
     heads, bases, how, _ = target
-    j = -np.log2(np.linalg.norm(heads[0][0]))  # head 1's W = 2^-j (lifted: to rounding)
-    assume(not (certify and len(bases) == 3 and abs(j - 20) < 0.5 and how != "c1"
-                and heads[1][1] @ heads[0][1] < 0))  # the open class (lambda < 0: v^(2) . v^(1) < 0)
     if how != "c1":
         _refused_or_right_on_its_head(target, seed, certify)
         return

@@ -12,10 +12,13 @@ and ``sum_k v^(k)`` is what the one-token answers measure (the learner's ``sum_k
 whatever C.1's truth: the bases split it, their sum is the whole).  The identity holds to the
 answers' rounding only, with no learned W in it, so its tolerance is at the rounding level.
 
-The identity queries are scaled (:func:`identity_queries`) up until the largest score any head
-could compute from them is about 1: the identity holds at every scale, and a rotation moves it
-through the heads' scores, so at unit tokens among heads of W ~2^-32 a rotation was resolved only to
-~1e-4 rad (issues 22/23, SMALL_LEAK).
+The identity queries are scaled (:func:`identity_queries`) up until the largest score the pair's
+heads (g and h) could compute from them is about 1: the identity holds at every scale, and a rotation
+moves it through the heads' scores, so at unit tokens among heads of W ~2^-32 a rotation was resolved
+only to ~1e-4 rad (issues 22/23, SMALL_LEAK).  The other heads see the pair's tokens only through the
+rotation (their scores are quadratic in it, their part of the identity cubic): J leaves them out and
+:func:`_outside_heads` bounds their part, so a pair of small heads is resolved beside a unit head too
+(SMALL_LEAK_3, where the largest score of *any* head capped the scale at 1 and 1.4e-4 rad).
 
 **A rotation.**  If the target satisfies C.1 for the subspaces ``R U_h`` (``R = exp(K)``, K skew;
 its part inside each U_h only changes the basis of U_h, so K is taken off-block,
@@ -104,6 +107,15 @@ def off_block_directions(Ef: list[np.ndarray]) -> list[tuple[int, int, np.ndarra
     return out
 
 
+def identity_pairs(dims: list[int]) -> list[tuple[int, int]]:
+    """Per identity, in :func:`identity_queries`' order, the heads ``(a, b)`` of its tokens: ``x_1 in
+    U_a``, ``x_2 in U_b`` (per pair g < h, ``IDENTITIES_PER_DIRECTION d_g d_h`` of them, alternately
+    (h, g) and (g, h))."""
+    return [(h, g) if m % 2 == 0 else (g, h)
+            for g in range(len(dims)) for h in range(g + 1, len(dims))
+            for m in range(IDENTITIES_PER_DIRECTION * dims[g] * dims[h])]
+
+
 def _rotation(K: np.ndarray, t: float) -> np.ndarray:
     """``I + tK + (tK)^2 / 2``: exp(tK) to O(t^3), enough for central differences."""
     tK = t * K
@@ -146,6 +158,14 @@ def _check_scale(top: float, reach: float, w_max: float) -> float:
     return float(np.ldexp(1.0, int(n)))
 
 
+#: The identities of a pair scale their tokens up only while the largest score a head *outside* the pair
+#: could compute from them (``c^2 reach max_k ||W_hat^(k)||_F``, before the cancellation C.1 promises) is
+#: at most this (1 / float64's eps): the float bases' defect (``|E_g^T x| ~ eps |x|``) then gives it scores
+#: ~eps, a rotation k scores ~k^2 2^52 (:func:`_outside_heads`), and the answers' rounding stays in the
+#: tolerance's linear regime (tokens of 1e77 beside a unit head overflowed it: a pair of W 1e-117 and 1e-174).
+MAX_OUTSIDE_SCORE = 2.0**52
+
+
 def identity_queries(
     heads: list[Recovery], Es: list[np.ndarray], arith: Arith, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -154,43 +174,46 @@ def identity_queries(
     ``x_1`` in U_h and ``x_2`` in U_g alternately the other way round, scaled by a power of two c (exact):
 
     * down so that the recovered score ``x_2^T W_hat x_2`` is at most about 1;
-    * up (issues 22/23, SMALL_LEAK) while the largest score *any* head could compute from the pair,
-      ``c^2 reach w_max`` (``reach = max(|x_1|, |x_2|) |x_2|``, ``w_max = max_k ||W_hat^(k)||_F``),
-      stays about 1 (:func:`_check_scale`'s law, the checks', with ``top = reach w_max``, which also
-      keeps ``c^2 reach <= 2^512``, far from overflow).
+    * up (issues 22/23, SMALL_LEAK) while the largest score the pair's heads could compute from its
+      tokens, ``c^2 reach w_ab`` (``reach = max(|x_1|, |x_2|) |x_2|``, ``w_ab = max(||W_hat^(a)||_F,
+      ||W_hat^(b)||_F)``), stays about 1 (:func:`_check_scale`'s law, the checks', with ``top = reach
+      w_ab``, which also keeps ``c^2 reach max(1, w_max) <= 2^512``, ``w_max = max_k ||W_hat^(k)||_F``,
+      far from overflow), and ``c^2 reach w_max`` about :data:`MAX_OUTSIDE_SCORE` at most.
 
     Why up, and why that cap.  ``f(cX)`` is c times the answer at X of the target with every ``W^(k)``
     times c^2, so (a) the C.1 identity holds exactly at every c (head a's scores are 0 as ``W^(a) x_2
     = 0``, head b's are ``(0, c^2 x_2^T W^(b) x_2)`` for both signs of x_1) and its tolerance, the
     answers' rounding (:func:`identity_residuals`), is evaluated at the scaled tokens; (b) a rotation
-    k moves the identities through the heads' scores, by about ``k c^2 reach w_max`` times the values
+    k moves the identities through the pair's scores, by about ``k c^2 reach w_ab`` times the values
     ``c |x| |v|``, against rounding ``eps c |x| |v|``.  With every W at most ``2^-32`` and unit tokens
     a rotation was resolved only to ~1e-4 rad (SMALL_LEAK: 1.1e-4, so each head's certified v bound
     was 1.05e-4, which the check queries' tolerance multiplies by their tokens' size, ~5e4); at
-    ``c^2 reach w_max ~ 1`` to about what a unit target's identities resolve.  The cap keeps every
-    head's scores at most ~2, the regime of unit targets, for which J's central differences (step
-    ``_STEP_J``) and the second-order margins of :func:`rotation_terms` were made (a larger c would
-    let a large head's scores, 0 under C.1 but not under a rotation, grow past 1).  A target whose
-    largest score at the drawn tokens is already about 1 or more is asked exactly as before.
+    ``c^2 reach w_ab ~ 1`` to about what a unit target's identities resolve.  The cap keeps the pair's
+    scores at most ~2, the regime of unit targets, for which J's central differences (step
+    ``_STEP_J``) and the second-order margins of :func:`rotation_terms` were made.  A head g outside
+    the pair may reach scores far past 1 at that scale under a rotation (0 under C.1): J is taken with
+    it uniform and its part bounded apart (:func:`_outside_heads`: cubic in the rotation, which the
+    identities then resolve to ~1e-12 rad; capping at the largest score of *any* head left a pair of
+    small heads beside a unit head resolved to 1.4e-4 rad, SMALL_LEAK_3).  A pair whose largest score
+    at the drawn tokens is already about 1 or more is asked exactly as before.
     """
     Ef = [arith.to_float(E) for E in Es]
     Wf = [arith.to_float(r.W) for r in heads]
     w_max = max(float(np.linalg.norm(W)) for W in Wf)
     Q, X1 = [], []
-    pairs = [(g, h) for g in range(len(Es)) for h in range(g + 1, len(Es))]
-    for g, h in pairs:
-        for m in range(IDENTITIES_PER_DIRECTION * Es[g].shape[1] * Es[h].shape[1]):
-            a, b = (h, g) if m % 2 == 0 else (g, h)  # x_1 in U_a, x_2 in U_b
-            z1, z2 = rng.standard_normal(Es[a].shape[1]), rng.standard_normal(Es[b].shape[1])
-            x1, x2 = Ef[a] @ z1, Ef[b] @ z2
-            top = abs(float(x2 @ Wf[b] @ x2))
-            c = np.ldexp(1.0, int(min(0.0, np.round(-np.log2(top) / 2)))) if 0 < top < np.inf else 1.0
-            reach = max(float(np.linalg.norm(x1)), float(np.linalg.norm(x2))) * float(np.linalg.norm(x2))
-            c *= max(1.0, _check_scale(reach * w_max, reach, w_max))  # > 1 only if every score is < ~1
-            with arith.context():
-                x1, x2 = Es[a] @ arith.asarray(c * z1), Es[b] @ arith.asarray(c * z2)
-                Q += [np.stack([x1, x2]), np.stack([-x1, x2])]
-            X1.append(x1)
+    for a, b in identity_pairs([E.shape[1] for E in Es]):  # x_1 in U_a, x_2 in U_b
+        z1, z2 = rng.standard_normal(Es[a].shape[1]), rng.standard_normal(Es[b].shape[1])
+        x1, x2 = Ef[a] @ z1, Ef[b] @ z2
+        top = abs(float(x2 @ Wf[b] @ x2))
+        c = np.ldexp(1.0, int(min(0.0, np.round(-np.log2(top) / 2)))) if 0 < top < np.inf else 1.0
+        reach = max(float(np.linalg.norm(x1)), float(np.linalg.norm(x2))) * float(np.linalg.norm(x2))
+        w_pair = max(float(np.linalg.norm(Wf[a])), float(np.linalg.norm(Wf[b])))
+        pair_top = reach * max(w_pair, w_max / MAX_OUTSIDE_SCORE)
+        c *= max(1.0, _check_scale(pair_top, reach, w_max))  # > 1 only if the pair's scores are < ~1
+        with arith.context():
+            x1, x2 = Es[a] @ arith.asarray(c * z1), Es[b] @ arith.asarray(c * z2)
+            Q += [np.stack([x1, x2]), np.stack([-x1, x2])]
+        X1.append(x1)
     return np.stack(Q), np.stack(X1)
 
 
@@ -254,6 +277,36 @@ def _identities(params: list[tuple[np.ndarray, np.ndarray]], Q: np.ndarray, X1: 
     return y[0::2] - y[1::2] - X1 @ sum(v for _, v in params)
 
 
+def _outside_heads(
+    params: list[tuple[np.ndarray, np.ndarray]], Ef: list[np.ndarray], Q: np.ndarray,
+    pairs: list[tuple[int, int]], k: float, exact: bool,
+) -> np.ndarray:
+    """Per identity, a bound on what the heads outside its pair (a, b) add to its residual under any
+    rotation ``R = exp(K)``, ``||K||_2 <= k``, of the float64 heads ``params`` (J leaves them out).
+
+    Head g outside the pair, rotated (``W = R E_g M E_g^T R^T``, ``v = R E_g v~``), reaches a token x
+    only through ``|E_g^T R^T x| <= pi(x) = min(|x|, |E_g^T x| + (e^k - 1) |x|)`` (``|E_g^T x|`` is
+    the float bases' defect, 0 in exact arithmetic; R is orthogonal): its scores are at most
+    ``||W||_F pi(x_j) pi(x_2)``, so its two weights are ``1/2 +- delta``, ``delta <= min(1/2, (|s_1|
+    + |s_2|) / 4)``, and what it adds beyond its uniform part ``x_1^T v`` (the identity's right side)
+    is ``delta (x_1 - x_2)^T v``, at most ``delta (pi(x_1) + pi(x_2)) |v|`` per answer.  Cubic in k
+    for exact bases: the identities of a pair of small heads may scale their tokens up past a large
+    head's unit scores (:func:`identity_queries`) only because this stays below their resolution.
+    """
+    out = np.zeros(len(pairs))
+    grow = float(np.expm1(min(k, 1.0)))  # e - 1 > 1: pi(x) = |x| beyond
+    for i, pair in enumerate(pairs):
+        for g, (W, v) in enumerate(params):
+            if g in pair:
+                continue
+            for X in Q[2 * i : 2 * i + 2]:
+                size = np.linalg.norm(X, axis=1)
+                pi = np.minimum(size, grow * size + (0.0 if exact else np.linalg.norm(X @ Ef[g], axis=1)))
+                delta = min(0.5, float(np.linalg.norm(W)) * float(pi.sum() * pi[-1]) / 4)
+                out[i] += delta * float(pi.sum()) * float(np.linalg.norm(v))
+    return out * (1 + 16 * Q.shape[-1] * FLOAT64.eps)
+
+
 def _check_rotation_fit(J: np.ndarray, r: np.ndarray, k_hat: np.ndarray, tol: np.ndarray, k0: float) -> None:
     """The residuals must be those of a rotation: ``r = J k + e`` with ``|e_i| <= tol_i + 2 ||J||_2
     ||k||^2`` (rounding and second order, as in :func:`rotation_terms`) plus ``2^-20 ||J||_2 ||k||``
@@ -297,7 +350,10 @@ def rotation_terms(
         :data:`MAX_ROTATION` relative to it, an identity failing.
     PrecisionLossError
         The latter with every identity within its tolerance: a rotation below their resolution
-        could move a small head beyond first order.
+        could move a small head beyond first order.  Or if, with the heads outside each identity's
+        pair bounded (:func:`_outside_heads`) for every rotation up to twice the one the identities
+        first allow, they allow more than that (the identities of a pair of small heads, scaled past
+        a large head's unit scores, cannot bound its part).
     """
     Ef = [arith.to_float(E) for E in Es]
     params = [(arith.to_float(h.W), arith.to_float(h.v)) for h in heads]
@@ -320,8 +376,20 @@ def rotation_terms(
         return [(R @ W @ R.T, R @ v) for W, v in params]
 
     base = [learned_errors(params, k) for k in range(H)]  # differences from the re-run at k = 0
+    # J of each identity with the heads outside its pair uniform (W = 0): their part is bounded apart
+    # (_outside_heads), not differentiated (a pair of small heads may scale its tokens past their unit scores)
+    pairs = identity_pairs([E.shape[1] for E in Ef])
+    rows = {pair: np.array([i for i, p in enumerate(pairs) if p == pair]) for pair in set(pairs)}
+
+    def pair_identities(rotated: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        out = np.empty(len(X1))
+        for pair, idx in rows.items():
+            alone = [(W if k in pair else np.zeros_like(W), v) for k, (W, v) in enumerate(rotated)]
+            out[idx] = _identities(alone, Q[np.stack([2 * idx, 2 * idx + 1], axis=1).reshape(-1)], X1[idx])
+        return out
+
     for j, (g, h, K) in enumerate(dirs):
-        ids = [_identities(rotate(K, t), Q, X1) for t in (_STEP_J, -_STEP_J)]
+        ids = [pair_identities(rotate(K, t)) for t in (_STEP_J, -_STEP_J)]
         J[:, j] = (ids[0] - ids[1]) / (2 * _STEP_J)
         for t in (_STEP_E, -_STEP_E):
             rotated = rotate(K, t)
@@ -336,6 +404,17 @@ def rotation_terms(
     # |k - k_hat| entrywise on J's range: P times the identities' noise, their rounding (tol) and
     # their second-order term (~ ||J||_2 ||k||^2, with a factor 2 of margin)
     k0 = float(np.linalg.norm(k_hat)) + float(np.linalg.norm(P, 2)) * float(np.linalg.norm(tol))
+    # the heads outside each identity's pair, for every rotation up to twice that (then k0 again, which
+    # must stay within it: a bound consistent with itself, as the second-order margins are)
+    k_lim = 2 * k0
+    tol = tol + _outside_heads(params, Ef, Q, pairs, k_lim, not arith.eps)
+    k0 = float(np.linalg.norm(k_hat)) + float(np.linalg.norm(P, 2)) * float(np.linalg.norm(tol))
+    if k0 > k_lim:
+        raise PrecisionLossError(
+            f"the C.1 identities allow a rotation of {k0:.3g} rad off the given bases once the heads outside "
+            "their pairs are bounded, more than they were bounded for: float64 cannot certify C.1 closely "
+            "enough here; use mpmath (arith=MP(dps))"
+        )
     _check_rotation_fit(J, r, k_hat, tol, k0)
     spread = np.abs(P) @ (tol + 2 * float(np.linalg.norm(J, 2)) * k0 * k0)
     k_bound = float(np.linalg.norm(k_hat)) + float(np.linalg.norm(spread))
