@@ -475,6 +475,6 @@ def test_adversary_point_scores_a_small_naive_skeleton_against_its_adversary():
     row = adversary_point("skeleton", 32, "float64", 1, rank=2)
     assert row["options"] == {"rank": 2, "oracle": ADVERSARY_ORACLE} and row["outcome"] == "recovered"
     assert row["adversary"] == "RoundingAdversary" and row["within_bound"]
-    assert row["bound_over_error"] == pytest.approx(row["error_bound"] / row["err_W"], rel=1e-12)
+    assert row["bound_over_error"] == pytest.approx(row["error_bound"] / row["err_W"], rel=1e-12, abs=0)
     with pytest.raises(InvalidInputError, match="no adversary is registered for exact"):
         adversary_point("exact", 4, "float64", 0)

@@ -161,7 +161,7 @@ def test_bert_head_matches_the_bert_formula():
     s = (X @ Wk.T + bk) @ (Wq @ X[-1] + bq) / np.sqrt(r)
     a = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
     expected = w_o @ (a @ (X @ Wv.T + bv))
-    assert bert_head(t, 0, h, n_heads)(X) == pytest.approx(expected, rel=1e-12)
+    assert bert_head(t, 0, h, n_heads)(X) == pytest.approx(expected, rel=1e-12, abs=0)
 
 
 def test_bert_head_errors():

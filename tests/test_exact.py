@@ -557,8 +557,8 @@ def test_error_bound_formula_on_fixed_inputs(monkeypatch):
     u = 2.0**-53
     bound, c_bound, cond = exact._error_bound(probes, W, c, None, None, 2.0, 3.0)
     assert cond == 6.0
-    assert bound == pytest.approx(5e-16 * 2 + 6 * u * 6 * 1.0, rel=1e-14)
-    assert c_bound == pytest.approx(1e-16 * 2 + 6 * u * 6 * 2.0, rel=1e-14)
+    assert bound == pytest.approx(5e-16 * 2 + 6 * u * 6 * 1.0, rel=1e-14, abs=0)
+    assert c_bound == pytest.approx(1e-16 * 2 + 6 * u * 6 * 2.0, rel=1e-14, abs=0)
     assert np.array_equal(seen["W_norm"], [0.6, 0.6, 0.8, 0.8]) and seen["c_norm"] == 2.0
     assert seen["rounding"] is NAIVE  # the default: the oracle declared nothing
 
@@ -568,8 +568,9 @@ def test_orthogonal_norm_shortcut_threshold_on_both_sides():
     singular values lie in [sqrt(1 - delta), sqrt(1 + delta)]), the SVD from there on."""
     below = exact._norms(np.array([[np.sqrt(1.49)]]), orthogonal=True)
     above = exact._norms(np.array([[np.sqrt(1.51)]]), orthogonal=True)
-    assert below == pytest.approx((1 / np.sqrt(1 - 0.49), np.sqrt(1 + 0.49)), rel=1e-12)
-    assert above == pytest.approx((1 / np.sqrt(1.51), np.sqrt(1.51)), rel=1e-12)  # the SVD's exact values
+    assert below == pytest.approx((1 / np.sqrt(1 - 0.49), np.sqrt(1 + 0.49)), rel=1e-12, abs=0)
+    # the SVD's exact values
+    assert above == pytest.approx((1 / np.sqrt(1.51), np.sqrt(1.51)), rel=1e-12, abs=0)
 
 
 def test_basis_pairing_threshold_on_both_sides():
@@ -597,7 +598,7 @@ def test_orthogonal_solve_on_fixed_inputs():
     X, bound = FLOAT64.orthogonal_solve(Z, M, 1e-3, 1.0, 2.0)
     assert np.array_equal(X, M)
     division_and_defect = 2 * (1e-3 + u * (1 + 2 * u)) * 5 * (1 + 6 * u)
-    assert bound == pytest.approx(division_and_defect + 5 * u * (1 + 6 * u) + 12 * eta, rel=1e-14)
+    assert bound == pytest.approx(division_and_defect + 5 * u * (1 + 6 * u) + 12 * eta, rel=1e-14, abs=0)
     mp = MP(30)
     X, bound = mp.orthogonal_solve(mp.asarray(Z), mp.asarray(M), 1e-3, 2.0, 3.0)
     assert float(mp.norm(X - mp.asarray(M))) == 0.0

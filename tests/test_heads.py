@@ -33,7 +33,7 @@ def test_bert_head_computes_the_biased_head_of_the_checkpoint(tmp_path):
     a = np.exp(k @ q / np.sqrt(r) - np.max(k @ q / np.sqrt(r)))
     a /= a.sum()
     w_o = t[base + "output.dense.weight"][0, rows]
-    assert model(X) == pytest.approx(w_o @ (a @ val), rel=1e-10)
+    assert model(X) == pytest.approx(w_o @ (a @ val), rel=1e-10, abs=0)
 
 
 def test_bad_head_index_and_missing_tensors_are_typed(tmp_path):

@@ -146,10 +146,11 @@ def test_eq_12_halfspace_mean_by_sampling(d, data):
 
 def test_sphere_constant_closed_forms():
     assert sphere_constant(1) == 1.0
-    assert sphere_constant(2) == pytest.approx(2 / math.pi, rel=1e-15)
-    assert sphere_constant(3) == pytest.approx(0.5, rel=1e-15)
+    assert sphere_constant(2) == pytest.approx(2 / math.pi, rel=1e-15, abs=0)
+    assert sphere_constant(3) == pytest.approx(0.5, rel=1e-15, abs=0)
     R200 = float(sphere_constant(200, MP(40)))
-    assert R200 * math.sqrt(200) == pytest.approx(math.sqrt(2 / math.pi), rel=1e-2)  # R = Theta(1/sqrt d)
+    # R = Theta(1/sqrt d)
+    assert R200 * math.sqrt(200) == pytest.approx(math.sqrt(2 / math.pi), rel=1e-2, abs=0)
 
 
 # --- bisect: the guarantee, always -----------------------------------------------------------

@@ -65,7 +65,7 @@ def test_one_token_is_linear_and_ignores_W():
     v = rng.standard_normal(4)
     x = rng.standard_normal(4)
     for W in (np.zeros((4, 4)), 1e6 * rng.standard_normal((4, 4))):
-        assert Attention(W, v)(x[None]) == pytest.approx(x @ v, rel=1e-15)
+        assert Attention(W, v)(x[None]) == pytest.approx(x @ v, rel=1e-15, abs=0)
 
 
 def test_from_qkv_merges_as_in_sec3():
@@ -78,7 +78,7 @@ def test_from_qkv_merges_as_in_sec3():
     X = rng.standard_normal((3, d))
     s = (X @ K.T) @ (Q @ X[-1])
     a = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
-    assert m(X) == pytest.approx(a @ (X @ V.T @ w_o), rel=1e-12)
+    assert m(X) == pytest.approx(a @ (X @ V.T @ w_o), rel=1e-12, abs=0)
 
 
 @given(ast.bad_queries(3))

@@ -146,12 +146,12 @@ def test_erratum_e1_fails_for_every_tolerance():
         assert err["err_W"] > 0.8
     rec = learn_noisy(ValueOracle(Attention(W, v)), W_bound=W_bound, mu=mu, tau=0.0, design=PAPER)
     exact = guarantee(rec, W, v)
-    assert exact["err_W"] == pytest.approx(math.sqrt(2) - (W_bound - math.sqrt(2)), rel=1e-12)
+    assert exact["err_W"] == pytest.approx(math.sqrt(2) - (W_bound - math.sqrt(2)), rel=1e-12, abs=0)
     assert rec.diagnostics["error_bound"] == math.inf  # no bound holds for PAPER's paired rows
 
 
 def test_tuned_design_supports_a_larger_tolerance():
-    assert BETA_STAR * math.tanh(BETA_STAR / 2) == pytest.approx(2, rel=1e-14)
+    assert BETA_STAR * math.tanh(BETA_STAR / 2) == pytest.approx(2, rel=1e-14, abs=0)
     for d, W_bound, mu in ((1, 2.0, 1.0), (5, 2.0, 0.3), (10, 20.0, 0.01)):
         paper = paper_tolerances(0.1, 0.1, W_bound, mu, d).tau_f
         assert design_tolerances(CORRECTED, 0.1, 0.1, W_bound, mu, d).tau_f > paper
@@ -534,13 +534,13 @@ def test_float64_floor_reads_the_declared_rounding_pinned():
     shape = 2 * a + 2 * b + math.sqrt(2) * band * (a + math.sqrt(2) * b) ** 2
     naive, faithful = float64_floor(CORRECTED, W_bound, d), float64_floor(CORRECTED, W_bound, d, FAITHFUL)
     assert naive == float64_floor(CORRECTED, W_bound, d, NAIVE)
-    assert naive.tau == pytest.approx(2 * (d + 4) * u * shape, rel=1e-14)
+    assert naive.tau == pytest.approx(2 * (d + 4) * u * shape, rel=1e-14, abs=0)
     t, final = FAITHFUL.term, FAITHFUL.final
     # the final rounding is one rounding: charged once (the doubled dot-product terms cover its share of them)
-    assert faithful.tau == pytest.approx(2 * (d + 4) * t * shape + final * (a + b), rel=1e-14)
+    assert faithful.tau == pytest.approx(2 * (d + 4) * t * shape + final * (a + b), rel=1e-14, abs=0)
     assert (faithful.direct, faithful.paired) == (naive.direct, naive.paired)
     odd = float64_floor(CORRECTED, W_bound, d, Rounding("faithful", term=0.0, final=1e-3))
-    assert odd.tau == pytest.approx(1e-3 * (a + b), rel=1e-14)
+    assert odd.tau == pytest.approx(1e-3 * (a + b), rel=1e-14, abs=0)
 
 
 def test_a_faithful_oracle_tightens_the_noisy_bound():

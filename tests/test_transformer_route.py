@@ -44,9 +44,10 @@ def test_reduction_factor_pinned():
     M = [[2, 0], [1, 1]] (column maxima 2, 1: C = sqrt 5)."""
     nu, res, v = 2.0**-40, 2.0**-53, np.array([3.0, 4.0])  # |v| = 5, d = 2
     expected = 1 + 2 * 2**13 * (math.sqrt(2) / 4) / 5
-    assert reduction_factor(nu, v, 2, None, res) == pytest.approx(expected, rel=1e-14)
+    assert reduction_factor(nu, v, 2, None, res) == pytest.approx(expected, rel=1e-14, abs=0)
     M = np.array([[2.0, 0.0], [1.0, 1.0]])
-    assert reduction_factor(nu, v, 1, M, res) == pytest.approx(1 + 2**13 * (math.sqrt(5) / 4) / 5, rel=1e-14)
+    expected = 1 + 2**13 * (math.sqrt(5) / 4) / 5
+    assert reduction_factor(nu, v, 1, M, res) == pytest.approx(expected, rel=1e-14, abs=0)
     assert reduction_factor(0.0, v, 2, None, res) == 1.0
 
 
@@ -55,7 +56,7 @@ def test_lifted_bound_pinned():
     cond 4), and the bound itself for VQ~ (no map)."""
     M, Wd = np.diag([2.0, 0.5]), np.array([[3.0, 0.0], [0.0, 4.0]])  # |W'|_F = 5
     expected = 4 * (1e-12 + 2 * 6 * 2.0**-53 * 4 * 5)
-    assert lifted_bound(1e-12, Wd, M, 2.0**-53) == pytest.approx(expected, rel=1e-14)
+    assert lifted_bound(1e-12, Wd, M, 2.0**-53) == pytest.approx(expected, rel=1e-14, abs=0)
     assert lifted_bound(1e-12, Wd, None, 2.0**-53) == 1e-12
 
 
