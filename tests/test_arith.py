@@ -455,11 +455,11 @@ def test_solve_error_on_fixed_inputs():
     X = B + np.diag([2.0**-20, 0.0])
     product = split_product(np.eye(2), X)[1]
     assert FLOAT64.solve_error(np.eye(2), X, B, 2.0, 1.0) == pytest.approx(
-        2 * (2.0**-20 * (1 + u) * (1 + 6 * u) + product), rel=1e-14)
+        2 * (2.0**-20 * (1 + u) * (1 + 6 * u) + product), rel=1e-14, abs=0)
     assert FLOAT64.solve_error(np.eye(2), np.full((2, 2), np.inf), B, 2.0, 1.0) == math.inf
     mp = MP(30)
     first_order = mp.solve_error(mp.eye(2), mp.asarray(B), mp.asarray(B), 2.0, 3.0)
-    assert first_order == pytest.approx(6 * mp.resolution * 6 * 5)
+    assert first_order == pytest.approx(6 * mp.resolution * 6 * 5, rel=1e-14, abs=0)
     assert SYMPY.solve_error(SYMPY.eye(2), SYMPY.asarray(B), SYMPY.asarray(B), 2.0, 3.0) == 0.0
     # far below float64's range (50 digits of 1e-293: 5e-343) rounded up, not to 0 (issue 23)
     mp50 = MP(50)

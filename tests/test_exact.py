@@ -602,7 +602,7 @@ def test_orthogonal_solve_on_fixed_inputs():
     mp = MP(30)
     X, bound = mp.orthogonal_solve(mp.asarray(Z), mp.asarray(M), 1e-3, 2.0, 3.0)
     assert float(mp.norm(X - mp.asarray(M))) == 0.0
-    assert bound == pytest.approx(6 * mp.resolution * 6 * 5)
+    assert bound == pytest.approx(6 * mp.resolution * 6 * 5, rel=1e-14, abs=0)
     assert SYMPY.orthogonal_solve(SYMPY.asarray(Z), SYMPY.asarray(M), 1e-3, 2.0, 3.0)[1] == 0.0
     assert exact._defect(np.eye(2)) == 0.0  # I splits exactly (Z2 = 0): no defect, no allowance
 
