@@ -123,6 +123,8 @@ def test_targets_and_test_map_cover_each_other():
     assert all(tool.tests_for(t) for t in targets)
     assert all((ROOT / f).exists() for t in targets for f in tool.tests_for(t))
     assert all((ROOT / f).exists() for files in tool.TEST_MAP.values() for f in files)
+    assert all((ROOT / f).exists() for files in tool.ROOM_TESTS.values() for f in files)
+    assert tool.tests_for("attnproof/theorems/noisy/arb.py") == ("tests/test_noisy.py", "tests/test_arb.py")
 
 
 def test_a_planted_room_is_mutated_and_tested_by_convention(tmp_path):

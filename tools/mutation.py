@@ -15,8 +15,9 @@ audit's named survivors, each a snippet patch; a snippet that no longer exists i
 ``stale``: each room's own in ``attnproof/theorems/<room>/mutants.py``, :func:`room_curated`,
 and the shared modules' in :data:`CURATED`), and runs each one:
 
-1. the module's fast tests (:func:`tests_for`: its room's ``tests/test_<room>.py``, or
-   :data:`TEST_MAP`; plus ``tests/test_mutation_kills.py`` and the module's doctests) with
+1. the module's fast tests (:func:`tests_for`: its room's ``tests/test_<room>.py`` and
+   :data:`ROOM_TESTS`, or :data:`TEST_MAP`; plus ``tests/test_mutation_kills.py`` and the
+   module's doctests) with
    ``-x -p no:cacheprovider -m 'not slow and not book'`` under the
    default derandomized ``ci`` Hypothesis profile -> ``killed by tests``;
 2. separately, the verification of the registered identities (what ``attnproof verify``
@@ -73,6 +74,15 @@ TEST_MAP: dict[str, tuple[str, ...]] = {
     "attnproof/recovery.py": ("tests/test_recovery.py",),
 }
 
+#: A room's fast test files besides its ``tests/test_<room>.py``, where the room's tests are split
+#: (a mutant of ``noisy/arb.py`` was run against test_noisy.py alone, never test_arb.py).
+ROOM_TESTS: dict[str, tuple[str, ...]] = {
+    "noisy": ("tests/test_arb.py",),
+    "lowrank": ("tests/test_lowrank_exchange.py", "tests/test_skeleton_bound.py",
+                "tests/test_skeleton_assembly.py"),
+    "transformer": ("tests/test_ffn_bound.py", "tests/test_transformer_route.py"),
+}
+
 
 def room_of(path: str) -> str | None:
     """The room a module belongs to (``attnproof/theorems/<room>.py`` or ``.../<room>/*.py``), or None."""
@@ -84,9 +94,11 @@ def room_of(path: str) -> str | None:
 
 def tests_for(path: str) -> tuple[str, ...]:
     """The fast test files of the module ``path``: ``tests/test_<room>.py`` for a room's module (the
-    convention every room follows), else its :data:`TEST_MAP` entry."""
+    convention every room follows) and its :data:`ROOM_TESTS`, else its :data:`TEST_MAP` entry."""
     room = room_of(path)
-    return (f"tests/test_{room}.py",) if room is not None else TEST_MAP.get(path, ())
+    if room is None:
+        return TEST_MAP.get(path, ())
+    return (f"tests/test_{room}.py",) + ROOM_TESTS.get(room, ())
 
 
 KILL_TESTS = "tests/test_mutation_kills.py"
