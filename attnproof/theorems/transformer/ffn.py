@@ -444,9 +444,12 @@ def learn_ffn(
     sides at a point on it); a confirmation
     pair is grown to clear each piece's own error over its own distance to x*
     (:attr:`._path_search.Tuning.pair_own_distance`); and a grown pair that fits no pattern
-    opens a piece nearer x* instead of bisecting (it may straddle the other kink).  Still
-    refused: a kink x* within ~1e-8 |x| of another's hyperplane where the steps across it pass
-    Euler's check (a 1e-9 unit beside unit ones, tests/test_transformer.py OPEN_TF_FLOAT).
+    opens a piece nearer x* instead of bisecting (it may straddle the other kink).  A kink x*
+    within ~1e-8 |x| of another's hyperplane, whose first steps cross it and pass Euler's check
+    with a mix of its two sides (a 1e-9 unit beside unit ones, refused before: bisection to the
+    floor), is answered since a piece on the line from one end's gradient to the other's whose
+    steps backwards disagree is measured again stepping away from that hyperplane
+    (:meth:`._path_search._PathSearch._opened`; the FFN bench unchanged).
 
     Examples
     --------
