@@ -1038,11 +1038,14 @@ class _PathSearch:
         sums of several).  A gradient whose steps cross a hyperplane K near its point, where pa's
         and pb's planes meet (``J = K + T``, T a kink far smaller than K), mixes K's two sides:
         ``G_a + lambda J`` to within lambda |T|, lambda the fraction of the steps short of K
-        (:meth:`_opened`)."""
+        (:meth:`_opened`).  lambda is read from J scaled to ``|J|_inf = 1`` (gradients of 8e-229
+        underflowed ``J^T J`` to 0: ZeroDivisionError, thorough profile)."""
         if self.arith.exact or any(self.same_gradient(*pair) for pair in ((pa, pb), (p, pa), (p, pb))):
             return False
         J, D = self.arith.to_float(pb.G - pa.G), self.arith.to_float(p.G - pa.G)
-        lam = float(D @ J) / float(J @ J)
+        top = float(np.abs(J).max())  # > 0: pa and pb are told apart
+        unit = J / top
+        lam = float((D / top) @ unit) / float(unit @ unit)
         tol = 2 * (p.err + abs(1 - lam) * pa.err + abs(lam) * pb.err) + 16 * self.noise * self.gscale
         return bool(np.all(np.abs(D - lam * J) <= tol))
 
