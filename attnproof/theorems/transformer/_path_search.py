@@ -1029,8 +1029,8 @@ class _PathSearch:
 
     def _mixes(self, p: _Piece, pa: _Piece, pb: _Piece) -> bool:
         """Does p's gradient lie on the line through pa's and pb's, ``G_p = G_a + lambda J``,
-        ``J = G_b - G_a``, to within their errors, told from both (:meth:`same_gradient`; numeric
-        only, pa and pb told apart)?
+        ``J = G_b - G_a``, to within their errors, told from both (:meth:`same_gradient`; pa and
+        pb told apart)?  Numeric pieces only (:meth:`_opened` returns an exact one before).
 
         No region strictly between pa's and pb's has such a gradient: its kinks towards pa would
         sum to ``lambda J``, those towards pb to ``(1 - lambda) J``, two groups of jumps of one
@@ -1040,7 +1040,7 @@ class _PathSearch:
         ``G_a + lambda J`` to within lambda |T|, lambda the fraction of the steps short of K
         (:meth:`_opened`).  lambda is read from J scaled to ``|J|_inf = 1`` (gradients of 8e-229
         underflowed ``J^T J`` to 0: ZeroDivisionError, thorough profile)."""
-        if self.arith.exact or any(self.same_gradient(*pair) for pair in ((pa, pb), (p, pa), (p, pb))):
+        if any(self.same_gradient(*pair) for pair in ((pa, pb), (p, pa), (p, pb))):
             return False
         J, D = self.arith.to_float(pb.G - pa.G), self.arith.to_float(p.G - pa.G)
         top = float(np.abs(J).max())  # > 0: pa and pb are told apart
