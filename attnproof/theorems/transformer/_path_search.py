@@ -985,16 +985,16 @@ class _PathSearch:
         With ``|T| / |K|`` below the first step (a 1e-9 unit beside unit ones, x* 2e-9 |x| off
         K), the plain first step crosses K and passes Euler's check (which holds for either side
         of K, and any mix of them, at a point on it): pa's gradient but for 2e-9 / 2^-10 of K's
-        jump (x's own is pb's side of K), 5e-7 from pa's, beyond its error 4e-10: told from both
-        ends, so never measured again;
-        each next x* (between pa and that mix) lay beside it, 2e-9 further along the path, to the
-        floor (issue 23, OPEN_TF_FLOAT's last entry: a refusal of a good answer).
-        Such a mix lies on the line from pa's gradient to pb's, where no region between them has
-        its gradient (:meth:`_mixes`); the steps backwards show the crossing, and one sign sigma
-        keeps every step on x's side of K (x's own gradient, a duplicate of pb there: the half
-        beside it is searched as usual).  A gradient on that line whose backward steps agree is
-        kept: hyperplanes 1e-6 rad apart put a region's gradient on the line to within the errors
-        of a step of 2^-26 |x| (FIXED_FLOAT's second entry, refused when it was replaced).
+        jump (x lies on pb's side of K), 5e-7 from pa's, beyond its error 4e-10: told from both
+        ends, so never measured again; each next x* (between pa and that mix) lay beside it, 2e-9
+        further along the path, to the floor (issue 23, OPEN_TF_FLOAT's last entry: a refusal of
+        a good answer).  Such a mix lies on the line from pa's gradient to pb's, where no region
+        between them has its gradient (:meth:`_mixes`); the steps backwards show the crossing,
+        and one sign sigma keeps every step on x's side of K (x's own gradient, a duplicate of pb
+        there: the half beside it is searched as usual).  A gradient on that line whose backward
+        steps agree is kept: hyperplanes 1e-6 rad apart put a region's gradient on the line to
+        within the errors of a step of 2^-26 |x| (FIXED_FLOAT's second entry, refused when it was
+        replaced).
 
         Raises
         ------

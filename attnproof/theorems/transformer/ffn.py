@@ -95,7 +95,9 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     interval before it is dropped as kink-free (WEDGE_POINTS each:
     :meth:`._path_search._PathSearch.off_plane`, sympy and float64; one midpoint in mpmath), and
     NUDGES split points of three pieces each (plain, and stepping each way along the jump's
-    signs: :meth:`._path_search._PathSearch._opened`),
+    signs: :meth:`._path_search._PathSearch._opened`; only the last split point's plain piece is
+    measured again, so this also holds its d steps backwards, asked when it mixes the ends'
+    gradients),
     each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
     (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
