@@ -415,6 +415,27 @@ def test_a_signed_step_keeps_a_point_beside_a_hyperplane_in_its_region():
     assert search.ledger.retries == 1
 
 
+def test_a_split_point_whose_steps_cross_a_hyperplane_near_it_is_measured_off_it():
+    """f = ReLU(x_0) + ReLU(x_1) at x = (-2^-34, 1), a split point between pa (G = (1, 1)) and pb
+    (G = (0, 1)), 2^-34 off the hyperplane x_0 = 0 on pb's side: the plain step h = 2^-10 along
+    +e_0 crosses it, and Euler's check passes the gradient (1 - 2^-24, 1) (the mix of the two
+    sides is blind to it at a point on the hyperplane), 6e-8 off beyond its error, told from both
+    pa and pb (OPEN_TF_FLOAT's 1e-9 unit beside unit ones before: every next x* beside it, to the
+    floor).  It lies on the line from pa's gradient to pb's, where no region between them has its
+    gradient: the steps backwards disagree, and the piece stepping along +-sign(J) away from the
+    hyperplane is kept, x's own gradient (0, 1) exactly; every query counted."""
+    oracle = ValueOracle(ReluFFN(np.eye(2), np.ones(2)))
+    search = _PathSearch(Session(oracle, FLOAT64), np.ones(2), 0.0, 1)
+    pa, pb = search.piece(np.array([1.0, 1.0])), search.piece(np.array([-1.0, 1.0]))
+    x = np.array([-(2.0**-34), 1.0])
+    plain = search.piece(x)
+    assert plain.h == 2.0**-10 and plain.G[0] == 1 - 2.0**-24 and plain.err < 2.0**-24
+    assert search._mixes(plain, pa, pb)
+    p = search._opened(x, None, pa, pb)
+    assert p.G.tolist() == [0.0, 1.0] and p.h == 2.0**-10
+    assert search.ledger.total(2) == oracle.queries
+
+
 def test_kink_parameter_is_where_the_pieces_predictions_meet():
     """Hand-computed, f = ReLU(x_1) on the path (-1/8, 1) -> (7/8, 1): pa at its start with f = 0
     and a measured G = (0, 2^-10), which misses Euler's relation G^T x = f(x) by 2^-10 (within its

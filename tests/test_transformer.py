@@ -323,6 +323,10 @@ def is_zero_function(A, w):
 # (DegenerateProbeError); a jumped gradient is now kept only when the steps backwards agree
 @example((np.array([[-0.4430591334161894, -1.3291774002485681], [-0.4430591334161894, -1.3291774002485681]]),
           np.array([-1.0, -1.0]), "parallel"), 1857577731)
+# two 8.4e-229 units (thorough profile, --hypothesis-seed 930117; a regression of _PathSearch._mixes,
+# never on main): its J^T J underflowed to 0 (ZeroDivisionError); lambda is now read from J scaled
+# to |J|_inf = 1
+@example((np.array([[1.0, 1.0], [0.5, 0.0]]), np.array([8.44664095e-229, 8.44664095e-229]), "generic"), 0)
 def test_ffn_float64_recovers_every_kind(target, seed):
     """Recovered to the a-posteriori bound; typed errors only for targets beyond float64:
     near-subnormal weights, units cancelling beyond the rounding model (cancels_beyond_float64,
@@ -1557,30 +1561,53 @@ def test_the_units_scale_read_from_rounding_is_what_answers_them(monkeypatch):
 
 
 OPEN_TF_FLOAT = [
-    # NEW (thorough profile, --hypothesis-seed 48213 on test_transformer_float64, helper fwedge; the
-    # same on main e634946), d = 3, "generic", W* = 0, seed 1: a 1e-9 unit on (1, 1, 0) beside
-    # units on (1, 1, 1) and (1, 0, 1): refused (bisection to the floor; no gradient at 3 points of
-    # an interval before): a refusal of a good answer (its sibling, the 1e-9 unit on (1, 1, 0)
-    # among others, answered since: FIXED_TF_FLOAT).  Traced (helper openfloat, the FFN alone at
-    # path seed 1): the jump J between the end pieces is the (1, 0, 1) unit's K plus the tiny
-    # unit's, so x* lies 1e-8 off K's hyperplane (x*_0 = -x*_2); each piece opened there steps
-    # across K (h 2^-14 |x|) and passes Euler's check with a gradient off by 1.5e-5 (0.74998 for
-    # 0.75 on x_0 and x_2: Euler's relation holds for both of K's sides at a point on K, so it
-    # cannot see a step across K from near it), beyond its error 6.9e-9; it is no duplicate of
-    # either end (the _opened signed steps are not tried), and every next x* lands beside it,
-    # ~1e-9 further along the path, until bisection reaches the floor
-    (np.array([[1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 1.0, 1.0]]),
-     np.array([0.25, 1e-09, 0.0, 0.25, 0.25]), "generic", 1, np.zeros((4, 4))),
+    # NEW (thorough profile, --hypothesis-seed 930118 on test_transformer_float64, helper tffloat;
+    # the same at 9087253, before _PathSearch._mixes), d = 2, "zero_sum", W* = 0, seed 2: units on
+    # one hyperplane x_0 + x_1 = 0 cancelling to -0.2445 ReLU(-0.39 (x_0 + x_1)) (kappa ~11) beside
+    # three dead ones: refused (bisection to the floor, interval 3.45e-13 after 47 steps; FFN path
+    # seeds 0, 1, 3 answered): a refusal of a good answer.  Partly traced (helper tffloat): the end
+    # piece on the dead side has G = 0 exactly (error 0), the other G = 0.0954 (error 3e-11); x*
+    # lies 2.3e-14 off the hyperplane on the live side, where f = -2.2e-15 misses the dead plane's
+    # 0 beyond its tolerance 1.5e-15 ("split"); the piece opened there steps across (a mix, pb's
+    # duplicate), and every later x* lies within 2^-26 |x| of the hyperplane (no gradient) and
+    # misfits the dead plane again, on all three paths: what a fix needs is not yet known
+    (np.array([[-0.39] * 5 + [0.0, 0.0, -0.0]] * 2),
+     np.array([0.8028724083713641, 0.44620010085831363, 0.0, -0.49360372854404655, -0.9999999999999999,
+               1.0, 1.0, 1.0]), "zero_sum", 2, np.zeros((4, 4))),
 ]
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "open: a refusal of a good answer, a 1e-9 unit beside unit ones (x* 1e-8 off a unit hyperplane, "
-    "the pieces opened there stepping across it and passing Euler's check 1.5e-5 off: to the floor)"
+    "open: a refusal of a good answer, one hyperplane of cancelling units beside dead ones (x* 2e-14 "
+    "off it misfits the dead plane's exact 0; every later x* within 2^-26 |x| of it: to the floor)"
 ))
 @pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
 def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
     tf_float64_property(A, w, kind, W, seed)
+
+
+#: (a strict xfail before, the last of OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 48213 on
+#: test_transformer_float64, helper fwedge; the same on main e634946), d = 3, "generic", W* = 0, seed
+#: 1: a 1e-9 unit T on (1, 1, 0) beside units on (1, 1, 1) and K on (1, 0, 1): refused (bisection to
+#: the floor; no gradient at 3 points of an interval before): a refusal of a good answer (its
+#: sibling, the 1e-9 unit on (1, 1, 0) among others, answered: FIXED_TF_FLOAT).  Traced (helpers
+#: openfloat, tffloat; the FFN alone at path seed 1): the jump J between the end pieces is K's plus
+#: T's, so x* lies 1.9e-9 off K's hyperplane (x*_0 = -x*_2), in the region between K and T; the
+#: piece opened there steps across K (h = 2^-10 |x|) and passes Euler's check (it holds for both of
+#: K's sides, and any mix of them, at a point on K) with pa's gradient but for 2e-6 of K's jump
+#: (0.7499995 on x_0 and x_2, x*'s own 0.5), 4.9e-7 from pa's, beyond its error 4.3e-10; told from
+#: both ends, it was never measured again (the _opened signed steps were for duplicates only), and
+#: every next x* landed beside it, ~2e-9 further along the path, until bisection reached the floor.
+#: Answered since a piece whose gradient lies on the line from one end's to the other's (where no
+#: region between them has its gradient), its steps backwards disagreeing, is measured again
+#: stepping along +-sign(J) (_PathSearch._opened, _mixes): x*'s own gradient, pb's duplicate to the
+#: 1e-9 jump; then 3 hyperplanes, bound 1.4e-11 (FFN path seeds 0-7 all 3 hyperplanes; seeds 2, 3,
+#: 6 took 5338-9667 queries before, 2 of them merging T, 167-709 now); W* = 0 then refused by the
+#: output guard (the FFN checked alone below)
+MIXED_STEP_TF = (
+    np.array([[1.0, 1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, 1.0], [1.0, 0.0, 1.0, 1.0, 1.0]]),
+    np.array([0.25, 1e-09, 0.0, 0.25, 0.25]), "generic", 1, np.zeros((4, 4)),
+)
 
 
 #: (strict xfails before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 70529 on
@@ -1772,6 +1799,7 @@ FIXED_TF_FLOAT = [
     (np.array([[-1.0, -0.5, 0.0, 0.0], [1e-05, 1e-05, 1e-05, 1e-05]]), np.array([-0.5, 1.0, 1.0, 1.0]),
      "generic", 0, np.zeros((4, 4))),
     *TINY_BESIDE_TRIPLE_TF,
+    MIXED_STEP_TF,
     # (a strict xfail before, OPEN_TF_FLOAT_TINY; thorough profile, --hypothesis-seed 61843 on
     # test_transformer_float64; the same with and without float64's probes of the intervals dropped
     # as kink-free), d = 2, "wide", W* = 0, seed 3822: a 1.76e-12 unit beside -ReLU(x_1) +
@@ -1822,6 +1850,18 @@ def test_fixed_tiny_unit_beside_triple_ffn_answered(A, w, kind, _seed, W, seed):
     rec, oracle = recover_ffn(A, w, seed=seed)
     check_count(rec, oracle, 2)
     assert rec.L >= 3
+    _float_case(A, w, seed)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fixed_mixed_step_ffn_answered(seed):
+    """MIXED_STEP_TF's FFN alone (W* = 0 leaves the property the output guard's refusal), at path
+    seeds 0-7: answered to its bound (seed 1 refused before), every query counted, its three
+    hyperplanes found, the 1e-9 unit's among them (merged into K's at seeds 2 and 3 before)."""
+    A, w = MIXED_STEP_TF[:2]
+    rec, oracle = recover_ffn(A, w, seed=seed)
+    check_count(rec, oracle, 3)
+    assert rec.L == 3
     _float_case(A, w, seed)
 
 

@@ -961,7 +961,10 @@ class _PathSearch:
         shrinks) and it cannot be told from pa or pb (:meth:`same_gradient`), also measured with
         every coordinate stepping along ``sigma sign(J)``, sigma = +-1, ``J = G_b - G_a``
         (counted, ``ledger.pieces``/``retries``): the one of smaller error that pa and pb both
-        tell from itself is kept, else the plain piece (a duplicate, as before).
+        tell from itself is kept, else the plain piece (a duplicate, as before).  So is a plain
+        piece that mixes pa's and pb's gradients (:meth:`_mixes`) when its steps backwards
+        disagree with it (:meth:`_two_sided`, d counted queries): the signed piece of smaller
+        error that does not mix them is kept (a duplicate allowed), else the plain piece.
 
         A kink point x* where pa's and pb's planes meet, their jump ``J = K + T`` a large kink
         K's plus a tiny kink T's, lies on neither hyperplane but within ``~|T| / |K|`` of K's, on
@@ -979,6 +982,20 @@ class _PathSearch:
         hyperplane through its own point stands for a region it only touches (measured: d = m = 8,
         seed 3, then bisected to the floor on its first path).
 
+        With ``|T| / |K|`` below the first step (a 1e-9 unit beside unit ones, x* 2e-9 |x| off
+        K), the plain first step crosses K and passes Euler's check (which holds for either side
+        of K, and any mix of them, at a point on it): pa's gradient but for 2e-9 / 2^-10 of K's
+        jump (x lies on pb's side of K), 5e-7 from pa's, beyond its error 4e-10: told from both
+        ends, so never measured again; each next x* (between pa and that mix) lay beside it, 2e-9
+        further along the path, to the floor (issue 23, OPEN_TF_FLOAT's last entry: a refusal of
+        a good answer).  Such a mix lies on the line from pa's gradient to pb's, where no region
+        between them has its gradient (:meth:`_mixes`); the steps backwards show the crossing,
+        and one sign sigma keeps every step on x's side of K (x's own gradient, a duplicate of pb
+        there: the half beside it is searched as usual).  A gradient on that line whose backward
+        steps agree is kept: hyperplanes 1e-6 rad apart put a region's gradient on the line to
+        within the errors of a step of 2^-26 |x| (FIXED_FLOAT's second entry, refused when it was
+        replaced).
+
         Raises
         ------
         _OnHyperplane
@@ -993,7 +1010,10 @@ class _PathSearch:
         def duplicate(p: _Piece) -> bool:
             return self.same_gradient(p, pa) or self.same_gradient(p, pb)
 
-        if self.d == 1 or not plain.err or not plain.h < self._first_step(x) or not duplicate(plain):
+        if self.d == 1 or not plain.err:
+            return plain
+        mixed = self._mixes(plain, pa, pb) and not self._two_sided(x, y, plain.G, plain.err, plain.h, None)
+        if not mixed and not (plain.h < self._first_step(x) and duplicate(plain)):
             return plain
         best = plain
         base = np.where(arith.to_float(pb.G - pa.G) < 0, -1.0, 1.0)
@@ -1002,9 +1022,32 @@ class _PathSearch:
                 q = self.piece(x, y, signs=sigma * base)
             except _OnHyperplane:
                 continue
-            if not duplicate(q) and (best is plain or q.err < best.err):
+            refused = self._mixes(q, pa, pb) if mixed else duplicate(q)
+            if not refused and (best is plain or q.err < best.err):
                 best = q
         return best
+
+    def _mixes(self, p: _Piece, pa: _Piece, pb: _Piece) -> bool:
+        """Does p's gradient lie on the line through pa's and pb's, ``G_p = G_a + lambda J``,
+        ``J = G_b - G_a``, to within their errors, told from both (:meth:`same_gradient`; pa and
+        pb told apart)?  Numeric pieces only (:meth:`_opened` returns an exact one before).
+
+        No region strictly between pa's and pb's has such a gradient: its kinks towards pa would
+        sum to ``lambda J``, those towards pb to ``(1 - lambda) J``, two groups of jumps of one
+        direction on either side (one hyperplane, which the path crosses once, but for parallel
+        sums of several).  A gradient whose steps cross a hyperplane K near its point, where pa's
+        and pb's planes meet (``J = K + T``, T a kink far smaller than K), mixes K's two sides:
+        ``G_a + lambda J`` to within lambda |T|, lambda the fraction of the steps short of K
+        (:meth:`_opened`).  lambda is read from J scaled to ``|J|_inf = 1`` (gradients of 8e-229
+        underflowed ``J^T J`` to 0: ZeroDivisionError, thorough profile)."""
+        if any(self.same_gradient(*pair) for pair in ((pa, pb), (p, pa), (p, pb))):
+            return False
+        J, D = self.arith.to_float(pb.G - pa.G), self.arith.to_float(p.G - pa.G)
+        top = float(np.abs(J).max())  # > 0: pa and pb are told apart
+        unit = J / top
+        lam = float((D / top) @ unit) / float(unit @ unit)
+        tol = 2 * (p.err + abs(1 - lam) * pa.err + abs(lam) * pb.err) + 16 * self.noise * self.gscale
+        return bool(np.all(np.abs(D - lam * J) <= tol))
 
     def _first_step(self, x0: np.ndarray) -> Any:
         """A gradient's first step at x0: ``2^(e - h_log2)``, ``2^e >= max |x0_i|`` (1 at x0 = 0)."""

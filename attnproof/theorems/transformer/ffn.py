@@ -95,7 +95,9 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     interval before it is dropped as kink-free (WEDGE_POINTS each:
     :meth:`._path_search._PathSearch.off_plane`, sympy and float64; one midpoint in mpmath), and
     NUDGES split points of three pieces each (plain, and stepping each way along the jump's
-    signs: :meth:`._path_search._PathSearch._opened`),
+    signs: :meth:`._path_search._PathSearch._opened`; only the last split point's plain piece is
+    measured again, so this also holds its d steps backwards, asked when it mixes the ends'
+    gradients),
     each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
     (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
@@ -444,9 +446,12 @@ def learn_ffn(
     sides at a point on it); a confirmation
     pair is grown to clear each piece's own error over its own distance to x*
     (:attr:`._path_search.Tuning.pair_own_distance`); and a grown pair that fits no pattern
-    opens a piece nearer x* instead of bisecting (it may straddle the other kink).  Still
-    refused: a kink x* within ~1e-8 |x| of another's hyperplane where the steps across it pass
-    Euler's check (a 1e-9 unit beside unit ones, tests/test_transformer.py OPEN_TF_FLOAT).
+    opens a piece nearer x* instead of bisecting (it may straddle the other kink).  A kink x*
+    within ~1e-8 |x| of another's hyperplane, whose first steps cross it and pass Euler's check
+    with a mix of its two sides (a 1e-9 unit beside unit ones, refused before: bisection to the
+    floor), is answered since a piece on the line from one end's gradient to the other's whose
+    steps backwards disagree is measured again stepping away from that hyperplane
+    (:meth:`._path_search._PathSearch._opened`; the FFN bench unchanged).
 
     Examples
     --------
