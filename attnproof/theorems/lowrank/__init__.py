@@ -142,7 +142,8 @@ def cross_approximation(
     d = probes.d
     M = arith.zeros((d, d)) if start is None else start.M.copy()
     L_all = arith.zeros((d, d)) if start is None else start.L.copy()
-    k_all = np.zeros((d, d), dtype=np.int64) if start is None else start.k.copy()
+    # scale exponents (|k| <= ScalePolicy.max_k) in int32: half of int64's d x d fresh pages
+    k_all = np.zeros((d, d), dtype=np.int32) if start is None else start.k.copy()
     known = np.zeros((d, d), dtype=bool) if start is None else start.known.copy()
     # the factors fill preallocated columns of A and rows of B (views of their first s), not a copy of
     # both grown by one at every step: the same entries, and bitwise the same products
