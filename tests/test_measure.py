@@ -794,3 +794,41 @@ def test_probe_rounding_and_scaled_copies_are_bitwise_whatever_the_threads(
     assert got.tobytes() == want.tobytes()
     assert copies[0].tobytes() == (P * 0.5).tobytes()
     assert copies[1].tobytes() == (probes.Q * 2.0**-3).tobytes()
+
+
+@given(d=st.integers(2, 20), seed=st.integers(0, 2**32 - 1), answers=st.sampled_from(["naive", "faithful"]),
+       bias=st.booleans(), chunk=st.sampled_from([64, 128, 192]))
+def test_value_errors_by_chunks_is_bitwise_one_pass(d, seed, answers, bias, chunk):
+    """value_errors evaluates its entries VALUE_ERRORS_CHUNK at a time (small temporaries, no fresh
+    pages per array at a million entries): every bound, its SharedV split, the estimate and the
+    a-posteriori probe reading are bitwise those of one pass, with per-entry W_norm (Thm 4.1's
+    column norms) and images sliced along, for chunks that are multiples of numpy's SIMD blocks
+    (as VALUE_ERRORS_CHUNK is: chunks of 8 moved one own ratio by an ulp at d = 9, seed 0)."""
+    from attnproof import measure
+    from attnproof.measure import SharedV
+
+    rng = np.random.default_rng(seed)
+    W, v = rng.standard_normal((d, d)), rng.standard_normal(d) + 2.0
+    c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+    session = BilinearSession(ValueOracle(Attention(W, v, c=c, beta=beta, answers=answers)), FLOAT64)
+    P, Q = random_orthogonal(d, rng), random_orthogonal(d, rng)
+    probes = Probes(P, Q, v, FLOAT64, offset=0.0 if beta is None else beta,
+                    linear=None if c is None else P @ c, linear_err=None if c is None else np.abs(P) @ np.abs(c))
+    kk, ll = np.repeat(np.arange(d), d), np.tile(np.arange(d), d)
+    L, k = session.measure_adaptively(probes, (kk, ll))
+    columns, images = np.linalg.norm(W, axis=0)[ll], rng.random(d * d)
+    exact = rng.random(d * d) < 0.5
+
+    def run() -> list[np.ndarray]:
+        shared = SharedV()
+        bound = value_errors(probes, L, k, (kk, ll), columns, 0.3, rounding=session.rounding, images=images,
+                             shared=shared, exact_probes=exact)
+        typical = value_errors(probes, L, k, (kk, ll), 2.0, 0.3, Wq=images)
+        return [bound, shared.p, shared.q, shared.own, np.array([shared.norm]), typical]
+
+    whole = run()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(measure, "VALUE_ERRORS_CHUNK", chunk)
+        chunked = run()
+    for got, want in zip(chunked, whole, strict=True):
+        assert got.tobytes() == want.tobytes()
