@@ -331,11 +331,15 @@ def _row_blocks(
     return ((a, min(stop, a + rows)) for a in range(start, stop, rows))
 
 
-def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def balanced(
+    P: np.ndarray, v: np.ndarray, rng: np.random.Generator, out: np.ndarray | None = None
+) -> np.ndarray:
     """``P`` (orthogonal, float64) followed by the Householder reflection that maps P v / ||v|| to
     a random sign vector / sqrt(d) (the one of the pair +-sigma that is far from P v / ||v||, so
     h does not cancel): every row then has ``p_k^T v = +-||v|| / sqrt(d)``, so no probe
-    divides by a small ``p^T v`` (the label error is amplified by ``(|p^T v| + 2 |q^T v|) / |p^T v|``)."""
+    divides by a small ``p^T v`` (the label error is amplified by ``(|p^T v| + 2 |q^T v|) / |p^T v|``).
+    ``out``: where the result is written, P itself allowed (P is read whole, by P v and h^T P,
+    before a row is written; no fresh d x d pages); default a new array."""
     d = P.shape[0]
     u = P @ v / norm2(v)  # norm2: a v* of 1e-300 (or 1e300) neither underflows nor overflows
     sigma = rng.choice([-1.0, 1.0], size=d)
@@ -343,7 +347,7 @@ def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarr
     # near sigma / sqrt(d), h = u - sigma / sqrt(d) was small and |p_k^T v| off by 7.5e-15 relative)
     h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
     x, y = 2 * h / (h @ h), h @ P
-    out = np.empty_like(P)
+    out = np.empty_like(P) if out is None else out
     _subtract_outer(P, x, y, out)
     return out
 

@@ -685,7 +685,7 @@ def test_an_error_in_the_prefill_thread_is_raised_typed_and_an_oracle_error_wins
 def test_balanced_writes_the_reflection_of_its_formula_bitwise(d, seed):
     """balanced applies ``P - (2 h / h^T h) (h^T P)`` a block of rows at a time (no d x d temporary):
     bitwise the matrix of the one-line formula (its docstring's h), also where the blocks split the
-    rows (d = 600, 1030: 436 and 254 rows a block)."""
+    rows (d = 600, 1030: 436 and 254 rows a block), and written in place (``out=P``) as well."""
     from attnproof.arith import norm2
 
     rng = np.random.default_rng(seed)
@@ -694,6 +694,9 @@ def test_balanced_writes_the_reflection_of_its_formula_bitwise(d, seed):
     u, sigma = P @ v / norm2(v), np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=d)
     h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
     assert np.array_equal(got, P - np.outer(2 * h / (h @ h), h @ P))
+    inplace = P.copy()
+    assert balanced(inplace, v, np.random.default_rng(seed + 1), out=inplace) is inplace
+    assert np.array_equal(inplace, got)
 
 
 def test_logit_spread_is_exact_at_the_ends_and_infinite_once_alpha_can_saturate():

@@ -58,11 +58,12 @@ def random_bases(
     Both are :func:`attnproof.measure.random_orthogonal` (O(d^2), no QR); P is followed by the
     reflection of :func:`attnproof.measure.balanced`, so every ``p_k^T v* = +-||v*|| / sqrt(d)``.
     A symbolic v* has no numeric size: P is then left unbalanced.  Both are fresh arrays, held by
-    nothing else: float64 takes them as they are (no d x d copies; other arithmetics convert).
+    nothing else: P is balanced in place, and float64 takes them as they are (no d x d copies;
+    other arithmetics convert).
     """
     P, Q = random_orthogonal(d, rng), random_orthogonal(d, rng)
     if math.isfinite(arith.norm(v)):
-        P = balanced(P, arith.to_float(v), rng)
+        P = balanced(P, arith.to_float(v), rng, out=P)
     return arith.asarray(P, copy=False), arith.asarray(Q, copy=False)
 
 
