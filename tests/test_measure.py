@@ -816,7 +816,8 @@ def test_value_errors_by_chunks_is_bitwise_one_pass(d, seed, answers, bias, chun
     session = BilinearSession(ValueOracle(Attention(W, v, c=c, beta=beta, answers=answers)), FLOAT64)
     P, Q = random_orthogonal(d, rng), random_orthogonal(d, rng)
     probes = Probes(P, Q, v, FLOAT64, offset=0.0 if beta is None else beta,
-                    linear=None if c is None else P @ c, linear_err=None if c is None else np.abs(P) @ np.abs(c))
+                    linear=None if c is None else P @ c,
+                    linear_err=None if c is None else np.abs(P) @ np.abs(c))
     kk, ll = np.repeat(np.arange(d), d), np.tile(np.arange(d), d)
     L, k = session.measure_adaptively(probes, (kk, ll))
     columns, images = np.linalg.norm(W, axis=0)[ll], rng.random(d * d)
