@@ -331,11 +331,15 @@ def _row_blocks(
     return ((a, min(stop, a + rows)) for a in range(start, stop, rows))
 
 
-def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def balanced(
+    P: np.ndarray, v: np.ndarray, rng: np.random.Generator, out: np.ndarray | None = None
+) -> np.ndarray:
     """``P`` (orthogonal, float64) followed by the Householder reflection that maps P v / ||v|| to
     a random sign vector / sqrt(d) (the one of the pair +-sigma that is far from P v / ||v||, so
     h does not cancel): every row then has ``p_k^T v = +-||v|| / sqrt(d)``, so no probe
-    divides by a small ``p^T v`` (the label error is amplified by ``(|p^T v| + 2 |q^T v|) / |p^T v|``)."""
+    divides by a small ``p^T v`` (the label error is amplified by ``(|p^T v| + 2 |q^T v|) / |p^T v|``).
+    ``out``: where the result is written, P itself allowed (P is read whole, by P v and h^T P,
+    before a row is written; no fresh d x d pages); default a new array."""
     d = P.shape[0]
     u = P @ v / norm2(v)  # norm2: a v* of 1e-300 (or 1e300) neither underflows nor overflows
     sigma = rng.choice([-1.0, 1.0], size=d)
@@ -343,7 +347,7 @@ def balanced(P: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarr
     # near sigma / sqrt(d), h = u - sigma / sqrt(d) was small and |p_k^T v| off by 7.5e-15 relative)
     h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
     x, y = 2 * h / (h @ h), h @ P
-    out = np.empty_like(P)
+    out = np.empty_like(P) if out is None else out
     _subtract_outer(P, x, y, out)
     return out
 
@@ -1373,6 +1377,19 @@ def _row_sizes(probes: Probes) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray
     return probes.memo(("rows",), lambda: (sizes(P), None if Q is None else sizes(Q)))
 
 
+def _rows_through(M: np.ndarray, f: np.ufunc, x: np.ndarray) -> np.ndarray:
+    """``f(M) @ x`` for an elementwise ufunc ``f`` (``np.abs``, ``np.square``) and a float64 M, a block
+    of rows at a time through one reused block: no temporary of M's size (at d = 4096 134 MB of
+    fresh pages, which a cold machine backs at a cost of seconds), and each row's product bitwise
+    the whole matrix's (a matrix-vector product's row reads that row alone)."""
+    out = np.empty(M.shape[0])
+    blocks = list(_row_blocks(M.shape[0], 2**15, M.shape[1]))
+    block = np.empty((max((b - a for a, b in blocks), default=0), M.shape[1]))
+    for a, b in blocks:
+        np.matmul(f(M[a:b], out=block[: b - a]), x, out=out[a:b])
+    return out
+
+
 def _token_sizes(
     probes: Probes, kk: np.ndarray, ll: np.ndarray, s: np.ndarray
 ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
@@ -1537,12 +1554,53 @@ def value_errors(
     A learner adds these up in quadrature through its solve.
 
     The same formula serves float64 and mpmath (eps = 10^-dps).  Returned as float64.
+
+    Entry by entry: evaluated :data:`VALUE_ERRORS_CHUNK` entries at a time (each entry's bound
+    bitwise one pass's), so that its few dozen per-entry temporaries stay small and are reused by the
+    allocator (a skeleton at d = 4096, r = 128 asks a million entries: 8 MB of fresh pages for each).
+    ``W_norm`` and ``c_norm`` may be per-entry arrays.
     """
-    arith = probes.arith
-    typical = Wq is not None
-    if typical and shared is not None:
+    if Wq is not None and shared is not None:
         raise InvalidInputError("value_errors: shared (v's error as one vector) belongs to a bound, "
                                 "not to an estimate")
+    n = len(entries[0])
+    # whether every batch took the split product reads the call's scales as a whole, not a chunk's
+    dense = Wq is None and rounding.sizes is not None and _dense_batches(probes, k)
+    bound, parts = np.empty(n), []
+    for a in range(0, max(n, 1), VALUE_ERRORS_CHUNK):
+        chunk = slice(a, a + VALUE_ERRORS_CHUNK)
+
+        def cut(x: Any) -> Any:
+            """A per-entry argument's chunk (a scalar or None as it is)."""
+            return x[chunk] if x is not None and np.ndim(x) > 0 else x
+
+        part = None if shared is None else SharedV()
+        bound[chunk] = _chunk_errors(probes, cut(L), cut(k), (cut(entries[0]), cut(entries[1])),
+                                     cut(W_norm), cut(c_norm), cut(Wq), rounding, cut(images), part,
+                                     cut(exact_probes), dense)
+        parts.append(part)
+    if shared is not None:
+        shared.p, shared.q, shared.own = (np.concatenate([getattr(x, f) for x in parts])
+                                          for f in ("p", "q", "own"))
+        shared.norm = parts[0].norm
+    return bound
+
+
+#: Entries per pass of :func:`value_errors` (its per-entry temporaries: 256 kB each).  A multiple of
+#: numpy's SIMD blocks, so every entry meets the vector loops where one pass would: their scalar tails
+#: round some functions differently (chunks of 8 moved one ``SharedV.own`` by an ulp at d = 9).
+VALUE_ERRORS_CHUNK = 2**15
+
+
+def _chunk_errors(
+    probes: Probes, L: np.ndarray, k: np.ndarray, entries: tuple[np.ndarray, np.ndarray], W_norm: Any,
+    c_norm: Any, Wq: np.ndarray | None, rounding: Rounding, images: np.ndarray | None,
+    shared: SharedV | None, exact_probes: np.ndarray | None, dense: bool,
+) -> np.ndarray:
+    """:func:`value_errors` of some entries (its arguments, per entry where they are arrays), with
+    ``dense`` the call's :func:`_dense_batches` (read where the declaration has sizes)."""
+    arith = probes.arith
+    typical = Wq is not None
     eps = arith.resolution / math.sqrt(3) if typical else arith.resolution  # RMS of a uniform rounding
     kk, ll = entries
     P, Q = _float_bases(probes)
@@ -1579,7 +1637,8 @@ def value_errors(
     qv = np.abs(arith.to_float(arith.ldexp(probes.qv, e)))[ll]
     if typical:  # eps times the label's terms: |x^T v| and ||x o v|| (x o v: the summands)
         pvv, qvv = probes.memo(("summands", e), lambda: (
-            np.sqrt((P * P) @ (v * v)), np.abs(v) if Q is None else np.sqrt((Q * Q) @ (v * v))))
+            np.sqrt(_rows_through(P, np.square, v * v)),
+            np.abs(v) if Q is None else np.sqrt(_rows_through(Q, np.square, v * v))))
         pvv, qvv = pvv[kk], qvv[ll]
         if probes.scale_query_only:
             x1v, x1vv = np.abs(pv + s * qv), np.sqrt(pvv**2 + (s * qvv) ** 2)
@@ -1594,7 +1653,7 @@ def value_errors(
             # readout's 2 products, 2 sums and division and beta's addition in longdouble (7 t), final
             # x_1 - x_2 as the oracle sees it: s (fl(p + q) - q), within eps ||x_1|| of s p
             ds_f, dw1, dw2 = _faithful_errors(rounding.sizes, term, d, _token_sizes(probes, kk, ll, s),
-                                              sx * p_norm + eps * x1, _dense_batches(probes, k), e)
+                                              sx * p_norm + eps * x1, dense, e)
             size = beta + x1v + s * qv + dw1 + dw2
             # the final rounding, of |y| <= |beta| + |x_2^T v| + alpha |(x_1 - x_2)^T v| (+ the dw): the part
             # alpha |(x_1 - x_2)^T v| <= alpha sx (|p^T v| + probe) is relative (below, ``final_part``)
@@ -1604,7 +1663,8 @@ def value_errors(
         # the learner's own probe x_1 = p + q (p + s q) rounded: |dx_1| <= eps |x_1|, so dx_1^T v is at
         # most eps (|p| + |q|)^T |v| (times s; eps (|p| + s |q|)^T |v| query-only)
         Pabs, Qabs = probes.memo(("abs", e), lambda: (
-            np.abs(P) @ np.abs(v), np.abs(v) if Q is None else np.abs(Q) @ np.abs(v)))
+            _rows_through(P, np.abs, np.abs(v)),
+            np.abs(v) if Q is None else _rows_through(Q, np.abs, np.abs(v))))
         pav, qav = Pabs[kk], Qabs[ll]
         probe = eps * (pav + s * qav if probes.scale_query_only else pav + qav)  # in alpha p^T v's units
         if exact_probes is not None and eps == FLOAT64.eps and np.any(exact_probes):

@@ -685,7 +685,7 @@ def test_an_error_in_the_prefill_thread_is_raised_typed_and_an_oracle_error_wins
 def test_balanced_writes_the_reflection_of_its_formula_bitwise(d, seed):
     """balanced applies ``P - (2 h / h^T h) (h^T P)`` a block of rows at a time (no d x d temporary):
     bitwise the matrix of the one-line formula (its docstring's h), also where the blocks split the
-    rows (d = 600, 1030: 436 and 254 rows a block)."""
+    rows (d = 600, 1030: 436 and 254 rows a block), and written in place (``out=P``) as well."""
     from attnproof.arith import norm2
 
     rng = np.random.default_rng(seed)
@@ -694,6 +694,9 @@ def test_balanced_writes_the_reflection_of_its_formula_bitwise(d, seed):
     u, sigma = P @ v / norm2(v), np.random.default_rng(seed + 1).choice([-1.0, 1.0], size=d)
     h = u + math.copysign(1.0, u @ sigma) * sigma / math.sqrt(d)
     assert np.array_equal(got, P - np.outer(2 * h / (h @ h), h @ P))
+    inplace = P.copy()
+    assert balanced(inplace, v, np.random.default_rng(seed + 1), out=inplace) is inplace
+    assert np.array_equal(inplace, got)
 
 
 def test_logit_spread_is_exact_at_the_ends_and_infinite_once_alpha_can_saturate():
@@ -794,3 +797,42 @@ def test_probe_rounding_and_scaled_copies_are_bitwise_whatever_the_threads(
     assert got.tobytes() == want.tobytes()
     assert copies[0].tobytes() == (P * 0.5).tobytes()
     assert copies[1].tobytes() == (probes.Q * 2.0**-3).tobytes()
+
+
+@given(d=st.integers(2, 20), seed=st.integers(0, 2**32 - 1), answers=st.sampled_from(["naive", "faithful"]),
+       bias=st.booleans(), chunk=st.sampled_from([64, 128, 192]))
+def test_value_errors_by_chunks_is_bitwise_one_pass(d, seed, answers, bias, chunk):
+    """value_errors evaluates its entries VALUE_ERRORS_CHUNK at a time (small temporaries, no fresh
+    pages per array at a million entries): every bound, its SharedV split, the estimate and the
+    a-posteriori probe reading are bitwise those of one pass, with per-entry W_norm (Thm 4.1's
+    column norms) and images sliced along, for chunks that are multiples of numpy's SIMD blocks
+    (as VALUE_ERRORS_CHUNK is: chunks of 8 moved one own ratio by an ulp at d = 9, seed 0)."""
+    from attnproof import measure
+    from attnproof.measure import SharedV
+
+    rng = np.random.default_rng(seed)
+    W, v = rng.standard_normal((d, d)), rng.standard_normal(d) + 2.0
+    c, beta = (rng.standard_normal(d), float(rng.standard_normal())) if bias else (None, None)
+    session = BilinearSession(ValueOracle(Attention(W, v, c=c, beta=beta, answers=answers)), FLOAT64)
+    P, Q = random_orthogonal(d, rng), random_orthogonal(d, rng)
+    probes = Probes(P, Q, v, FLOAT64, offset=0.0 if beta is None else beta,
+                    linear=None if c is None else P @ c,
+                    linear_err=None if c is None else np.abs(P) @ np.abs(c))
+    kk, ll = np.repeat(np.arange(d), d), np.tile(np.arange(d), d)
+    L, k = session.measure_adaptively(probes, (kk, ll))
+    columns, images = np.linalg.norm(W, axis=0)[ll], rng.random(d * d)
+    exact = rng.random(d * d) < 0.5
+
+    def run() -> list[np.ndarray]:
+        shared = SharedV()
+        bound = value_errors(probes, L, k, (kk, ll), columns, 0.3, rounding=session.rounding, images=images,
+                             shared=shared, exact_probes=exact)
+        typical = value_errors(probes, L, k, (kk, ll), 2.0, 0.3, Wq=images)
+        return [bound, shared.p, shared.q, shared.own, np.array([shared.norm]), typical]
+
+    whole = run()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(measure, "VALUE_ERRORS_CHUNK", chunk)
+        chunked = run()
+    for got, want in zip(chunked, whole, strict=True):
+        assert got.tobytes() == want.tobytes()

@@ -58,11 +58,12 @@ def random_bases(
     Both are :func:`attnproof.measure.random_orthogonal` (O(d^2), no QR); P is followed by the
     reflection of :func:`attnproof.measure.balanced`, so every ``p_k^T v* = +-||v*|| / sqrt(d)``.
     A symbolic v* has no numeric size: P is then left unbalanced.  Both are fresh arrays, held by
-    nothing else: float64 takes them as they are (no d x d copies; other arithmetics convert).
+    nothing else: P is balanced in place, and float64 takes them as they are (no d x d copies;
+    other arithmetics convert).
     """
     P, Q = random_orthogonal(d, rng), random_orthogonal(d, rng)
     if math.isfinite(arith.norm(v)):
-        P = balanced(P, arith.to_float(v), rng)
+        P = balanced(P, arith.to_float(v), rng, out=P)
     return arith.asarray(P, copy=False), arith.asarray(Q, copy=False)
 
 
@@ -142,7 +143,8 @@ def cross_approximation(
     d = probes.d
     M = arith.zeros((d, d)) if start is None else start.M.copy()
     L_all = arith.zeros((d, d)) if start is None else start.L.copy()
-    k_all = np.zeros((d, d), dtype=np.int64) if start is None else start.k.copy()
+    # scale exponents (|k| <= ScalePolicy.max_k) in int32: half of int64's d x d fresh pages
+    k_all = np.zeros((d, d), dtype=np.int32) if start is None else start.k.copy()
     known = np.zeros((d, d), dtype=bool) if start is None else start.known.copy()
     # the factors fill preallocated columns of A and rows of B (views of their first s), not a copy of
     # both grown by one at every step: the same entries, and bitwise the same products
