@@ -1,0 +1,346 @@
+"""The best bound any method could report from Thm 4.1's transcript: a proven floor (issue 22).
+
+A learner sees only answers.  If every answer the real oracle gave for the target ``W*`` is also
+an answer the naive declaration (:data:`~attnproof.models.NAIVE`) allows for another target
+``W' = W* + Delta`` with the same v, then the two worlds give the same transcript: the same
+adaptive queries, the same output ``W_hat`` and the same reported bound B.  A bound rigorous for
+the declaration then satisfies ``B >= ||W_hat - W*||_F`` and ``B >= ||W_hat - W'||_F``, hence
+
+    B >= ||W' - W*||_F / 2 =: floor,
+
+and ``floor / ||W_hat - W*||_F`` is a lower bound on bound / true error for *any* rigorous bound
+computed from these queries and answers (another query strategy meets other answers: the floor
+speaks of this transcript), ``B / floor`` our distance from the best.
+
+:func:`naive_margins` is the proof: for every recorded answer y of a query X it encloses, in
+rigorous arithmetic (error-free float64 transformations with the Ogita-Rump-Oishi bound for the
+dot products, python-flint's Arb balls for the sigmoid), the declared set of answers at
+``(W', v)`` and returns a lower bound on y's distance inside it.  The set is the one
+:func:`attnproof.measure.value_errors` reads (and :class:`~attnproof.oracles.RoundingAdversary`
+realises), ``g = (d + 4) 2^-53``:
+
+* two tokens ``[x_1; x_2]``, ``q = W' x_2``, ``p = x_1 - x_2``, logit ``L = p^T q``: the answers
+  ``x_2^T v + sigma(L + e) p^T v + e'`` with ``|e| <= g ((||x_1|| + ||x_2||) ||q|| + ||W'||_F ||p||
+  ||x_2||)`` (the scores and the query vector's roundings) and ``|e'| <= g (||x_1|| + ||x_2||) ||v||``
+  (the readout's);
+* one token ``[x]``: ``x^T v + e'`` with ``|e'| <= 4 2^-53 |x|^T |v|`` (what the learner assumes of
+  its reads of v: ``4 t |v_i|``).
+
+:func:`indistinguishable` builds Delta column by column (Thm 4.1 reads column j of W* only from
+the queries whose last token is ``s e_j``): each such query allows its logit ``s p^T delta_j`` to
+move by its first-order slack, those constraints are solved for ``delta_j`` (d probes, d unknowns:
+every one is used to the full), and the result is checked by :func:`naive_margins`; a column with
+an answer the check cannot prove is shrunk by :data:`SHRINK` until it can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from flint import arb, ctx
+
+from ...errors import InvalidInputError, PrecisionLossError, ShapeError
+from ...oracles import QueryRecord
+
+#: float64's unit roundoff.
+U = 2.0**-53
+#: Lower bounds of float64 norms (and of sums of a few of them): the computed value times this.
+#: A norm of n <= 2^16 terms computed in float64 is within (n / 2 + 2) u < 2^-36 of its value.
+NORM_DOWN = 1 - 2.0**-36
+#: The largest width :data:`NORM_DOWN` covers.
+MAX_D = 2**16
+#: Share of each query's first-order slack that :func:`indistinguishable` uses.
+SAFETY = 0.98
+#: Factor a column's Delta is shrunk by when one of its answers is not proven allowed.
+SHRINK = 0.8
+#: Bits of the Arb balls.
+PREC = 128
+
+
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Veltkamp's split: ``a = hi + lo`` exactly, each with at most 26 significant bits."""
+    c = 134217729.0 * a  # 2^27 + 1
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's TwoProduct: ``a b = p + e`` exactly (no overflow or underflow)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+
+
+def dot2(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row-wise ``x_b^T y_b`` of (B, n) float64 arrays as balls ``s + c +- radius``.
+
+    Ogita, Rump and Oishi's Dot2 (SIAM J. Sci. Comput. 26, 2005, Sec. 5) without its last rounding:
+    the TwoProduct and TwoSum steps are error-free, so the unevaluated pair ``s + c`` is off only
+    by the float64 sum c of the 2n errors, at most ``gamma_2n`` times their magnitudes, themselves at
+    most ``gamma_n |x|^T |y|``: the radius is ``2 gamma_2n^2 |x|^T |y|`` (``|x|^T |y|`` computed in
+    float64, within ``gamma_n``, covered by the factor 2).  Assumes no overflow or underflow.
+    """
+    s = np.zeros(x.shape[0])
+    c = np.zeros(x.shape[0])
+    for i in range(x.shape[1]):
+        p, e = _two_product(x[:, i], y[:, i])
+        t = s + p
+        z = t - s
+        c += ((s - (t - z)) + (p - z)) + e
+        s = t
+    n = 2 * x.shape[1]
+    gamma = n * U / (1 - n * U)
+    return s, c, 2 * gamma * gamma * np.einsum("bi,bi->b", np.abs(x), np.abs(y))
+
+
+def _ball(parts: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> arb:
+    """The k-th ball of :func:`dot2` in Arb (s + c exact at :data:`PREC` bits)."""
+    s, c, r = parts
+    return arb(s[k]) + arb(c[k]) + arb(0, r[k])
+
+
+def _centre(parts: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    return parts[0] + parts[1]
+
+
+def _transcript(log: Sequence[QueryRecord], d: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The recorded queries and answers by sequence length N: ``{N: (X (B, N, d), y (B,))}``."""
+    by_length: dict[int, list[QueryRecord]] = {}
+    for record in log:
+        X = np.asarray(record.X, dtype=np.float64)
+        if X.ndim != 3 or X.shape[2] != d:
+            raise ShapeError(f"recorded queries must have shape (B, N, {d}); got {X.shape}")
+        by_length.setdefault(X.shape[1], []).append(record)
+    return {n: (np.concatenate([np.asarray(r.X, np.float64) for r in rs]),
+                np.concatenate([np.asarray(r.y, np.float64) for r in rs])) for n, rs in by_length.items()}
+
+
+def _last_token_column(x2: np.ndarray) -> np.ndarray:
+    """The index j of each last token ``s e_j`` (Thm 4.1's probes), or InvalidInputError."""
+    if np.any(np.count_nonzero(x2, axis=1) != 1):
+        raise InvalidInputError("the floor reads two-token queries whose last token is s e_j (Thm 4.1's probes)")
+    return np.argmax(x2 != 0, axis=1)
+
+
+def _balls(X: np.ndarray, W: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
+    """Per two-token query ``[x_1; x_2]`` at (W, v): balls (centre, radius) of the logit L, of
+    ``p^T v`` and of ``x_2^T v``, and lower bounds of the declaration's logit and label errors."""
+    x1, x2 = X[:, 0], X[:, 1]
+    j = _last_token_column(x2)
+    s = x2[np.arange(len(j)), j]
+    qh, ql = _two_product(W[:, j].T, s[:, None])  # q = W x_2 = s w_j = qh + ql exactly
+    L = dot2(np.hstack([x1, x1, -x2, -x2]), np.hstack([qh, ql, qh, ql]))
+    pv = dot2(np.hstack([x1, -x2]), np.hstack([np.broadcast_to(v, x1.shape)] * 2))
+    a2 = dot2(x2, np.broadcast_to(v, x2.shape))
+    g = (W.shape[0] + 4) * U
+    n1, n2 = np.linalg.norm(x1, axis=1), np.abs(s)
+    q_norm = np.maximum(np.linalg.norm(qh, axis=1) - np.linalg.norm(ql, axis=1), 0.0)
+    p_norm = np.linalg.norm(x1 - x2, axis=1) * (1 - 2 * U)  # x1 - x2 rounded once
+    most = g * ((n1 + n2) * q_norm + np.linalg.norm(W) * p_norm * n2) * NORM_DOWN**3
+    label = g * (n1 + n2) * np.linalg.norm(v) * NORM_DOWN**2
+    return {"j": j, "s": s, "L": L, "pv": pv, "a2": a2, "most": most, "label": label}
+
+
+def _sigma(t: arb) -> arb:
+    return 1 / (1 + (-t).exp())
+
+
+def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray) -> dict[int, np.ndarray]:
+    """Rigorous lower bounds on how far inside the naive declaration at ``(W, v)`` each recorded
+    answer lies (Thm 4.1's queries: one token, or two with a last token ``s e_j``).
+
+    Parameters
+    ----------
+    log : sequence of QueryRecord
+        A :class:`~attnproof.oracles.ValueOracle`'s ``log`` (``record=True``).
+    W : array (d, d), v : array (d,)
+        The target the answers are checked against (float64).
+
+    Returns
+    -------
+    dict
+        ``{N: margins (B,)}``: each a lower bound on ``tol - |y - f_{W,v}(X)|`` in the answer's units,
+        rounded towards zero (a margin >= 0 proves the answer allowed; NaN or < 0: not proven).
+    """
+    W, v = np.asarray(W, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    d = v.shape[0]
+    if W.shape != (d, d) or d > MAX_D:
+        raise ShapeError(f"W must be ({d}, {d}) with d <= {MAX_D}; got {W.shape}")
+    out: dict[int, np.ndarray] = {}
+    old = ctx.prec
+    ctx.prec = PREC
+    try:
+        for n, (X, y) in _transcript(log, d).items():
+            if n == 1:
+                f = dot2(X[:, 0], np.broadcast_to(v, X[:, 0].shape))
+                tol = 4 * U * (np.abs(X[:, 0]) @ np.abs(v)) * NORM_DOWN
+                margins = [arb(tol[k]) - abs(arb(y[k]) - _ball(f, k)) for k in range(len(y))]
+            elif n == 2:
+                margins = _two_token_margins(_balls(X, W, v), y)
+            else:
+                raise InvalidInputError(f"the floor reads queries of one or two tokens (Thm 4.1); got N = {n}")
+            out[n] = np.array([_lower(m) for m in margins])
+    finally:
+        ctx.prec = old
+    return out
+
+
+def _two_token_margins(b: dict[str, np.ndarray], y: np.ndarray) -> list[arb]:
+    """Arb balls of ``tol - |y - f|`` for the two-token answers y: the distance of y inside the
+    declared interval ``[a2 + min sigma(L +- most) pv - label, a2 + max ... + label]``."""
+    margins = []
+    pv_sign = _centre(b["pv"])
+    for k, yk in enumerate(y):
+        L, pv, a2 = (_ball(b[name], k) for name in ("L", "pv", "a2"))
+        most, label = arb(b["most"][k]), arb(b["label"][k])
+        up, down = a2 + _sigma(L + most) * pv, a2 + _sigma(L - most) * pv
+        hi = (up if pv_sign[k] >= 0 else down) + label  # sigma increases: the larger end
+        lo = (down if pv_sign[k] >= 0 else up) - label
+        if not (pv > 0 or pv < 0):  # p^T v's sign unproven: the smaller interval, both ways
+            hi, lo = a2 + label - abs(up - a2) - abs(down - a2), a2 - label + abs(up - a2) + abs(down - a2)
+        yk = arb(yk)
+        margins.append(_min(hi - yk, yk - lo))
+    return margins
+
+
+def _min(a: arb, b: arb) -> arb:
+    return (a + b - abs(a - b)) / 2
+
+
+def _lower(m: arb) -> float:
+    """A float64 certainly at most every point of the ball (NaN for a non-finite ball)."""
+    if not m.is_finite():
+        return float("nan")
+    lo = float(m.mid() - m.rad())
+    step = abs(lo) * 2.0**-50 + 2.0**-1074
+    while not arb(lo) <= m:
+        lo -= step
+        step *= 2
+    return lo
+
+
+@dataclass(frozen=True)
+class Floor:
+    """An indistinguishable target and the floor it proves.
+
+    Attributes
+    ----------
+    W_alt : array (d, d)
+        ``W'`` (float64): every recorded answer is proven allowed for ``(W', v)``.
+    delta : array (d, d)
+        The first-order Delta before its float64 rounding into ``W_alt`` and any shrinking.
+    floor : float
+        A lower bound on ``||W' - W*||_F / 2``: no rigorous bound from this transcript is smaller.
+    shrinks : int
+        Column shrinkings the check asked for (:data:`SHRINK` each).
+    answers : int
+        Answers proven allowed for both ``(W*, v)`` and ``(W', v)``.
+    """
+
+    W_alt: np.ndarray
+    delta: np.ndarray
+    floor: float
+    shrinks: int
+    answers: int
+
+
+def _slack_direction(b: dict[str, np.ndarray], y: np.ndarray, W: np.ndarray, v: np.ndarray,
+                     away: np.ndarray | None) -> np.ndarray:
+    """Delta (d, d), first order: for column j, ``s p_q^T delta_j = +-SAFETY r_q`` over its queries
+    q (least squares, then scaled so that no constraint is exceeded), r_q the logit move the
+    declaration leaves the real answer: ``(sigma'(L) |pv| most + label - |y - f|) / (sigma'(L) |pv|)``.
+    The signs point away from ``away`` (W_hat - W*, so that ``||W_hat - W'||`` is largest)."""
+    d = W.shape[0]
+    L, pv, a2 = (_centre(b[name]) for name in ("L", "pv", "a2"))
+    sig = 1 / (1 + np.exp(-L))
+    slope = sig * (1 - sig) * np.abs(pv)
+    err = np.abs(y - (a2 + sig * pv))
+    r = np.maximum(slope * b["most"] + b["label"] - err, 0.0) / slope
+    delta = np.zeros((d, d))
+    for j in range(d):
+        rows = np.flatnonzero(b["j"] == j)
+        if rows.size < d:
+            continue
+        A = b["s"][rows, None] * b["p"][rows]
+        sign = np.ones(rows.size) if away is None else -np.sign(A @ away[:, j] + 0.0) + (A @ away[:, j] == 0)
+        norms = np.linalg.norm(A, axis=1)
+        t = sign * r[rows] / norms
+        x = np.linalg.lstsq(A / norms[:, None], t, rcond=None)[0]
+        used = np.max(np.abs(A @ x) / r[rows]) if np.any(r[rows] > 0) else np.inf
+        delta[:, j] = SAFETY * x / used if np.isfinite(used) and used > 0 else 0.0
+    return delta
+
+
+def indistinguishable(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
+                      W_hat: np.ndarray | None = None, max_shrinks: int = 40) -> Floor:
+    """A target ``W' = W* + Delta`` that every recorded answer fits under the naive declaration, as
+    large as the first-order slack of each column's queries allows, proven by :func:`naive_margins`.
+
+    Parameters
+    ----------
+    log : sequence of QueryRecord
+        The real oracle's record of a :func:`~attnproof.theorems.exact.learn_exact` run (float64,
+        ``bias=False``).
+    W, v : arrays
+        The real target (W*, v*).
+    W_hat : array, optional
+        The learner's output: Delta then points away from it (the floor does not depend on it).
+    max_shrinks : int
+        Column shrinkings allowed before giving up.
+
+    Returns
+    -------
+    Floor
+
+    Raises
+    ------
+    PrecisionLossError
+        If an answer is not proven allowed for ``(W*, v)`` itself (the real oracle outside its own
+        declaration), or a column cannot be proven after ``max_shrinks`` shrinkings.
+    """
+    W, v = np.asarray(W, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    if _failing(naive_margins(log, W, v)).size or _failing_one(naive_margins(log, W, v)):
+        raise PrecisionLossError("an answer of the real oracle is not proven within its own naive declaration")
+    X, y = _transcript(log, v.shape[0])[2]
+    b = _balls(X, W, v)
+    b["p"] = X[:, 0] - X[:, 1]
+    away = None if W_hat is None else np.asarray(W_hat, dtype=np.float64) - W
+    delta = _slack_direction(b, y, W, v, away)
+    scale = np.ones(v.shape[0])
+    shrinks = 0
+    while True:
+        W_alt = W + delta * scale
+        margins = naive_margins(log, W_alt, v)
+        bad = np.unique(b["j"][_failing(margins)])
+        if not bad.size and not _failing_one(margins):
+            break
+        if shrinks >= max_shrinks:
+            raise PrecisionLossError(f"no indistinguishable target proven after {shrinks} shrinkings")
+        scale[bad] *= SHRINK
+        shrinks += 1
+    dh, dl = _two_sum(W_alt, -W)
+    floor = max(np.linalg.norm(dh) - np.linalg.norm(dl), 0.0) * NORM_DOWN / 2
+    return Floor(W_alt, delta, floor, shrinks, sum(m.size for m in margins.values()))
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knuth's TwoSum: ``a + b = s + e`` exactly."""
+    s = a + b
+    z = s - a
+    return s, (a - (s - z)) + (b - z)
+
+
+def _failing(margins: dict[int, np.ndarray]) -> np.ndarray:
+    """Indices of the two-token answers not proven allowed."""
+    m = margins.get(2, np.zeros(0))
+    return np.flatnonzero(~(m >= 0))
+
+
+def _failing_one(margins: dict[int, np.ndarray]) -> bool:
+    return bool(np.any(~(margins.get(1, np.zeros(0)) >= 0)))
+
+
+__all__ = ["Floor", "dot2", "indistinguishable", "naive_margins"]
