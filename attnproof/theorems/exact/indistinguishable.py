@@ -55,6 +55,14 @@ MAX_D = 2**16
 SAFETY = 0.98
 #: Factor a column's Delta is shrunk by when one of its answers is not proven allowed.
 SHRINK = 0.8
+#: How the query vector ``q = W x_2``'s rounding is read: ``learner`` as Thm 4.1's bound reads it
+#: (:func:`~attnproof.theorems.exact._error_bound`: componentwise, ``|p^T dq| <= g ||p|| s ||W e_j||``
+#: for ``x_2 = s e_j``), ``normwise`` as :class:`~attnproof.models.Rounding` and
+#: :func:`~attnproof.measure.value_errors` state it (each of q's dot products within
+#: ``g ||W_i|| ||x_2||``: ``g ||W||_F ||p|| ||x_2||``).
+READINGS = ("learner", "normwise")
+#: Queries per chunk of the vectorised dot products.
+CHUNK = 4096
 #: Bits of the Arb balls.
 PREC = 128
 
@@ -125,30 +133,47 @@ def _last_token_column(x2: np.ndarray) -> np.ndarray:
     return np.argmax(x2 != 0, axis=1)
 
 
-def _balls(X: np.ndarray, W: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
-    """Per two-token query ``[x_1; x_2]`` at (W, v): balls (centre, radius) of the logit L, of
-    ``p^T v`` and of ``x_2^T v``, and lower bounds of the declaration's logit and label errors."""
+def _balls(X: np.ndarray, W: np.ndarray, v: np.ndarray, reading: str) -> dict[str, np.ndarray]:
+    """Per two-token query ``[x_1; x_2]`` at (W, v): balls (:func:`dot2`) of the logit L, of
+    ``p^T v`` and of ``x_2^T v``, and lower bounds of the declaration's logit and label errors
+    (the query vector's rounding as ``reading`` takes it, :data:`READINGS`), in chunks of
+    :data:`CHUNK` queries."""
+    if reading not in READINGS:
+        raise InvalidInputError(f"reading must be one of {READINGS}; got {reading!r}")
+    parts = [_chunk_balls(X[at:at + CHUNK], W, v, reading) for at in range(0, X.shape[0], CHUNK)]
+    return {k: (tuple(np.concatenate([b[k][i] for b in parts]) for i in range(3))
+                if isinstance(parts[0][k], tuple) else np.concatenate([b[k] for b in parts]))
+            for k in parts[0]}
+
+
+def _chunk_balls(X: np.ndarray, W: np.ndarray, v: np.ndarray, reading: str) -> dict[str, np.ndarray]:
+    """:func:`_balls` of one chunk: with ``x_2 = s e_j``, ``q = s W e_j = qh + ql`` exactly,
+    ``L = x_1^T q - s q_j`` and ``p^T v = x_1^T v - s v_j``."""
     x1, x2 = X[:, 0], X[:, 1]
     j = _last_token_column(x2)
     s = x2[np.arange(len(j)), j]
-    qh, ql = _two_product(W[:, j].T, s[:, None])  # q = W x_2 = s w_j = qh + ql exactly
-    L = dot2(np.hstack([x1, x1, -x2, -x2]), np.hstack([qh, ql, qh, ql]))
-    pv = dot2(np.hstack([x1, -x2]), np.hstack([np.broadcast_to(v, x1.shape)] * 2))
-    a2 = dot2(x2, np.broadcast_to(v, x2.shape))
+    qh, ql = _two_product(W[:, j].T, s[:, None])
+    rows = np.arange(len(j))
+    minus = -s[:, None]
+    L = dot2(np.hstack([x1, x1, minus, minus]), np.hstack([qh, ql, qh[rows, j, None], ql[rows, j, None]]))
+    pv = dot2(np.hstack([x1, minus]), np.hstack([np.broadcast_to(v, x1.shape), v[j, None]]))
+    a2 = dot2(s[:, None], v[j, None])
     g = (W.shape[0] + 4) * U
     n1, n2 = np.linalg.norm(x1, axis=1), np.abs(s)
     q_norm = np.maximum(np.linalg.norm(qh, axis=1) - np.linalg.norm(ql, axis=1), 0.0)
     p_norm = np.linalg.norm(x1 - x2, axis=1) * (1 - 2 * U)  # x1 - x2 rounded once
-    most = g * ((n1 + n2) * q_norm + np.linalg.norm(W) * p_norm * n2) * NORM_DOWN**3
+    W_size = np.linalg.norm(W) if reading == "normwise" else np.linalg.norm(W, axis=0)[j]
+    most = g * ((n1 + n2) * q_norm + W_size * p_norm * n2) * NORM_DOWN**3
     label = g * (n1 + n2) * np.linalg.norm(v) * NORM_DOWN**2
-    return {"j": j, "s": s, "L": L, "pv": pv, "a2": a2, "most": most, "label": label}
+    return {"j": j, "s": s, "L": L, "pv": pv, "a2": a2, "most": most, "label": label, "p": x1 - x2}
 
 
 def _sigma(t: arb) -> arb:
     return 1 / (1 + (-t).exp())
 
 
-def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray) -> dict[int, np.ndarray]:
+def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
+                  reading: str = "learner") -> dict[int, np.ndarray]:
     """Rigorous lower bounds on how far inside the naive declaration at ``(W, v)`` each recorded
     answer lies (Thm 4.1's queries: one token, or two with a last token ``s e_j``).
 
@@ -158,6 +183,8 @@ def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray) -> d
         A :class:`~attnproof.oracles.ValueOracle`'s ``log`` (``record=True``).
     W : array (d, d), v : array (d,)
         The target the answers are checked against (float64).
+    reading : {"learner", "normwise"}
+        How the query vector's rounding is declared (:data:`READINGS`).
 
     Returns
     -------
@@ -179,7 +206,7 @@ def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray) -> d
                 tol = 4 * U * (np.abs(X[:, 0]) @ np.abs(v)) * NORM_DOWN
                 margins = [arb(tol[k]) - abs(arb(y[k]) - _ball(f, k)) for k in range(len(y))]
             elif n == 2:
-                margins = _two_token_margins(_balls(X, W, v), y)
+                margins = _two_token_margins(_balls(X, W, v, reading), y)
             else:
                 raise InvalidInputError(f"the floor reads queries of one or two tokens (Thm 4.1); got N = {n}")
             out[n] = np.array([_lower(m) for m in margins])
@@ -275,7 +302,7 @@ def _slack_direction(b: dict[str, np.ndarray], y: np.ndarray, W: np.ndarray, v: 
 
 
 def indistinguishable(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
-                      W_hat: np.ndarray | None = None, max_shrinks: int = 40) -> Floor:
+                      W_hat: np.ndarray | None = None, reading: str = "learner", max_shrinks: int = 40) -> Floor:
     """A target ``W' = W* + Delta`` that every recorded answer fits under the naive declaration, as
     large as the first-order slack of each column's queries allows, proven by :func:`naive_margins`.
 
@@ -288,6 +315,8 @@ def indistinguishable(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
         The real target (W*, v*).
     W_hat : array, optional
         The learner's output: Delta then points away from it (the floor does not depend on it).
+    reading : {"learner", "normwise"}
+        The declaration's reading (:data:`READINGS`).
     max_shrinks : int
         Column shrinkings allowed before giving up.
 
@@ -302,18 +331,18 @@ def indistinguishable(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
         declaration), or a column cannot be proven after ``max_shrinks`` shrinkings.
     """
     W, v = np.asarray(W, dtype=np.float64), np.asarray(v, dtype=np.float64)
-    if _failing(naive_margins(log, W, v)).size or _failing_one(naive_margins(log, W, v)):
+    truth = naive_margins(log, W, v, reading)
+    if _failing(truth).size or _failing_one(truth):
         raise PrecisionLossError("an answer of the real oracle is not proven within its own naive declaration")
     X, y = _transcript(log, v.shape[0])[2]
-    b = _balls(X, W, v)
-    b["p"] = X[:, 0] - X[:, 1]
+    b = _balls(X, W, v, reading)
     away = None if W_hat is None else np.asarray(W_hat, dtype=np.float64) - W
     delta = _slack_direction(b, y, W, v, away)
     scale = np.ones(v.shape[0])
     shrinks = 0
     while True:
         W_alt = W + delta * scale
-        margins = naive_margins(log, W_alt, v)
+        margins = naive_margins(log, W_alt, v, reading)
         bad = np.unique(b["j"][_failing(margins)])
         if not bad.size and not _failing_one(margins):
             break
@@ -343,4 +372,4 @@ def _failing_one(margins: dict[int, np.ndarray]) -> bool:
     return bool(np.any(~(margins.get(1, np.zeros(0)) >= 0)))
 
 
-__all__ = ["Floor", "dot2", "indistinguishable", "naive_margins"]
+__all__ = ["Floor", "READINGS", "dot2", "indistinguishable", "naive_margins"]
