@@ -37,12 +37,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from flint import arb, ctx
 
 from ...errors import InvalidInputError, PrecisionLossError, ShapeError
-from ...oracles import QueryRecord
+from ...models import Attention
+from ...oracles import QueryRecord, ValueOracle
+from . import learn_exact
+from .runner import random_target
 
 #: float64's unit roundoff.
 U = 2.0**-53
@@ -129,7 +133,8 @@ def _transcript(log: Sequence[QueryRecord], d: int) -> dict[int, tuple[np.ndarra
 def _last_token_column(x2: np.ndarray) -> np.ndarray:
     """The index j of each last token ``s e_j`` (Thm 4.1's probes), or InvalidInputError."""
     if np.any(np.count_nonzero(x2, axis=1) != 1):
-        raise InvalidInputError("the floor reads two-token queries whose last token is s e_j (Thm 4.1's probes)")
+        raise InvalidInputError("the floor reads two-token queries whose last token is s e_j "
+                                "(Thm 4.1's probes)")
     return np.argmax(x2 != 0, axis=1)
 
 
@@ -208,7 +213,8 @@ def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
             elif n == 2:
                 margins = _two_token_margins(_balls(X, W, v, reading), y)
             else:
-                raise InvalidInputError(f"the floor reads queries of one or two tokens (Thm 4.1); got N = {n}")
+                raise InvalidInputError(f"the floor reads queries of one or two tokens (Thm 4.1); "
+                                        f"got N = {n}")
             out[n] = np.array([_lower(m) for m in margins])
     finally:
         ctx.prec = old
@@ -301,8 +307,10 @@ def _slack_direction(b: dict[str, np.ndarray], y: np.ndarray, W: np.ndarray, v: 
     return delta
 
 
-def indistinguishable(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
-                      W_hat: np.ndarray | None = None, reading: str = "learner", max_shrinks: int = 40) -> Floor:
+def indistinguishable(
+    log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray, W_hat: np.ndarray | None = None,
+    reading: str = "learner", max_shrinks: int = 40,
+) -> Floor:
     """A target ``W' = W* + Delta`` that every recorded answer fits under the naive declaration, as
     large as the first-order slack of each column's queries allows, proven by :func:`naive_margins`.
 
@@ -333,7 +341,8 @@ def indistinguishable(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
     W, v = np.asarray(W, dtype=np.float64), np.asarray(v, dtype=np.float64)
     truth = naive_margins(log, W, v, reading)
     if _failing(truth).size or _failing_one(truth):
-        raise PrecisionLossError("an answer of the real oracle is not proven within its own naive declaration")
+        raise PrecisionLossError("an answer of the real oracle is not proven within its own naive "
+                                 "declaration")
     X, y = _transcript(log, v.shape[0])[2]
     b = _balls(X, W, v, reading)
     away = None if W_hat is None else np.asarray(W_hat, dtype=np.float64) - W
@@ -351,8 +360,29 @@ def indistinguishable(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
         scale[bad] *= SHRINK
         shrinks += 1
     dh, dl = _two_sum(W_alt, -W)
-    floor = max(np.linalg.norm(dh) - np.linalg.norm(dl), 0.0) * NORM_DOWN / 2
+    floor = float(max(np.linalg.norm(dh) - np.linalg.norm(dl), 0.0) * NORM_DOWN / 2)
     return Floor(W_alt, delta, floor, shrinks, sum(m.size for m in margins.values()))
+
+
+def floor_row(d: int, seed: int = 0, reading: str = "learner") -> dict[str, Any]:
+    """One bench run of Thm 4.1 (:func:`~attnproof.theorems.exact.runner.run_exact`'s target and
+    draws: float64, orthogonal probes, naive answers) against a recording real oracle, and its
+    floor: ``d, seed, reading``, the true error ``err_W``, the bound ``error_bound``, ``floor``,
+    ``floor_over_error`` (the least bound / true error any rigorous bound from this transcript can
+    show), ``bound_over_floor`` (ours over the least), ``alt_error_over_bound`` (``||W_hat -
+    W'||_F / error_bound``: above 1, a world the declaration allows in which the bound fails),
+    ``shrinks`` and ``answers`` (every one proven allowed for W* and W')."""
+    rng = np.random.default_rng(seed)
+    W, v = random_target(d, rng)
+    oracle = ValueOracle(Attention(W, v), record=True)
+    rec = learn_exact(oracle, rng=rng)
+    found = indistinguishable(oracle.log, W, v, rec.W, reading=reading)
+    err, bound = float(np.linalg.norm(rec.W - W)), float(rec.diagnostics["error_bound"])
+    return {"d": d, "seed": seed, "reading": reading, "err_W": err, "error_bound": bound,
+            "floor": found.floor, "floor_over_error": found.floor / err,
+            "bound_over_floor": bound / found.floor,
+            "alt_error_over_bound": float(np.linalg.norm(rec.W - found.W_alt)) / bound,
+            "shrinks": found.shrinks, "answers": found.answers}
 
 
 def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -372,4 +402,4 @@ def _failing_one(margins: dict[int, np.ndarray]) -> bool:
     return bool(np.any(~(margins.get(1, np.zeros(0)) >= 0)))
 
 
-__all__ = ["Floor", "READINGS", "dot2", "indistinguishable", "naive_margins"]
+__all__ = ["Floor", "READINGS", "dot2", "floor_row", "indistinguishable", "naive_margins"]
