@@ -82,6 +82,19 @@ def test_the_floor_rows_of_the_book():
     assert row["shrinks"] >= 0 and row["answers"] == 8 + 8 * 8
 
 
+def test_a_floor_on_some_columns_is_proven_from_the_checked_transcript():
+    """The streaming form (d = 1024's): every answer checked as it is given, Delta on 4 columns of
+    16, a smaller floor than on all of them, its extrapolation near the whole one."""
+    whole, part = floor_row(16), floor_row(16, columns=4)
+    assert part["answers"] == whole["answers"] == 16 + 16 * 16 and part["columns"] == 4
+    assert part["err_W"] == whole["err_W"]  # the same run: the checks do not change the answers
+    assert 1 < part["floor_over_error"] and part["floor"] < whole["floor"]
+    assert part["alt_error_over_bound"] <= 1
+    assert 0.5 < part["floor_extrapolated"] / whole["floor"] < 2
+    with pytest.raises(InvalidInputError):
+        floor_row(8, reading="normwise", columns=2)
+
+
 @pytest.mark.xfail(
     strict=True, raises=AssertionError,
     reason="Thm 4.1's bound reads q = W x_2's rounding componentwise, Rounding normwise: a W' it allows is "
