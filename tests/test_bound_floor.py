@@ -97,8 +97,8 @@ def test_a_floor_on_some_columns_is_proven_from_the_checked_transcript():
 
 @pytest.mark.xfail(
     strict=True, raises=AssertionError,
-    reason="Thm 4.1's bound reads q = W x_2's rounding componentwise, Rounding normwise: a world it allows is "
-    "1.002 error_bound from W_hat at d = 64")
+    reason="Thm 4.1's bound reads q = W x_2's rounding componentwise, Rounding normwise: a world it "
+    "allows is 1.002 error_bound from W_hat at d = 64")
 def test_the_bound_holds_in_every_world_of_the_documented_declaration():
     """Under :class:`~attnproof.models.Rounding`'s words (each of q = W x_2's dot products within
     ``(d + 4) u ||W_i|| ||x_2||``), the learner's error in the world W' exceeds its bound."""
