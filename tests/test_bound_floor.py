@@ -28,16 +28,22 @@ def recorded_run(d: int, seed: int = 0):
     return oracle.log, W, v, learn_exact(oracle, rng=rng)
 
 
-@pytest.fixture(scope="module", params=WIDTHS)
+#: The readings the bound must hold under: the learner's own, and the componentwise one a float64
+#: evaluation obeys (its sets of answers are subsets of the learner's).
+HELD = ("learner", "componentwise")
+
+
+@pytest.fixture(scope="module", params=[(d, r) for d in WIDTHS for r in HELD], ids=str)
 def run(request):
-    log, W, v, rec = recorded_run(request.param)
-    return log, W, v, rec, indistinguishable(log, W, v)
+    d, reading = request.param
+    log, W, v, rec = recorded_run(d)
+    return log, W, v, rec, indistinguishable(log, W, v, reading=reading), reading
 
 
 def test_every_answer_is_proven_for_both_targets(run):
-    log, W, v, _, found = run
+    log, W, v, _, found, reading = run
     for target in (W, *found.worlds):
-        margins = naive_margins(log, target, v)
+        margins = naive_margins(log, target, v, reading)
         assert set(margins) == {1, 2}
         assert all(np.all(m >= 0) for m in margins.values())
     assert found.answers == sum(len(r.y) for r in log)
@@ -47,7 +53,7 @@ def test_every_answer_is_proven_for_both_targets(run):
 def test_the_bound_is_above_the_floor_and_the_floor_above_the_error(run):
     """floor <= error_bound (else the bound is not rigorous for the declaration), and the error in
     each indistinguishable world within the bound too; the floor above the true error."""
-    _, W, _, rec, found = run
+    _, W, _, rec, found, _ = run
     bound, err = rec.diagnostics["error_bound"], float(np.linalg.norm(rec.W - W))
     assert found.floor <= bound
     assert all(np.linalg.norm(rec.W - world) <= bound for world in found.worlds)
@@ -56,8 +62,8 @@ def test_the_bound_is_above_the_floor_and_the_floor_above_the_error(run):
 
 def test_an_inflated_delta_is_rejected(run):
     """The check can fail: W* + 4 (W_+ - W*) leaves answers outside the declaration."""
-    log, W, v, _, found = run
-    margins = naive_margins(log, W + 4 * (found.worlds[0] - W), v)
+    log, W, v, _, found, reading = run
+    margins = naive_margins(log, W + 4 * (found.worlds[0] - W), v, reading)
     assert np.any(~(margins[2] >= 0))
 
 
@@ -73,6 +79,13 @@ def test_a_moved_answer_is_rejected():
     after = naive_margins(moved, W, v)[2]
     assert after[0] < 0
     assert np.all(after[1:] >= 0)
+
+
+def test_the_componentwise_floor_is_below_the_learners():
+    """Its sets of answers are subsets of the learner's reading's, so is its floor (d = 16)."""
+    log, W, v, _ = recorded_run(16)
+    floors = [indistinguishable(log, W, v, reading=r).floor for r in ("componentwise", "learner")]
+    assert floors[0] < floors[1]
 
 
 def test_the_floor_rows_of_the_book():

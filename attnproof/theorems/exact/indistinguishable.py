@@ -34,11 +34,12 @@ move by its first-order slack, those constraints are solved for ``delta_j`` (d p
 every one is used to the full), and the result is checked by :func:`naive_margins`; a column with
 an answer the check cannot prove is shrunk by :data:`SHRINK` until it can.
 
-Two readings of the declaration's query-vector rounding (:data:`READINGS`): the learner's
-componentwise one, under which its bound holds in every world built here, and the normwise one
-:class:`~attnproof.models.Rounding` states, under which a world W' lies further than the bound
-from W_hat than the bound: the bound rests on the componentwise
-reading (``tests/test_bound_floor.py``, a strict xfail).  At d = 1024 the transcript does not fit
+Three readings of the declaration's dot products (:data:`READINGS`): the learner's (its bound
+holds in every world built here), the normwise one :class:`~attnproof.models.Rounding` words
+(at d = 64 a world lies further from W_hat than the bound: the bound rests on the query vector's
+componentwise rounding; ``tests/test_bound_floor.py``, a strict xfail), and the componentwise
+one a float64 evaluation obeys (the smallest set of answers, so the most conservative floor).
+At d = 1024 the transcript does not fit
 in memory: :class:`CheckedRecorder` checks every answer as it is given and keeps a few columns'
 queries, and the floor is proven on those columns (:func:`floor_row`'s ``columns``).
 """
@@ -73,12 +74,14 @@ SAFE_RANGE = (2.0**-400, 2.0**400)
 SAFETY = 0.98
 #: Factor a column's Delta is shrunk by when one of its answers is not proven allowed.
 SHRINK = 0.8
-#: How the query vector ``q = W x_2``'s rounding is read: ``learner`` as Thm 4.1's bound reads it
-#: (:func:`~attnproof.theorems.exact._error_bound`: componentwise, ``|p^T dq| <= g ||p|| s ||W e_j||``
-#: for ``x_2 = s e_j``), ``normwise`` as :class:`~attnproof.models.Rounding` and
-#: :func:`~attnproof.measure.value_errors` state it (each of q's dot products within
-#: ``g ||W_i|| ||x_2||``: ``g ||W||_F ||p|| ||x_2||``).
-READINGS = ("learner", "normwise")
+#: How the declaration's dot products are read: ``learner`` as Thm 4.1's bound reads them
+#: (:func:`~attnproof.theorems.exact._error_bound`: the scores' and the readout's normwise, the query
+#: vector q = W x_2's componentwise, ``|p^T dq| <= g ||p|| s ||W e_j||`` for ``x_2 = s e_j``);
+#: ``normwise`` as :class:`~attnproof.models.Rounding` and :func:`~attnproof.measure.value_errors`
+#: word them (each dot product within ``g ||x|| ||y||``: q's ``g ||W||_F ||p|| ||x_2||``);
+#: ``componentwise`` as a float64 evaluation in any order obeys them, every one within
+#: ``g |x|^T |y|`` (the smallest of the three sets of answers: the most conservative floor).
+READINGS = ("learner", "normwise", "componentwise")
 #: Queries per chunk of the vectorised dot products.
 CHUNK = 4096
 #: Bits of the Arb balls.
@@ -155,7 +158,7 @@ def _last_token_column(x2: np.ndarray) -> np.ndarray:
 def _balls(X: np.ndarray, W: np.ndarray, v: np.ndarray, reading: str) -> dict[str, np.ndarray]:
     """Per two-token query ``[x_1; x_2]`` at (W, v): balls (:func:`dot2`) of the logit L, of
     ``p^T v`` and of ``x_2^T v``, and lower bounds of the declaration's logit and label errors
-    (the query vector's rounding as ``reading`` takes it, :data:`READINGS`), in chunks of
+    (the dot products as ``reading`` takes them, :data:`READINGS`), in chunks of
     :data:`CHUNK` queries."""
     if reading not in READINGS:
         raise InvalidInputError(f"reading must be one of {READINGS}; got {reading!r}")
@@ -184,9 +187,16 @@ def _chunk_balls(X: np.ndarray, W: np.ndarray, v: np.ndarray, reading: str) -> d
     n1, n2 = np.linalg.norm(x1, axis=1), np.abs(s)
     q_norm = np.maximum(np.linalg.norm(qh, axis=1) - np.linalg.norm(ql, axis=1), 0.0)
     p_norm = np.linalg.norm(x1 - x2, axis=1) * (1 - 2 * U)  # x1 - x2 rounded once
-    W_size = np.linalg.norm(W) if reading == "normwise" else np.linalg.norm(W, axis=0)[j]
-    most = g * ((n1 + n2) * q_norm + W_size * p_norm * n2) * NORM_DOWN**3
-    label = g * (n1 + n2) * np.linalg.norm(v) * NORM_DOWN**2
+    if reading == "componentwise":  # |x_1|^T |q| + |x_2|^T |q| + |p|^T |W| |x_2|; |x_1|^T |v| + |x_2|^T |v|
+        q_abs = np.maximum(np.abs(qh) - np.abs(ql), 0.0)
+        scores = np.einsum("bi,bi->b", np.abs(x1), q_abs) + n2 * q_abs[rows, j]
+        query = n2 * np.einsum("bi,ib->b", np.abs(x1 - x2), np.abs(W[:, j])) * (1 - 2 * U)
+        most = g * (scores + query) * NORM_DOWN**3
+        label = g * (np.abs(x1) @ np.abs(v) + n2 * np.abs(v[j])) * NORM_DOWN**2
+    else:
+        W_size = np.linalg.norm(W) if reading == "normwise" else np.linalg.norm(W, axis=0)[j]
+        most = g * ((n1 + n2) * q_norm + W_size * p_norm * n2) * NORM_DOWN**3
+        label = g * (n1 + n2) * np.linalg.norm(v) * NORM_DOWN**2
     return {"j": j, "s": s, "L": L, "pv": pv, "a2": a2, "most": most, "label": label, "p": x1 - x2}
 
 
@@ -211,8 +221,8 @@ def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
         A :class:`~attnproof.oracles.ValueOracle`'s ``log`` (``record=True``).
     W : array (d, d), v : array (d,)
         The target the answers are checked against (float64).
-    reading : {"learner", "normwise"}
-        How the query vector's rounding is declared (:data:`READINGS`).
+    reading : {"learner", "normwise", "componentwise"}
+        How the declaration's dot products are read (:data:`READINGS`).
 
     Returns
     -------
@@ -348,7 +358,7 @@ def indistinguishable(
         ``bias=False``).
     W, v : arrays
         The real target (W*, v*).
-    reading : {"learner", "normwise"}
+    reading : {"learner", "normwise", "componentwise"}
         The declaration's reading (:data:`READINGS`).
     max_shrinks : int
         Column shrinkings allowed before giving up.
