@@ -401,27 +401,30 @@ def indistinguishable(
 @dataclass(kw_only=True)
 class CheckedRecorder(ValueOracle):
     """A real oracle that proves each answer within the naive declaration at its own target as it
-    answers (:func:`naive_margins`, ``reading`` ``learner``), and records only the queries whose
+    answers (:func:`naive_margins` with ``reading``), and records only the queries whose
     last token is ``s e_j`` for j in ``keep`` (and the one-token ones): at d = 1024 the whole
     transcript (a million queries of two 1024-vectors) does not fit in memory.  Under the learner's
-    reading a query's margin depends on W through its column j only, so worlds that differ from W*
+    and the componentwise readings a query's margin depends on W through its column j only (not
+    under the normwise one: ``||W||_F``), so worlds that differ from W*
     in the ``keep`` columns alone need only the recorded queries checked again.
 
     Attributes
     ----------
     keep : frozenset of int
+    reading : {"learner", "componentwise"}
     checked, unproven : int
         Answers proven allowed at (W*, v), and answers not proven (0 for a conforming oracle).
     """
 
     keep: frozenset[int] = frozenset()
+    reading: str = "learner"
     checked: int = field(default=0, init=False)
     unproven: int = field(default=0, init=False)
 
     def _answer(self, Xb: np.ndarray) -> np.ndarray:
         y = np.asarray(self.model(Xb), dtype=np.float64)
         W, v = np.asarray(self.model.W, dtype=np.float64), np.asarray(self.model.v, dtype=np.float64)
-        margins = naive_margins([QueryRecord(Xb, y)], W, v)
+        margins = naive_margins([QueryRecord(Xb, y)], W, v, self.reading)
         self.checked += y.size
         self.unproven += sum(int(np.sum(~(m >= 0))) for m in margins.values())
         kept = (np.ones(y.size, bool) if Xb.shape[1] == 1
@@ -442,17 +445,18 @@ def floor_row(d: int, seed: int = 0, reading: str = "learner", columns: int | No
     ``shrinks`` and ``answers`` (every one proven allowed for W* and both worlds).
 
     ``columns``: Delta only in that many evenly spaced columns, the transcript checked as it is
-    answered and recorded for those columns only (:class:`CheckedRecorder`, ``learner`` reading):
+    answered and recorded for those columns only (:class:`CheckedRecorder`, not the normwise reading):
     ``floor`` is then proven for that part of W, ``floor_extrapolated`` (``floor sqrt(d /
     columns)``, the columns being alike) an estimate of the whole, not a proof."""
     rng = np.random.default_rng(seed)
     W, v = random_target(d, rng)
     if columns is None:
         oracle = ValueOracle(Attention(W, v), record=True)
-    elif reading != "learner":
-        raise InvalidInputError("a floor on some columns reads the declaration as the learner does")
+    elif reading == "normwise":
+        raise InvalidInputError("a floor on some columns needs margins that read W by columns: not normwise")
     else:
-        oracle = CheckedRecorder(Attention(W, v), keep=frozenset(np.linspace(0, d - 1, columns).astype(int)))
+        oracle = CheckedRecorder(Attention(W, v), keep=frozenset(np.linspace(0, d - 1, columns).astype(int)),
+                                 reading=reading)
     rec = learn_exact(oracle, rng=rng)
     found = indistinguishable(oracle.log, W, v, reading=reading)
     err, bound = float(np.linalg.norm(rec.W - W)), float(rec.diagnostics["error_bound"])
