@@ -68,8 +68,9 @@ NORM_DOWN = 1 - 2.0**-28
 #: The largest width :data:`NORM_DOWN` covers.
 MAX_D = 2**12
 #: The range of magnitudes in which :func:`dot2`'s error-free transformations neither overflow
-#: nor underflow (nonzero entries of the queries, W and v; their products stay normal).
-SAFE_RANGE = (2.0**-400, 2.0**400)
+#: nor underflow (nonzero entries of the queries, W and v: q = s W e_j within its square, the
+#: products of a query with q or v within its cube, their errors above 2^-653, normal).
+SAFE_RANGE = (2.0**-200, 2.0**200)
 #: Share of each query's first-order slack that :func:`indistinguishable` uses.
 SAFETY = 0.98
 #: Factor a column's Delta is shrunk by when one of its answers is not proven allowed.
