@@ -27,10 +27,16 @@ class Rounding:
     """How a model's answers are rounded: the declaration an oracle exposes (like its tolerance),
     which :func:`attnproof.measure.value_errors` reads instead of assuming the worst.
 
-    Each dot product ``x^T y`` of n terms that the evaluation forms (the scores, the readout, the
-    softmax's sum; a few more roundings for exp and the division) is within
-    ``(n + 4) term ||x|| ||y||`` of its exact value (the form :func:`attnproof.measure.value_errors`
-    reads), and the answer y itself is then within ``final |y|`` of what that evaluation computed.
+    Each dot product ``x^T y`` of n terms that the evaluation forms (the query vector ``W x_N``, the
+    scores, the readout, the softmax's sum; a few more roundings for exp and the division) is
+    within ``(n + 4) term |x|^T |y|`` of its exact value, componentwise, as an evaluation in any
+    summation order errs (Higham 2002, Sec. 3.1), and the answer y itself is then within
+    ``final |y|`` of what that evaluation computed.  By Cauchy-Schwarz each is then within
+    ``(n + 4) term ||x|| ||y||``, the normwise relaxation :func:`attnproof.measure.value_errors`
+    reads wherever it is the simpler bound.  The declaration is the componentwise form: under the
+    normwise one alone, Thm 4.1's bound (which reads the query vector ``s W e_j``'s rounding by
+    its column) fails in a world the answers allow (1.002 times it at d = 64, 1.077 at d = 256;
+    :mod:`attnproof.theorems.exact.indistinguishable`).
 
     Attributes
     ----------

@@ -457,8 +457,10 @@ class RoundingAdversary(_NaivePushAdversary):
     error pushing the recovered logit the same way: the score difference by
     ``+g (||x_1|| + ||x_2||) (||W x_2|| + ||c||)`` and the label by
     ``g (|beta| + (||x_1|| + ||x_2||) ||v||)`` towards a larger weight, ``g = (d + 4) u``
-    (u = 2^-53; :func:`_naive_push`).  One-token answers are exact.  Against it a learner's error
-    comes within a small factor of its ``error_bound``, so a bound that drops a factor fails
+    (u = 2^-53; :func:`_naive_push`): the normwise relaxation of the naive declaration
+    (:class:`~attnproof.models.Rounding`), so some pushes exceed what its componentwise form
+    allows, a harsher oracle than the declaration's.  One-token answers are exact.  Against it a
+    learner's error comes within a small factor of its ``error_bound``, so a bound that drops a factor fails
     (``thm4.1/run-tight``, ``thm5.1/run-tight``).  Every push is checked against the naive model
     before the answer is returned, the weight's part and the label's each against what the model
     allows it (:class:`~attnproof.errors.ToleranceViolation` otherwise; ``USED`` is the share of

@@ -28,8 +28,12 @@ def recorded_run(d: int, seed: int = 0):
     return oracle.log, W, v, learn_exact(oracle, rng=rng)
 
 
-#: The readings the bound must hold under: the learner's own, and the componentwise one a float64
-#: evaluation obeys (its sets of answers are subsets of the learner's).
+#: The readings the bound must hold under: the learner's own, and the componentwise one, the naive
+#: declaration (:class:`~attnproof.models.Rounding`), which a float64 evaluation obeys (its sets of
+#: answers are subsets of the learner's).  Not the normwise relaxation: Rounding worded the
+#: declaration so before, and under it alone a world lay 1.002 error_bound from W_hat at d = 64
+#: (a strict xfail here then; 1.077 at d = 256), as Thm 4.1's bound reads q = W x_2's rounding by
+#: its column.
 HELD = ("learner", "componentwise")
 
 
@@ -106,18 +110,6 @@ def test_a_floor_on_some_columns_is_proven_from_the_checked_transcript():
     assert 0.5 < part["floor_extrapolated"] / whole["floor"] < 2
     with pytest.raises(InvalidInputError):
         floor_row(8, reading="normwise", columns=2)
-
-
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="Thm 4.1's bound reads q = W x_2's rounding componentwise, Rounding normwise: a world it "
-    "allows is 1.002 error_bound from W_hat at d = 64")
-def test_the_bound_holds_in_every_world_of_the_documented_declaration():
-    """Under :class:`~attnproof.models.Rounding`'s words (each of q = W x_2's dot products within
-    ``(d + 4) u ||W_i|| ||x_2||``), the learner's error in the world W' exceeds its bound."""
-    log, W, v, rec = recorded_run(64)
-    found = indistinguishable(log, W, v, reading="normwise")
-    assert all(np.linalg.norm(rec.W - world) <= rec.diagnostics["error_bound"] for world in found.worlds)
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -35,10 +35,11 @@ every one is used to the full), and the result is checked by :func:`naive_margin
 an answer the check cannot prove is shrunk by :data:`SHRINK` until it can.
 
 Three readings of the declaration's dot products (:data:`READINGS`): the learner's (its bound
-holds in every world built here), the normwise one :class:`~attnproof.models.Rounding` words
-(at d = 64 a world lies further from W_hat than the bound: the bound rests on the query vector's
-componentwise rounding; ``tests/test_bound_floor.py``, a strict xfail), and the componentwise
-one a float64 evaluation obeys (the smallest set of answers, so the most conservative floor).
+holds in every world built here), the normwise relaxation :func:`attnproof.measure.value_errors`
+reads (at d = 64 a world lies further from W_hat than the bound: the bound rests on the query
+vector's componentwise rounding, so :class:`~attnproof.models.Rounding` declares the
+componentwise form since this was found), and the componentwise one, the declaration, which a
+float64 evaluation obeys (the smallest set of answers, so the most conservative floor).
 At d = 1024 the transcript does not fit
 in memory: :class:`CheckedRecorder` checks every answer as it is given and keeps a few columns'
 queries, and the floor is proven on those columns (:func:`floor_row`'s ``columns``).
@@ -78,10 +79,11 @@ SHRINK = 0.8
 #: How the declaration's dot products are read: ``learner`` as Thm 4.1's bound reads them
 #: (:func:`~attnproof.theorems.exact._error_bound`: the scores' and the readout's normwise, the query
 #: vector q = W x_2's componentwise, ``|p^T dq| <= g ||p|| s ||W e_j||`` for ``x_2 = s e_j``);
-#: ``normwise`` as :class:`~attnproof.models.Rounding` and :func:`~attnproof.measure.value_errors`
-#: word them (each dot product within ``g ||x|| ||y||``: q's ``g ||W||_F ||p|| ||x_2||``);
-#: ``componentwise`` as a float64 evaluation in any order obeys them, every one within
-#: ``g |x|^T |y|`` (the smallest of the three sets of answers: the most conservative floor).
+#: ``normwise`` as :func:`~attnproof.measure.value_errors` relaxes them (each dot product within
+#: ``g ||x|| ||y||``: q's ``g ||W||_F ||p|| ||x_2||``; not the declaration);
+#: ``componentwise`` as :class:`~attnproof.models.Rounding` declares them and a float64
+#: evaluation in any order obeys them, every one within ``g |x|^T |y|`` (the smallest of the
+#: three sets of answers: the most conservative floor).
 READINGS = ("learner", "normwise", "componentwise")
 #: Queries per chunk of the vectorised dot products.
 CHUNK = 4096
