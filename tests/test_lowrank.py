@@ -163,8 +163,8 @@ def test_error_estimate_terms_by_hand(monkeypatch):
                           np.zeros((2, 2), int), [0], [0], None, 0.0)
     W_norm = FLOAT64.norm(np.eye(2))
     estimate, terms = lowrank._cross_estimate(probes, cross, W_norm, 0.0, np.ones(2), images=np.ones(2))
-    assert terms == pytest.approx(2.88, rel=1e-12)
-    assert estimate == pytest.approx(top * math.sqrt(6) + FLOAT64.resolution * math.sqrt(2), rel=1e-12)
+    assert terms == pytest.approx(2.88, rel=1e-12, abs=0)
+    assert estimate == pytest.approx(top * math.sqrt(6) + FLOAT64.resolution * math.sqrt(2), rel=1e-12, abs=0)
 
 
 @pytest.mark.parametrize(
@@ -185,7 +185,7 @@ def test_error_estimate_inputs_and_outputs_agree(monkeypatch, d, r, rank, bias):
     c, beta = (8 * rng.standard_normal(d), 0.3) if bias else (None, None)  # some rows shortened
     learn_skeleton(ValueOracle(FactoredAttention(K, Q, v, c=c, beta=beta)), rank=rank, rng=rng, bias=bias)
     inputs, outputs = totals
-    assert inputs > 0 and outputs == pytest.approx(inputs, rel=1e-9)
+    assert inputs > 0 and outputs == pytest.approx(inputs, rel=1e-9, abs=0)
 
 
 def test_error_estimate_terms_see_one_dominant_probe():
@@ -412,8 +412,8 @@ def test_the_stop_checks_margin_is_the_chernoff_bound_at_its_failure_probability
 
     margin, failure = lowrank._stop_check_margin, lowrank.STOP_CHECK_FAILURE
     assert lowrank.STOP_CHECK_MARGIN == margin(STOP_CHECK_MIXES, failure)
-    assert lowrank.STOP_CHECK_MARGIN == pytest.approx(10 * math.sqrt(math.e), rel=1e-15)
-    assert lowrank._stop_check_margin(1, 0.5) == pytest.approx(2 * math.sqrt(math.e), rel=1e-15)
+    assert lowrank.STOP_CHECK_MARGIN == pytest.approx(10 * math.sqrt(math.e), rel=1e-15, abs=0)
+    assert lowrank._stop_check_margin(1, 0.5) == pytest.approx(2 * math.sqrt(math.e), rel=1e-15, abs=0)
     assert (STOP_CHECK_MIXES, lowrank.STOP_CHECK_FAILURE) == (3, 1e-3)
     for k, delta in ((1, 0.5), (1, 1e-3), (3, 1e-3), (5, 1e-6)):
         c = lowrank._stop_check_margin(k, delta)
@@ -442,9 +442,9 @@ def test_the_stop_charge_by_hand():
 
     c = lowrank.STOP_CHECK_MARGIN
     args = (np.array([2.0, 1.0]), np.eye(2), np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([1.0, 2.0]))
-    assert lowrank._stop_charge(*args, 0.0) == pytest.approx(c * 2 * math.sqrt(3), rel=1e-15)
+    assert lowrank._stop_charge(*args, 0.0) == pytest.approx(c * 2 * math.sqrt(3), rel=1e-15, abs=0)
     half = 1 / (2 * c * math.sqrt(2.5))
-    assert lowrank._stop_charge(*args, half) == pytest.approx(c * 4 * math.sqrt(3), rel=1e-12)
+    assert lowrank._stop_charge(*args, half) == pytest.approx(c * 4 * math.sqrt(3), rel=1e-12, abs=0)
     assert lowrank._stop_charge(*args, 3 * half) == math.inf  # past none: no bound
 
 
@@ -771,7 +771,7 @@ def test_float64_norm_one_pass_agrees_with_the_scaled_norm(e):
 
     rng = np.random.default_rng(e + 1000)
     a = np.ldexp(rng.standard_normal((30, 20)), rng.integers(-40, 1, (30, 20)) + e)
-    assert FLOAT64.norm(a) == pytest.approx(float(norm2(a)), rel=8 * 2.0**-53)
+    assert FLOAT64.norm(a) == pytest.approx(float(norm2(a)), rel=8 * 2.0**-53, abs=0)
 
 
 def test_cross_rounding_is_pinned():
@@ -908,7 +908,7 @@ def test_serial_lapack_restores_the_threads_and_keeps_the_norms():
     import attnproof.theorems.lowrank as lowrank
 
     Y = np.random.default_rng(3).standard_normal((40, 300))
-    assert lowrank._spectral_norm(Y) == pytest.approx(np.linalg.norm(Y, 2), rel=2.0**-20)
+    assert lowrank._spectral_norm(Y) == pytest.approx(np.linalg.norm(Y, 2), rel=2.0**-20, abs=0)
     U, sigma = lowrank._singular(Y)
     assert np.allclose(sigma, np.linalg.svd(Y, compute_uv=False), rtol=2.0**-20, atol=0)
     assert np.allclose((U * sigma**2) @ U.T, Y @ Y.T, rtol=0, atol=1e-12 * sigma[0] ** 2)  # Y Y^T = U S^2 U^T
@@ -933,7 +933,7 @@ def test_through_is_pinned_and_bounds_every_sign_choice():
     import attnproof.theorems.lowrank as lowrank
 
     by_hand = lowrank._through(np.array([[1.0, 2.0]]), np.diag([3.0, 1.0]))
-    assert by_hand == pytest.approx(np.sqrt(13), rel=1e-14)
+    assert by_hand == pytest.approx(np.sqrt(13), rel=1e-14, abs=0)
     rng = np.random.default_rng(0)
     E, Y = rng.random((2, 3)), rng.standard_normal((3, 4))
     bound = lowrank._through(E, Y)

@@ -723,7 +723,7 @@ def test_logit_spread_is_exact_at_the_ends_and_infinite_once_alpha_can_saturate(
                 want = max(logit(a_hi) - logit(a), logit(a) - logit(a_lo))
                 assert want <= g <= want * (1 + 1e-13)
     assert got[1] == got[4] == got[7] == math.inf and got[5] == 0.0
-    assert got[2] == pytest.approx(1e-9 / 0.24, rel=1e-8)  # first order where the error is small
+    assert got[2] == pytest.approx(1e-9 / 0.24, rel=1e-8, abs=0)  # first order where the error is small
     assert _logit_spread(np.array([0.0, 1.0]), np.array([1e-300, 1e-300])).tolist() == [math.inf] * 2
 
 def test_probes_keep_the_scaled_copies_of_two_scales():

@@ -119,7 +119,8 @@ def test_the_ffns_adversary_row_is_its_worst_push_and_keeps_the_bound():
     row = ffn_versus_adversary(4, "float64", 0, m=4)
     ratios = {p: r for p, r in row["pushes"].items() if isinstance(r, float)}
     assert set(row["pushes"]) == set(FFN_PUSHES) and ratios
-    assert row["within_bound"] and row["error_bound"] / row["err_W"] == pytest.approx(min(ratios.values()))
+    assert row["within_bound"]
+    assert row["error_bound"] / row["err_W"] == pytest.approx(min(ratios.values()))
     assert row["adversary"] == f"FFNNoiseAdversary {min(ratios, key=ratios.get)}"
     with pytest.raises(InvalidInputError, match="naive float64 model"):
         ffn_versus_adversary(4, "float64", 0, m=4, answers="faithful")

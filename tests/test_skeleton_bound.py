@@ -101,8 +101,8 @@ def test_split_v_is_pinned_by_hand():
 
     up = 1 + 2.0**-48
     rest, c_p, c_q = split(0.25, 0.01, 0.0, (0.01, 0.0), (0.0, 0.0))
-    assert rest == pytest.approx((1 / 0.1824 - 1 / 0.1924) * 0.01 * up, rel=1e-12)
-    assert c_p == pytest.approx(-4 / 3, rel=1e-15) and c_q == pytest.approx(-16 / 3, rel=1e-15)
+    assert rest == pytest.approx((1 / 0.1824 - 1 / 0.1924) * 0.01 * up, rel=1e-12, abs=0)
+    assert c_p == pytest.approx(-4 / 3, rel=1e-15, abs=0) and c_q == pytest.approx(-16 / 3, rel=1e-15, abs=0)
     # both parts: absolute 0.015 = own 0.005 + v 0.01, relative 0.01 = own 0.006 + v 0.004
     alpha, R = 0.25, 0.01 * 1.01
     lo, hi = alpha - (0.015 + alpha * R), alpha + (0.015 + alpha * R) / (1 - R)
@@ -113,10 +113,10 @@ def test_split_v_is_pinned_by_hand():
     want = (s_max * ((0.005 + alpha * R_own) / (1 - R_own) + R_own * V / (1 - R_own) + (hi - lo) * 0.004)
             + (s_max - s_min) * V) * up
     got = split(alpha, 0.015, 0.01, (0.01, 0.004), (0.005, 0.006))[0]
-    assert got == pytest.approx(want, rel=1e-12)
+    assert got == pytest.approx(want, rel=1e-12, abs=0)
     # the learner's p^T v off by dpv = 1e-3 of it: V dpv / (1 - dpv) more, times S_max
     more = split(alpha, 0.015, 0.01, (0.01, 0.004), (0.005, 0.006), 1e-3)[0]
-    assert more - got == pytest.approx(s_max * V * 1e-3 / (1 - 1e-3) * up, rel=1e-9)
+    assert more - got == pytest.approx(s_max * V * 1e-3 / (1 - 1e-3) * up, rel=1e-9, abs=0)
     # an interval reaching 0 or 1 cannot be split: infinite, no shared part
     rest, c_p, c_q = split(0.25, 0.3, 0.0, (0.3, 0.0), (0.0, 0.0))
     assert rest == np.inf and c_p == 0 and c_q == 0
@@ -247,7 +247,7 @@ def test_probe_rounding_is_pinned_by_hand():
     first = (np.array([0]), np.array([0]))
     got = _probe_rounding(np.ones((1, 2)), q, np.ones(2), np.array([1e-20, 0.0]), first, None)
     want = (2.0**-54 + (g * 3 * 2.0**-54 + 2.0**-53 * 1e-20) * (1 + 2 * g)) * (1 + 2.0**-52)
-    assert got[0] == pytest.approx(want, rel=1e-15)
+    assert got[0] == pytest.approx(want, rel=1e-15, abs=0)
 
 
 @pytest.mark.parametrize("query_only", [False, True])
