@@ -553,3 +553,45 @@ def test_wedge_charge_is_the_residual_plus_its_tolerance(monkeypatch):
     assert finite and len(finite) == len(priced)
     assert finite == pytest.approx([(r + t) / top for r, t, top in priced], rel=1e-12, abs=0)
     assert any(r > 0.01 * t for r, t, _ in priced)  # the residual's share is seen: tol alone differs
+
+
+# --- the query bound's piece (termination) -----------------------------------------------------
+
+
+class _Scripted:
+    """A linear f(x) = (1, 2, ..., d)^T x but at the points of ``bumps``, raised there by its value
+    (an oracle answering whatever the bound's "whatever the oracle answers" admits)."""
+
+    def __init__(self, d: int, bumps: dict[tuple[float, ...], float]) -> None:
+        self.d, self.arith, self.bumps = d, FLOAT64, bumps
+        self.c = np.arange(1.0, d + 1)
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, float)[:, 0, :]
+        return np.array([self.c @ x + self.bumps.get(tuple(x), 0.0) for x in X])
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_a_piece_asks_at_most_its_query_bound_and_can_ask_all_of_it(d):
+    """:func:`~attnproof.theorems.transformer.ffn.piece_query_bound`, the piece
+    :func:`~attnproof.theorems.transformer.ffn.ffn_query_bound` charges, attained: Euler's residual
+    1, 1/2, 1/4, 1/4 at the first four steps (answers raised along e_0, never growing 4x: no
+    units' scale read), so the fourth repeats the third (the homogeneity query, then the jump to
+    the smallest step), the fifth batch passes Euler's check and asks its steps backwards: a
+    centre, 5 d perturbations, one homogeneity query and d steps backwards, all counted; the
+    bound charged d H_ROUNDS + 2 before (d fewer)."""
+    from attnproof.theorems.transformer._path_search import H_ROUNDS
+    from attnproof.theorems.transformer.ffn import piece_query_bound
+
+    x0, tuned = np.ones(d), TUNING["float64"]
+    bumps = {}
+    for k, residual in enumerate((1.0, 0.5, 0.25, 0.25)):
+        x = x0.copy()
+        x[0] += 2.0 ** -(tuned.h_log2 + tuned.h_shrink_log2 * k)  # |x0|_inf = 1: the k-th step
+        bumps[tuple(x)] = residual * (x[0] - 1)
+    oracle = ValueOracle(_Scripted(d, bumps))
+    search = _PathSearch(Session(oracle, FLOAT64), np.ones(d), 2.0**-40, 100)
+    p = search.piece(x0)
+    assert np.array_equal(p.G, np.arange(1.0, d + 1)) and p.h == 2.0 ** -search.smallest_h_log2
+    assert search.ledger.retries == H_ROUNDS and search.ledger.total(d) == oracle.queries
+    assert oracle.queries == piece_query_bound(d) == d * (H_ROUNDS + 1) + 2

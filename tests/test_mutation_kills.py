@@ -1027,7 +1027,8 @@ def test_ffn_query_bound_fixed_overhead_by_hand_at_zero_steps():
     """ffn_query_bound, counted event by event at d = 2 with no search step, no check point and no
     restart (max_steps = 0, checks = 0, restarts = 0), each query charged at most once.
 
-    A piece (a gradient) costs d H_ROUNDS perturbations, a centre and a homogeneity query: 12.
+    A piece (a gradient) costs d H_ROUNDS perturbations, a centre, a homogeneity query and, after
+    the jump to the smallest step, its d steps backwards (ffn.piece_query_bound): 14.
     Before the search: the three ends U, V, -U; when all three are refused before the units'
     scale is known, the scale probes (three points of both segments: 2 x 3, placed by each
     segment's values at most 2^-4 radians apart, WEDGE_POINTS = 51 each) and the three ends again
@@ -1036,15 +1037,15 @@ def test_ffn_query_bound_fixed_overhead_by_hand_at_zero_steps():
     kink (L = 0): each polish measures its L + 1 = 1 region and again each piece at an end of a
     kink-free interval, at most the paths' 3 + CHECK_ROUNDS = 6 ends: 7 pieces; between them
     CHECK_ROUNDS = 3 further paths, each pivot up to 1 + NUDGES = 4 pieces.  In all
-    12 + 2 + 4 x 7 + 3 x 4 = 54 pieces and 102 + 4 queries: 54 x 12 + 106 = 754; each restart
+    12 + 2 + 4 x 7 + 3 x 4 = 54 pieces and 102 + 4 queries: 54 x 14 + 106 = 862; each restart
     repeats all of it."""
     from attnproof.theorems.transformer.ffn import ffn_query_bound
 
-    piece = 2 * 5 + 2
+    piece = 2 * 5 + 2 + 2
     pieces = (3 + 2 * 3 + 3) + 2 + 4 * (1 + 6) + 3 * (1 + 3)
-    assert (piece, pieces, pieces * piece + 2 * 51 + 4) == (12, 54, 754)
-    assert ffn_query_bound(2, max_steps=0, restarts=0, checks=0) == 754
-    assert ffn_query_bound(2, max_steps=0, restarts=2, checks=0) == 3 * 754
+    assert (piece, pieces, pieces * piece + 2 * 51 + 4) == (14, 54, 862)
+    assert ffn_query_bound(2, max_steps=0, restarts=0, checks=0) == 862
+    assert ffn_query_bound(2, max_steps=0, restarts=2, checks=0) == 3 * 862
 
 
 def test_ffn_polish_asks_nothing_again_for_a_piece_without_error():

@@ -1560,32 +1560,6 @@ def test_the_units_scale_read_from_rounding_is_what_answers_them(monkeypatch):
         recover_ffn(A, w, seed=seed)
 
 
-OPEN_TF_FLOAT = [
-    # NEW (thorough profile, --hypothesis-seed 930118 on test_transformer_float64, helper tffloat;
-    # the same at 9087253, before _PathSearch._mixes), d = 2, "zero_sum", W* = 0, seed 2: units on
-    # one hyperplane x_0 + x_1 = 0 cancelling to -0.2445 ReLU(-0.39 (x_0 + x_1)) (kappa ~11) beside
-    # three dead ones: refused (bisection to the floor, interval 3.45e-13 after 47 steps; FFN path
-    # seeds 0, 1, 3 answered): a refusal of a good answer.  Partly traced (helper tffloat): the end
-    # piece on the dead side has G = 0 exactly (error 0), the other G = 0.0954 (error 3e-11); x*
-    # lies 2.3e-14 off the hyperplane on the live side, where f = -2.2e-15 misses the dead plane's
-    # 0 beyond its tolerance 1.5e-15 ("split"); the piece opened there steps across (a mix, pb's
-    # duplicate), and every later x* lies within 2^-26 |x| of the hyperplane (no gradient) and
-    # misfits the dead plane again, on all three paths: what a fix needs is not yet known
-    (np.array([[-0.39] * 5 + [0.0, 0.0, -0.0]] * 2),
-     np.array([0.8028724083713641, 0.44620010085831363, 0.0, -0.49360372854404655, -0.9999999999999999,
-               1.0, 1.0, 1.0]), "zero_sum", 2, np.zeros((4, 4))),
-]
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "open: a refusal of a good answer, one hyperplane of cancelling units beside dead ones (x* 2e-14 "
-    "off it misfits the dead plane's exact 0; every later x* within 2^-26 |x| of it: to the floor)"
-))
-@pytest.mark.parametrize("A, w, kind, seed, W", OPEN_TF_FLOAT)
-def test_open_transformer_float_counterexamples(A, w, kind, seed, W):
-    tf_float64_property(A, w, kind, W, seed)
-
-
 #: (a strict xfail before, the last of OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 48213 on
 #: test_transformer_float64, helper fwedge; the same on main e634946), d = 3, "generic", W* = 0, seed
 #: 1: a 1e-9 unit T on (1, 1, 0) beside units on (1, 1, 1) and K on (1, 0, 1): refused (bisection to
@@ -1632,6 +1606,29 @@ TINY_BESIDE_TRIPLE_TF = [
     (np.array([[1.0, 0.75, 1.0, 1.75], [0.0, 1.0, 1.0, 2.0]]),
      np.array([5.60266487e-80, -1.0, -1.0, 1.0]), "zero_sum", 0, np.zeros((4, 4))),
 ]
+
+#: (a strict xfail before, OPEN_TF_FLOAT; thorough profile, --hypothesis-seed 930118 on
+#: test_transformer_float64, helper tffloat; the same at 9087253), d = 2, "zero_sum", W* = 0, seed 2:
+#: units on one hyperplane x_0 + x_1 = 0 cancelling to -0.2445 ReLU(-0.39 (x_0 + x_1)) (kappa ~11)
+#: beside three dead ones: refused (bisection to the floor, interval 3.45e-13 after 47 steps; FFN
+#: path seeds 0, 1, 3 answered): a refusal of a good answer.  Traced (helpers tffloat, tffloat2):
+#: the end piece on the dead side is exact (G = 0, error 0), the live one G = 0.0954 (error 3e-11);
+#: x*, where their predictions meet, lies 2.3e-14 off the hyperplane on the live side (the live
+#: gradient's error moves it), where f(x*) = -2.2e-15 is f's true value: on the live plane (its
+#: tolerance 2.1e-11) but beyond the dead plane's 1.5e-15, and the confirmation asked f(x*) to fit
+#: both ("split"); the piece opened there stepped across (the dead piece's duplicate), and each
+#: later x* lay on the live side again, "split" at each, to the floor.  The answers' rounding was
+#: not the cause (the units' pre-activations at x* are ~1e-14: f(x*) is exact to its last bits).
+#: Answered since a kink is confirmed when f(x*) lies on either plane (the true plane of the side
+#: x* is on, each prediction held to its own tolerance) and the pair on both sides
+#: (_PathSearch._confirm); a pair recognising no kink leaves such an x* a split, as before: 1
+#: hyperplane at FFN path seeds 0-3, W* = 0 then refused by the output guard (the FFN checked
+#: alone below)
+CANCELLING_BESIDE_DEAD_TF = (
+    np.array([[-0.39] * 5 + [0.0, 0.0, -0.0]] * 2),
+    np.array([0.8028724083713641, 0.44620010085831363, 0.0, -0.49360372854404655, -0.9999999999999999,
+              1.0, 1.0, 1.0]), "zero_sum", 2, np.zeros((4, 4)),
+)
 
 #: Counterexamples of the Transformer (OPEN_TF_FLOAT before), strict xfails before: answered right
 #: since the same merge (FIXED_FLOAT) or what its comment says; the first also pinned in
@@ -1800,6 +1797,7 @@ FIXED_TF_FLOAT = [
      "generic", 0, np.zeros((4, 4))),
     *TINY_BESIDE_TRIPLE_TF,
     MIXED_STEP_TF,
+    CANCELLING_BESIDE_DEAD_TF,
     # (a strict xfail before, OPEN_TF_FLOAT_TINY; thorough profile, --hypothesis-seed 61843 on
     # test_transformer_float64; the same with and without float64's probes of the intervals dropped
     # as kink-free), d = 2, "wide", W* = 0, seed 3822: a 1.76e-12 unit beside -ReLU(x_1) +
@@ -1863,6 +1861,42 @@ def test_fixed_mixed_step_ffn_answered(seed):
     check_count(rec, oracle, 3)
     assert rec.L == 3
     _float_case(A, w, seed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fixed_cancelling_units_beside_dead_ones_ffn_answered(seed):
+    """CANCELLING_BESIDE_DEAD_TF's FFN alone (W* = 0 leaves the property the output guard's
+    refusal), at path seeds 0-3: answered to its bound (seed 2 bisected to the floor before), every
+    query counted, its one hyperplane found."""
+    A, w = CANCELLING_BESIDE_DEAD_TF[:2]
+    rec, oracle = recover_ffn(A, w, seed=seed)
+    check_count(rec, oracle, 2)
+    assert rec.L == 1
+    _float_case(A, w, seed)
+
+
+def test_a_kink_is_confirmed_from_the_plane_of_the_side_x_star_is_on():
+    """CANCELLING_BESIDE_DEAD_TF's FFN, pieces on both sides of its hyperplane: the dead one exact
+    (G = 0, error 0), the live one with an error that moves x* (where their predictions meet) onto
+    the live side, f(x*) its true value off the dead plane beyond that plane's tolerance.  The
+    confirmation holds f(x*) to the plane of x*'s side (``_PathSearch._confirm``): a kink, its pair
+    on both sides, three queries counted (a "split" before, each later x* the same: to the floor)."""
+    from attnproof.measure import Session
+    from attnproof.theorems.transformer._path_search import _PathSearch
+
+    A, w = CANCELLING_BESIDE_DEAD_TF[:2]
+    oracle = ValueOracle(ReluFFN(A, w))
+    search = _PathSearch(Session(oracle, FLOAT64), np.array([0.25, -1.0]), 2.0**-40, 100)
+    pa, pb = search.piece(np.array([0.25, -0.5])), search.piece(np.array([-0.25, 0.5]))
+    assert pa.err > 0 and pb.err == 0 and not pb.G.any()
+    s = search._intersection(pa, pb, pa.x, pb.x - pa.x, 0.0, 1.0)
+    x = pa.x + s * (pb.x - pa.x)
+    before = oracle.queries
+    status, y = search._confirm(pa, pb, x, pb.x - pa.x)
+    assert x.sum() < 0 and y == ReluFFN(A, w)(x[None, None, :])[0] != 0  # the live side, f's value
+    assert search.fits(pa, x, y) and not search.fits(pb, x, y)
+    assert status == "kink" and oracle.queries - before == 3
+    assert search.ledger.total(2) == oracle.queries
 
 
 def test_a_batch_of_probes_returns_the_one_farthest_off_the_plane():

@@ -1135,6 +1135,18 @@ class _PathSearch:
         pb's own region, where the first test holds by construction, unless x* lies within
         ``|y|`` of that region's boundary: the search's resolution rho (:attr:`Tuning.resolution_log2`).
 
+        A kink is confirmed when f(x*) lies on either piece's plane (to its own prediction
+        tolerance, :meth:`fits`) and the pair on both sides.  With one kink between pa and pb,
+        f(x*) is the true plane of the side x* lies on, which each prediction holds only to its
+        own tolerance; x* (where the predictions meet, :meth:`_intersection`) is off the kink by
+        the gradients' errors, so f(x*) is within the other plane's tolerance only when x* falls
+        within that of the kink (issue 23, OPEN_TF_FLOAT: units cancelling to -0.24 ReLU(-0.39
+        (x_0 + x_1)) beside dead ones; the dead side's piece exact, G = 0, error 0; x* 2.3e-14 off
+        the hyperplane on the live side, f(x*) = -2.2e-15 its true value, beyond the dead plane's
+        tolerance 1.5e-15 but within the live one's 2.1e-11: every x* after lay on the live side
+        again, "split" at each, bisection to the floor).  A pair that recognises no kink then
+        leaves such an x* a split, as before (only both planes' fit tells x* inside one region).
+
         Returns
         -------
         status : {"kink", "in_a", "in_b", "split", "far", "unknown"}
@@ -1150,7 +1162,8 @@ class _PathSearch:
         J = pb.G - pa.G
         y_x = self.ask(x[None])[0]
         self.ledger.values += 1
-        if not (self.fits(pa, x, y_x) and self.fits(pb, x, y_x)):
+        on_a, on_b = self.fits(pa, x, y_x), self.fits(pb, x, y_x)
+        if not (on_a or on_b):
             return "split", y_x
         size = arith.abs_max_scalar(x)
         y = self.r * (size * self.rho)
@@ -1172,14 +1185,17 @@ class _PathSearch:
                 if float(arith.abs_max_scalar(y)) > self.reach * float(arith.abs_max_scalar(reach)):
                     # a pair this far off the path may straddle the other kinks of the interval
                     # (merging them into one): no verdict; the caller measures a piece nearer
-                    # x*, whose prediction there carries less of its gradient's error
-                    return "far", y_x
+                    # x*, whose prediction there carries less of its gradient's error (x* off
+                    # either plane: a split, as before)
+                    return ("far" if on_a and on_b else "split"), y_x
         if (float(J @ y) > 0) != (float(J @ reach) > 0):
             y = -y
         plus, minus = self.ask(np.array([x + y, x - y]))
         self.ledger.pairs += 1
         if self.fits(pb, x + y, plus) and self.fits(pa, x - y, minus):
             return "kink", y_x
+        if not (on_a and on_b):
+            return "split", y_x
         if self.fits(pa, x + y, plus) and self.fits(pa, x - y, minus):
             return "in_a", y_x
         if self.fits(pb, x + y, plus) and self.fits(pb, x - y, minus):

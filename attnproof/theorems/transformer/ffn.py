@@ -85,6 +85,20 @@ def default_max_steps(d: int) -> int:
     return 64 * (d + 8) ** 2
 
 
+def piece_query_bound(d: int) -> int:
+    """The most queries one piece (:meth:`._path_search._PathSearch.piece`) can ask, whatever the
+    oracle answers: ``d (H_ROUNDS + 1) + 2``.
+
+    A centre (when not given), H_ROUNDS batches of d perturbations, the homogeneity query (once:
+    after it the piece jumps to the smallest step or stops), and, after the jump, the d steps
+    backwards (:meth:`._path_search._PathSearch._two_sided`, counted as a retry): a residual
+    repeated by the fourth batch sends the fifth (the last of H_ROUNDS = 5) to the smallest step,
+    whose steps backwards follow (attained: ``tests/test_ffn_bound.py``; ``d H_ROUNDS + 2``, the
+    count before, missed those d).
+    """
+    return d * (H_ROUNDS + 1) + 2
+
+
 def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, checks: int = CHECKS) -> int:
     """The most queries :func:`learn_ffn` can ask, whatever the oracle answers (termination).
 
@@ -98,7 +112,7 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     signs: :meth:`._path_search._PathSearch._opened`; only the last split point's plain piece is
     measured again, so this also holds its d steps backwards, asked when it mixes the ends'
     gradients),
-    each of H_ROUNDS perturbation batches, a centre and a homogeneity query; ``2 checks`` check
+    each of :func:`piece_query_bound` queries; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
     (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
     L + 1 pieces, its confirmation of each of the L kinks (three queries and 2 (d - 1) wedge
@@ -111,7 +125,7 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     most max_steps.
     """
     steps = default_max_steps(d) if max_steps is None else max_steps
-    piece = d * H_ROUNDS + 2
+    piece = piece_query_bound(d)
     confirm = 3 + 2 * (d - 1)
     split = 2 * piece + 2 * confirm + 2 * BETWEEN_PROBES  # once a polish, when it has a kink
     polish = piece + steps * (piece + confirm) + (steps + 3 + CHECK_ROUNDS) * piece + min(steps, 1) * split
