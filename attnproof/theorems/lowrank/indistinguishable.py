@@ -43,7 +43,7 @@ from ...errors import InvalidInputError, PrecisionLossError, ShapeError
 from ...models import FactoredAttention
 from ...oracles import QueryRecord, ValueOracle
 from ..exact.indistinguishable import (
-    NORM_DOWN, PREC, SAFETY, SHRINK, U, _in_range, _lower, _transcript, _two_sum, _two_token_margins,
+    NORM_DOWN, PREC, SAFETY, SHRINK, U, _in_range, _lower, _transcript, _two_token_margins,
     dot2, naive_margins,
 )
 from . import learn_skeleton
@@ -237,7 +237,8 @@ def indistinguishable(log: Sequence[QueryRecord], K: np.ndarray, Q: np.ndarray, 
     K, Q, v = (np.asarray(a, dtype=np.float64) for a in (K, Q, v))
     truth = factored_margins(log, K, Q, v)
     if not _all_proven(truth):
-        raise PrecisionLossError("an answer of the real oracle is not proven within its own naive declaration")
+        raise PrecisionLossError("an answer of the real oracle is not proven within its own naive "
+                                 "declaration")
     X, y = _transcript(log, v.shape[0])[2]
     EF = _direction(_factored_balls(X, K, Q, v), y, X, K, Q)
     r = K.shape[0]
