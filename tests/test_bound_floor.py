@@ -14,7 +14,8 @@ from attnproof.errors import InvalidInputError
 from attnproof.models import Attention
 from attnproof.oracles import QueryRecord, ValueOracle
 from attnproof.theorems.exact import learn_exact
-from attnproof.theorems.exact.indistinguishable import dot2, floor_row, indistinguishable, naive_margins
+from attnproof.indistinguishable import dot2
+from attnproof.theorems.exact.indistinguishable import floor_row, indistinguishable, naive_margins
 from attnproof.theorems.exact.runner import random_target
 
 WIDTHS = (8, 16, 64)

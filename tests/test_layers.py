@@ -52,6 +52,7 @@ LEVELS = {
     "oracles": 3,
     "heads": 3,
     "measure": 4,
+    "indistinguishable": 4,  # the rooms' floors' shared proof: error-free dot products, Arb margins
     "prelude": 5,
     "room": 5,  # the seam the rooms register in and bench, cli read
     "theorems": 6,  # every room; the package __init__ only gathers them

@@ -17,9 +17,10 @@ speaks of this transcript), ``B / floor`` our distance from the best.
 :func:`naive_margins` is the proof: for every recorded answer y of a query X it encloses, in
 rigorous arithmetic (error-free float64 transformations with the Ogita-Rump-Oishi bound for the
 dot products, python-flint's Arb balls for the sigmoid), the declared set of answers at
-``(W', v)`` (W' either world) and returns a lower bound on y's distance inside it.  The set is the one
-:func:`attnproof.measure.value_errors` reads (and :class:`~attnproof.oracles.RoundingAdversary`
-realises), ``g = (d + 4) 2^-53``:
+``(W', v)`` (W' either world) and returns a lower bound on y's distance inside it.  In its
+normwise relaxation (the one :func:`attnproof.measure.value_errors` reads and
+:class:`~attnproof.oracles.RoundingAdversary` realises; the declaration itself is componentwise,
+:data:`READINGS`) the set is, with ``g = (d + 4) 2^-53``:
 
 * two tokens ``[x_1; x_2]``, ``q = W' x_2``, ``p = x_1 - x_2``, logit ``L = p^T q``: the answers
   ``x_2^T v + sigma(L + e) p^T v + e'`` with ``|e| <= g ((||x_1|| + ||x_2||) ||q|| + ||W'||_F ||p||
@@ -32,7 +33,7 @@ realises), ``g = (d + 4) 2^-53``:
 the queries whose last token is ``s e_j``): each such query allows its logit ``s p^T delta_j`` to
 move by its first-order slack, those constraints are solved for ``delta_j`` (d probes, d unknowns:
 every one is used to the full), and the result is checked by :func:`naive_margins`; a column with
-an answer the check cannot prove is shrunk by :data:`SHRINK` until it can.
+an answer the check cannot prove is shrunk by :data:`~attnproof.indistinguishable.SHRINK` until it can.
 
 Three readings of the declaration's dot products (:data:`READINGS`): the learner's (its bound
 holds in every world built here), the normwise relaxation :func:`attnproof.measure.value_errors`
@@ -52,30 +53,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from flint import arb, ctx
+from flint import ctx
 
 from ...errors import InvalidInputError, PrecisionLossError, ShapeError
 from ...models import Attention
+from ...indistinguishable import (
+    MAX_D, NORM_DOWN, PREC, SAFE_RANGE, SAFETY, SHRINK, U, centre, dot2, in_range, lower,
+    one_token_margins, transcript, two_product, two_sum, two_token_margins,
+)
 from ...oracles import QueryRecord, ValueOracle
 from . import learn_exact
 from .runner import random_target
 
-#: float64's unit roundoff.
-U = 2.0**-53
-#: Lower bounds of float64 norms (and of products and sums of a few of them): the computed value
-#: times this.  A norm of n <= 2^24 terms (``||W||_F`` at d <= 2^12) computed in float64, in any
-#: summation order, is within ``(n / 2 + 2) u < 2^-30`` of its value.
-NORM_DOWN = 1 - 2.0**-28
-#: The largest width :data:`NORM_DOWN` covers.
-MAX_D = 2**12
-#: The range of magnitudes in which :func:`dot2`'s error-free transformations neither overflow
-#: nor underflow (nonzero entries of the queries, W and v: q = s W e_j within its square, the
-#: products of a query with q or v within its cube, their errors above 2^-653, normal).
-SAFE_RANGE = (2.0**-200, 2.0**200)
-#: Share of each query's first-order slack that :func:`indistinguishable` uses.
-SAFETY = 0.98
-#: Factor a column's Delta is shrunk by when one of its answers is not proven allowed.
-SHRINK = 0.8
 #: How the declaration's dot products are read: ``learner`` as Thm 4.1's bound reads them
 #: (:func:`~attnproof.theorems.exact._error_bound`: the scores' and the readout's normwise, the query
 #: vector q = W x_2's componentwise, ``|p^T dq| <= g ||p|| s ||W e_j||`` for ``x_2 = s e_j``);
@@ -87,67 +76,6 @@ SHRINK = 0.8
 READINGS = ("learner", "normwise", "componentwise")
 #: Queries per chunk of the vectorised dot products.
 CHUNK = 4096
-#: Bits of the Arb balls.
-PREC = 128
-
-
-def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Veltkamp's split: ``a = hi + lo`` exactly, each with at most 26 significant bits."""
-    c = 134217729.0 * a  # 2^27 + 1
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dekker's TwoProduct: ``a b = p + e`` exactly (no overflow or underflow)."""
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
-
-
-def dot2(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row-wise ``x_b^T y_b`` of (B, n) float64 arrays as balls ``s + c +- radius``.
-
-    Ogita, Rump and Oishi's Dot2 (SIAM J. Sci. Comput. 26, 2005, Sec. 5) without its last rounding:
-    the TwoProduct and TwoSum steps are error-free, so the unevaluated pair ``s + c`` is off only
-    by the float64 sum c of the 2n errors, at most ``gamma_2n`` times their magnitudes, themselves at
-    most ``gamma_n |x|^T |y|``: the radius is ``2 gamma_2n^2 |x|^T |y|`` (``|x|^T |y|`` computed in
-    float64, within ``gamma_n``, covered by the factor 2).  Assumes no overflow or underflow.
-    """
-    s = np.zeros(x.shape[0])
-    c = np.zeros(x.shape[0])
-    for i in range(x.shape[1]):
-        p, e = _two_product(x[:, i], y[:, i])
-        t = s + p
-        z = t - s
-        c += ((s - (t - z)) + (p - z)) + e
-        s = t
-    n = 2 * x.shape[1]
-    gamma = n * U / (1 - n * U)
-    return s, c, 2 * gamma * gamma * np.einsum("bi,bi->b", np.abs(x), np.abs(y))
-
-
-def _ball(parts: tuple[np.ndarray, np.ndarray, np.ndarray], k: int) -> arb:
-    """The k-th ball of :func:`dot2` in Arb (s + c exact at :data:`PREC` bits)."""
-    s, c, r = parts
-    return arb(s[k]) + arb(c[k]) + arb(0, r[k])
-
-
-def _centre(parts: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    return parts[0] + parts[1]
-
-
-def _transcript(log: Sequence[QueryRecord], d: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """The recorded queries and answers by sequence length N: ``{N: (X (B, N, d), y (B,))}``."""
-    by_length: dict[int, list[QueryRecord]] = {}
-    for record in log:
-        X = np.asarray(record.X, dtype=np.float64)
-        if X.ndim != 3 or X.shape[2] != d:
-            raise ShapeError(f"recorded queries must have shape (B, N, {d}); got {X.shape}")
-        by_length.setdefault(X.shape[1], []).append(record)
-    return {n: (np.concatenate([np.asarray(r.X, np.float64) for r in rs]),
-                np.concatenate([np.asarray(r.y, np.float64) for r in rs])) for n, rs in by_length.items()}
 
 
 def _last_token_column(x2: np.ndarray) -> np.ndarray:
@@ -159,9 +87,9 @@ def _last_token_column(x2: np.ndarray) -> np.ndarray:
 
 
 def _balls(X: np.ndarray, W: np.ndarray, v: np.ndarray, reading: str) -> dict[str, np.ndarray]:
-    """Per two-token query ``[x_1; x_2]`` at (W, v): balls (:func:`dot2`) of the logit L, of
-    ``p^T v`` and of ``x_2^T v``, and lower bounds of the declaration's logit and label errors
-    (the dot products as ``reading`` takes them, :data:`READINGS`), in chunks of
+    """Per two-token query ``[x_1; x_2]`` at (W, v): balls (:func:`~attnproof.indistinguishable.dot2`)
+    of the logit L, of ``p^T v`` and of ``x_2^T v``, and lower bounds of the declaration's logit
+    and label errors (the dot products as ``reading`` takes them, :data:`READINGS`), in chunks of
     :data:`CHUNK` queries."""
     if reading not in READINGS:
         raise InvalidInputError(f"reading must be one of {READINGS}; got {reading!r}")
@@ -177,7 +105,7 @@ def _chunk_balls(X: np.ndarray, W: np.ndarray, v: np.ndarray, reading: str) -> d
     x1, x2 = X[:, 0], X[:, 1]
     j = _last_token_column(x2)
     s = x2[np.arange(len(j)), j]
-    qh, ql = _two_product(W[:, j].T, s[:, None])
+    qh, ql = two_product(W[:, j].T, s[:, None])
     rows = np.arange(len(j))
     minus = -s[:, None]
     if np.any(ql):
@@ -201,16 +129,6 @@ def _chunk_balls(X: np.ndarray, W: np.ndarray, v: np.ndarray, reading: str) -> d
         most = g * ((n1 + n2) * q_norm + W_size * p_norm * n2) * NORM_DOWN**3
         label = g * (n1 + n2) * np.linalg.norm(v) * NORM_DOWN**2
     return {"j": j, "s": s, "L": L, "pv": pv, "a2": a2, "most": most, "label": label, "p": x1 - x2}
-
-
-def _in_range(a: np.ndarray) -> bool:
-    """Every nonzero |entry| of ``a`` within :data:`SAFE_RANGE` (NaN and inf fail)."""
-    m = np.abs(a[a != 0])
-    return bool(np.all((m >= SAFE_RANGE[0]) & (m <= SAFE_RANGE[1])))
-
-
-def _sigma(t: arb) -> arb:
-    return 1 / (1 + (-t).exp())
 
 
 def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
@@ -237,61 +155,25 @@ def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
     d = v.shape[0]
     if W.shape != (d, d) or d > MAX_D:
         raise ShapeError(f"W must be ({d}, {d}) with d <= {MAX_D}; got {W.shape}")
-    if not all(_in_range(a) for a in (W, v, *(np.asarray(r.X, dtype=np.float64) for r in log))):
+    if not all(in_range(a) for a in (W, v, *(np.asarray(r.X, dtype=np.float64) for r in log))):
         raise InvalidInputError(f"entries outside {SAFE_RANGE}: the floor's balls assume no overflow or "
                                 "underflow")
     out: dict[int, np.ndarray] = {}
     old = ctx.prec
     ctx.prec = PREC
     try:
-        for n, (X, y) in _transcript(log, d).items():
+        for n, (X, y) in transcript(log, d).items():
             if n == 1:
-                f = dot2(X[:, 0], np.broadcast_to(v, X[:, 0].shape))
-                tol = 4 * U * (np.abs(X[:, 0]) @ np.abs(v)) * NORM_DOWN
-                margins = [arb(tol[k]) - abs(arb(y[k]) - _ball(f, k)) for k in range(len(y))]
+                margins = one_token_margins(X, y, v)
             elif n == 2:
-                margins = _two_token_margins(_balls(X, W, v, reading), y)
+                margins = two_token_margins(_balls(X, W, v, reading), y)
             else:
                 raise InvalidInputError(f"the floor reads queries of one or two tokens (Thm 4.1); "
                                         f"got N = {n}")
-            out[n] = np.array([_lower(m) for m in margins])
+            out[n] = np.array([lower(m) for m in margins])
     finally:
         ctx.prec = old
     return out
-
-
-def _two_token_margins(b: dict[str, np.ndarray], y: np.ndarray) -> list[arb]:
-    """Arb balls of ``tol - |y - f|`` for the two-token answers y: the distance of y inside the
-    declared interval ``[a2 + min sigma(L +- most) pv - label, a2 + max ... + label]``."""
-    margins = []
-    pv_sign = _centre(b["pv"])
-    for k, yk in enumerate(y):
-        L, pv, a2 = (_ball(b[name], k) for name in ("L", "pv", "a2"))
-        most, label = arb(b["most"][k]), arb(b["label"][k])
-        up, down = a2 + _sigma(L + most) * pv, a2 + _sigma(L - most) * pv
-        hi = (up if pv_sign[k] >= 0 else down) + label  # sigma increases: the larger end
-        lo = (down if pv_sign[k] >= 0 else up) - label
-        if not (pv > 0 or pv < 0):  # p^T v's sign unproven: the smaller interval, both ways
-            hi, lo = a2 + label - abs(up - a2) - abs(down - a2), a2 - label + abs(up - a2) + abs(down - a2)
-        yk = arb(yk)
-        margins.append(_min(hi - yk, yk - lo))
-    return margins
-
-
-def _min(a: arb, b: arb) -> arb:
-    return (a + b - abs(a - b)) / 2
-
-
-def _lower(m: arb) -> float:
-    """A float64 certainly at most every point of the ball (NaN for a non-finite ball)."""
-    if not m.is_finite():
-        return float("nan")
-    lo = float(m.mid() - m.rad())
-    step = abs(lo) * 2.0**-50 + 2.0**-1074
-    while not arb(lo) <= m:
-        lo -= step
-        step *= 2
-    return lo
 
 
 @dataclass(frozen=True)
@@ -308,7 +190,7 @@ class Floor:
     floor : float
         A lower bound on ``||W_+ - W_-||_F / 2``: no rigorous bound from this transcript is smaller.
     shrinks : int
-        Column shrinkings the check asked for (:data:`SHRINK` each).
+        Column shrinkings the check asked for (:data:`~attnproof.indistinguishable.SHRINK` each).
     answers : int
         Answers proven allowed for (W*, v) and for both worlds.
     """
@@ -326,7 +208,7 @@ def _slack_direction(b: dict[str, np.ndarray], y: np.ndarray, W: np.ndarray) -> 
     declaration leaves the real answer either way: ``(sigma'(L) |pv| most + label - |y - f|) /
     (sigma'(L) |pv|)``."""
     d = W.shape[0]
-    L, pv, a2 = (_centre(b[name]) for name in ("L", "pv", "a2"))
+    L, pv, a2 = (centre(b[name]) for name in ("L", "pv", "a2"))
     sig = 1 / (1 + np.exp(-L))
     slope = sig * (1 - sig) * np.abs(pv)
     err = np.abs(y - (a2 + sig * pv))
@@ -381,7 +263,7 @@ def indistinguishable(
     if _failing(truth).size or _failing_one(truth):
         raise PrecisionLossError("an answer of the real oracle is not proven within its own naive "
                                  "declaration")
-    X, y = _transcript(log, v.shape[0])[2]
+    X, y = transcript(log, v.shape[0])[2]
     b = _balls(X, W, v, reading)
     delta = _slack_direction(b, y, W)
     scale = np.ones(v.shape[0])
@@ -396,7 +278,7 @@ def indistinguishable(
             raise PrecisionLossError(f"no indistinguishable targets proven after {shrinks} shrinkings")
         scale[bad] *= SHRINK
         shrinks += 1
-    dh, dl = _two_sum(worlds[0], -worlds[1])
+    dh, dl = two_sum(worlds[0], -worlds[1])
     floor = float(max(np.linalg.norm(dh) - np.linalg.norm(dl), 0.0) * NORM_DOWN / 2)
     return Floor(worlds, delta, floor, shrinks, sum(m.size for m in truth.values()))
 
@@ -477,13 +359,6 @@ def floor_row(d: int, seed: int = 0, reading: str = "learner", columns: int | No
     return row
 
 
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Knuth's TwoSum: ``a + b = s + e`` exactly."""
-    s = a + b
-    z = s - a
-    return s, (a - (s - z)) + (b - z)
-
-
 def _failing(margins: dict[int, np.ndarray]) -> np.ndarray:
     """Indices of the two-token answers not proven allowed."""
     m = margins.get(2, np.zeros(0))
@@ -494,4 +369,4 @@ def _failing_one(margins: dict[int, np.ndarray]) -> bool:
     return bool(np.any(~(margins.get(1, np.zeros(0)) >= 0)))
 
 
-__all__ = ["CheckedRecorder", "Floor", "READINGS", "dot2", "floor_row", "indistinguishable", "naive_margins"]
+__all__ = ["CheckedRecorder", "Floor", "READINGS", "floor_row", "indistinguishable", "naive_margins"]

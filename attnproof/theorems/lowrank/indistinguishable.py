@@ -17,13 +17,13 @@ answer is proven allowed in both worlds.
 
 The proof, :func:`factored_margins`: the skeleton's probes ``[x_1; x_2]`` have a dense last token
 (``s q_l``), so the logit ``x_1^T W x_2 - x_2^T W x_2`` is enclosed through the factors:
-``K x_i`` and ``Q x_2`` as :func:`~attnproof.theorems.exact.indistinguishable.dot2` balls (double
+``K x_i`` and ``Q x_2`` as :func:`~attnproof.indistinguishable.dot2` balls (double
 words with a proven radius), then their inner products by ``dot2`` again, the radii carried
 through; the declaration's componentwise slack ``g (|x_1|^T |q| + |x_2|^T |q| + |p|^T |W| |x_2|)``
 (``q = W x_2``, ``p = x_1 - x_2``, ``g = (d + 4) 2^-53``) is bounded below from the same balls,
-and the answers' distance inside the declared set is taken in Arb by the exact module's
-``_two_token_margins``.  One-token answers (the reads of v) are the exact module's
-:func:`~attnproof.theorems.exact.indistinguishable.naive_margins`.
+and the answers' distance inside the declared set is taken in Arb by the shared
+:func:`~attnproof.indistinguishable.two_token_margins`; one-token answers (the reads of v) by
+:func:`~attnproof.indistinguishable.one_token_margins`.
 
 The declaration speaks of the dense evaluation (the query vector ``W x_N``, its entries dot
 products of length d); a factored head forms ``K x_i`` and ``Q x_N`` instead: that the real
@@ -42,9 +42,9 @@ from flint import ctx
 from ...errors import InvalidInputError, PrecisionLossError, ShapeError
 from ...models import FactoredAttention
 from ...oracles import QueryRecord, ValueOracle
-from ..exact.indistinguishable import (
-    NORM_DOWN, PREC, SAFETY, SHRINK, U, _in_range, _lower, _transcript, _two_token_margins,
-    dot2, naive_margins,
+from ...indistinguishable import (
+    NORM_DOWN, PREC, SAFETY, SHRINK, U, dot2, in_range, lower, one_token_margins, transcript,
+    two_token_margins,
 )
 from . import learn_skeleton
 from .runner import low_rank_target
@@ -84,7 +84,7 @@ def _inner(a: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]],
 def _factored_balls(X: np.ndarray, K: np.ndarray, Q: np.ndarray, v: np.ndarray) -> dict[str, Any]:
     """For two-token queries X (B, 2, d) at ``(K^T Q, v)``: balls of the logit L, of ``p^T v`` and of
     ``x_2^T v``, and lower bounds of the componentwise declaration's logit slack ``most`` and label
-    slack ``label`` (the keys of the exact module's ``_two_token_margins``)."""
+    slack ``label`` (the keys :func:`~attnproof.indistinguishable.two_token_margins` reads)."""
     x1, x2 = X[:, 0], X[:, 1]
     k1, k2, q2 = _product_balls(x1, K), _product_balls(x2, K), _product_balls(x2, Q)
     L = _inner([(*k1, 1.0), (*k2, -1.0)], q2)
@@ -130,21 +130,23 @@ def factored_margins(log: Sequence[QueryRecord], K: np.ndarray, Q: np.ndarray,
     d = v.shape[0]
     if K.ndim != 2 or K.shape != Q.shape or K.shape[1] != d:
         raise ShapeError(f"K and Q must both have shape (r, {d}); got {K.shape}, {Q.shape}")
-    if not all(_in_range(a) for a in (K, Q, v, *(np.asarray(r.X, dtype=np.float64) for r in log))):
+    if not all(in_range(a) for a in (K, Q, v, *(np.asarray(r.X, dtype=np.float64) for r in log))):
         raise InvalidInputError("entries outside the range the balls assume (no overflow or underflow)")
     out: dict[int, np.ndarray] = {}
-    for n, (X, y) in _transcript(log, d).items():
-        if n == 1:
-            out[1] = naive_margins([QueryRecord(X, y)], np.zeros((d, d)), v, "componentwise")[1]
-        elif n == 2:
-            old = ctx.prec
-            ctx.prec = PREC
-            try:
-                out[2] = np.array([_lower(m) for m in _two_token_margins(_factored_balls(X, K, Q, v), y)])
-            finally:
-                ctx.prec = old
-        else:
-            raise InvalidInputError(f"the floor reads queries of one or two tokens (Thm 5.1); got N = {n}")
+    old = ctx.prec
+    ctx.prec = PREC
+    try:
+        for n, (X, y) in transcript(log, d).items():
+            if n == 1:
+                margins = one_token_margins(X, y, v)
+            elif n == 2:
+                margins = two_token_margins(_factored_balls(X, K, Q, v), y)
+            else:
+                raise InvalidInputError(f"the floor reads queries of one or two tokens (Thm 5.1); "
+                                        f"got N = {n}")
+            out[n] = np.array([lower(m) for m in margins])
+    finally:
+        ctx.prec = old
     return out
 
 
@@ -239,7 +241,7 @@ def indistinguishable(log: Sequence[QueryRecord], K: np.ndarray, Q: np.ndarray, 
     if not _all_proven(truth):
         raise PrecisionLossError("an answer of the real oracle is not proven within its own naive "
                                  "declaration")
-    X, y = _transcript(log, v.shape[0])[2]
+    X, y = transcript(log, v.shape[0])[2]
     EF = _direction(_factored_balls(X, K, Q, v), y, X, K, Q)
     r = K.shape[0]
     t, shrinks = 1.0, 0
