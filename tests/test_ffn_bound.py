@@ -175,7 +175,7 @@ def test_refit_bound_on_fixed_input():
     s_rounded = s + 4 * u_w * (magnitude + 2.0**-30 * np.abs(X).sum(axis=1))
     W2 = np.diag(1 / s**2)
     M = np.linalg.solve(X.T @ W2 @ X, X.T @ W2)
-    assert q.err == pytest.approx(float((np.abs(M) @ s_rounded).max()), rel=1e-9)
+    assert q.err == pytest.approx(float((np.abs(M) @ s_rounded).max()), rel=1e-9, abs=0)
     assert q.err < 2.0**-39 < p.err
 
 
@@ -227,9 +227,9 @@ def test_anchored_tol_on_fixed_input():
     y = float(search.ask(p[None])[0])
     assert y == 1.0 and nu == 2.0**-43 and search.gscale == 0
     t_q, t_0 = 8 * nu + 36 * u_w + 1.25 * err, 2 * nu + 12 * u_w + 0.75 * err
-    expected = [(0.0, pytest.approx(t, rel=1e-12)) for t in (t_q, t_0)]
+    expected = [(0.0, pytest.approx(t, rel=1e-12, abs=0)) for t in (t_q, t_0)]
     assert _anchor_residuals(search, q, p, y) == expected
-    assert _anchored_tol(search, q, p, y) == pytest.approx(t_0 * (1 + 2.0**-48), rel=1e-12)
+    assert _anchored_tol(search, q, p, y) == pytest.approx(t_0 * (1 + 2.0**-48), rel=1e-12, abs=0)
     assert _anchored_tol(search, q, p, y) < search.prediction_tol(q, p, y) == 5 * nu + 1.25 * err
     assert _anchored_tol(search, q, p, y + 2.0**-20) == np.inf
     misrecorded = _Piece(q.x, 3.0 + 2.0**-20, q.G, err)
