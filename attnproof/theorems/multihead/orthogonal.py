@@ -327,8 +327,8 @@ def _lift_error(dh: int, eps: float, gamma: float, Wt: float) -> float:
 
 
 def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
-                bounds: list[tuple[float, float]] | None, checks: int, rng: np.random.Generator | None,
-                noise: float = 0.0) -> float:
+                bounds: list[tuple[float, float]] | None, checks: int,
+                rng: np.random.Generator | None) -> float:
     """Ask ``checks`` length-3 queries across the subspaces and compare with the recovered heads
     (whose a-posteriori error bounds per head are ``bounds``, :func:`_error_bounds`; None in exact
     arithmetic).
@@ -345,8 +345,8 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     head k's recovered scores are about 1: down (x_2 with them), as a saturated softmax would hide
     an error of W, or up (x_2 left), as a nearly uniform head k hides its short-input flip.
 
-    Tolerance (numeric arithmetics), :func:`_check_tolerance`, plus ``noise``, the oracle's own
-    absolute error.  Exact arithmetic (eps = 0, no bound): the tolerance is 0 and the answers must
+    Tolerance (numeric arithmetics), :func:`_check_tolerance` (rounding-level answers only, as the heads'
+    bounds assume).  Exact arithmetic (eps = 0, no bound): the tolerance is 0 and the answers must
     be equal (:meth:`~attnproof.arith.Arith.within`).
 
     The flip test: a uniform head whose v leaks ``-2 v^(k)`` into U_k makes U_k answer every query
@@ -393,7 +393,7 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     G = arith.to_float(X)
     gamma = _gram_defect(Es, d, arith)
     per_head = bounds if bounds is not None else [(0.0, 0.0)] * len(heads)
-    tols = [_check_tolerance(G[b], Wf, vf, Ef, per_head, gamma, d, arith.eps) + noise for b in range(checks)]
+    tols = [_check_tolerance(G[b], Wf, vf, Ef, per_head, gamma, d, arith.eps) for b in range(checks)]
     worst = 0.0
     for b in range(checks):
         with arith.context():
