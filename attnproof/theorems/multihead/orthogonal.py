@@ -439,7 +439,7 @@ def _flip_test(heads: list[Recovery], X: np.ndarray, pred: np.ndarray, tols: lis
 
 def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray], Ef: list[np.ndarray],
                      per_head: list[tuple[float, float]], gamma: float, d: int, eps: float,
-                     rotation: float) -> float:
+                     rotation: float = 0.0) -> float:
     """The tolerance of one check query ``Gb`` (rows x_i, float64) of :func:`check_heads`, first order
     in the errors, with each head's *own* bounds ``(eps_W^(h), eps_v^(h))``.
 
