@@ -767,6 +767,81 @@ def test_c1_violation_by_a_small_rotation_is_refused_or_within_its_bound(seed, d
         assert np.linalg.norm(got.W - W) <= bW
 
 
+def _invisible_pair_target(t: float = 1e-4):
+    """d = 3 on the axes: a unit head (e_1 e_1^T, -e_1) beside a pair of heads with v at 1e-9, W = u u^T,
+    living in U_2, U_3 rotated by t rad in their own plane: Assumption C.1 fails for the axes by t."""
+    E = np.eye(3)
+    u2, u3 = np.cos(t) * E[1] + np.sin(t) * E[2], -np.sin(t) * E[1] + np.cos(t) * E[2]
+    heads = [(np.outer(E[0], E[0]), -E[0]), (np.outer(u2, u2), 1e-9 * u2), (np.outer(u3, u3), -1e-9 * u3)]
+    return heads, [E[:, i:i + 1] for i in range(3)]
+
+
+#: Fixed (was a strict xfail).  J's kernel was cut globally (singular values below 2^-30 of the largest):
+#: the pair (2, 3)'s column, 1.6e-10 beside the unit head's 1.1, lay below it, so a rotation between U_2 and
+#: U_3 was unbounded, and its slopes (~1e-10 of those toward U_1) passed as "moves no head": rotation bound
+#: 8.5e-14 rad against the true 1e-4, heads 2 and 3 1.5x (W) and 6.5x (v) outside their bounds, no error (6
+#: of 135 grid draws: v 1e-10..1e-8, W 0.25..4, t 1e-6..1e-3).  Each pair's block is now cut at its own
+#: rounding floor (rotation._range_inverse): seen, the rotation bounded to ~50 rad, refused (0 of 135 wrong);
+#: the C.1 control (t = 0) is an honest PrecisionLossError.
+@pytest.mark.parametrize("t", [1e-4, 0.0])
+def test_a_rotation_between_two_small_heads_is_refused(t):
+    heads, bases = _invisible_pair_target(t)
+    with pytest.raises(AssumptionError if t else PrecisionLossError, match="rotation"):
+        _learn(heads, bases, rng=np.random.default_rng(3))
+
+
+def _large_head_rotated_target(seed: int, delta: float):
+    """A head of W ~100 beside unit heads (1-2 dimensional subspaces, axis or QR bases), every subspace
+    rotated by exp(K), ||K||_2 = delta, off the given bases."""
+    from scipy.linalg import expm
+
+    rng = np.random.default_rng(seed)
+    dims = [int(x) for x in rng.integers(1, 3, size=rng.integers(2, 4))]
+    d = sum(dims)
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0] if rng.random() < 0.5 else np.eye(d)
+    cuts = np.cumsum([0, *dims])
+    bases = [Q[:, a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    K = rng.standard_normal((d, d))
+    R = expm((K - K.T) * delta / np.linalg.norm(K - K.T, 2))
+    heads = []
+    for E, w in zip(bases, [100.0] + [1.0] * (len(dims) - 1)):
+        Er, n = R @ E, E.shape[1]
+        heads.append((w * (Er @ rng.standard_normal((n, n)) @ Er.T), Er @ rng.standard_normal(n)))
+    return heads, bases
+
+
+#: Fixed (rigour gap (a): the checks' W term assumed each head's W error in its own subspace).  A target
+#: rotated 1e-12 rad off the bases, within the identities' bound (1.8e-12 rad, seed 3; 7.1e-12, seed 10):
+#: the head of W ~100 sees the checks' tokens of U_k through the rotation, which no term counted, and the
+#: checks refused the target ("does not satisfy C.1") at 4.5x (seed 3) and 1.2x (seed 10) their tolerance.
+@pytest.mark.parametrize("seed", [3, 10])
+def test_a_rotation_within_its_bound_passes_the_checks(seed):
+    heads, bases = _large_head_rotated_target(seed, 1e-12)
+    rec, _ = _learn(heads, bases, rng=np.random.default_rng(seed))
+    assert rec.diagnostics["rotation_bound"] >= 1e-12 and rec.diagnostics["check_residual"] <= 1
+    for (W, v), got, bW, bv in zip(heads, rec.heads, rec.diagnostics["error_bounds"],
+                                   rec.diagnostics["error_bounds_v"], strict=True):
+        assert np.linalg.norm(got.W - W) <= bW and np.linalg.norm(got.v - v) <= bv
+
+
+def test_check_tolerance_rotation_term_by_hand():
+    """orthogonal._check_tolerance's W term by hand (eps = gamma = 0: no rounding, no v error): d = 2,
+    E_1 = e_1, E_2 = e_2, head 1 = (e_1 e_2^T, e_1) with eps_W = 0, head 2 = (0, e_2); tokens (1, 0),
+    (0, 1), (2, 0): every score 0, alpha = 1/3, head 1's y = (1, 0, 2), |y - 1| = (0, 1, 1), p = (1, 0, 2),
+    |x| = (1, 1, 2).  With delta = e^k - 1, D = k^2 e^k / 2, ||M|| = 1: e_2 = delta (2 + 2 delta), e_3 =
+    4 D (2 + D) + delta (8 + 4 delta), tolerance 2 (e_2 + e_3) / 3; 0 at k = 0 (C.1 taken)."""
+    from attnproof.theorems.multihead.orthogonal import _check_tolerance
+
+    E = np.eye(2)
+    args = (np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 0.0]]), [np.outer(E[0], E[1]), np.zeros((2, 2))],
+            [E[0], E[1]], [E[:, :1], E[:, 1:]], [(0.0, 0.0), (0.0, 0.0)], 0.0, 2, 0.0)
+    k = 2.0**-10
+    delta, D = np.expm1(k), k * k * np.exp(k) / 2
+    expected = 2 * (delta * (2 + 2 * delta) + 4 * D * (2 + D) + delta * (8 + 4 * delta)) / 3
+    assert _check_tolerance(*args, k) == pytest.approx(expected, rel=1e-12, abs=0)
+    assert _check_tolerance(*args, 0.0) == 0.0
+
+
 def test_reduced_oracle_counts_every_query_in_both_places():
     heads = [(np.eye(2), np.ones(2))]
     parent = ValueOracle(MultiHeadAttention(heads))

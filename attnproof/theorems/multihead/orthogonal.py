@@ -220,6 +220,7 @@ def learn_orthogonal_heads(
     # the reduced runs bound their error in floating point only (exact arithmetic has none)
     rounding_only = heads[0].diagnostics.get("error_bound") is not None
     bounds = _error_bounds(heads, Es, oracle.d, arith) if rounding_only else None
+    rotation = 0.0  # the bound on the rotation of the target's subspaces off the bases (C.1 taken: 0)
     if certify and len(Es) > 1:  # Assumption C.1 up to a rotation: measured, and bounded (rotation.py)
         gamma = _gram_defect(Es, oracle.d, arith)
         gen = rng if rng is not None else np.random.default_rng(0)
@@ -246,7 +247,7 @@ def learn_orthogonal_heads(
             session.guard(bv, arith.norm(rec.v), None, what=f"head {h + 1}'s ||v_hat - v*||_2",
                           of="||v_hat||_2", why=why)
     if checks:
-        session.diagnostics["check_residual"] = check_heads(session, heads, Es, bounds, checks, rng)
+        session.diagnostics["check_residual"] = check_heads(session, heads, Es, bounds, checks, rng, rotation)
     info = session.close(reasked=sum(int(h.diagnostics.get("reasked_queries", 0)) for h in heads),
                          error_bound=bound, error_bound_v=bound_v, H=len(Es), dims=dims, checks=checks,
                          certify=certify)
@@ -327,11 +328,12 @@ def _lift_error(dh: int, eps: float, gamma: float, Wt: float) -> float:
 
 
 def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
-                bounds: list[tuple[float, float]] | None, checks: int, rng: np.random.Generator | None,
-                noise: float = 0.0) -> float:
+                bounds: list[tuple[float, float]] | None, checks: int,
+                rng: np.random.Generator | None, rotation: float) -> float:
     """Ask ``checks`` length-3 queries across the subspaces and compare with the recovered heads
     (whose a-posteriori error bounds per head are ``bounds``, :func:`_error_bounds`; None in exact
-    arithmetic).
+    arithmetic), for a target whose subspaces lie within a rotation ``exp(K)``, ``||K||_F <= rotation``
+    (radians, :func:`~.rotation.rotation_terms`; 0 when C.1 is taken for the bases) off them.
 
     Query b takes k = b mod H and the tokens ``x_1 = E_k a_1``, ``x_2 = sum_{g != k} E_g a_g``
     (generic in the complement of U_k, so blocks that split a head are seen) and ``x_3 = E_k a_3``
@@ -345,8 +347,8 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     head k's recovered scores are about 1: down (x_2 with them), as a saturated softmax would hide
     an error of W, or up (x_2 left), as a nearly uniform head k hides its short-input flip.
 
-    Tolerance (numeric arithmetics), :func:`_check_tolerance`, plus ``noise``, the oracle's own
-    absolute error.  Exact arithmetic (eps = 0, no bound): the tolerance is 0 and the answers must
+    Tolerance (numeric arithmetics), :func:`_check_tolerance` (rounding-level answers only, as the heads'
+    bounds assume).  Exact arithmetic (eps = 0, no bound): the tolerance is 0 and the answers must
     be equal (:meth:`~attnproof.arith.Arith.within`).
 
     The flip test: a uniform head whose v leaks ``-2 v^(k)`` into U_k makes U_k answer every query
@@ -393,7 +395,8 @@ def check_heads(session: Session, heads: list[Recovery], Es: list[np.ndarray],
     G = arith.to_float(X)
     gamma = _gram_defect(Es, d, arith)
     per_head = bounds if bounds is not None else [(0.0, 0.0)] * len(heads)
-    tols = [_check_tolerance(G[b], Wf, vf, Ef, per_head, gamma, d, arith.eps) + noise for b in range(checks)]
+    tols = [_check_tolerance(G[b], Wf, vf, Ef, per_head, gamma, d, arith.eps, rotation)
+            for b in range(checks)]
     worst = 0.0
     for b in range(checks):
         with arith.context():
@@ -435,15 +438,28 @@ def _flip_test(heads: list[Recovery], X: np.ndarray, pred: np.ndarray, tols: lis
 
 
 def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray], Ef: list[np.ndarray],
-                     per_head: list[tuple[float, float]], gamma: float, d: int, eps: float) -> float:
+                     per_head: list[tuple[float, float]], gamma: float, d: int, eps: float,
+                     rotation: float = 0.0) -> float:
     """The tolerance of one check query ``Gb`` (rows x_i, float64) of :func:`check_heads`, first order
     in the errors, with each head's *own* bounds ``(eps_W^(h), eps_v^(h))``.
 
-    With ``y_i = x_i^T v^(h)`` and weights alpha_i, the scores move by ``|x_i^T dW x_N| <= |x_i|
-    |x_N| eps_W^(h)`` and the output by ``sum_i alpha_i |y_i - alpha^T y| |x_i| |x_N| eps_W^(h)``
-    (the softmax's Jacobian), where W_hat's error lies in U_h up to the lift's rounding, so
-    ``|x_i|`` shrinks to ``|E_h^T x_i| + gamma |x_i|`` (:func:`_gram_defect`): ~0 for a head that
-    attends uniformly, whose prediction carries no W error; v's errors ``dv_h`` by ``sum_h alpha^(h)
+    With ``y_i = x_i^T v^(h)`` and weights alpha_i, the output moves by ``sum_i alpha_i
+    |y_i - alpha^T y| e_i`` (the softmax's Jacobian) where ``e_i >= |x_i^T (W_hat - W) x_N|``.
+    W_hat = E W~ E^T lies in U_h (E = E_h) up to the lift's rounding, and the target's head in the
+    rotated ``R U_h``, ``W = R E M E^T R^T``, ``||R - I||_2 <= e^k - 1``, k = ``rotation``.  With
+    ``u' = E^T x``, ``u = E^T R^T x`` (``|u - u'| <= delta |x|``, ``delta = (1 + gamma)(e^k - 1)``),
+    ``x^T W_hat y - x^T W y = u'^T (W~ - M) w' + (u' - u)^T
+    M w' + u^T M (w' - w)``, so with ``p(x) = |E_h^T x| + (gamma + d eps) |x| >= |u'|`` (:func:`_gram_defect`)
+
+        e_i = p(x_i) p(x_N) eps' + ||M|| delta (|x_i| p(x_N) + p(x_i) |x_N| + delta |x_i| |x_N|),
+
+    ``||M||_2 <= ||W_hat^(h)||_F + eps_W^(h)``, ``eps' = eps_W^(h) + ||M|| D (2 + D)`` (``||W~ - M||``:
+    ``E^T R E = I + Delta``, ``||Delta|| <= D = (1 + gamma)(k^2 e^k / 2 + gamma k)``, as K is off-block).
+    The first term alone (k = 0) is ~0 for a head that attends uniformly over U_k's tokens (its
+    prediction carries no W error); the second counts the target's W^(h) outside U_h, which sees U_k's
+    tokens (scaled up) through the rotation: without it a target rotated by 1e-12 rad, within the
+    identities' bound 1.8e-12, beside a head of W ~100, was refused by a check at 4.5x its tolerance
+    (9 of 108 such draws).  v's errors ``dv_h`` by ``sum_h alpha^(h)
     . X dv_h`` (:func:`_v_term`: at most ``max_i |x_i| sum_h eps_v^(h)``, less when the heads' v errors
     must cancel); twice the sum (second-order slack) plus ``4 (d + N + 4) eps`` times ``sum_h max_i
     |y_i| (1 + max_i |x_i| |x_N| ||W^(h)||_F)`` (the rounding of both evaluations).  However far its
@@ -456,16 +472,21 @@ def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray],
     reach = float((norms * norms[-1]).max())
     unit = 4 * (d + CHECK_LENGTH + 4) * eps
     first, rounding, alphas = 0.0, 0.0, []
+    delta = (1 + gamma) * float(np.expm1(rotation))
+    D = (1 + gamma) * (rotation * rotation * float(np.exp(rotation)) / 2 + gamma * rotation)
     for W, v, E, (eps_W, _) in zip(Wf, vf, Ef, per_head):
-        # |E_h^T x_i| (rounded, and the bases' defect) bounds the reach of W_hat's error
+        # |E_h^T x_i| (rounded, and the bases' defect) bounds the reach of W_hat's error inside U_h
         proj = np.linalg.norm(Gb @ E, axis=1) + (gamma + d * eps) * norms
+        M = float(np.linalg.norm(W)) + eps_W
+        err = (proj * proj[-1] * (eps_W + M * D * (2 + D))
+               + M * delta * (norms * proj[-1] + proj * norms[-1] + delta * norms * norms[-1]))
         s = Gb @ W @ Gb[-1]
         alpha = np.exp(s - s.max())
         alpha /= alpha.sum()
         alphas.append(alpha)
         yv = Gb @ v
         spread, size = float(yv.max() - yv.min()), float(np.abs(yv).max())
-        first += min(float(np.sum(alpha * np.abs(yv - alpha @ yv) * proj * proj[-1])) * eps_W, spread)
+        first += min(float(np.sum(alpha * np.abs(yv - alpha @ yv) * err)), spread)
         rounding += unit * size + min(unit * size * reach * float(np.linalg.norm(W)), spread)
     sigma = sum_v_error(vf, [E.shape[1] for E in Ef], d, gamma, eps)
     first += _v_term(Gb, alphas, [eps_v for _, eps_v in per_head], sigma)

@@ -80,9 +80,9 @@ MAX_ROTATION = 2.0**-10
 #: Difference steps: central, of the model's identities (J); one-sided, of the re-run learner (E:
 #: its second-order term is ~2^-30 relative, below the rounding of the re-runs).
 _STEP_J, _STEP_E = 2.0**-20, 2.0**-30
-#: Singular values of J below this fraction of the largest are its kernel (the central
-#: differences are accurate to ~1e-10 relative).
-_RANK_CUT = 2.0**-30
+#: A singular value of a pair's block of J is its range only if it exceeds this many times the block's
+#: rounding floor (:func:`_range_inverse`): J^+ then carries J's own error at most 2^-10 relative.
+_J_MARGIN = 2.0**10
 
 
 def off_block_count(dims: list[int]) -> int:
@@ -360,6 +360,45 @@ def _check_rotation_fit(J: np.ndarray, r: np.ndarray, k_hat: np.ndarray, tol: np
         )
 
 
+def _range_inverse(
+    J: np.ndarray, params: list[tuple[np.ndarray, np.ndarray]], Q: np.ndarray, X1: np.ndarray,
+    rows: dict[tuple[int, int], list[int]], cols: list[tuple[int, int]],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(P, reach, rank)``: J^+ on J's range, how far each direction reaches into J's kernel, and the rank,
+    pair by pair (J is block diagonal: the identities of the pair (g, h) move only along the directions
+    joining U_g and U_h, :func:`rotation_terms`).
+
+    Block (g, h)'s range is its singular values above :data:`_J_MARGIN` times its rounding floor
+    ``sqrt(d_g d_h) ||n||_2`` (>= the 2-norm of the central differences' rounding, in Frobenius form),
+    ``n_i = (4 (d + 6) eps sum_{k in {g, h}} sum_X max_j |x_j^T v^(k)| (1 + max_j |x_j| |x_2| ||W^(k)||_F)
+    + d eps |x_1| ||v^(g) + v^(h)||) / _STEP_J`` for identity i (its two answers X and right side, the
+    pair's heads only: those J differentiates; :func:`identity_residuals`' model).  A global cut (relative
+    to J's largest singular value) was unsound: the block of a pair of heads with v at 1e-9 beside a unit
+    head lay below it, a rotation of 1e-4 rad between them went unbounded and both came back outside their
+    bounds (up to 6.5x, no error).  Measured against its own floor the block is seen, and its rotation
+    bounded (or refused).
+    """
+    eps, d = FLOAT64.eps, Q.shape[-1]
+    P, reach, rank = np.zeros(J.shape[::-1]), np.zeros(J.shape[1]), 0
+    for pair, idx in rows.items():
+        js = [j for j, gh in enumerate(cols) if gh == pair]
+        noise = np.zeros(len(idx))
+        for m, i in enumerate(idx):
+            for X in Q[2 * i: 2 * i + 2]:
+                size = float(np.linalg.norm(X, axis=1).max() * np.linalg.norm(X[-1]))
+                noise[m] += sum(float(np.abs(X @ v).max()) * (1 + size * float(np.linalg.norm(W)))
+                                for W, v in (params[k] for k in pair))
+            noise[m] = 4 * (d + 6) * eps * noise[m] + d * eps * float(
+                np.linalg.norm(X1[i]) * np.linalg.norm(params[pair[0]][1] + params[pair[1]][1]))
+        floor = _J_MARGIN * np.sqrt(len(js)) * float(np.linalg.norm(noise)) / _STEP_J
+        U, s, Vt = np.linalg.svd(J[np.ix_(idx, js)], full_matrices=False)
+        r = int(np.sum(s > floor))
+        P[np.ix_(js, idx)] = Vt[:r].T @ (U[:, :r].T / s[:r, None])
+        reach[js] = np.linalg.norm(Vt[r:], axis=0)
+        rank += r
+    return P, reach, rank
+
+
 def rotation_terms(
     heads: list[Recovery], Es: list[np.ndarray], arith: Arith, Q: np.ndarray, X1: np.ndarray,
     r: np.ndarray, tol: np.ndarray, probes: str, rngs: list[Any],
@@ -428,10 +467,7 @@ def rotation_terms(
             for k in (g, h):  # K moves only U_g and U_h: the other heads' reduced runs do not change
                 for i, (e, e0) in enumerate(zip(learned_errors(rotated, k), base[k])):
                     slopes[i, k, j] = max(slopes[i, k, j], float(np.linalg.norm(e - e0)) / _STEP_E)
-    U, s, Vt = np.linalg.svd(J, full_matrices=False)
-    rank = int(np.sum(s > _RANK_CUT * s.max())) if s.size and s.max() > 0 else 0
-    P = Vt[:rank].T @ (U[:, :rank].T / s[:rank, None])  # J^+ on J's range
-    reach = np.linalg.norm(Vt[rank:], axis=0)  # how far each direction reaches into J's kernel
+    P, reach, rank = _range_inverse(J, params, Q, X1, rows, [(g, h) for g, h, _ in dirs])
     k_hat = P @ r
     # |k - k_hat| entrywise on J's range: P times the identities' noise, their rounding (tol) and
     # their second-order term (~ ||J||_2 ||k||^2, with a factor 2 of margin)
