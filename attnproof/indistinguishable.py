@@ -14,12 +14,12 @@ float64 certainly below a ball (:func:`lower`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
-from flint import arb
+from flint import arb, ctx
 
-from .errors import ShapeError
+from .errors import InvalidInputError, ShapeError
 from .oracles import QueryRecord
 
 #: float64's unit roundoff.
@@ -161,6 +161,42 @@ def lower(m: arb) -> float:
     return lo
 
 
+def transcript_margins(log: Sequence[QueryRecord], v: np.ndarray,
+                       two_token_balls: Callable[[np.ndarray], dict[str, np.ndarray]],
+                       theorem: str) -> dict[int, np.ndarray]:
+    """Every recorded answer's margin inside the declared set, by sequence length:
+    :func:`one_token_margins` for one token, :func:`two_token_margins` of the room's balls
+    ``two_token_balls(X)`` for two, as float64s certainly below them (:func:`lower`), at
+    :data:`PREC` bits.
+
+    Returns
+    -------
+    dict
+        ``{N: margins (B,)}`` (a margin >= 0 proves the answer allowed; NaN or < 0: not proven).
+
+    Raises
+    ------
+    InvalidInputError
+        For a query of more than two tokens (``theorem``'s learner asks none).
+    """
+    out: dict[int, np.ndarray] = {}
+    old = ctx.prec
+    ctx.prec = PREC
+    try:
+        for n, (X, y) in transcript(log, v.shape[0]).items():
+            if n == 1:
+                margins = one_token_margins(X, y, v)
+            elif n == 2:
+                margins = two_token_margins(two_token_balls(X), y)
+            else:
+                raise InvalidInputError(f"the floor reads queries of one or two tokens ({theorem}); "
+                                        f"got N = {n}")
+            out[n] = np.array([lower(m) for m in margins])
+    finally:
+        ctx.prec = old
+    return out
+
+
 __all__ = ["NORM_DOWN", "MAX_D", "PREC", "SAFE_RANGE", "SAFETY", "SHRINK", "U", "ball", "centre", "dot2",
-           "in_range", "lower", "one_token_margins", "sigma", "transcript", "two_product", "two_sum",
-           "two_token_margins"]
+           "in_range", "lower", "one_token_margins", "sigma", "transcript", "transcript_margins",
+           "two_product", "two_sum", "two_token_margins"]

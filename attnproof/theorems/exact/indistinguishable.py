@@ -53,14 +53,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from flint import ctx
 
 from ...errors import InvalidInputError, PrecisionLossError, ShapeError
-from ...models import Attention
 from ...indistinguishable import (
-    MAX_D, NORM_DOWN, PREC, SAFE_RANGE, SAFETY, SHRINK, U, centre, dot2, in_range, lower,
-    one_token_margins, transcript, two_product, two_sum, two_token_margins,
+    MAX_D, NORM_DOWN, SAFE_RANGE, SAFETY, SHRINK, U, centre, dot2, in_range, transcript, transcript_margins,
+    two_product, two_sum,
 )
+from ...models import Attention
 from ...oracles import QueryRecord, ValueOracle
 from . import learn_exact
 from .runner import random_target
@@ -158,22 +157,7 @@ def naive_margins(log: Sequence[QueryRecord], W: np.ndarray, v: np.ndarray,
     if not all(in_range(a) for a in (W, v, *(np.asarray(r.X, dtype=np.float64) for r in log))):
         raise InvalidInputError(f"entries outside {SAFE_RANGE}: the floor's balls assume no overflow or "
                                 "underflow")
-    out: dict[int, np.ndarray] = {}
-    old = ctx.prec
-    ctx.prec = PREC
-    try:
-        for n, (X, y) in transcript(log, d).items():
-            if n == 1:
-                margins = one_token_margins(X, y, v)
-            elif n == 2:
-                margins = two_token_margins(_balls(X, W, v, reading), y)
-            else:
-                raise InvalidInputError(f"the floor reads queries of one or two tokens (Thm 4.1); "
-                                        f"got N = {n}")
-            out[n] = np.array([lower(m) for m in margins])
-    finally:
-        ctx.prec = old
-    return out
+    return transcript_margins(log, v, lambda X: _balls(X, W, v, reading), "Thm 4.1")
 
 
 @dataclass(frozen=True)

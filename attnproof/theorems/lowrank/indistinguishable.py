@@ -37,15 +37,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from flint import ctx
 
 from ...errors import InvalidInputError, PrecisionLossError, ShapeError
+from ...indistinguishable import NORM_DOWN, SAFETY, SHRINK, U, dot2, in_range, transcript, transcript_margins
 from ...models import FactoredAttention
 from ...oracles import QueryRecord, ValueOracle
-from ...indistinguishable import (
-    NORM_DOWN, PREC, SAFETY, SHRINK, U, dot2, in_range, lower, one_token_margins, transcript,
-    two_token_margins,
-)
 from . import learn_skeleton
 from .runner import low_rank_target
 
@@ -132,22 +128,7 @@ def factored_margins(log: Sequence[QueryRecord], K: np.ndarray, Q: np.ndarray,
         raise ShapeError(f"K and Q must both have shape (r, {d}); got {K.shape}, {Q.shape}")
     if not all(in_range(a) for a in (K, Q, v, *(np.asarray(r.X, dtype=np.float64) for r in log))):
         raise InvalidInputError("entries outside the range the balls assume (no overflow or underflow)")
-    out: dict[int, np.ndarray] = {}
-    old = ctx.prec
-    ctx.prec = PREC
-    try:
-        for n, (X, y) in transcript(log, d).items():
-            if n == 1:
-                margins = one_token_margins(X, y, v)
-            elif n == 2:
-                margins = two_token_margins(_factored_balls(X, K, Q, v), y)
-            else:
-                raise InvalidInputError(f"the floor reads queries of one or two tokens (Thm 5.1); "
-                                        f"got N = {n}")
-            out[n] = np.array([lower(m) for m in margins])
-    finally:
-        ctx.prec = old
-    return out
+    return transcript_margins(log, v, lambda X: _factored_balls(X, K, Q, v), "Thm 5.1")
 
 
 def _all_proven(margins: dict[int, np.ndarray]) -> bool:
