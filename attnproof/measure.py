@@ -1556,8 +1556,10 @@ def value_errors(
     The same formula serves float64 and mpmath (eps = 10^-dps).  Returned as float64.
 
     Entry by entry: evaluated :data:`VALUE_ERRORS_CHUNK` entries at a time (each entry's bound
-    bitwise one pass's), so that its few dozen per-entry temporaries stay small and are reused by the
-    allocator (a skeleton at d = 4096, r = 128 asks a million entries: 8 MB of fresh pages for each).
+    the same formula as in one pass, equal to a few ulps: numpy's vector loops and BLAS may round
+    an entry differently in a batch of another shape), so that its few dozen per-entry temporaries
+    stay small and are reused by the allocator (a skeleton at d = 4096, r = 128 asks a million
+    entries: 8 MB of fresh pages for each).
     ``W_norm`` and ``c_norm`` may be per-entry arrays.
     """
     if Wq is not None and shared is not None:
@@ -1587,8 +1589,10 @@ def value_errors(
 
 
 #: Entries per pass of :func:`value_errors` (its per-entry temporaries: 256 kB each).  A multiple of
-#: numpy's SIMD blocks, so every entry meets the vector loops where one pass would: their scalar tails
-#: round some functions differently (chunks of 8 moved one ``SharedV.own`` by an ulp at d = 9).
+#: numpy's SIMD blocks, so that most entries meet the vector loops where one pass would (their scalar
+#: tails round some functions differently: chunks of 8 moved one ``SharedV.own`` by an ulp at d = 9);
+#: not all: at d = 20 one entry of 400 moved by 2-3 ulps in chunks of 128 (thorough profile, seed
+#: 281408), so a chunked pass equals one pass to a few ulps, not bitwise.
 VALUE_ERRORS_CHUNK = 2**15
 
 

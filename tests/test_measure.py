@@ -801,10 +801,11 @@ def test_probe_rounding_and_scaled_copies_are_bitwise_whatever_the_threads(
 
 @given(d=st.integers(2, 20), seed=st.integers(0, 2**32 - 1), answers=st.sampled_from(["naive", "faithful"]),
        bias=st.booleans(), chunk=st.sampled_from([64, 128, 192]))
-def test_value_errors_by_chunks_is_bitwise_one_pass(d, seed, answers, bias, chunk):
+@example(d=20, seed=26320767, answers="faithful", bias=False, chunk=128)  # 2-3 ulps on one entry
+def test_value_errors_by_chunks_is_one_pass(d, seed, answers, bias, chunk):
     """value_errors evaluates its entries VALUE_ERRORS_CHUNK at a time (small temporaries, no fresh
     pages per array at a million entries): every bound, its SharedV split, the estimate and the
-    a-posteriori probe reading are bitwise those of one pass, with per-entry W_norm (Thm 4.1's
+    a-posteriori probe reading are those of one pass to a few ulps, with per-entry W_norm (Thm 4.1's
     column norms) and images sliced along, for chunks that are multiples of numpy's SIMD blocks
     (as VALUE_ERRORS_CHUNK is: chunks of 8 moved one own ratio by an ulp at d = 9, seed 0)."""
     from attnproof import measure
@@ -834,5 +835,8 @@ def test_value_errors_by_chunks_is_bitwise_one_pass(d, seed, answers, bias, chun
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(measure, "VALUE_ERRORS_CHUNK", chunk)
         chunked = run()
+    # the same formula per entry, not bitwise: a batch of another shape may round an entry differently
+    # (d = 20, seed 26320767, chunks of 128: one entry's bound 2 ulps, its SharedV split 3 ulps;
+    # thorough profile, seed 281408); a wrong slice moves entries by O(1)
     for got, want in zip(chunked, whole, strict=True):
-        assert got.tobytes() == want.tobytes()
+        np.testing.assert_allclose(got, want, rtol=2.0**-40, atol=0)
