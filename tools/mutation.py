@@ -61,7 +61,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: The modules mutated (relative to the repository root); ``attnproof/theorems/`` is expanded.
 TARGETS = ("attnproof/theorems", "attnproof/measure.py", "attnproof/oracles.py",
-           "attnproof/models.py", "attnproof/recovery.py")
+           "attnproof/models.py", "attnproof/recovery.py", "attnproof/prelude.py", "attnproof/arith.py",
+           "attnproof/heads.py", "attnproof/indistinguishable.py", "attnproof/verify/ledger.py",
+           "attnproof/verify/outcomes.py")
 
 #: The fast test files run against a mutant of each module below the rooms (besides
 #: tests/test_mutation_kills.py).  A room's modules run their room's test file, by convention
@@ -72,14 +74,22 @@ TEST_MAP: dict[str, tuple[str, ...]] = {
     "attnproof/oracles.py": ("tests/test_oracles.py", "tests/test_noisy.py"),
     "attnproof/models.py": ("tests/test_models.py", "tests/test_exact.py"),
     "attnproof/recovery.py": ("tests/test_recovery.py",),
+    "attnproof/prelude.py": ("tests/test_exact.py", "tests/test_lowrank.py", "tests/test_bias.py",
+                             "tests/test_bad_inputs.py"),
+    "attnproof/arith.py": ("tests/test_arith.py", "tests/test_exact.py"),
+    "attnproof/heads.py": ("tests/test_heads.py", "tests/test_cli.py"),
+    "attnproof/indistinguishable.py": ("tests/test_bound_floor.py", "tests/test_bound_floor_skeleton.py"),
+    "attnproof/verify/ledger.py": ("tests/test_ledger.py",),
+    "attnproof/verify/outcomes.py": ("tests/test_ledger.py",),
 }
 
 #: A room's fast test files besides its ``tests/test_<room>.py``, where the room's tests are split
 #: (a mutant of ``noisy/arb.py`` was run against test_noisy.py alone, never test_arb.py).
 ROOM_TESTS: dict[str, tuple[str, ...]] = {
+    "exact": ("tests/test_bound_floor.py",),
     "noisy": ("tests/test_arb.py",),
     "lowrank": ("tests/test_lowrank_exchange.py", "tests/test_skeleton_bound.py",
-                "tests/test_skeleton_assembly.py"),
+                "tests/test_skeleton_assembly.py", "tests/test_bound_floor_skeleton.py"),
     "transformer": ("tests/test_ffn_bound.py", "tests/test_transformer_route.py"),
 }
 
