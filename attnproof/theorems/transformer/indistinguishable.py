@@ -11,24 +11,28 @@ point x0 with ``|x0|_inf = 1``,
 
 The declared set is the learner's naive reading (:func:`._path_search.answer_noise`, ``2^-43`` in
 float64; :meth:`~attnproof.oracles.FFNNoiseAdversary.tolerance_at`): every answer y at x within
-``noise (|F(x)| + |grad F(x)|^T |x|)`` of F(x), grad F the gradient of x's region; at a point on or
-within float64 rounding of a hyperplane, the smallest the units there allow (taken here over every
-on/off pattern of those units: a lower bound under any reading).
+``noise (|F(x)| + |grad F(x)|^T |x|)`` of F(x), grad F the gradient of x's region; for a unit within
+float64's rounding of its kink at x (``(d + 4) u |a_k|^T |x|``, the adversary's band) or whose sign
+the balls leave open, the least gradient any on/off pattern of those units gives: the narrowest
+reading, a subset of the exact one's set and of the adversary's.  The real float64 oracle does not
+always answer inside it (:func:`_centre`): the worlds are then built around a centre with those
+units moved off their kinks (``shifted``), which the argument allows (it needs the answers in the
+two worlds' sets only).
 
-The worlds: ``A_+- = A +- t E`` with the same w (a change of w_k is a rescaling of a_k for the
-function), so ``F_+(x0) - F_-(x0) = 2 t sum_{k on at x0} w_k e_k^T x0`` exactly while x0's pattern
-holds.  E solves a linear program (:func:`_direction`): maximise that difference at a vertex x0 of
-the cube subject to every recorded answer's first-order move ``sum_{k on} w_k e_k^T x`` staying
-within :data:`~attnproof.indistinguishable.SAFETY` of its proven margin at f* (a unit within
-:data:`NEAR` of its kink at x counted both on and off: F's move there lies between the two
-linearisations), x0 improved by taking the vertex the last E moves most; t is then shrunk until every
-answer is proven allowed in both worlds.
+The worlds: ``A_+- = A' +- t E`` (A' the centre, A itself unless shifted) with the same w (a change
+of w_k is a rescaling of a_k for the function), so ``F_+(x0) - F_-(x0) = 2 t sum_{k on at x0} w_k
+e_k^T x0`` exactly while x0's pattern holds. E solves a linear program (:func:`_direction`):
+maximise that difference at a vertex x0 of the cube subject to every recorded answer's first-order
+move ``sum_{k on} w_k e_k^T x`` staying within :data:`~attnproof.indistinguishable.SAFETY` of its
+proven margin at A' (a unit within :data:`NEAR` of its kink at x counted both on and off: F's move
+there lies between the two linearisations), x0 improved by taking the vertex the last E moves most;
+t is then shrunk until every answer is proven allowed in both worlds.
 
-The proof, :func:`ffn_margins`, evaluates each world at each recorded query (not a linearisation:
-a query on a kink may change sides): the pre-activations ``a_k^T x`` as
-:func:`~attnproof.indistinguishable.dot2` balls, ``F(x) = sum_k w_k ReLU(a_k^T x)`` in Arb
-(``ReLU(z) = (z + |z|) / 2`` of a ball), and ``|grad F(x)|^T |x|`` bounded below in float64 with
-the rounding of its sums charged (:func:`_gradient_low`).
+The proof, :func:`ffn_margins`, evaluates each world at each recorded query (not a linearisation: a
+query on a kink may change sides): the pre-activations ``a_k^T x`` as
+:func:`~attnproof.indistinguishable.dot2` balls, ``F(x) = sum_k w_k ReLU(a_k^T x)`` in Arb (a unit's
+ball when its sign is proven, ``(z + |z|) / 2`` of it when not), and ``|grad F(x)|^T |x|`` bounded
+below in float64 with the rounding of its sums charged (:func:`_gradient_low`).
 """
 
 from __future__ import annotations
@@ -134,7 +138,10 @@ def _values(X: np.ndarray, A: np.ndarray, w: np.ndarray,
         F = arb(0)
         for k in range(len(w)):
             zk = arb(s[b, k]) + arb(c[b, k]) + arb(0, r[b, k])
-            F += arb(w[k]) * ((zk + abs(zk)) / 2)  # ReLU of the ball: the ball when its sign is proven
+            if zk > 0:
+                F += arb(w[k]) * zk
+            elif not zk < 0:  # the sign open: (z + |z|) / 2 of the ball holds ReLU of each point
+                F += arb(w[k]) * ((zk + abs(zk)) / 2)
         values.append(F)
     return values, z, unsure
 
@@ -202,7 +209,10 @@ class FFNFloor:
     shrinks : int
         Shrinkings by :data:`~attnproof.indistinguishable.SHRINK` the check asked for.
     answers : int
-        Answers proven allowed at f* and in both worlds.
+        Answers proven allowed in both worlds.
+    shifted : int
+        Units moved off their kinks at answers not proven allowed at the target (:func:`_centre`):
+        0 when the worlds are centred at the target.
     """
 
     worlds: tuple[np.ndarray, np.ndarray]
@@ -211,6 +221,7 @@ class FFNFloor:
     point: np.ndarray
     shrinks: int
     answers: int
+    shifted: int
 
 
 def _rows(X: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
@@ -294,6 +305,31 @@ def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margi
     return best_E
 
 
+def _centre(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray,
+            margins: np.ndarray) -> tuple[np.ndarray, int]:
+    """The worlds' centre: A, with each unit within the declaration's band of its kink at a query
+    whose answer is not proven allowed moved off it, to the side float64 puts it on (the real
+    oracle's answer rounds it there), ``3 band |a_k|^T |x|`` away along x; and the number of such
+    moves.
+
+    The float64 answer at a point within rounding of a hyperplane may fit no side's reading: a
+    unit on by its rounded pre-activation, off by its exact one, the others off, answers
+    ``w_k fl(a_k^T x) != 0`` where ``f = 0`` and the off side's gradient is 0 (``d = 16, m = 4``,
+    seed 4: ``-2.2e-16`` at a kink point, ``a_k^T x = -7.7e-17``).  The floor needs the answers
+    inside the declared sets of the two worlds only, not at the target: both worlds are built
+    around this centre, whose move (~u |x| per unit) is far inside the other answers' slack."""
+    z, size = X @ A, np.abs(X) @ np.abs(A)
+    band = _band(A.shape[0])
+    P = np.zeros_like(A)
+    moved = 0
+    for b in np.flatnonzero(~(margins >= 0)):
+        for k in np.flatnonzero(np.abs(z[b]) <= 2 * band * size[b]):
+            side = 1.0 if z[b, k] >= 0 else -1.0
+            P[:, k] += (3 * side * band * size[b, k] - z[b, k]) * X[b] / float(X[b] @ X[b])
+            moved += 1
+    return A + P, moved
+
+
 def _half_distance(plus: np.ndarray, minus: np.ndarray, w: np.ndarray, x: np.ndarray) -> float:
     """A proven lower bound on ``|F_+(x) - F_-(x)| / 2`` at one point x (d,)."""
     with ctx.workprec(PREC):
@@ -304,8 +340,8 @@ def _half_distance(plus: np.ndarray, minus: np.ndarray, w: np.ndarray, x: np.nda
 
 def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
                       max_shrinks: int = 40) -> FFNFloor:
-    """FFNs ``w^T ReLU((A +- t E)^T x)`` that every recorded answer fits under the naive declaration,
-    proven by :func:`ffn_margins`, and the floor they give.
+    """FFNs ``w^T ReLU((A' +- t E)^T x)`` that every recorded answer fits under the naive declaration,
+    proven by :func:`ffn_margins`, and the floor they give (A' the centre, :func:`_centre`).
 
     Parameters
     ----------
@@ -319,19 +355,20 @@ def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
     Raises
     ------
     PrecisionLossError
-        If an answer is not proven allowed at the target itself, or no t is proven after
-        ``max_shrinks`` shrinkings.
+        If an answer is not proven allowed at the centre, or no t is proven after ``max_shrinks``
+        shrinkings.
     """
     A, w = _check(A, w)
-    truth = ffn_margins(log, A, w)
-    if not np.all(truth >= 0):
-        raise PrecisionLossError("an answer of the real oracle is not proven within its own naive "
-                                 "declaration")
     X, y = _queries(log, A.shape[0])
-    E = _direction(X, y, A, w, truth)
+    centre, shifted = _centre(X, y, A, w, ffn_margins(log, A, w))
+    margins = ffn_margins(log, centre, w)
+    if not np.all(margins >= 0):
+        raise PrecisionLossError("an answer of the real oracle is not proven within the naive declaration "
+                                 "at the target, nor with the units near their kinks moved off them")
+    E = _direction(X, y, centre, w, margins)
     t, shrinks = 1.0, 0
     while True:
-        worlds = (A + t * E, A - t * E)
+        worlds = (centre + t * E, centre - t * E)
         if all(np.all(ffn_margins(log, Aw, w) >= 0) for Aw in worlds):
             break
         if shrinks >= max_shrinks:
@@ -339,10 +376,10 @@ def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
         t *= SHRINK
         shrinks += 1
     V = _vertices(A.shape[0])
-    moves = np.abs(_moves(V, A, w, t * E))
+    moves = np.abs(_moves(V, centre, w, t * E))
     floors = [(_half_distance(*worlds, w, V[k]), k) for k in np.argsort(moves)[::-1][:PROVEN]]
     floor, k = max(floors)
-    return FFNFloor(worlds, w, floor, V[k], shrinks, len(truth))
+    return FFNFloor(worlds, w, floor, V[k], shrinks, len(margins), shifted)
 
 
 def _function_error(f_hat: Any, A: np.ndarray, w: np.ndarray, X: np.ndarray) -> float:
@@ -358,8 +395,8 @@ def floor_row(d: int, m: int | None = None, seed: int = 0) -> dict[str, Any]:
     ``|f_hat(x) - f(x)| / |x|_inf``), ``err_vertex`` (the same at the floor's vertex x0), the bound
     ``error_bound``, ``floor``, ``floor_over_error``, ``bound_over_floor``,
     ``alt_error_over_bound`` (the larger ``|f_hat(x0) - F_+-(x0)| / error_bound``, float64: above 1,
-    a world the declaration allows in which the bound fails), ``shrinks``, ``answers`` and
-    ``queries``."""
+    a world the declaration allows in which the bound fails), ``shrinks``, ``answers``, ``queries``
+    and ``shifted`` (:class:`FFNFloor`)."""
     m = 2 * d if m is None else m
     rng = np.random.default_rng(seed)
     _, A, w = transformer_target(d, m, rng)
@@ -372,7 +409,8 @@ def floor_row(d: int, m: int | None = None, seed: int = 0) -> dict[str, Any]:
             "error_bound": bound, "floor": found.floor, "floor_over_error": found.floor / err,
             "bound_over_floor": bound / found.floor,
             "alt_error_over_bound": max(_function_error(rec, Aw, w, x0[None]) for Aw in found.worlds) / bound,
-            "shrinks": found.shrinks, "answers": found.answers, "queries": rec.queries}
+            "shrinks": found.shrinks, "answers": found.answers, "queries": rec.queries,
+            "shifted": found.shifted}
 
 
 __all__ = ["FFNFloor", "NOISE", "ffn_margins", "floor_row", "indistinguishable"]
