@@ -312,12 +312,15 @@ def _centre(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray,
     oracle's answer rounds it there), ``3 band |a_k|^T |x|`` away along x; and the number of such
     moves.
 
-    The float64 answer at a point within rounding of a hyperplane may fit no side's reading: a
-    unit on by its rounded pre-activation, off by its exact one, the others off, answers
-    ``w_k fl(a_k^T x) != 0`` where ``f = 0`` and the off side's gradient is 0 (``d = 16, m = 4``,
-    seed 4: ``-2.2e-16`` at a kink point, ``a_k^T x = -7.7e-17``).  The floor needs the answers
-    inside the declared sets of the two worlds only, not at the target: both worlds are built
-    around this centre, whose move (~u |x| per unit) is far inside the other answers' slack."""
+    The float64 answer at a point within rounding of a hyperplane may fit only the reading of the
+    side float64 rounds it to: a unit off by its exact pre-activation and on by its rounded one,
+    the others off, answers ``w_k fl(a_k^T x) != 0`` where ``f = 0`` and x's region has gradient 0
+    (``d = 16, m = 4``, seed 4, query 362 of 428, a kink point: ``a_k^T x = -7.7e-17``, the answer
+    ``-2.2e-16``; outside the exact reading's set, this narrowest one's, and
+    :meth:`~attnproof.oracles.FFNNoiseAdversary.tolerance_at`'s as it reads the record's batch).
+    The floor needs the answers inside the declared sets of the two worlds only, not at the
+    target: both worlds are built around this centre, whose move (~u |x| per unit) is far inside
+    the other answers' slack."""
     z, size = X @ A, np.abs(X) @ np.abs(A)
     band = _band(A.shape[0])
     P = np.zeros_like(A)
@@ -392,8 +395,9 @@ def floor_row(d: int, m: int | None = None, seed: int = 0) -> dict[str, Any]:
     """One bench run of A_FFN (:func:`~attnproof.theorems.transformer.runner.run_ffn`'s target and
     draws: float64, naive answers, the learner's defaults) against a recording real oracle, and its
     floor: ``d, m, seed``, the bench's error ``err_W`` (max over its 256 Gaussian points of
-    ``|f_hat(x) - f(x)| / |x|_inf``), ``err_vertex`` (the same at the floor's vertex x0), the bound
-    ``error_bound``, ``floor``, ``floor_over_error``, ``bound_over_floor``,
+    ``|f_hat(x) - f(x)| / |x|_inf``), ``err_cube`` (the same over those and the cube's vertices
+    :func:`_vertices`: nearer the sup the bound bounds), the bound
+    ``error_bound``, ``floor``, ``floor_over_error``, ``bound_over_floor``, ``floor_over_cube_error``,
     ``alt_error_over_bound`` (the larger ``|f_hat(x0) - F_+-(x0)| / error_bound``, float64: above 1,
     a world the declaration allows in which the bound fails), ``shrinks``, ``answers``, ``queries``
     and ``shifted`` (:class:`FFNFloor`)."""
@@ -405,8 +409,10 @@ def floor_row(d: int, m: int | None = None, seed: int = 0) -> dict[str, Any]:
     err = _function_error(rec, A, w, rng.standard_normal((256, d)))
     found = indistinguishable(oracle.log, A, w)
     bound, x0 = float(rec.diagnostics["error_bound"]), found.point
-    return {"d": d, "m": m, "seed": seed, "err_W": err, "err_vertex": _function_error(rec, A, w, x0[None]),
+    cube = max(err, _function_error(rec, A, w, _vertices(d)))
+    return {"d": d, "m": m, "seed": seed, "err_W": err, "err_cube": cube,
             "error_bound": bound, "floor": found.floor, "floor_over_error": found.floor / err,
+            "floor_over_cube_error": found.floor / cube,
             "bound_over_floor": bound / found.floor,
             "alt_error_over_bound": max(_function_error(rec, Aw, w, x0[None]) for Aw in found.worlds) / bound,
             "shrinks": found.shrinks, "answers": found.answers, "queries": rec.queries,
