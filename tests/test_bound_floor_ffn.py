@@ -13,8 +13,8 @@ import pytest
 
 from attnproof.arith import FLOAT64
 from attnproof.errors import InvalidInputError, ShapeError
-from attnproof.models import ReluFFN
-from attnproof.oracles import QueryRecord, ValueOracle
+from attnproof.models import ReluFFN, faithful_available
+from attnproof.oracles import FFNNoiseAdversary, QueryRecord, ValueOracle
 from attnproof.theorems.transformer.ffn import learn_ffn
 from attnproof.theorems.transformer.indistinguishable import NOISE, ffn_margins, floor_row, indistinguishable
 from attnproof.theorems.transformer.runner import run_ffn, transformer_target
@@ -114,6 +114,29 @@ def test_the_margins_are_below_the_exact_ones():
         margins = ffn_margins(log, target, w)
         for b in picked:
             assert Fraction(margins[b]) <= _exact_margin(X[b], y[b], target, w, 8 * 2.0**-53)
+
+
+@pytest.mark.skipif(not faithful_available(), reason="FFNNoiseAdversary needs an 80-bit longdouble")
+def test_a_real_answer_outside_the_declaration_is_floored_around_a_centre():
+    """Found by this floor (d = 16, m = 4, seed 4): the real float64 oracle's answer at a kink point
+    lies outside the naive declared set, in its narrowest reading and in
+    ``FFNNoiseAdversary.tolerance_at``'s as read on the record's batch: one unit's exact
+    pre-activation is -7.7e-17 (off; every other unit off, so f = 0, gradient 0, nothing allowed
+    but 0), float64 rounds it on and answers -2.2e-16.  The floor needs the answers in the two
+    worlds' sets only: they are built around a centre with that unit moved off its kink."""
+    log, A, w, rec = recorded_run(16, 4, seed=4)
+    X = np.concatenate([r.X for r in log])
+    y = np.concatenate([r.y for r in log])
+    f, tol = FFNNoiseAdversary(ReluFFN(A, w), noise=NOISE).tolerance_at(X)
+    outside = np.flatnonzero((f == 0) & (y != 0))  # f = 0 exactly where every unit is off
+    assert len(outside) and np.all(np.abs(y[outside] - f[outside]) > tol[outside])
+    margins = ffn_margins(log, A, w)
+    assert np.all(margins[outside] < 0)
+    alone = ffn_margins([QueryRecord(X[outside], ReluFFN(A, w)(X[outside]))], A, w)  # asked again, alone
+    assert np.all(alone < 0)
+    found = indistinguishable(log, A, w)
+    assert found.shifted >= len(outside)
+    _check_worlds(log, A, w, rec, found)
 
 
 def test_the_floor_row_is_the_bench_run():
