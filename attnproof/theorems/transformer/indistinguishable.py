@@ -78,6 +78,7 @@ UP = 1 + 2.0**-40
 
 
 def _check(A: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A (d, m) and w (m,) as float64, within the widths the rounding bounds cover."""
     A, w = np.asarray(A, dtype=np.float64), np.asarray(w, dtype=np.float64)
     if A.ndim != 2 or w.shape != (A.shape[1],):
         raise ShapeError(f"A must have shape (d, m) and w shape (m,); got {A.shape}, {w.shape}")
@@ -110,9 +111,10 @@ def _gradient_low(X: np.ndarray, A: np.ndarray, w: np.ndarray, on: np.ndarray,
     units' sum, so ``|grad_i| >= |S_i| - sum_{unsure} |w_k a_ik|``.
 
     ``S`` is computed in float64 (products and m sums, any order: within ``gamma_{m+1}`` of
-    ``sum |w_k a_ik|``); the subtrahend is inflated by :data:`UP` and ``2 u |S_i|``, so that its
-    float64 difference with |S_i|, times ``1 - 2^-50``, is below the exact one, and the final sum
-    over i (d nonnegative terms) is taken down by :data:`~attnproof.indistinguishable.NORM_DOWN`."""
+    ``sum |w_k a_ik|``, ``gamma_{m+2}`` charged); the subtrahend is inflated by :data:`UP` and
+    ``2 u |S_i|``, so that its float64 difference with |S_i|, times ``1 - 2^-50``, is below the
+    exact one, and the final sum over i (d nonnegative terms) is taken down by
+    :data:`~attnproof.indistinguishable.NORM_DOWN`."""
     m = A.shape[1]
     WA = np.abs(w)[:, None] * np.abs(A.T)  # (m, d), each within u of |w_k a_ik|
     sure_on = (on & ~unsure).astype(np.float64)
