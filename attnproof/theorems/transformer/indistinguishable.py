@@ -1,0 +1,424 @@
+"""The best bound any method could report from A_FFN's transcript: a proven floor (issue 22).
+
+The argument of :mod:`attnproof.theorems.exact.indistinguishable`, for the FFN learner
+(:func:`~attnproof.theorems.transformer.ffn.learn_ffn`, Sec. 4.1): if every answer the real oracle
+gave for ``f*(x) = w^T ReLU(A^T x)`` is also an answer the naive declaration allows for two other
+bias-free FFNs ``F_+-``, the three worlds give one transcript, one f_hat and one bound B, and a bound
+rigorous for the declaration (``|f_hat(x) - f(x)| <= B |x|_inf`` for every x) satisfies, at any
+point x0 with ``|x0|_inf = 1``,
+
+    B >= |F_+(x0) - F_-(x0)| / 2 =: floor.
+
+The declared set is the learner's naive reading (:func:`._path_search.answer_noise`, ``2^-43`` in
+float64; :meth:`~attnproof.oracles.FFNNoiseAdversary.tolerance_at`): every answer y at x within
+``noise (|F(x)| + |grad F(x)|^T |x|)`` of F(x), grad F the gradient of x's region; for a unit within
+float64's rounding of its kink at x (``(d + 4) u |a_k|^T |x|``, the adversary's band) or whose sign
+the balls leave open, the least gradient any on/off pattern of those units gives: the narrowest
+reading, a subset of the exact one's set and of the adversary's.  The real float64 oracle does not
+always answer inside it (:func:`_centre`): the worlds are then built around a centre with those
+units moved off their kinks (``shifted``), which the argument allows (it needs the answers in the
+two worlds' sets only).
+
+The worlds: ``A_+- = A' +- t E`` (A' the centre, A itself unless shifted) with the same w (a change
+of w_k is a rescaling of a_k for the function), so ``F_+(x0) - F_-(x0) = 2 t sum_{k on at x0} w_k
+e_k^T x0`` exactly while x0's pattern holds. E solves a linear program (:func:`_direction`):
+maximise that difference at a vertex x0 of the cube subject to every recorded answer's first-order
+move ``sum_{k on} w_k e_k^T x`` staying within :data:`~attnproof.indistinguishable.SAFETY` of its
+proven margin at A' (a unit within :data:`NEAR` of its kink at x counted both on and off: F's move
+there lies between the two linearisations), x0 improved by taking the vertex the last E moves most;
+t is then shrunk until every answer is proven allowed in both worlds.
+
+The proof, :func:`ffn_margins`, evaluates each world at each recorded query (not a linearisation: a
+query on a kink may change sides): the pre-activations ``a_k^T x`` as
+:func:`~attnproof.indistinguishable.dot2` balls, ``F(x) = sum_k w_k ReLU(a_k^T x)`` in Arb (a unit's
+ball when its sign is proven, ``(z + |z|) / 2`` of it when not), and ``|grad F(x)|^T |x|`` bounded
+below in float64 with the rounding of its sums charged (:func:`_gradient_low`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import product
+from typing import Any
+
+import numpy as np
+from flint import arb, ctx
+
+from ...arith import FLOAT64
+from ...errors import InvalidInputError, PrecisionLossError, ShapeError
+from ...indistinguishable import MAX_D, NORM_DOWN, PREC, SAFETY, SHRINK, U, dot2, in_range, lower, transcript
+from ...models import NAIVE, ReluFFN
+from ...oracles import QueryRecord, ValueOracle
+from ._path_search import answer_noise
+from .ffn import learn_ffn
+from .runner import transformer_target
+
+#: The declared relative noise of a naive float64 answer (the learner's, ``2^-43``).
+NOISE = answer_noise(FLOAT64, NAIVE)
+#: A unit whose pre-activation at a query is within this share of ``|a_k|^T |x|`` of 0 is counted
+#: both on and off in the linear program (its kink may move across the query; the moves are
+#: ~NOISE relative, far below this).
+NEAR = 2.0**-20
+#: Units near their kink at one query beyond which the program refuses (2^NEAR_UNITS rows).
+NEAR_UNITS = 6
+#: Widths up to which every vertex of the cube is a candidate x0; above, :data:`SAMPLED` of them.
+ALL_VERTICES = 16
+SAMPLED = 2**14
+#: Rounds of "solve at x0, take the vertex the solution moves most" (:func:`_direction`).
+ROUNDS = 4
+#: Start vertices of those rounds (besides the sign vector of u = A w).
+STARTS = 3
+#: Entries of E in units of NOISE times A's largest entry, at most (keeps the program bounded).
+BOX = 2.0**20
+#: Vertices (those the worlds' float64 difference is largest at) whose floor is proven.
+PROVEN = 4
+#: Radii and lower bounds computed in float64 from a few nonnegative terms: times this.
+UP = 1 + 2.0**-40
+
+
+def _check(A: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A (d, m) and w (m,) as float64, within the widths the rounding bounds cover."""
+    A, w = np.asarray(A, dtype=np.float64), np.asarray(w, dtype=np.float64)
+    if A.ndim != 2 or w.shape != (A.shape[1],):
+        raise ShapeError(f"A must have shape (d, m) and w shape (m,); got {A.shape}, {w.shape}")
+    if A.shape[0] > MAX_D or A.shape[1] > MAX_D:
+        raise InvalidInputError(f"the proof's rounding bounds hold for d, m <= {MAX_D}; got {A.shape}")
+    return A, w
+
+
+def _queries(log: Sequence[QueryRecord], d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The recorded one-token queries (B, d) and their answers (B,)."""
+    by_length = transcript(log, d)
+    if set(by_length) - {1}:
+        longer = sorted(set(by_length) - {1})
+        raise InvalidInputError(f"an FFN reads one token; the record holds N = {longer}")
+    X, y = by_length.get(1, (np.zeros((0, 1, d)), np.zeros(0)))
+    return X[:, 0], y
+
+
+def _pre_activations(X: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a_k^T x_b`` as :func:`~attnproof.indistinguishable.dot2` balls ``s + c +- r``, each (B, m)."""
+    B, m = X.shape[0], A.shape[1]
+    s, c, r = dot2(np.repeat(X, m, axis=0), np.tile(A.T, (B, 1)))
+    return s.reshape(B, m), c.reshape(B, m), r.reshape(B, m) * UP
+
+
+def _gradient_low(X: np.ndarray, A: np.ndarray, w: np.ndarray, on: np.ndarray,
+                  unsure: np.ndarray) -> np.ndarray:
+    """A float64 lower bound of ``|grad F(x)|^T |x|`` at each query, over every on/off pattern of the
+    ``unsure`` units (B, m): ``grad_i = S_i + sum_{unsure k} s_k w_k a_ik``, ``S_i`` the sure on
+    units' sum, so ``|grad_i| >= |S_i| - sum_{unsure} |w_k a_ik|``.
+
+    ``S`` is computed in float64 (products and m sums, any order: within ``gamma_{m+1}`` of
+    ``sum |w_k a_ik|``, ``gamma_{m+2}`` charged); the subtrahend is inflated by :data:`UP` and
+    ``2 u |S_i|``, so that its float64 difference with |S_i|, times ``1 - 2^-50``, is below the
+    exact one, and the final sum over i (d nonnegative terms) is taken down by
+    :data:`~attnproof.indistinguishable.NORM_DOWN`."""
+    m = A.shape[1]
+    WA = np.abs(w)[:, None] * np.abs(A.T)  # (m, d), each within u of |w_k a_ik|
+    sure_on = (on & ~unsure).astype(np.float64)
+    S = sure_on @ (w[:, None] * A.T)
+    gamma = (m + 2) * U / (1 - (m + 2) * U)
+    T = ((gamma * (sure_on @ WA) + unsure.astype(np.float64) @ WA) * (1 + 2 * U) ** 2 * UP
+         + 2 * U * np.abs(S))
+    low = np.maximum(np.abs(S) - T, 0.0) * (1 - 2.0**-50)
+    return np.einsum("bi,bi->b", low, np.abs(X)) * NORM_DOWN
+
+
+def _values(X: np.ndarray, A: np.ndarray, w: np.ndarray,
+            band: float) -> tuple[list[arb], np.ndarray, np.ndarray]:
+    """``F(x) = sum_k w_k ReLU(a_k^T x)`` at each row of X as Arb balls (to be read at
+    :data:`~attnproof.indistinguishable.PREC` bits: call inside ``ctx.workprec(PREC)``), with the
+    pre-activations' float64 values z (B, m) and the units whose sign counts as unsure (B, m): the
+    ball leaves it open, or z is within ``band |x|^T |a_k|`` of 0."""
+    s, c, r = _pre_activations(X, A)
+    z = s + c
+    unsure = (np.abs(z) <= 2 * r) | (np.abs(z) <= band * (np.abs(X) @ np.abs(A)))
+    values = []
+    for b in range(X.shape[0]):
+        F = arb(0)
+        for k in range(len(w)):
+            zk = arb(s[b, k]) + arb(c[b, k]) + arb(0, r[b, k])
+            if zk > 0:
+                F += arb(w[k]) * zk
+            elif not zk < 0:  # the sign open: (z + |z|) / 2 of the ball holds ReLU of each point
+                F += arb(w[k]) * ((zk + abs(zk)) / 2)
+        values.append(F)
+    return values, z, unsure
+
+
+def _margins(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, band: float) -> np.ndarray:
+    """Lower bounds of ``noise (|F| + |grad F|^T |x|) - |y - F|``, the gradient's least over every
+    pattern of the units within ``band`` of their kinks (:func:`_values`, :func:`_gradient_low`)."""
+    with ctx.workprec(PREC):
+        values, z, unsure = _values(X, A, w, band)
+        grad = _gradient_low(X, A, w, z > 0, unsure)
+        return np.array([lower(arb(NOISE) * (abs(F) + arb(g)) - abs(arb(yb) - F))
+                         for F, g, yb in zip(values, grad, y, strict=True)])
+
+
+def _band(d: int) -> float:
+    """The declaration's float64 band around a kink, ``(d + 4) u`` of ``|a_k|^T |x|``."""
+    return (d + 4) * FLOAT64.resolution
+
+
+def ffn_margins(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Rigorous lower bounds on how far inside the naive declared set at ``F(x) = w^T ReLU(A^T x)``
+    each recorded answer lies: ``noise (|F(x)| + |grad F(x)|^T |x|) - |y - F(x)|``, noise
+    :data:`NOISE`, the gradient the least any pattern of the units within the declaration's
+    float64 band of their kinks gives (:meth:`~attnproof.oracles.FFNNoiseAdversary.tolerance_at`'s
+    ``(d + 4) u |x|^T |a_k|``) or whose sign the balls leave open.
+
+    Parameters
+    ----------
+    log : sequence of QueryRecord
+        A :class:`~attnproof.oracles.ValueOracle`'s ``log`` (``record=True``) of one-token queries.
+    A : array (d, m)
+    w : array (m,)
+
+    Returns
+    -------
+    array (B,)
+        In the record's order; a margin >= 0 proves the answer allowed (NaN or < 0: not proven).
+
+    Raises
+    ------
+    ShapeError, InvalidInputError
+        Mismatched shapes, a query of more than one token, or entries outside the range the error-free
+        products assume (no overflow or underflow).
+    """
+    A, w = _check(A, w)
+    X, y = _queries(log, A.shape[0])
+    if not all(in_range(a) for a in (A, w, X)):
+        raise InvalidInputError("entries outside the range the balls assume (no overflow or underflow)")
+    return _margins(X, y, A, w, _band(A.shape[0]))
+
+
+@dataclass(frozen=True)
+class FFNFloor:
+    """Two FFNs indistinguishable from ``w^T ReLU(A^T x)`` under the recorded transcript.
+
+    Attributes
+    ----------
+    worlds : tuple of (A_+, A_-)
+        Their first layers (float64, as checked); both read out by the target's w.
+    w : array (m,)
+    floor : float
+        A proven lower bound on ``|F_+(x0) - F_-(x0)| / 2`` at ``point``.
+    point : array (d,)
+        x0, a vertex of the cube ``|x|_inf <= 1``.
+    shrinks : int
+        Shrinkings by :data:`~attnproof.indistinguishable.SHRINK` the check asked for.
+    answers : int
+        Answers proven allowed in both worlds.
+    shifted : int
+        Units moved off their kinks at answers not proven allowed at the target (:func:`_centre`):
+        0 when the worlds are centred at the target.
+    """
+
+    worlds: tuple[np.ndarray, np.ndarray]
+    w: np.ndarray
+    floor: float
+    point: np.ndarray
+    shrinks: int
+    answers: int
+    shifted: int
+
+
+def _rows(X: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
+          flexible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The program's constraints ``|row^T E| <= cap`` (E column-major, unit by unit): each query's
+    first-order move ``sum_{k on} w_k e_k^T x`` within ``SAFETY margin``.  A unit within
+    :data:`NEAR` of its kink may cross it: where the answer's margin holds over every pattern of
+    those units (``flexible``, the margins at band NEAR), the move is bounded under each pattern
+    (F's true move lies between them); elsewhere the unit may not come within twice the
+    declaration's band of its kink (where it would count as unsure), ``|e_k^T x| <= SAFETY (|a_k^T x|
+    - 2 band |a_k|^T |x|)``, and the move is bounded under the query's own pattern."""
+    z, size = X @ A, np.abs(X) @ np.abs(A)
+    near = np.abs(z) <= NEAR * size
+    band = 2 * _band(A.shape[0])
+    d, m = A.shape
+    rows, caps = [], []
+    for b, x in enumerate(X):
+        units = np.flatnonzero(near[b])
+        if len(units) > NEAR_UNITS:
+            raise PrecisionLossError(f"a query within {NEAR:.1e} of {len(units)} kinks: too many patterns")
+        if flexible[b] > 0:
+            patterns, cap = list(product((False, True), repeat=len(units))), flexible[b]
+        else:
+            patterns, cap = [tuple(z[b, units] > 0)], margins[b]
+            for k in units:
+                pin = np.zeros((d, m))
+                pin[:, k] = x
+                rows.append(pin.ravel(order="F"))
+                caps.append(SAFETY * max(abs(z[b, k]) - band * size[b, k], 0.0))
+        for pattern in patterns:
+            on = z[b] > 0
+            on[units] = pattern
+            rows.append(np.outer(x, on * w).ravel(order="F"))
+            caps.append(SAFETY * cap)
+    return np.array(rows), np.array(caps)
+
+
+def _vertices(d: int) -> np.ndarray:
+    """The candidate points x0: every vertex of the cube (d <= :data:`ALL_VERTICES`), else
+    :data:`SAMPLED` of them (a fixed draw)."""
+    if d <= ALL_VERTICES:
+        return 1.0 - 2.0 * ((np.arange(2**d)[:, None] >> np.arange(d)[None, :]) & 1)
+    return np.where(np.random.default_rng(0).random((SAMPLED, d)) < 0.5, -1.0, 1.0)
+
+
+def _moves(V: np.ndarray, A: np.ndarray, w: np.ndarray, E: np.ndarray) -> np.ndarray:
+    """``sum_{k on} w_k e_k^T x`` at each row x of V (float64, first order)."""
+    return ((V @ A > 0) * (V @ E)) @ w
+
+
+def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray) -> np.ndarray:
+    """E (d, m) maximising the first-order ``|F_+(x0) - F_-(x0)| / 2`` over the cube's vertices x0
+    (:func:`_vertices`) subject to every answer's move within SAFETY of its margin (:func:`_rows`):
+    a linear program per x0, x0 the vertex the previous solution moves most (:data:`ROUNDS` rounds
+    from the sign vector of A w and :data:`STARTS` more vertices).  Needs scipy (its HiGHS; installed
+    with the ``lowrank`` extra, as cvxpy's)."""
+    from scipy.optimize import linprog
+
+    d, m = A.shape
+    scale = NOISE * float(np.abs(A).max())
+    rows, caps = _rows(X, A, w, margins, _margins(X, y, A, w, NEAR))
+    G = np.vstack([rows, -rows])  # in units of scale: rows of size ~|x| |w|, caps ~ 1
+    h = np.concatenate([caps, caps]) / scale
+    V = _vertices(d)
+    starts = [np.where(A @ w < 0, -1.0, 1.0), *V[np.linspace(0, len(V) - 1, STARTS + 2).astype(int)[1:-1]]]
+    best, best_E = 0.0, np.zeros((d, m))
+    for x0 in starts:
+        for _ in range(ROUNDS):
+            objective = -np.outer(x0, (x0 @ A > 0) * w).ravel(order="F")
+            res = linprog(objective, A_ub=G, b_ub=h, bounds=(-BOX, BOX), method="highs")
+            if res.status != 0:
+                break
+            E = res.x.reshape((d, m), order="F") * scale
+            moves = np.abs(_moves(V, A, w, E))
+            k = int(np.argmax(moves))
+            if moves[k] > best:
+                best, best_E = float(moves[k]), E
+            if np.array_equal(V[k], x0):
+                break
+            x0 = V[k]
+    return best_E
+
+
+def _centre(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray,
+            margins: np.ndarray) -> tuple[np.ndarray, int]:
+    """The worlds' centre: A, with each unit within the declaration's band of its kink at a query
+    whose answer is not proven allowed moved off it, to the side float64 puts it on (the real
+    oracle's answer rounds it there), ``3 band |a_k|^T |x|`` away along x; and the number of such
+    moves.
+
+    The float64 answer at a point within rounding of a hyperplane may fit only the reading of the
+    side float64 rounds it to: a unit off by its exact pre-activation and on by its rounded one,
+    the others off, answers ``w_k fl(a_k^T x) != 0`` where ``f = 0`` and x's region has gradient 0
+    (``d = 16, m = 4``, seed 4, query 362 of 428, a kink point: ``a_k^T x = -7.7e-17``, the answer
+    ``-2.2e-16``; outside the exact reading's set, this narrowest one's, and
+    :meth:`~attnproof.oracles.FFNNoiseAdversary.tolerance_at`'s as it reads the record's batch).
+    The floor needs the answers inside the declared sets of the two worlds only, not at the
+    target: both worlds are built around this centre, whose move (~u |x| per unit) is far inside
+    the other answers' slack."""
+    z, size = X @ A, np.abs(X) @ np.abs(A)
+    band = _band(A.shape[0])
+    P = np.zeros_like(A)
+    moved = 0
+    for b in np.flatnonzero(~(margins >= 0)):
+        for k in np.flatnonzero(np.abs(z[b]) <= 2 * band * size[b]):
+            side = 1.0 if z[b, k] >= 0 else -1.0
+            P[:, k] += (3 * side * band * size[b, k] - z[b, k]) * X[b] / float(X[b] @ X[b])
+            moved += 1
+    return A + P, moved
+
+
+def _half_distance(plus: np.ndarray, minus: np.ndarray, w: np.ndarray, x: np.ndarray) -> float:
+    """A proven lower bound on ``|F_+(x) - F_-(x)| / 2`` at one point x (d,)."""
+    with ctx.workprec(PREC):
+        (Fp,), _, _ = _values(x[None], plus, w, 0.0)
+        (Fm,), _, _ = _values(x[None], minus, w, 0.0)
+        return lower(abs(Fp - Fm) / 2)
+
+
+def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
+                      max_shrinks: int = 40) -> FFNFloor:
+    """FFNs ``w^T ReLU((A' +- t E)^T x)`` that every recorded answer fits under the naive declaration,
+    proven by :func:`ffn_margins`, and the floor they give (A' the centre, :func:`_centre`).
+
+    Parameters
+    ----------
+    log : sequence of QueryRecord
+        The real oracle's record of a :func:`~attnproof.theorems.transformer.ffn.learn_ffn` run
+        (float64, naive answers).
+    A, w : arrays (d, m), (m,)
+        The real target.
+    max_shrinks : int
+
+    Raises
+    ------
+    PrecisionLossError
+        If an answer is not proven allowed at the centre, or no t is proven after ``max_shrinks``
+        shrinkings.
+    """
+    A, w = _check(A, w)
+    X, y = _queries(log, A.shape[0])
+    centre, shifted = _centre(X, y, A, w, ffn_margins(log, A, w))
+    margins = ffn_margins(log, centre, w)
+    if not np.all(margins >= 0):
+        raise PrecisionLossError("an answer of the real oracle is not proven within the naive declaration "
+                                 "at the target, nor with the units near their kinks moved off them")
+    E = _direction(X, y, centre, w, margins)
+    t, shrinks = 1.0, 0
+    while True:
+        worlds = (centre + t * E, centre - t * E)
+        if all(np.all(ffn_margins(log, Aw, w) >= 0) for Aw in worlds):
+            break
+        if shrinks >= max_shrinks:
+            raise PrecisionLossError(f"no indistinguishable FFNs proven after {shrinks} shrinkings")
+        t *= SHRINK
+        shrinks += 1
+    V = _vertices(A.shape[0])
+    moves = np.abs(_moves(V, centre, w, t * E))
+    floors = [(_half_distance(*worlds, w, V[k]), k) for k in np.argsort(moves)[::-1][:PROVEN]]
+    floor, k = max(floors)
+    return FFNFloor(worlds, w, floor, V[k], shrinks, len(margins), shifted)
+
+
+def _function_error(f_hat: Any, A: np.ndarray, w: np.ndarray, X: np.ndarray) -> float:
+    """``max |f_hat(x) - f(x)| / |x|_inf`` over the rows of X (float64, an estimate: the bench's)."""
+    truth = ReluFFN(A, w, FLOAT64)(X[:, None, :])
+    return float(np.max(np.abs(f_hat(X) - truth) / np.abs(X).max(axis=1)))
+
+
+def floor_row(d: int, m: int | None = None, seed: int = 0) -> dict[str, Any]:
+    """One bench run of A_FFN (:func:`~attnproof.theorems.transformer.runner.run_ffn`'s target and
+    draws: float64, naive answers, the learner's defaults) against a recording real oracle, and its
+    floor: ``d, m, seed``, the bench's error ``err_W`` (max over its 256 Gaussian points of
+    ``|f_hat(x) - f(x)| / |x|_inf``), ``err_cube`` (the same over those and the cube's vertices
+    :func:`_vertices`: nearer the sup the bound bounds), the bound
+    ``error_bound``, ``floor``, ``floor_over_error``, ``bound_over_floor``, ``floor_over_cube_error``,
+    ``alt_error_over_bound`` (the larger ``|f_hat(x0) - F_+-(x0)| / error_bound``, float64: above 1,
+    a world the declaration allows in which the bound fails), ``shrinks``, ``answers``, ``queries``
+    and ``shifted`` (:class:`FFNFloor`)."""
+    m = 2 * d if m is None else m
+    rng = np.random.default_rng(seed)
+    _, A, w = transformer_target(d, m, rng)
+    oracle = ValueOracle(ReluFFN(A, w, FLOAT64), record=True)
+    rec = learn_ffn(oracle, rng=rng, arith=FLOAT64)
+    err = _function_error(rec, A, w, rng.standard_normal((256, d)))
+    found = indistinguishable(oracle.log, A, w)
+    bound, x0 = float(rec.diagnostics["error_bound"]), found.point
+    cube = max(err, _function_error(rec, A, w, _vertices(d)))
+    return {"d": d, "m": m, "seed": seed, "err_W": err, "err_cube": cube,
+            "error_bound": bound, "floor": found.floor, "floor_over_error": found.floor / err,
+            "floor_over_cube_error": found.floor / cube,
+            "bound_over_floor": bound / found.floor,
+            "alt_error_over_bound": max(_function_error(rec, Aw, w, x0[None]) for Aw in found.worlds) / bound,
+            "shrinks": found.shrinks, "answers": found.answers, "queries": rec.queries,
+            "shifted": found.shifted}
+
+
+__all__ = ["FFNFloor", "NOISE", "ffn_margins", "floor_row", "indistinguishable"]
