@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from attnproof import strategies as ast
 from attnproof.errors import InvalidInputError, QueryBudgetExceeded, ShapeError, NonFiniteError
-from attnproof.models import Attention
+from attnproof.models import Attention, faithful_available
 from attnproof.oracles import ApproxOracle, ValueOracle
 
 
@@ -183,3 +183,26 @@ def test_the_rounding_adversarys_factored_path_answers_as_its_dense_one(monkeypa
     ulps = np.spacing(np.maximum(np.abs(want), np.abs(y)))
     push = np.abs(got - y)
     assert np.all(push >= 4 * ulps) and np.all(np.abs(got - want) <= push / 8)
+
+
+@pytest.mark.skipif(not faithful_available(), reason="FFNNoiseAdversary needs an 80-bit longdouble")
+@pytest.mark.parametrize("seed", range(3))
+def test_the_ffn_adversary_answers_a_row_as_in_any_batch(seed):
+    """FFNNoiseAdversary is deterministic as documented: a token answered alone gets the answer it
+    got in a batch, at kink points too (found by the FFN's floor, d = 16, m = 4: with float64 BLAS
+    products a kink point's tolerance was 0 in the record's batch and 8.1e-13 alone, and 29 other
+    answers moved by an ulp).  The batch mixes random tokens and tokens projected onto each unit's
+    hyperplane (pre-activations of a few ulps of either sign)."""
+    from attnproof.models import ReluFFN
+    from attnproof.oracles import FFNNoiseAdversary
+
+    rng = np.random.default_rng(seed)
+    d, m = 16, 4
+    A, w = rng.standard_normal((d, m)), rng.standard_normal(m)
+    Y = rng.standard_normal((96, d))
+    kinks = [y - (y @ A[:, k]) / (A[:, k] @ A[:, k]) * A[:, k] for k in range(m) for y in Y[:24]]
+    X = np.concatenate([Y, kinks])[:, None, :]
+    adversary = FFNNoiseAdversary(ReluFFN(A, w), noise=2.0**-43, push="random", seed=seed)
+    batch = adversary(X)
+    alone = np.array([adversary(X[b:b + 1])[0] for b in range(len(X))])
+    assert np.array_equal(batch, alone)
