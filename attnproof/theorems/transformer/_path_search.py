@@ -406,13 +406,37 @@ class _PathSearch:
         profile, --hypothesis-seed 4108, two parallel units).  The backward steps stay on x0's
         side of a hyperplane the forward ones cross (and the reverse), so a crossing within h
         shows as a disagreement; inside a region both are its gradient."""
+        return self.backward_error(x0, y0, G, err, h, signs) is not None
+
+    def backward_error(
+        self, x0: np.ndarray, y0: Any, G: np.ndarray, err: float, h: Any, signs: np.ndarray | None,
+        h_back: Any = None,
+    ) -> float | None:
+        """The steps backwards of :meth:`_two_sided`, ``x0 - h_back s_i e_i`` (default ``h_back =
+        h``; d queries, a retry): None when their gradient disagrees with G (measured with steps
+        ``h s_i e_i``) beyond the two errors, else a bound on ``max_i |G_i - g_i|``, g the gradient
+        of x0's region, that holds when the steps of one direction stay in that region (numeric; 0
+        in exact arithmetic, whose gradients carry no error).
+
+        With ``back`` the backward gradient and ``e`` its error: where the forward steps stay in x0's
+        region, ``|G - g| <= err``; where they cross a kink (the backward ones staying),
+        ``G = g + D``, D the crossing's share of its jump, and ``|D| <= |G - back| + err + e``, so
+        ``|G - g| <= 2 err + e + |G - back|`` either way.  A kink too small for Euler's relation to
+        see (a 1.5e-10 unit's beside unit ones, crossed by a polish step of 2^-6 |x|: a gradient 0.55
+        of the way across its jump, told by its steps backwards) is so held to the errors; a region
+        thinner than the step on both sides of x0 is not."""
         arith = self.arith
+        h = h if h_back is None else h_back
         steps = self._step_matrix(signs)
         self.ledger.retries += 1
         y = self.ask(x0[None, :] - h * steps)
         back = (y0 - y) / h if signs is None else (y0 - y) / h * np.asarray(signs, dtype=float)
-        tol = err + self._gradient_error(back, x0, y, y0, h)
-        return all(arith.within(t, tol) for t in G - back)
+        e = self._gradient_error(back, x0, y, y0, h)
+        if not all(arith.within(t, err + e) for t in G - back):
+            return None
+        if arith.exact:
+            return 0.0
+        return 2 * err + e + float(np.abs(arith.to_float(G - back)).max())
 
     def _accepted(
         self, x0: np.ndarray, y0: Any, G: np.ndarray, err: float, y: np.ndarray, h: Any,
