@@ -587,9 +587,9 @@ def _learn_ffn_once(
                     # path may resolve it; if none does, this network stands, charged (issue 23: a
                     # 1e-9 unit merged at path seed 1, its charge refused before, then resolved by
                     # the next attempt, bound 1.4e-11; kept first, 6.6e-9)
-                    charged = _finish(session, rec, tolerance)
-                    raise _Unpolished(charged, search, PrecisionLossError(
-                        f"a merge the polish saw and did not resolve, charged {rec.diagnostics['merge_charge']:.3g}"
+                    charge = rec.diagnostics["merge_charge"]
+                    raise _Unpolished(_finish(session, rec, tolerance), search, PrecisionLossError(
+                        f"a merge the polish saw and did not resolve, charged {charge:.3g}"
                     ))
                 if z is None:
                     break
