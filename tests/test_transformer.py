@@ -1663,6 +1663,23 @@ PARALLEL_TINY_TF = (
     np.array([-1.0, 1.0, 1.0, 1.0, -1.0]), "parallel",
 )
 
+#: (thorough profile, --hypothesis-seed 55123 on test_transformer_float64, helper tfpar; the same on
+#: main 223cfe4), d = 2, "zero_sum", W* = 0, seed 5655: a zero-sum triple of 1.2e-7 units (its third
+#: unit -(W2 a2) rounded) beside three 2.4e-40 units on (-1, -1) (one of 7.1e-40): refused, no
+#: gradient at a random end of the path (FFN path seeds 0-7 answered, L = 3).  Traced: an end where
+#: the triple cancels answers its rounding (f = -1.3e-23, units ~6e-8), which the tolerances, knowing
+#: the 7.1e-40 unit's gradient only, refuse; the units' scale read there (7e-8) is beyond the cap
+#: over the gradients measured, so the path is probed for it (_PathSearch._probe_scale), and the
+#: first probe's piece, the tiny unit's gradient again, raised the scale by its rounding (1.2e-52
+#: relative): taken for the units' scale, the probes stopped before the segment that crosses the
+#: triple's wedges, and the end was refused again.  Answered since the probes stop only once the
+#: scale exceeds SCALE_RISE = 2 times the refused end's (3 hyperplanes, bound 1.3e-18).
+TINY_BESIDE_ROUNDED_TRIPLE_TF = (
+    np.array([[-2.3672021176664842e-40] * 3 + [0.3125, 1.0, 1.564621926e-07],
+              [-2.3672021176664842e-40] * 3 + [-1.0, 0.0, -1.192092896e-07]]),
+    np.array([1.0, 1.0, 1.0, -1.192092896e-07, -1.192092896e-07, 1.0]), "zero_sum", 5655, np.zeros((4, 4)),
+)
+
 #: Counterexamples of the Transformer (OPEN_TF_FLOAT before), strict xfails before: answered right
 #: since the same merge (FIXED_FLOAT) or what its comment says; the first also pinned in
 #: tests/test_ffn_bound.py (V drawn again).
@@ -1833,6 +1850,7 @@ FIXED_TF_FLOAT = [
     CANCELLING_BESIDE_DEAD_TF,
     (*PARALLEL_TINY_TF, 70, np.zeros((4, 4))),
     (*PARALLEL_TINY_TF, 69, P3),
+    TINY_BESIDE_ROUNDED_TRIPLE_TF,
     # (a strict xfail before, OPEN_TF_FLOAT_TINY; thorough profile, --hypothesis-seed 61843 on
     # test_transformer_float64; the same with and without float64's probes of the intervals dropped
     # as kink-free), d = 2, "wide", W* = 0, seed 3822: a 1.76e-12 unit beside -ReLU(x_1) +
@@ -1966,6 +1984,23 @@ def test_steps_backwards_bound_a_gradient_across_a_tiny_kink():
     err = search.backward_error(x, own.y, own.G, own.err, own.h, None)
     assert err is not None and np.abs(own.G - truth).max() <= err
     assert search.ledger.total(2) == oracle.queries
+
+
+def test_the_units_probe_stops_at_a_new_scale_only(monkeypatch):
+    """TINY_BESIDE_ROUNDED_TRIPLE_TF's FFN at its path seed 5655: answered, its three hyperplanes
+    found, every query counted; with the probes of the units' scale stopping at any rise
+    (SCALE_RISE = 1: the tiny unit's gradient measured again) refused again, no gradient at a random
+    end of the path (the fixed test above can fail)."""
+    from attnproof.theorems.transformer import _path_search
+
+    A, w, _, seed, _ = TINY_BESIDE_ROUNDED_TRIPLE_TF
+    rec, oracle = recover_ffn(A, w, seed=seed)
+    check_count(rec, oracle, 2)
+    assert rec.L == 3
+    _float_case(A, w, seed)
+    monkeypatch.setattr(_path_search, "SCALE_RISE", 1)
+    with pytest.raises(DegenerateProbeError, match="random end of the path"):
+        recover_ffn(A, w, seed=seed)
 
 
 def test_a_kink_is_confirmed_from_the_plane_of_the_side_x_star_is_on():

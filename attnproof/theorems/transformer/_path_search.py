@@ -117,6 +117,9 @@ ANSWER_RANGE = (2.0**-1000, 2.0**900)
 #: (:meth:`_PathSearch.end_pieces`): its middle, then its quarters (mpmath; sympy and float64 take
 #: as many pieces where the segment's values are largest per |x|, :meth:`_PathSearch._probe_scale`).
 SCALE_PROBES = (0.5, 0.25, 0.75)
+#: :meth:`_PathSearch._probe_scale` stops once the largest gradient met exceeds SCALE_RISE times the
+#: scale the refused end saw (a gradient of the same units measured again raises it by its rounding).
+SCALE_RISE = 2
 #: Pieces :meth:`_PathSearch.end_pieces` may measure beyond the three ends: two refused ends again
 #: (the third raised the scale) and the probes of both segments (for :func:`ffn_query_bound`).
 EXTRA_END_PIECES = 2 + 2 * len(SCALE_PROBES)
@@ -536,7 +539,11 @@ class _PathSearch:
         degree wedges, d = 2: no gradient at a random end on every path, thorough profile); mpmath
         keeps the fractions.  A wedge narrower than the probes' spacing may still be missed (a
         1.9e-94 unit beside a triple in 1.4e-4 radian wedges, refused before: the units' scale is
-        read from the answers' rounding there, :meth:`_rounding_scale`)."""
+        read from the answers' rounding there, :meth:`_rounding_scale`).  The probes stop once the
+        scale exceeds SCALE_RISE times ``gscale``: a gradient of the units already met, measured
+        again, raises it by its rounding only (a 7.1e-40 unit's, 1.2e-52 above its first reading,
+        stopped them before the segment that crosses a 1.2e-7 triple's wedges: no gradient at a
+        random end, thorough profile)."""
         arith = self.arith
         for a, b in zip(ends[:-1], ends[1:]):
             points = [a + arith.scalar(t) * (b - a) for t in SCALE_PROBES]
@@ -551,7 +558,7 @@ class _PathSearch:
                     self.piece(x)
                 except _OnHyperplane:
                     continue
-                if self.gscale > gscale:
+                if self.gscale > SCALE_RISE * gscale:
                     return
 
     def _angle_parameters(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
