@@ -616,3 +616,28 @@ def test_a_piece_asks_at_most_its_query_bound_and_can_ask_all_of_it(d):
     assert np.array_equal(p.G, np.arange(1.0, d + 1)) and p.h == 2.0 ** -search.smallest_h_log2
     assert search.ledger.retries == H_ROUNDS and search.ledger.total(d) == oracle.queries
     assert oracle.queries == piece_query_bound(d) == d * (H_ROUNDS + 1) + 2
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_a_piece_that_asked_f_of_three_x_does_not_jump(d):
+    """Euler's residual 1, 1/2, 2, 2 at the first four steps: the third grew 4 times, a units' scale
+    read far beyond the cap over the gradients measured, so f(3 x0) is asked (exactly 3 f(x0): no
+    rounding shown, not read); the fourth repeats it (the homogeneity query), and the piece, having
+    asked f(3 x0), does not jump to the smallest step (:func:`~attnproof.theorems.transformer.ffn.
+    piece_query_bound` holds): no gradient, a centre, 4 d perturbations and the two single queries,
+    all counted."""
+    from attnproof.theorems.transformer._path_search import _OnHyperplane
+    from attnproof.theorems.transformer.ffn import piece_query_bound
+
+    x0, tuned = np.ones(d), TUNING["float64"]
+    bumps = {}
+    for k, residual in enumerate((1.0, 0.5, 2.0, 2.0)):
+        x = x0.copy()
+        x[0] += 2.0 ** -(tuned.h_log2 + tuned.h_shrink_log2 * k)  # |x0|_inf = 1: the k-th step
+        bumps[tuple(x)] = residual * (x[0] - 1)
+    oracle = ValueOracle(_Scripted(d, bumps))
+    search = _PathSearch(Session(oracle, FLOAT64), np.ones(d), 2.0**-40, 100)
+    with pytest.raises(_OnHyperplane):
+        search.piece(x0)
+    assert "units_scale" in search.session.diagnostics and not search.beyond_cap
+    assert search.ledger.total(d) == oracle.queries == 4 * d + 3 <= piece_query_bound(d)

@@ -1673,7 +1673,8 @@ PARALLEL_TINY_TF = (
 #: first probe's piece, the tiny unit's gradient again, raised the scale by its rounding (1.2e-52
 #: relative): taken for the units' scale, the probes stopped before the segment that crosses the
 #: triple's wedges, and the end was refused again.  Answered since the probes stop only once the
-#: scale exceeds SCALE_RISE = 2 times the refused end's (3 hyperplanes, bound 1.3e-18).
+#: scale exceeds SCALE_RISE = 2 times the refused end's (3 hyperplanes, bound 1.3e-18); and, alone,
+#: since a scale read beyond the cap is kept when f(3 x0) shows its rounding too.
 TINY_BESIDE_ROUNDED_TRIPLE_TF = (
     np.array([[-2.3672021176664842e-40] * 3 + [0.3125, 1.0, 1.564621926e-07],
               [-2.3672021176664842e-40] * 3 + [-1.0, 0.0, -1.192092896e-07]]),
@@ -1988,9 +1989,11 @@ def test_steps_backwards_bound_a_gradient_across_a_tiny_kink():
 
 def test_the_units_probe_stops_at_a_new_scale_only(monkeypatch):
     """TINY_BESIDE_ROUNDED_TRIPLE_TF's FFN at its path seed 5655: answered, its three hyperplanes
-    found, every query counted; with the probes of the units' scale stopping at any rise
-    (SCALE_RISE = 1: the tiny unit's gradient measured again) refused again, no gradient at a random
-    end of the path (the fixed test above can fail)."""
+    found, every query counted.  Two changes answer it, each alone: the probes of the units' scale
+    stopping at a new scale only (SCALE_RISE), and the triple's scale read at the refused end beyond
+    the cap over the gradients measured (7e-8 beside the tiny unit's 7.1e-40), kept as f(3 x0) shows
+    its rounding (``_PathSearch._rounding_scale``); with both undone (SCALE_RISE = 1, f(3 x0) taken
+    as exactly 3 f(x0)) refused again, no gradient at a random end of the path."""
     from attnproof.theorems.transformer import _path_search
 
     A, w, _, seed, _ = TINY_BESIDE_ROUNDED_TRIPLE_TF
@@ -1998,9 +2001,18 @@ def test_the_units_probe_stops_at_a_new_scale_only(monkeypatch):
     check_count(rec, oracle, 2)
     assert rec.L == 3
     _float_case(A, w, seed)
+    read = _path_search._PathSearch._rounding_scale
+
+    def exact_triple(self, x0, y0, G, residuals, h, tripled):  # f(3 x0) = 3 f(x0), unasked
+        return read(self, x0, y0, G, residuals, h, tripled or [3 * y0])
+
     monkeypatch.setattr(_path_search, "SCALE_RISE", 1)
+    assert recover_ffn(A, w, seed=seed)[0].L == 3
+    monkeypatch.setattr(_path_search._PathSearch, "_rounding_scale", exact_triple)
     with pytest.raises(DegenerateProbeError, match="random end of the path"):
         recover_ffn(A, w, seed=seed)
+    monkeypatch.setattr(_path_search, "SCALE_RISE", 2)
+    assert recover_ffn(A, w, seed=seed)[0].L == 3
 
 
 def test_a_kink_is_confirmed_from_the_plane_of_the_side_x_star_is_on():
