@@ -425,8 +425,8 @@ class _PathSearch:
         """The steps backwards of :meth:`_two_sided`, ``x0 - h_back s_i e_i`` (default ``h_back =
         h``; d queries, a retry): None when their gradient disagrees with G (measured with steps
         ``h s_i e_i``) beyond the two errors, else a bound on ``max_i |G_i - g_i|``, g the gradient
-        of x0's region, that holds when the steps of one direction stay in that region (numeric; 0
-        in exact arithmetic, whose gradients carry no error).
+        of x0's region, that holds when the steps of one direction stay in that region (0 in exact
+        arithmetic, whose gradients carry no error and then agree exactly).
 
         With ``back`` the backward gradient and ``e`` its error: where the forward steps stay in x0's
         region, ``|G - g| <= err``; where they cross a kink (the backward ones staying),
@@ -444,8 +444,6 @@ class _PathSearch:
         e = self._gradient_error(back, x0, y, y0, h)
         if not all(arith.within(t, err + e) for t in G - back):
             return None
-        if arith.exact:
-            return 0.0
         return 2 * err + e + float(np.abs(arith.to_float(G - back)).max())
 
     def _accepted(
