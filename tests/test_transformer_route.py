@@ -228,6 +228,38 @@ def test_large_units_not_refused_as_biased(d, log10_K, seed, three):
     within_bound_or_refused(d, 10.0**log10_K, seed, three)
 
 
+#: Draws of :func:`large_units` refused on 223cfe4 (no gradient at a random end of the path: the
+#: units' rounding read 30 times beyond the cap over the gradients measured, K = 1e6), answered since
+#: a reading beyond the cap is kept when f(3 x0) shows that rounding too (helper tfpar: a grid of d
+#: 2-4, K 1e3-1e8, seeds 0-4, both variants, 89 of 180 answered before, 173 now, W* and the FFN
+#: within their bounds at each; the rest refused, 6 bisected to the floor, 1 no gradient).
+LARGE_UNITS_READ_BEYOND_CAP = [(2, 6, 2, False), (3, 7, 1, False), (4, 6, 0, True), (3, 8, 3, True)]
+
+
+@pytest.mark.parametrize("d, log10_K, seed, three", LARGE_UNITS_READ_BEYOND_CAP)
+def test_large_units_read_beyond_the_cap(monkeypatch, d, log10_K, seed, three):
+    """Answered, W* within its bound, the FFN within its own (f is the small unit ReLU(b^T x), the
+    pair cancelling exactly); with readings beyond the cap never kept (f(3 x0) taken to show no
+    rounding) refused again (the fix can fail)."""
+    from attnproof.theorems.transformer import _path_search
+
+    W, A, w = large_units(d, 10.0**log10_K, seed, three)
+    rec = recover(W, A, w, seed)
+    assert W_error(rec, W) <= rec.diagnostics["error_bound"]
+    X = np.random.default_rng(seed).standard_normal((200, d))
+    off = np.abs(rec.ffn(X) - np.maximum(X @ A[:, 0], 0)) / np.abs(X).max(axis=1)
+    assert off.max() <= rec.ffn.diagnostics["error_bound"]
+    assert rec.ffn.diagnostics["units_scale"] > 4 * 2**10 * 2 * np.abs(A[:, 0]).max()
+    read = _path_search._PathSearch._rounding_scale
+
+    def exact_triple(self, x0, y0, G, residuals, h, tripled):  # f(3 x0) = 3 f(x0), unasked
+        return read(self, x0, y0, G, residuals, h, tripled or [3 * y0])
+
+    monkeypatch.setattr(_path_search._PathSearch, "_rounding_scale", exact_triple)
+    with pytest.raises(DegenerateProbeError):
+        recover(W, A, w, seed)
+
+
 # --- the cone route: f is linear on the cone only up to the FFN's own error (issue 23 item 4) ---
 
 
