@@ -91,8 +91,9 @@ def off_block_count(dims: list[int]) -> int:
 
 
 def identity_count(dims: list[int]) -> int:
-    """Value queries of the C.1 identities: ``2 IDENTITIES_PER_DIRECTION sum_{g<h} d_g d_h``."""
-    return 2 * IDENTITIES_PER_DIRECTION * off_block_count(dims)
+    """Value queries of the C.1 identities: ``3 IDENTITIES_PER_DIRECTION sum_{g<h} d_g d_h`` (per identity
+    its two answers and the one-token answer ``f([x_1])``, :func:`identity_residuals`)."""
+    return 3 * IDENTITIES_PER_DIRECTION * off_block_count(dims)
 
 
 def _direction_columns(Ef: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
@@ -236,17 +237,39 @@ def sum_v_error(vf: list[np.ndarray], dims: list[int], d: int, gamma: float, eps
     return ((1 + gamma) * np.sqrt(H * d) * (d + H + 2) + max(dims) + 1 + d) * eps * S + gamma * S
 
 
+def _answer_rounding(X: np.ndarray, params: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """One answer's rounding in units of ``4 (d + 6) eps``: ``sum_k max_i |x_i^T v^(k)| (1 + max_i |x_i|
+    |x_N| ||W^(k)||_F)`` for the query X (rows x_i, float64) and the float64 heads ``params`` (the check
+    queries' model, :func:`~.orthogonal.check_heads`)."""
+    reach = float(np.linalg.norm(X, axis=1).max() * np.linalg.norm(X[-1]))
+    return sum(float(np.abs(X @ v).max()) * (1 + reach * float(np.linalg.norm(W))) for W, v in params)
+
+
 def identity_residuals(
     session: Session, heads: list[Recovery], Es: list[np.ndarray], gamma: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Ask the identity queries (:func:`identity_queries`, counted by ``session``) and return
-    ``(Q, X1, r, tol)``: the residuals ``r = f([x_1; x_2]) - f([-x_1; x_2]) - x_1^T sum_k v_hat^(k)``
-    (float64) and their tolerances under C.1.
+    """Ask the identity queries (:func:`identity_queries`) and the one-token queries ``[x_1]`` (all counted
+    by ``session``: three answers per identity) and return ``(Q, X1, r, tol)``: per identity the residual
+    ``r`` (float64) of whichever of its two right sides has the smaller tolerance under C.1,
 
-    Tolerance: each answer's rounding ``4 (d + 6) eps sum_k max_i |x_i^T v^(k)| (1 + max_i |x_i|
-    |x_2| ||W^(k)||_F)`` (the check queries' model, :func:`~.orthogonal.check_heads`), plus ``|x_1|``
-    times the error of the measured ``sum_k v^(k)`` and the dot product's rounding (:func:`sum_v_error`).
-    Exact arithmetic (eps = 0): the tolerance is 0 and an identity must hold exactly.
+    * ``f([x_1; x_2]) - f([-x_1; x_2]) - x_1^T sum_k v_hat^(k)`` (the sum the one-token answers at the
+      bases measured, whose error :func:`sum_v_error` bounds), or
+    * ``f([x_1; x_2]) - f([-x_1; x_2]) - f([x_1])``: one token, every head's weight is 1, so ``f([x_1]) =
+      x_1^T sum_k v^(k)`` exactly whatever C.1's truth (Prop. 7.1's sum of the heads at N = 1), the
+      right side measured at the identity's own token.
+
+    Both equal ``J k`` to first order in the rotation (:func:`rotation_terms`), so either serves.  The
+    second is the one that resolves a pair of heads with small v beside a large head (issue 23): under
+    C.1 the large head's values ``x^T v^(g)`` are 0 at the pair's tokens (x in U_a + U_b), so all three
+    answers are of the pair's size and round relative to it, while the measured sum errs by ``eps``
+    times every head's v (the one-token answers at the bases carry the large head's rounding into U_a:
+    :func:`sum_v_error`), which at v ~ 1e-9 beside a unit head was 1e6 times the pair's rounding and
+    bounded the rotation between them only to ~0.05 rad (a refusal of a C.1 target).
+
+    Tolerance: each answer's rounding ``4 (d + 6) eps`` times :func:`_answer_rounding`, plus for the first
+    form ``|x_1|`` times the error of the measured ``sum_k v^(k)`` and the dot product's rounding
+    (:func:`sum_v_error`), for the second the one-token answer's rounding.  Exact arithmetic (eps = 0):
+    the tolerance is 0 and both forms must hold exactly.
 
     Raises
     ------
@@ -256,25 +279,25 @@ def identity_residuals(
     arith, d = session.arith, session.oracle.d
     Q, X1 = identity_queries(heads, Es, arith, rng)
     y = arith.asarray(session.ask(Q))
+    y1 = arith.asarray(session.ask(X1[:, None, :]))
     with arith.context():
         vsum = sum((r.v for r in heads), arith.zeros(d))
-        diff = y[0::2] - y[1::2] - X1 @ vsum
-    if not all(arith.within(x, 0.0) for x in diff) and not arith.eps:
+        lhs = y[0::2] - y[1::2]
+        forms = (lhs - X1 @ vsum, lhs - y1)
+    if not arith.eps and not all(arith.within(x, 0.0) for diff in forms for x in diff):
         raise AssumptionError("a C.1 identity f([x_1; x_2]) - f([-x_1; x_2]) = x_1^T sum_k v^(k) fails "
                               "exactly: the target does not satisfy Assumption C.1 for the given bases")
     eps, Qf, X1f = arith.eps, arith.to_float(Q), arith.to_float(X1)
-    Wf = [arith.to_float(r.W) for r in heads]
-    vf = [arith.to_float(r.v) for r in heads]
-    sum_v = sum_v_error(vf, [E.shape[1] for E in Es], d, gamma, eps)
-    tol = np.empty(len(X1f))
-    for b in range(len(X1f)):
-        rounding = 0.0
-        for X in Qf[2 * b : 2 * b + 2]:
-            reach = float(np.linalg.norm(X, axis=1).max() * np.linalg.norm(X[-1]))
-            rounding += sum(float(np.abs(X @ v).max()) * (1 + reach * float(np.linalg.norm(W)))
-                            for W, v in zip(Wf, vf))
-        tol[b] = 4 * (d + 6) * eps * rounding + float(np.linalg.norm(X1f[b])) * sum_v
-    return Qf, X1f, arith.to_float(diff), tol * (1 + 8 * d * FLOAT64.eps)
+    params = [(arith.to_float(r.W), arith.to_float(r.v)) for r in heads]
+    sum_v = sum_v_error([v for _, v in params], [E.shape[1] for E in Es], d, gamma, eps)
+    unit = 4 * (d + 6) * eps
+    lhs_tol = np.array([unit * (_answer_rounding(Qf[2 * b], params) + _answer_rounding(Qf[2 * b + 1], params))
+                        for b in range(len(X1f))])
+    tols = (lhs_tol + np.linalg.norm(X1f, axis=1) * sum_v,
+            lhs_tol + unit * np.array([_answer_rounding(x[None, :], params) for x in X1f]))
+    one = tols[1] < tols[0]
+    r = np.where(one, arith.to_float(forms[1]), arith.to_float(forms[0]))
+    return Qf, X1f, r, np.where(one, tols[1], tols[0]) * (1 + 8 * d * FLOAT64.eps)
 
 
 def _identities(params: list[tuple[np.ndarray, np.ndarray]], Q: np.ndarray, X1: np.ndarray) -> np.ndarray:
