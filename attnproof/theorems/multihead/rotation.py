@@ -8,9 +8,11 @@ with uniform weights, so
 
     f([x_1; x_2]) - f([-x_1; x_2]) = x_1^T v^(h) = x_1^T sum_k v^(k),
 
-and ``sum_k v^(k)`` is what the one-token answers measure (the learner's ``sum_k v_hat^(k)``,
-whatever C.1's truth: the bases split it, their sum is the whole).  The identity holds to the
-answers' rounding only, with no learned W in it, so its tolerance is at the rounding level.
+and ``x_1^T sum_k v^(k)`` is what a one-token answer measures (Prop. 7.1 at N = 1: every head's weight
+is 1, whatever C.1's truth): the learner's ``sum_k v_hat^(k)`` (read at the bases: they split it, their
+sum is the whole), or ``f([x_1])`` asked at the identity's own token, whichever rounds less
+(:func:`identity_residuals`: the latter at a pair of small heads beside a large one).  The identity holds
+to the answers' rounding only, with no learned W in it, so its tolerance is at the rounding level.
 
 The identity queries are scaled (:func:`identity_queries`) up until the largest score the pair's
 heads (g and h) could compute from them is about 1: the identity holds at every scale, and a rotation
@@ -40,7 +42,7 @@ counts with the larger one-sided slope ``s_hj``, and head h's bound gains
 
 exact for a convex response (sublinear), measured (0 of 400 hostile draws outside) otherwise.  A
 direction of rotation that J does not see (its kernel) and that moves a head makes that head's
-bound infinite (a refusal).  ``2 IDENTITIES_PER_DIRECTION`` answers per off-block direction: J is a
+bound infinite (a refusal).  ``3 IDENTITIES_PER_DIRECTION`` answers per off-block direction: J is a
 tall matrix, which keeps ``||J^+||`` near the identities' typical sensitivity.  A rotation that
 perturbs some head's reduced oracle by more than :data:`MAX_ROTATION` of its size (``rho_h = ||k||
 (1 + sum_{g != h} ||v^(g)|| / ||v^(h)||)``: the others' values leak ``||k|| ||v^(g)||`` into it) is refused
@@ -258,7 +260,13 @@ def identity_residuals(
       x_1^T sum_k v^(k)`` exactly whatever C.1's truth (Prop. 7.1's sum of the heads at N = 1), the
       right side measured at the identity's own token.
 
-    Both equal ``J k`` to first order in the rotation (:func:`rotation_terms`), so either serves.  The
+    Both equal ``J k`` to first order in the rotation (:func:`rotation_terms`), so either serves: J
+    differentiates :func:`_identities`, whose right side ``x_1^T sum_k R v^(k)`` is the rotated model's
+    one-token answer at x_1, which is what ``f([x_1])`` measures of the target (and the learner's sum,
+    to :func:`sum_v_error`); each residual is then within its own tolerance of ``J k`` plus the second
+    order, and the form is chosen by the tolerances alone (no answer), so either bound holds.  The
+    rounding model takes the recovered v's, in their subspaces; the target's differ by the rotation, so
+    it errs by ``eps ||k|| |x| ||v^(g)||``, second order in (eps, k), as for the two-token answers.  The
     second is the one that resolves a pair of heads with small v beside a large head (issue 23): under
     C.1 the large head's values ``x^T v^(g)`` are 0 at the pair's tokens (x in U_a + U_b), so all three
     answers are of the pair's size and round relative to it, while the measured sum errs by ``eps``
