@@ -247,12 +247,21 @@ def _answer_rounding(X: np.ndarray, params: list[tuple[np.ndarray, np.ndarray]])
     return sum(float(np.abs(X @ v).max()) * (1 + reach * float(np.linalg.norm(W))) for W, v in params)
 
 
+def _dot_rounding(X: np.ndarray, params: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """``sum_k max_i |x_i|^T |v^(k)|``: a length-d dot product ``x^T v`` rounds by at most ``d eps |x|^T
+    |v|`` (:func:`_answer_rounding` takes ``|x^T v|``, which a head's values at tokens nearly orthogonal
+    to its v, ``x^T v^(g) ~ eps |x| |v^(g)|`` at float bases, understate by up to 1 / eps)."""
+    return sum(float((np.abs(X) @ np.abs(v)).max()) for _, v in params)
+
+
 def identity_residuals(
     session: Session, heads: list[Recovery], Es: list[np.ndarray], gamma: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Ask the identity queries (:func:`identity_queries`) and the one-token queries ``[x_1]`` (all counted
-    by ``session``: three answers per identity) and return ``(Q, X1, r, tol)``: per identity the residual
-    ``r`` (float64) of whichever of its two right sides has the smaller tolerance under C.1,
+    by ``session``: three answers per identity; the diagnostics record ``identity_queries`` and how many
+    identities took the one-token right side, ``identities_one_token``) and return ``(Q, X1, r, tol)``:
+    per identity the residual ``r`` (float64) of whichever of its two right sides has the smaller
+    tolerance under C.1,
 
     * ``f([x_1; x_2]) - f([-x_1; x_2]) - x_1^T sum_k v_hat^(k)`` (the sum the one-token answers at the
       bases measured, whose error :func:`sum_v_error` bounds), or
@@ -276,8 +285,14 @@ def identity_residuals(
 
     Tolerance: each answer's rounding ``4 (d + 6) eps`` times :func:`_answer_rounding`, plus for the first
     form ``|x_1|`` times the error of the measured ``sum_k v^(k)`` and the dot product's rounding
-    (:func:`sum_v_error`), for the second the one-token answer's rounding.  Exact arithmetic (eps = 0):
-    the tolerance is 0 and both forms must hold exactly.
+    (:func:`sum_v_error`, of the size of every head's v: it also covers what :func:`_answer_rounding`
+    understates), for the second the one-token answer's rounding and, in units of ``4 (d + 6) eps``,
+    :func:`_dot_rounding` of its token and three times that of each two-token answer's tokens (the
+    values' own rounding, ``<= d eps |x|^T |v|``, and the weights' rounding, which moves their average
+    by at most twice the spread that adds, however far the weights move): at the axes a head's values
+    at another subspace's tokens are exactly 0 and round not at all, at float bases by ``~eps |x|
+    |v^(g)|``, as the measured sum does.  Exact arithmetic (eps = 0): the tolerance is 0 and both forms
+    must hold exactly.
 
     Raises
     ------
@@ -301,9 +316,12 @@ def identity_residuals(
     unit = 4 * (d + 6) * eps
     lhs_tol = np.array([unit * (_answer_rounding(Qf[2 * b], params) + _answer_rounding(Qf[2 * b + 1], params))
                         for b in range(len(X1f))])
-    tols = (lhs_tol + np.linalg.norm(X1f, axis=1) * sum_v,
-            lhs_tol + unit * np.array([_answer_rounding(x[None, :], params) for x in X1f]))
+    one_tol = [_answer_rounding(x[None, :], params) + _dot_rounding(x[None, :], params)
+               + 3 * (_dot_rounding(Qf[2 * b], params) + _dot_rounding(Qf[2 * b + 1], params))
+               for b, x in enumerate(X1f)]
+    tols = (lhs_tol + np.linalg.norm(X1f, axis=1) * sum_v, lhs_tol + unit * np.array(one_tol))
     one = tols[1] < tols[0]
+    session.diagnostics.update(identity_queries=3 * len(X1f), identities_one_token=int(one.sum()))
     r = np.where(one, arith.to_float(forms[1]), arith.to_float(forms[0]))
     return Qf, X1f, r, np.where(one, tols[1], tols[0]) * (1 + 8 * d * FLOAT64.eps)
 
