@@ -273,7 +273,7 @@ def test_orthogonal_heads_sympy_is_exact():
         ),
     ]
     rec, oracle = _learn(heads, bases, arith=SYMPY, checks=1)
-    # one check asked is raised to one per head (H = 2); 2 identities per direction (3 answers each), d_1 d_2 = 2
+    # one check is raised to one per head (H = 2); 2 identities per direction, 3 answers each, d_1 d_2 = 2
     assert rec.queries == oracle.queries == 2 + 6 + 2 + 6 * 2
     for got, (W, v) in zip(rec.heads, heads):
         assert all(sp.simplify(a - b) == 0 for a, b in zip(got.W.reshape(-1), W.reshape(-1)))
