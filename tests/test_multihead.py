@@ -795,9 +795,9 @@ def test_a_rotation_between_two_small_heads_is_refused(t):
 #: the pair's identities took their right side from the measured sum of the v's, which errs by eps times the
 #: unit head's v (1e-16 against answers of 1e-9 * eps), so their rotation was resolved only to ~1e-5 rad.
 #: Each identity now also asks f([x_1]) (one token: exactly x_1^T sum_k v^(k)), of the pair's size under
-#: C.1, and the rotation is resolved to ~1e-13 rad (rotation.identity_residuals): 35 of 45 answered within
-#: the bounds; at v = 1e-10 the unit head's rotation, resolved to 1e-13 rad, moves head 2 by 1e-3 of its
-#: size, and at v = 1e-9, W = 4, seed 4 head 3's bound is 1.4x the promise: honest PrecisionLossErrors.
+#: C.1, and the rotation is resolved to ~1e-13 rad (rotation.identity_residuals): 36 of 45 answered within
+#: the bounds; at v = 1e-10 (the other 9) the unit head's rotation, resolved to 1e-13 rad, moves head 2 by
+#: 1e-3 of its size: an honest PrecisionLossError.
 @pytest.mark.parametrize("v, w, seed", [(1e-9, 1.0, 3), (1e-8, 4.0, 4), (1e-6, 0.25, 5)])
 def test_two_small_heads_beside_a_unit_head_satisfying_c1_are_answered(v, w, seed):
     heads, bases = _invisible_pair_target(0.0, v, w)

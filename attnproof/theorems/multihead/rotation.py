@@ -240,18 +240,20 @@ def sum_v_error(vf: list[np.ndarray], dims: list[int], d: int, gamma: float, eps
 
 
 def _answer_rounding(X: np.ndarray, params: list[tuple[np.ndarray, np.ndarray]]) -> float:
-    """One answer's rounding in units of ``4 (d + 6) eps``: ``sum_k max_i |x_i^T v^(k)| (1 + max_i |x_i|
-    |x_N| ||W^(k)||_F)`` for the query X (rows x_i, float64) and the float64 heads ``params`` (the check
-    queries' model, :func:`~.orthogonal.check_heads`)."""
+    """One answer's rounding in units of ``4 (d + 6) eps`` for the query X (rows x_i, float64) and the
+    float64 heads ``params``: ``sum_k max_i |x_i^T v^(k)| (1 + max_i |x_i| |x_N| ||W^(k)||_F)`` (the check
+    queries' model, :func:`~.orthogonal.check_heads`) plus three times ``max_i (|x_i|^T |v^(k)| - |x_i^T
+    v^(k)|)``.  A length-d dot product rounds by at most ``d eps |x|^T |v|``, which ``|x^T v|``
+    understates by up to 1 / eps for a head's values at tokens nearly orthogonal to its v (``x^T v^(g)
+    ~ eps |x| |v^(g)|`` at float bases; exactly 0, and exact, at the axes): the values' own rounding, and
+    the weights' rounding over the spread it adds (at most twice it, however far the weights move)."""
     reach = float(np.linalg.norm(X, axis=1).max() * np.linalg.norm(X[-1]))
-    return sum(float(np.abs(X @ v).max()) * (1 + reach * float(np.linalg.norm(W))) for W, v in params)
-
-
-def _dot_rounding(X: np.ndarray, params: list[tuple[np.ndarray, np.ndarray]]) -> float:
-    """``sum_k max_i |x_i|^T |v^(k)|``: a length-d dot product ``x^T v`` rounds by at most ``d eps |x|^T
-    |v|`` (:func:`_answer_rounding` takes ``|x^T v|``, which a head's values at tokens nearly orthogonal
-    to its v, ``x^T v^(g) ~ eps |x| |v^(g)|`` at float bases, understate by up to 1 / eps)."""
-    return sum(float((np.abs(X) @ np.abs(v)).max()) for _, v in params)
+    out = 0.0
+    for W, v in params:
+        y = np.abs(X @ v)
+        excess = float((np.abs(X) @ np.abs(v) - y).max())
+        out += float(y.max()) * (1 + reach * float(np.linalg.norm(W))) + 3 * excess
+    return out
 
 
 def identity_residuals(
@@ -285,14 +287,10 @@ def identity_residuals(
 
     Tolerance: each answer's rounding ``4 (d + 6) eps`` times :func:`_answer_rounding`, plus for the first
     form ``|x_1|`` times the error of the measured ``sum_k v^(k)`` and the dot product's rounding
-    (:func:`sum_v_error`, of the size of every head's v: it also covers what :func:`_answer_rounding`
-    understates), for the second the one-token answer's rounding and, in units of ``4 (d + 6) eps``,
-    :func:`_dot_rounding` of its token and three times that of each two-token answer's tokens (the
-    values' own rounding, ``<= d eps |x|^T |v|``, and the weights' rounding, which moves their average
-    by at most twice the spread that adds, however far the weights move): at the axes a head's values
-    at another subspace's tokens are exactly 0 and round not at all, at float bases by ``~eps |x|
-    |v^(g)|``, as the measured sum does.  Exact arithmetic (eps = 0): the tolerance is 0 and both forms
-    must hold exactly.
+    (:func:`sum_v_error`), for the second the one-token answer's rounding: at the axes a head's values at
+    another subspace's tokens are exactly 0 and round not at all, at float bases by ``~eps |x| |v^(g)|``
+    (:func:`_answer_rounding`), as the measured sum does.  Exact arithmetic (eps = 0): the tolerance is 0
+    and both forms must hold exactly.
 
     Raises
     ------
@@ -316,10 +314,8 @@ def identity_residuals(
     unit = 4 * (d + 6) * eps
     lhs_tol = np.array([unit * (_answer_rounding(Qf[2 * b], params) + _answer_rounding(Qf[2 * b + 1], params))
                         for b in range(len(X1f))])
-    one_tol = [_answer_rounding(x[None, :], params) + _dot_rounding(x[None, :], params)
-               + 3 * (_dot_rounding(Qf[2 * b], params) + _dot_rounding(Qf[2 * b + 1], params))
-               for b, x in enumerate(X1f)]
-    tols = (lhs_tol + np.linalg.norm(X1f, axis=1) * sum_v, lhs_tol + unit * np.array(one_tol))
+    tols = (lhs_tol + np.linalg.norm(X1f, axis=1) * sum_v,
+            lhs_tol + unit * np.array([_answer_rounding(x[None, :], params) for x in X1f]))
     one = tols[1] < tols[0]
     session.diagnostics.update(identity_queries=3 * len(X1f), identities_one_token=int(one.sum()))
     r = np.where(one, arith.to_float(forms[1]), arith.to_float(forms[0]))
