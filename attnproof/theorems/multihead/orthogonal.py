@@ -105,7 +105,7 @@ def check_bases(bases: list[Any], d: int, arith: Arith) -> list[np.ndarray]:
         "thm4.1/end-to-end-d2",
     ),
     arithmetics=("float64", "mpmath", "sympy"),
-    queries="sum_h (d_h + d_h^2) + max(checks (3), H) + 4 sum_{g<h} d_g d_h (C.1 identities)",
+    queries="sum_h (d_h + d_h^2) + max(checks (3), H) + 6 sum_{g<h} d_g d_h (C.1 identities, 3 answers each)",
     count=lambda d, H=HEADS, checks=DEFAULT_CHECKS, dims=None, certify=True, **_: (
         heads_count(d, H, dims) + check_count(checks, len(dims) if dims else H)
         + (identity_count(dims or [d // H] * H) if certify else 0)
@@ -145,7 +145,7 @@ def learn_orthogonal_heads(
         Held-out length-3 queries, raised to H if fewer (:func:`check_count`: a head no query takes
         would not be flip-tested); 0 and ``certify=False`` give exactly ``sum_h (d_h + d_h^2)`` queries.
     certify : bool
-        Ask ``4 sum_{g<h} d_g d_h`` C.1 identity queries (:mod:`.rotation`) and add to each head's
+        Ask ``6 sum_{g<h} d_g d_h`` C.1 identity queries (:mod:`.rotation`) and add to each head's
         bound what a rotation of the subspaces off the given bases, consistent with their answers,
         could do to it (first order): the bound then holds for targets that satisfy C.1 only up to
         such a rotation (issue 23, item 1), at the price of a looser bound for a small head beside

@@ -8,9 +8,11 @@ with uniform weights, so
 
     f([x_1; x_2]) - f([-x_1; x_2]) = x_1^T v^(h) = x_1^T sum_k v^(k),
 
-and ``sum_k v^(k)`` is what the one-token answers measure (the learner's ``sum_k v_hat^(k)``,
-whatever C.1's truth: the bases split it, their sum is the whole).  The identity holds to the
-answers' rounding only, with no learned W in it, so its tolerance is at the rounding level.
+and ``x_1^T sum_k v^(k)`` is what a one-token answer measures (Prop. 7.1 at N = 1: every head's weight
+is 1, whatever C.1's truth): the learner's ``sum_k v_hat^(k)`` (read at the bases: they split it, their
+sum is the whole), or ``f([x_1])`` asked at the identity's own token, whichever rounds less
+(:func:`identity_residuals`: the latter at a pair of small heads beside a large one).  The identity holds
+to the answers' rounding only, with no learned W in it, so its tolerance is at the rounding level.
 
 The identity queries are scaled (:func:`identity_queries`) up until the largest score the pair's
 heads (g and h) could compute from them is about 1: the identity holds at every scale, and a rotation
@@ -40,7 +42,7 @@ counts with the larger one-sided slope ``s_hj``, and head h's bound gains
 
 exact for a convex response (sublinear), measured (0 of 400 hostile draws outside) otherwise.  A
 direction of rotation that J does not see (its kernel) and that moves a head makes that head's
-bound infinite (a refusal).  ``2 IDENTITIES_PER_DIRECTION`` answers per off-block direction: J is a
+bound infinite (a refusal).  ``3 IDENTITIES_PER_DIRECTION`` answers per off-block direction: J is a
 tall matrix, which keeps ``||J^+||`` near the identities' typical sensitivity.  A rotation that
 perturbs some head's reduced oracle by more than :data:`MAX_ROTATION` of its size (``rho_h = ||k||
 (1 + sum_{g != h} ||v^(g)|| / ||v^(h)||)``: the others' values leak ``||k|| ||v^(g)||`` into it) is refused
@@ -91,8 +93,9 @@ def off_block_count(dims: list[int]) -> int:
 
 
 def identity_count(dims: list[int]) -> int:
-    """Value queries of the C.1 identities: ``2 IDENTITIES_PER_DIRECTION sum_{g<h} d_g d_h``."""
-    return 2 * IDENTITIES_PER_DIRECTION * off_block_count(dims)
+    """Value queries of the C.1 identities: ``3 IDENTITIES_PER_DIRECTION sum_{g<h} d_g d_h`` (per identity
+    its two answers and the one-token answer ``f([x_1])``, :func:`identity_residuals`)."""
+    return 3 * IDENTITIES_PER_DIRECTION * off_block_count(dims)
 
 
 def _direction_columns(Ef: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
@@ -236,17 +239,58 @@ def sum_v_error(vf: list[np.ndarray], dims: list[int], d: int, gamma: float, eps
     return ((1 + gamma) * np.sqrt(H * d) * (d + H + 2) + max(dims) + 1 + d) * eps * S + gamma * S
 
 
+def _answer_rounding(X: np.ndarray, params: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """One answer's rounding in units of ``4 (d + 6) eps`` for the query X (rows x_i, float64) and the
+    float64 heads ``params``: ``sum_k max_i |x_i^T v^(k)| (1 + max_i |x_i| |x_N| ||W^(k)||_F)`` (the check
+    queries' model, :func:`~.orthogonal.check_heads`) plus three times ``max_i (|x_i|^T |v^(k)| - |x_i^T
+    v^(k)|)``.  A length-d dot product rounds by at most ``d eps |x|^T |v|``, which ``|x^T v|``
+    understates by up to 1 / eps for a head's values at tokens nearly orthogonal to its v (``x^T v^(g)
+    ~ eps |x| |v^(g)|`` at float bases; exactly 0, and exact, at the axes): the values' own rounding, and
+    the weights' rounding over the spread it adds (at most twice it, however far the weights move)."""
+    reach = float(np.linalg.norm(X, axis=1).max() * np.linalg.norm(X[-1]))
+    out = 0.0
+    for W, v in params:
+        y = np.abs(X @ v)
+        excess = float((np.abs(X) @ np.abs(v) - y).max())
+        out += float(y.max()) * (1 + reach * float(np.linalg.norm(W))) + 3 * excess
+    return out
+
+
 def identity_residuals(
     session: Session, heads: list[Recovery], Es: list[np.ndarray], gamma: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Ask the identity queries (:func:`identity_queries`, counted by ``session``) and return
-    ``(Q, X1, r, tol)``: the residuals ``r = f([x_1; x_2]) - f([-x_1; x_2]) - x_1^T sum_k v_hat^(k)``
-    (float64) and their tolerances under C.1.
+    """Ask the identity queries (:func:`identity_queries`) and the one-token queries ``[x_1]`` (all counted
+    by ``session``: three answers per identity; the diagnostics record ``identity_queries`` and how many
+    identities took the one-token right side, ``identities_one_token``) and return ``(Q, X1, r, tol)``:
+    per identity the residual ``r`` (float64) of whichever of its two right sides has the smaller
+    tolerance under C.1,
 
-    Tolerance: each answer's rounding ``4 (d + 6) eps sum_k max_i |x_i^T v^(k)| (1 + max_i |x_i|
-    |x_2| ||W^(k)||_F)`` (the check queries' model, :func:`~.orthogonal.check_heads`), plus ``|x_1|``
-    times the error of the measured ``sum_k v^(k)`` and the dot product's rounding (:func:`sum_v_error`).
-    Exact arithmetic (eps = 0): the tolerance is 0 and an identity must hold exactly.
+    * ``f([x_1; x_2]) - f([-x_1; x_2]) - x_1^T sum_k v_hat^(k)`` (the sum the one-token answers at the
+      bases measured, whose error :func:`sum_v_error` bounds), or
+    * ``f([x_1; x_2]) - f([-x_1; x_2]) - f([x_1])``: one token, every head's weight is 1, so ``f([x_1]) =
+      x_1^T sum_k v^(k)`` exactly whatever C.1's truth (Prop. 7.1's sum of the heads at N = 1), the
+      right side measured at the identity's own token.
+
+    Both equal ``J k`` to first order in the rotation (:func:`rotation_terms`), so either serves: J
+    differentiates :func:`_identities`, whose right side ``x_1^T sum_k R v^(k)`` is the rotated model's
+    one-token answer at x_1, which is what ``f([x_1])`` measures of the target (and the learner's sum,
+    to :func:`sum_v_error`); each residual is then within its own tolerance of ``J k`` plus the second
+    order, and the form is chosen by the tolerances alone (no answer), so either bound holds.  The
+    rounding model takes the recovered v's, in their subspaces; the target's differ by the rotation, so
+    it errs by ``eps ||k|| |x| ||v^(g)||``, second order in (eps, k), as for the two-token answers.  The
+    second is the one that resolves a pair of heads with small v beside a large head (issue 23): under
+    C.1 the large head's values ``x^T v^(g)`` are 0 at the pair's tokens (x in U_a + U_b), so all three
+    answers are of the pair's size and round relative to it, while the measured sum errs by ``eps``
+    times every head's v (the one-token answers at the bases carry the large head's rounding into U_a:
+    :func:`sum_v_error`), which at v ~ 1e-9 beside a unit head was 1e6 times the pair's rounding and
+    bounded the rotation between them only to ~0.05 rad (a refusal of a C.1 target).
+
+    Tolerance: each answer's rounding ``4 (d + 6) eps`` times :func:`_answer_rounding`, plus for the first
+    form ``|x_1|`` times the error of the measured ``sum_k v^(k)`` and the dot product's rounding
+    (:func:`sum_v_error`), for the second the one-token answer's rounding: at the axes a head's values at
+    another subspace's tokens are exactly 0 and round not at all, at float bases by ``~eps |x| |v^(g)|``
+    (:func:`_answer_rounding`), as the measured sum does.  Exact arithmetic (eps = 0): the tolerance is 0
+    and both forms must hold exactly.
 
     Raises
     ------
@@ -256,25 +300,26 @@ def identity_residuals(
     arith, d = session.arith, session.oracle.d
     Q, X1 = identity_queries(heads, Es, arith, rng)
     y = arith.asarray(session.ask(Q))
+    y1 = arith.asarray(session.ask(X1[:, None, :]))
     with arith.context():
         vsum = sum((r.v for r in heads), arith.zeros(d))
-        diff = y[0::2] - y[1::2] - X1 @ vsum
-    if not all(arith.within(x, 0.0) for x in diff) and not arith.eps:
+        lhs = y[0::2] - y[1::2]
+        forms = (lhs - X1 @ vsum, lhs - y1)
+    if not arith.eps and not all(arith.within(x, 0.0) for diff in forms for x in diff):
         raise AssumptionError("a C.1 identity f([x_1; x_2]) - f([-x_1; x_2]) = x_1^T sum_k v^(k) fails "
                               "exactly: the target does not satisfy Assumption C.1 for the given bases")
     eps, Qf, X1f = arith.eps, arith.to_float(Q), arith.to_float(X1)
-    Wf = [arith.to_float(r.W) for r in heads]
-    vf = [arith.to_float(r.v) for r in heads]
-    sum_v = sum_v_error(vf, [E.shape[1] for E in Es], d, gamma, eps)
-    tol = np.empty(len(X1f))
-    for b in range(len(X1f)):
-        rounding = 0.0
-        for X in Qf[2 * b : 2 * b + 2]:
-            reach = float(np.linalg.norm(X, axis=1).max() * np.linalg.norm(X[-1]))
-            rounding += sum(float(np.abs(X @ v).max()) * (1 + reach * float(np.linalg.norm(W)))
-                            for W, v in zip(Wf, vf))
-        tol[b] = 4 * (d + 6) * eps * rounding + float(np.linalg.norm(X1f[b])) * sum_v
-    return Qf, X1f, arith.to_float(diff), tol * (1 + 8 * d * FLOAT64.eps)
+    params = [(arith.to_float(r.W), arith.to_float(r.v)) for r in heads]
+    sum_v = sum_v_error([v for _, v in params], [E.shape[1] for E in Es], d, gamma, eps)
+    unit = 4 * (d + 6) * eps
+    lhs_tol = np.array([unit * (_answer_rounding(Qf[2 * b], params) + _answer_rounding(Qf[2 * b + 1], params))
+                        for b in range(len(X1f))])
+    tols = (lhs_tol + np.linalg.norm(X1f, axis=1) * sum_v,
+            lhs_tol + unit * np.array([_answer_rounding(x[None, :], params) for x in X1f]))
+    one = tols[1] < tols[0]
+    session.diagnostics.update(identity_queries=3 * len(X1f), identities_one_token=int(one.sum()))
+    r = np.where(one, arith.to_float(forms[1]), arith.to_float(forms[0]))
+    return Qf, X1f, r, np.where(one, tols[1], tols[0]) * (1 + 8 * d * FLOAT64.eps)
 
 
 def _identities(params: list[tuple[np.ndarray, np.ndarray]], Q: np.ndarray, X1: np.ndarray) -> np.ndarray:

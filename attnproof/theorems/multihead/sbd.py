@@ -251,7 +251,7 @@ def subspace_error(bases: list[np.ndarray], truth: list[np.ndarray], arith: Arit
         "sec7/run-sbd",
     ),
     arithmetics=("float64", "mpmath"),
-    queries="K (2 d^2 + 1) + sum_h (d_h + d_h^2) + max(checks, H) + 4 sum_{g<h} d_g d_h, K Hessians",
+    queries="K (2 d^2 + 1) + sum_h (d_h + d_h^2) + max(checks, H) + 6 sum_{g<h} d_g d_h, K Hessians",
     count=lambda d, H=HEADS, K=None, checks=DEFAULT_CHECKS, dims=None, **_: (
         (K if K is not None else min_hessians(d // H)) * fd_queries(d) + heads_count(d, H, dims)
         + check_count(checks, len(dims) if dims else H)
