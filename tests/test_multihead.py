@@ -863,6 +863,20 @@ def test_check_tolerance_rotation_term_by_hand():
     assert _check_tolerance(*args, 0.0) == 0.0
 
 
+def test_check_tolerance_counts_the_dot_products_rounding_by_hand():
+    """orthogonal._check_tolerance's rounding term where every value x_i^T v is 0 but its dot product
+    still rounds (d eps |x_i|^T |v|, which |x_i^T v| understates, at a float basis by up to 1 / eps; as
+    rotation._answer_rounding): d = 2, one head (W = 0, v = (1, 1)) with exact bounds, tokens (1, -1),
+    (2, -2), (1, -1): y = 0, alpha = 1/3, no W or v term, |x_i|^T |v| = 2, 4, 2, so the tolerance is
+    4 (d + 3 + 4) eps (3 * 4) exactly (it was 0)."""
+    from attnproof.theorems.multihead.orthogonal import CHECK_LENGTH, _check_tolerance
+
+    eps = 2.0**-53
+    Gb = np.array([[1.0, -1.0], [2.0, -2.0], [1.0, -1.0]])
+    tol = _check_tolerance(Gb, [np.zeros((2, 2))], [np.ones(2)], [np.eye(2)], [(0.0, 0.0)], 0.0, 2, eps)
+    assert tol == 4 * (2 + CHECK_LENGTH + 4) * eps * (3 * 4)
+
+
 def test_reduced_oracle_counts_every_query_in_both_places():
     heads = [(np.eye(2), np.ones(2))]
     parent = ValueOracle(MultiHeadAttention(heads))

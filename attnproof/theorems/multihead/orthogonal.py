@@ -462,7 +462,10 @@ def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray],
     (9 of 108 such draws).  v's errors ``dv_h`` by ``sum_h alpha^(h)
     . X dv_h`` (:func:`_v_term`: at most ``max_i |x_i| sum_h eps_v^(h)``, less when the heads' v errors
     must cancel); twice the sum (second-order slack) plus ``4 (d + N + 4) eps`` times ``sum_h max_i
-    |y_i| (1 + max_i |x_i| |x_N| ||W^(h)||_F)`` (the rounding of both evaluations).  However far its
+    |y_i| (1 + max_i |x_i| |x_N| ||W^(h)||_F)`` (the rounding of both evaluations) and three times
+    ``max_i (|x_i|^T |v^(h)| - |x_i^T v^(h)|)``, as :func:`~.rotation._answer_rounding`: a length-d
+    dot product rounds by at most ``d eps |x|^T |v|``, which ``|y_i|`` understates by up to 1 / eps
+    at a float basis (a head's values at another subspace's tokens, ~eps of their sizes).  However far its
     scores move, a softmax average moves by at most the spread of its values, ``max y - min y``:
     each head's W term and its scores' rounding are capped there (the checks scale U_k's tokens up
     to head k's unit scores, where another head's rounded scores of them may be anything, and its
@@ -486,8 +489,9 @@ def _check_tolerance(Gb: np.ndarray, Wf: list[np.ndarray], vf: list[np.ndarray],
         alphas.append(alpha)
         yv = Gb @ v
         spread, size = float(yv.max() - yv.min()), float(np.abs(yv).max())
+        excess = float((np.abs(Gb) @ np.abs(v) - np.abs(yv)).max())
         first += min(float(np.sum(alpha * np.abs(yv - alpha @ yv) * err)), spread)
-        rounding += unit * size + min(unit * size * reach * float(np.linalg.norm(W)), spread)
+        rounding += unit * (size + 3 * excess) + min(unit * size * reach * float(np.linalg.norm(W)), spread)
     sigma = sum_v_error(vf, [E.shape[1] for E in Ef], d, gamma, eps)
     first += _v_term(Gb, alphas, [eps_v for _, eps_v in per_head], sigma)
     return 2 * first + rounding
