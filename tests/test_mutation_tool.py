@@ -329,3 +329,15 @@ def test_rerun_finds_a_mutant_whose_line_moved(tmp_path, monkeypatch):
     assert (moved_swap.line, moved_swap.status, gone.status) == (4, "killed", "stale")
     two_again, _, _ = tool.rerun_set(previous, new)  # no revision: the constant 2 is ambiguous
     assert two_again.status == "stale"
+
+
+def test_files_draws_the_sample_from_the_named_modules_only(capsys):
+    """``--files`` limits the pool to the named modules (a folder names its modules); a name that is no
+    target is an error, not an empty run."""
+    assert tool.main(["--list", "--no-curated", "--sample", "5", "--files",
+                      "attnproof/heads.py,attnproof/verify/"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert len(listed) == 5
+    assert all(line.startswith(("attnproof/heads.py:", "attnproof/verify/")) for line in listed)
+    with pytest.raises(SystemExit):
+        tool.main(["--list", "--files", "attnproof/nothing.py"])

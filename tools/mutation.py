@@ -680,6 +680,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerun-commit", default="", help="the git revision the --rerun file was "
                         "measured on: its records' lines there tell apart mutants that moved since")
     parser.add_argument("--only", default="", help="run only mutants whose id contains this text")
+    parser.add_argument("--files", default="", help="comma-separated modules (or folders) the sample is "
+                        "drawn from, instead of every target (e.g. the shared levels alone)")
     parser.add_argument("--list", action="store_true", help="list the chosen mutants and exit")
     parser.add_argument("--out", default=str(ROOT / "mutation" / "results.json"))
     args = parser.parse_args(argv)
@@ -691,6 +693,11 @@ def main(argv: list[str] | None = None) -> int:
     previous = json.loads(Path(args.rerun).read_text()) if args.rerun else None
     # a rerun regenerates only the modules its results name (the whole pool takes minutes)
     files = sorted({m["path"] for m in previous["mutants"]}) if previous else target_files()
+    if args.files:
+        wanted = [w.strip().rstrip("/") for w in args.files.split(",") if w.strip()]
+        files = [f for f in files if any(f == w or f.startswith(w + "/") for w in wanted)]
+        if not files:
+            parser.error(f"--files {args.files!r} names no target module")
     pool = [m for f in files if (ROOT / f).exists() for m in generate(f)]
     if previous:
         chosen = rerun_set(previous, pool + curated(), args.rerun_commit)
