@@ -174,6 +174,11 @@ class Scale:
             self.k, self.jumps = min(policy.max_k, self.k + step), self.jumps + 1
 
 
+#: How many scaled copies of P a probe set keeps (:meth:`Probes.scaled`; two: a skeleton alternates
+#: between the scales of its columns and of its rows).
+SCALES_KEPT = 2
+
+
 @dataclass(frozen=True)
 class Probes:
     """Left vectors p_k (rows of P) and right vectors q_l (rows of Q; None = the basis e_l).
@@ -195,6 +200,7 @@ class Probes:
     scale_query_only: bool = False
     linear_err: np.ndarray | None = None
     linear_typical: np.ndarray | None = None
+    _scaled: dict[float, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
     _memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
@@ -204,6 +210,21 @@ class Probes:
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
+
+    def scaled(self, a: float) -> np.ndarray:
+        """a P for a power of two a (exact; P itself for a = 1), kept for the last :data:`SCALES_KEPT`
+        a asked: a column of M reads every row of P, so the batches of a call read one copy
+        written once (a block of rows per core, :func:`_in_blocks`; bitwise ``P * a``: one product
+        each).  Q is not copied: a batch reads few of its rows (a column's one, a row's changed
+        ones) and scales them as it reads them (:func:`_gather`'s ``times``), which spares 128 MB
+        of fresh pages at d = 4096."""
+        if a == 1:
+            return self.P
+        if a not in self._scaled:
+            while len(self._scaled) >= SCALES_KEPT:  # the oldest first (dicts keep insertion order)
+                del self._scaled[next(iter(self._scaled))]
+            self._scaled[a] = _times(self.P, a)
+        return self._scaled[a]
 
     @property
     def order(self) -> int:
@@ -234,6 +255,16 @@ class Probes:
         if self.scale_query_only:
             return (L - bias) / s
         return (L / s - bias) / s
+
+
+def _times(M: np.ndarray, a: float) -> np.ndarray:
+    """``M * a`` for a 2-D M, a block of rows per core when M is float64 and large
+    (:func:`_in_blocks`): each entry the one product ``M * a`` makes, so bitwise the same."""
+    if M.dtype != np.float64 or M.ndim != 2:
+        return M * a
+    out = np.empty_like(M)
+    _in_blocks(lambda first, stop: np.multiply(M[first:stop], a, out=out[first:stop]), *M.shape)
+    return out
 
 
 def random_orthogonal(d: int, rng: np.random.Generator) -> np.ndarray:
@@ -336,10 +367,10 @@ def probe_batch(
     (``[(p_k + s q_l)^T; (s q_l)^T]`` with ``probes.scale_query_only``.)  ``out`` (float64 only)
     is a reusable buffer of shape (>= B, 2, d), filled in place: refilling it costs a fraction of
     allocating fresh pages for every batch.  When every probe of the batch has the same scale
-    (the rule: a batch is asked at its learned scale), each token is written from the rows of P
-    and Q scaled as they are read (:func:`_fill`; no scaled d x d copies, whose fresh pages cost
-    more than the pass: 256 MB at d = 4096): a column of M (q fixed) as ``p_k + q`` straight from
-    P, a row (p fixed) as ``q_l + p``.
+    (the rule: a batch is asked at its learned scale), the rows are read from a copy of P scaled
+    once (:meth:`Probes.scaled`) and from Q scaled as they are read (:func:`_fill`), and each token
+    is written in one pass: a column of M (q fixed) as ``p_k + q`` straight from P, a row (p fixed)
+    as ``q_l + p``.
 
     ``held`` (int64, one per row of ``out``): the index l of the query token each row of ``out``
     already holds, written by an earlier batch of the same probes at the same scale (-1: none);
@@ -355,11 +386,10 @@ def probe_batch(
     if out is not None and (s is None or not B or np.all(s == s[0])):
         X = out[:B]
         scale = 1.0 if s is None or not B else float(s[0])
-        a = 1.0 if probes.scale_query_only else scale
+        Ps = probes.scaled(1.0 if probes.scale_query_only else scale)
         memo = None if held is None else held[:B]
         _in_blocks(
-            lambda i, j: _fill(P, Q, (a, scale), kk[i:j], ll[i:j], X[i:j],
-                               None if memo is None else memo[i:j]),
+            lambda a, b: _fill(Ps, Q, kk[a:b], ll[a:b], scale, X[a:b], None if memo is None else memo[a:b]),
             B, d, parallel,
         )
         return X
@@ -393,20 +423,19 @@ def probe_batch(
 
 
 def _fill(
-    P: np.ndarray, Q: np.ndarray | None, scales: tuple[float, float], kk: np.ndarray, ll: np.ndarray,
-    X: np.ndarray, held: np.ndarray | None = None,
+    Ps: np.ndarray, Q: np.ndarray | None, kk: np.ndarray, ll: np.ndarray, scale: float, X: np.ndarray,
+    held: np.ndarray | None = None,
 ) -> None:
     """Write the probes (k, l) of one scale into X (B, 2, d): the fast path of :func:`probe_batch`,
-    from the rows of ``a P`` and ``s Q`` (``scales = (a, s)``, powers of two; Q None: q_l = e_l),
-    each scaled as it is read (:func:`_gather`: the one product ``a p`` per entry, bitwise what a
-    scaled copy of P holds); ``held`` as there (the query tokens X already holds: only the others
-    are written)."""
+    from the scaled copy ``Ps = a P`` and the rows of ``s Q`` (Q None: q_l = e_l), scaled as they
+    are read (:func:`_gather`'s ``times``: the one product ``s q`` per entry, bitwise what a scaled
+    copy of Q would hold); ``held`` as there (the query tokens X already holds: only the others are
+    written)."""
     B = len(kk)
-    a, scale = scales
     first, second = X[:, 0, :], X[:, 1, :]
     if Q is None:
         rows = np.arange(B)
-        _gather(P, kk, first, times=a)
+        _gather(Ps, kk, first)
         second[...] = 0
         first[rows, ll] += scale
         second[rows, ll] = scale
@@ -418,16 +447,16 @@ def _fill(
         q = _scaled(Q[ll[0]], scale)
         if stale is None or len(stale):
             second[...] = q
-        _gather(P, kk, first, plus=q, times=a)
+        _gather(Ps, kk, first, plus=q)
     else:
         if stale is None or len(stale) == B:
             _gather(Q, ll, second, times=scale)
         elif len(stale):
             second[stale] = _scaled(Q[ll[stale]], scale)
         if B and np.all(kk == kk[0]):
-            np.add(second, _scaled(P[kk[0]], a), out=first)
+            np.add(second, Ps[kk[0]], out=first)
         else:
-            _gather(P, kk, first, times=a)
+            _gather(Ps, kk, first)
             first += second
     if held is not None:
         held[...] = ll
@@ -952,15 +981,16 @@ class BilinearSession(Session):
             buf = self._buffers[one_query] = _ProbeBuffer(X, np.full(rows, -1, dtype=np.int64))
         return len(buf.X), buf
 
-    def release(self) -> None:
-        """Drop the probe buffers once a learner has asked what it needed (the next measurement
-        writes them again): at d = 4096 512 MB, which a learner's later arrays (W, its bounds'
-        d x d temporaries) then reuse instead of faulting in fresh pages (~0.75 s of system time
-        per 128 MB on a virtual machine that hands its free pages back to the host).  Nothing
-        measured changes."""
+    def release(self, probes: Probes) -> None:
+        """Drop the probe buffers and the scaled copies of P of ``probes`` (:meth:`Probes.scaled`)
+        once a learner has asked what it needed (the next measurement writes them again): at
+        d = 4096 640 MB, which a learner's later arrays (W, its bounds' d x d temporaries) then reuse
+        instead of faulting in fresh pages (~0.75 s of system time per 128 MB on a virtual machine
+        that hands its free pages back to the host).  Nothing measured changes."""
         self._join()
         self._ahead = None
         self._buffers.clear()
+        probes._scaled.clear()
 
     def _place(self, n: int, d: int, ll: np.ndarray, at: int) -> tuple[int, _ProbeBuffer | None, int]:
         """Batch size, buffer and first row of a call of n probes with query indices ``ll`` asked

@@ -72,11 +72,11 @@ def test_saturation_beyond_the_scale_range_raises_and_terminates():
     st.booleans(), st.booleans(), st.integers(-3, 3), st.booleans(),
 )
 def test_buffered_probe_batch_equals_the_documented_tokens(d, seed, shape, basis, query_only, e, threads):
-    """The assembly into a buffer (rows of P and Q scaled as they are read, a few rows at a time:
-    ``GATHER_ROWS`` 2 here, so a batch spans several) writes exactly the tokens ``s [(p + q)^T;
-    q^T]`` (``[(p + s q)^T; (s q)^T]`` query-only) of the plain path, bitwise, also when blocks of
-    rows are written by several threads (``threads``: every batch split, as batches of 2^20 entries
-    and more are on a multi-core machine)."""
+    """The assembly into a buffer (rows of a scaled copy of P, and of Q scaled as they are read, a
+    few rows at a time: ``GATHER_ROWS`` 2 here, so a batch spans several) writes exactly the tokens
+    ``s [(p + q)^T; q^T]`` (``[(p + s q)^T; (s q)^T]`` query-only) of the plain path, bitwise, also
+    when blocks of rows are written by several threads (``threads``: every batch split, as batches
+    of 2^20 entries and more are on a multi-core machine)."""
     import unittest.mock
 
     import attnproof.measure as measure
@@ -728,15 +728,32 @@ def test_logit_spread_is_exact_at_the_ends_and_infinite_once_alpha_can_saturate(
     assert got[2] == pytest.approx(1e-9 / 0.24, rel=1e-8, abs=0)  # first order where the error is small
     assert _logit_spread(np.array([0.0, 1.0]), np.array([1e-300, 1e-300])).tolist() == [math.inf] * 2
 
+def test_probes_keep_the_scaled_copies_of_p_of_two_scales():
+    """A skeleton's column and row calls alternate between two scales: both scaled copies of P are
+    kept (the same arrays read again, not rebuilt), exact (powers of two), P itself at scale 1, and a
+    third scale evicts the oldest.  Q is not copied: its rows are scaled as they are read."""
+    from attnproof.measure import SCALES_KEPT, Probes
+
+    rng = np.random.default_rng(0)
+    probes = Probes(rng.standard_normal((3, 4)), rng.standard_normal((2, 4)), rng.standard_normal(4), FLOAT64)
+    first, second = probes.scaled(2.0), probes.scaled(0.25)
+    assert SCALES_KEPT == 2
+    assert probes.scaled(2.0) is first and probes.scaled(0.25) is second
+    assert np.array_equal(first, 2 * probes.P) and np.array_equal(second, probes.P / 4)
+    assert probes.scaled(1.0) is probes.P
+    probes.scaled(8.0)
+    assert probes.scaled(2.0) is not first
+
+
 @pytest.mark.parametrize("times", [1.0, 0.5, 2.0**-1074 * 2**60, 2.0**40])
 @pytest.mark.parametrize("shape", ["constant", "runs", "scattered", "cycle"])
 @pytest.mark.parametrize("plus", [False, True])
 def test_gather_scales_the_rows_it_reads_as_a_scaled_copy_would(times, shape, plus):
     """``_gather(M, idx, out, plus, times)`` writes ``(M * times)[idx] (+ plus)`` bitwise, on each of
     its paths (one row, runs of consecutive rows, a scattered take, every row in order), a few rows
-    at a time (``GATHER_ROWS`` 2 here): the probe batches read P and Q scaled this way, not from
-    scaled d x d copies (256 MB of fresh pages at d = 4096), and must write the same tokens; a tiny
-    factor makes subnormal products, rounded as the copy rounds them."""
+    at a time (``GATHER_ROWS`` 2 here): the probe batches read Q scaled this way, not from a scaled
+    d x d copy (128 MB of fresh pages at d = 4096), and must write the same tokens; a tiny factor
+    makes subnormal products, rounded as the copy rounds them."""
     import unittest.mock
 
     import attnproof.measure as measure
@@ -782,13 +799,14 @@ def _probe_rounding_with_temporaries(P, Q, v, dv, entries, s):
 
 @given(st.integers(1, 64), st.integers(0, 2**32 - 1), st.integers(0, 2500), st.booleans(), st.booleans(),
        st.sampled_from([1, 2, 3]))
-def test_probe_rounding_is_bitwise_whatever_the_threads(d, seed, n, basis, query_only, cores):
+def test_probe_rounding_and_scaled_copies_are_bitwise_whatever_the_threads(
+        d, seed, n, basis, query_only, cores):
     """The speed-ups of issue 21 item 4 change no bit: ``_probe_rounding`` through reused buffers with
     its blocks shared out between ``cores`` threads (made to split even a small batch) is bitwise the
     form with temporaries above (Q or the basis e_l; scaled query tokens or none; at d = 64 a block
-    is 512 entries, so up to 2500 of them make several blocks to share out).  (The probes' scaled
-    copies it also checked are gone: rows are scaled as they are read, checked by
-    ``test_gather_scales_the_rows_it_reads_as_a_scaled_copy_would``.)"""
+    is 512 entries, so up to 2500 of them make several blocks to share out), and
+    ``Probes.scaled``'s copy of P written a block of rows per thread is bitwise ``P * a`` (Q's rows
+    are scaled as they are read: ``test_gather_scales_the_rows_it_reads_as_a_scaled_copy_would``)."""
     import unittest.mock
 
     import attnproof.measure as measure
@@ -803,7 +821,9 @@ def test_probe_rounding_is_bitwise_whatever_the_threads(d, seed, n, basis, query
     with unittest.mock.patch.object(measure, "_PARALLEL_ENTRIES", 1), \
             unittest.mock.patch.object(measure, "_cores", lambda: cores):
         got = measure._probe_rounding(P, Q, v, dv, entries, s)
+        copy = Probes(P, Q, v, FLOAT64).scaled(0.5)
     assert got.tobytes() == want.tobytes()
+    assert copy.tobytes() == (P * 0.5).tobytes()
 
 
 @given(d=st.integers(2, 20), seed=st.integers(0, 2**32 - 1), answers=st.sampled_from(["naive", "faithful"]),

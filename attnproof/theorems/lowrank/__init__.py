@@ -1150,7 +1150,7 @@ def _learn_by_crosses(
                                         order=(cross.rows, swapped))
             session.diagnostics["designed_queries"] += int(np.sum(cross.known & ~known))
             session.diagnostics["exchanged_columns"] = len(set(swapped) - set(cols))
-        session.release()  # what follows reuses the buffers' memory (a check writes them again)
+        session.release(probes)  # what follows reuses the buffers' memory (a check writes them again)
         A, F1, F2, W = assemble(cross)
         stop = None  # the final cross's check: (seen, its charge, the skeleton's bound, lead), if it stopped
         if cross.stop_col is not None:  # a stop below max_rank: is the residual off its column 0?
@@ -1168,7 +1168,7 @@ def _learn_by_crosses(
                 session.diagnostics["stop_check_failure"] = made * STOP_CHECK_FAILURE
         W_error, W_norm = None, None
         if rounded:
-            session.release()  # a stop's check and resume wrote them again: free for the bounds
+            session.release(probes)  # a stop's check and resume wrote them again: free for the bounds
             W_norm = arith.norm(W)  # once: a d x d pass, read by the bound, the estimate and the guard
             # the bases' row sizes the probes keep (the measurements' bounds read them): P's and Q's
             # own unless the rows were shortened (biases)
