@@ -174,7 +174,7 @@ class Scale:
             self.k, self.jumps = min(policy.max_k, self.k + step), self.jumps + 1
 
 
-#: How many scaled copies of a probe set :meth:`Probes.scaled` keeps (two: a skeleton alternates
+#: How many scaled copies of P a probe set keeps (:meth:`Probes.scaled`; two: a skeleton alternates
 #: between the scales of its columns and of its rows).
 SCALES_KEPT = 2
 
@@ -200,9 +200,7 @@ class Probes:
     scale_query_only: bool = False
     linear_err: np.ndarray | None = None
     linear_typical: np.ndarray | None = None
-    _scaled: dict[tuple[float, float], tuple[Any, Any]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+    _scaled: dict[float, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
     _memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
@@ -213,17 +211,20 @@ class Probes:
             self._memo[key] = compute()
         return self._memo[key]
 
-    def scaled(self, a: float, b: float) -> tuple[np.ndarray, np.ndarray | None]:
-        """(a P, b Q) for powers of two a, b (exact), kept for the last :data:`SCALES_KEPT`
-        (a, b) asked: the batches of a call share one scale, and a skeleton's column and row
-        calls alternate between two, so each reads them without rescaling its rows.  A copy is
-        written a block of rows per core (:func:`_in_blocks`; bitwise ``M * a``: one product each)."""
-        if (a, b) not in self._scaled:
+    def scaled(self, a: float) -> np.ndarray:
+        """a P for a power of two a (exact; P itself for a = 1), kept for the last :data:`SCALES_KEPT`
+        a asked: a column of M reads every row of P, so the batches of a call read one copy
+        written once (a block of rows per core, :func:`_in_blocks`; bitwise ``P * a``: one product
+        each).  Q is not copied: a batch reads few of its rows (a column's one, a row's changed
+        ones) and scales them as it reads them (:func:`_gather`'s ``times``), which spares 128 MB
+        of fresh pages at d = 4096."""
+        if a == 1:
+            return self.P
+        if a not in self._scaled:
             while len(self._scaled) >= SCALES_KEPT:  # the oldest first (dicts keep insertion order)
                 del self._scaled[next(iter(self._scaled))]
-            Q = None if self.Q is None else (self.Q if b == 1 else _times(self.Q, b))
-            self._scaled[a, b] = (self.P if a == 1 else _times(self.P, a), Q)
-        return self._scaled[a, b]
+            self._scaled[a] = _times(self.P, a)
+        return self._scaled[a]
 
     @property
     def order(self) -> int:
@@ -366,9 +367,10 @@ def probe_batch(
     (``[(p_k + s q_l)^T; (s q_l)^T]`` with ``probes.scale_query_only``.)  ``out`` (float64 only)
     is a reusable buffer of shape (>= B, 2, d), filled in place: refilling it costs a fraction of
     allocating fresh pages for every batch.  When every probe of the batch has the same scale
-    (the rule: a batch is asked at its learned scale), the rows are read from copies of P and Q
-    scaled once (:meth:`Probes.scaled`) and each token is written in one pass: a column of M
-    (q fixed) as ``p_k + q`` straight from P, a row (p fixed) as ``q_l + p``.
+    (the rule: a batch is asked at its learned scale), the rows are read from a copy of P scaled
+    once (:meth:`Probes.scaled`) and from Q scaled as they are read (:func:`_fill`), and each token
+    is written in one pass: a column of M (q fixed) as ``p_k + q`` straight from P, a row (p fixed)
+    as ``q_l + p``.
 
     ``held`` (int64, one per row of ``out``): the index l of the query token each row of ``out``
     already holds, written by an earlier batch of the same probes at the same scale (-1: none);
@@ -384,10 +386,10 @@ def probe_batch(
     if out is not None and (s is None or not B or np.all(s == s[0])):
         X = out[:B]
         scale = 1.0 if s is None or not B else float(s[0])
-        Ps, Qs = probes.scaled(1.0 if probes.scale_query_only else scale, scale)
+        Ps = probes.scaled(1.0 if probes.scale_query_only else scale)
         memo = None if held is None else held[:B]
         _in_blocks(
-            lambda a, b: _fill(Ps, Qs, kk[a:b], ll[a:b], scale, X[a:b], None if memo is None else memo[a:b]),
+            lambda a, b: _fill(Ps, Q, kk[a:b], ll[a:b], scale, X[a:b], None if memo is None else memo[a:b]),
             B, d, parallel,
         )
         return X
@@ -421,15 +423,17 @@ def probe_batch(
 
 
 def _fill(
-    Ps: np.ndarray, Qs: np.ndarray | None, kk: np.ndarray, ll: np.ndarray, scale: float, X: np.ndarray,
+    Ps: np.ndarray, Q: np.ndarray | None, kk: np.ndarray, ll: np.ndarray, scale: float, X: np.ndarray,
     held: np.ndarray | None = None,
 ) -> None:
     """Write the probes (k, l) of one scale into X (B, 2, d): the fast path of :func:`probe_batch`,
-    from the scaled copies ``Ps = a P``, ``Qs = s Q`` (``Qs = None``: q_l = e_l); ``held`` as
-    there (the query tokens X already holds: only the others are written)."""
+    from the scaled copy ``Ps = a P`` and the rows of ``s Q`` (Q None: q_l = e_l), scaled as they
+    are read (:func:`_gather`'s ``times``: the one product ``s q`` per entry, bitwise what a scaled
+    copy of Q would hold); ``held`` as there (the query tokens X already holds: only the others are
+    written)."""
     B = len(kk)
     first, second = X[:, 0, :], X[:, 1, :]
-    if Qs is None:
+    if Q is None:
         rows = np.arange(B)
         _gather(Ps, kk, first)
         second[...] = 0
@@ -440,14 +444,15 @@ def _fill(
         return
     stale = None if held is None else np.flatnonzero(held != ll)
     if B and np.all(ll == ll[0]):
+        q = _scaled(Q[ll[0]], scale)
         if stale is None or len(stale):
-            second[...] = Qs[ll[0]]
-        _gather(Ps, kk, first, plus=Qs[ll[0]])
+            second[...] = q
+        _gather(Ps, kk, first, plus=q)
     else:
         if stale is None or len(stale) == B:
-            _gather(Qs, ll, second)
+            _gather(Q, ll, second, times=scale)
         elif len(stale):
-            second[stale] = Qs[ll[stale]]
+            second[stale] = _scaled(Q[ll[stale]], scale)
         if B and np.all(kk == kk[0]):
             np.add(second, Ps[kk[0]], out=first)
         else:
@@ -511,29 +516,63 @@ def _in_blocks(fill: Callable[[int, int], None], B: int, d: int, parallel: bool 
             done.result()  # re-raises a block's exception here
 
 
-def _gather(M: np.ndarray, idx: np.ndarray, out: np.ndarray, plus: np.ndarray | None = None) -> None:
-    """out[b] = M[idx[b]] (+ the vector ``plus``) without a temporary of out's size: a broadcast
-    when idx is constant or cycles through every row of M in order (whole columns / rows of a
-    skeleton), slice copies for runs of consecutive rows, else an in-place take."""
+#: Rows :func:`_gather` scales at a time (1 MB at d = 4096): its second pass over them (the product,
+#: then ``+ plus``) reads what the first wrote from the core's cache, not from memory.
+GATHER_ROWS = 32
+
+
+def _scaled(row: np.ndarray, times: float) -> np.ndarray:
+    """``row * times`` (a new array), or ``row`` itself for times = 1 (bitwise the product)."""
+    return row if times == 1 else row * times
+
+
+def _gather(
+    M: np.ndarray, idx: np.ndarray, out: np.ndarray, plus: np.ndarray | None = None, times: float = 1.0
+) -> None:
+    """out[b] = M[idx[b]] * times (+ the vector ``plus``) without a temporary of out's size: a
+    broadcast when idx is constant or (times = 1) cycles through every row of M in order (whole
+    columns / rows of a skeleton), slice copies for runs of consecutive rows, else an in-place take.
+    Each entry is the one product ``M[i, j] * times`` (then the one sum with ``plus``), bitwise what
+    a copy ``M * times`` would give; with times != 1 a run or take goes :data:`GATHER_ROWS` rows at a
+    time."""
     m = M.shape[0]
     B = len(idx)
+    step = B if times == 1 else GATHER_ROWS
+
+    def put(rows: np.ndarray | slice, at: slice) -> None:
+        """out[at] = M[rows] * times (+ plus), the rows a slice (copied) or indices (taken)."""
+        o = out[at]
+        if isinstance(rows, slice):
+            if times != 1:
+                np.multiply(M[rows], times, out=o)
+            elif plus is not None:
+                np.add(M[rows], plus, out=o)  # one pass
+                return
+            else:
+                o[...] = M[rows]
+        else:
+            np.take(M, rows, axis=0, out=o, mode="clip")  # idx is in range: no buffering
+            if times != 1:
+                o *= times
+        if plus is not None:
+            o += plus
+
     if B and np.all(idx == idx[0]):
-        out[...] = M[idx[0]] if plus is None else M[idx[0]] + plus
-    elif B % m == 0 and np.array_equal(idx.reshape(-1, m), np.broadcast_to(np.arange(m), (B // m, m))):
+        row = _scaled(M[idx[0]], times)
+        out[...] = row if plus is None else row + plus
+    elif times == 1 and B % m == 0 and np.array_equal(idx.reshape(-1, m),
+                                                      np.broadcast_to(np.arange(m), (B // m, m))):
         out.reshape(B // m, m, -1)[...] = M if plus is None else M + plus
     else:
         breaks = np.flatnonzero(np.diff(idx) != 1) + 1  # runs of consecutive rows: slice copies
         if len(breaks) < max(64, B // 8):
             for a, b in zip(np.concatenate([[0], breaks]), np.concatenate([breaks, [B]]), strict=True):
-                run = M[idx[a] : idx[a] + (b - a)]
-                if plus is None:
-                    out[a:b] = run
-                else:
-                    np.add(run, plus, out=out[a:b])
+                for c in range(a, b, step):
+                    e = min(c + step, b)
+                    put(slice(idx[c], idx[c] + (e - c)), slice(c, e))
         else:
-            np.take(M, idx, axis=0, out=out, mode="clip")  # idx is in range: no buffering
-            if plus is not None:
-                out += plus
+            for c in range(0, B, step):
+                put(idx[c : c + step], slice(c, c + step))
 
 
 #: The query hooks in force (:meth:`Session.observe`): each is called with the number of queries
@@ -941,6 +980,17 @@ class BilinearSession(Session):
                 return max(n, 1), None
             buf = self._buffers[one_query] = _ProbeBuffer(X, np.full(rows, -1, dtype=np.int64))
         return len(buf.X), buf
+
+    def release(self, probes: Probes) -> None:
+        """Drop the probe buffers and the scaled copies of P of ``probes`` (:meth:`Probes.scaled`)
+        once a learner has asked what it needed (the next measurement writes them again): at
+        d = 4096 640 MB, which a learner's later arrays (W, its bounds' d x d temporaries) then reuse
+        instead of faulting in fresh pages (~0.75 s of system time per 128 MB on a virtual machine
+        that hands its free pages back to the host).  Nothing measured changes."""
+        self._join()
+        self._ahead = None
+        self._buffers.clear()
+        probes._scaled.clear()
 
     def _place(self, n: int, d: int, ll: np.ndarray, at: int) -> tuple[int, _ProbeBuffer | None, int]:
         """Batch size, buffer and first row of a call of n probes with query indices ``ll`` asked

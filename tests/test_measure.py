@@ -72,10 +72,11 @@ def test_saturation_beyond_the_scale_range_raises_and_terminates():
     st.booleans(), st.booleans(), st.integers(-3, 3), st.booleans(),
 )
 def test_buffered_probe_batch_equals_the_documented_tokens(d, seed, shape, basis, query_only, e, threads):
-    """The one-pass assembly into a buffer (rows read from scaled copies of P and Q) writes exactly
-    the tokens ``s [(p + q)^T; q^T]`` (``[(p + s q)^T; (s q)^T]`` query-only) of the plain path,
-    bitwise, also when blocks of rows are written by several threads (``threads``: every batch
-    split, as batches of 2^20 entries and more are on a multi-core machine)."""
+    """The assembly into a buffer (rows of a scaled copy of P, and of Q scaled as they are read, a
+    few rows at a time: ``GATHER_ROWS`` 2 here, so a batch spans several) writes exactly the tokens
+    ``s [(p + q)^T; q^T]`` (``[(p + s q)^T; (s q)^T]`` query-only) of the plain path, bitwise, also
+    when blocks of rows are written by several threads (``threads``: every batch split, as batches
+    of 2^20 entries and more are on a multi-core machine)."""
     import unittest.mock
 
     import attnproof.measure as measure
@@ -90,9 +91,10 @@ def test_buffered_probe_batch_equals_the_documented_tokens(d, seed, shape, basis
     cores, least = ((lambda: 2), 1) if threads else (measure._cores, measure._PARALLEL_ENTRIES)
     with unittest.mock.patch.object(measure, "_PARALLEL_ENTRIES", least):
         with unittest.mock.patch.object(measure, "_cores", cores):
-            buffered = probe_batch(probes, kk, ll, s, np.full((n + 3, 2, d), np.nan)).copy()
+            with unittest.mock.patch.object(measure, "GATHER_ROWS", 2):
+                buffered = probe_batch(probes, kk, ll, s, np.full((n + 3, 2, d), np.nan)).copy()
     assert np.array_equal(buffered, probe_batch(probes, kk, ll, s))
-    again = probe_batch(probes, kk, ll, s, np.zeros((n, 2, d)))  # the cached scaled copies, reused
+    again = probe_batch(probes, kk, ll, s, np.zeros((n, 2, d)))  # whole batches (GATHER_ROWS 32)
     assert np.array_equal(again, buffered)
 
 
@@ -449,8 +451,8 @@ def test_rows_asked_in_the_slots_of_the_row_before_reuse_its_query_tokens():
     written = []
     real = measure._gather
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(measure, "_gather", lambda M, idx, out, plus=None: (written.append(len(idx)),
-                                                                        real(M, idx, out, plus))[1])
+        mp.setattr(measure, "_gather", lambda M, idx, out, plus=None, times=1.0: (
+            written.append(len(idx)), real(M, idx, out, plus, times))[1])
         cols = np.array([1, 2, 3, 4, 5])
         for i, ll, k in ((0, cols, 0), (None, 0, 0), (1, np.array([1, 5, 3, 4]), 0), (2, cols, 1)):
             kk, ll = (np.full(len(ll), i), ll) if i is not None else (np.arange(d), np.full(d, ll))
@@ -726,20 +728,46 @@ def test_logit_spread_is_exact_at_the_ends_and_infinite_once_alpha_can_saturate(
     assert got[2] == pytest.approx(1e-9 / 0.24, rel=1e-8, abs=0)  # first order where the error is small
     assert _logit_spread(np.array([0.0, 1.0]), np.array([1e-300, 1e-300])).tolist() == [math.inf] * 2
 
-def test_probes_keep_the_scaled_copies_of_two_scales():
-    """A skeleton's column and row calls alternate between two scales: both scaled copies are
-    kept (the same arrays read again, not rebuilt), exact (powers of two), and a third scale
-    evicts the oldest."""
+def test_probes_keep_the_scaled_copies_of_p_of_two_scales():
+    """A skeleton's column and row calls alternate between two scales: both scaled copies of P are
+    kept (the same arrays read again, not rebuilt), exact (powers of two), P itself at scale 1, and a
+    third scale evicts the oldest.  Q is not copied: its rows are scaled as they are read."""
     from attnproof.measure import SCALES_KEPT, Probes
 
     rng = np.random.default_rng(0)
     probes = Probes(rng.standard_normal((3, 4)), rng.standard_normal((2, 4)), rng.standard_normal(4), FLOAT64)
-    first, second = probes.scaled(2.0, 0.5), probes.scaled(0.25, 4.0)
+    first, second = probes.scaled(2.0), probes.scaled(0.25)
     assert SCALES_KEPT == 2
-    assert probes.scaled(2.0, 0.5)[0] is first[0] and probes.scaled(0.25, 4.0)[1] is second[1]
-    assert np.array_equal(first[0], 2 * probes.P) and np.array_equal(second[1], 4 * probes.Q)
-    third = probes.scaled(8.0, 1.0)
-    assert third[1] is probes.Q and probes.scaled(2.0, 0.5)[0] is not first[0]
+    assert probes.scaled(2.0) is first and probes.scaled(0.25) is second
+    assert np.array_equal(first, 2 * probes.P) and np.array_equal(second, probes.P / 4)
+    assert probes.scaled(1.0) is probes.P
+    probes.scaled(8.0)
+    assert probes.scaled(2.0) is not first
+
+
+@pytest.mark.parametrize("times", [1.0, 0.5, 2.0**-1074 * 2**60, 2.0**40])
+@pytest.mark.parametrize("shape", ["constant", "runs", "scattered", "cycle"])
+@pytest.mark.parametrize("plus", [False, True])
+def test_gather_scales_the_rows_it_reads_as_a_scaled_copy_would(times, shape, plus):
+    """``_gather(M, idx, out, plus, times)`` writes ``(M * times)[idx] (+ plus)`` bitwise, on each of
+    its paths (one row, runs of consecutive rows, a scattered take, every row in order), a few rows
+    at a time (``GATHER_ROWS`` 2 here): the probe batches read Q scaled this way, not from a scaled
+    d x d copy (128 MB of fresh pages at d = 4096), and must write the same tokens; a tiny factor
+    makes subnormal products, rounded as the copy rounds them."""
+    import unittest.mock
+
+    import attnproof.measure as measure
+
+    rng = np.random.default_rng(7)
+    M = rng.standard_normal((7, 5))
+    idx = {"constant": np.full(9, 3), "runs": np.r_[0:4, 2:7, 1:3], "scattered": rng.integers(0, 7, 80),
+           "cycle": np.tile(np.arange(7), 3)}[shape]
+    p = rng.standard_normal(5) if plus else None
+    out = np.full((len(idx), 5), np.nan)
+    with unittest.mock.patch.object(measure, "GATHER_ROWS", 2):
+        measure._gather(M, idx, out, p, times)
+    want = (M * times)[idx] if p is None else (M * times)[idx] + p
+    assert np.array_equal(out, want)
 
 
 def _probe_rounding_with_temporaries(P, Q, v, dv, entries, s):
@@ -777,7 +805,8 @@ def test_probe_rounding_and_scaled_copies_are_bitwise_whatever_the_threads(
     its blocks shared out between ``cores`` threads (made to split even a small batch) is bitwise the
     form with temporaries above (Q or the basis e_l; scaled query tokens or none; at d = 64 a block
     is 512 entries, so up to 2500 of them make several blocks to share out), and
-    ``Probes.scaled``'s copies written a block of rows per thread are bitwise ``M * a``."""
+    ``Probes.scaled``'s copy of P written a block of rows per thread is bitwise ``P * a`` (Q's rows
+    are scaled as they are read: ``test_gather_scales_the_rows_it_reads_as_a_scaled_copy_would``)."""
     import unittest.mock
 
     import attnproof.measure as measure
@@ -792,11 +821,9 @@ def test_probe_rounding_and_scaled_copies_are_bitwise_whatever_the_threads(
     with unittest.mock.patch.object(measure, "_PARALLEL_ENTRIES", 1), \
             unittest.mock.patch.object(measure, "_cores", lambda: cores):
         got = measure._probe_rounding(P, Q, v, dv, entries, s)
-        probes = Probes(P, rng.standard_normal((d, d)), v, FLOAT64)
-        copies = probes.scaled(0.5, 2.0**-3)
+        copy = Probes(P, Q, v, FLOAT64).scaled(0.5)
     assert got.tobytes() == want.tobytes()
-    assert copies[0].tobytes() == (P * 0.5).tobytes()
-    assert copies[1].tobytes() == (probes.Q * 2.0**-3).tobytes()
+    assert copy.tobytes() == (P * 0.5).tobytes()
 
 
 @given(d=st.integers(2, 20), seed=st.integers(0, 2**32 - 1), answers=st.sampled_from(["naive", "faithful"]),

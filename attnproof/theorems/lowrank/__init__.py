@@ -157,17 +157,21 @@ def cross_approximation(
     slots, where, free = np.arange(d), np.arange(d), d  # the free columns slots[:free]; where = its inverse
     lead_step = 0 if start is None else len(start.rows)  # where lead may lead: past start's pivots
 
-    def ask(kk: np.ndarray, ll: np.ndarray) -> None:
-        """Measure entries (kk, ll) of M at the scale learned so far."""
-        L, k = session.measure_adaptively(probes, (kk, ll), learned)
-        M[kk, ll], L_all[kk, ll], k_all[kk, ll], known[kk, ll] = probes.values(L, k, kk), L, k, True
+    def ask(kk: np.ndarray | int, ll: np.ndarray | int) -> None:
+        """Measure entries (kk, ll) of M at the scale learned so far: a column (ll one index) or a
+        row (kk one index), stored by mixed indexing (an index and an array), not two index arrays
+        (numpy's general scatter into the d x d arrays: 0.3-0.9 s more at d = 4096, r = 128 in a
+        replay of its writes; the same entries)."""
+        rows, cols = (np.ascontiguousarray(x) for x in np.broadcast_arrays(kk, ll))  # both, as asked
+        L, k = session.measure_adaptively(probes, (rows, cols), learned)
+        M[kk, ll], L_all[kk, ll], k_all[kk, ll], known[kk, ll] = probes.values(L, k, rows), L, k, True
 
     while s < (max_rank if order is None else len(order[1])):
         rows = np.flatnonzero(free_rows)  # the column off the pivot rows: all unknown, unless resumed
         if len(rows):
             unknown = rows[~known[rows, j]]
             if len(unknown):
-                ask(unknown, np.full(len(unknown), j))
+                ask(unknown, j)
             scale = max(scale, arith.abs_max(M[rows, j]))
             at = (rows, np.full(len(rows), j))
             floor = max(floor, 64 * float(resolution(probes, at, k_all[rows, j]).max()))
@@ -181,7 +185,7 @@ def cross_approximation(
             cols = slots[:free]  # the lead row's free entries (j's is known: it was just measured)
             unknown = cols[~known[lead, cols]]
             if len(unknown):
-                ask(np.full(len(unknown), lead), unknown)
+                ask(lead, unknown)
             scale = max(scale, arith.abs_max(M[lead, cols]))
             floor = max(floor, 64 * float(resolution(probes, (np.full(len(cols), lead), cols),
                                                      k_all[lead, cols]).max()))
@@ -202,7 +206,7 @@ def cross_approximation(
         if len(cols):
             unknown = cols[~known[i, cols]]
             if len(unknown):
-                ask(np.full(len(unknown), i), unknown)
+                ask(i, unknown)
             scale = max(scale, arith.abs_max(M[i, cols]))
         row = M[i, :] - A[i, :] @ B
         pivots.append(float(mags[i]))
@@ -1146,6 +1150,7 @@ def _learn_by_crosses(
                                         order=(cross.rows, swapped))
             session.diagnostics["designed_queries"] += int(np.sum(cross.known & ~known))
             session.diagnostics["exchanged_columns"] = len(set(swapped) - set(cols))
+        session.release(probes)  # what follows reuses the buffers' memory (a check writes them again)
         A, F1, F2, W = assemble(cross)
         stop = None  # the final cross's check: (seen, its charge, the skeleton's bound, lead), if it stopped
         if cross.stop_col is not None:  # a stop below max_rank: is the residual off its column 0?
@@ -1163,15 +1168,19 @@ def _learn_by_crosses(
                 session.diagnostics["stop_check_failure"] = made * STOP_CHECK_FAILURE
         W_error, W_norm = None, None
         if rounded:
+            session.release(probes)  # a stop's check and resume wrote them again: free for the bounds
             W_norm = arith.norm(W)  # once: a d x d pass, read by the bound, the estimate and the guard
-            images = _image_norms(cross, arith, unshorten)  # read by the bound and by the estimate
             # the bases' row sizes the probes keep (the measurements' bounds read them): P's and Q's
             # own unless the rows were shortened (biases)
             sizes = _row_sizes(probes) if probes.P is P and probes.Q is Q else None
+            # first, while the memory just released is still the process's: its d x d temporaries
+            # reuse it (freed pages a virtual machine has handed back to its host fault in slowly)
+            assembly = _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm, sizes)
+            images = _image_norms(cross, arith, unshorten)  # read by the bound and by the estimate
             W_error = (  # the skeleton's errors and the check's charge on the rest, or the rank assumption
                 (_cross_error(session, probes, cross, W_norm, c_norm, unshorten, images)
                  if stop is None else stop[2] + stop[1])
-                + _assembly_error(arith, (P, Q), (P_inv, Q_inv), A, cross.B, F1, F2, W_norm, sizes)
+                + assembly
             )
             estimate, terms = _cross_estimate(probes, cross, W_norm, c_norm, unshorten, images)
             session.diagnostics.update(error_estimate=estimate, error_estimate_terms=terms)
