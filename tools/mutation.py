@@ -432,13 +432,13 @@ for i, ident in proof.REGISTRY.items():
 
 
 def _copy_tree(dest: Path, root: Path = ROOT) -> None:
-    """The parts of the tree a mutant run needs (the book's sources: some tests read a chapter; dev.py:
-    the ledger's tests read how it runs pytest), without bytecode caches or the built book."""
+    """The parts of the tree a mutant run needs (the book's sources: some tests read a chapter; dev.py and
+    CITATION.cff: the ledger's tests read them), without bytecode caches or the built book."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "_build",
                                     ".jupyter_cache")
     for part in ("attnproof", "tests", "book"):
         shutil.copytree(root / part, dest / part, ignore=ignore)
-    for name in ("pyproject.toml", "README.md", "dev.py"):
+    for name in ("pyproject.toml", "README.md", "dev.py", "CITATION.cff"):
         if (root / name).exists():
             shutil.copy2(root / name, dest / name)
 
