@@ -967,14 +967,23 @@ class BilinearSession(Session):
         derived oracle: its answers are combinations of others)."""
         return declared_rounding(self.oracle)
 
-    def _chunk(self, n: int, d: int, one_query: bool) -> tuple[int, _ProbeBuffer | None]:
-        """Batch size and (float64) buffer for n probes of width d, at least d rows (a whole row
-        or column of M) within ``max_batch_bytes`` (no buffer, one batch, where the arithmetic
-        builds its arrays per batch: :meth:`Arith.buffer`).  ``one_query``: the batches ask one
-        query token (their own buffer)."""
-        rows = max(1, min(max(n, d), self.max_batch_bytes // (2 * d * 8)))
+    def _chunk(self, n: int, d: int, one_query: bool, at: int = 0) -> tuple[int, _ProbeBuffer | None]:
+        """Batch size and (float64) buffer for n probes of width d asked from row ``at``, within
+        ``max_batch_bytes`` (no buffer, one batch, where the arithmetic builds its arrays per batch:
+        :meth:`Arith.buffer`).  The batch size is the buffer's length, at least n rows (one batch)
+        where they fit in ``max_batch_bytes``.  A buffer has at least d rows, and ``at + n``: each
+        batch at its place in its call (a row of M, each token in its slot: :func:`probe_batch`'s
+        ``held``; with ``pipeline``, the next batch after this one).  But one for serial batches
+        that ask one query token (``one_query``: a column of M, which has no token to keep from one
+        batch to the next) is written with half of d rows (or ``at + n``): an adaptive column's
+        largest batch (:meth:`measure_adaptively` doubles them: at most ceil(n / 2) of n entries,
+        asked from row 0 when they do not fit at their place), and written again only for a batch
+        larger than it (128 MB of fresh pages fewer at d = 4096)."""
+        most = max(1, self.max_batch_bytes // (2 * d * 8))
+        placed = self.pipeline or not one_query  # every batch at its place
+        rows = min(max(at + n, d if placed else (d + 1) // 2), most)
         buf = self._buffers.get(one_query)
-        if buf is None or buf.X.shape[1:] != (2, d) or len(buf.X) < rows:
+        if buf is None or buf.X.shape[1:] != (2, d) or len(buf.X) < (rows if placed else min(n, most)):
             X = self.arith.buffer((rows, 2, d))
             if X is None:
                 return max(n, 1), None
@@ -995,7 +1004,7 @@ class BilinearSession(Session):
     def _place(self, n: int, d: int, ll: np.ndarray, at: int) -> tuple[int, _ProbeBuffer | None, int]:
         """Batch size, buffer and first row of a call of n probes with query indices ``ll`` asked
         from row ``at`` (0 when they would not fit there): :meth:`_chunk`."""
-        chunk, buffer = self._chunk(at + n, d, bool(n) and bool(np.all(ll == ll[0])))
+        chunk, buffer = self._chunk(n, d, bool(n) and bool(np.all(ll == ll[0])), at)
         return chunk, buffer, at if at + n <= chunk else 0
 
     def measure(

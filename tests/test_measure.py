@@ -628,8 +628,10 @@ def test_the_pipelined_session_asks_bitwise_the_queries_of_the_serial_one(d, see
     worker thread while the oracle answers the current one: the oracle sees bitwise the queries of
     the serial session, in the same order, batch for batch, and the logits, scale exponents and
     counts are the same (rows and columns of a target of size 2^e, so the scale moves and batches
-    written ahead at the old scale are written again); and batches were written ahead."""
-    logs, results, infos = [], [], []
+    written ahead at the old scale are written again); and batches were written ahead.  The
+    serial session writes its columns (one query token) into a buffer of half of d rows, from row 0
+    where a batch does not fit at its place, the pipelined one at their places (at least d rows)."""
+    logs, results, infos, sessions = [], [], [], []
     for pipeline in (False, True):
         rng = np.random.default_rng(seed)
         P, Q, v = rng.standard_normal((d, d)), rng.standard_normal((d, d)), rng.standard_normal(d) + 3
@@ -639,6 +641,7 @@ def test_the_pipelined_session_asks_bitwise_the_queries_of_the_serial_one(d, see
         results.append(_rows_and_columns(session, probes, d, rng))
         logs.append(oracle.log)
         infos.append(session.diagnostics)
+        sessions.append(session)
     (serial, piped), (serial_log, piped_log) = results, logs
     assert len(serial_log) == len(piped_log)
     for a, b in zip(serial_log, piped_log, strict=True):
@@ -648,6 +651,10 @@ def test_the_pipelined_session_asks_bitwise_the_queries_of_the_serial_one(d, see
     shared = ("rescaled_probes", "global_rescales", "reasked_queries", "max_abs_logit")
     assert [infos[0][key] for key in shared] == [infos[1][key] for key in shared]
     assert "overlapped_assembly" not in infos[0] and infos[1]["overlapped_assembly"] > 0
+    largest = max(len(a.X) for a in serial_log if np.all(a.X[:, 1] == a.X[:1, 1]))  # one query token
+    columns = [len(session._buffers[True].X) for session in sessions]
+    assert columns[0] == (d + 1) // 2 if largest <= (d + 1) // 2 else columns[0] >= largest
+    assert columns[1] >= d
 
 
 def test_an_error_in_the_prefill_thread_is_raised_typed_and_an_oracle_error_wins():
