@@ -592,6 +592,19 @@ class _Scripted:
         return np.array([self.c @ x + self.bumps.get(tuple(x), 0.0) for x in X])
 
 
+def _scripted_search(d: int, residuals: tuple[float, ...]) -> tuple[ValueOracle, _PathSearch]:
+    """A search at x0 = (1, ..., 1) over :class:`_Scripted` whose Euler residual at the k-th step along
+    e_0 (``|x0|_inf = 1``) is ``residuals[k]`` times the step."""
+    tuned = TUNING["float64"]
+    bumps = {}
+    for k, residual in enumerate(residuals):
+        x = np.ones(d)
+        x[0] += 2.0 ** -(tuned.h_log2 + tuned.h_shrink_log2 * k)  # the k-th step
+        bumps[tuple(x)] = residual * (x[0] - 1)
+    oracle = ValueOracle(_Scripted(d, bumps))
+    return oracle, _PathSearch(Session(oracle, FLOAT64), np.ones(d), 2.0**-40, 100)
+
+
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_a_piece_asks_at_most_its_query_bound_and_can_ask_all_of_it(d):
     """:func:`~attnproof.theorems.transformer.ffn.piece_query_bound`, the piece
@@ -604,15 +617,8 @@ def test_a_piece_asks_at_most_its_query_bound_and_can_ask_all_of_it(d):
     from attnproof.theorems.transformer._path_search import H_ROUNDS
     from attnproof.theorems.transformer.ffn import piece_query_bound
 
-    x0, tuned = np.ones(d), TUNING["float64"]
-    bumps = {}
-    for k, residual in enumerate((1.0, 0.5, 0.25, 0.25)):
-        x = x0.copy()
-        x[0] += 2.0 ** -(tuned.h_log2 + tuned.h_shrink_log2 * k)  # |x0|_inf = 1: the k-th step
-        bumps[tuple(x)] = residual * (x[0] - 1)
-    oracle = ValueOracle(_Scripted(d, bumps))
-    search = _PathSearch(Session(oracle, FLOAT64), np.ones(d), 2.0**-40, 100)
-    p = search.piece(x0)
+    oracle, search = _scripted_search(d, (1.0, 0.5, 0.25, 0.25))
+    p = search.piece(np.ones(d))
     assert np.array_equal(p.G, np.arange(1.0, d + 1)) and p.h == 2.0 ** -search.smallest_h_log2
     assert search.ledger.retries == H_ROUNDS and search.ledger.total(d) == oracle.queries
     assert oracle.queries == piece_query_bound(d) == d * (H_ROUNDS + 1) + 2
@@ -629,15 +635,8 @@ def test_a_piece_that_asked_f_of_three_x_does_not_jump(d):
     from attnproof.theorems.transformer._path_search import _OnHyperplane
     from attnproof.theorems.transformer.ffn import piece_query_bound
 
-    x0, tuned = np.ones(d), TUNING["float64"]
-    bumps = {}
-    for k, residual in enumerate((1.0, 0.5, 2.0, 2.0)):
-        x = x0.copy()
-        x[0] += 2.0 ** -(tuned.h_log2 + tuned.h_shrink_log2 * k)  # |x0|_inf = 1: the k-th step
-        bumps[tuple(x)] = residual * (x[0] - 1)
-    oracle = ValueOracle(_Scripted(d, bumps))
-    search = _PathSearch(Session(oracle, FLOAT64), np.ones(d), 2.0**-40, 100)
+    oracle, search = _scripted_search(d, (1.0, 0.5, 2.0, 2.0))
     with pytest.raises(_OnHyperplane):
-        search.piece(x0)
+        search.piece(np.ones(d))
     assert "units_scale" in search.session.diagnostics and not search.beyond_cap
     assert search.ledger.total(d) == oracle.queries == 4 * d + 3 <= piece_query_bound(d)
