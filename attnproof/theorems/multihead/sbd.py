@@ -328,7 +328,7 @@ def learn_multihead_sbd(
     >>> heads, _ = orthogonal_heads_target(4, 2, np.random.default_rng(0))
     >>> oracle = ValueOracle(MultiHeadAttention(heads))
     >>> rec = learn_multihead_sbd(oracle, hessians=2, rng=np.random.default_rng(0))
-    >>> rec.queries == 2 * (2 * 16 + 1) + 2 * (2 + 4) + 3 + 4 * 4, len(rec.heads)
+    >>> rec.queries == 2 * (2 * 16 + 1) + 2 * (2 + 4) + 3 + 6 * 4, len(rec.heads)
     (True, 2)
     """
     d = oracle.d
