@@ -17,7 +17,7 @@ from ...prelude import check_arith, check_count, check_rng, check_tolerance
 from ...verify.registry import LEARNERS, learner
 from ._path_search import (
     EXTRA_END_PIECES, H_ROUNDS, NUDGES, WEDGE_POINTS, _Ledger, _OnHyperplane, _PathSearch, _Piece,
-    check_parameters, kink_parameter,
+    answer_noise, check_parameters, kink_parameter,
 )
 
 #: Check points per segment of the path, asked after each reconstruction (counted beside the formula).
@@ -680,7 +680,7 @@ def _stands(fallback: _Unpolished) -> FFNRecovery:
 def _finish(session: Session, rec: FFNRecovery, tolerance: float | None) -> FFNRecovery:
     """rec, once it is not identically 0 and its bound is within the promised tolerance."""
     arith = session.arith
-    _check_nonzero(rec, arith)
+    _check_nonzero(rec, arith, session.diagnostics.get("units_scale", 0.0))
     session.guard(
         rec.diagnostics.get("error_bound", 0.0), max(_size(rec, arith), arith.eps), tolerance,
         what="sup_{|x|_inf <= 1} |f_hat - f|", of="sup |f_hat|",
@@ -1518,10 +1518,18 @@ def _size(rec: FFNRecovery, arith: Arith) -> float:
     )
 
 
-def _check_nonzero(rec: FFNRecovery, arith: Arith) -> None:
-    if rec.L == 0 and all(arith.is_zero(t) for t in rec.u):
+def _check_nonzero(rec: FFNRecovery, arith: Arith, units_scale: float) -> None:
+    """Refuse an f the answers cannot tell from 0: no kink, and u exactly 0 or, where the search read
+    the units' rounding (``units_scale``, :meth:`._path_search._PathSearch._rounding_scale`),
+    ``sup |f_hat| = |u|_1 / 2`` within the answers' rounding of that scale, ``answer_noise`` times it
+    (full suite, the ci profile's draw: d = 1, A = [[0.2176, 0.2176]], w = [1.75, -1.75], f = 0 with
+    FMA-rounded answers of 7e-18: u = -1.4e-17 was returned with a polished bound of 3.4e-29, while the
+    units' rounding was 1.1e-14)."""
+    floor = answer_noise(arith) * units_scale
+    if rec.L == 0 and (all(arith.is_zero(t) for t in rec.u) or _size(rec, arith) <= floor):
         raise NonIdentifiableError(
-            "f is identically 0 (every region has gradient 0): there is no FFN to learn, and a "
+            "f is identically 0 (every region has gradient 0, or u within the answers' rounding of "
+            "the units' scale): there is no FFN to learn, and a "
             "Transformer with this FFN answers 0 to every query, so its W* is not identifiable (or every "
             "kink of f lies in a zero-sum group the path crossed within the search's resolution: see "
             "learn_ffn's Notes)"
