@@ -1279,3 +1279,54 @@ def test_adaptive_skeleton_counts_a_pivot_far_above_its_default_rank_tol_without
     rec = learn_skeleton_adaptive(oracle, rng=np.random.default_rng(0))
     assert rec.diagnostics["rank_found"] == r and not rec.diagnostics.get("stop_resumed")
     assert rec.queries == oracle.queries == d + r * (2 * d - r) + (d - r) + STOP_CHECK_MIXES * (d - r) == 24
+
+
+# --- the shared levels' sample (tools/mutation.py --files ..., seed 1128, session 19) --------------
+
+
+def test_split_product_bound_by_hand():
+    """arith.split_product's bound at d = 1 by hand: A = 1 + 2^-40, B = 1 + 2^-35 split at t = s = 26
+    into A1 = 1, A2 = 2^-40, B1 = 1, B2 = 2^-35; rest = g (|A1| |B2| + |A2| |B|), g = u / (1 - u);
+    S = A1 B2 + A2 B, X = A1 B1 + S; bound = (rest (1 + 2 g) + u (|S| + |X|)) (1 + 3 u) (k = 1), no
+    underflow term above 1e-300 (the survivor: rest's sum as a difference moves it by 2^-39 g)."""
+    from attnproof.arith import split_product
+
+    u = 2.0**-53
+    g = u / (1 - u)
+    X, bound = split_product(np.array([[1 + 2.0**-40]]), np.array([[1 + 2.0**-35]]))
+    S = 2.0**-35 + 2.0**-40
+    expected = (g * (2.0**-35 + 2.0**-40 * (1 + 2.0**-35)) * (1 + 2 * g) + u * (S + 1 + S)) * (1 + 3 * u)
+    assert X[0, 0] == 1 + S
+    assert bound == pytest.approx(expected, rel=2.0**-45, abs=0)
+
+
+def test_split_product_guards_a_large_column_beside_a_small_one():
+    """A column of B near overflow beside a unit one: the guard takes the largest column's exponent
+    (F.max()), so the plain product and its worst case are returned, finite and exact here; with the
+    smallest column's in ``F.max() + 53 - s``, the split's sigma would overflow (NaN entries).  The
+    sampled survivor, F.min() in the guard's first term ``F.max() + E.max() + b``, is equivalent:
+    that term exceeds the second, ``F.max() + b + t``, only where ``E.max() > t``, which the guard
+    tests first."""
+    from attnproof.arith import split_product
+
+    A, B = np.array([[1.0, 1.0]]), np.array([[2.0**1000, 1.0], [0.0, 1.0]])
+    X, bound = split_product(A, B)
+    assert np.array_equal(X, A @ B) and math.isfinite(bound) and bound >= 0
+
+
+def test_lower_is_tight_where_the_midpoint_rounds_up():
+    """indistinguishable.lower at a ball whose float64 lower end rounds above it (1 - 2^-60 -> 1):
+    stepped down by 2^-50 |lo|, it stays within 2^-49 of the ball (the survivor, steps of |lo|,
+    returned 0)."""
+    from flint import arb, ctx
+
+    from attnproof.indistinguishable import lower
+
+    prec, ctx.prec = ctx.prec, 200
+    try:
+        m = arb(1) - arb(2) ** -60  # exact at 200 bits: its float64 rounding is 1, above it
+        assert not arb(float(m.mid())) <= m
+        lo = lower(m)
+        assert arb(lo) <= m and lo >= 1 - 2.0**-49
+    finally:
+        ctx.prec = prec
