@@ -22,11 +22,15 @@ two worlds' sets only).
 The worlds: ``A_+- = A' +- t E`` (A' the centre, A itself unless shifted) with the same w (a change
 of w_k is a rescaling of a_k for the function), so ``F_+(x0) - F_-(x0) = 2 t sum_{k on at x0} w_k
 e_k^T x0`` exactly while x0's pattern holds. E solves a linear program (:func:`_direction`):
-maximise that difference at a vertex x0 of the cube subject to every recorded answer's first-order
-move ``sum_{k on} w_k e_k^T x`` staying within :data:`~attnproof.indistinguishable.SAFETY` of its
-proven margin at A' (a unit within :data:`NEAR` of its kink at x counted both on and off: F's move
-there lies between the two linearisations), x0 improved by taking the vertex the last E moves most;
-t is then shrunk until every answer is proven allowed in both worlds.
+maximise that difference at a point x0 of the cube's surface subject to every recorded answer's
+first-order move ``sum_{k on} w_k e_k^T x`` staying within :data:`~attnproof.indistinguishable.SAFETY`
+of its proven margin at A' (a unit within :data:`NEAR` of its kink at x counted both on and off: F's
+move there lies between the two linearisations), solved at every vertex of the cube (d <= 8) and
+improved by taking x0 where the last E moves F most, over the whole surface (a mixed-integer program
+over the units' on/off patterns, :func:`_farthest`: the first-order difference is linear in x0 on
+each region, so its largest value may sit where a kink meets a face, not at a vertex); t is then
+shrunk until every answer is proven allowed in both worlds.  Only E and x0 come from the solvers:
+the worlds and the floor at x0 are proven.
 
 The proof, :func:`ffn_margins`, evaluates each world at each recorded query (not a linearisation: a
 query on a kink may change sides): the pre-activations ``a_k^T x`` as
@@ -65,13 +69,19 @@ NEAR_UNITS = 6
 #: Widths up to which every vertex of the cube is a candidate x0; above, :data:`SAMPLED` of them.
 ALL_VERTICES = 16
 SAMPLED = 2**14
-#: Rounds of "solve at x0, take the vertex the solution moves most" (:func:`_direction`).
-ROUNDS = 4
-#: Start vertices of those rounds (besides the sign vector of u = A w).
+#: Widths up to which the linear program is solved at every vertex (:func:`_direction`).
+EVERY_VERTEX = 8
+#: Start vertices besides the sign vector of u = A w, above :data:`EVERY_VERTEX`.
 STARTS = 3
+#: Solutions (the best) improved by moving x0 to the point of the cube they move most.
+REFINED = 4
+#: Rounds of that improvement, at most.
+ROUNDS = 4
+#: Branch-and-bound nodes of :func:`_farthest`'s program, at most.
+NODES = 2000
 #: Entries of E in units of NOISE times A's largest entry, at most (keeps the program bounded).
 BOX = 2.0**20
-#: Vertices (those the worlds' float64 difference is largest at) whose floor is proven.
+#: Candidate points (those the worlds' float64 difference is largest at) whose floor is proven.
 PROVEN = 4
 #: Radii and lower bounds computed in float64 from a few nonnegative terms: times this.
 UP = 1 + 2.0**-40
@@ -207,7 +217,7 @@ class FFNFloor:
     floor : float
         A proven lower bound on ``|F_+(x0) - F_-(x0)| / 2`` at ``point``.
     point : array (d,)
-        x0, a vertex of the cube ``|x|_inf <= 1``.
+        x0, a point with ``|x0|_inf = 1`` (a vertex of the cube or :func:`_farthest`'s).
     shrinks : int
         Shrinkings by :data:`~attnproof.indistinguishable.SHRINK` the check asked for.
     answers : int
@@ -262,8 +272,8 @@ def _rows(X: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
 
 
 def _vertices(d: int) -> np.ndarray:
-    """The candidate points x0: every vertex of the cube (d <= :data:`ALL_VERTICES`), else
-    :data:`SAMPLED` of them (a fixed draw)."""
+    """Every vertex of the cube (d <= :data:`ALL_VERTICES`), else :data:`SAMPLED` of them (a fixed
+    draw): the candidate points x0 the floor is proven at besides :func:`_farthest`'s."""
     if d <= ALL_VERTICES:
         return 1.0 - 2.0 * ((np.arange(2**d)[:, None] >> np.arange(d)[None, :]) & 1)
     return np.where(np.random.default_rng(0).random((SAMPLED, d)) < 0.5, -1.0, 1.0)
@@ -274,12 +284,58 @@ def _moves(V: np.ndarray, A: np.ndarray, w: np.ndarray, E: np.ndarray) -> np.nda
     return ((V @ A > 0) * (V @ E)) @ w
 
 
-def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray) -> np.ndarray:
-    """E (d, m) maximising the first-order ``|F_+(x0) - F_-(x0)| / 2`` over the cube's vertices x0
-    (:func:`_vertices`) subject to every answer's move within SAFETY of its margin (:func:`_rows`):
-    a linear program per x0, x0 the vertex the previous solution moves most (:data:`ROUNDS` rounds
-    from the sign vector of A w and :data:`STARTS` more vertices).  Needs scipy (its HiGHS; installed
-    with the ``lowrank`` extra, as cvxpy's)."""
+def _farthest(A: np.ndarray, w: np.ndarray, E: np.ndarray) -> np.ndarray | None:
+    """The point x of the cube's surface (``|x|_inf = 1``) where E moves F most to first order,
+    ``max sum_k w_k [a_k^T x > 0] e_k^T x``, each unit at least :data:`NEAR` ``|a_k|_1`` from its
+    kink (so the worlds' kinks stay away from x): a mixed-integer program (z_k = unit k on,
+    ``y_k = z_k x`` by its four linear bounds on the cube, 2 NEAR asked for the solver's
+    tolerances), solved by HiGHS within :data:`NODES` nodes; None if it finds no such point.  The
+    move is positively homogeneous in x, so the optimum lies on the surface; x is rescaled to it
+    exactly (its largest entry +-1)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    d, m = A.shape
+    An = A / np.abs(A).sum(axis=0)  # |a_k^T x| <= 1 on the cube: 2 is a big-M
+    x_, y_, z_ = 0, d, d + m * d  # offsets of x, y (unit by unit), z
+    n = z_ + m
+    cons = []  # rows of (matrix, low, high)
+    for k in range(m):
+        row = np.zeros(n)
+        row[x_:y_], row[z_ + k] = An[:, k], -2.0
+        cons += [(row, 2 * NEAR - 2.0, np.inf), (row, -np.inf, -2 * NEAR)]  # on: >= 2 NEAR; off: <= -2 NEAR
+        for i in range(d):
+            for sx, sz, low, high in ((0, -1, -np.inf, 0), (0, 1, 0, np.inf),
+                                      (-1, 1, -np.inf, 1), (-1, -1, -1, np.inf)):
+                row = np.zeros(n)  # y <= z, y >= -z, y - x <= 1 - z, y - x >= z - 1
+                row[y_ + k * d + i], row[x_ + i], row[z_ + k] = 1.0, sx, sz
+                cons.append((row, low, high))
+    c = np.zeros(n)
+    c[y_:z_] = -(E * w).T.ravel()
+    integrality = np.zeros(n)
+    integrality[z_:] = 1
+    res = milp(c, constraints=LinearConstraint(np.array([r for r, _, _ in cons]),
+                                               [lo for _, lo, _ in cons], [hi for _, _, hi in cons]),
+               integrality=integrality, bounds=Bounds(np.r_[-np.ones(z_), np.zeros(m)], np.ones(n)),
+               options={"node_limit": NODES})
+    if res.x is None or not np.any(res.x[x_:y_]):
+        return None
+    x = res.x[x_:y_]
+    i = int(np.argmax(np.abs(x)))
+    x = np.clip(x / abs(x[i]), -1.0, 1.0)
+    x[i] = np.sign(x[i])
+    return x if np.all(np.abs(x @ An) >= NEAR) else None
+
+
+def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
+               at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """E (d, m) maximising the first-order ``|F_+(x0) - F_-(x0)| / 2`` over the cube's surface
+    subject to every answer's move within SAFETY of its margin (:func:`_rows`), and the points x0
+    it was solved at (rows).  A linear program per x0: at every vertex for ``d <=``
+    :data:`EVERY_VERTEX`, else at the sign vector of A w and :data:`STARTS` more vertices; from the
+    :data:`REFINED` best, :data:`ROUNDS` rounds of "x0 the point of the cube's surface the last E
+    moves most" (:func:`_farthest`, or the best vertex if that moves it more) while the program's
+    value grows.  Given ``at`` (rows), the program is solved at those points only, unrefined.
+    Needs scipy (its HiGHS; installed with the ``lowrank`` extra, as cvxpy's)."""
     from scipy.optimize import linprog
 
     d, m = A.shape
@@ -288,23 +344,39 @@ def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margi
     G = np.vstack([rows, -rows])  # in units of scale: rows of size ~|x| |w|, caps ~ 1
     h = np.concatenate([caps, caps]) / scale
     V = _vertices(d)
-    starts = [np.where(A @ w < 0, -1.0, 1.0), *V[np.linspace(0, len(V) - 1, STARTS + 2).astype(int)[1:-1]]]
-    best, best_E = 0.0, np.zeros((d, m))
-    for x0 in starts:
+
+    def program(x0: np.ndarray) -> tuple[float, np.ndarray]:
+        objective = -np.outer(x0, (x0 @ A > 0) * w).ravel(order="F")
+        res = linprog(objective, A_ub=G, b_ub=h, bounds=(-BOX, BOX), method="highs")
+        if res.status != 0:
+            return 0.0, np.zeros((d, m))
+        return -float(res.fun), res.x.reshape((d, m), order="F")
+
+    if at is not None:
+        starts = list(at)
+    elif d <= EVERY_VERTEX:
+        starts = list(V)
+    else:
+        spread = np.linspace(0, len(V) - 1, STARTS + 2).astype(int)[1:-1]
+        starts = [np.where(A @ w < 0, -1.0, 1.0), *V[spread]]
+    solved = sorted(((*program(x0), j) for j, x0 in enumerate(starts)), key=lambda s: -s[0])
+    points = [starts[j] for _, _, j in solved[:REFINED]]
+    best, best_E = solved[0][0], solved[0][1]
+    for value, E, _ in solved[:REFINED] if at is None else ():
         for _ in range(ROUNDS):
-            objective = -np.outer(x0, (x0 @ A > 0) * w).ravel(order="F")
-            res = linprog(objective, A_ub=G, b_ub=h, bounds=(-BOX, BOX), method="highs")
-            if res.status != 0:
-                break
-            E = res.x.reshape((d, m), order="F") * scale
             moves = np.abs(_moves(V, A, w, E))
-            k = int(np.argmax(moves))
-            if moves[k] > best:
-                best, best_E = float(moves[k]), E
-            if np.array_equal(V[k], x0):
+            x0 = V[int(np.argmax(moves))]
+            x1 = _farthest(A, w, E)
+            if x1 is not None and abs(_moves(x1[None], A, w, E)[0]) > moves.max():
+                x0 = x1
+            next_value, next_E = program(x0)
+            if next_value <= value:
                 break
-            x0 = V[k]
-    return best_E
+            points.append(x0)
+            value, E = next_value, next_E
+            if value > best:
+                best, best_E = value, E
+    return best_E * scale, np.array(points)
 
 
 def _centre(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray,
@@ -344,7 +416,7 @@ def _half_distance(plus: np.ndarray, minus: np.ndarray, w: np.ndarray, x: np.nda
 
 
 def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
-                      max_shrinks: int = 40) -> FFNFloor:
+                      max_shrinks: int = 40, at: np.ndarray | None = None) -> FFNFloor:
     """FFNs ``w^T ReLU((A' +- t E)^T x)`` that every recorded answer fits under the naive declaration,
     proven by :func:`ffn_margins`, and the floor they give (A' the centre, :func:`_centre`).
 
@@ -356,12 +428,17 @@ def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
     A, w : arrays (d, m), (m,)
         The real target.
     max_shrinks : int
+    at : array (P, d), optional
+        Points x0 (``|x0|_inf = 1``) to solve the program at, and only there (:func:`_direction`); the
+        floor is still proven at the :data:`PROVEN` best of them and the cube's vertices.
 
     Raises
     ------
     PrecisionLossError
         If an answer is not proven allowed at the centre, or no t is proven after ``max_shrinks``
         shrinkings.
+    InvalidInputError
+        ``at`` not rows of length d with ``|x0|_inf = 1``.
     """
     A, w = _check(A, w)
     X, y = _queries(log, A.shape[0])
@@ -370,7 +447,10 @@ def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
     if not np.all(margins >= 0):
         raise PrecisionLossError("an answer of the real oracle is not proven within the naive declaration "
                                  "at the target, nor with the units near their kinks moved off them")
-    E = _direction(X, y, centre, w, margins)
+    if at is not None and (np.ndim(at) != 2 or np.shape(at)[1] != A.shape[0]
+                           or not np.array_equal(np.abs(at).max(axis=1), np.ones(len(at)))):
+        raise InvalidInputError(f"at must be rows x0 of length {A.shape[0]} with |x0|_inf = 1")
+    E, points = _direction(X, y, centre, w, margins, at)
     t, shrinks = 1.0, 0
     while True:
         worlds = (centre + t * E, centre - t * E)
@@ -380,7 +460,7 @@ def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
             raise PrecisionLossError(f"no indistinguishable FFNs proven after {shrinks} shrinkings")
         t *= SHRINK
         shrinks += 1
-    V = _vertices(A.shape[0])
+    V = np.vstack([_vertices(A.shape[0]), points])
     moves = np.abs(_moves(V, centre, w, t * E))
     floors = [(_half_distance(*worlds, w, V[k]), k) for k in np.argsort(moves)[::-1][:PROVEN]]
     floor, k = max(floors)
