@@ -40,32 +40,62 @@ def run(request):
     return log, A, w, rec, indistinguishable(log, A, w)
 
 
+def _exact_value(x: np.ndarray, A: np.ndarray, w: np.ndarray) -> Fraction:
+    """``w^T ReLU(A^T x)`` in rationals."""
+    z = [sum(Fraction(xi) * Fraction(aik) for xi, aik in zip(x, A[:, k], strict=True)) for k in range(len(w))]
+    return sum(Fraction(wk) * max(zk, Fraction(0)) for wk, zk in zip(w, z, strict=True))
+
+
 def _check_worlds(log, A, w, rec, found):
-    for target in found.worlds:
-        assert np.all(ffn_margins(log, target, w) >= 0)
+    pairs = list(zip(found.worlds, found.readouts, strict=True))
+    for target, readout in pairs:
+        assert np.all(ffn_margins(log, target, readout) >= 0)
     if not found.shifted:  # the worlds are centred at the target, whose answers are allowed too
         assert np.all(ffn_margins(log, A, w) >= 0)
     assert found.answers == sum(len(r.y) for r in log) == rec.queries
-    assert all(np.any(Aw != A) for Aw in found.worlds)
+    m = A.shape[1]
+    assert all(np.any(Aw[:, :m] != A) and np.array_equal(ww[:m], w) for Aw, ww in pairs)
     x0 = found.point
+    exact = [_exact_value(x0, Aw, ww) for Aw, ww in pairs]  # in rationals, beside the proof's Arb
+    assert abs(exact[0] - exact[1]) / 2 >= Fraction(found.floor)
+    F = [float(ReluFFN(Aw, ww)(x0[None, None])[0]) for Aw, ww in pairs]
     assert np.abs(x0).max() == 1  # |x0|_inf = 1: a vertex, or a point of a face
     bound = rec.diagnostics["error_bound"]
     err = float(np.max(np.abs(rec(x0[None]) - ReluFFN(A, w)(x0[None, None]))))
     assert err < found.floor <= bound
     # the bound holds in both worlds where the floor is read
     at = float(rec(x0[None])[0])
-    assert all(abs(at - float(ReluFFN(Aw, w)(x0[None, None])[0])) <= bound for Aw in found.worlds)
+    assert all(abs(at - Fw) <= bound for Fw in F)
 
 
 def test_every_answer_is_proven_at_the_target_and_in_both_worlds_and_the_bound_is_above_the_floor(run):
     _check_worlds(*run)
 
 
+def _inflated(A: np.ndarray, w: np.ndarray, found) -> tuple[np.ndarray, np.ndarray]:
+    """The first world moved 4 times as far from the target (its extra unit's weight too)."""
+    m, (Aw, ww) = A.shape[1], (found.worlds[0], found.readouts[0])
+    return np.column_stack([A + 4 * (Aw[:, :m] - A), Aw[:, m:]]), np.append(w, 4 * ww[m:])
+
+
 def test_an_inflated_move_is_rejected(run):
     """The check can fail: the first layer moved 4 times as far leaves answers outside the declaration."""
     log, A, w, _, found = run
-    margins = ffn_margins(log, A + 4 * (found.worlds[0] - A), w)
-    assert np.any(~(margins >= 0))
+    assert np.any(~(ffn_margins(log, *_inflated(A, w, found)) >= 0))
+
+
+@pytest.mark.parametrize("seed", (1, 3))
+def test_worlds_one_unit_wider_raise_the_floor(seed):
+    """Worlds of width m + 1 (a unit +- t c ReLU(n^T x) added to both; A_FFN is told no width):
+    every answer proven in both, 4 times the move refused, and the floor above the same-width one
+    at d = m = 4, seeds 1 and 3 (same width 3.78e-12 and 1.19e-12, 952 and 920 times the bench's
+    error; wider 5.11e-12 and 1.58e-12)."""
+    log, A, w, rec = recorded_run(4, 4, seed=seed)
+    same, wider = indistinguishable(log, A, w), indistinguishable(log, A, w, wider=True)
+    assert [Aw.shape for Aw in wider.worlds] == [(4, 5)] * 2
+    _check_worlds(log, A, w, rec, wider)
+    assert np.any(~(ffn_margins(log, *_inflated(A, w, wider)) >= 0))
+    assert wider.floor > same.floor
 
 
 def test_a_moved_answer_is_rejected():

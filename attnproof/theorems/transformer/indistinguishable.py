@@ -25,12 +25,17 @@ e_k^T x0`` exactly while x0's pattern holds. E solves a linear program (:func:`_
 maximise that difference at a point x0 of the cube's surface subject to every recorded answer's
 first-order move ``sum_{k on} w_k e_k^T x`` staying within :data:`~attnproof.indistinguishable.SAFETY`
 of its proven margin at A' (a unit within :data:`NEAR` of its kink at x counted both on and off: F's
-move there lies between the two linearisations), solved at every vertex of the cube (d <= 8) and
-improved by taking x0 where the last E moves F most, over the whole surface (a mixed-integer program
-over the units' on/off patterns, :func:`_farthest`: the first-order difference is linear in x0 on
-each region, so its largest value may sit where a kink meets a face, not at a vertex); t is then
-shrunk until every answer is proven allowed in both worlds.  Only E and x0 come from the solvers:
-the worlds and the floor at x0 are proven.
+move there lies between the two linearisations), solved at every vertex of the cube (d <= 4; above,
+at a few) and improved by taking x0 where the last E moves F most, over the whole surface (a
+mixed-integer program over the units' on/off patterns, :func:`_farthest`: the first-order
+difference is linear in x0 on each region, so its largest value may sit where a kink meets a face,
+not at a vertex); t is then shrunk until every answer is proven allowed in both worlds.  Only E and
+x0 come from the solvers: the worlds and the floor at x0 are proven.
+
+Worlds one unit wider (``wider=True``): both add a unit ``+- t c ReLU(n^T x)`` (n kept off its kink
+at every query), a column of the same program, n the direction of a fixed draw with the largest
+reduced cost at the best x0 (:func:`_extra_units`).  A_FFN is told no width, so a rigorous bound
+from its transcript must hold for these worlds too; the default keeps the target's width.
 
 The proof, :func:`ffn_margins`, evaluates each world at each recorded query (not a linearisation: a
 query on a kink may change sides): the pre-activations ``a_k^T x`` as
@@ -70,7 +75,7 @@ NEAR_UNITS = 6
 ALL_VERTICES = 16
 SAMPLED = 2**14
 #: Widths up to which the linear program is solved at every vertex (:func:`_direction`).
-EVERY_VERTEX = 8
+EVERY_VERTEX = 4
 #: Start vertices besides the sign vector of u = A w, above :data:`EVERY_VERTEX`.
 STARTS = 3
 #: Solutions (the best) improved by moving x0 to the point of the cube they move most.
@@ -79,6 +84,10 @@ REFINED = 4
 ROUNDS = 4
 #: Branch-and-bound nodes of :func:`_farthest`'s program, at most.
 NODES = 2000
+#: Directions drawn for the extra unit of worlds one unit wider (:func:`_extra_units`), and the
+#: best of them (by reduced cost) the program is solved with.
+CANDIDATES = 4096
+EXTRA_TRIES = 8
 #: Entries of E in units of NOISE times A's largest entry, at most (keeps the program bounded).
 BOX = 2.0**20
 #: Candidate points (those the worlds' float64 difference is largest at) whose floor is proven.
@@ -212,8 +221,9 @@ class FFNFloor:
     Attributes
     ----------
     worlds : tuple of (A_+, A_-)
-        Their first layers (float64, as checked); both read out by the target's w.
-    w : array (m,)
+        Their first layers (float64, as checked), (d, m), or (d, m + 1) for worlds one unit wider.
+    readouts : tuple of (w_+, w_-)
+        Their second layers: the target's w, or it and ``+- t c`` for the extra unit.
     floor : float
         A proven lower bound on ``|F_+(x0) - F_-(x0)| / 2`` at ``point``.
     point : array (d,)
@@ -228,7 +238,7 @@ class FFNFloor:
     """
 
     worlds: tuple[np.ndarray, np.ndarray]
-    w: np.ndarray
+    readouts: tuple[np.ndarray, np.ndarray]
     floor: float
     point: np.ndarray
     shrinks: int
@@ -237,8 +247,9 @@ class FFNFloor:
 
 
 def _rows(X: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
-          flexible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The program's constraints ``|row^T E| <= cap`` (E column-major, unit by unit): each query's
+          flexible: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The program's constraints ``|row^T E| <= cap`` (E column-major, unit by unit), and the query
+    each bounds the move at (-1 for a unit's own bound, below): each query's
     first-order move ``sum_{k on} w_k e_k^T x`` within ``SAFETY margin``.  A unit within
     :data:`NEAR` of its kink may cross it: where the answer's margin holds over every pattern of
     those units (``flexible``, the margins at band NEAR), the move is bounded under each pattern
@@ -249,7 +260,7 @@ def _rows(X: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
     near = np.abs(z) <= NEAR * size
     band = 2 * _band(A.shape[0])
     d, m = A.shape
-    rows, caps = [], []
+    rows, caps, query = [], [], []
     for b, x in enumerate(X):
         units = np.flatnonzero(near[b])
         if len(units) > NEAR_UNITS:
@@ -263,12 +274,14 @@ def _rows(X: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
                 pin[:, k] = x
                 rows.append(pin.ravel(order="F"))
                 caps.append(SAFETY * max(abs(z[b, k]) - band * size[b, k], 0.0))
+                query.append(-1)
         for pattern in patterns:
             on = z[b] > 0
             on[units] = pattern
             rows.append(np.outer(x, on * w).ravel(order="F"))
             caps.append(SAFETY * cap)
-    return np.array(rows), np.array(caps)
+            query.append(b)
+    return np.array(rows), np.array(caps), np.array(query)
 
 
 def _vertices(d: int) -> np.ndarray:
@@ -327,30 +340,40 @@ def _farthest(A: np.ndarray, w: np.ndarray, E: np.ndarray) -> np.ndarray | None:
 
 
 def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
-               at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+               at: np.ndarray | None = None,
+               wider: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, float] | None]:
     """E (d, m) maximising the first-order ``|F_+(x0) - F_-(x0)| / 2`` over the cube's surface
-    subject to every answer's move within SAFETY of its margin (:func:`_rows`), and the points x0
-    it was solved at (rows).  A linear program per x0: at every vertex for ``d <=``
-    :data:`EVERY_VERTEX`, else at the sign vector of A w and :data:`STARTS` more vertices; from the
-    :data:`REFINED` best, :data:`ROUNDS` rounds of "x0 the point of the cube's surface the last E
-    moves most" (:func:`_farthest`, or the best vertex if that moves it more) while the program's
-    value grows.  Given ``at`` (rows), the program is solved at those points only, unrefined.
-    Needs scipy (its HiGHS; installed with the ``lowrank`` extra, as cvxpy's)."""
+    subject to every answer's move within SAFETY of its margin (:func:`_rows`), the points x0 it
+    was solved at (rows), and with ``wider`` the extra unit ``(n, c)`` (:func:`_extra_unit`), else
+    None.  A linear program per x0: at every vertex for ``d <=`` :data:`EVERY_VERTEX`, else at the
+    sign vector of A w and :data:`STARTS` more vertices; from the :data:`REFINED` best,
+    :data:`ROUNDS` rounds of "x0 the point of the cube's surface the last E moves most"
+    (:func:`_farthest`, or the best vertex if that moves it more) while the program's value grows.
+    Given ``at`` (rows), the program is solved at those points only, unrefined.  Needs scipy (its
+    HiGHS; installed with the ``lowrank`` extra, as cvxpy's)."""
     from scipy.optimize import linprog
 
     d, m = A.shape
     scale = NOISE * float(np.abs(A).max())
-    rows, caps = _rows(X, A, w, margins, _margins(X, y, A, w, NEAR))
-    G = np.vstack([rows, -rows])  # in units of scale: rows of size ~|x| |w|, caps ~ 1
-    h = np.concatenate([caps, caps]) / scale
+    rows, caps, query = _rows(X, A, w, margins, _margins(X, y, A, w, NEAR))
+    h = np.concatenate([caps, caps]) / scale  # in units of scale: rows of size ~|x| |w|, caps ~ 1
     V = _vertices(d)
 
-    def program(x0: np.ndarray) -> tuple[float, np.ndarray]:
-        objective = -np.outer(x0, (x0 @ A > 0) * w).ravel(order="F")
-        res = linprog(objective, A_ub=G, b_ub=h, bounds=(-BOX, BOX), method="highs")
+    def program(x0: np.ndarray, n: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+        """The program's value at x0, its solution (with the extra unit ReLU(n^T x)'s weight last
+        when n is given) and the signed duals of |row^T E| <= cap."""
+        objective, M = -np.outer(x0, (x0 @ A > 0) * w).ravel(order="F"), rows
+        if n is not None:
+            objective = np.append(objective, -max(float(x0 @ n), 0.0))
+            M = np.column_stack([rows, np.where(query >= 0, np.maximum(X[query] @ n, 0.0), 0.0)])
+        res = linprog(objective, A_ub=np.vstack([M, -M]), b_ub=h, bounds=(-BOX, BOX), method="highs")
         if res.status != 0:
-            return 0.0, np.zeros((d, m))
-        return -float(res.fun), res.x.reshape((d, m), order="F")
+            return 0.0, np.zeros(len(objective)), np.zeros(len(rows))
+        duals = res.ineqlin.marginals
+        return -float(res.fun), res.x, duals[:len(rows)] - duals[len(rows):]
+
+    def unit_by_unit(x: np.ndarray) -> np.ndarray:
+        return x[:d * m].reshape((d, m), order="F")
 
     if at is not None:
         starts = list(at)
@@ -359,9 +382,10 @@ def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margi
     else:
         spread = np.linspace(0, len(V) - 1, STARTS + 2).astype(int)[1:-1]
         starts = [np.where(A @ w < 0, -1.0, 1.0), *V[spread]]
-    solved = sorted(((*program(x0), j) for j, x0 in enumerate(starts)), key=lambda s: -s[0])
+    solved = sorted(((value, unit_by_unit(x), j) for j, (value, x, _) in enumerate(map(program, starts))),
+                    key=lambda s: -s[0])
     points = [starts[j] for _, _, j in solved[:REFINED]]
-    best, best_E = solved[0][0], solved[0][1]
+    best, best_E, best_x0 = solved[0][0], solved[0][1], starts[solved[0][2]]
     for value, E, _ in solved[:REFINED] if at is None else ():
         for _ in range(ROUNDS):
             moves = np.abs(_moves(V, A, w, E))
@@ -369,14 +393,38 @@ def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margi
             x1 = _farthest(A, w, E)
             if x1 is not None and abs(_moves(x1[None], A, w, E)[0]) > moves.max():
                 x0 = x1
-            next_value, next_E = program(x0)
+            next_value, next_x, _ = program(x0)
             if next_value <= value:
                 break
             points.append(x0)
-            value, E = next_value, next_E
+            value, E = next_value, unit_by_unit(next_x)
             if value > best:
-                best, best_E = value, E
-    return best_E * scale, np.array(points)
+                best, best_E, best_x0 = value, E, x0
+    if not wider:
+        return best_E * scale, np.array(points), None
+    units = _extra_units(X, query, program(best_x0)[2], best_x0)
+    tried = [(*program(best_x0, n)[:2], n) for n in units]
+    value, x, n = max(tried, key=lambda s: s[0], default=(0.0, None, None))
+    if value <= best:
+        return best_E * scale, np.array(points), None
+    return unit_by_unit(x) * scale, np.array(points), (n, float(x[-1]) * scale)
+
+
+def _extra_units(X: np.ndarray, query: np.ndarray, duals: np.ndarray, x0: np.ndarray) -> list[np.ndarray]:
+    """First layers n (unit length) of a unit ``+- c ReLU(n^T x)`` to add to the two worlds, the
+    :data:`EXTRA_TRIES` best by their reduced cost in the program at x0, ``|ReLU(n^T x0) + sum_rows
+    duals ReLU(n^T x_row)|`` (scipy's signed duals), over :data:`CANDIDATES` directions (a fixed
+    draw, and x0's), each at least :data:`NEAR` of ``|n|^T |x|`` from its kink at every query and
+    at x0."""
+    d = X.shape[1]
+    N = np.random.default_rng(0).standard_normal((d, CANDIDATES))
+    N = np.column_stack([x0, N]) / np.linalg.norm(np.column_stack([x0, N]), axis=0)
+    P = np.vstack([X, x0])
+    clear = np.all(np.abs(P @ N) > NEAR * (np.abs(P) @ np.abs(N)), axis=0)
+    N = N[:, clear]
+    on = np.maximum(X @ N, 0.0)
+    cost = np.maximum(x0 @ N, 0.0) + duals[query >= 0] @ on[query[query >= 0]]
+    return list(N[:, np.argsort(-np.abs(cost))[:EXTRA_TRIES]].T)
 
 
 def _centre(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray,
@@ -407,16 +455,17 @@ def _centre(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray,
     return A + P, moved
 
 
-def _half_distance(plus: np.ndarray, minus: np.ndarray, w: np.ndarray, x: np.ndarray) -> float:
+def _half_distance(worlds: tuple[np.ndarray, np.ndarray], readouts: tuple[np.ndarray, np.ndarray],
+                   x: np.ndarray) -> float:
     """A proven lower bound on ``|F_+(x) - F_-(x)| / 2`` at one point x (d,)."""
     with ctx.workprec(PREC):
-        (Fp,), _, _ = _values(x[None], plus, w, 0.0)
-        (Fm,), _, _ = _values(x[None], minus, w, 0.0)
+        (Fp,), _, _ = _values(x[None], worlds[0], readouts[0], 0.0)
+        (Fm,), _, _ = _values(x[None], worlds[1], readouts[1], 0.0)
         return lower(abs(Fp - Fm) / 2)
 
 
 def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
-                      max_shrinks: int = 40, at: np.ndarray | None = None) -> FFNFloor:
+                      max_shrinks: int = 40, at: np.ndarray | None = None, wider: bool = False) -> FFNFloor:
     """FFNs ``w^T ReLU((A' +- t E)^T x)`` that every recorded answer fits under the naive declaration,
     proven by :func:`ffn_margins`, and the floor they give (A' the centre, :func:`_centre`).
 
@@ -431,6 +480,10 @@ def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
     at : array (P, d), optional
         Points x0 (``|x0|_inf = 1``) to solve the program at, and only there (:func:`_direction`); the
         floor is still proven at the :data:`PROVEN` best of them and the cube's vertices.
+    wider : bool
+        Worlds one unit wider (width m + 1): each adds ``+- t c ReLU(n^T x)``, n chosen by
+        :func:`_extra_units` (none added where it does not raise the program's value).  Legal where
+        the declared class is bias-free FFNs of any width, as A_FFN's (it is told no m).
 
     Raises
     ------
@@ -450,21 +503,23 @@ def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
     if at is not None and (np.ndim(at) != 2 or np.shape(at)[1] != A.shape[0]
                            or not np.array_equal(np.abs(at).max(axis=1), np.ones(len(at)))):
         raise InvalidInputError(f"at must be rows x0 of length {A.shape[0]} with |x0|_inf = 1")
-    E, points = _direction(X, y, centre, w, margins, at)
+    E, points, extra = _direction(X, y, centre, w, margins, at, wider)
+    n, c = extra if extra is not None else (np.zeros((A.shape[0], 0)), 0.0)
     t, shrinks = 1.0, 0
     while True:
-        worlds = (centre + t * E, centre - t * E)
-        if all(np.all(ffn_margins(log, Aw, w) >= 0) for Aw in worlds):
+        worlds = (np.column_stack([centre + t * E, n]), np.column_stack([centre - t * E, n]))
+        readouts = (np.append(w, t * c if extra else []), np.append(w, -t * c if extra else []))
+        if all(np.all(ffn_margins(log, Aw, ww) >= 0) for Aw, ww in zip(worlds, readouts, strict=True)):
             break
         if shrinks >= max_shrinks:
             raise PrecisionLossError(f"no indistinguishable FFNs proven after {shrinks} shrinkings")
         t *= SHRINK
         shrinks += 1
     V = np.vstack([_vertices(A.shape[0]), points])
-    moves = np.abs(_moves(V, centre, w, t * E))
-    floors = [(_half_distance(*worlds, w, V[k]), k) for k in np.argsort(moves)[::-1][:PROVEN]]
+    moves = np.abs(_moves(V, centre, w, t * E) + (t * c * np.maximum(V @ n, 0.0) if extra else 0.0))
+    floors = [(_half_distance(worlds, readouts, V[k]), k) for k in np.argsort(moves)[::-1][:PROVEN]]
     floor, k = max(floors)
-    return FFNFloor(worlds, w, floor, V[k], shrinks, len(margins), shifted)
+    return FFNFloor(worlds, readouts, floor, V[k], shrinks, len(margins), shifted)
 
 
 def _function_error(f_hat: Any, A: np.ndarray, w: np.ndarray, X: np.ndarray) -> float:
@@ -473,7 +528,7 @@ def _function_error(f_hat: Any, A: np.ndarray, w: np.ndarray, X: np.ndarray) -> 
     return float(np.max(np.abs(f_hat(X) - truth) / np.abs(X).max(axis=1)))
 
 
-def floor_row(d: int, m: int | None = None, seed: int = 0) -> dict[str, Any]:
+def floor_row(d: int, m: int | None = None, seed: int = 0, wider: bool = False) -> dict[str, Any]:
     """One bench run of A_FFN (:func:`~attnproof.theorems.transformer.runner.run_ffn`'s target and
     draws: float64, naive answers, the learner's defaults) against a recording real oracle, and its
     floor: ``d, m, seed``, the bench's error ``err_W`` (max over its 256 Gaussian points of
@@ -481,24 +536,26 @@ def floor_row(d: int, m: int | None = None, seed: int = 0) -> dict[str, Any]:
     :func:`_vertices`: nearer the sup the bound bounds), the bound
     ``error_bound``, ``floor``, ``floor_over_error``, ``bound_over_floor``, ``floor_over_cube_error``,
     ``alt_error_over_bound`` (the larger ``|f_hat(x0) - F_+-(x0)| / error_bound``, float64: above 1,
-    a world the declaration allows in which the bound fails), ``shrinks``, ``answers``, ``queries``
-    and ``shifted`` (:class:`FFNFloor`)."""
+    a world the declaration allows in which the bound fails), ``shrinks``, ``answers``, ``queries``,
+    ``shifted`` (:class:`FFNFloor`) and the worlds' ``width`` (m, or m + 1 with ``wider``:
+    :func:`indistinguishable`)."""
     m = 2 * d if m is None else m
     rng = np.random.default_rng(seed)
     _, A, w = transformer_target(d, m, rng)
     oracle = ValueOracle(ReluFFN(A, w, FLOAT64), record=True)
     rec = learn_ffn(oracle, rng=rng, arith=FLOAT64)
     err = _function_error(rec, A, w, rng.standard_normal((256, d)))
-    found = indistinguishable(oracle.log, A, w)
+    found = indistinguishable(oracle.log, A, w, wider=wider)
     bound, x0 = float(rec.diagnostics["error_bound"]), found.point
     cube = max(err, _function_error(rec, A, w, _vertices(d)))
     return {"d": d, "m": m, "seed": seed, "err_W": err, "err_cube": cube,
             "error_bound": bound, "floor": found.floor, "floor_over_error": found.floor / err,
             "floor_over_cube_error": found.floor / cube,
             "bound_over_floor": bound / found.floor,
-            "alt_error_over_bound": max(_function_error(rec, Aw, w, x0[None]) for Aw in found.worlds) / bound,
+            "alt_error_over_bound": max(_function_error(rec, Aw, ww, x0[None])
+                                        for Aw, ww in zip(found.worlds, found.readouts, strict=True)) / bound,
             "shrinks": found.shrinks, "answers": found.answers, "queries": rec.queries,
-            "shifted": found.shifted}
+            "shifted": found.shifted, "width": found.worlds[0].shape[1]}
 
 
 __all__ = ["FFNFloor", "NOISE", "ffn_margins", "floor_row", "indistinguishable"]
