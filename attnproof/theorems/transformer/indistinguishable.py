@@ -348,7 +348,8 @@ def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margi
     None.  A linear program per x0: at every vertex for ``d <=`` :data:`EVERY_VERTEX`, else at the
     sign vector of A w and :data:`STARTS` more vertices; from the :data:`REFINED` best,
     :data:`ROUNDS` rounds of "x0 the point of the cube's surface the last E moves most"
-    (:func:`_farthest`, or the best vertex if that moves it more) while the program's value grows.
+    (:func:`_farthest`) or the vertex it moves most, the better solution kept, while the largest
+    first-order move over the candidates the floor is proven at grows.
     Given ``at`` (rows), the program is solved at those points only, unrefined.  Needs scipy (its
     HiGHS; installed with the ``lowrank`` extra, as cvxpy's)."""
     from scipy.optimize import linprog
@@ -382,22 +383,28 @@ def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margi
     else:
         spread = np.linspace(0, len(V) - 1, STARTS + 2).astype(int)[1:-1]
         starts = [np.where(A @ w < 0, -1.0, 1.0), *V[spread]]
-    solved = sorted(((value, unit_by_unit(x), j) for j, (value, x, _) in enumerate(map(program, starts))),
+
+    def reach(E: np.ndarray, value: float) -> float:
+        """The largest first-order move of E over the candidates the floor is proven at."""
+        return max(value, float(np.abs(_moves(V, A, w, E)).max()))
+
+    solved = sorted(((value, unit_by_unit(x), x0)
+                     for x0, (value, x, _) in zip(starts, map(program, starts), strict=True)),
                     key=lambda s: -s[0])
-    points = [starts[j] for _, _, j in solved[:REFINED]]
-    best, best_E, best_x0 = solved[0][0], solved[0][1], starts[solved[0][2]]
+    points = [x0 for _, _, x0 in solved[:REFINED]]
+    best, best_E, best_x0 = max(((reach(E, value), E, x0) for value, E, x0 in solved), key=lambda s: s[0])
     for value, E, _ in solved[:REFINED] if at is None else ():
         for _ in range(ROUNDS):
-            moves = np.abs(_moves(V, A, w, E))
-            x0 = V[int(np.argmax(moves))]
             x1 = _farthest(A, w, E)
-            if x1 is not None and abs(_moves(x1[None], A, w, E)[0]) > moves.max():
-                x0 = x1
-            next_value, next_x, _ = program(x0)
-            if next_value <= value:
+            tried = []
+            for x0 in [V[int(np.argmax(np.abs(_moves(V, A, w, E))))], *([] if x1 is None else [x1])]:
+                next_value, next_x, _ = program(x0)
+                tried.append((reach(unit_by_unit(next_x), next_value), unit_by_unit(next_x), x0))
+            next_value, next_E, x0 = max(tried, key=lambda s: s[0])
+            if next_value <= reach(E, value):
                 break
             points.append(x0)
-            value, E = next_value, unit_by_unit(next_x)
+            value, E = next_value, next_E
             if value > best:
                 best, best_E, best_x0 = value, E, x0
     if not wider:
