@@ -344,7 +344,7 @@ def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margi
                wider: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, float] | None]:
     """E (d, m) maximising the first-order ``|F_+(x0) - F_-(x0)| / 2`` over the cube's surface
     subject to every answer's move within SAFETY of its margin (:func:`_rows`), the points x0 it
-    was solved at (rows), and with ``wider`` the extra unit ``(n, c)`` (:func:`_extra_unit`), else
+    was solved at (rows), and with ``wider`` the extra unit ``(n, c)`` (:func:`_extra_units`), else
     None.  A linear program per x0: at every vertex for ``d <=`` :data:`EVERY_VERTEX`, else at the
     sign vector of A w and :data:`STARTS` more vertices; from the :data:`REFINED` best,
     :data:`ROUNDS` rounds of "x0 the point of the cube's surface the last E moves most"
