@@ -22,11 +22,20 @@ two worlds' sets only).
 The worlds: ``A_+- = A' +- t E`` (A' the centre, A itself unless shifted) with the same w (a change
 of w_k is a rescaling of a_k for the function), so ``F_+(x0) - F_-(x0) = 2 t sum_{k on at x0} w_k
 e_k^T x0`` exactly while x0's pattern holds. E solves a linear program (:func:`_direction`):
-maximise that difference at a vertex x0 of the cube subject to every recorded answer's first-order
-move ``sum_{k on} w_k e_k^T x`` staying within :data:`~attnproof.indistinguishable.SAFETY` of its
-proven margin at A' (a unit within :data:`NEAR` of its kink at x counted both on and off: F's move
-there lies between the two linearisations), x0 improved by taking the vertex the last E moves most;
-t is then shrunk until every answer is proven allowed in both worlds.
+maximise that difference at a point x0 of the cube's surface subject to every recorded answer's
+first-order move ``sum_{k on} w_k e_k^T x`` staying within :data:`~attnproof.indistinguishable.SAFETY`
+of its proven margin at A' (a unit within :data:`NEAR` of its kink at x counted both on and off: F's
+move there lies between the two linearisations), solved at every vertex of the cube (d <= 4; above,
+at a few) and improved by taking x0 where the last E moves F most, over the whole surface (a
+mixed-integer program over the units' on/off patterns, :func:`_farthest`: the first-order
+difference is linear in x0 on each region, so its largest value may sit where a kink meets a face,
+not at a vertex); t is then shrunk until every answer is proven allowed in both worlds.  Only E and
+x0 come from the solvers: the worlds and the floor at x0 are proven.
+
+Worlds one unit wider (``wider=True``): both add a unit ``+- t c ReLU(n^T x)`` (n kept off its kink
+at every query), a column of the same program, n the direction of a fixed draw with the largest
+reduced cost at the best x0 (:func:`_extra_units`).  A_FFN is told no width, so a rigorous bound
+from its transcript must hold for these worlds too; the default keeps the target's width.
 
 The proof, :func:`ffn_margins`, evaluates each world at each recorded query (not a linearisation: a
 query on a kink may change sides): the pre-activations ``a_k^T x`` as
@@ -65,13 +74,23 @@ NEAR_UNITS = 6
 #: Widths up to which every vertex of the cube is a candidate x0; above, :data:`SAMPLED` of them.
 ALL_VERTICES = 16
 SAMPLED = 2**14
-#: Rounds of "solve at x0, take the vertex the solution moves most" (:func:`_direction`).
-ROUNDS = 4
-#: Start vertices of those rounds (besides the sign vector of u = A w).
+#: Widths up to which the linear program is solved at every vertex (:func:`_direction`).
+EVERY_VERTEX = 4
+#: Start vertices besides the sign vector of u = A w, above :data:`EVERY_VERTEX`.
 STARTS = 3
+#: Solutions (the best) improved by moving x0 to the point of the cube they move most.
+REFINED = 4
+#: Rounds of that improvement, at most.
+ROUNDS = 4
+#: Branch-and-bound nodes of :func:`_farthest`'s program, at most.
+NODES = 2000
+#: Directions drawn for the extra unit of worlds one unit wider (:func:`_extra_units`), and the
+#: best of them (by reduced cost) the program is solved with.
+CANDIDATES = 4096
+EXTRA_TRIES = 8
 #: Entries of E in units of NOISE times A's largest entry, at most (keeps the program bounded).
 BOX = 2.0**20
-#: Vertices (those the worlds' float64 difference is largest at) whose floor is proven.
+#: Candidate points (those the worlds' float64 difference is largest at) whose floor is proven.
 PROVEN = 4
 #: Radii and lower bounds computed in float64 from a few nonnegative terms: times this.
 UP = 1 + 2.0**-40
@@ -202,12 +221,13 @@ class FFNFloor:
     Attributes
     ----------
     worlds : tuple of (A_+, A_-)
-        Their first layers (float64, as checked); both read out by the target's w.
-    w : array (m,)
+        Their first layers (float64, as checked), (d, m), or (d, m + 1) for worlds one unit wider.
+    readouts : tuple of (w_+, w_-)
+        Their second layers: the target's w, or it and ``+- t c`` for the extra unit.
     floor : float
         A proven lower bound on ``|F_+(x0) - F_-(x0)| / 2`` at ``point``.
     point : array (d,)
-        x0, a vertex of the cube ``|x|_inf <= 1``.
+        x0, a point with ``|x0|_inf = 1`` (a vertex of the cube or :func:`_farthest`'s).
     shrinks : int
         Shrinkings by :data:`~attnproof.indistinguishable.SHRINK` the check asked for.
     answers : int
@@ -218,7 +238,7 @@ class FFNFloor:
     """
 
     worlds: tuple[np.ndarray, np.ndarray]
-    w: np.ndarray
+    readouts: tuple[np.ndarray, np.ndarray]
     floor: float
     point: np.ndarray
     shrinks: int
@@ -227,8 +247,9 @@ class FFNFloor:
 
 
 def _rows(X: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
-          flexible: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The program's constraints ``|row^T E| <= cap`` (E column-major, unit by unit): each query's
+          flexible: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The program's constraints ``|row^T E| <= cap`` (E column-major, unit by unit), and the query
+    each bounds the move at (-1 for a unit's own bound, below): each query's
     first-order move ``sum_{k on} w_k e_k^T x`` within ``SAFETY margin``.  A unit within
     :data:`NEAR` of its kink may cross it: where the answer's margin holds over every pattern of
     those units (``flexible``, the margins at band NEAR), the move is bounded under each pattern
@@ -239,7 +260,7 @@ def _rows(X: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
     near = np.abs(z) <= NEAR * size
     band = 2 * _band(A.shape[0])
     d, m = A.shape
-    rows, caps = [], []
+    rows, caps, query = [], [], []
     for b, x in enumerate(X):
         units = np.flatnonzero(near[b])
         if len(units) > NEAR_UNITS:
@@ -253,17 +274,19 @@ def _rows(X: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
                 pin[:, k] = x
                 rows.append(pin.ravel(order="F"))
                 caps.append(SAFETY * max(abs(z[b, k]) - band * size[b, k], 0.0))
+                query.append(-1)
         for pattern in patterns:
             on = z[b] > 0
             on[units] = pattern
             rows.append(np.outer(x, on * w).ravel(order="F"))
             caps.append(SAFETY * cap)
-    return np.array(rows), np.array(caps)
+            query.append(b)
+    return np.array(rows), np.array(caps), np.array(query)
 
 
 def _vertices(d: int) -> np.ndarray:
-    """The candidate points x0: every vertex of the cube (d <= :data:`ALL_VERTICES`), else
-    :data:`SAMPLED` of them (a fixed draw)."""
+    """Every vertex of the cube (d <= :data:`ALL_VERTICES`), else :data:`SAMPLED` of them (a fixed
+    draw): the candidate points x0 the floor is proven at besides :func:`_farthest`'s."""
     if d <= ALL_VERTICES:
         return 1.0 - 2.0 * ((np.arange(2**d)[:, None] >> np.arange(d)[None, :]) & 1)
     return np.where(np.random.default_rng(0).random((SAMPLED, d)) < 0.5, -1.0, 1.0)
@@ -274,37 +297,141 @@ def _moves(V: np.ndarray, A: np.ndarray, w: np.ndarray, E: np.ndarray) -> np.nda
     return ((V @ A > 0) * (V @ E)) @ w
 
 
-def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray) -> np.ndarray:
-    """E (d, m) maximising the first-order ``|F_+(x0) - F_-(x0)| / 2`` over the cube's vertices x0
-    (:func:`_vertices`) subject to every answer's move within SAFETY of its margin (:func:`_rows`):
-    a linear program per x0, x0 the vertex the previous solution moves most (:data:`ROUNDS` rounds
-    from the sign vector of A w and :data:`STARTS` more vertices).  Needs scipy (its HiGHS; installed
-    with the ``lowrank`` extra, as cvxpy's)."""
+def _farthest(A: np.ndarray, w: np.ndarray, E: np.ndarray) -> np.ndarray | None:
+    """The point x of the cube's surface (``|x|_inf = 1``) where E moves F most to first order,
+    ``max sum_k w_k [a_k^T x > 0] e_k^T x``, each unit at least :data:`NEAR` ``|a_k|_1`` from its
+    kink (so the worlds' kinks stay away from x): a mixed-integer program (z_k = unit k on,
+    ``y_k = z_k x`` by its four linear bounds on the cube, 2 NEAR asked for the solver's
+    tolerances), solved by HiGHS within :data:`NODES` nodes; None if it finds no such point.  The
+    move is positively homogeneous in x, so the optimum lies on the surface; x is rescaled to it
+    exactly (its largest entry +-1)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    d, m = A.shape
+    An = A / np.abs(A).sum(axis=0)  # |a_k^T x| <= 1 on the cube: 2 is a big-M
+    x_, y_, z_ = 0, d, d + m * d  # offsets of x, y (unit by unit), z
+    n = z_ + m
+    cons = []  # rows of (matrix, low, high)
+    for k in range(m):
+        row = np.zeros(n)
+        row[x_:y_], row[z_ + k] = An[:, k], -2.0
+        cons += [(row, 2 * NEAR - 2.0, np.inf), (row, -np.inf, -2 * NEAR)]  # on: >= 2 NEAR; off: <= -2 NEAR
+        for i in range(d):
+            for sx, sz, low, high in ((0, -1, -np.inf, 0), (0, 1, 0, np.inf),
+                                      (-1, 1, -np.inf, 1), (-1, -1, -1, np.inf)):
+                row = np.zeros(n)  # y <= z, y >= -z, y - x <= 1 - z, y - x >= z - 1
+                row[y_ + k * d + i], row[x_ + i], row[z_ + k] = 1.0, sx, sz
+                cons.append((row, low, high))
+    c = np.zeros(n)
+    c[y_:z_] = -(E * w).T.ravel()
+    integrality = np.zeros(n)
+    integrality[z_:] = 1
+    res = milp(c, constraints=LinearConstraint(np.array([r for r, _, _ in cons]),
+                                               [lo for _, lo, _ in cons], [hi for _, _, hi in cons]),
+               integrality=integrality, bounds=Bounds(np.r_[-np.ones(z_), np.zeros(m)], np.ones(n)),
+               options={"node_limit": NODES})
+    if res.x is None or not np.any(res.x[x_:y_]):
+        return None
+    x = res.x[x_:y_]
+    i = int(np.argmax(np.abs(x)))
+    x = np.clip(x / abs(x[i]), -1.0, 1.0)
+    x[i] = np.sign(x[i])
+    return x if np.all(np.abs(x @ An) >= NEAR) else None
+
+
+def _direction(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray, margins: np.ndarray,
+               at: np.ndarray | None = None,
+               wider: bool = False) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, float] | None]:
+    """E (d, m) maximising the first-order ``|F_+(x0) - F_-(x0)| / 2`` over the cube's surface
+    subject to every answer's move within SAFETY of its margin (:func:`_rows`), the points x0 it
+    was solved at (rows), and with ``wider`` the extra unit ``(n, c)`` (:func:`_extra_units`), else
+    None.  A linear program per x0: at every vertex for ``d <=`` :data:`EVERY_VERTEX`, else at the
+    sign vector of A w and :data:`STARTS` more vertices; from the :data:`REFINED` best,
+    :data:`ROUNDS` rounds of "x0 the point of the cube's surface the last E moves most"
+    (:func:`_farthest`) or the vertex it moves most, the better solution kept, while the largest
+    first-order move over the candidates the floor is proven at grows.
+    Given ``at`` (rows), the program is solved at those points only, unrefined.  Needs scipy (its
+    HiGHS; installed with the ``lowrank`` extra, as cvxpy's)."""
     from scipy.optimize import linprog
 
     d, m = A.shape
     scale = NOISE * float(np.abs(A).max())
-    rows, caps = _rows(X, A, w, margins, _margins(X, y, A, w, NEAR))
-    G = np.vstack([rows, -rows])  # in units of scale: rows of size ~|x| |w|, caps ~ 1
-    h = np.concatenate([caps, caps]) / scale
+    rows, caps, query = _rows(X, A, w, margins, _margins(X, y, A, w, NEAR))
+    h = np.concatenate([caps, caps]) / scale  # in units of scale: rows of size ~|x| |w|, caps ~ 1
     V = _vertices(d)
-    starts = [np.where(A @ w < 0, -1.0, 1.0), *V[np.linspace(0, len(V) - 1, STARTS + 2).astype(int)[1:-1]]]
-    best, best_E = 0.0, np.zeros((d, m))
-    for x0 in starts:
+
+    def program(x0: np.ndarray, n: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray]:
+        """The program's value at x0, its solution (with the extra unit ReLU(n^T x)'s weight last
+        when n is given) and the signed duals of |row^T E| <= cap."""
+        objective, M = -np.outer(x0, (x0 @ A > 0) * w).ravel(order="F"), rows
+        if n is not None:
+            objective = np.append(objective, -max(float(x0 @ n), 0.0))
+            M = np.column_stack([rows, np.where(query >= 0, np.maximum(X[query] @ n, 0.0), 0.0)])
+        res = linprog(objective, A_ub=np.vstack([M, -M]), b_ub=h, bounds=(-BOX, BOX), method="highs")
+        if res.status != 0:
+            return 0.0, np.zeros(len(objective)), np.zeros(len(rows))
+        duals = res.ineqlin.marginals
+        return -float(res.fun), res.x, duals[:len(rows)] - duals[len(rows):]
+
+    def unit_by_unit(x: np.ndarray) -> np.ndarray:
+        return x[:d * m].reshape((d, m), order="F")
+
+    if at is not None:
+        starts = list(at)
+    elif d <= EVERY_VERTEX:
+        starts = list(V)
+    else:
+        spread = np.linspace(0, len(V) - 1, STARTS + 2).astype(int)[1:-1]
+        starts = [np.where(A @ w < 0, -1.0, 1.0), *V[spread]]
+
+    def reach(E: np.ndarray, value: float) -> float:
+        """The largest first-order move of E over the candidates the floor is proven at."""
+        return max(value, float(np.abs(_moves(V, A, w, E)).max()))
+
+    solved = sorted(((value, unit_by_unit(x), x0)
+                     for x0, (value, x, _) in zip(starts, map(program, starts), strict=True)),
+                    key=lambda s: -s[0])
+    points = [x0 for _, _, x0 in solved[:REFINED]]
+    best, best_E, best_x0 = max(((reach(E, value), E, x0) for value, E, x0 in solved), key=lambda s: s[0])
+    for value, E, _ in solved[:REFINED] if at is None else ():
         for _ in range(ROUNDS):
-            objective = -np.outer(x0, (x0 @ A > 0) * w).ravel(order="F")
-            res = linprog(objective, A_ub=G, b_ub=h, bounds=(-BOX, BOX), method="highs")
-            if res.status != 0:
+            x1 = _farthest(A, w, E)
+            tried = []
+            for x0 in [V[int(np.argmax(np.abs(_moves(V, A, w, E))))], *([] if x1 is None else [x1])]:
+                next_value, next_x, _ = program(x0)
+                tried.append((reach(unit_by_unit(next_x), next_value), unit_by_unit(next_x), x0))
+            next_value, next_E, x0 = max(tried, key=lambda s: s[0])
+            if next_value <= reach(E, value):
                 break
-            E = res.x.reshape((d, m), order="F") * scale
-            moves = np.abs(_moves(V, A, w, E))
-            k = int(np.argmax(moves))
-            if moves[k] > best:
-                best, best_E = float(moves[k]), E
-            if np.array_equal(V[k], x0):
-                break
-            x0 = V[k]
-    return best_E
+            points.append(x0)
+            value, E = next_value, next_E
+            if value > best:
+                best, best_E, best_x0 = value, E, x0
+    if not wider:
+        return best_E * scale, np.array(points), None
+    units = _extra_units(X, query, program(best_x0)[2], best_x0)
+    tried = [(*program(best_x0, n)[:2], n) for n in units]
+    value, x, n = max(tried, key=lambda s: s[0], default=(0.0, None, None))
+    if value <= best:
+        return best_E * scale, np.array(points), None
+    return unit_by_unit(x) * scale, np.array(points), (n, float(x[-1]) * scale)
+
+
+def _extra_units(X: np.ndarray, query: np.ndarray, duals: np.ndarray, x0: np.ndarray) -> list[np.ndarray]:
+    """First layers n (unit length) of a unit ``+- c ReLU(n^T x)`` to add to the two worlds, the
+    :data:`EXTRA_TRIES` best by their reduced cost in the program at x0, ``|ReLU(n^T x0) + sum_rows
+    duals ReLU(n^T x_row)|`` (scipy's signed duals), over :data:`CANDIDATES` directions (a fixed
+    draw, and x0's), each at least :data:`NEAR` of ``|n|^T |x|`` from its kink at every query and
+    at x0."""
+    d = X.shape[1]
+    N = np.random.default_rng(0).standard_normal((d, CANDIDATES))
+    N = np.column_stack([x0, N]) / np.linalg.norm(np.column_stack([x0, N]), axis=0)
+    P = np.vstack([X, x0])
+    clear = np.all(np.abs(P @ N) > NEAR * (np.abs(P) @ np.abs(N)), axis=0)
+    N = N[:, clear]
+    on = np.maximum(X @ N, 0.0)
+    cost = np.maximum(x0 @ N, 0.0) + duals[query >= 0] @ on[query[query >= 0]]
+    return list(N[:, np.argsort(-np.abs(cost))[:EXTRA_TRIES]].T)
 
 
 def _centre(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray,
@@ -335,16 +462,17 @@ def _centre(X: np.ndarray, y: np.ndarray, A: np.ndarray, w: np.ndarray,
     return A + P, moved
 
 
-def _half_distance(plus: np.ndarray, minus: np.ndarray, w: np.ndarray, x: np.ndarray) -> float:
+def _half_distance(worlds: tuple[np.ndarray, np.ndarray], readouts: tuple[np.ndarray, np.ndarray],
+                   x: np.ndarray) -> float:
     """A proven lower bound on ``|F_+(x) - F_-(x)| / 2`` at one point x (d,)."""
     with ctx.workprec(PREC):
-        (Fp,), _, _ = _values(x[None], plus, w, 0.0)
-        (Fm,), _, _ = _values(x[None], minus, w, 0.0)
+        (Fp,), _, _ = _values(x[None], worlds[0], readouts[0], 0.0)
+        (Fm,), _, _ = _values(x[None], worlds[1], readouts[1], 0.0)
         return lower(abs(Fp - Fm) / 2)
 
 
 def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
-                      max_shrinks: int = 40) -> FFNFloor:
+                      max_shrinks: int = 40, at: np.ndarray | None = None, wider: bool = False) -> FFNFloor:
     """FFNs ``w^T ReLU((A' +- t E)^T x)`` that every recorded answer fits under the naive declaration,
     proven by :func:`ffn_margins`, and the floor they give (A' the centre, :func:`_centre`).
 
@@ -356,12 +484,21 @@ def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
     A, w : arrays (d, m), (m,)
         The real target.
     max_shrinks : int
+    at : array (P, d), optional
+        Points x0 (``|x0|_inf = 1``) to solve the program at, and only there (:func:`_direction`); the
+        floor is still proven at the :data:`PROVEN` best of them and the cube's vertices.
+    wider : bool
+        Worlds one unit wider (width m + 1): each adds ``+- t c ReLU(n^T x)``, n chosen by
+        :func:`_extra_units` (none added where it does not raise the program's value).  Legal where
+        the declared class is bias-free FFNs of any width, as A_FFN's (it is told no m).
 
     Raises
     ------
     PrecisionLossError
         If an answer is not proven allowed at the centre, or no t is proven after ``max_shrinks``
         shrinkings.
+    InvalidInputError
+        ``at`` not rows of length d with ``|x0|_inf = 1``.
     """
     A, w = _check(A, w)
     X, y = _queries(log, A.shape[0])
@@ -370,21 +507,26 @@ def indistinguishable(log: Sequence[QueryRecord], A: np.ndarray, w: np.ndarray,
     if not np.all(margins >= 0):
         raise PrecisionLossError("an answer of the real oracle is not proven within the naive declaration "
                                  "at the target, nor with the units near their kinks moved off them")
-    E = _direction(X, y, centre, w, margins)
+    if at is not None and (np.ndim(at) != 2 or np.shape(at)[1] != A.shape[0]
+                           or not np.array_equal(np.abs(at).max(axis=1), np.ones(len(at)))):
+        raise InvalidInputError(f"at must be rows x0 of length {A.shape[0]} with |x0|_inf = 1")
+    E, points, extra = _direction(X, y, centre, w, margins, at, wider)
+    n, c = extra if extra is not None else (np.zeros((A.shape[0], 0)), 0.0)
     t, shrinks = 1.0, 0
     while True:
-        worlds = (centre + t * E, centre - t * E)
-        if all(np.all(ffn_margins(log, Aw, w) >= 0) for Aw in worlds):
+        worlds = (np.column_stack([centre + t * E, n]), np.column_stack([centre - t * E, n]))
+        readouts = (np.append(w, t * c if extra else []), np.append(w, -t * c if extra else []))
+        if all(np.all(ffn_margins(log, Aw, ww) >= 0) for Aw, ww in zip(worlds, readouts, strict=True)):
             break
         if shrinks >= max_shrinks:
             raise PrecisionLossError(f"no indistinguishable FFNs proven after {shrinks} shrinkings")
         t *= SHRINK
         shrinks += 1
-    V = _vertices(A.shape[0])
-    moves = np.abs(_moves(V, centre, w, t * E))
-    floors = [(_half_distance(*worlds, w, V[k]), k) for k in np.argsort(moves)[::-1][:PROVEN]]
+    V = np.vstack([_vertices(A.shape[0]), points])
+    moves = np.abs(_moves(V, centre, w, t * E) + (t * c * np.maximum(V @ n, 0.0) if extra else 0.0))
+    floors = [(_half_distance(worlds, readouts, V[k]), k) for k in np.argsort(moves)[::-1][:PROVEN]]
     floor, k = max(floors)
-    return FFNFloor(worlds, w, floor, V[k], shrinks, len(margins), shifted)
+    return FFNFloor(worlds, readouts, floor, V[k], shrinks, len(margins), shifted)
 
 
 def _function_error(f_hat: Any, A: np.ndarray, w: np.ndarray, X: np.ndarray) -> float:
@@ -393,7 +535,7 @@ def _function_error(f_hat: Any, A: np.ndarray, w: np.ndarray, X: np.ndarray) -> 
     return float(np.max(np.abs(f_hat(X) - truth) / np.abs(X).max(axis=1)))
 
 
-def floor_row(d: int, m: int | None = None, seed: int = 0) -> dict[str, Any]:
+def floor_row(d: int, m: int | None = None, seed: int = 0, wider: bool = False) -> dict[str, Any]:
     """One bench run of A_FFN (:func:`~attnproof.theorems.transformer.runner.run_ffn`'s target and
     draws: float64, naive answers, the learner's defaults) against a recording real oracle, and its
     floor: ``d, m, seed``, the bench's error ``err_W`` (max over its 256 Gaussian points of
@@ -401,24 +543,26 @@ def floor_row(d: int, m: int | None = None, seed: int = 0) -> dict[str, Any]:
     :func:`_vertices`: nearer the sup the bound bounds), the bound
     ``error_bound``, ``floor``, ``floor_over_error``, ``bound_over_floor``, ``floor_over_cube_error``,
     ``alt_error_over_bound`` (the larger ``|f_hat(x0) - F_+-(x0)| / error_bound``, float64: above 1,
-    a world the declaration allows in which the bound fails), ``shrinks``, ``answers``, ``queries``
-    and ``shifted`` (:class:`FFNFloor`)."""
+    a world the declaration allows in which the bound fails), ``shrinks``, ``answers``, ``queries``,
+    ``shifted`` (:class:`FFNFloor`) and the worlds' ``width`` (m, or m + 1 with ``wider``:
+    :func:`indistinguishable`)."""
     m = 2 * d if m is None else m
     rng = np.random.default_rng(seed)
     _, A, w = transformer_target(d, m, rng)
     oracle = ValueOracle(ReluFFN(A, w, FLOAT64), record=True)
     rec = learn_ffn(oracle, rng=rng, arith=FLOAT64)
     err = _function_error(rec, A, w, rng.standard_normal((256, d)))
-    found = indistinguishable(oracle.log, A, w)
+    found = indistinguishable(oracle.log, A, w, wider=wider)
     bound, x0 = float(rec.diagnostics["error_bound"]), found.point
     cube = max(err, _function_error(rec, A, w, _vertices(d)))
     return {"d": d, "m": m, "seed": seed, "err_W": err, "err_cube": cube,
             "error_bound": bound, "floor": found.floor, "floor_over_error": found.floor / err,
             "floor_over_cube_error": found.floor / cube,
             "bound_over_floor": bound / found.floor,
-            "alt_error_over_bound": max(_function_error(rec, Aw, w, x0[None]) for Aw in found.worlds) / bound,
+            "alt_error_over_bound": max(_function_error(rec, Aw, ww, x0[None])
+                                        for Aw, ww in zip(found.worlds, found.readouts, strict=True)) / bound,
             "shrinks": found.shrinks, "answers": found.answers, "queries": rec.queries,
-            "shifted": found.shifted}
+            "shifted": found.shifted, "width": found.worlds[0].shape[1]}
 
 
 __all__ = ["FFNFloor", "NOISE", "ffn_margins", "floor_row", "indistinguishable"]
