@@ -265,8 +265,10 @@ class _PathSearch:
         self.paths = 1
         self.ledger = _Ledger()
         #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
-        #: f(x) and the local gradient vanish (units cancelling on x's region).
-        self.gscale = 0.0
+        #: f(x) and the local gradient vanish (units cancelling on x's region); at least the units'
+        #: scale an earlier path read beyond the cap (``beyond_cap``)
+        carried = session.diagnostics.get("units_beyond_cap", 0.0)
+        self.gscale = carried
         #: the first gradient step's log2, its shrink's and the farthest a pair may reach
         self.tuning = tuning(arith)
         self.h_log2, self.h_shrink_log2 = self.tuning.h_log2, self.tuning.h_shrink_log2
@@ -295,8 +297,13 @@ class _PathSearch:
         #: max |G|_inf over the gradients measured (gscale without the scales read from rounding)
         self.gmax = 0.0
         #: a units' scale beyond the cap over the gradients measured was read (:meth:`_rounding_scale`):
-        #: every gradient's error holds the units' rounding from then on (:meth:`_gradient_error`)
-        self.beyond_cap = False
+        #: every gradient's error holds the units' rounding from then on (:meth:`_gradient_error`); a
+        #: later path of the same learner starts from it (``units_beyond_cap`` in the session's
+        #: diagnostics: the largest such reading of an earlier path)
+        self.beyond_cap = carried > 0
+        #: the path's end pieces are taken (:meth:`end_pieces`, which recomputes their errors at the
+        #: scale its ends read): a piece measured since keeps the error it was measured with
+        self.settled = False
 
     def ask(self, X: np.ndarray) -> np.ndarray:
         """f at the rows of X (one-token queries, one batch)."""
@@ -490,7 +497,16 @@ class _PathSearch:
         bound at each).  Every scale read, within the cap or beyond it, is kept in the session's diagnostics,
         ``units_scale`` (the largest; ``diagnostics["units_scale"]`` of :func:`learn_ffn`'s
         recovery, over all its attempts): the Transformer's bound takes the units from it where it
-        exceeds f's size (:func:`~attnproof.theorems.transformer.oracle_error`)."""
+        exceeds f's size (:func:`~attnproof.theorems.transformer.oracle_error`).
+
+        Once the cap is passed every gradient's error holds the units' rounding at ``gscale``; a
+        piece measured before holds none, or less.  The end pieces' errors are recomputed when they
+        are all taken (:meth:`end_pieces`); a reading that passes the cap, or raises gscale beyond
+        it, after that (``settled``) abandons the path (PrecisionLossError: :func:`learn_ffn` draws
+        another), and the next path starts from it (``units_beyond_cap``; issue 23, large_units at
+        K = 1e5, d = 3, seed 4: U's gradient, taken at 2^-25 |x| before the reading, 1.4e-4 off
+        against its error 5.2e-5, left a spurious kink beside U, the FFN SILENTLY 1.45 times over
+        its bound; answered so on the next path, within it)."""
         residual, before = residuals
         if not self.noise or not abs(float(residual)) >= 2.0 ** (self.h_shrink_log2 / 2) * abs(float(before)):
             return False
@@ -507,7 +523,19 @@ class _PathSearch:
                 self.ledger.values += 1
             if not abs(float(tripled[0] - 3 * y0)) >= rounding / 8:
                 return False
-            self.beyond_cap = True
+            passed, self.beyond_cap = not self.beyond_cap, True
+        else:
+            passed = False
+        if passed or (self.beyond_cap and scale > self.gscale):
+            # every gradient's error holds the units' rounding at gscale from here: one measured since
+            # the end pieces, before the cap was passed or at a lower scale, holds too little of it
+            seen["units_beyond_cap"] = max(seen.get("units_beyond_cap", 0.0), scale, self.gscale)
+            if self.settled:
+                raise PrecisionLossError(
+                    f"the answers' rounding read as units of {scale:.3g} beyond the cap over the "
+                    f"gradients measured ({self.gscale:.3g} so far) after the path's pieces were measured: "
+                    "their errors hold no rounding at that scale (a later path starts from it)"
+                )
         self.gscale = max(self.gscale, scale)
         return True
 
@@ -547,6 +575,7 @@ class _PathSearch:
             if not self.gscale > gscale:
                 raise self._no_end_gradient()
             pieces[k] = self.end_piece(ends[k])
+        self.settled = True
         return [replace(p, err=self._gradient_error(p.G, p.x, p.ys, p.y, p.h, p.rounding)) if p.h is not None
                 else p for p in pieces]
 
@@ -742,12 +771,13 @@ class _PathSearch:
         the subtraction by ``u |G_i| h``: in all ``2 noise scale / h + u |G_i| (|x0_i| / h + 2)``.
 
         A gradient from answers that fail Euler's relation to the relative model, within the
-        units' rounding of zero (``|G|_inf <= 2 noise gscale |x0|_1 / h``) or from answers that
+        units' rounding of zero (``|G|_inf <= noise gscale (2 |x0|_1 + h) / h``) or from answers that
         showed that rounding (``rounding``: Euler's residual grew as the step shrank,
         :meth:`_rounding_scale`), is measured where the units' rounding ``noise gscale |x|_1``
         (which :meth:`tol` allows every answer) stands above f's own (units cancelling on x0's
         region, f 0 or far below them there): its answers are f to that rounding, not to ``noise``
-        relative, and its error holds that term too, ``2 noise gscale |x0|_1 / h`` (an error of
+        relative, and its error holds that term too, ``noise gscale (2 |x0|_1 + h) / h``, the step
+        points' answers rounded at ``|x0 + h e_i|_1 <= |x0|_1 + h`` (an error of
         1e-23 claimed for a gradient of 4e-14 made the piece's prediction refuse its own kink,
         thorough profile; a gradient of 6e-5 beside units of ~1 cancelling but in a 1.4e-4 radian
         wedge failed Euler's check at every step, issue 23).  The failure of any other gradient is
@@ -756,7 +786,12 @@ class _PathSearch:
         gradient 0.0585 between 0 and 0.0625 accepted with an error of 3e-8).  Exact zeros of a
         dead region, and a tiny unit alone on its region, pass that relation and keep their
         relative error (a 2e-8 unit's gradient, measured with a step cut to 2^-26 |x|, was refused
-        otherwise).
+        otherwise).  The step points' share, ``noise gscale h / h``, matters where the steps reach
+        beyond the point (the polish's one region of an f without kinks, measured at the centre of
+        the unit ball, x0 ~ 0, h = 1/2: ``ReLU(b x) - ReLU(-b x) + 1e3 ReLU(1.5 x) - 1e3 ReLU(1.5
+        x)``, d = 1, b = -1.6e-4, the units' rounding read beyond the cap, and the polished bound
+        with the old term ``2 noise gscale |x0|_1 / h`` at |x0| = 7.7e-16 was 3.7e-17 against an
+        error of 1.1e-13).
         """
         if self.arith.exact:
             return 0.0
@@ -767,7 +802,7 @@ class _PathSearch:
         relative = self.answer_noise * 2 * scale / hf + self.arith.unit_roundoff * float(
             np.max(Gf * (xf / hf + 2))
         )
-        cancelled = 2 * self.noise * self.gscale * float(xf.sum()) / hf
+        cancelled = self.noise * self.gscale * (2 * float(xf.sum()) + hf) / hf
         # Euler's relation to the relative model alone: answers f to noise relative (exact zeros of a
         # dead region, a tiny unit alone on its region) pass it; the units' rounding does not
         residual = abs(float(G @ x0 - y0))
