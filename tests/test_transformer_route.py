@@ -221,6 +221,7 @@ def within_bound_or_refused(d, K, seed, three):
 @example(2, 5, 4, True)  # the strict xfails before the units' probe (6.0 and 6.4 times the bound)
 @example(3, math.log10(3e6), 0, False)
 @example(3, 5, 4, False)  # the FFN 1.45 times its bound before (test_large_units_stale_errors_not_kept)
+@example(4, 3.7954180821589003, 79, False)  # 1.17 times (the same test)
 def test_large_units_hostile(d, log10_K, seed, three):
     """The class of :func:`large_units`, K in 1e3 .. 1e8, d in 2 .. 4, both variants (hostile: the
     units' rounding is all the oracle shows of them)."""
@@ -276,22 +277,36 @@ def test_large_units_read_beyond_the_cap(monkeypatch, d, log10_K, seed, three):
         recover(W, A, w, seed)
 
 
-def test_large_units_stale_errors_not_kept():
-    """K = 1e5, d = 3, seed 4: the FFN was SILENTLY 1.45 times over its bound (error 2.4e-4 against
-    1.6e-4; W* within its own).  U's end gradient, its Euler residual the same at two steps (the
+@pytest.mark.parametrize("d, log10_K, seed", [(3, 5.0, 4), (4, 3.7954180821589003, 79)])
+def test_large_units_stale_errors_not_kept(d, log10_K, seed):
+    """The FFN was SILENTLY over its bound (W* within its own).  K = 1e5, d = 3, seed 4: 1.45 times
+    (error 2.4e-4 against 1.6e-4).  U's end gradient, its Euler residual the same at two steps (the
     units' rounding, unread), was taken at the smallest step, 2^-25 |x|: off by 1.4e-4, its error
-    5.2e-5 under the scale read so far (803, within the cap).  The first piece inside the path then
-    read units of 1.3e4 beyond the cap, and every gradient measured from there held their rounding,
-    but U's kept its old error; a spurious kink of jump 1.4e-4 stood beside U (L = 2 for 1), the
-    polish re-measured it as no kink (its pieces at steps ~0.25 |x| within 1e-8 of each other) and
-    so was not kept.  A reading beyond the cap (or above it once beyond) after the path's end pieces
-    are taken now abandons the path (PrecisionLossError, a restart) and the next path starts from
-    it (:meth:`_PathSearch._rounding_scale`): answered on the second path, L = 1, the FFN 2.3e-12
-    off within 7.3e-8, W* 1.9e-11 within 1.2e-6."""
-    W, A, w = large_units(3, 1e5, 4)
-    rec = recover(W, A, w, 4)
-    assert rec.ffn.L == 1 and "beyond the cap" in rec.ffn.diagnostics["restarts"][0]
-    assert ffn_error(rec, A, 4) <= rec.ffn.diagnostics["error_bound"]
+    5.2e-5; V then read units of 803 (within the cap) and the end pieces' errors were recomputed,
+    but a gradient that passed Euler's relation kept its relative error (its entries' errors
+    cancelled there); a spurious kink of jump 1.4e-4 stood beside U (L = 2 for 1), and the polish,
+    which re-measured it as no kink, was not kept.  K = 6.2e3, d = 4, seed 79 (a random draw of the
+    hostile property): 1.17 times, U's gradient 1.5e-9 off against 6.0e-10.  Since a reading of the
+    units' rounding, within the cap or beyond it, makes every gradient's error hold it
+    (:meth:`_PathSearch._gradient_error`, ``rounded``): both answered on their first path, L = 1,
+    the FFN 1.7e-12 within 5.2e-9 and 1.5e-12 within 1.3e-8."""
+    W, A, w = large_units(d, 10.0**log10_K, seed)
+    rec = recover(W, A, w, seed)
+    assert rec.ffn.L == 1 and ffn_error(rec, A, seed) <= rec.ffn.diagnostics["error_bound"]
+    assert W_error(rec, W) <= rec.diagnostics["error_bound"]
+
+
+def test_a_reading_after_the_end_pieces_starts_a_new_path():
+    """K = 10^4.38, d = 3, seed 855: the first path reads the units (3.5e3, the scale so far 0.97)
+    only inside the path, after its end pieces' errors were taken without their rounding; that path
+    is abandoned (PrecisionLossError, counted) and the next starts from the scale read
+    (``units_rounded``, :meth:`_PathSearch._rounding_scale`): answered, the FFN within its bound."""
+    W, A, w = large_units(3, 10.0**4.376544078805646, 855)
+    rec = recover(W, A, w, 855)
+    first = rec.ffn.diagnostics["restarts"][0]
+    assert first.startswith("PrecisionLossError") and "after the path's pieces were measured" in first
+    assert rec.ffn.diagnostics["units_rounded"] > 2**10
+    assert ffn_error(rec, A, 855) <= rec.ffn.diagnostics["error_bound"]
     assert W_error(rec, W) <= rec.diagnostics["error_bound"]
 
 

@@ -266,8 +266,8 @@ class _PathSearch:
         self.ledger = _Ledger()
         #: max |G|_inf over the gradients met: the oracle rounds f(x) at ~ eps |G| |x| even where
         #: f(x) and the local gradient vanish (units cancelling on x's region); at least the units'
-        #: scale an earlier path read beyond the cap (``beyond_cap``)
-        carried = session.diagnostics.get("units_beyond_cap", 0.0)
+        #: scale an earlier path read from the answers' rounding (``rounded``)
+        carried = session.diagnostics.get("units_rounded", 0.0)
         self.gscale = carried
         #: the first gradient step's log2, its shrink's and the farthest a pair may reach
         self.tuning = tuning(arith)
@@ -296,11 +296,13 @@ class _PathSearch:
         self.ends: tuple[np.ndarray, ...] = ()
         #: max |G|_inf over the gradients measured (gscale without the scales read from rounding)
         self.gmax = 0.0
-        #: a units' scale beyond the cap over the gradients measured was read (:meth:`_rounding_scale`):
-        #: every gradient's error holds the units' rounding from then on (:meth:`_gradient_error`); a
-        #: later path of the same learner starts from it (``units_beyond_cap`` in the session's
-        #: diagnostics: the largest such reading of an earlier path)
-        self.beyond_cap = carried > 0
+        #: a units' scale beyond the cap over the gradients measured was read (:meth:`_rounding_scale`)
+        self.beyond_cap = False
+        #: a units' scale was read from the answers' rounding, within the cap or beyond it
+        #: (:meth:`_rounding_scale`): every gradient's error holds the units' rounding from then on
+        #: (:meth:`_gradient_error`); a later path of the same learner starts from it
+        #: (``units_rounded`` in the session's diagnostics: the largest reading of an earlier path)
+        self.rounded = carried > 0
         #: the path's end pieces are taken (:meth:`end_pieces`, which recomputes their errors at the
         #: scale its ends read): a piece measured since keeps the error it was measured with
         self.settled = False
@@ -499,14 +501,17 @@ class _PathSearch:
         recovery, over all its attempts): the Transformer's bound takes the units from it where it
         exceeds f's size (:func:`~attnproof.theorems.transformer.oracle_error`).
 
-        Once the cap is passed every gradient's error holds the units' rounding at ``gscale``; a
-        piece measured before holds none, or less.  The end pieces' errors are recomputed when they
-        are all taken (:meth:`end_pieces`); a reading that passes the cap, or raises gscale beyond
-        it, after that (``settled``) abandons the path (PrecisionLossError: :func:`learn_ffn` draws
-        another), and the next path starts from it (``units_beyond_cap``; issue 23, large_units at
-        K = 1e5, d = 3, seed 4: U's gradient, taken at 2^-25 |x| before the reading, 1.4e-4 off
-        against its error 5.2e-5, left a spurious kink beside U, the FFN SILENTLY 1.45 times over
-        its bound; answered so on the next path, within it)."""
+        Once a scale is read (``rounded``) every gradient's error holds the units' rounding at
+        ``gscale`` (:meth:`_gradient_error`), as its entries' errors may cancel in Euler's residual;
+        a piece measured before holds none, or less.  The end pieces' errors are recomputed when
+        they are all taken (:meth:`end_pieces`); a first reading, or one that raises gscale, after
+        that (``settled``) abandons the path (PrecisionLossError: :func:`learn_ffn` draws another),
+        and the next path starts from it (``units_rounded``).  Issue 23, large_units at K = 1e5,
+        d = 3, seed 4: U's gradient, taken at 2^-25 |x| (Euler's residual the same at two steps,
+        the units' rounding unread), 1.4e-4 off against its error 5.2e-5 at the scale read by V
+        (803, within the cap), left a spurious kink beside U, the FFN SILENTLY 1.45 times over its
+        bound; at K = 6.2e3, d = 4, seed 79, U's gradient 1.5e-9 off against 6.0e-10, 1.17 times.
+        Both answered within their bounds since."""
         residual, before = residuals
         if not self.noise or not abs(float(residual)) >= 2.0 ** (self.h_shrink_log2 / 2) * abs(float(before)):
             return False
@@ -523,19 +528,18 @@ class _PathSearch:
                 self.ledger.values += 1
             if not abs(float(tripled[0] - 3 * y0)) >= rounding / 8:
                 return False
-            passed, self.beyond_cap = not self.beyond_cap, True
-        else:
-            passed = False
-        if passed or (self.beyond_cap and scale > self.gscale):
+            self.beyond_cap = True
+        if not self.rounded or scale > self.gscale:
             # every gradient's error holds the units' rounding at gscale from here: one measured since
-            # the end pieces, before the cap was passed or at a lower scale, holds too little of it
-            seen["units_beyond_cap"] = max(seen.get("units_beyond_cap", 0.0), scale, self.gscale)
+            # the end pieces, before the first reading or at a lower scale, holds too little of it
+            seen["units_rounded"] = max(seen.get("units_rounded", 0.0), scale, self.gscale)
             if self.settled:
                 raise PrecisionLossError(
-                    f"the answers' rounding read as units of {scale:.3g} beyond the cap over the "
-                    f"gradients measured ({self.gscale:.3g} so far) after the path's pieces were measured: "
-                    "their errors hold no rounding at that scale (a later path starts from it)"
+                    f"the answers' rounding read as units of {scale:.3g} (the scale so far "
+                    f"{self.gscale:.3g}) after the path's pieces were measured: their errors hold no "
+                    "rounding at that scale (a later path starts from it)"
                 )
+        self.rounded = True
         self.gscale = max(self.gscale, scale)
         return True
 
@@ -807,10 +811,11 @@ class _PathSearch:
         # dead region, a tiny unit alone on its region) pass it; the units' rounding does not
         residual = abs(float(G @ x0 - y0))
         consistent = residual <= self.noise * (abs(float(y0)) + float(Gf @ xf)) + relative * float(xf.sum())
-        # the units' rounding; beyond the cap (:meth:`_rounding_scale`) on every gradient: its entries'
+        # the units' rounding; once read (:meth:`_rounding_scale`) on every gradient: its entries'
         # errors may cancel in Euler's residual (a gradient 1e-8 off at K = 1e5 passed it, the FFN
-        # SILENTLY 1.8 times over its bound, issue 23's large_units)
-        noisy = self.beyond_cap or (not consistent and (rounding or float(Gf.max()) <= cancelled))
+        # SILENTLY 1.8 times over its bound, issue 23's large_units; within the cap, 1.5e-9 off
+        # against an error of 6.0e-10 at K = 6.2e3, d = 4: the FFN 1.17 times over its bound)
+        noisy = self.rounded or (not consistent and (rounding or float(Gf.max()) <= cancelled))
         return relative + (cancelled if noisy else 0.0)
 
     def hidden_charge(self, a: _Piece, b: _Piece) -> float:
