@@ -1179,10 +1179,14 @@ def _merge_charge(
     meets every ray of the wedge on x's side of that face (the merged kinks' planes within a thin
     wedge of J's, as the confirmation that merged them says) at ``|.|_inf >= |x|_inf``, so
     ``sup_{|x|_inf <= 1} |D| <= (A + B) / |x|_inf`` (D is even).  In d > 2 the same holds in the
-    planes through x's face, not in every direction (as the wedge points', :func:`_wedge_contradiction`),
-    and no such charge is made there (inf: the network is refused unless another path resolves the
-    merge; issue 23, helper tfunion: two unit kinks 1e-7 rad apart merged at d = 7, f_hat 8.6e-8 |x|
-    off against the search's bound charged (A + B) / |x|_inf, 6.4e-8).
+    planes through x's face, not in every direction (as the wedge points', :func:`_wedge_contradiction`):
+    there it is made only beside a gradient m measured between the kinks (their region at x wide
+    enough for its steps; still not certified in every direction), and where none could be (a
+    region thinner than the steps) the charge is inf: the network is refused unless another path
+    resolves the merge (issue 23, helper tfunion: two unit kinks 1e-7 rad apart merged at d = 7,
+    no m, f_hat 8.6e-8 |x| off against the search's bound charged (A + B) / |x|_inf, 6.4e-8; and
+    at d = 4 a 2.8e-4 unit 5e-7 rad from a 4.7e-3 one, m measured, its convexities not a merge's,
+    charged 1.4e-9 against an error of 4.8e-12: refused with inf there, thorough profile).
     Charged only where such a merge is seen and not resolved (issue 23 item 2, helper merge2: mpmath
     at 7-8 digits, d = 2, a light unit merged into a heavy one 6e-4 to 8e-4 rad away, the search's
     network kept 2-5 % over its bound, SILENTLY; the bound holds it now, 3.8x and 27x over the error).
@@ -1202,7 +1206,8 @@ def _merge_charge(
     arith, d = search.arith, search.d
     size = float(np.abs(arith.to_float(x)).max())
     off = sum(abs(float(y - search.predict(q, x))) + search.prediction_tol(q, x, y) for q in (a, b))
-    charges = [off / size if size > 0 and d <= 2 else np.inf]  # (A + B) / |x|_inf: d = 2 only
+    # (A + B) / |x|_inf: in d = 2, or beside a gradient measured between the kinks (see above)
+    charges = [off / size if size > 0 and (d <= 2 or m is not None) else np.inf]
     if m is not None and m_err is not None and not search.fits(a, b.x, b.y):
         e_k, e_t = (float(y - search.predict(q, x)) > 0 for q in (a, b))  # x off both planes
         e_j = float(b.y - search.predict(a, b.x)) > 0
