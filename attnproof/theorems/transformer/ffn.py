@@ -463,8 +463,12 @@ def learn_ffn(
     1e-4 (136 at 3e-5, 102 at 1e-5, 16 at 1e-6).  Since helper tfunion the polish's bisection for
     the region between merged kinks reaches 2^-40 of the path (:data:`BETWEEN_PROBES`) and a merge
     so found is charged only where the charge holds in every direction (:func:`_merge_charge`;
-    refused otherwise): at 1e-7, 133 within the bound, 7 refused, none off it (the two above and
-    two answered within it, d = 8, now refused; 3e-7 and 1e-6 unchanged, 140 of 140).  Three
+    refused otherwise, but beside a gradient measured between the kinks): at 1e-7, 133 within the
+    bound, 7 refused, none off it (the two above and two answered within it, d = 8, now refused;
+    3e-7 and 1e-6 unchanged, 140 of 140); on 280 more targets at 1e-7, 264 / 6 / 10 off before,
+    268 / 10 / 2 off after: the pair merged inside the confirmation pair (opposite convexities,
+    f_hat off only between x* and the nearer kink) and confirmed by the polish is still missed
+    (``tests/test_transformer.py``, OPEN_MERGE_BELOW_PAIR).  Three
     things answer them: a gradient whose Euler residual repeats at
     two steps gets one attempt at the smallest step, 2^-26 |x|, before its point is taken for one
     on a hyperplane (it may lie in a region between two kinks ~1e-7 |x| apart), kept only when the
