@@ -1498,10 +1498,11 @@ def _union(
     with a unit one's, L = 3 for 2, every further path contradicted, refused).  The sum's other
     part must be a kink found too, so a zero-sum group's third kink (three hyperplanes) stays.
     Two jumps on one hyperplane whose sizes differ by more than their errors but by less than half
-    the smaller one's (numeric arithmetics) are ``K + T`` and K with T's hyperplane crossed apart
-    from no path: one kink is kept, T's mass charged (:func:`_one_kink`; kept both, f_hat counted K
-    twice, helper tfpar's trace of PARALLEL_TINY_TF, ``tests/test_transformer.py``); sizes further
-    apart are two hyperplanes, one normal known to O(1) only (the 7.8e-9 kink above)."""
+    the smaller one's (errors not both 0: the numeric bound holds the charge) are ``K + T`` and K,
+    T's hyperplane crossed apart from no path: one kink is kept, T's mass charged
+    (:func:`_one_kink`; kept both, f_hat counted K twice, helper tfpar's trace of
+    PARALLEL_TINY_TF, ``tests/test_transformer.py``); sizes further apart are two hyperplanes, one
+    normal known to O(1) only (the 7.8e-9 kink above)."""
     arith = search.arith
 
     def same_normal(a: tuple, b: tuple) -> bool:
@@ -1527,7 +1528,7 @@ def _union(
 
     def lighter(a: tuple, b: tuple) -> bool:  # |lam| apart by less than half the smaller one's
         lam, lam1 = (abs(float(normalize_normal(k[0], arith)[1])) for k in (a, b))
-        return not arith.exact and abs(lam - lam1) < 0.5 * min(lam, lam1)
+        return a[2] + b[2] > 0 and abs(lam - lam1) < 0.5 * min(lam, lam1)  # errors to charge it to
 
     union = [k for k in kinks if not resolved(k)]
     for kink in more:
