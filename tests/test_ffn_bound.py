@@ -27,7 +27,7 @@ from attnproof.oracles import ValueOracle
 from attnproof.theorems.transformer import learn_ffn
 from attnproof.theorems.transformer._path_search import TUNING, _PathSearch, _Piece, answer_noise
 from attnproof.theorems.transformer.ffn import (
-    FFNRecovery, _anchor_residuals, _anchored_tol, _fitted, _stands, _Unpolished, _union,
+    FFNRecovery, _anchor_residuals, _anchored_tol, _assemble, _fitted, _stands, _Unpolished, _union,
 )
 from attnproof.theorems.transformer.runner import run_ffn
 
@@ -313,25 +313,50 @@ def test_union_replaces_a_merge_a_further_path_resolved():
     assert len(_union([(J1 + J2, direction, 1e-9)], group, search)) == 3
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open: _union keeps a hyperplane twice when a first path's jump K + T (a light kink merged) and a "
-    "further path's K differ in size by more than their errors (same normal to 1e-11)"
-))
-def test_union_keeps_one_kink_a_hyperplane_when_a_merge_changed_its_size():
-    """Open (helper tfpar, traced on tests/test_transformer.py's PARALLEL_TINY_TF at FFN path seed
-    70 before the merge charge from the gradient between, which no longer reaches it): the first
+def _merge_changed_its_size() -> tuple[_PathSearch, tuple, tuple]:
+    """Helper tfpar's trace (tests/test_transformer.py's PARALLEL_TINY_TF at FFN path seed 70,
+    before the merge charge from the gradient between, which no longer reaches it): the first
     path's kink on x_0 + x_1 / 16 = 0 carried the 1.5e-10 kink T merged, ``(-0.99999999985,
     -0.0625)``, error 9.9e-11; a further path found K alone, ``(-1, -0.0625)``, error 2.6e-11, and
     T nowhere.  Their normals agree to 1e-11 (one hyperplane), their sizes differ by 1.5e-10, above
-    the errors' 1.25e-10: both kept, f_hat counted K twice (L = 3 for 2); a check contradicted it
-    (not silent) and the further path through that check point (on a recovered line at |x| =
-    1.4e-17: in d = 2 the plane points are x*'s multiples 2 and 0) bisected to the floor, refused.
-    One kink a hyperplane is expected (which one, and T's mass charged, is the open part)."""
+    the errors' 1.25e-10."""
     search = _PathSearch(Session(ValueOracle(ReluFFN(np.eye(2), np.ones(2))), FLOAT64), np.ones(2), 0.0, 1)
     direction = np.array([-1.0, 0.5])
     merged = (np.array([-0.9999999998500186, -0.0625]), direction, 9.936098038404475e-11)
     alone = (np.array([-1.0, -0.0625]), direction, 2.5633785713749177e-11)
-    assert len(_union([merged], [alone], search)) == 1
+    return search, merged, alone
+
+
+def test_union_keeps_one_kink_a_hyperplane_when_a_merge_changed_its_size():
+    """A strict xfail before (helper tfpar): both kept, f_hat counted K twice (L = 3 for 2); a
+    check contradicted it (not silent) and the further path through that check point (on a
+    recovered line at |x| = 1.4e-17: in d = 2 the plane points are x*'s multiples 2 and 0)
+    bisected to the floor, refused.  Now one kink a hyperplane, the one of the smaller error
+    (K alone), either way round; the unit kink and the 7.8e-9 one of the test above (sizes apart
+    by far more than half: two hyperplanes) stay two."""
+    search, merged, alone = _merge_changed_its_size()
+    for kinks, more in (([merged], [alone]), ([alone], [merged])):
+        union = _union(kinks, more, search)
+        assert len(union) == 1 and union[0][0] is alone[0]
+
+
+def test_union_charges_the_light_kink_it_drops_to_the_bound():
+    """The kink kept for K + T and K (:func:`_union`) carries T's mass into the bound: the
+    network's a-posteriori bound (``ffn._assemble``) exceeds K's alone by at least
+    ``|T|_1 + d (err_{K+T} + err_K)``, T the jumps' difference summed by hand (1.4998e-10 in x_0),
+    which f_hat may be off by (T missing, or put on K's hyperplane).  Without the charge the one
+    kink's bound is K's (the kept error unchanged)."""
+    search, merged, alone = _merge_changed_its_size()
+    d = 2
+    pU = _Piece(np.array([1.0, 0.0]), 0.0, np.array([0.5, 0.25]), 1e-12)
+    pW = _Piece(np.array([-1.0, 0.0]), 0.0, np.array([-0.5, 0.0]), 1e-12)
+    T = Fraction(-0.9999999998500186) - Fraction(-1.0)  # the x_1 entries agree exactly
+    charged = float(abs(T)) + d * (merged[2] + alone[2])
+    union = _union([merged], [alone], search)
+    bound = _assemble(search, pU, pW, union).diagnostics["error_bound"]
+    without = _assemble(search, pU, pW, [alone]).diagnostics["error_bound"]
+    assert bound >= without + charged * (1 - 1e-12)
+    assert bound <= without + charged * (1 + 1e-12) + 1e-15  # nothing else added
 
 
 def test_a_fallback_contradicted_by_a_later_attempt_is_refused():

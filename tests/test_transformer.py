@@ -75,7 +75,9 @@ def adversarial_points(A, rng, k=24):
 
 def check_function(rec, A, w, rng, merge=0.0):
     """|f_hat(x) - f(x)| <= (bound + merge) |x|_inf (+ the float evaluation of both), at
-    adversarial x; ``merge`` allows two hyperplanes merged below the search's resolution."""
+    adversarial x; ``merge`` allows two hyperplanes merged below the search's resolution (the
+    properties only: OPEN_MERGE_BELOW_PAIR; the pinned and parametrized pair tests hold the
+    learner to its own bound since helper tfunion)."""
     X = adversarial_points(A, rng)
     truth = ReluFFN(A, w)(X[:, None, :])
     scale = np.abs(X @ A) @ np.abs(w) + np.abs(X @ rec.N.T) @ np.abs(rec.c) + np.abs(X @ rec.u)
@@ -183,11 +185,19 @@ def beyond_float64(A, w):
     return bool(np.any((A != 0) & (w != 0)[None, :] & (products < 2.0**-800)))
 
 
-#: Hyperplanes closer than this (|n_i / |n_i| -+ n_j / |n_j||_1) may be merged or refused in float64:
-#: their kinks on the path are within ~ this relative distance, below what the search resolves.
-#: Measured (issue 23 item 7, helper openfloat; pair_target, d = 2..8, 20 targets a d, path seed
-#: the target's): answered within the bound at every angle from 3e-7 to 1e-3 (140 of 140 each);
-#: at 1e-7, 133 (5 refused, 2 off the bound within merge_allowance); none silently beyond that.
+#: Hyperplanes closer than this (|n_i / |n_i| -+ n_j / |n_j||_1) may be merged or refused in float64
+#: (merged beyond the learner's own bound at a few, OPEN_MERGE_BELOW_PAIR, within merge_allowance
+#: there): their kinks on the path are within ~ this relative
+#: distance, below what the search resolves.  Measured (issue 23 item 7, helper openfloat;
+#: pair_target, d = 2..8, 20 targets a d, path seed the target's): answered within the bound at
+#: every angle from 3e-7 to 1e-3 (140 of 140 each); at 1e-7, 134 (4 refused, 2 off their own
+#: bound: 5.5e-8 |x| against 3.3e-9 at d = 6, seed 4; 8.6e-8 against 4.3e-8 at d = 7, seed 6,
+#: within a merge allowance the user cannot compute).  Since helper tfunion (the polish's
+#: bisection for the region between merged kinks to 2^-40, and no uncertified merge charge in
+#: d > 2 where no gradient between was measured, ``ffn._merge_charge``): 133 within the bound, 7
+#: refused, none off it (the two off and two answered within it, with d = 8, now refused; 3e-7 and
+#: 1e-6: 140 of 140 as before); on seeds 20-59 (280 targets) 264 / 6 / 10 off before, 268 / 10 / 2
+#: off after (OPEN_MERGE_BELOW_PAIR), and at 3e-8 167 / 90 / 23 before.
 #: Before (821b8ee): 140 of 140 only from 1e-4; 136 at 3e-5, 102 at 1e-5, 31 at 3e-6, 16
 #: at 1e-6 (the rest refused): the resolution was ~3e-5 rad, 30 times this angle.
 FLOAT64_ANGLE = 2.0**-20
@@ -195,7 +205,10 @@ FLOAT64_ANGLE = 2.0**-20
 
 def merge_allowance(A, w):
     """Sum over pairs of target hyperplanes closer than FLOAT64_ANGLE of what merging them can
-    change on the unit inf-ball: ``(|c_i| |n_i|_1 + |c_j| |n_j|_1) * distance(n_i, n_j)``."""
+    change on the unit inf-ball: ``(|c_i| |n_i|_1 + |c_j| |n_j|_1) * distance(n_i, n_j)``.  Still
+    needed by the properties (test_ffn_float64_recovers_every_kind, tf_float64_property): a pair
+    merged inside the confirmation pair and confirmed by the polish is answered beyond the
+    learner's own bound (OPEN_MERGE_BELOW_PAIR: 2 of 280 pair targets at 1e-7, helper tfunion)."""
     _, N, c = canonical_ffn(A, w, rtol=1e-12)
     M = N / np.abs(N).sum(axis=1, keepdims=True) if len(c) else N
     total = 0.0
@@ -205,6 +218,17 @@ def merge_allowance(A, w):
             if dist < FLOAT64_ANGLE:
                 total += (abs(c[i]) * np.abs(N[i]).sum() + abs(c[j]) * np.abs(N[j]).sum()) * 2 * dist
     return total
+
+
+def closer_than_float64(A, w):
+    """Two target hyperplanes closer than FLOAT64_ANGLE (``|n_i / |n_i|_1 -+ n_j / |n_j|_1|_1``):
+    the learner may refuse them (typed), never answer beyond its bound."""
+    _, N, c = canonical_ffn(A, w, rtol=1e-12)
+    M = N / np.abs(N).sum(axis=1, keepdims=True) if len(c) else N
+    return any(
+        min(np.abs(M[i] - M[j]).sum(), np.abs(M[i] + M[j]).sum()) < FLOAT64_ANGLE
+        for i in range(len(c)) for j in range(i)
+    )
 
 
 #: Cancellation a float64 target may have (see cancels_beyond_float64): the learner's rounding
@@ -327,23 +351,34 @@ def is_zero_function(A, w):
 # never on main): its J^T J underflowed to 0 (ZeroDivisionError); lambda is now read from J scaled
 # to |J|_inf = 1
 @example((np.array([[1.0, 1.0], [0.5, 0.0]]), np.array([8.44664095e-229, 8.44664095e-229]), "generic"), 0)
+# a 2.8e-4 unit 5.2e-7 rad from a 4.7e-3 one (L1 distance 1.05e-6, just above FLOAT64_ANGLE) beside a
+# zero-sum triple, d = 4 (thorough profile, --hypothesis-seed 7391; a regression of helper tfunion's
+# deeper bisection, never on main): the polish found a point between the pair, its gradient measured
+# there, and the (A + B) charge, refused in d > 2 then (inf), refused every attempt; charged now
+# (1.4e-9, the error 4.8e-12)
+@example((np.array([[2.06751461e-002, -2.27558548e-001, 6.07969629e-227, -1.35300952e-002, -6.12709118e-011,
+                     -6.06534430e-096, 0.2, 0.2, -0.4],
+                    [6.02713369e-001, -1.19209290e-007, 0.0, 0.0, 0.0, 0.0, 0.2, 0.2, -0.4],
+                    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.2, 0.2, -0.4],
+                    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.2, 0.2, -0.4]]),
+          np.array([0.02067515] * 6 + [1.0, 1.0, 1.0]), "zero_sum"), 5)
 def test_ffn_float64_recovers_every_kind(target, seed):
     """Recovered to the a-posteriori bound; typed errors only for targets beyond float64:
     near-subnormal weights, units cancelling beyond the rounding model (cancels_beyond_float64,
     as for learn_transformer), f == 0, or hyperplanes closer than FLOAT64_ANGLE (which may also
-    be merged, within the derived merge allowance)."""
+    be merged, within the derived merge allowance: still needed, OPEN_MERGE_BELOW_PAIR)."""
     A, w, _kind = target
-    merge = merge_allowance(A, w)
+    close = closer_than_float64(A, w)
     try:
         rec, oracle = recover_ffn(A, w, seed=seed)
     except (PrecisionLossError, NonIdentifiableError, DegenerateProbeError) as err:
         zero = isinstance(err, NonIdentifiableError) and is_zero_function(A, w)
         outside = beyond_float64(A, w) or cancels_beyond_float64(A, w)
-        assert outside or zero or (merge > 0 and not isinstance(err, NonIdentifiableError))
+        assert outside or zero or (close and not isinstance(err, NonIdentifiableError))
         return
     check_count(rec, oracle, A.shape[0])
-    check_function(rec, A, w, np.random.default_rng(seed), merge)
-    if merge == 0:
+    check_function(rec, A, w, np.random.default_rng(seed), merge_allowance(A, w))
+    if not close:
         check_canonical(rec, A, w)
 
 
@@ -367,13 +402,36 @@ def pair_target(d: int, seed: int, theta: float) -> tuple[np.ndarray, np.ndarray
 def test_unit_pairs_at_the_resolution_are_answered(d, theta):
     """Issue 23 item 7: pairs of unit hyperplanes 1e-5 and 1e-6 radians apart (1e-6: 1-2 times
     FLOAT64_ANGLE in L1 distance) were refused at 10 and 29 of these 35 targets (seeds 0-4): now
-    every one is answered within its bound (plus merge_allowance where the pair is closer than
-    FLOAT64_ANGLE), every query counted (helper openfloat; the measured table at FLOAT64_ANGLE)."""
+    every one is answered within its own bound (a merge allowance added for pairs closer than
+    FLOAT64_ANGLE before helper tfunion), every query counted (helper openfloat; the measured
+    table at FLOAT64_ANGLE)."""
     for seed in range(5):
         A, w = pair_target(d, seed, theta)
         rec, oracle = recover_ffn(A, w, seed=seed)
         check_count(rec, oracle, d)
-        check_function(rec, A, w, np.random.default_rng(seed), merge_allowance(A, w))
+        check_function(rec, A, w, np.random.default_rng(seed))
+
+
+#: The two pair targets at 1e-7 rad (d, seed) answered beyond their own bound before helper tfunion
+#: (5.5e-8 |x| against 3.3e-9; 8.6e-8 against 4.3e-8): the search merged the pair (opposite
+#: convexities: f_hat on the wrong plane between x* and the nearer kink, ~3e-7 of the path), the
+#: polish's confirmation saw it ("in_a", "in_b") and its 12-step bisection stopped 2^-12 short of
+#: the region between them, so the search's network stood uncharged; and, found, its (A + B) charge
+#: holds in d = 2 only (8.6e-8 against a charged 6.4e-8 at d = 7).
+PAIRS_BEYOND_THEIR_BOUND = [(6, 4), (7, 6)]
+
+
+@pytest.mark.parametrize("d, seed", PAIRS_BEYOND_THEIR_BOUND + [(d, 0) for d in range(2, 9)])
+def test_unit_pairs_below_the_resolution_within_their_bound_or_refused(d, seed):
+    """Issue 23: pairs of unit hyperplanes 1e-7 radians apart (below FLOAT64_ANGLE) are answered
+    within the learner's own bound, every query counted, or refused (typed); never beyond it."""
+    A, w = pair_target(d, seed, 1e-7)
+    try:
+        rec, oracle = recover_ffn(A, w, seed=seed)
+    except (PrecisionLossError, DegenerateProbeError):
+        return
+    check_count(rec, oracle, d)
+    check_function(rec, A, w, np.random.default_rng(seed))
 
 
 def test_error_bound_formula_on_fixed_input():
@@ -919,7 +977,8 @@ def test_biased_ffn_is_refused(target, seed):
                     [0.48179798, 0.48183165]]), np.array([-1.0, 1.0]), 1e-4), 3)
 def test_near_parallel_hyperplanes_typed_error_or_right(target, seed):
     """A typed error, or the function to within the bound plus what merging the pair can
-    change, when the learner found fewer hyperplanes than f has (exactly distinct ones).
+    change, when the learner found fewer hyperplanes than f has (exactly distinct ones; still
+    needed at angles far below FLOAT64_ANGLE: OPEN_MERGE_BELOW_PAIR).
 
     Merged, the pair ``a_1 ReLU(w_1^T x) + a_2 ReLU(w_2^T x)`` becomes one kink of jump
     ``K = a_1 w_1 + a_2 w_2`` on ``K^T x = 0``, oriented by the side the path crossed to.  Off
@@ -945,6 +1004,57 @@ def test_near_parallel_hyperplanes_typed_error_or_right(target, seed):
         else 0.0
     )
     check_function(rec, A, w, np.random.default_rng(seed), merge)
+
+
+#: Pairs below FLOAT64_ANGLE that the learner merges beyond its own bound (thorough profile,
+#: --hypothesis-seed 7391 on test_near_parallel_hyperplanes_typed_error_or_right once its merge
+#: allowance was dropped, helper tfunion; the same on d70afe0): -ReLU(x_0) + ReLU(x_0 + 1e-10 x_1) / 2,
+#: one kink for two, f_hat 5.0e-11 |x| off against its bound 1.6e-12.  Opposite convexities: f_hat
+#: is off between x* and the nearer kink only, 2e-10 of the path, inside the confirmation pair
+#: (2^-30 |x*|) and far inside the wedge points' tilt; the polish confirms the kink.
+#: pair_target(8, 28, 1e-7) (helper tfunion's 280 pair targets at 1e-7, seeds 20-59; one of the 2 left
+#: beyond their bound of 10 before): the polished network kept, 7.0e-8 |x| off against 7.8e-10.
+OPEN_MERGE_BELOW_PAIR = [
+    (np.array([[1.0, 1.0], [0.0, 1e-10]]), np.array([-1.0, 0.5]), 0),
+    (*pair_target(8, 28, 1e-7), 28),
+]
+
+
+#: The same thorough run's other draw (pre-existing: refused on d70afe0 too): the pair above without
+#: the zero-sum triple (its units zero, w = (.., -0.913, -0.913, 1)): DegenerateProbeError ("kinks
+#: closer than the search resolves", interval 4.4e-13 after 31 steps) for a pair at L1 distance
+#: 1.05e-6, above FLOAT64_ANGLE, where test_ffn_float64_recovers_every_kind allows no refusal.
+OPEN_REFUSED_ABOVE_ANGLE = [(
+    np.array([[2.06751461e-002, -2.27558548e-001, 6.07969629e-227, -1.35300952e-002, -6.12709118e-011,
+               -6.06534430e-096, 0.0, 0.0, 0.0],
+              [6.02713369e-001, -1.19209290e-007, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0] * 9, [0.0] * 9]),
+    np.array([0.02067515] * 6 + [-0.9133731, -0.9133731, 1.0]), 5,
+)]
+
+
+@pytest.mark.xfail(strict=True, reason="open: a pair just above FLOAT64_ANGLE refused (DegenerateProbeError)")
+@pytest.mark.parametrize("A, w, seed", OPEN_REFUSED_ABOVE_ANGLE)
+def test_open_pair_above_the_angle_answered(A, w, seed):
+    """Answered within its bound, every query counted (the property's premise for such a pair)."""
+    assert not closer_than_float64(A, w)
+    rec, oracle = recover_ffn(A, w, seed=seed)
+    check_count(rec, oracle, A.shape[0])
+    check_function(rec, A, w, np.random.default_rng(seed))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open: hyperplanes 1e-10 rad apart merged (opposite convexities, inside the confirmation pair) "
+    "beyond the learner's own bound; test_near_parallel_hyperplanes_typed_error_or_right still "
+    "adds a merge allowance for them"
+))
+@pytest.mark.parametrize("A, w, seed", OPEN_MERGE_BELOW_PAIR)
+def test_open_merge_below_the_pair_within_its_own_bound_or_refused(A, w, seed):
+    """Refused (typed) or within the learner's own bound, without the merge allowance."""
+    try:
+        rec, _ = recover_ffn(A, w, seed=seed)
+    except (DegenerateProbeError, PrecisionLossError):
+        return
+    check_function(rec, A, w, np.random.default_rng(seed))
 
 
 @given(st.integers(0, ffn_query_count(3, 3) - 1))
@@ -1022,7 +1132,7 @@ def tf_float64_property(A, w, kind, W, seed):
     f == 0, or W* below float64's resolution."""
     d = A.shape[0]
     W = W[:d, :d]
-    merge = merge_allowance(A, w)
+    close = closer_than_float64(A, w)
     try:
         rec, oracle = recover_tf(W, A, w, seed=seed)
     except (PrecisionLossError, NonIdentifiableError, DegenerateProbeError) as err:
@@ -1031,7 +1141,7 @@ def tf_float64_property(A, w, kind, W, seed):
         if isinstance(err, NonIdentifiableError):  # f == 0, or rounds to 0 everywhere
             assert is_zero_function(A, w) or beyond_float64(A, w) or cancels_beyond_float64(A, w)
         else:
-            assert beyond_float64(A, w) or cancels_beyond_float64(A, w) or merge > 0 or w_zero
+            assert beyond_float64(A, w) or cancels_beyond_float64(A, w) or close or w_zero
         return
     route = rec.diagnostics["route"]
     assert route == ("cone" if kind == "even" else rec.diagnostics["route"])
@@ -1041,8 +1151,8 @@ def tf_float64_property(A, w, kind, W, seed):
         == transformer_query_count(d, rec.ffn.L, route) + rec.diagnostics["reasked_queries"]
     )
     assert np.abs(rec.W - W).sum() <= rec.diagnostics["error_bound"] + 64 * EPS * d * d * np.abs(W).max()
-    check_function(rec.ffn, A, w, np.random.default_rng(seed), merge)
-    if merge == 0:
+    check_function(rec.ffn, A, w, np.random.default_rng(seed), merge_allowance(A, w))
+    if not close:
         check_canonical(rec.ffn, A, w)
 
 
@@ -1538,7 +1648,7 @@ def test_a_further_path_pivots_off_a_hyperplane():
 
 def _float_case(A: np.ndarray, w: np.ndarray, seed: int) -> None:
     rec, _ = recover_ffn(A, w, seed=seed)
-    check_function(rec, A, w, np.random.default_rng(seed), merge_allowance(A, w))
+    check_function(rec, A, w, np.random.default_rng(seed))
     check_canonical(rec, A, w)
 
 
