@@ -2123,8 +2123,14 @@ def test_the_units_probe_stops_at_a_new_scale_only(monkeypatch):
     monkeypatch.setattr(_path_search, "SCALE_RISE", 1)
     assert recover_ffn(A, w, seed=seed)[0].L == 3
     monkeypatch.setattr(_path_search._PathSearch, "_rounding_scale", exact_triple)
-    with pytest.raises(DegenerateProbeError, match="random end of the path"):
-        recover_ffn(A, w, seed=seed)
+    try:  # both undone: refused where this test was written; answered on an AMD EPYC, whose BLAS
+        # rounds the triple's answers otherwise (then within its bound, the property that matters)
+        undone, _ = recover_ffn(A, w, seed=seed)
+    except DegenerateProbeError as refusal:
+        assert "random end of the path" in str(refusal)
+    else:
+        _float_case(A, w, seed)
+        assert undone.L == 3
     monkeypatch.setattr(_path_search, "SCALE_RISE", 2)
     assert recover_ffn(A, w, seed=seed)[0].L == 3
 
@@ -2145,6 +2151,14 @@ def test_a_kink_is_confirmed_from_the_plane_of_the_side_x_star_is_on():
     assert pa.err > 0 and pb.err == 0 and not pb.G.any()
     s = search._intersection(pa, pb, pa.x, pb.x - pa.x, 0.0, 1.0)
     x = pa.x + s * (pb.x - pa.x)
+    if x.sum() >= 0:
+        # x* fell on the dead side (the live piece's gradient rounds by the platform's BLAS: 1.6e-13
+        # past the hyperplane on an AMD EPYC, 2.3e-14 before it where this test was written): there
+        # f(x*) = 0 fits both planes, a kink too; the case under test is its mirror image across
+        # x_0 + x_1 = 0, the live side at the same distance
+        before = oracle.queries
+        assert search._confirm(pa, pb, x, pb.x - pa.x)[0] == "kink" and oracle.queries - before == 3
+        x = -x[::-1]
     before = oracle.queries
     status, y = search._confirm(pa, pb, x, pb.x - pa.x)
     assert x.sum() < 0 and y == ReluFFN(A, w)(x[None, None, :])[0] != 0  # the live side, f's value
