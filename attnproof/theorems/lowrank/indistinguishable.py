@@ -538,15 +538,50 @@ def _pairs(ct: CrossTranscript, v: np.ndarray) -> _Pairs:
     return _Pairs(pk, pl, of.ravel(), (Pv[0][pk, 0], lo, rad), tuple(part[pl, 0] for part in Qv), label)
 
 
-def _cross_values(Kt: tuple[np.ndarray, ...], Zt: tuple[np.ndarray, ...], k: np.ndarray, l: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Balls of ``Kt_k^T Zt_l`` for the pairs (k, l), by :func:`_inner` in blocks of 2^16 pairs."""
-    parts = []
-    for first in range(0, len(k), 2**16):
-        kk, ll = k[first:first + 2**16], l[first:first + 2**16]
-        parts.append(_inner([(*(np.ascontiguousarray(part[:, kk].T) for part in Kt), 1.0)],
-                            tuple(np.ascontiguousarray(part[:, ll].T) for part in Zt)))
-    return tuple(np.concatenate([part[i] for part in parts]) for i in range(3))
+Ball = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _ball_product(A: Ball, B: tuple[np.ndarray, np.ndarray | None, np.ndarray | None]) -> Ball:
+    """The product of ball matrices ``A = A_h + A_l +- A_r`` (m x n) and ``B`` (n x p; ``B_l``,
+    ``B_r`` None: 0): ``A_h B_h`` by :func:`_product_ball`, ``A_h B_l + A_l B_h`` in float64 within
+    ``gamma_{2n}`` of their magnitudes' products, and ``|A_l| |B_l|``, ``A_r (|B_h| + |B_l| + B_r) +
+    (|A_h| + |A_l|) B_r`` and the rounding of the new lo (u) in the radius (nonnegative float64 BLAS
+    products: :data:`SUM_UP`)."""
+    (Ah, Al, Ar), (Bh, Bl, Br) = A, B
+    n = Ah.shape[1]
+    gamma = 2 * n * U / (1 - 2 * n * U)
+    hi, lo, rad = _product_ball(Ah, Bh)
+    aAh, aAl, aBh = np.abs(Ah), np.abs(Al), np.abs(Bh)
+    lo = lo + Al @ Bh
+    rad = rad + gamma * (aAl @ aBh) + Ar @ aBh
+    if Bl is not None:
+        aBl = np.abs(Bl)
+        lo = lo + Ah @ Bl
+        rad = rad + gamma * (aAh @ aBl) + (aAl + Ar) @ aBl
+    if Br is not None:
+        rad = rad + (aAh + aAl + Ar) @ Br
+    return hi, lo, (rad + U * np.abs(lo)) * SUM_UP
+
+
+def _cross_values(Kt: Ball, Zt: Ball, k: np.ndarray, l: np.ndarray) -> Ball:
+    """Balls of ``Kt_k^T Zt_l`` for the pairs (k, l): by :func:`_ball_product` on the columns (all k
+    at once) of the pairs grouped by l and on the rows of those grouped by k (as :func:`_groups`:
+    a cross's r columns and r rows, two d x r x r products)."""
+    d = Kt[0].shape[1]
+    on_l = np.bincount(l, minlength=d)[l] >= np.bincount(k, minlength=d)[k]
+    out = tuple(np.empty(len(k)) for _ in range(3))
+    cols, rows = np.unique(l[on_l]), np.unique(k[~on_l])
+    if len(cols):
+        block = _ball_product(tuple(part.T for part in Kt), tuple(part[:, cols] for part in Zt))
+        at = (k[on_l], np.searchsorted(cols, l[on_l]))
+        for part, value in zip(out, block):
+            part[on_l] = value[at]
+    if len(rows):
+        block = _ball_product(tuple(part[:, rows].T for part in Kt), Zt)
+        at = (np.searchsorted(rows, k[~on_l]), l[~on_l])
+        for part, value in zip(out, block):
+            part[~on_l] = value[at]
+    return out
 
 
 def _world(ct: CrossTranscript, pairs: _Pairs, K: np.ndarray, Q: np.ndarray) -> dict[str, Any]:
@@ -554,21 +589,19 @@ def _world(ct: CrossTranscript, pairs: _Pairs, K: np.ndarray, Q: np.ndarray) -> 
     coordinates ``Kt = K P^T``, ``Zt = Q Q_b^T`` (balls; ``M_kl = p_k^T W q_l = Kt_k^T Zt_l``).
 
     The logit at scale 1 is ``(x - q_l)^T W q_l = (p_k - err)^T q = M_kl - err^T q``, ``q = W q_l =
-    K^T Zt_l``: M_kl from the balls by :func:`_inner` (``dot2``), ``q`` a ball ``q_hi + q_lo +- q_rad``
-    (an exact-product ball of ``Zt_hi^T K``, ``Zt_lo^T K`` in float64 within ``gamma_r |Zt_lo|^T
-    |K|``, ``Zt_rad^T |K|``), and ``err^T q`` as ``fl(err^T q_hi)`` within ``|err|^T (gamma_d |q_hi| +
-    |q_lo| + q_rad)``.  The declaration's slack ``g (|x|^T |q| + |q_l|^T |q| + |p|^T |W| |q_l|)``
-    from below: ``|q| >= |q_hi| - |q_lo| - q_rad``, ``|W| >= |fl(K^T Q)| - gamma_r |K|^T |Q|``
-    (1 + 4 gamma_r covering the float64 product of magnitudes), ``|p| >= |p_k| - |err|``; each term
-    a float64 sum of at most d products of such lower bounds, each computed within a few roundings
+    K^T Zt_l``: M_kl by :func:`_cross_values`, ``q`` a ball ``q_hi + q_lo +- q_rad`` (the
+    :func:`_ball_product` of Zt^T and K), and ``err^T q`` as ``fl(err^T q_hi)`` within
+    ``|err|^T (gamma_d |q_hi| + |q_lo| + q_rad)``.  The declaration's slack
+    ``g (|x|^T |q| + |q_l|^T |q| + |p|^T |W| |q_l|)`` from below: ``|q| >= |q_hi| - |q_lo| - q_rad``,
+    ``|W| >= |fl(K^T Q)| - gamma_r |K|^T |Q|`` (1 + 4 gamma_r covering the float64 product of
+    magnitudes), ``|p| >= |p_k| - |err|``; each term a float64 sum of at most d products of such lower
+    bounds, each computed within a few roundings
     above its value: NORM_DOWN covers them."""
     d, r = K.shape[1], K.shape[0]
     Kt, Zt = _product_ball(K, ct.P.T), _product_ball(Q, ct.Q.T)
-    hi, lo, rad = _product_ball(np.ascontiguousarray(Zt[0].T), K)  # row l: Zt_l^T K = q^T
+    hi, lo, rad = _ball_product(tuple(part.T for part in Zt), (K, None, None))  # row l: Zt_l^T K = q^T
     gamma_r, gamma_d = r * U / (1 - r * U), d * U / (1 - d * U)
     absK = np.abs(K)
-    lo = lo + Zt[1].T @ K
-    rad = (rad + gamma_r * (np.abs(Zt[1]).T @ absK) + Zt[2].T @ absK + U * np.abs(lo)) * SUM_UP
     q_rad = (gamma_d * np.abs(hi) + np.abs(lo) + rad) * SUM_UP
     q_low = np.maximum(np.abs(hi) - (np.abs(lo) + rad) * (1 + 4 * U), 0.0)
     Wf = K.T @ Q
