@@ -28,6 +28,13 @@ and the answers' distance inside the declared set is taken in Arb by the shared
 The declaration speaks of the dense evaluation (the query vector ``W x_N``, its entries dot
 products of length d); a factored head forms ``K x_i`` and ``Q x_N`` instead: that the real
 oracle's answers are inside it at W* is checked too (:func:`indistinguishable` refuses otherwise).
+
+The matrix-free path (:func:`indistinguishable_cross`, large d; :func:`floor_row` above
+:data:`DENSE_MAX_D`): :class:`CrossRecorder` keeps each probe as its pair and scale ``(k, l, e)``,
+checked bit for bit (:class:`CrossTranscript`); :func:`cross_margins` encloses each answer from
+exact-product balls on BLAS (:func:`_product_ball`) and one float64 pass over its d entries
+(:func:`_world`); the move comes from the skeleton's own linearisation (:class:`_Cross`), the same
+worlds and floor as the dense path where both run.
 """
 
 from __future__ import annotations
@@ -285,11 +292,19 @@ def _product_ball(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     ``lo = fl(sum_k e_k)`` is within ``gamma_{2S}(u) sum_k |e_k|`` of it (Higham (4.4); the float64
     ``sum_k |e_k|`` within gamma_{2S} of its value: the factor 2 covers it); the remainder
     ``2 |A| |B_r| + |A_r| |B|``, a nonnegative float64 BLAS product of inner dimension 2n, is at most
-    ``1 / (1 - gamma_{2n}(u)) <= 1 + 16 n u`` of the computed (with entries in the safe range no
-    product underflows: every nonzero slice and remainder entry is at least 2^-600).  Scaled back by
+    ``1 / (1 - gamma_{2n}(u)) <= 1 + 16 n u`` of the computed (a product that underflows in it
+    adds at most 2^-1075: ``n 2^-1070`` covers them).  Scaled back by
     ``2^(a + b)``, exact for hi and lo (nonzero ones at least 2^-520 in size), rounded up for the
     radius where it is subnormal; the radius's own float64 sum and products take ``1 + 16 u``.  So
-    the radius is ``2^-56`` of the rows' and columns' largest entries' products, or less."""
+    the radius is ``2^-56`` of the rows' and columns' largest entries' products, or less.
+
+    Raises
+    ------
+    InvalidInputError
+        For an entry outside the safe range (the exactness above would not hold).
+    """
+    if not (in_range(A) and in_range(B)):
+        raise InvalidInputError("a product's entries lie outside the range its balls assume")
     n = A.shape[1]
     a = np.frexp(np.max(np.abs(A), axis=1, keepdims=True, initial=0.0))[1]
     b = np.frexp(np.max(np.abs(B), axis=0, keepdims=True, initial=0.0))[1]
