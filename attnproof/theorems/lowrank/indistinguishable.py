@@ -640,14 +640,16 @@ def _query_balls(ct: CrossTranscript, pairs: _Pairs, world: dict[str, Any]) -> d
     s1, s2 = ct.e, 2 * ct.e
     of = pairs.of
 
-    def scaled(ball: tuple[np.ndarray, ...], e: np.ndarray) -> tuple[np.ndarray, ...]:
-        return tuple(np.ldexp(part[of], e) for part in ball)
+    def scaled(part: np.ndarray, e: np.ndarray) -> np.ndarray:
+        x = part[of]
+        out = np.ldexp(x, e)
+        if not np.all(np.isfinite(out) & ((x == 0) | (np.abs(out) >= 2.0**-1000))):
+            raise InvalidInputError("a scaled ball leaves float64's normal range")
+        return out
 
-    b = {"L": scaled(world["L"], s2), "pv": scaled(pairs.pv, s1), "a2": scaled(pairs.a2, s1),
-         "most": np.ldexp(world["most"][of], s2), "label": np.ldexp(pairs.label[of], s1)}
-    parts = [*b["L"], *b["pv"], *b["a2"], b["most"], b["label"]]
-    if not all(np.all(np.isfinite(p) & ((p == 0) | (np.abs(p) >= 2.0**-1000))) for p in parts):
-        raise InvalidInputError("a scaled ball leaves float64's normal range")
+    b = {"L": tuple(scaled(p, s2) for p in world["L"]), "pv": tuple(scaled(p, s1) for p in pairs.pv),
+         "a2": tuple(scaled(p, s1) for p in pairs.a2), "most": scaled(world["most"], s2),
+         "label": scaled(pairs.label, s1)}
     return b
 
 
