@@ -156,15 +156,22 @@ def test_the_matrix_free_worlds_refuse_an_inflated_move(run):
     assert np.any(~(margins[2] >= 0)) and np.all(margins[1] >= 0)
 
 
-def test_the_matrix_free_balls_hold_the_exact_values():
+@pytest.mark.parametrize("moved", [False, True], ids=["target", "world from the target's sums"])
+def test_the_matrix_free_balls_hold_the_exact_values(moved):
     """Each answer's balls (logit, p^T v, x_2^T v) hold the exact values of its recorded query, in
     rationals, and the slacks' lower bounds are below the declared ``g (|x_1|^T |q| + |x_2|^T |q| +
-    |p|^T |W| |x_2|)`` and ``g (|x_1| + |x_2|)^T |v|`` and within 2^-20 of them (the proof is tight)."""
+    |p|^T |W| |x_2|)`` and ``g (|x_1| + |x_2|)^T |v|`` and within 2^-20 of them (the proof is tight):
+    at the target, and at a world whose sums over the entries are the target's corrected by
+    :func:`_world`'s ``base`` bounds."""
     d, start = 8, []
     log, K, Q, v, _ = recorded_run(d, 2, start=start)
     ct = cross_transcript(log, d, start[0])
     pairs = _pairs(ct, v)
-    b = _query_balls(ct, pairs, _world(ct, pairs, K, Q))
+    world = _world(ct, pairs, K, Q)
+    if moved:
+        (K, Q), _ = indistinguishable_cross(ct, K, Q, v).worlds
+        world = _world(ct, pairs, K, Q, base=world)
+    b = _query_balls(ct, pairs, world)
     X, y = transcript(log, d)[2]
     W = exact_product(K.T, Q)
     g = Fraction(d + 4) * Fraction(U)

@@ -578,28 +578,43 @@ def _ball_product(A: Ball, B: tuple[np.ndarray, np.ndarray | None, np.ndarray | 
     return hi, lo, (rad + U * np.abs(lo)) * SUM_UP
 
 
-def _cross_values(Kt: Ball, Zt: Ball, k: np.ndarray, l: np.ndarray) -> Ball:
-    """Balls of ``Kt_k^T Zt_l`` for the pairs (k, l): by :func:`_ball_product` on the columns (all k
-    at once) of the pairs grouped by l and on the rows of those grouped by k (as :func:`_groups`:
-    a cross's r columns and r rows, two d x r x r products)."""
-    d = Kt[0].shape[1]
+def _on_pairs(k: np.ndarray, l: np.ndarray, d: int,
+              columns: Callable[[np.ndarray], tuple[np.ndarray, ...]],
+              rows: Callable[[np.ndarray], tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """Entries (k, l) of a d x d matrix (or of several, a tuple) that is a product: ``columns(cols)``
+    gives its columns ``cols`` (all k), ``rows(rows)`` its rows (all l); the pairs grouped by l (as
+    :func:`_groups`: a cross's r pivot columns) are read from the first, the others from the second
+    (a cross's r pivot rows): two d x r x (inner) products, no d x d one."""
     on_l = np.bincount(l, minlength=d)[l] >= np.bincount(k, minlength=d)[k]
-    out = tuple(np.empty(len(k)) for _ in range(3))
-    cols, rows = np.unique(l[on_l]), np.unique(k[~on_l])
-    if len(cols):
-        block = _ball_product(tuple(part.T for part in Kt), tuple(part[:, cols] for part in Zt))
-        at = (k[on_l], np.searchsorted(cols, l[on_l]))
-        for part, value in zip(out, block):
-            part[on_l] = value[at]
-    if len(rows):
-        block = _ball_product(tuple(part[:, rows].T for part in Kt), Zt)
-        at = (np.searchsorted(rows, k[~on_l]), l[~on_l])
-        for part, value in zip(out, block):
-            part[~on_l] = value[at]
-    return out
+    cols, rows_ = np.unique(l[on_l]), np.unique(k[~on_l])
+    out: list[np.ndarray] = []
+    for block, mask, at in ((columns, on_l, lambda: (k[on_l], np.searchsorted(cols, l[on_l]))),
+                            (rows, ~on_l, lambda: (np.searchsorted(rows_, k[~on_l]), l[~on_l]))):
+        if not mask.any():
+            continue
+        values = block(cols if block is columns else rows_)
+        out = out or [np.empty(len(k)) for _ in values]
+        where = at()
+        for part, value in zip(out, values):
+            part[mask] = value[where]
+    return tuple(out)
 
 
-def _world(ct: CrossTranscript, pairs: _Pairs, K: np.ndarray, Q: np.ndarray) -> dict[str, Any]:
+def _cross_values(Kt: Ball, Zt: Ball, k: np.ndarray, l: np.ndarray) -> Ball:
+    """Balls of ``Kt_k^T Zt_l`` for the pairs (k, l), by :func:`_ball_product` (:func:`_on_pairs`)."""
+    KtT = tuple(part.T for part in Kt)
+    return _on_pairs(k, l, Kt[0].shape[1],
+                     lambda cols: _ball_product(KtT, tuple(part[:, cols] for part in Zt)),
+                     lambda rows: _ball_product(tuple(part[rows] for part in KtT), Zt))
+
+
+def _pair_products(A: np.ndarray, B: np.ndarray, k: np.ndarray, l: np.ndarray) -> np.ndarray:
+    """``A_k^T B_l`` (rows of nonnegative d x d arrays) for the pairs, float64 (:func:`_on_pairs`)."""
+    return _on_pairs(k, l, A.shape[0], lambda cols: (A @ B[cols].T,), lambda rows: (A[rows] @ B.T,))[0]
+
+
+def _world(ct: CrossTranscript, pairs: _Pairs, K: np.ndarray, Q: np.ndarray,
+           base: dict[str, Any] | None = None) -> dict[str, Any]:
     """The world ``W = K^T Q``'s share of the answers' balls, by pair at scale 1, and its cross
     coordinates ``Kt = K P^T``, ``Zt = Q Q_b^T`` (balls; ``M_kl = p_k^T W q_l = Kt_k^T Zt_l``).
 
@@ -610,26 +625,50 @@ def _world(ct: CrossTranscript, pairs: _Pairs, K: np.ndarray, Q: np.ndarray) -> 
     ``g (|x|^T |q| + |q_l|^T |q| + |p|^T |W| |q_l|)`` from below: ``|q| >= |q_hi| - |q_lo| - q_rad``,
     ``|W| >= |fl(K^T Q)| - gamma_r |K|^T |Q|`` (1 + 4 gamma_r covering the float64 product of
     magnitudes), ``|p| >= |p_k| - |err|``; each term a float64 sum of at most d products of such lower
-    bounds, each computed within a few roundings
-    above its value: NORM_DOWN covers them."""
+    bounds, each computed within a few roundings above its value: NORM_DOWN covers them.
+
+    ``base``: the target's (a ``_world`` without base), of which this world is a small move: the
+    sums over each answer's d entries are then the base's, corrected by bounds from products on
+    BLAS alone (no pass over the entries).  With ``Delta_l >= |q - q_0|`` entrywise (from the two
+    balls), ``D >= |W - W_0|`` (an exact-product ball of ``[K; -K_0]^T [Q; Q_0]``) and ``|x| <= (1 +
+    u)(|p_k| + |q_l|)`` (x is p_k + q_l rounded once), ``|err| <= u |x|`` and ``|p| <= |p_k| + |err|``:
+    ``|err^T (q - q_0)| <= u |x|^T Delta_l`` joins the logit's radius, ``|x|^T |q| >= |x|^T q_low0 -
+    |x|^T Delta_l`` and ``|p|^T |W| |q_l| >= |p|^T |W_0|_low |q_l| - |p|^T D |q_l|``, each
+    ``|p_k|^T (.)_l`` a float64 product (within gamma_d: :data:`SUM_UP`)."""
     d, r = K.shape[1], K.shape[0]
     Kt, Zt = _product_ball(K, ct.P.T), _product_ball(Q, ct.Q.T)
     hi, lo, rad = _ball_product(tuple(part.T for part in Zt), (K, None, None))  # row l: Zt_l^T K = q^T
     gamma_r, gamma_d = r * U / (1 - r * U), d * U / (1 - d * U)
-    absK = np.abs(K)
-    q_rad = (gamma_d * np.abs(hi) + np.abs(lo) + rad) * SUM_UP
     q_low = np.maximum(np.abs(hi) - (np.abs(lo) + rad) * (1 + 4 * U), 0.0)
-    Wf = K.T @ Q
-    W_low = np.maximum(np.abs(Wf) - (absK.T @ np.abs(Q)) * (gamma_r * (1 + 4 * gamma_r)), 0.0)
-    W_q = np.abs(ct.Q) @ W_low.T  # row l: |W| |q_l| from below
-    sums = _pair_sums(ct, pairs.k, pairs.l, {"eq": ("err", hi), "aeq": ("|err|", q_rad),
-                                              "xq": ("|x|", q_low), "pw": ("|p|", W_q)})
+    absQ = np.abs(ct.Q)
+    if base is None:
+        absK = np.abs(K)
+        q_rad = (gamma_d * np.abs(hi) + np.abs(lo) + rad) * SUM_UP
+        W_low = np.maximum(np.abs(K.T @ Q) - (absK.T @ np.abs(Q)) * (gamma_r * (1 + 4 * gamma_r)), 0.0)
+        W_q = absQ @ W_low.T  # row l: |W| |q_l| from below
+        sums = _pair_sums(ct, pairs.k, pairs.l, {"eq": ("err", hi), "aeq": ("|err|", q_rad),
+                                                  "xq": ("|x|", q_low), "pw": ("|p|", W_q)})
+    else:
+        h0, l0, r0 = base["q"]
+        Delta = (np.abs(hi - h0) + np.abs(lo) + np.abs(l0) + rad + r0) * SUM_UP
+        Dh, Dl, Dr = _product_ball(np.ascontiguousarray(np.vstack([K, -base["K"]]).T),
+                                   np.vstack([Q, base["Q"]]))
+        Dq = absQ @ ((np.abs(Dh) + np.abs(Dl) + Dr) * SUM_UP).T * SUM_UP  # row l: |W - W_0| |q_l| from above
+        absP = np.abs(ct.P)
+        x_up = ((_pair_products(absP, Delta, pairs.k, pairs.l) + np.einsum("li,li->l", absQ, Delta)[pairs.l])
+                * (1 + U) * SUM_UP)
+        p_up = ((_pair_products(absP, Dq, pairs.k, pairs.l) * (1 + 2 * U)
+                 + 2 * U * np.einsum("li,li->l", absQ, Dq)[pairs.l]) * SUM_UP)
+        old = base["sums"]
+        sums = {"eq": old["eq"], "aeq": old["aeq"] * SUM_UP + U * x_up,
+                "xq": np.maximum(old["xq"] - x_up, 0.0), "pw": np.maximum(old["pw"] - p_up, 0.0)}
     g = (d + 4) * U
     M = _cross_values(Kt, Zt, pairs.k, pairs.l)
     L_lo = M[1] - sums["eq"]
     L_rad = (M[2] + sums["aeq"] * SUM_UP + U * np.abs(L_lo)) * SUM_UP
-    most = g * (sums["xq"] + np.einsum("li,li->l", np.abs(ct.Q), q_low)[pairs.l] + sums["pw"]) * NORM_DOWN
-    return {"L": (M[0], L_lo, L_rad), "most": most, "Kt": Kt, "Zt": Zt}
+    most = g * (sums["xq"] + np.einsum("li,li->l", absQ, q_low)[pairs.l] + sums["pw"]) * NORM_DOWN
+    return {"L": (M[0], L_lo, L_rad), "most": most, "Kt": Kt, "Zt": Zt, "q": (hi, lo, rad), "sums": sums,
+            "K": K, "Q": Q}
 
 
 def _query_balls(ct: CrossTranscript, pairs: _Pairs, world: dict[str, Any]) -> dict[str, Any]:
@@ -838,7 +877,7 @@ def indistinguishable_cross(ct: CrossTranscript, K: np.ndarray, Q: np.ndarray, v
     t, shrinks = 1.0, 0
     while True:
         worlds = ((K + t * EF[:r], Q + t * EF[r:]), (K - t * EF[:r], Q - t * EF[r:]))
-        if all(proven(_world(ct, pairs, *w))[0] for w in worlds):
+        if all(proven(_world(ct, pairs, *w, base=world))[0] for w in worlds):
             break
         if shrinks >= max_shrinks:
             raise PrecisionLossError(f"no indistinguishable targets proven after {shrinks} shrinkings")
