@@ -236,3 +236,31 @@ def test_the_floor_at_large_d(d, rank):
     assert row["path"] == "matrix-free" and row["shrinks"] == 0
     assert row["answers"] == d + rank * (2 * d - rank)
     assert row["floor_over_error"] > 1e3 and row["bound_over_floor"] >= 1 and row["alt_error_over_bound"] <= 1
+
+
+def test_a_worlds_corrections_bound_its_move_tightly():
+    """The bounds that carry the target's sums to a world (:func:`_world` with ``base``), in
+    rationals at scale 1 (``x = fl(p_k + q_l)``, ``p = x - q_l``): ``x_up >= |x|^T |q - q_0|`` and
+    ``p_up >= |p|^T |W - W_0| |q_l|``, and each within 2 times of the form it takes, ``(|p_k| +
+    |q_l|)^T |q - q_0|`` and ``|p_k|^T |W - W_0| |q_l|`` (the balls' radii are far below the move)."""
+    d, start = 8, []
+    log, K, Q, v, _ = recorded_run(d, 2, start=start)
+    ct = cross_transcript(log, d, start[0])
+    pairs = _pairs(ct, v)
+    base = _world(ct, pairs, K, Q)
+    (Kw, Qw), _ = indistinguishable_cross(ct, K, Q, v).worlds
+    sums = _world(ct, pairs, Kw, Qw, base=base)["sums"]
+    W0, W = exact_product(K.T, Q), exact_product(Kw.T, Qw)
+    D = [[abs(W[i][j] - W0[i][j]) for j in range(d)] for i in range(d)]
+    for n, (k, l) in enumerate(zip(pairs.k, pairs.l)):
+        x = ct.P[k] + ct.Q[l]
+        pk, ql = [Fraction(t) for t in ct.P[k]], [Fraction(t) for t in ct.Q[l]]
+        p = [Fraction(a) - b for a, b in zip(x, ql)]
+        dq = [sum(D[i][j] * abs(ql[j]) for j in range(d)) for i in range(d)]  # |W - W_0| |q_l|
+        move = [abs(sum((W[i][j] - W0[i][j]) * ql[j] for j in range(d))) for i in range(d)]  # |q - q_0|
+        moved = sum(abs(Fraction(x[i])) * move[i] for i in range(d))
+        through = sum(abs(p[i]) * dq[i] for i in range(d))
+        tiny = Fraction(2.0**-60)
+        assert moved <= Fraction(sums["x_up"][n]) <= 2 * sum((abs(pk[i]) + abs(ql[i])) * move[i]
+                                                             for i in range(d)) + tiny
+        assert through <= Fraction(sums["p_up"][n]) <= 2 * sum(abs(pk[i]) * dq[i] for i in range(d)) + tiny

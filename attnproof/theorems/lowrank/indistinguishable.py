@@ -661,7 +661,8 @@ def _world(ct: CrossTranscript, pairs: _Pairs, K: np.ndarray, Q: np.ndarray,
                  + 2 * U * np.einsum("li,li->l", absQ, Dq)[pairs.l]) * SUM_UP)
         old = base["sums"]
         sums = {"eq": old["eq"], "aeq": old["aeq"] * SUM_UP + U * x_up,
-                "xq": np.maximum(old["xq"] - x_up, 0.0), "pw": np.maximum(old["pw"] - p_up, 0.0)}
+                "xq": np.maximum(old["xq"] - x_up, 0.0), "pw": np.maximum(old["pw"] - p_up, 0.0),
+                "x_up": x_up, "p_up": p_up}
     g = (d + 4) * U
     M = _cross_values(Kt, Zt, pairs.k, pairs.l)
     L_lo = M[1] - sums["eq"]
