@@ -241,8 +241,9 @@ def test_the_floor_at_large_d(d, rank):
 def test_a_worlds_corrections_bound_its_move_tightly():
     """The bounds that carry the target's sums to a world (:func:`_world` with ``base``), in
     rationals at scale 1 (``x = fl(p_k + q_l)``, ``p = x - q_l``): ``x_up >= |x|^T |q - q_0|`` and
-    ``p_up >= |p|^T |W - W_0| |q_l|``, and each within 2 times of the form it takes, ``(|p_k| +
-    |q_l|)^T |q - q_0|`` and ``|p_k|^T |W - W_0| |q_l|`` (the balls' radii are far below the move)."""
+    ``p_up >= |p|^T |W - W_0| |q_l|``, each within 2 times of the form it takes, ``(|p_k| +
+    |q_l|)^T |q - q_0|`` and ``|p_k|^T |W - W_0| |q_l|`` (the balls' radii are far below the move),
+    and the world's sums they give below ``|x|^T |q|`` and ``|p|^T |W| |q_l|``."""
     d, start = 8, []
     log, K, Q, v, _ = recorded_run(d, 2, start=start)
     ct = cross_transcript(log, d, start[0])
@@ -264,3 +265,7 @@ def test_a_worlds_corrections_bound_its_move_tightly():
         assert moved <= Fraction(sums["x_up"][n]) <= 2 * sum((abs(pk[i]) + abs(ql[i])) * move[i]
                                                              for i in range(d)) + tiny
         assert through <= Fraction(sums["p_up"][n]) <= 2 * sum(abs(pk[i]) * dq[i] for i in range(d)) + tiny
+        q = [sum(W[i][j] * ql[j] for j in range(d)) for i in range(d)]  # the world's sums, from below
+        assert Fraction(sums["xq"][n]) <= sum(abs(Fraction(x[i])) * abs(q[i]) for i in range(d))
+        assert Fraction(sums["pw"][n]) <= sum(abs(p[i]) * abs(W[i][j]) * abs(ql[j])
+                                              for i in range(d) for j in range(d))
