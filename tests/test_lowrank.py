@@ -653,7 +653,8 @@ def test_a_biased_probe_shrunk_blindly_is_asked_again_at_the_learned_scale(monke
     c, beta = rng.standard_normal(16), float(rng.standard_normal())
     learn_skeleton(ValueOracle(FactoredAttention(K * 38.0, Q, v, c=c, beta=beta)), rank=1, rng=rng, bias=True)
     (cross,) = crosses
-    assert cross.k[cross.known].min() > cross.scale.k - 8  # the early re-ask's own criterion
+    k = cross.M.at(*cross.M.entries(), "k")
+    assert k.min() > cross.scale.k - 8  # the early re-ask's own criterion
 
 
 @pytest.mark.parametrize("d, mantissa, seed", [(16, 1.5, 18), (23, 3.0, 1209)])  # seeds 271828, 314159
@@ -746,10 +747,55 @@ def test_rub_condition_proven_for_a_drawn_ensemble():
 
 
 # --- The skeleton's a-posteriori bound: its formula pinned, its looseness measured --------------
-def _pinned_cross(stop_col):
+def test_measured_entries_read_as_the_dense_arrays():
+    """A cross keeps its entries on the lines it asked (:class:`Measured`), not as d x d arrays: every
+    block its readers take is what numpy's indexing of the d x d arrays gave -- the same values, the
+    same layout (C or Fortran order: the products and solves that read them add in the same order,
+    bitwise) -- the entries come in np.nonzero's order, and an entry where a row meets a column
+    reads the last value written to either (a row across two stored columns, a column asked again)."""
+    from attnproof.errors import InvalidInputError
+    from attnproof.theorems.lowrank import Cross, Measured
+
+    rng = np.random.default_rng(7)
+    d = 9
+    M, L, k, known = np.zeros((d, d)), np.zeros((d, d)), np.zeros((d, d), np.int32), np.zeros((d, d), bool)
+    store = Measured.empty(d, FLOAT64)
+    for kk, ll in ((rng.permutation(d)[:5], 3), (2, rng.permutation(d)[:6]), (rng.permutation(d)[:4], 7),
+                   (5, np.arange(d)), (np.arange(d), 3)):
+        n = len(np.atleast_1d(kk)) if np.ndim(kk) else len(ll)
+        values, logits, exponents = rng.standard_normal(n), rng.standard_normal(n), rng.integers(-5, 5, n)
+        M[kk, ll], L[kk, ll], k[kk, ll], known[kk, ll] = values, logits, exponents, True
+        store.put(kk, ll, values, logits, exponents)
+    rows, cols = store.entries()
+    assert np.array_equal(rows, np.nonzero(known)[0]) and np.array_equal(cols, np.nonzero(known)[1])
+    assert store.count() == known.sum()
+    for part, dense in (("M", M), ("L", L), ("k", k), ("known", known)):
+        got = store.at(rows, cols, part)
+        assert np.array_equal(got, dense[rows, cols]) and got.dtype == dense.dtype
+    I, J = [5, 2], [3, 7]
+    Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)
+    blocks = ((store.columns(J), M[:, J]), (store.rows_of(I), M[I, :]), (store.block(I, J), M[np.ix_(I, J)]),
+              (store.block(Io, J, "F"), M.T[np.ix_(J, Io)].T),
+              (store.block(I, Jo, "F"), M.T[np.ix_(Jo, I)].T))
+    for got, want in blocks:
+        assert np.array_equal(got, want)
+        assert (got.flags.c_contiguous, got.flags.f_contiguous) == (want.flags.c_contiguous,
+                                                                    want.flags.f_contiguous)
+    copy = store.copy()
+    copy.put(2, np.array([3]), np.array([1.5]), np.array([0.5]), np.array([1]))
+    assert store.column(3)["M"][2] == M[2, 3] and copy.column(3)["M"][2] == 1.5  # the copy is its own
+    assert np.array_equal(store[I, :], M[I, :]) and np.array_equal(store[np.ix_(I, J)], M[np.ix_(I, J)])
+    cross = Cross(np.zeros((d, 0)), np.zeros((0, d)), M, known, L, k, [], [], None, 0.0)
+    assert np.array_equal(cross.M.rows_of(range(d)), M) and cross.known is None
+    with pytest.raises(InvalidInputError):
+        Cross(np.zeros((d, 0)), np.zeros((0, d)), M, known, None, k, [], [], None, 0.0)
+
+
+def _pinned_cross(stop_col, shift=0.0):
+    """The rank-1 cross of M = [[2, 4], [1, 2]], pivot (0, 0); ``shift`` added to the measured M[0, 1]."""
     from attnproof.theorems.lowrank import Cross
 
-    M = np.array([[2.0, 4.0], [1.0, 2.0]])  # rank 1: C = (2, 1)^T, R = (2, 4), U = 2
+    M = np.array([[2.0, 4.0 + shift], [1.0, 2.0]])  # rank 1 (shift 0): C = (2, 1)^T, R = (2, 4), U = 2
     known = np.array([[True, True], [True, False]])  # column 0, then row 0: r (2d - r) = 3 entries
     A, B = np.array([[1.0], [0.5]]), np.array([[2.0, 4.0]])
     return Cross(A, B, M, known, np.zeros((2, 2)), np.zeros((2, 2), dtype=np.int64), [0], [0],
@@ -785,8 +831,7 @@ def test_cross_rounding_is_pinned():
     2^-1074."""
     import attnproof.theorems.lowrank as lowrank
 
-    cross = _pinned_cross(None)
-    cross.M[0, 1] += 2.0**-20
+    cross = _pinned_cross(None, shift=2.0**-20)
     cols, rows = lowrank._cross_rounding(cross, FLOAT64)
     tiny = 2.0**-1074
     assert cols[:, 0].tolist() == [(2**7 + 1) * tiny, (2**6 + 1) * tiny]  # a + b = 1 + 2, 0 + 2
@@ -953,9 +998,8 @@ def test_cross_rounding_is_needed_for_a_rigorous_bound(monkeypatch):
     import attnproof.theorems.lowrank as lowrank
 
     delta = 2.0**-20
-    cross = _pinned_cross(None)
-    cross.M[0, 1] += delta
-    U, C, R = cross.M[0, 0], cross.M[:, :1], cross.M[:1, :]
+    cross = _pinned_cross(None, shift=delta)
+    U, C, R = cross.M.block([0], [0])[0, 0], cross.M.columns([0]), cross.M.rows_of([0])
     truth = np.linalg.norm(cross.A @ cross.B - C @ R / U)
     assert truth == pytest.approx(delta * np.sqrt(1.25), rel=1e-12, abs=0)
     monkeypatch.setattr(lowrank, "value_errors",
@@ -1042,11 +1086,12 @@ def test_cross_error_propagation_is_nearly_attained(monkeypatch, d, r, seed):
     used[:, J], used[I, :] = True, True
     E = np.zeros((d, d))
     rows, cols = np.nonzero(used)
-    E[rows, cols] = value_errors(probes, cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm,
+    E[rows, cols] = value_errors(probes, cross.M.at(rows, cols, "L"), cross.M.at(rows, cols, "k"),
+                                 (rows, cols), W_norm,
                                  c_norm, rounding=session.rounding,
                                  images=lowrank._image_norms(cross, session.arith, unshorten)[cols])
-    U = cross.M[np.ix_(I, J)]
-    X, Y = np.linalg.solve(U.T, cross.M[:, J].T).T, np.linalg.solve(U, cross.M[I, :])
+    U = cross.M.block(I, J)
+    X, Y = np.linalg.solve(U.T, cross.M.columns(J).T).T, np.linalg.solve(U, cross.M.rows_of(I))
 
     def move(S):
         return S[:, J] @ Y + X @ S[I, :] - X @ S[np.ix_(I, J)] @ Y

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import attnproof.theorems.lowrank as lowrank
+from attnproof.arith import FLOAT64
 from attnproof.measure import SharedV
 
 
@@ -92,12 +93,19 @@ def test_bench_perf_line_shows_the_oracles_cost_per_query_against_its_flops():
 
 
 def test_block_is_the_rows_then_columns_copy_in_its_layout():
-    """``_block(M, rows, cols)`` is ``M[rows][:, cols]`` bitwise and in the same memory layout (the
-    bound's products and norms read it, and their summation order follows the layout), for pivots in
-    any order."""
+    """``Measured.block(rows, cols, "F")`` (the cross's entries on its lines) is ``M[rows][:, cols]`` of
+    the d x d M bitwise and in the same memory layout (the bound's products and norms read it, and
+    their summation order follows the layout), for pivots in any order, read from the stored columns
+    or from the stored rows."""
     rng = np.random.default_rng(5)
     M = rng.standard_normal((11, 11))
+    by_cols = lowrank.Measured.from_dense(M, np.ones((11, 11), bool), np.zeros((11, 11)),
+                                          np.zeros((11, 11), np.int32))
+    by_rows = lowrank.Measured.empty(11, FLOAT64)
+    for i in range(11):
+        by_rows.put(i, np.arange(11), M[i], np.zeros(11), np.zeros(11, np.int32))
     rows, cols = np.setdiff1d(np.arange(11), [7, 2]), [7, 2, 9]
-    for r_, c_ in ((rows, cols), ([7, 2, 9], rows)):
-        got, want = lowrank._block(M, r_, c_), M[r_][:, c_]
-        assert got.tobytes(order="A") == want.tobytes(order="A") and got.strides == want.strides
+    for store in (by_cols, by_rows):
+        for r_, c_ in ((rows, cols), ([7, 2, 9], rows)):
+            got, want = store.block(r_, c_, "F"), M[r_][:, c_]
+            assert got.tobytes(order="A") == want.tobytes(order="A") and got.strides == want.strides

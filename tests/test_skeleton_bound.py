@@ -38,9 +38,10 @@ def test_shared_bound_work_is_bitwise_the_fresh_computation(monkeypatch, answers
     fresh = Probes(probes.P, probes.Q, probes.v, probes.arith, offset=probes.offset, linear=probes.linear,
                    scale_query_only=probes.scale_query_only, linear_err=probes.linear_err,
                    linear_typical=probes.linear_typical)
-    rows, cols = np.nonzero(cross.known)
+    rows, cols = cross.M.entries()
     images = lowrank._image_norms(cross, session.arith, unshorten)
-    args = (cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm)
+    L, k = cross.M.at(rows, cols, "L"), cross.M.at(rows, cols, "k")
+    args = (L, k, (rows, cols), W_norm, c_norm)
     for kw in ({"rounding": session.rounding, "images": images[cols]}, {"Wq": images[cols]}):
         warm, cold = value_errors(probes, *args, **kw), value_errors(fresh, *args, **kw)
         assert fresh._memo and np.array_equal(warm, cold)
@@ -220,9 +221,10 @@ def test_value_errors_shared_returns_the_same_bound_and_splits_v_off(monkeypatch
     from attnproof.measure import SharedV
 
     rec, (session, probes, cross, W_norm, c_norm, unshorten) = _captured(monkeypatch, 24, 3, 4, "faithful")
-    rows, cols = np.nonzero(cross.known)
+    rows, cols = cross.M.entries()
     images = lowrank._image_norms(cross, session.arith, unshorten)[cols]
-    args = (cross.L[rows, cols], cross.k[rows, cols], (rows, cols), W_norm, c_norm)
+    L, k = cross.M.at(rows, cols, "L"), cross.M.at(rows, cols, "k")
+    args = (L, k, (rows, cols), W_norm, c_norm)
     shared = SharedV()
     plain = value_errors(probes, *args, rounding=session.rounding, images=images)
     described = value_errors(probes, *args, rounding=session.rounding, images=images, shared=shared)

@@ -78,28 +78,179 @@ def reconstruct(M: np.ndarray, k: int, arith: Arith) -> np.ndarray:
     return M[:, :k] @ arith.solve(M[:k, :k], M[:k, :])
 
 
+class Measured:
+    """The measured entries of ``M = P W* Q^T`` kept on the lines that hold them: the columns and rows
+    a cross asked (each d long), never as d x d arrays.
+
+    Each stored line has four parts: the entries' values ``"M"``, their logits ``"L"`` and scale
+    exponents ``"k"`` (for the error bound, :func:`attnproof.measure.value_errors`), and which are
+    ``"known"``; an entry off every stored line is 0 and unknown.  An entry where a stored row meets
+    a stored column is held by both and written to both.  A cross stores a few more lines than its
+    rank r: O(r d) memory where four d x d arrays took 336 MB at d = 4096, fresh pages that a virtual
+    machine faults in from its host.  The readers take the blocks they need (:meth:`columns`,
+    :meth:`rows_of`, :meth:`block`, :meth:`entries`, :meth:`at`) laid out as numpy's indexing of the
+    d x d arrays laid them out, so every product and sum that reads them is bitwise the same."""
+
+    PARTS = ("M", "L", "k", "known")
+
+    def __init__(self, blank: dict[str, np.ndarray]) -> None:
+        """``blank``: the four parts of a line with no entry (a new line is a copy of it)."""
+        self.blank = blank
+        self.d = len(blank["M"])
+        self._cols: dict[int, dict[str, np.ndarray]] = {}
+        self._rows: dict[int, dict[str, np.ndarray]] = {}
+
+    @classmethod
+    def empty(cls, d: int, arith: Arith) -> Measured:
+        """No entry measured yet (scale exponents in int32: |k| <= ScalePolicy.max_k)."""
+        return cls({"M": arith.zeros((d,)), "L": arith.zeros((d,)), "k": np.zeros(d, dtype=np.int32),
+                    "known": np.zeros(d, dtype=bool)})
+
+    @classmethod
+    def from_dense(cls, M: np.ndarray, known: np.ndarray, L: np.ndarray, k: np.ndarray) -> Measured:
+        """The entries of d x d arrays (a cross built by hand): every column stored whole."""
+        dense = {"M": M, "L": L, "k": k, "known": known}
+        out = cls({p: np.zeros(M.shape[0], dtype=x.dtype) for p, x in dense.items()})
+        out._cols = {j: {p: x[:, j].copy() for p, x in dense.items()} for j in range(M.shape[1])}
+        return out
+
+    def copy(self) -> Measured:
+        out = Measured(self.blank)
+        out._cols = {j: {p: x.copy() for p, x in line.items()} for j, line in self._cols.items()}
+        out._rows = {i: {p: x.copy() for p, x in line.items()} for i, line in self._rows.items()}
+        return out
+
+    @staticmethod
+    def _line(blank: dict[str, np.ndarray], crossing: dict[int, dict[str, np.ndarray]], at: int
+              ) -> dict[str, np.ndarray]:
+        """A new line: ``blank`` with the entries the crossing stored lines hold at ``at``."""
+        line = {p: x.copy() for p, x in blank.items()}
+        for other, parts in crossing.items():
+            for p in Measured.PARTS:
+                line[p][other] = parts[p][at]
+        return line
+
+    def column(self, j: int) -> dict[str, np.ndarray]:
+        """Column j's parts (``M[:, j]``, ``L[:, j]``, ``k[:, j]``, ``known[:, j]``), stored from now on."""
+        if j not in self._cols:
+            self._cols[j] = self._line(self.blank, self._rows, j)
+        return self._cols[j]
+
+    def row(self, i: int) -> dict[str, np.ndarray]:
+        """Row i's parts, stored from now on."""
+        if i not in self._rows:
+            self._rows[i] = self._line(self.blank, self._cols, i)
+        return self._rows[i]
+
+    def put(
+        self, kk: np.ndarray | int, ll: np.ndarray | int, M: np.ndarray, L: np.ndarray, k: np.ndarray
+    ) -> None:
+        """Store measured entries (kk, ll), a column (ll one index) or a row (kk one index), on it and
+        on the stored lines it crosses."""
+        values = {"M": M, "L": L, "k": k, "known": np.ones(len(M), dtype=bool)}
+        if np.ndim(ll) == 0:
+            line, along, crossing, at = self.column(int(ll)), np.asarray(kk), self._rows, int(ll)
+        else:
+            line, along, crossing, at = self.row(int(kk)), np.asarray(ll), self._cols, int(kk)
+        for p in self.PARTS:
+            line[p][along] = values[p]
+        for n in np.flatnonzero(np.isin(along, list(crossing))).tolist():
+            for p in self.PARTS:
+                crossing[int(along[n])][p][at] = values[p][n]
+
+    def columns(self, J: Any) -> np.ndarray:
+        """``M[:, J]`` (d x len(J), Fortran order, as numpy lays out that index of a d x d array)."""
+        out = np.empty((self.d, len(J)), dtype=self.blank["M"].dtype, order="F")
+        for b, j in enumerate(J):
+            out[:, b] = self.column(int(j))["M"]
+        return out
+
+    def rows_of(self, I: Any) -> np.ndarray:
+        """``M[I, :]`` (len(I) x d, C order)."""
+        out = np.empty((len(I), self.d), dtype=self.blank["M"].dtype)
+        for a, i in enumerate(I):
+            out[a] = self.row(int(i))["M"]
+        return out
+
+    def block(self, I: Any, J: Any, order: str = "C") -> np.ndarray:
+        """``M[np.ix_(I, J)]`` (C order), or with ``order="F"`` as numpy lays out ``M.T[np.ix_(J, I)].T``
+        (Fortran order): read from the stored columns J when every one is stored, else from the rows I."""
+        I, J = np.asarray(I, dtype=np.int64), np.asarray(J, dtype=np.int64)
+        if all(int(j) in self._cols for j in J):
+            out = self.columns(J)[I]
+        else:
+            out = self.rows_of(I)[:, J]
+        return np.asfortranarray(out) if order == "F" else np.ascontiguousarray(out)
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """The known entries (rows, cols) in ``np.nonzero``'s order of the d x d ``known`` (row by row)."""
+        keys = [np.flatnonzero(line["known"]) * self.d + j for j, line in self._cols.items()]
+        keys += [i * self.d + np.flatnonzero(line["known"]) for i, line in self._rows.items()]
+        flat = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+        flat = flat[np.concatenate([[True], flat[1:] != flat[:-1]])] if len(flat) else flat  # once each
+        return flat // self.d, flat % self.d
+
+    def at(self, rows: np.ndarray, cols: np.ndarray, part: str) -> np.ndarray:
+        """``part[rows, cols]`` (as the d x d array gives it) at entries each on a stored line."""
+        out = np.empty(len(rows), dtype=self.blank[part].dtype)
+        on_row = np.zeros(len(rows), dtype=bool)
+        if self._rows:
+            slot = np.full(self.d, -1)
+            slot[list(self._rows)] = np.arange(len(self._rows))
+            on_row = slot[rows] >= 0
+            block = np.stack([line[part] for line in self._rows.values()])
+            out[on_row] = block[slot[rows[on_row]], cols[on_row]]
+        if not on_row.all():
+            slot = np.full(self.d, -1)
+            slot[list(self._cols)] = np.arange(len(self._cols))
+            block = np.stack([line[part] for line in self._cols.values()], axis=1)
+            out[~on_row] = block[rows[~on_row], slot[cols[~on_row]]]
+        return out
+
+    def __getitem__(self, index: tuple[Any, Any]) -> np.ndarray:
+        """``M[I, :]`` (:meth:`rows_of`) and ``M[np.ix_(I, J)]`` (:meth:`block`), as the d x d array
+        gives them: what a reader written for the d x d M takes."""
+        I, J = index
+        if isinstance(J, slice) and J == slice(None):
+            return self.rows_of(np.ravel(I))
+        return self.block(np.ravel(I), np.ravel(J))
+
+    def count(self) -> int:
+        """How many entries are known."""
+        return len(self.entries()[0])
+
+
 @dataclass
 class Cross:
     """A pivoted cross approximation ``M ~ A B`` of ``M = P W* Q^T`` and what was measured.
 
-    ``M`` holds the measured entries (``known``), ``L`` and ``k`` their logits and scale
-    exponents (for the error bound), ``rows`` / ``cols`` the pivots in order, ``stop_residual``
-    the largest residual of the column that showed the rank (0 if none was measured), ``scale``
-    what the measurements learned about the size of W* (for later measurements).
+    ``M`` holds the measured entries of M, their logits and scale exponents (for the error bound) on
+    the lines that hold them (:class:`Measured`), ``rows`` / ``cols`` the pivots in order,
+    ``stop_residual`` the largest residual of the column that showed the rank (0 if none was
+    measured), ``scale`` what the measurements learned about the size of W* (for later
+    measurements).  A cross built by hand may give ``M`` as a d x d array with ``known``, ``L``
+    and ``k`` (d x d): they are read into a :class:`Measured` (then ``known``, ``L``, ``k`` are None).
     """
 
     A: np.ndarray
     B: np.ndarray
-    M: np.ndarray
-    known: np.ndarray
-    L: np.ndarray
-    k: np.ndarray
+    M: Measured | np.ndarray
+    known: np.ndarray | None
+    L: np.ndarray | None
+    k: np.ndarray | None
     rows: list[int]
     cols: list[int]
     stop_col: int | None
     stop_residual: float
     stop_threshold: float = 0.0
     scale: Scale | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.M, np.ndarray):
+            if self.known is None or self.L is None or self.k is None:
+                raise InvalidInputError("a Cross given M as a d x d array needs known, L and k (d x d) too")
+            self.M = Measured.from_dense(self.M, self.known, self.L, self.k)
+        self.known = self.L = self.k = None
 
 
 def cross_approximation(
@@ -141,11 +292,7 @@ def cross_approximation(
     """
     arith = session.arith
     d = probes.d
-    M = arith.zeros((d, d)) if start is None else start.M.copy()
-    L_all = arith.zeros((d, d)) if start is None else start.L.copy()
-    # scale exponents (|k| <= ScalePolicy.max_k) in int32: half of int64's d x d fresh pages
-    k_all = np.zeros((d, d), dtype=np.int32) if start is None else start.k.copy()
-    known = np.zeros((d, d), dtype=bool) if start is None else start.known.copy()
+    measured = Measured.empty(d, arith) if start is None else start.M.copy()
     # the factors fill preallocated columns of A and rows of B (views of their first s), not a copy of
     # both grown by one at every step: the same entries, and bitwise the same products
     A_all, B_all, s = arith.zeros((d, min(max_rank, d))), arith.zeros((min(max_rank, d), d)), 0
@@ -159,23 +306,22 @@ def cross_approximation(
 
     def ask(kk: np.ndarray | int, ll: np.ndarray | int) -> None:
         """Measure entries (kk, ll) of M at the scale learned so far: a column (ll one index) or a
-        row (kk one index), stored by mixed indexing (an index and an array), not two index arrays
-        (numpy's general scatter into the d x d arrays: 0.3-0.9 s more at d = 4096, r = 128 in a
-        replay of its writes; the same entries)."""
+        row (kk one index), stored on its line (:meth:`Measured.put`)."""
         rows, cols = (np.ascontiguousarray(x) for x in np.broadcast_arrays(kk, ll))  # both, as asked
         L, k = session.measure_adaptively(probes, (rows, cols), learned)
-        M[kk, ll], L_all[kk, ll], k_all[kk, ll], known[kk, ll] = probes.values(L, k, rows), L, k, True
+        measured.put(kk, ll, probes.values(L, k, rows), L, k)
 
     while s < (max_rank if order is None else len(order[1])):
         rows = np.flatnonzero(free_rows)  # the column off the pivot rows: all unknown, unless resumed
+        column = measured.column(j)
         if len(rows):
-            unknown = rows[~known[rows, j]]
+            unknown = rows[~column["known"][rows]]
             if len(unknown):
                 ask(unknown, j)
-            scale = max(scale, arith.abs_max(M[rows, j]))
+            scale = max(scale, arith.abs_max(column["M"][rows]))
             at = (rows, np.full(len(rows), j))
-            floor = max(floor, 64 * float(resolution(probes, at, k_all[rows, j]).max()))
-        col = M[:, j] - A @ B[:, j]
+            floor = max(floor, 64 * float(resolution(probes, at, column["k"][rows]).max()))
+        col = column["M"] - A @ B[:, j]
         mags = arith.magnitudes(col)
         mags[~free_rows] = -1.0
         if order is not None:
@@ -183,13 +329,14 @@ def cross_approximation(
         i = int(np.argmax(mags))
         if lead is not None and s == lead_step and free_rows[lead]:  # start's stop column, retraced
             cols = slots[:free]  # the lead row's free entries (j's is known: it was just measured)
-            unknown = cols[~known[lead, cols]]
+            led = measured.row(lead)
+            unknown = cols[~led["known"][cols]]
             if len(unknown):
                 ask(lead, unknown)
-            scale = max(scale, arith.abs_max(M[lead, cols]))
+            scale = max(scale, arith.abs_max(led["M"][cols]))
             floor = max(floor, 64 * float(resolution(probes, (np.full(len(cols), lead), cols),
-                                                     k_all[lead, cols]).max()))
-            rmags = arith.magnitudes(M[lead, :] - A[lead, :] @ B)
+                                                     led["k"][cols]).max()))
+            rmags = arith.magnitudes(led["M"] - A[lead, :] @ B)
             rmags[~free_cols] = -1.0
             lead = None  # once: a stop past it is checked again
             if rmags.max() > mags[i]:  # a larger pivot than the column's own
@@ -203,12 +350,13 @@ def cross_approximation(
         last, at = slots[free], where[j]
         slots[at], slots[free], where[last], where[j] = last, j, at, free
         cols = slots[:free]  # the row's entries off the pivot columns: all unknown, unless resumed
+        pivot_row = measured.row(i)
         if len(cols):
-            unknown = cols[~known[i, cols]]
+            unknown = cols[~pivot_row["known"][cols]]
             if len(unknown):
                 ask(i, unknown)
-            scale = max(scale, arith.abs_max(M[i, cols]))
-        row = M[i, :] - A[i, :] @ B
+            scale = max(scale, arith.abs_max(pivot_row["M"][cols]))
+        row = pivot_row["M"] - A[i, :] @ B
         pivots.append(float(mags[i]))
         rows_used.append(i)
         cols_used.append(j)
@@ -226,7 +374,7 @@ def cross_approximation(
         j = int(np.argmax(rmags))
     session.diagnostics["rank_found"] = A.shape[1]
     session.diagnostics["pivot_ratio"] = (min(pivots) / max(pivots)) if pivots else 1.0
-    return Cross(np.ascontiguousarray(A), B, M, known, L_all, k_all, rows_used, cols_used, stop_col,
+    return Cross(np.ascontiguousarray(A), B, measured, None, None, None, rows_used, cols_used, stop_col,
                  stop_residual, stop_threshold, learned)
 
 
@@ -255,10 +403,10 @@ def exchange_columns(cross: Cross, arith: Arith, exchanges: int) -> list[int] | 
     Returns J' (J_a replaced in place), or None when no swap is made.  Each column new to J costs
     its d - r entries off the pivot rows (the rows' entries are in R): the caller asks them."""
     I, J = cross.rows, list(cross.cols)
-    d = cross.M.shape[0]
+    d = cross.M.d
     if not I or len(J) == d or exchanges <= 0:
         return None
-    R = cross.M[I, :]
+    R = cross.M.rows_of(I)
     old, swapped = set(J), False
     for _ in range(d):  # each swap grows |det U| by > EXCHANGE_THRESHOLD: a volume cannot grow forever
         Y = _pivot_solve(arith, R[:, J], R)
@@ -377,7 +525,7 @@ def _cross_rounding(cross: Cross, arith: Arith) -> tuple[np.ndarray, np.ndarray]
     ``1 + 4 u_w``, and the result rounded up to float64.  Returns them for the pivot columns (d x r)
     and rows (r x d), as float64."""
     I, J = cross.rows, cross.cols
-    skeleton = (cross.M[:, J], cross.M[I, :], cross.A, cross.B)  # M read on C and R only: no d x d pass
+    skeleton = (cross.M.columns(J), cross.M.rows_of(I), cross.A, cross.B)  # C and R
     if cross.A.dtype == np.float64:  # float64 factors: exact products on BLAS, not longdouble's loop
         with _serial_lapack():  # exact in any order: the same bits on one thread, twice as fast on busy cores
             return (_sliced_residual(skeleton[0], cross.A, cross.B[:, J]),
@@ -429,7 +577,7 @@ def _cross_error(
     """
     arith = session.arith
     d = probes.d
-    rows, cols = np.nonzero(cross.known)
+    rows, cols = cross.M.entries()
     images = _image_norms(cross, arith, unshorten) if images is None else images
     I, J = cross.rows, cross.cols
     # v's error split off where it is carried jointly (the skeleton's entries); the stop column, read
@@ -445,19 +593,20 @@ def _cross_error(
     for part, split in ((skeletal, shared), (~skeletal, None)):
         if part.any():
             r_, c_ = rows[part], cols[part]
-            e[part] = value_errors(probes, cross.L[r_, c_], cross.k[r_, c_], (r_, c_), W_norm, c_norm,
+            e[part] = value_errors(probes, cross.M.at(r_, c_, "L"), cross.M.at(r_, c_, "k"),
+                                   (r_, c_), W_norm, c_norm,
                                      rounding=session.rounding, images=images[c_], shared=split,
                                      exact_probes=exact[part])
     if shared.p is not None:  # the skeleton's entries: their own part; v's, per unit of the bound
         bound = np.where(shared.own < 1, e[skeletal], 0.0)  # finite where split; 0 * inf would be NaN
         shared = SharedV(shared.p * bound, shared.q * bound, shared.own, shared.norm)
         e[skeletal] = np.where(shared.own < 1, bound * shared.own, e[skeletal])
-    Mf = arith.to_float(cross.M)
     trunc = 0.0
     if cross.stop_col is not None:  # what was declared zero: up to the threshold in every entry
         j = cross.stop_col  # the residual M[:, j] - A B[:, j] was computed with r + 1 terms
         rounding = _gamma(len(I) + 1, arith.resolution) * float(np.max(
-            np.abs(Mf[:, j]) + np.abs(arith.to_float(cross.A)) @ np.abs(arith.to_float(cross.B[:, j]))))
+            np.abs(arith.to_float(cross.M.column(j)["M"]))
+            + np.abs(arith.to_float(cross.A)) @ np.abs(arith.to_float(cross.B[:, j]))))
         column = float(np.max(e[cols == j], initial=0.0))  # bounds are >= 0: the unmeasured rows' 0
         below = max(cross.stop_threshold, cross.stop_residual) + column + rounding
         trunc = d * float(np.max(unshorten)) * below
@@ -478,10 +627,10 @@ def _cross_error(
     ER += in_rows
     ER[:, J] -= in_cols[I, :]  # the corner is in both: counted once
     EC[I] = ER[:, J]
-    U = cross.M[np.ix_(I, J)]
+    U = cross.M.block(I, J)
     Io, Jo = np.setdiff1d(np.arange(d), I), np.setdiff1d(np.arange(d), J)  # the unmeasured block
-    X = _pivot_solve(arith, U.T, _block(cross.M, Io, J).T).T * unshorten[Io, None]  # X°: X's rows off I
-    Y = _pivot_solve(arith, U, _block(cross.M, I, Jo))  # Y°: the columns of Y off J
+    X = _pivot_solve(arith, U.T, cross.M.block(Io, J, "F").T).T * unshorten[Io, None]  # X°: rows off I
+    Y = _pivot_solve(arith, U, cross.M.block(I, Jo, "F"))  # Y°: the columns of Y off J
     dC, dR = np.asfortranarray(EC[Io]) * unshorten[Io, None], np.asfortranarray(ER[:, Jo])
     dU = np.ascontiguousarray(EC[I])
     Ys, Xs = _singular(Y), _singular(X.T)  # each read by two of the terms: one SVD each
@@ -529,12 +678,6 @@ def _pivot_solve(arith: Arith, U: np.ndarray, B: np.ndarray) -> np.ndarray:
             f"the skeleton's U^-1 R overflows float64 (a pivot block of condition above 1e308 at "
             f"{arith.name}): its error cannot be bounded")
     return out
-
-
-def _block(M: np.ndarray, rows: Any, cols: Any) -> np.ndarray:
-    """``M[rows][:, cols]`` as numpy lays it out (Fortran order), without copying the rows whole first:
-    the same array, so every product and sum that reads it adds in the same order, bitwise."""
-    return M.T[np.ix_(cols, rows)].T
 
 
 def _gram_norm(G: np.ndarray) -> float:
@@ -824,9 +967,9 @@ def _cross_estimate(
     d = probes.d
     if not cross.rows:
         return float(arith.resolution * W_norm), 1.0
-    rows, cols = np.nonzero(cross.known)
+    rows, cols = cross.M.entries()
     Wq = (_image_norms(cross, arith, unshorten) if images is None else images)[cols]
-    L, k = cross.L[rows, cols], cross.k[rows, cols]
+    L, k = cross.M.at(rows, cols, "L"), cross.M.at(rows, cols, "k")
     sigma = value_errors(probes, L, k, (rows, cols), W_norm, c_norm, Wq=Wq)
     top = float(sigma.max(initial=0.0))
     # (sigma_e / top)^2 at the measured entries: in range however small or large the errors are; V,
@@ -844,9 +987,9 @@ def _cross_estimate(
     VC, VR = np.zeros((d, len(J))), np.zeros((len(I), d))  # V on the columns J and on the rows I
     VC[rows[pivot], at_col[cols[pivot]]] = V[pivot]
     VR[at_row[rows[in_I]], cols[in_I]] = V[in_I]
-    U = cross.M[np.ix_(I, J)]
-    X = _pivot_solve(arith, U.T, cross.M[:, J].T).T * unshorten[:, None]
-    Y = _pivot_solve(arith, U, cross.M[I, :])
+    U = cross.M.block(I, J)
+    X = _pivot_solve(arith, U.T, cross.M.columns(J).T).T * unshorten[:, None]
+    Y = _pivot_solve(arith, U, cross.M.rows_of(I))
     X2, Y2, u2 = X**2, Y**2, unshorten**2
     x2, y2 = X2.sum(axis=0), Y2.sum(axis=1)
     G2C = u2[:, None] * y2  # ||G_e||^2 on the columns J; on the rows I off J it is x2
@@ -931,11 +1074,10 @@ def _spare_entries(cross: Cross) -> int:
     its stop column: what :func:`_cross_count` does not count.  0 for a cross taken from scratch;
     a resume led by a check's row (:func:`cross_approximation`'s ``lead``) leaves that row's
     entries off the new pivot columns, and the overturned stop column's off the new pivot rows."""
-    off = cross.known.copy()
-    off[cross.rows, :] = False
-    off[:, cross.cols] = False
+    rows, cols = cross.M.entries()
+    off = ~np.isin(rows, cross.rows) & ~np.isin(cols, cross.cols)
     if cross.stop_col is not None:
-        off[:, cross.stop_col] = False
+        off &= cols != cross.stop_col
     return int(off.sum())
 
 
@@ -1145,10 +1287,10 @@ def _learn_by_crosses(
         cross = cross_approximation(session, probes, max_rank, rank_tol)
         swapped = exchange_columns(cross, arith, exchanges) if rounded and cross.stop_col is None else None
         if swapped is not None:  # the new columns' entries off the pivot rows: counted, designed
-            known, cols = cross.known, cross.cols
+            known, cols = cross.M.count(), cross.cols
             cross = cross_approximation(session, probes, max_rank, rank_tol, start=cross,
                                         order=(cross.rows, swapped))
-            session.diagnostics["designed_queries"] += int(np.sum(cross.known & ~known))
+            session.diagnostics["designed_queries"] += cross.M.count() - known  # known only grows
             session.diagnostics["exchanged_columns"] = len(set(swapped) - set(cols))
         session.release(probes)  # what follows reuses the buffers' memory (a check writes them again)
         A, F1, F2, W = assemble(cross)
