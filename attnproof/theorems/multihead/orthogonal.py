@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith
-from ...errors import AssumptionError, InvalidInputError, PrecisionLossError, ShapeError, check_rng
+from ...errors import (
+    AssumptionError, AttnproofError, InvalidInputError, PrecisionLossError, ShapeError, check_rng,
+)
 from ...models import MultiHeadAttention
 from ...oracles import ValueOracle
 from ...measure import Session
@@ -208,10 +210,13 @@ def learn_orthogonal_heads(
         Es = [arith.nsimplify(E) for E in check_bases(bases, oracle.d, arith)]  # sympy: exact bases
         heads: list[Recovery] = []
         rngs = []  # each reduced run's generator as it started (the rotation term re-runs it)
-        for E in Es:
+        for h, E in enumerate(Es, start=1):
             rngs.append(copy.deepcopy(rng))
             sub = ReducedOracle(oracle, E)
-            red = learn_exact(sub, probes=probes, rng=rng, arith=arith)
+            try:
+                red = learn_exact(sub, probes=probes, rng=rng, arith=arith)
+            except AttnproofError as err:  # the same refusal, saying which head's reduced oracle it is
+                raise type(err)(f"head {h} (its reduced oracle, Prop. 7.1): {err}") from err
             W, v = lift(red.W, red.v, E)
             heads.append(Recovery(W=W, v=v, queries=sub.queries, arith=arith, diagnostics=red.diagnostics))
     dims = [E.shape[1] for E in Es]
