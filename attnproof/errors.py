@@ -7,13 +7,15 @@ them derive from :class:`AttnproofError`; the input errors also derive from ``Va
 The shared checks of a learner's scalar arguments live here too, on the ground floor, so that
 every level spells a refusal the same way: :func:`check_rng`, :func:`check_tolerance`,
 :func:`check_count` (re-exported by :mod:`attnproof.prelude` with its array and arithmetic
-checks).
+checks), and :func:`located`, which says where a refusal from a sub-run came from.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -140,6 +142,23 @@ def check_count(name: str, value: Any, *, minimum: int = 0, maximum: int | None 
     return int(value)
 
 
+@contextmanager
+def located(where: str) -> Iterator[None]:
+    """Re-raise an :class:`AttnproofError` from the block as the same type, its message prefixed
+    by ``where`` (e.g. which head's reduced oracle of Prop. 7.1 refused), chained to the original.
+
+    >>> with located("head 2"):
+    ...     raise DegenerateProbeError("a probe is degenerate")
+    Traceback (most recent call last):
+    ...
+    attnproof.errors.DegenerateProbeError: head 2: a probe is degenerate
+    """
+    try:
+        yield
+    except AttnproofError as err:
+        raise type(err)(f"{where}: {err}") from err
+
+
 def _is_real_scalar(x: Any) -> bool:
     """A real number, Python or numpy (not a bool, a complex, a string or an array)."""
     return isinstance(x, (numbers.Real, np.floating, np.integer)) and not isinstance(x, (bool, np.bool_))
@@ -149,6 +168,7 @@ __all__ = [
     "check_rng",
     "check_tolerance",
     "check_count",
+    "located",
     "AttnproofError",
     "InvalidInputError",
     "ShapeError",

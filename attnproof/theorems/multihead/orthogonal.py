@@ -14,7 +14,7 @@ import numpy as np
 
 from ...arith import FLOAT64, Arith
 from ...errors import (
-    AssumptionError, AttnproofError, InvalidInputError, PrecisionLossError, ShapeError, check_rng,
+    AssumptionError, InvalidInputError, PrecisionLossError, ShapeError, check_rng, located,
 )
 from ...models import MultiHeadAttention
 from ...oracles import ValueOracle
@@ -213,10 +213,8 @@ def learn_orthogonal_heads(
         for h, E in enumerate(Es, start=1):
             rngs.append(copy.deepcopy(rng))
             sub = ReducedOracle(oracle, E)
-            try:
+            with located(f"head {h} (its reduced oracle, Prop. 7.1)"):  # the same refusal, saying which head
                 red = learn_exact(sub, probes=probes, rng=rng, arith=arith)
-            except AttnproofError as err:  # the same refusal, saying which head's reduced oracle it is
-                raise type(err)(f"head {h} (its reduced oracle, Prop. 7.1): {err}") from err
             W, v = lift(red.W, red.v, E)
             heads.append(Recovery(W=W, v=v, queries=sub.queries, arith=arith, diagnostics=red.diagnostics))
     dims = [E.shape[1] for E in Es]

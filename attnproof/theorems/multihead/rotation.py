@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from ...arith import FLOAT64, Arith
-from ...errors import AssumptionError, AttnproofError, PrecisionLossError
+from ...errors import AssumptionError, PrecisionLossError, located
 from ...measure import Session
 from ...models import MultiHeadAttention
 from ...oracles import ValueOracle
@@ -479,12 +479,10 @@ def rotation_terms(
 
     def learned_errors(rotated: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Head k's (W, v) errors when the learner re-runs on the float64 model ``rotated``."""
-        try:
+        where = f"head {k + 1} (the rotation's certificate re-runs its reduced learner on the float64 model)"
+        with located(where):
             red = learn_exact(ReducedOracle(ValueOracle(MultiHeadAttention(rotated)), Ef[k]), probes=probes,
-                              rng=copy.deepcopy(rngs[k]), rtol=1e300)
-        except AttnproofError as err:  # the same refusal, saying where: the certificate's re-run, no query
-            raise type(err)(f"head {k + 1} (the rotation's certificate re-runs its reduced learner on the "
-                            f"float64 model): {err}") from err
+                              rng=copy.deepcopy(rngs[k]), rtol=1e300)  # no query: the float64 model
         return (Ef[k] @ red.W @ Ef[k].T - rotated[k][0]).reshape(-1), Ef[k] @ red.v - rotated[k][1]
 
     def rotate(K: np.ndarray, t: float) -> list[tuple[np.ndarray, np.ndarray]]:
