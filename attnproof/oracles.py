@@ -408,7 +408,13 @@ def _naive_push(
     ds = towards * np.sign(pv) * (used * pushed)
     dw = (FLOAT64.sigmoid(logit + ds) - FLOAT64.sigmoid(logit)) * pv
     most = pushed + g * (W_norm * np.linalg.norm(p, axis=1) * n2)
-    swing = np.maximum(*(np.abs(FLOAT64.sigmoid(logit + t) - FLOAT64.sigmoid(logit)) for t in (most, -most)))
+    base = FLOAT64.sigmoid(logit)
+    ends = [FLOAT64.sigmoid(logit + t) for t in (most, -most)]
+    # float64's sigmoid is monotone only up to its own rounding (e^-|t|, 1 + z, the quotient, and
+    # two branches: at t = -0.8467307923812019 the larger shift gave the smaller value, one ulp):
+    # the float64 differences dw and swing each lie within 8 u (sigma + sigma') of the exact ones
+    slack = 16 * FLOAT64.unit_roundoff * (base + np.maximum(*ends))
+    swing = np.maximum(*(np.abs(end - base) for end in ends)) + slack
     return dw, used * towards * label, swing * np.abs(pv), label
 
 

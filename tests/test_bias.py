@@ -219,8 +219,16 @@ def test_the_bias_run_fails_on_a_dropped_factor_of_c_bound(monkeypatch, factor, 
     assert [r["check"] for r in rows if not r["passed"]] == [failing]
 
 
+#: thorough profile, --hypothesis-seed 120300: RoundingAdversary refused its own answer
+#: (ToleranceViolation: a weight push of 7.21e-16 against 7.05e-16 allowed) at the logit
+#: -0.8467307923812019, where float64's sigmoid took the larger shift to the smaller value (an ulp);
+#: the allowance now holds the sigmoid's own rounding (oracles._naive_push)
+SIGMOID_NOT_MONOTONE = (np.where(np.arange(144).reshape(12, 12) == 2, 0.05, 0.0), -np.eye(12)[0])
+
+
 @given(ast.targets(d=st.integers(1, 16), w_scale=ast.scales(-2, 1), v_scale=ast.scales(-2, 1)),
        st.floats(-3, 1), st.sampled_from(PROBE_FAMILIES), st.sampled_from(ADVERSARIES), seeds)
+@example(SIGMOID_NOT_MONOTONE, 0.0, "orthogonal", RoundingAdversary, 0)
 def test_an_adversary_answering_as_badly_as_declared_stays_within_the_bounds_of_W_and_c(
     target, log10_c, probes, adversary, seed
 ):
