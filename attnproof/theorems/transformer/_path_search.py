@@ -358,7 +358,7 @@ class _PathSearch:
         self.ledger.pieces += 1
         # the search's own steps (not the polish's, h given) may go straight to the smallest step
         # once a kink is seen within the first ones (see below)
-        smallest = None if h is not None else self._first_step(x0) / 2 ** (self.smallest_h_log2 - self.h_log2)
+        smallest = None if h is not None else self._smallest_step(x0)
         if h is None:
             h = self._first_step(x0)
         steps = self._step_matrix(signs)
@@ -1112,6 +1112,18 @@ class _PathSearch:
         within the errors of a step of 2^-26 |x| (FIXED_FLOAT's second entry, refused when it was
         replaced).
 
+        A mix that neither sign escapes (x between two near-parallel kinks, one ahead of each sign)
+        is measured once more with the plain steps at the smallest step, ``2^-26 |x|``
+        (:meth:`_smallest_step`), kept when its steps backwards agree (d more queries): the steps
+        that pass Euler's check cross a kink along a coordinate where x is ~0, blind to the
+        gradient's error there (tests/test_transformer.py, FIXED_PAIR_ABOVE_ANGLE: normals
+        e_0 and (1, 5.2e-7), d = 4; x 7e-7 behind the one, 4e-8 past the other, every piece there
+        measured at 2^-13 |x| and at its signs 1.6e-6 from the far end's gradient, the region's
+        2.8e-4 away: bisected to the floor, refused; answered since, within its bound).  At most
+        four pieces and 2 d steps backwards at the last split point, the earlier ones (no gradient)
+        one piece each: within :func:`~attnproof.theorems.transformer.ffn.ffn_query_bound`'s NUDGES
+        times three pieces (NUDGES >= 2).
+
         Raises
         ------
         _OnHyperplane
@@ -1141,6 +1153,13 @@ class _PathSearch:
             refused = self._mixes(q, pa, pb) if mixed else duplicate(q)
             if not refused and (best is plain or q.err < best.err):
                 best = q
+        if mixed and best is plain:  # every step crosses a kink: the smallest may fit between them
+            try:
+                q = self.piece(x, y, h=self._smallest_step(x))
+            except _OnHyperplane:
+                return best
+            if self._two_sided(x, y, q.G, q.err, q.h, None):
+                return q
         return best
 
     def _mixes(self, p: _Piece, pa: _Piece, pb: _Piece) -> bool:
@@ -1164,6 +1183,11 @@ class _PathSearch:
         lam = float((D / top) @ unit) / float(unit @ unit)
         tol = 2 * (p.err + abs(1 - lam) * pa.err + abs(lam) * pb.err) + 16 * self.noise * self.gscale
         return bool(np.all(np.abs(D - lam * J) <= tol))
+
+    def _smallest_step(self, x0: np.ndarray) -> Any:
+        """A gradient's smallest step at x0: the first (:meth:`_first_step`) over
+        ``2^(h_shrink_log2 (H_ROUNDS - 1))``."""
+        return self._first_step(x0) / 2 ** (self.smallest_h_log2 - self.h_log2)
 
     def _first_step(self, x0: np.ndarray) -> Any:
         """A gradient's first step at x0: ``2^(e - h_log2)``, ``2^e >= max |x0_i|`` (1 at x0 = 0)."""
