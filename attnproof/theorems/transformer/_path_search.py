@@ -534,7 +534,8 @@ class _PathSearch:
             if not tripled:
                 tripled.extend(self.ask(np.array([3 * x0, x0])))
                 self.ledger.values += 2
-            if not max(abs(float(tripled[0] - 3 * y0)), abs(float(tripled[1] - y0))) >= rounding / 8:
+            # f(3 x0) against 3 f(x0), f(x0) asked again against f(x0)
+            if not any(abs(float(t - s * y0)) >= rounding / 8 for t, s in zip(tripled, (3, 1))):
                 return False
             self.beyond_cap = True
         if not self.rounded or scale > self.gscale:
@@ -699,7 +700,9 @@ class _PathSearch:
         slack = (1 + self.arith.unit_roundoff) * (1 + 2.0**-48)
         return 2 * float(scale) * self.noise * (F + gb) * slack
 
-    def _homogeneity(self, x0: np.ndarray, y0: Any, G: np.ndarray, err: float, tripled: list[Any]) -> None:
+    def _homogeneity(
+        self, x0: np.ndarray, y0: Any, G: np.ndarray, err: float, tripled: list[Any] | tuple = ()
+    ) -> None:
         """One query: ``f(2 x0) = 2 f(x0)`` for a bias-free FFN (``sec4.1/parity-split``), to within
         :meth:`scaling_tol` (G, err: the gradient measured at x0 and its error).
 
