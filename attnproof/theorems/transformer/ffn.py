@@ -97,9 +97,9 @@ def piece_query_bound(d: int) -> int:
     backwards (:meth:`._path_search._PathSearch._two_sided`, counted as a retry): a residual
     repeated by the fourth batch sends the fifth (the last of H_ROUNDS = 5) to the smallest step,
     whose steps backwards follow (attained: ``tests/test_ffn_bound.py``; ``d H_ROUNDS + 2``, the
-    count before, missed those d).  A piece that asked f(3 x0) (a units' scale read beyond the
-    cap, :meth:`._path_search._PathSearch._rounding_scale`, once a piece) does not jump: at most
-    ``4 d + 3`` or ``5 d + 2``.
+    count before, missed those d).  A piece that asked f(3 x0) and f(x0) in one batch (a units'
+    scale read beyond the cap, :meth:`._path_search._PathSearch._rounding_scale`, once a piece;
+    its homogeneity check reads them, no query) does not jump: at most ``4 d + 3`` or ``5 d + 3``.
     """
     return d * (H_ROUNDS + 1) + 2
 
