@@ -313,6 +313,30 @@ def test_the_ends_are_refitted_and_u_is_within_the_measured_pairs_bound(monkeypa
     assert row["err_W"] < 5e-14 and row["err_W"] <= row["error_bound"]
 
 
+@pytest.mark.parametrize("d, m, seed, answers", [(8, 4, 1, "faithful"), (4, 16, 3, "naive")])
+def test_the_ends_are_refitted_only_where_the_bound_does_not_grow(monkeypatch, d, m, seed, answers):
+    """``ffn._refitted`` keeps the refitted ends only where ``|u - u_m|_1`` is at most what they take
+    off the jumps' errors: the bound is then at most the one with the ends as measured (same
+    answers).  Refitted unconditionally, (8, 4, 1) faithful grew 3.321e-13 -> 3.345e-13 (the
+    refit's gain on its ends below its distance to u_m; 18 of the 45 faithful targets grew so);
+    (4, 16, 3) naive takes the refit, its bound lower (2.865e-9 -> 2.832e-9)."""
+    if answers == "faithful" and not faithful_available():
+        pytest.skip("no x87 extended longdouble here")
+    from attnproof.theorems.transformer import ffn
+
+    row = run_ffn(d, m, seed=seed, answers=answers)
+    original = ffn._refitted
+
+    def measured_ends(search, pieces):
+        return [p.measured if isinstance(p, _RefitEnd) else p for p in original(search, pieces)]
+
+    monkeypatch.setattr(ffn, "_refitted", measured_ends)
+    plain = run_ffn(d, m, seed=seed, answers=answers)
+    assert row["queries"] == plain["queries"]
+    assert row["error_bound"] <= plain["error_bound"]
+    assert (row["error_bound"] < plain["error_bound"]) == (answers == "naive")
+
+
 # --- the wedge points' charge read against q's plane through the origin (issue 22) -------------
 
 
