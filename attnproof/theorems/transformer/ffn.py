@@ -737,9 +737,10 @@ def _assemble(
     rec = FFNRecovery(u, N, c, 0, arith.name, info)
     if not arith.exact:
         mU, mW = (p.measured if isinstance(p, _RefitEnd) else p for p in (pU, pW))
-        ends = d * (mU.err + mW.err) + (0.0 if mU is pU and mW is pW else _mirror_distance(u, mU, mW, arith))
+        jumps = mU.err + mW.err + sum(e for _, _, e in kinks)
         info["error_bound"] = (
-            0.5 * (ends + d * sum(e for _, _, e in kinks))
+            0.5 * d * jumps
+            + 0.5 * (0.0 if mU is pU and mW is pW else _mirror_distance(u, mU, mW, arith))
             + 0.5 * (search.hidden if hidden is None else hidden)
             + unresolved
             + _size(rec, arith) * arith.eps * 4 * (L + 1)
