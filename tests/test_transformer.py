@@ -1075,7 +1075,8 @@ MERGES_BELOW_THE_PAIR = [
 #: d = 2..8, seeds 0-19): their wedge at ``_thin_wedge_contradiction``'s point m is within 0.2-0.5
 #: of its offset y (the pieces' prediction tolerances there), so nothing tells the merged kink from
 #: one; f_hat 1.3e-10 |x| off against a polished bound of 3.1e-11 (d = 3, seed 17, 1e-10 rad), and
-#: 9.5e-10 against 2.0e-10 (d = 5, seed 19, 1e-9 rad; the search's networks' bounds, 6.6e-9 and 2.4e-8, hold them).
+#: 9.5e-10 against 2.0e-10 (d = 5, seed 19, 1e-9 rad; the search's networks' bounds, 6.6e-9 and
+#: 2.4e-8, hold them).
 #: The properties (test_ffn_float64_recovers_every_kind, tf_float64_property) still add
 #: merge_allowance for them.
 OPEN_MERGE_AT_THE_POLISH_RESOLUTION = [(*pair_target(3, 17, 1e-10), 17), (*pair_target(5, 19, 1e-9), 19)]
