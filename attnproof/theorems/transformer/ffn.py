@@ -1161,13 +1161,13 @@ def _confirmed_at_polish_grade(
             if status == "kink" and z is None:
                 if _thin_wedge_contradiction(search, a, b, x, np.delete(jumps, j, axis=0)) is not None:
                     # a second kink of opposite convexity merged into this one on the path: neither
-                    # this network nor the search's holds it (issue 23, OPEN_MERGE_BELOW_PAIR: the
+                    # this network nor the search's holds it (issue 23, MERGES_BELOW_THE_PAIR: the
                     # search's network 7.7e-8 |x| off against its bound 6.2e-8 at pair_target(8,
                     # 27, 1e-7)); another path crosses the two apart
                     raise arith.unresolved(
                         "two kinks of opposite convexities merged into one on this path (a point "
-                        "beside the polished kink is off its side's plane): hyperplanes closer than "
-                        "the search resolves where the path crossed them"
+                        "beside the polished kink is on the other side's plane): hyperplanes closer "
+                        "than the search resolves where the path crossed them"
                     )
                 confirmed[id(a), id(b)] = max(resolution, default=0.0)
                 continue
