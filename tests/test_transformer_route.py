@@ -255,6 +255,17 @@ def test_large_units_not_refused_as_biased(d, log10_K, seed, three):
 LARGE_UNITS_READ_BEYOND_CAP = [(2, 6, 2, False), (3, 7, 1, False), (4, 6, 0, True), (3, 8, 3, True)]
 
 
+def answered_with_the_units_read(d, log10_K, seed, three):
+    """:func:`large_units`' target answered, W* and the FFN within their bounds, the units' rounding
+    read beyond the cap; returns the target ``(W, A, w)``."""
+    W, A, w = large_units(d, 10.0**log10_K, seed, three)
+    rec = recover(W, A, w, seed)
+    assert W_error(rec, W) <= rec.diagnostics["error_bound"]
+    assert ffn_error(rec, A, seed) <= rec.ffn.diagnostics["error_bound"]
+    assert rec.ffn.diagnostics["units_scale"] > 4 * 2**10 * 2 * np.abs(A[:, 0]).max()
+    return W, A, w
+
+
 @pytest.mark.parametrize("d, log10_K, seed, three", LARGE_UNITS_READ_BEYOND_CAP)
 def test_large_units_read_beyond_the_cap(monkeypatch, d, log10_K, seed, three):
     """Answered, W* within its bound, the FFN within its own (f is the small unit ReLU(b^T x), the
@@ -262,11 +273,7 @@ def test_large_units_read_beyond_the_cap(monkeypatch, d, log10_K, seed, three):
     rounding) refused again (the fix can fail)."""
     from attnproof.theorems.transformer import _path_search
 
-    W, A, w = large_units(d, 10.0**log10_K, seed, three)
-    rec = recover(W, A, w, seed)
-    assert W_error(rec, W) <= rec.diagnostics["error_bound"]
-    assert ffn_error(rec, A, seed) <= rec.ffn.diagnostics["error_bound"]
-    assert rec.ffn.diagnostics["units_scale"] > 4 * 2**10 * 2 * np.abs(A[:, 0]).max()
+    W, A, w = answered_with_the_units_read(d, log10_K, seed, three)
     read = _path_search._PathSearch._rounding_scale
 
     def exact_triple(self, x0, y0, G, residuals, h, tripled):  # f(3 x0) = 3 f(x0) and f(x0), unasked
@@ -294,11 +301,7 @@ def test_large_units_read_when_an_answer_moves(monkeypatch, d, log10_K, seed, th
     Asked as before (f(3 x0) alone, x0 not again) they are refused again (the fix can fail)."""
     from attnproof.theorems.transformer import _path_search
 
-    W, A, w = large_units(d, 10.0**log10_K, seed, three)
-    rec = recover(W, A, w, seed)
-    assert W_error(rec, W) <= rec.diagnostics["error_bound"]
-    assert ffn_error(rec, A, seed) <= rec.ffn.diagnostics["error_bound"]
-    assert rec.ffn.diagnostics["units_scale"] > 4 * 2**10 * 2 * np.abs(A[:, 0]).max()
+    W, A, w = answered_with_the_units_read(d, log10_K, seed, three)
     read = _path_search._PathSearch._rounding_scale
 
     def alone(self, x0, y0, G, residuals, h, tripled):  # f(3 x0) asked alone, f(x0) not again
