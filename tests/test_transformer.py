@@ -1402,6 +1402,11 @@ P3 = 0.3 * np.ones((4, 4))  # W* = its top-left d x d block
 # never on main): refused (no gradient at 3 points of an interval)
 @example((np.array([[0.0, 0.25, 0.0, -0.0625], [-1.0, 0.0, 2.0**-24, -(2.0**-24)]]),
           np.array([-1.0, 0.25, 1.0, 1.0]), "zero_sum"), 0, np.zeros((4, 4)))
+# 6.3e-298 entries beside a -1 (thorough profile, --hypothesis-seed 123911, after the end pieces'
+# refit landed): an untyped LinAlgError, the refit's weighted rows Xr / s overflowing (s ~ 1e-311);
+# such a piece is now kept as measured (ffn._fitted)
+@example((np.array([[6.33697987e-298] * 2, [-1.0, 6.33697987e-298], [6.33697987e-298] * 2]),
+          np.array([1.0, 1.0]), "generic"), 0, np.zeros((4, 4)))
 def test_transformer_float64(target, seed, W):
     A, w, kind = target
     tf_float64_property(A, w, kind, W, seed)

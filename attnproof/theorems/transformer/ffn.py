@@ -1034,9 +1034,11 @@ def _fitted(search: _PathSearch, p: _Piece, rows: np.ndarray, X: np.ndarray) -> 
     noise = search.answer_noise / (1 - search.answer_noise)
     magnitude = np.abs(arith.to_float(ys)) + absx @ (np.abs(arith.to_float(p.G)) + p.err)
     s = noise * magnitude
-    if not np.all(s > 0):
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        scaled = Xr / s[:, None]
+    if not (np.all(s > 0) and np.all(np.isfinite(scaled))):  # answers near float64's underflow: as measured
         return p
-    M = np.linalg.pinv(Xr / s[:, None]) / s[None, :]
+    M = np.linalg.pinv(scaled) / s[None, :]
     defect = float((np.abs(M @ Xr - np.eye(d)) + 2.0**-52 * (np.abs(M) @ absx)).sum(axis=1).max())
     r = arith.to_float(yw - xw @ arith.widened(p.G)[0])
     if not defect < 0.5 or np.any(np.abs(r) > s + (d + 2) * u * magnitude + p.err * size):
