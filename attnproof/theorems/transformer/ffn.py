@@ -872,8 +872,11 @@ def _polish(
     The result is kept only when every region gave its gradient, every jump is above its errors
     and confirmed at their grade (:func:`_confirmed_at_polish_grade`, which may split a kink the
     search merged: one piece more, one hyperplane more; the bound charges the resolution of
-    each kink's wedge points) and each inner region's gradient refitted to every answer seen in
-    it (:func:`_refitted`, no query), its a-posteriori bound is smaller and
+    each kink's wedge points; a kink its two points beside the plane contradict abandons the
+    attempt: :func:`_thin_wedge_contradiction`) and each region's gradient refitted to every answer
+    seen in it (:func:`_refitted`, no query; an end piece's refit kept only where the bound,
+    which then holds u to the measured mirrored pair, does not grow: :func:`_assemble`), its
+    a-posteriori bound is smaller and
     every answer seen agrees with it; otherwise the search's network stands (the queries counted;
     the caller holds it to the polish's answers too), its bound charged for a merge the polish saw
     and did not resolve (:func:`_merge_charge`).
