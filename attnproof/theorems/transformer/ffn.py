@@ -1485,9 +1485,7 @@ def _wedge_contradiction(
         for sigma in (1.0, -1.0):
             step = (sigma * 2.0**-TILT_LOG2 - Jf[i] / float(Jf @ n)) * n
             step[i] += 1.0
-            with np.errstate(over="ignore"):  # a step (nearly) parallel to a hyperplane: reach inf
-                reach = np.abs(others @ xf) / np.maximum(np.abs(others @ step), np.finfo(float).tiny)
-            t = min(MARGIN_USED * float(reach.min(initial=np.inf)), 2.0**WEDGE_REACH_LOG2 * top)
+            t = min(MARGIN_USED * _plane_reach(others, xf, step), 2.0**WEDGE_REACH_LOG2 * top)
             if not t > 0:
                 continue
             p = x + arith.scalar(2) ** int(np.floor(np.log2(t))) * arith.asarray(step)
@@ -1511,6 +1509,13 @@ def _wedge_contradiction(
             seen = min(r + tol, _anchored_tol(search, q, p, y))
             resolution.append(seen / float(np.abs(arith.to_float(p)).max()))
     return None
+
+
+def _plane_reach(N: np.ndarray, z: np.ndarray, step: np.ndarray) -> float:
+    """How far z moves along +-step before it reaches a hyperplane ``n_j^T x = 0`` of N's rows:
+    ``min_j |n_j^T z| / |n_j^T step|`` (inf for a step parallel to all; float64, no query)."""
+    with np.errstate(over="ignore", divide="ignore"):
+        return float((np.abs(N @ z) / np.maximum(np.abs(N @ step), np.finfo(float).tiny)).min(initial=np.inf))
 
 
 def _thin_wedge_contradiction(
@@ -1563,20 +1568,14 @@ def _thin_wedge_contradiction(
         return None
     v = v / np.abs(v).max() * (1.0 if v @ xf >= 0 else -1.0)
 
-    def reach(z: np.ndarray, step: np.ndarray) -> float:  # how far z moves along +-step to others
-        with np.errstate(over="ignore", divide="ignore"):
-            return float((np.abs(others @ z) / np.maximum(np.abs(others @ step), np.finfo(float).tiny)).min(
-                initial=np.inf
-            ))
-
-    t = min(MARGIN_USED * reach(xf, v), 2.0**WEDGE_REACH_LOG2 * float(np.abs(xf).max()))
+    t = min(MARGIN_USED * _plane_reach(others, xf, v), 2.0**WEDGE_REACH_LOG2 * float(np.abs(xf).max()))
     if not t > 0:
         return None
     m = x + arith.scalar(2) ** int(np.floor(np.log2(t))) * arith.asarray(v)
     ya, yb = search.predict(a, m), search.predict(b, m)
     need = THIN_MARGIN * (search.prediction_tol(a, m, yb) + search.prediction_tol(b, m, ya))
     size = need / abs(float(Jf @ n))
-    if not (size > 0 and size < MARGIN_USED * reach(arith.to_float(m), n)):
+    if not (size > 0 and size < MARGIN_USED * _plane_reach(others, arith.to_float(m), n)):
         return None
     y = arith.asarray(n * size)
     points = [m + y, m - y]
