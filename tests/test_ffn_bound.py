@@ -781,8 +781,9 @@ def test_a_piece_asks_at_most_its_query_bound_and_can_ask_all_of_it(d):
 def test_a_piece_that_asked_f_of_three_x_does_not_jump(d):
     """Euler's residual 1, 1/2, 2, 2 at the first four steps: the third grew 4 times, a units' scale
     read far beyond the cap over the gradients measured, so f(3 x0) is asked (exactly 3 f(x0): no
-    rounding shown, not read); the fourth repeats it (the homogeneity query), and the piece, having
-    asked f(3 x0), does not jump to the smallest step (:func:`~attnproof.theorems.transformer.ffn.
+    rounding shown, not read, and not kept as the units' scale, ``units_scale``: a kink's residual,
+    kept before); the fourth repeats it (the homogeneity query), and the piece, having asked
+    f(3 x0), does not jump to the smallest step (:func:`~attnproof.theorems.transformer.ffn.
     piece_query_bound` holds): no gradient, a centre, 4 d perturbations and the two single queries,
     all counted."""
     from attnproof.theorems.transformer._path_search import _OnHyperplane
@@ -791,5 +792,5 @@ def test_a_piece_that_asked_f_of_three_x_does_not_jump(d):
     oracle, search = _scripted_search(d, (1.0, 0.5, 2.0, 2.0))
     with pytest.raises(_OnHyperplane):
         search.piece(np.ones(d))
-    assert "units_scale" in search.session.diagnostics and not search.beyond_cap
+    assert "units_scale" not in search.session.diagnostics and not search.beyond_cap
     assert search.ledger.total(d) == oracle.queries == 4 * d + 3 <= piece_query_bound(d)

@@ -504,10 +504,16 @@ class _PathSearch:
         0, each step point of a batch the same 1e-13 .. 5e-9 off at every step size, f(3 x0)
         alone exactly 3 f(x0); 4 of those 180 draws were refused so on every path (K >= 1e7, two
         units), answered since (179 of 180, W* and the FFN within their bounds at each).  Every
-        scale read, within the cap or beyond it, is kept in the session's diagnostics,
-        ``units_scale`` (the largest; ``diagnostics["units_scale"]`` of :func:`learn_ffn`'s
-        recovery, over all its attempts): the Transformer's bound takes the units from it where it
-        exceeds f's size (:func:`~attnproof.theorems.transformer.oracle_error`).
+        scale read, within the cap or beyond it and shown by ``3 x0`` or ``x0`` again, is kept in
+        the session's diagnostics, ``units_scale`` (the largest; ``diagnostics["units_scale"]`` of
+        :func:`learn_ffn`'s recovery, over all its attempts): the Transformer's bound takes the
+        units from it where it exceeds f's size (:func:`~attnproof.theorems.transformer.oracle_error`),
+        and :func:`~attnproof.theorems.transformer.ffn.learn_ffn` refuses an f within their rounding
+        as not told from 0.  A reading beyond the cap that ``3 x0`` and ``x0`` do not show is a
+        kink's, not the units': it was kept too, before (thorough profile, --hypothesis-seed 660117,
+        ``-ReLU(x_1) + ReLU(1e-10 x_0 + (1 + 1e-10) x_1)``, sup 2e-10 on the ball, units ~2: a step
+        across the two kinks read as units of 8.2e3, 4e3 times theirs, and learn_ffn refused f as
+        identically 0, NonIdentifiableError, where the answers tell it from 0).
 
         Once a scale is read (``rounded``) every gradient's error holds the units' rounding at
         ``gscale`` (:meth:`_gradient_error`), as its entries' errors may cancel in Euler's residual;
@@ -527,7 +533,6 @@ class _PathSearch:
         rounding = abs(float(residual)) / (2 * size / float(h) + 1)  # e = u S |x0|_1
         scale = rounding / (self.arith.unit_roundoff * size)
         seen = self.session.diagnostics
-        seen["units_scale"] = max(seen.get("units_scale", 0.0), scale)
         if scale > 4 * self.tuning.tol_ulps * max(self.gmax, float(np.abs(self.arith.to_float(G)).max())):
             # beyond the cancellation the model admits over the gradients measured: kept only when
             # f(3 x0), or f(x0) asked again, shows that rounding too (one batch, once a piece)
@@ -538,6 +543,7 @@ class _PathSearch:
             if not any(abs(float(t - s * y0)) >= rounding / 8 for t, s in zip(tripled, (3, 1))):
                 return False
             self.beyond_cap = True
+        seen["units_scale"] = max(seen.get("units_scale", 0.0), scale)
         if not self.rounded or scale > self.gscale:
             # every gradient's error holds the units' rounding at gscale from here: one measured since
             # the end pieces, before the first reading or at a lower scale, holds too little of it
