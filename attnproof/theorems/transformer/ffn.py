@@ -55,6 +55,16 @@ TILT_LOG2 = 4
 #: 0-19: off their own bound at 1e-10 rad 7 of 140 with PAIR_MARGIN (4), 5 with 2, 4 with 1.25;
 #: 3e-7 unchanged (139 of 140 answered) with each.
 THIN_MARGIN = 2
+#: Directions across x* on a confirmed kink's hyperplane, a pair ``m +- y`` each, that
+#: :func:`_thin_wedge_contradiction` asks (``min(d - 2, THIN_DIRECTIONS)``, one in d = 2): with x*
+#: they span the hyperplane up to d = 4.  Measured by helper thin24 on pair_target (d = 2..8, seeds
+#: 0-19; within / refused / off their own bound, at the tests' adversarial points and points on the
+#: recovered hyperplanes): at 1e-10 rad one pair along r's projection (before) 107 / 27 / 6 (worst
+#: 4.7 times the bound), one across x* 106 / 27 / 7 (9.8), two 109 / 29 / 2 (1.15); at 1e-9 rad
+#: 71 / 68 / 1 (4.7), 72 / 67 / 1 (1.14), 71 / 69 / 0.  On the bench's 45 faithful and 45 naive FFNs
+#: (d, m in {4, 8, 16}, seeds 0-4) 3.3 % more queries (25827 -> 26667; median 459 -> 475), the
+#: bounds within 4 % of before.
+THIN_DIRECTIONS = 2
 
 
 def ffn_query_count(d: int, L: int) -> int:
@@ -141,7 +151,7 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     """
     steps = default_max_steps(d) if max_steps is None else max_steps
     piece = piece_query_bound(d)
-    confirm = 3 + 2 * (d - 1) + 2
+    confirm = 3 + 2 * (d - 1) + 2 * thin_pairs(d)
     split = 2 * (piece + d) + 2 * confirm + 2 * BETWEEN_PROBES  # once a polish, when it has a kink
     polish = piece + steps * (piece + confirm) + (steps + 3 + CHECK_ROUNDS) * piece + min(steps, 1) * split
     paths = CHECK_ROUNDS * (1 + NUDGES) * piece + (1 + CHECK_ROUNDS) * (2 * (checks + steps) + polish)
@@ -1521,16 +1531,16 @@ def _plane_reach(N: np.ndarray, z: np.ndarray, step: np.ndarray) -> float:
 def _thin_wedge_contradiction(
     search: _PathSearch, a: _Piece, b: _Piece, x: np.ndarray, others: np.ndarray
 ) -> np.ndarray | None:
-    """The first of two points ``m +- y`` beside a polished kink whose answer is off its side's
+    """The first of the points ``m +- y`` beside a polished kink whose answer is off its side's
     plane and on the other side's (:meth:`._path_search._PathSearch.fits`), else None (counted:
     ``ledger.values``, ``ledger.confirmed``): m on the kink's hyperplane away from the path, ``m =
-    x* + t v``, v the off-path direction r projected onto it and scaled to ``|v|_inf = 1``,
-    pointing away from 0 (in d = 2 m is ``x*`` scaled), t the largest power of two below
-    MARGIN_USED of v's reach to every other polished hyperplane (``others``), at most
-    ``2^WEDGE_REACH_LOG2 |x*|_inf``; y along the jump's normal n, ``|J^T y|`` THIN_MARGIN times the
-    two pieces' prediction tolerances at m (as the confirmation pair's test,
-    :meth:`._path_search._PathSearch._confirm`, at m, and as short as that allows); no points where
-    ``m +- y`` would reach another polished hyperplane.
+    x* + t v`` for each direction v of :func:`_thin_directions` (up to THIN_DIRECTIONS of them
+    across x* on the hyperplane; in d = 2 x* itself, m is ``x*`` scaled), scaled to
+    ``|v|_inf = 1``, t the largest power of two below MARGIN_USED of v's reach to every other
+    polished hyperplane (``others``), at most ``2^WEDGE_REACH_LOG2 |x*|_inf``; y along the jump's
+    normal n, ``|J^T y|`` THIN_MARGIN times the two pieces' prediction tolerances at m (as the
+    confirmation pair's test, :meth:`._path_search._PathSearch._confirm`, at m, and as short as
+    that allows); no pair where ``m +- y`` would reach another polished hyperplane.
 
     Two kinks K and T of opposite convexities merged into ``J = K + T``
     (``sec4.1/canonical-from-jumps``) leave ``D = f - f_hat = (e_K |K^T x| + e_T |T^T x| -
@@ -1553,32 +1563,43 @@ def _thin_wedge_contradiction(
     7.8e-10), nor do the wedge points, tilted 2^-TILT_LOG2 off J's hyperplane, far beyond a
     wedge ~1e-7 wide: in d > 2 the path crossed near where K's and T's hyperplanes meet, and at
     m, ~|x*| away along J's, their wedge is ~1e-7 wide, not ~1e-9 (measured: their crossings
-    2.7e9 to 3.7e11 times y from m).  A merge narrower than y at m is below this resolution and
-    is NOT certified, by the polished bound or a charge: at 1e-10 rad, 5 of 140 pair targets are
-    answered 1.1 to 4.3 times beyond the polished bound, their crossings 0.2 to 0.5 of y from m
-    (OPEN_MERGE_AT_THE_POLISH_RESOLUTION; a charge of ``|J^T y| / |m|_inf`` a kink, what such a
-    merge moves f by on m's line, left 2 of them 2.3 and 2.6 times beyond).  Numeric
-    arithmetics (exact: no polish)."""
+    2.7e9 to 3.7e11 times y from m).
+
+    The wedge's width along n at a point z of J's hyperplane, ``h(z) = -K^T z / K^T n`` (K the
+    heavier kink), is linear in z (no biases: every hyperplane passes through 0), and small at
+    x* (the confirmation saw nothing there): ``h(m) ~ t h(v)`` shows h only across x*, along
+    the directions v, so these are taken orthogonal to x* (the search's off-path direction r
+    projected onto J's hyperplane, x*'s component removed: before, r's own projection, whose
+    x* component sees next to nothing; and the coordinate direction that keeps most of itself
+    so; in d = 3, where one direction is left, it and its opposite, ``h(x*) +- t h(v)``, one of
+    them at least ``t |h(v)|``).  Up to d = 4 they span J's hyperplane with x*; in larger d a
+    merge whose wedge grows only in the d - 4 directions left is NOT seen.  Either way a merge
+    whose wedge is narrower than y at every m (and than the confirmation's pair at x*) is below
+    this resolution and is NOT certified, by the polished bound or a charge
+    (OPEN_MERGE_AT_THE_POLISH_RESOLUTION): it moves f by up to ``|J^T y| / |m|_inf`` a pair,
+    spread over the ball from the pairs' points, THIN_MARGIN times the two pieces' tolerances,
+    several times the kink's own share of the bound; so charged in d <= 3 (where x* and the pairs
+    span the hyperplane; helper thin24), bound / error on 30 faithful random FFNs (d = 2, 3,
+    m = 2, 4, 6, seeds 0-4) went from a median 150 (worst 436) to 737 (3.1e4).
+    Numeric arithmetics (exact: no polish)."""
     arith = search.arith
     J = b.G - a.G
-    Jf, xf, rf = arith.to_float(J), arith.to_float(x), arith.to_float(search.r)
+    Jf, xf = arith.to_float(J), arith.to_float(x)
     n = Jf / np.abs(Jf).max()
-    v = rf - (rf @ n) / (n @ n) * n
-    if not np.abs(v).max() > 0:
+    points = []
+    for v in _thin_directions(n, xf, arith.to_float(search.r)):
+        t = min(MARGIN_USED * _plane_reach(others, xf, v), 2.0**WEDGE_REACH_LOG2 * float(np.abs(xf).max()))
+        if not t > 0:
+            continue
+        m = x + arith.scalar(2) ** int(np.floor(np.log2(t))) * arith.asarray(v)
+        ya, yb = search.predict(a, m), search.predict(b, m)
+        need = THIN_MARGIN * (search.prediction_tol(a, m, yb) + search.prediction_tol(b, m, ya))
+        size = need / abs(float(Jf @ n))
+        if size > 0 and size < MARGIN_USED * _plane_reach(others, arith.to_float(m), n):
+            y = arith.asarray(n * size)
+            points += [m + y, m - y]
+    if not points:
         return None
-    v = v / np.abs(v).max() * (1.0 if v @ xf >= 0 else -1.0)
-
-    t = min(MARGIN_USED * _plane_reach(others, xf, v), 2.0**WEDGE_REACH_LOG2 * float(np.abs(xf).max()))
-    if not t > 0:
-        return None
-    m = x + arith.scalar(2) ** int(np.floor(np.log2(t))) * arith.asarray(v)
-    ya, yb = search.predict(a, m), search.predict(b, m)
-    need = THIN_MARGIN * (search.prediction_tol(a, m, yb) + search.prediction_tol(b, m, ya))
-    size = need / abs(float(Jf @ n))
-    if not (size > 0 and size < MARGIN_USED * _plane_reach(others, arith.to_float(m), n)):
-        return None
-    y = arith.asarray(n * size)
-    points = [m + y, m - y]
     answers = search.ask(np.array(points))
     search.ledger.values += len(points)
     search.ledger.confirmed += len(points)
@@ -1587,6 +1608,46 @@ def _thin_wedge_contradiction(
         if not search.fits(q, p, got) and search.fits(other, p, got):
             return p
     return None
+
+
+def thin_pairs(d: int) -> int:
+    """How many pairs :func:`_thin_wedge_contradiction` asks beside a kink, at most: THIN_DIRECTIONS,
+    one in d = 2 (none in d = 1: no polish's confirmation)."""
+    return 0 if d == 1 else 1 if d == 2 else THIN_DIRECTIONS
+
+
+def _thin_directions(n: np.ndarray, x: np.ndarray, r: np.ndarray) -> list[np.ndarray]:
+    """The directions of :func:`_thin_wedge_contradiction`'s pairs on the hyperplane ``n^T z = 0``
+    through x (float64, no query): r, then each coordinate direction in turn (the one that keeps
+    most of itself), made orthogonal to n, x and those before (Gram-Schmidt), ``thin_pairs(d)`` of
+    them, each scaled to ``|v|_inf = 1`` and pointing away from 0; in d = 2, where nothing is
+    left across x, r made orthogonal to n (along x)."""
+    d = len(n)
+    basis = [n / np.linalg.norm(n)]
+
+    def across(u: np.ndarray) -> np.ndarray:
+        for e in basis:
+            u = u - (u @ e) * e
+        return u
+
+    if d == 2:
+        v = across(r)
+        return [v / np.abs(v).max() * (1.0 if v @ x >= 0 else -1.0)] if np.abs(v).max() > 0 else []
+    xj = across(x)
+    if np.linalg.norm(xj) > 0:
+        basis.append(xj / np.linalg.norm(xj))
+    out = []
+    candidates = [r] + list(np.eye(d))
+    while len(out) < thin_pairs(d) and candidates:
+        kept = [across(u) for u in candidates]
+        i = 0 if candidates[0] is r else int(np.argmax([np.linalg.norm(u) for u in kept]))
+        v = kept[i]
+        candidates.pop(i)
+        if not np.linalg.norm(v) > 2.0**-26:
+            continue
+        basis.append(v / np.linalg.norm(v))
+        out.append(v / np.abs(v).max() * (1.0 if v @ x >= 0 else -1.0))
+    return out + [-out[-1]] if 0 < len(out) < thin_pairs(d) else out
 
 
 def _anchored_tol(search: _PathSearch, q: _Piece, p: np.ndarray, y: Any) -> float:
