@@ -1504,16 +1504,15 @@ def _wedge_contradiction(
     J = b.G - a.G
     Jf, xf = arith.to_float(J), arith.to_float(x)
     n = Jf / np.abs(Jf).max()
-    top = float(np.abs(xf).max())
     points, sides = [], []
     for i in np.delete(np.arange(d), int(np.argmax(np.abs(Jf)))):
         for sigma in (1.0, -1.0):
             step = (sigma * 2.0**-TILT_LOG2 - Jf[i] / float(Jf @ n)) * n
             step[i] += 1.0
-            t = min(MARGIN_USED * _plane_reach(others, xf, step), 2.0**WEDGE_REACH_LOG2 * top)
+            t = _reach_step(others, xf, step)
             if not t > 0:
                 continue
-            p = x + arith.scalar(2) ** int(np.floor(np.log2(t))) * arith.asarray(step)
+            p = x + arith.scalar(t) * arith.asarray(step)
             points.append(p)
             sides.append(b if (float(J @ (p - x)) > 0) == (float(J @ (b.x - x)) > 0) else a)
     if not points:  # nothing seen beside the kink: a merge into it is charged no resolution
@@ -1607,10 +1606,10 @@ def _thin_wedge_contradiction(
         if v is None:
             m = x
         else:
-            t = _thin_step(others, xf, v)
+            t = _reach_step(others, xf, v)
             if not t > 0:
                 continue
-            m = x + arith.scalar(2) ** int(np.log2(t)) * arith.asarray(v)
+            m = x + arith.scalar(t) * arith.asarray(v)
         ya, yb = search.predict(a, m), search.predict(b, m)
         need = THIN_MARGIN * (search.prediction_tol(a, m, yb) + search.prediction_tol(b, m, ya))
         size = need / abs(float(Jf @ n))
@@ -1659,8 +1658,9 @@ def thin_pairs(d: int) -> int:
     return 0 if d == 1 else 1 if d == 2 else THIN_PAIRS
 
 
-def _thin_step(others: np.ndarray, x: np.ndarray, v: np.ndarray) -> float:
-    """The step t of :func:`_thin_wedge_contradiction`'s pair at ``x + t v``: the largest power of
+def _reach_step(others: np.ndarray, x: np.ndarray, v: np.ndarray) -> float:
+    """The step t of a point ``x + t v`` beside a polished kink (:func:`_wedge_contradiction`'s
+    points, :func:`_thin_wedge_contradiction`'s pairs): the largest power of
     two below MARGIN_USED of v's reach from x to every other polished hyperplane (``others``,
     :func:`_plane_reach`), at most ``2^WEDGE_REACH_LOG2 |x|_inf`` (0 when there is none; float64,
     no query)."""
@@ -1676,7 +1676,7 @@ def _thin_directions(
     in turn, of r and the coordinate directions projected onto the hyperplane and off those
     before (Gram-Schmidt), each as it is and made orthogonal to x too, scaled to ``|v|_inf = 1``
     and pointing away from 0 (``v^T x >= 0``), the one whose point ``m = x + t v``
-    (:func:`_thin_step`) stands farthest across x for its size, ``t |v_perp| / |m|`` (v_perp v's
+    (:func:`_reach_step`) stands farthest across x for its size, ``t |v_perp| / |m|`` (v_perp v's
     component orthogonal to x, Euclidean norms; r first among equals); in d = 2, where nothing is
     left across x, r made orthogonal to n (along x) only."""
     d = len(n)
@@ -1693,7 +1693,7 @@ def _thin_directions(
         return v / np.abs(v).max() * (1.0 if v @ x >= 0 else -1.0)
 
     def across(v: np.ndarray) -> float:
-        t = _thin_step(others, x, v)
+        t = _reach_step(others, x, v)
         return t * float(np.linalg.norm(v - (v @ xu) * xu)) / float(np.linalg.norm(x + t * v))
 
     if d == 2:
