@@ -71,7 +71,9 @@ THIN_MARGIN = 2
 #: (the bound the same, the refit's error 20 % less; 27471 queries).  On the bench's 45 faithful
 #: and 45 naive FFNs (d, m in {4, 8, 16}, seeds 0-4) 3.3 % more queries (25827 -> 26667; median
 #: 459 -> 475), faithful bound / error median 296 -> 298, worst 979 -> 842 (the bounds within 4 %
-#: of before, the answers seen feed the refit).
+#: of before, the answers seen feed the refit).  With the reach one-sided (session 24,
+#: :func:`_reach_step`): 1e-10 100 / 40 / 0, 1e-9 70 / 70 / 0, 3e-8 144 / 136 / 0, 1e-7
+#: 265 / 15 / 0, the same queries.
 THIN_PAIRS = 2
 
 
@@ -513,7 +515,15 @@ def learn_ffn(
     139 / 141 / 0 (the same; a point off both planes is followed by one between, without which
     pair_target(8, 28, 3e-8) was 11.8 times beyond its bound), 1e-7 (seeds 20-59) 266 / 14 / 0 ->
     264 / 16 / 0; on the bench 3.3 % more queries (25827 -> 26667), the faithful worst bound /
-    error 979 -> 842; on 200 tiny-odd draws 2.7 % more, all within their bounds.  Three
+    error 979 -> 842; on 200 tiny-odd draws 2.7 % more, all within their bounds.  Since session 24
+    the points' reach is one-sided (:func:`_reach_step`: only the hyperplanes ahead of x* stop
+    them): 1e-10 100 / 40 / 0 (pair_target(4, 13), the 1.17, refused), 1e-9 70 / 70 / 0, 3e-8
+    144 / 136 / 0, 1e-7 (seeds 20-59) 265 / 15 / 0: none of the 840 off its own bound; at 1e-11
+    120 / 18 / 2 (1.16 and 1.04 times: a wedge narrower than the pairs' offset everywhere,
+    OPEN_MERGE_NARROWER_THAN_THE_PAIRS), at 1e-12 140 / 0 / 0.  The same queries on the bench; its
+    errors fell (sums 5.63e-13 -> 3.99e-13 faithful, 1.43e-12 -> 1.03e-12 naive: the farther
+    points' answers feed the refit), its bounds a little (2.15e-10 -> 2.01e-10, 1.28e-7 ->
+    1.20e-7); on 200 tiny-odd draws 1.6 % fewer queries (87584 -> 86184), all within.  Three
     things answer them: a gradient whose Euler residual repeats at
     two steps gets one attempt at the smallest step, 2^-26 |x|, before its point is taken for one
     on a hyperplane (it may lie in a region between two kinks ~1e-7 |x| apart), kept only when the
@@ -1478,8 +1488,8 @@ def _wedge_contradiction(
     1.5e-10 |x| off against the polished bound 3.7e-11, no such point off by more than its
     tolerance).  A second difference along n's hyperplane would cancel a's plane, but it sees
     only one convexity (f - f_hat vanishes on that hyperplane for the other).  t is the largest
-    power of two below MARGIN_USED of the step's reach to every other polished hyperplane
-    (``others``), at most ``2^WEDGE_REACH_LOG2 |x*|_inf``: p stays in q's region.
+    power of two below MARGIN_USED of the step's reach to the other polished hyperplanes ahead
+    (``others``, :func:`_reach_step`), at most ``2^WEDGE_REACH_LOG2 |x*|_inf``: p stays in q's region.
 
     What the points cannot see is charged: with ``resolution`` given, each agreeing point's
     residual plus its tolerance, ``|r| + tol`` (a merge moves f at p off q's plane by up to both;
@@ -1547,8 +1557,8 @@ def _thin_wedge_contradiction(
     ``ledger.values``, ``ledger.confirmed``): m on the kink's hyperplane, x* itself and, away from
     the path, ``m = x* + t v`` for each direction v of :func:`_thin_directions` (THIN_PAIRS pairs
     in all; in d = 2 only the second, v along x*: m is ``x*`` scaled), ``|v|_inf = 1``, t the
-    largest power of two below MARGIN_USED of v's reach to every other polished hyperplane
-    (``others``), at most ``2^WEDGE_REACH_LOG2 |x*|_inf``; y along the jump's
+    largest power of two below MARGIN_USED of v's reach to the other polished hyperplanes ahead
+    (``others``, :func:`_reach_step`), at most ``2^WEDGE_REACH_LOG2 |x*|_inf``; y along the jump's
     normal n, ``|J^T y|`` THIN_MARGIN times the two pieces' prediction tolerances at m (as the
     confirmation pair's test, :meth:`._path_search._PathSearch._confirm`, at m, and as short as
     that allows); no pair where ``m +- y`` would reach another polished hyperplane.
@@ -1591,7 +1601,8 @@ def _thin_wedge_contradiction(
     seen (a third pair, along r's own projection, took the bench's worst faithful bound / error
     from 842 to 1053, helper thin24c).  Either way a merge whose wedge is narrower than y at
     every m is below this resolution and is NOT certified, by the polished bound or a charge
-    (OPEN_MERGE_AT_THE_POLISH_RESOLUTION): it moves f by up to ``|J^T y| / |m|_inf`` a pair,
+    (OPEN_MERGE_NARROWER_THAN_THE_PAIRS: pair_target at 1e-11 rad, 2 of 140, 1.16 and 1.04
+    times the bound): it moves f by up to ``|J^T y| / |m|_inf`` a pair,
     spread over the ball from the pairs' points, THIN_MARGIN times the two pieces' tolerances,
     several times the kink's own share of the bound; so charged in d <= 3 (where x* and the pairs
     span the hyperplane; helper thin24), bound / error on 30 faithful random FFNs (d = 2, 3,
@@ -1660,11 +1671,22 @@ def thin_pairs(d: int) -> int:
 
 def _reach_step(others: np.ndarray, x: np.ndarray, v: np.ndarray) -> float:
     """The step t of a point ``x + t v`` beside a polished kink (:func:`_wedge_contradiction`'s
-    points, :func:`_thin_wedge_contradiction`'s pairs): the largest power of
-    two below MARGIN_USED of v's reach from x to every other polished hyperplane (``others``,
-    :func:`_plane_reach`), at most ``2^WEDGE_REACH_LOG2 |x|_inf`` (0 when there is none; float64,
-    no query)."""
-    t = min(MARGIN_USED * _plane_reach(others, x, v), 2.0**WEDGE_REACH_LOG2 * float(np.abs(x).max()))
+    points, :func:`_thin_wedge_contradiction`'s pairs): the largest power of two below
+    MARGIN_USED of v's reach from x to the other polished hyperplanes ``x + t v`` meets for some
+    ``t > 0`` (``others``' rows n with ``(n^T x)(n^T v) <= 0``, :func:`_plane_reach`), at most
+    ``2^WEDGE_REACH_LOG2 |x|_inf`` (0 when there is none; float64, no query).
+
+    One-sided: the segment from x to ``x + t v`` stays in the kink's two regions, all the points
+    need.  The reach along +-v (before, session 23) also stopped at hyperplanes behind x, 0.1-0.4
+    |x|_inf at pair_target(4, 13, 1e-10), where the merge's wedge at the pairs' points stayed
+    within their offset y (f_hat 1.17 times its bound, SILENTLY); one-sided the pair across x*
+    stands 1.6 |x|_inf out, the wedge there 1.8e-9 |m| against y = 6.5e-10 |m| (helper
+    simplex25's measurement): refused.  The points stand farther from x* on the bench's targets
+    too, and the polish's refit reads their answers: error sums 5.63e-13 -> 3.99e-13 (faithful)
+    and 1.43e-12 -> 1.03e-12 (naive), bound sums 2.15e-10 -> 2.01e-10 and 1.28e-7 -> 1.20e-7, the
+    same queries (learn_ffn's Notes)."""
+    ahead = (others @ x) * (others @ v) <= 0
+    t = min(MARGIN_USED * _plane_reach(others[ahead], x, v), 2.0**WEDGE_REACH_LOG2 * float(np.abs(x).max()))
     return 2.0 ** int(np.floor(np.log2(t))) if t > 0 else 0.0
 
 
@@ -1674,11 +1696,12 @@ def _thin_directions(
     """The directions of :func:`_thin_wedge_contradiction`'s pairs on the hyperplane ``n^T z = 0``
     through x (float64, no query), ``thin_pairs(d)`` of them: None (the pair at x itself), then
     in turn, of r and the coordinate directions projected onto the hyperplane and off those
-    before (Gram-Schmidt), each as it is and made orthogonal to x too, scaled to ``|v|_inf = 1``
-    and pointing away from 0 (``v^T x >= 0``), the one whose point ``m = x + t v``
-    (:func:`_reach_step`) stands farthest across x for its size, ``t |v_perp| / |m|`` (v_perp v's
-    component orthogonal to x, Euclidean norms; r first among equals); in d = 2, where nothing is
-    left across x, r made orthogonal to n (along x) only."""
+    before (Gram-Schmidt), each as it is, pointing away from 0 (``v^T x >= 0``), and made
+    orthogonal to x too, with either sign (the reach, one-sided, differs), scaled to
+    ``|v|_inf = 1``, the one whose point ``m = x + t v`` (:func:`_reach_step`) stands farthest
+    across x for its size, ``t |v_perp| / |m|`` (v_perp v's component orthogonal to x, Euclidean
+    norms; r first among equals); in d = 2, where nothing is left across x, r made orthogonal to n
+    (along x) only."""
     d = len(n)
     basis = [n / np.linalg.norm(n)]
 
@@ -1702,9 +1725,10 @@ def _thin_directions(
     out: list[np.ndarray | None] = [None]
     while len(out) < thin_pairs(d):
         kept = [
-            scaled(v)
+            sign * scaled(v)
             for u in [r, *np.eye(d)]
-            for v in (off(u), off(u, xu))
+            for v, signs in ((off(u), (1.0,)), (off(u, xu), (1.0, -1.0)))
+            for sign in signs
             if np.linalg.norm(v) > 2.0**-26 and np.linalg.norm(off(v, xu)) > 2.0**-26
         ]
         if not kept:
