@@ -220,6 +220,43 @@ def beyond_float64(A, w):
 FLOAT64_ANGLE = 2.0**-20
 
 
+def axis_aligned_triple(e: float) -> tuple[np.ndarray, np.ndarray]:
+    """``ReLU(x_0 + x_1)`` beside the zero-sum triple of normals ``(e, 1/8)``, ``(0, -1/4)``,
+    ``(-e, 1/8)`` (their sum 0), d = 2: three hyperplanes about 8 e rad apart, the middle one
+    ``x_1 = 0`` (thorough profile, --hypothesis-seed 252841 at e = 2^-23)."""
+    return np.array([[1.0, e, 0.0, -e], [1.0, 0.125, -0.25, 0.125]]), np.ones(4)
+
+
+#: Axis-aligned triples refused (DegenerateProbeError) on every path before session 24, for every e
+#: from 2^-23 to 1e-4 (path seeds 0-2; 1e-3 and 1e-2 answered, the triple rotated by 1e-3 rad
+#: answered too): a split point x* on the kink of ``x_1 = 0`` has ``x*_1 = 0`` exactly, and its
+#: piece's step along e_1 crossed the next hyperplane, 8 e |x*_0| away, with Euler's relation
+#: blind to G_1 there (G_1 = 0.176 between 0.125 and 0.25, an error of 9e-14 claimed); the next x*
+#: lay at that piece's own point, bisected to the floor.  Since, the entries where x is 0 are held
+#: to a step backwards (``_PathSearch._blind_entries_hold``): answered within the bound.
+AXIS_ALIGNED_TRIPLES = [(*axis_aligned_triple(e), seed) for e in (2.0**-23, 1e-6, 1e-4) for seed in (0, 1)]
+
+
+@pytest.mark.parametrize("A, w, seed", AXIS_ALIGNED_TRIPLES)
+def test_axis_aligned_triple_answered_within_its_bound(A, w, seed):
+    """Answered, four hyperplanes found, within the learner's own bound, every query counted."""
+    rec, oracle = recover_ffn(A, w, seed=seed)
+    check_count(rec, oracle, A.shape[0])
+    assert rec.L == 4
+    check_function(rec, A, w, np.random.default_rng(seed))
+
+
+def test_without_the_blind_entries_check_an_axis_aligned_triple_is_refused(monkeypatch):
+    """``_PathSearch._blind_entries_hold`` is what answers AXIS_ALIGNED_TRIPLES: taken away (every
+    piece's blind entries trusted), the learner refuses again (the check can fail)."""
+    from attnproof.theorems.transformer._path_search import _PathSearch
+
+    monkeypatch.setattr(_PathSearch, "_blind_entries_hold", lambda self, x, y, p: True)
+    for A, w, seed in AXIS_ALIGNED_TRIPLES[:2]:
+        with pytest.raises(DegenerateProbeError):
+            recover_ffn(A, w, seed=seed)
+
+
 def merge_allowance(A, w):
     """Sum over pairs of target hyperplanes closer than FLOAT64_ANGLE of what merging them can
     change on the unit inf-ball: ``(|c_i| |n_i|_1 + |c_j| |n_j|_1) * distance(n_i, n_j)``.  Still
@@ -449,6 +486,8 @@ def is_zero_function(A, w):
                     [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.2, 0.2, -0.4],
                     [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.2, 0.2, -0.4]]),
           np.array([0.02067515] * 6 + [1.0, 1.0, 1.0]), "zero_sum"), 5)
+# an axis-aligned zero-sum triple, refused before (see test_transformer_float64's)
+@example((AXIS_ALIGNED_TRIPLES[0][0], AXIS_ALIGNED_TRIPLES[0][1], "zero_sum"), 0)
 def test_ffn_float64_recovers_every_kind(target, seed):
     """Recovered to the a-posteriori bound; typed errors only for targets beyond float64:
     near-subnormal weights, units cancelling beyond the rounding model (cancels_beyond_float64,
@@ -1575,6 +1614,10 @@ P3 = 0.3 * np.ones((4, 4))  # W* = its top-left d x d block
 # such a piece is now kept as measured (ffn._fitted)
 @example((np.array([[6.33697987e-298] * 2, [-1.0, 6.33697987e-298], [6.33697987e-298] * 2]),
           np.array([1.0, 1.0]), "generic"), 0, np.zeros((4, 4)))
+# a zero-sum triple on axis-aligned hyperplanes (thorough profile, --hypothesis-seed 252841, the
+# same on 191b4f4): DegenerateProbeError, a split point on x_1 = 0 whose e_1 step crossed the next
+# hyperplane unseen by Euler's relation (AXIS_ALIGNED_TRIPLES; _PathSearch._blind_entries_hold)
+@example((AXIS_ALIGNED_TRIPLES[0][0], AXIS_ALIGNED_TRIPLES[0][1], "zero_sum"), 0, np.zeros((4, 4)))
 def test_transformer_float64(target, seed, W):
     A, w, kind = target
     tf_float64_property(A, w, kind, W, seed)

@@ -145,7 +145,8 @@ def ffn_query_bound(d: int, max_steps: int | None = None, restarts: int = 2, che
     NUDGES split points of three pieces each (plain, and stepping each way along the jump's
     signs: :meth:`._path_search._PathSearch._opened`; only the last split point's plain piece is
     measured again, so this also holds its d steps backwards, asked when it mixes the ends'
-    gradients),
+    gradients, and every split point's steps backwards along its zero coordinates, d at most:
+    :meth:`._path_search._PathSearch._blind_entries_hold`),
     each of :func:`piece_query_bound` queries; ``2 checks`` check
     points and two points per hyperplane (a kink per search step at most) per reconstruction
     (1 + CHECK_ROUNDS of them) and 1 + NUDGES pieces per further path (its pivot); the polish's
