@@ -220,11 +220,11 @@ def beyond_float64(A, w):
 FLOAT64_ANGLE = 2.0**-20
 
 
-def axis_aligned_triple(e: float) -> tuple[np.ndarray, np.ndarray]:
-    """``ReLU(x_0 + x_1)`` beside the zero-sum triple of normals ``(e, 1/8)``, ``(0, -1/4)``,
-    ``(-e, 1/8)`` (their sum 0), d = 2: three hyperplanes about 8 e rad apart, the middle one
-    ``x_1 = 0`` (thorough profile, --hypothesis-seed 252841 at e = 2^-23)."""
-    return np.array([[1.0, e, 0.0, -e], [1.0, 0.125, -0.25, 0.125]]), np.ones(4)
+def axis_aligned_triple(e: float, b: float = 0.125) -> tuple[np.ndarray, np.ndarray]:
+    """``ReLU(x_0 + x_1)`` beside the zero-sum triple of normals ``(e, 1/8)``, ``(0, -1/8 - b)``,
+    ``(-e, b)`` (their sum 0), d = 2: three hyperplanes about e / b rad apart, the middle one
+    ``x_1 = 0`` (thorough profile, --hypothesis-seed 252841: e = 2^-23, b = 1/8 and 3/16)."""
+    return np.array([[1.0, e, 0.0, -e], [1.0, 0.125, -0.125 - b, b]]), np.ones(4)
 
 
 #: Axis-aligned triples refused (DegenerateProbeError) on every path before session 24, for every e
@@ -232,9 +232,15 @@ def axis_aligned_triple(e: float) -> tuple[np.ndarray, np.ndarray]:
 #: answered too): a split point x* on the kink of ``x_1 = 0`` has ``x*_1 = 0`` exactly, and its
 #: piece's step along e_1 crossed the next hyperplane, 8 e |x*_0| away, with Euler's relation
 #: blind to G_1 there (G_1 = 0.176 between 0.125 and 0.25, an error of 9e-14 claimed); the next x*
-#: lay at that piece's own point, bisected to the floor.  Since, the entries where x is 0 are held
-#: to a step backwards (``_PathSearch._blind_entries_hold``): answered within the bound.
-AXIS_ALIGNED_TRIPLES = [(*axis_aligned_triple(e), seed) for e in (2.0**-23, 1e-6, 1e-4) for seed in (0, 1)]
+#: lay at that piece's own point, bisected to the floor.  Since, the entries Euler's relation is
+#: blind to (x_i 0, or 2.2e-16 at b = 3/16) are held to a step backwards
+#: (``_PathSearch._blind_entries_hold``): answered within the bound.
+AXIS_ALIGNED_TRIPLES = [
+    (*axis_aligned_triple(e, b), seed)
+    for e in (2.0**-23, 1e-6, 1e-4)
+    for b in (0.125, 0.1875)
+    for seed in (0, 1)
+]
 
 
 @pytest.mark.parametrize("A, w, seed", AXIS_ALIGNED_TRIPLES)
@@ -252,7 +258,7 @@ def test_without_the_blind_entries_check_an_axis_aligned_triple_is_refused(monke
     from attnproof.theorems.transformer._path_search import _PathSearch
 
     monkeypatch.setattr(_PathSearch, "_blind_entries_hold", lambda self, x, y, p: True)
-    for A, w, seed in AXIS_ALIGNED_TRIPLES[:2]:
+    for A, w, seed in AXIS_ALIGNED_TRIPLES[:4]:
         with pytest.raises(DegenerateProbeError):
             recover_ffn(A, w, seed=seed)
 
@@ -1618,6 +1624,7 @@ P3 = 0.3 * np.ones((4, 4))  # W* = its top-left d x d block
 # same on 191b4f4): DegenerateProbeError, a split point on x_1 = 0 whose e_1 step crossed the next
 # hyperplane unseen by Euler's relation (AXIS_ALIGNED_TRIPLES; _PathSearch._blind_entries_hold)
 @example((AXIS_ALIGNED_TRIPLES[0][0], AXIS_ALIGNED_TRIPLES[0][1], "zero_sum"), 0, np.zeros((4, 4)))
+@example((AXIS_ALIGNED_TRIPLES[2][0], AXIS_ALIGNED_TRIPLES[2][1], "zero_sum"), 0, np.zeros((4, 4)))
 def test_transformer_float64(target, seed, W):
     A, w, kind = target
     tf_float64_property(A, w, kind, W, seed)
