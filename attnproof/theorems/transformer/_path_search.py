@@ -1133,9 +1133,11 @@ class _PathSearch:
         one piece each: within :func:`~attnproof.theorems.transformer.ffn.ffn_query_bound`'s NUDGES
         times three pieces (NUDGES >= 2).
 
-        A plain piece whose entries Euler's relation cannot see (x_i = 0) is first held to a step
-        backwards along each (:meth:`_blind_entries_hold`; at most d queries a split point, none
-        on random targets: the bench's 90 runs ask the same queries).
+        A plain piece kept as it is (neither a mix of pa's and pb's gradients nor a shrunk
+        duplicate) whose entries Euler's relation cannot see (x_i ~ 0) is held to a step backwards
+        along each (:meth:`_blind_entries_hold`; at most d queries a split point, none on random
+        targets: the bench's 90 runs ask the same queries); a mix off the line from pa's gradient
+        to pb's (another kink's crossing) is not told by :meth:`_mixes`.
 
         Raises
         ------
@@ -1154,10 +1156,10 @@ class _PathSearch:
 
         if self.d == 1 or not plain.err:
             return plain
-        if not self._blind_entries_hold(x, y, plain):
-            raise _OnHyperplane
         mixed = self._mixes(plain, pa, pb) and not self._two_sided(x, y, plain.G, plain.err, plain.h, None)
         if not mixed and not (plain.h < self._first_step(x) and duplicate(plain)):
+            if not self._blind_entries_hold(x, y, plain):
+                raise _OnHyperplane
             return plain
         best = plain
         base = np.where(arith.to_float(pb.G - pa.G) < 0, -1.0, 1.0)
