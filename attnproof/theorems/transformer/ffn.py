@@ -1563,7 +1563,8 @@ def _thin_wedge_contradiction(
     """The first of the points ``m +- y`` beside a polished kink whose answer is off its side's
     plane and on the other side's (:meth:`._path_search._PathSearch.fits`), as ``(p, "other")``,
     or of the points between (below) off its side's plane, as ``(p, "other")`` or ``(p,
-    "neither")``, else None (counted: ``ledger.values``, ``ledger.confirmed``): m on the kink's hyperplane, x* itself and, away from
+    "neither")``, else None (counted: ``ledger.values``, ``ledger.confirmed``): m on the kink's
+    hyperplane, x* itself and, away from
     the path, ``m = x* + t v`` for each direction v of :func:`_thin_directions` (THIN_PAIRS pairs
     in all; in d = 2 only the second, v along x*: m is ``x*`` scaled), ``|v|_inf = 1``, t the
     largest power of two below MARGIN_USED of v's reach to the other polished hyperplanes ahead
