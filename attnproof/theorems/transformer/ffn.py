@@ -72,8 +72,8 @@ THIN_MARGIN = 2
 #: and 45 naive FFNs (d, m in {4, 8, 16}, seeds 0-4) 3.3 % more queries (25827 -> 26667; median
 #: 459 -> 475), faithful bound / error median 296 -> 298, worst 979 -> 842 (the bounds within 4 %
 #: of before, the answers seen feed the refit).  With the reach one-sided (session 24,
-#: :func:`_reach_step`): 1e-10 100 / 40 / 0, 1e-9 70 / 70 / 0, 3e-8 144 / 136 / 0, 1e-7
-#: 265 / 15 / 0, the same queries.
+#: :func:`_reach_step`): 1e-10 103 / 37 / 0, 1e-9 70 / 70 / 0, 3e-8 144 / 136 / 0, 1e-7
+#: 265 / 15 / 0, the same queries (learn_ffn's Notes: not a resolution).
 THIN_PAIRS = 2
 
 
@@ -518,13 +518,19 @@ def learn_ffn(
     264 / 16 / 0; on the bench 3.3 % more queries (25827 -> 26667), the faithful worst bound /
     error 979 -> 842; on 200 tiny-odd draws 2.7 % more, all within their bounds.  Since session 24
     the points' reach is one-sided (:func:`_reach_step`: only the hyperplanes ahead of x* stop
-    them): 1e-10 100 / 40 / 0 (pair_target(4, 13), the 1.17, refused), 1e-9 70 / 70 / 0, 3e-8
-    144 / 136 / 0, 1e-7 (seeds 20-59) 265 / 15 / 0: none of the 840 off its own bound; at 1e-11
-    120 / 18 / 2 (1.16 and 1.04 times: a wedge narrower than the pairs' offset everywhere,
-    OPEN_MERGE_NARROWER_THAN_THE_PAIRS), at 1e-12 140 / 0 / 0.  The same queries on the bench; its
-    errors fell (sums 5.63e-13 -> 3.99e-13 faithful, 1.43e-12 -> 1.03e-12 naive: the farther
-    points' answers feed the refit), its bounds a little (2.15e-10 -> 2.01e-10, 1.28e-7 ->
-    1.20e-7); on 200 tiny-odd draws 1.6 % fewer queries (87584 -> 86184), all within.  Three
+    them) and a point between off both planes too leaves the kink unconfirmed (the search's
+    network stands: :func:`_thin_wedge_contradiction`): 1e-10 103 / 37 / 0 (pair_target(4, 13),
+    the 1.17, refused), 1e-9 70 / 70 / 0, 3e-8 144 / 136 / 0, 1e-7 (seeds 20-59) 265 / 15 / 0:
+    none of the 840 off its own bound; at 1e-11 120 / 18 / 2 (1.16 and 1.04 times: a wedge
+    narrower than the pairs' offset everywhere, OPEN_MERGE_NARROWER_THAN_THE_PAIRS), at 1e-12
+    140 / 0 / 0.  That is not a resolution: a hostile pass over 8,500 more targets (pair targets
+    at seeds 20-159, near-parallel triples and fans, d up to 12) found 11 SILENTLY off their
+    bound, 9 of them on the code before too, up to 8.7 times (pair_target(5, 36, 1e-9); 31 times
+    with faithful answers, the same before).  The same queries on the bench; its errors fell
+    (sums 5.63e-13 -> 3.99e-13 faithful, 1.43e-12 -> 1.03e-12 naive: the farther points' answers
+    feed the refit), its bounds a little (2.15e-10 -> 2.01e-10, 1.28e-7 -> 1.20e-7); on 200
+    tiny-odd draws 4.2 % fewer queries (87584 -> 83939), all within, 4 bounds 100-420 times
+    looser (the search's network where a merge of the tiny unit shows).  Three
     things answer them: a gradient whose Euler residual repeats at
     two steps gets one attempt at the smallest step, 2^-26 |x|, before its point is taken for one
     on a hyperplane (it may lie in a region between two kinks ~1e-7 |x| apart), kept only when the
