@@ -1322,6 +1322,15 @@ def test_without_the_thin_wedge_points_a_merge_below_the_pair_is_silent(monkeypa
             check_function(rec, A, w, np.random.default_rng(seed))
 
 
+def kept_silently_beyond_its_bound(A, w, seed):
+    """learn_ffn answers (no refusal), every query counted, and f_hat is beyond its own bound: the
+    premise tests' silent answer, with the mechanism they take away."""
+    rec, oracle = recover_ffn(A, w, seed=seed)
+    check_count(rec, oracle, A.shape[0])
+    with pytest.raises(AssertionError):
+        check_function(rec, A, w, np.random.default_rng(seed))
+
+
 @pytest.mark.parametrize("A, w, seed", MERGES_ACROSS_X_STAR)
 def test_merge_across_x_star_within_its_own_bound_or_refused(A, w, seed):
     """Refused (typed) or within the learner's own bound, every query counted, without the merge
@@ -1393,10 +1402,7 @@ def test_without_the_point_between_a_merge_is_silent(monkeypatch):
 
     monkeypatch.setattr(ffn, "_thin_side", no_point_between)
     A, w, seed = MERGES_BETWEEN_M_AND_Y[-1]
-    rec, oracle = recover_ffn(A, w, seed=seed)
-    check_count(rec, oracle, A.shape[0])
-    with pytest.raises(AssertionError):
-        check_function(rec, A, w, np.random.default_rng(seed))
+    kept_silently_beyond_its_bound(A, w, seed)
 
 
 #: Merges whose pair points and points between are all off both planes (hostile pass, session 24,
@@ -1429,10 +1435,7 @@ def test_without_the_point_between_off_both_planes_a_merge_is_silent(monkeypatch
 
     monkeypatch.setattr(ffn, "_thin_wedge_contradiction", neither_for_nothing)
     A, w, seed = MERGES_OFF_BOTH_PLANES_TWICE[0]
-    rec, oracle = recover_ffn(A, w, seed=seed)
-    check_count(rec, oracle, A.shape[0])
-    with pytest.raises(AssertionError):
-        check_function(rec, A, w, np.random.default_rng(seed))
+    kept_silently_beyond_its_bound(A, w, seed)
 
 
 def two_sided_reach_step(others, x, v):
@@ -1455,10 +1458,7 @@ def test_merge_beyond_the_two_sided_reach_within_its_own_bound_or_refused(monkey
 
     within_own_bound_or_refused(A, w, seed)
     monkeypatch.setattr(ffn, "_reach_step", two_sided_reach_step)
-    rec, oracle = recover_ffn(A, w, seed=seed)
-    check_count(rec, oracle, A.shape[0])
-    with pytest.raises(AssertionError):
-        check_function(rec, A, w, np.random.default_rng(seed))
+    kept_silently_beyond_its_bound(A, w, seed)
 
 
 @pytest.mark.xfail(strict=True, reason=(

@@ -1206,7 +1206,7 @@ class _PathSearch:
         zero = [i for i in range(self.d) if 2 * self.gscale * float(xf[i]) <= allowed]
         if not zero:
             return True
-        back = np.array([x - p.h * arith.asarray(np.eye(self.d)[i]) for i in zero])
+        back = x[None, :] - p.h * arith.asarray(np.eye(self.d)[zero])
         answers = self.ask(back)
         self.ledger.values += len(zero)
         return all(self.fits(p, z, got) for z, got in zip(back, answers))
