@@ -516,10 +516,11 @@ def learn_ffn(
     polish's under faithful answers, it holds no merge the search's own pair at x* cannot see),
     refused, 8 -> 7.  Left: a tiny unit's kink beside a pair, 1.0-1.5 times (5, the search's
     network or the polished one), pair_target(7, 23, 3e-10) 1.36 and a third hyperplane near a
-    pair's intersection 1.14.  The pair targets: 1e-10 98 / 42 / 0, 1e-9 68 / 72 / 0, 3e-8 143 / 137 / 0, 1e-7 265 / 15 / 0
-    (8 more refused of 840, none off); the bench 20 % more queries (26667 -> 31987), its errors
-    29 % and 37 % less, its bounds 11 % (:func:`thin_pairs`); 200 tiny-odd draws all within,
-    83939 -> 83410 queries.  Before (session 24): the same queries on the bench; its errors fell
+    pair's intersection 1.14.  The pair targets: 1e-10 98 / 42 / 0, 1e-9 68 / 72 / 0, 3e-8
+    143 / 137 / 0, 1e-7 265 / 15 / 0 (8 more refused of 840, none off); the bench 20 % more
+    queries (26667 -> 31987), its errors 29 % and 37 % less, its bounds 11 %
+    (:func:`thin_pairs`); 200 tiny-odd draws all within, 83939 -> 83410 queries.  Before
+    (session 24): the same queries on the bench; its errors fell
     (sums 5.63e-13 -> 3.99e-13 faithful, 1.43e-12 -> 1.03e-12 naive: the farther points' answers
     feed the refit), its bounds a little (2.15e-10 -> 2.01e-10, 1.28e-7 -> 1.20e-7); on 200
     tiny-odd draws 4.2 % fewer queries (87584 -> 83939), all within, 4 bounds 100-420 times
