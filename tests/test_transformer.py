@@ -1434,7 +1434,8 @@ def test_without_the_point_between_a_merge_is_silent(monkeypatch):
 #: beyond its polished bound SILENTLY with the one-sided reach (within on 191b4f4), (5, 36, 3e-9) 23.5
 #: times, (8, 36, 3e-9) 2.8 times: the point between asked and off both planes too was taken for
 #: nothing.  Since, it leaves the kink unconfirmed and the search's network stands (8.1e-9, 8.1e-9,
-#: 1.1e-7 holding errors of 4.1e-9, 1.25e-9, 2.3e-9).
+#: 1.1e-7 holding errors of 4.1e-9, 1.25e-9, 2.3e-9); since session 25 charged for the merge
+#: (MERGE_BETWEEN_OFF_THE_PATH): 8.3e-8 and 1.7e-8, the third refused.
 MERGES_OFF_BOTH_PLANES_TWICE = [
     (*pair_target(5, 36, 1e-8), 36), (*pair_target(5, 36, 3e-9), 36), (*pair_target(8, 36, 3e-9), 36)
 ]
@@ -1497,6 +1498,46 @@ def test_merge_across_the_hyperplane_within_its_own_bound_or_refused(monkeypatch
 
     within_own_bound_or_refused(A, w, seed)
     monkeypatch.setattr(ffn, "thin_pairs", lambda d: min(d - 1, 2))
+    kept_silently_beyond_its_bound(A, w, seed)
+
+
+def tiny_beside_pair(d: int, seed: int, theta: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two units theta rad apart (random normal n and n turned by theta) beside a unit of weight
+    1e-10 and 0..d-1 more random units, column scales 0.5-2, weights +-0.5-1.5 (helper-114's
+    ``tinypair`` targets, session 24)."""
+    rng = np.random.default_rng(7919 * d + seed + 17)
+    n = rng.standard_normal(d)
+    n /= np.linalg.norm(n)
+    t = rng.standard_normal((d, 2))[:, 0]
+    t -= (n @ t) * n
+    t /= np.linalg.norm(t)
+    cols = [n, np.cos(theta) * n + np.sin(theta) * t, rng.standard_normal(d)]
+    A = np.column_stack(cols + [rng.standard_normal(d) for _ in range(int(rng.integers(0, d)))])
+    A = A * rng.uniform(0.5, 2.0, size=A.shape[1])
+    w = rng.choice([-1.0, 1.0], size=A.shape[1]) * rng.uniform(0.5, 1.5, size=A.shape[1])
+    w[2] = 1e-10 * np.sign(w[2])
+    return A, w
+
+
+#: A point between off both planes (``ffn._thin_wedge_contradiction``'s "neither") read as session 24
+#: did, the search's network left standing uncharged: tiny_beside_pair(5, 175, 1e-8), units of
+#: weight -1.44 and +1.30 1e-8 rad apart merged, kept 6.35 times beyond the search's bound SILENTLY
+#: with session 25's d - 1 pairs (refused on 9d266be, whose two pairs saw nothing; helper-115's
+#: hostile pass).  Since, that point is a point between two merged kinks as the path's bisection
+#: finds them: a piece measured there, or the search's network charged (``ffn._merge_charge``).
+MERGE_BETWEEN_OFF_THE_PATH = [(*tiny_beside_pair(5, 175, 1e-8), 175)]
+
+
+@pytest.mark.parametrize("A, w, seed", MERGE_BETWEEN_OFF_THE_PATH)
+def test_a_point_between_off_the_path_is_charged_or_split(monkeypatch, A, w, seed):
+    """Refused (typed) or within the learner's own bound, every query counted, no merge allowance.
+    With no piece measured there and no charge (the search's network uncharged, as in session 24),
+    it is kept SILENTLY beyond its bound (the check can fail)."""
+    from attnproof.theorems.transformer import ffn
+
+    within_own_bound_or_refused(A, w, seed)
+    monkeypatch.setattr(ffn, "_piece_between", lambda *args: (None, None))
+    monkeypatch.setattr(ffn, "_merge_charge", lambda *args: 0.0)
     kept_silently_beyond_its_bound(A, w, seed)
 
 
