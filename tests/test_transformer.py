@@ -2720,6 +2720,24 @@ def test_a_kink_is_confirmed_from_the_plane_of_the_side_x_star_is_on():
     assert search.ledger.total(2) == oracle.queries
 
 
+def test_a_kink_at_the_origin_is_bisected_not_divided_by_zero():
+    """``_PathSearch._confirm`` at x* = 0, where a further path through a pivot on U's ray meets
+    every hyperplane (pair_target(2, 32, 3e-8), session 26): the pair ``x* +- y`` scales with
+    ``|x*|``, so no pair can fail there; "unknown" (the caller bisects), one query counted, where
+    the pair's growth divided by ``J^T y = 0`` before (ZeroDivisionError, an untyped error)."""
+    from attnproof.measure import Session
+    from attnproof.theorems.transformer._path_search import _PathSearch
+
+    oracle = ValueOracle(ReluFFN(np.array([[1.0, -1.0], [0.5, 2.0]]), np.array([1.0, -0.7])))
+    search = _PathSearch(Session(oracle, FLOAT64), np.array([0.25, -1.0]), 2.0**-40, 100)
+    pa, pb = search.piece(np.array([1.0, 0.1])), search.piece(np.array([-1.0, -0.1]))
+    assert pa.err > 0 and pb.err > 0 and not search.same_gradient(pa, pb)
+    before = oracle.queries
+    status, y = search._confirm(pa, pb, np.zeros(2), pb.x - pa.x)
+    assert status == "unknown" and y == 0 and oracle.queries - before == 1
+    assert search.ledger.total(2) == oracle.queries
+
+
 def test_a_batch_of_probes_returns_the_one_farthest_off_the_plane():
     """TINY_BESIDE_TRIPLE_TF's second FFN, its second path's first interval [U, V], both ends
     where the triple cancels to an exact 0 (gradient 0, the tolerances at scale 0): among its

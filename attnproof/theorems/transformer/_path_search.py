@@ -1358,6 +1358,11 @@ class _PathSearch:
         y = self.r * (size * self.rho)
         if arith.is_zero(J @ y):
             y = reach * (size * self.rho / arith.abs_max_scalar(reach))
+        if arith.is_zero(J @ y):
+            # no pair can fail: x* = 0 (a further path through a pivot on U's ray meets every
+            # hyperplane at 0: pair_target(2, 32, 3e-8), a ZeroDivisionError before session 26),
+            # or J orthogonal to r and to the path; the caller bisects as for an ungrown pair
+            return "unknown", y_x
         grown = False  # y grown beyond rho |x*| for the test to be able to fail
         if not arith.exact:  # the test must be able to fail: |J^T y| well above the tolerances
             # the two tests' own tolerances at x* (:meth:`prediction_tol`: each piece's error over
