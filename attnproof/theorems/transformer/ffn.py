@@ -1322,14 +1322,14 @@ def _confirmed_at_polish_grade(
                 # are not confirmed, the search's network stands (further paths through the wedge
                 # points that contradicted it cost up to 4.6x the queries on 150 tiny-odd targets,
                 # 106 -> 486, for a better network at 2 of them), charged for the merge seen
-                _beside_the_rest(search, pieces, crossings, ends, confirmed, grade)
+                _beside_the_rest(search, pieces, crossings, jumps, ends, confirmed, grade)
                 return None, None, charge
             if between is None and z is None:
                 between = _between_contradiction(search, a, b, ends, t, (cuts[i], cuts[i + 2]), status)
             m, m_err = (None, None) if between is None else _piece_between(search, *between, N)
             charge = 0.0 if between is None else _merge_charge(search, a, b, *between, m, m_err)
             if m is None or search.same_gradient(m, a) or search.same_gradient(m, b):
-                _beside_the_rest(search, pieces, crossings, ends, confirmed, grade)
+                _beside_the_rest(search, pieces, crossings, jumps, ends, confirmed, grade)
                 return None, z, charge
             pieces.insert(j + 1, m)
             inserted = True
@@ -1718,6 +1718,7 @@ def _beside_the_rest(
     search: _PathSearch,
     pieces: list[_Piece],
     crossings: list[tuple[float, int]],
+    jumps: np.ndarray,
     ends: tuple[np.ndarray, ...],
     confirmed: dict[tuple[int, int], float],
     grade: float,
@@ -1727,6 +1728,7 @@ def _beside_the_rest(
     (:func:`_thin_points`), asked for their answers only (counted: ``ledger.values``,
     ``ledger.confirmed``): that network then stands, or the caller searches a further path, and
     every network kept is held to every answer seen, these too (:func:`_first_contradiction`).
+    ``jumps`` are the pieces' jumps in float64, ``crossings`` where the path crosses them.
 
     The search confirmed each kink with its own pair at x* only, and its bound holds no merge that
     pair does not see: two kinks merged into one leave a wedge whose width along the normal, h(z)
@@ -1754,7 +1756,6 @@ def _beside_the_rest(
     draws were refused), and the answers' distance from the network kept is the evidence that
     counts.
     """
-    jumps = search.arith.to_float(np.array([b.G - a.G for a, b in zip(pieces[:-1], pieces[1:])]))
     points = []
     for t, j in crossings:
         a, b = pieces[j], pieces[j + 1]
