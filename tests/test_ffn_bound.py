@@ -501,10 +501,13 @@ def test_a_fallback_contradicted_by_a_later_attempt_is_refused():
     x = np.array([1.0, -1.0])  # f(x) = 1
     fallback = _Unpolished(rec, search, PrecisionLossError("earlier"))
     search.seen[:] = [(x, 1.0 + 0.9e-9)]
-    assert _stands(fallback) is rec
+    assert _stands(fallback, None, np.random.default_rng(0)) is rec
+    # two single kinks, one centre each (d = 2): four far points and the first pair, no rung climbed
+    assert search.ledger.audited == 2 * 6 and 0 < rec.diagnostics["audit_charge"] < 1e-2 * 1e-9
+    rec.diagnostics["error_bound"] = 1e-9
     search.seen.append((x, 1.0 + 1.1e-9))
     with pytest.raises(PrecisionLossError, match="later attempt"):
-        _stands(fallback)
+        _stands(fallback, None, np.random.default_rng(0))
 
 
 # --- end to end: the bench's targets ----------------------------------------------------------

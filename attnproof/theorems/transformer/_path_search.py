@@ -230,7 +230,8 @@ class _Ledger:
     polish's confirmation of its kinks (among ``values`` and ``pairs``), ``remeasured`` the
     pieces at the ends of kink-free intervals measured again by the polish (among ``pieces``),
     ``wedges`` the points probing an interval before it is dropped as kink-free in exact
-    arithmetic (:meth:`_PathSearch.off_plane`, among ``values``).
+    arithmetic (:meth:`_PathSearch.off_plane`, among ``values``), ``audited`` the points of the
+    audit of a network that stands unpolished (:func:`._kink_audit.audit`, among ``values``).
     """
 
     pieces: int = 0
@@ -247,6 +248,7 @@ class _Ledger:
     remeasured: int = 0
     kink_free: int = 0
     wedges: int = 0
+    audited: int = 0
 
     def total(self, d: int) -> int:
         return d * (self.pieces + self.retries) + self.values + 2 * self.pairs + self.checks + self.planes
