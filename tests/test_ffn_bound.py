@@ -504,6 +504,7 @@ def test_a_fallback_contradicted_by_a_later_attempt_is_refused():
     assert _stands(fallback, None, np.random.default_rng(0)) is rec
     # two single kinks, one centre each (d = 2): four far points and the first pair, no rung climbed
     assert search.ledger.audited == 2 * 6 and 0 < rec.diagnostics["audit_charge"] < 1e-2 * 1e-9
+    # back to the bound the answers below were sized against (the audit added its ~1e-11 charge)
     rec.diagnostics["error_bound"] = 1e-9
     search.seen.append((x, 1.0 + 1.1e-9))
     with pytest.raises(PrecisionLossError, match="later attempt"):
